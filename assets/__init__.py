@@ -1,0 +1,1 @@
+"""Bundled data (package data: wizard.assets)."""

@@ -1,0 +1,1 @@
+"""Fixtures for the demo cluster (filled by the demo-cluster work)."""

@@ -1,0 +1,1 @@
+"""Fixtures for the real OCI registry on loopback (filled by the registry work)."""

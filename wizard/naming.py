@@ -1,0 +1,152 @@
+"""The GPU Operator's own naming rules, reproduced as pure functions.
+
+Everything here mirrors operator code (see ``../shared/docs/gpu-operator-facts.md`` §1-2):
+``resolveDriverTag()`` / ``ImagePath()`` for image references, ``getSanitizedKernelVersion`` for
+DaemonSet names, and the per-release OS-tag rule (which IDs keep only the VERSION_ID major).
+The demo cluster's simulated operator reuses these, so the wizard and the simulation can't drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+DIGEST_PREFIX = "sha256:"
+COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
+
+_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+_ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Release:
+    """A GPU Operator release such as ``v26.7.0``; ordered by version."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """Parse ``v26.7.0`` / ``26.7`` into a Release; ValueError when it is not a version."""
+        match = _RELEASE_RE.match(text.strip())
+        if not match:
+            raise ValueError(f"{text!r} is not an operator release like v26.7.0")
+        return cls(int(match[1]), int(match[2]), int(match[3] or 0))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Release):
+            return NotImplemented
+        return (self.major, self.minor, self.patch) < (other.major, other.minor, other.patch)
+
+    def __str__(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+
+def _major(version_id: str) -> str:
+    return version_id.split(".", 1)[0]
+
+
+def os_tag(os_id: str, version_id: str, operator_release: str | Release) -> str:
+    """``ID`` + ``VERSION_ID`` as the given operator release writes it into image tags.
+
+    <= v25.10 always keeps the full VERSION_ID; v26.3 keeps only the major for ``rocky`` and for
+    ``rhel`` >= 10; v26.7 keeps only the major for ``rhel``, ``rocky`` and ``ol``.
+    """
+    release = operator_release if isinstance(operator_release, Release) else Release.parse(operator_release)
+    os_id = os_id.strip().lower()
+    version_id = version_id.strip()
+    major_only = False
+    if release >= Release(26, 7):
+        major_only = os_id in {"rhel", "rocky", "ol"}
+    elif release >= Release(26, 3):
+        if os_id == "rocky":
+            major_only = True
+        elif os_id == "rhel":
+            major = _major(version_id)
+            major_only = major.isdigit() and int(major) >= 10
+    return f"{os_id}{_major(version_id) if major_only else version_id}"
+
+
+def image_path(repository: str, image: str, version: str) -> str:
+    """The operator's ``ImagePath``: ``repo/image:version`` or ``repo/image@sha256:…``.
+
+    With repository and version both empty the image is used verbatim; otherwise all three must be set.
+    """
+    if not repository and not version:
+        return image
+    if not (repository and image and version):
+        raise ValueError("invalid image specification: repository, image and version must all be set")
+    if version.startswith(DIGEST_PREFIX):
+        return f"{repository}/{image}@{version}"
+    return f"{repository}/{image}:{version}"
+
+
+def upstream_image(repository: str, image: str, version: str, tag_os: str) -> str:
+    """The image compiled on the node: ``<repo>/<image>:<version>-<osTag>``; a digest gets no suffix."""
+    base = image_path(repository, image, version)
+    if DIGEST_PREFIX in base:
+        return base
+    return f"{base}-{tag_os}"
+
+
+def precompiled_image(repository: str, image: str, version: str, kernel: str, tag_os: str) -> str:
+    """The image built for one kernel: ``<repo>/<image>:<version>-<kernel>-<osTag>``, kernel unsanitised."""
+    if version.startswith(DIGEST_PREFIX):
+        raise ValueError("specifying image digest is not supported when precompiled is enabled")
+    if not repository and not version:
+        return f"{image}-{kernel}-{tag_os}"
+    return f"{image_path(repository, image, version)}-{kernel}-{tag_os}"
+
+
+def driver_image(
+    *, precompiled: bool, repository: str, image: str, version: str, kernel: str, tag_os: str
+) -> str:
+    """The driver image the operator puts in a node's driver pod, for either mode."""
+    if precompiled:
+        return precompiled_image(repository, image, version, kernel, tag_os)
+    return upstream_image(repository, image, version, tag_os)
+
+
+def image_tag(reference: str) -> str:
+    """The tag (or digest) part of an image reference."""
+    if "@" in reference:
+        return reference.split("@", 1)[1]
+    last = reference.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else "latest"
+
+
+def split_reference(reference: str) -> tuple[str, str, str]:
+    """Split ``host[:port]/path/name:tag`` (or ``@digest``) into (registry host, repository path, tag)."""
+    if "@" in reference:
+        name, tag = reference.split("@", 1)
+    else:
+        head, _, last = reference.rpartition("/")
+        if ":" in last:
+            last, tag = last.split(":", 1)
+        else:
+            tag = "latest"
+        name = f"{head}/{last}" if head else last
+    first, _, rest = name.partition("/")
+    if rest and ("." in first or ":" in first or first == "localhost"):
+        return first, rest, tag
+    return "docker.io", name if "/" in name else f"library/{name}", tag
+
+
+def sanitize_kernel(kernel: str) -> str:
+    """``getSanitizedKernelVersion``: drop the arch, ``_`` to ``.``, no trailing ``.``, lower case."""
+    return _ARCH_RE.sub("", kernel).replace("_", ".").rstrip(".").lower()
+
+
+def precompiled_daemonset_name(kernel: str, tag_os: str) -> str:
+    """Per-kernel DaemonSet of a precompiled ClusterPolicy install."""
+    return f"{COMMON_DRIVER_DAEMONSET}-{sanitize_kernel(kernel)}-{tag_os}"
+
+
+def nvidiadriver_daemonset_name(driver_type: str, tag_os: str, cr_uid: str, pool_key: str) -> str:
+    """DaemonSet of one NVIDIADriver node pool: ``nvidia-<type>-driver-<osTag>-<hash>``."""
+    digest = hashlib.sha256(f"{cr_uid}/{pool_key}".encode()).hexdigest()[:10]
+    return f"nvidia-{driver_type}-driver-{tag_os}-{digest}"
