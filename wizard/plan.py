@@ -261,7 +261,10 @@ class Plan(_Section):
             return self
         if not driver.version:
             raise ValueError(f"driver.version: required in {self.mode.value} mode; give {VERSION_HELP}")
-        check_driver_version(driver.version, self.mode)
+        try:
+            check_driver_version(driver.version, self.mode)
+        except ValueError as exc:
+            raise ValueError(f"driver.version: {exc}") from None
         if not driver.repository:
             raise ValueError(
                 f"driver.repository: required in {self.mode.value} mode; give the registry the cluster "

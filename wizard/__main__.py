@@ -1,0 +1,7 @@
+"""``python -m wizard``: the same as the ``gpu-wizard`` command."""
+
+import sys
+
+from wizard.cli import main
+
+sys.exit(main())

@@ -1,0 +1,168 @@
+"""The ``gpu-wizard`` command line: argument parsing and dispatch to the engine.
+
+Exit codes: 0 done, 1 checks failed, 2 invalid input or unusable cluster. User errors are one
+clear line each on stderr (field, file line, what is valid), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TextIO
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from wizard.answers import AnswersError, example_answers, load_answers, write_private
+from wizard.facts import ClusterFacts, facts_from_nodelist
+from wizard.plan import Mode
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
+
+
+class UsageError(Exception):
+    """Bad input the user can fix; printed as one message, exit code 2."""
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    try:
+        return metadata.version("gpu-wizard")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def load_nodelist(path: str) -> ClusterFacts:
+    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (expected `kubectl get nodes -o json` output)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the file ({exc.__class__.__name__})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_error:
+        try:
+            data = YAML(typ="safe", pure=True).load(text)
+        except YAMLError:
+            raise UsageError(
+                f"{path}:{json_error.lineno}: not valid JSON ({json_error.msg}); expected `kubectl get nodes -o json` output"
+            ) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a NodeList (expected `kubectl get nodes -o json` output)")
+    try:
+        return facts_from_nodelist(data)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
+    for item in advice:
+        stream.write(f"{item.level}: {item.message}\n  why: {item.reason}\n")
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
+    from wizard import render as rendering
+
+    plan, _ = load_answers(args.answers)
+    facts = load_nodelist(args.nodes)
+    result = rendering.render(plan, facts)
+    out: TextIO = sys.stdout
+    if args.output == "yaml":
+        out.write(rendering.to_yaml(result.documents()))
+    elif args.output == "json":
+        doc = {"apiVersion": "v1", "kind": "List", "items": result.documents()}
+        out.write(json.dumps(doc, indent=2) + "\n")
+    elif args.output == "helm":
+        out.write(rendering.helm_yaml(result))
+    elif args.output == "mirror":
+        out.write(rendering.mirror_script(result.mirror))
+    elif args.output == "images":
+        out.write(rendering.images_table(result.node_images))
+    _emit_advice(result.advice, sys.stderr)
+    return EXIT_OK
+
+
+def cmd_answers_init(args: argparse.Namespace) -> int:
+    """``gpu-wizard answers init``: a commented example answers file."""
+    text = example_answers(Mode(args.mode))
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return EXIT_OK
+    target = Path(args.output)
+    if target.exists() and not args.force:
+        raise UsageError(f"{target}: already exists; pass --force to overwrite")
+    write_private(target, text)
+    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``gpu-wizard demo serve``: the built-in demo cluster in the foreground."""
+    from wizard.demo import serve
+
+    return serve.main(args.demo_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser for every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="gpu-wizard",
+        description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpu-wizard {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
+    render.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
+    render.add_argument("--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output")
+    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
+    render.set_defaults(handler=cmd_render)
+
+    answers = sub.add_parser("answers", help="work with answers files")
+    answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
+    init = answers_sub.add_parser("init", help="write a commented example answers file")
+    init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    init.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.set_defaults(handler=cmd_answers_init)
+
+    demo = sub.add_parser("demo", help="the built-in demo cluster (simulated GPU Operator)", add_help=False)
+    demo.add_argument("demo_args", nargs=argparse.REMAINDER, help="serve [--scenario NAME|FILE] [--port N]")
+    demo.set_defaults(handler=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpu-wizard`` command."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return handler(args)
+    except AnswersError as exc:
+        for error in exc.errors:
+            sys.stderr.write(f"gpu-wizard: error: {error.render(exc.source)}\n")
+        return EXIT_INVALID
+    except UsageError as exc:
+        sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        sys.stderr.write("gpu-wizard: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
