@@ -100,7 +100,9 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    sys.stderr.write(
+        f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n"
+    )
     return EXIT_OK
 
 
@@ -122,8 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
     render.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
-    render.add_argument("--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output")
-    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
+    render.add_argument(
+        "--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output"
+    )
+    render.add_argument(
+        "-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)"
+    )
     render.set_defaults(handler=cmd_render)
 
     answers = sub.add_parser("answers", help="work with answers files")
