@@ -7,6 +7,7 @@ clear line each on stderr (field, file line, what is valid), never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -100,9 +101,7 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
-    sys.stderr.write(
-        f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n"
-    )
+    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
     return EXIT_OK
 
 
@@ -120,16 +119,24 @@ def build_parser() -> argparse.ArgumentParser:
         description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
     )
     parser.add_argument("--version", action="version", version=f"gpu-wizard {version()}")
+    parser.add_argument(
+        "--demo",
+        nargs="?",
+        const="sle-micro-precompiled",
+        metavar="SCENARIO",
+        help="run the wizard on the built-in demo cluster (default scenario: sle-micro-precompiled)",
+    )
+    parser.add_argument(
+        "--answers", dest="tui_answers", metavar="FILE", help="prefill (and replay) from an answers file"
+    )
+    parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
+    parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
     render.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
-    render.add_argument(
-        "--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output"
-    )
-    render.add_argument(
-        "-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)"
-    )
+    render.add_argument("--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output")
+    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
     render.set_defaults(handler=cmd_render)
 
     answers = sub.add_parser("answers", help="work with answers files")
@@ -143,7 +150,22 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the built-in demo cluster (simulated GPU Operator)", add_help=False)
     demo.add_argument("demo_args", nargs=argparse.REMAINDER, help="serve [--scenario NAME|FILE] [--port N]")
     demo.set_defaults(handler=cmd_demo)
+
+    try:  # cluster commands (discover, apply, verify, rollback) live beside the cluster engine
+        cluster_commands = importlib.import_module("wizard.cli_cluster")
+    except ModuleNotFoundError as exc:
+        if exc.name != "wizard.cli_cluster":
+            raise
+    else:
+        cluster_commands.register(sub)
     return parser
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    """Start the interactive wizard; the engine never imports Textual, so it is loaded only here."""
+    app_module = importlib.import_module("screens.app")
+    result: int = app_module.run(args)
+    return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -152,8 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help()
-        return EXIT_OK
+        handler = run_tui
     try:
         return handler(args)
     except AnswersError as exc:
