@@ -70,10 +70,10 @@ def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
-    from wizard import render as rendering
-
     plan, _ = load_answers(args.answers)
     facts = load_nodelist(args.nodes)
+    from wizard import render as rendering
+
     result = rendering.render(plan, facts)
     out: TextIO = sys.stdout
     if args.output == "yaml":
