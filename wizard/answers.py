@@ -85,14 +85,14 @@ def plan_errors(exc: ValidationError, doc: Any = None) -> list[FieldError]:
     """Turn pydantic's errors into field errors (with file lines when the YAML document is given)."""
     errors: list[FieldError] = []
     for err in exc.errors():
-        loc = [p for p in err["loc"] if isinstance(p, (str, int))]
+        loc: list[str | int] = [p for p in err["loc"] if isinstance(p, (str, int))]
         message = str(err["msg"])
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         # Cross-field rules raise "<dotted.path>: <message>" from the model validator.
         head, sep, rest = message.partition(": ")
         if not loc and sep and " " not in head and "." in head:
-            loc, message = head.split("."), rest
+            loc, message = [*head.split(".")], rest
         kind = err["type"]
         if kind == "extra_forbidden":
             valid = _valid_keys(loc[:-1])
