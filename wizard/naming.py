@@ -18,6 +18,9 @@ COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
 
 _RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
 _ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,}$")
+_PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
 
 
 @total_ordering
@@ -120,20 +123,37 @@ def image_tag(reference: str) -> str:
 
 
 def split_reference(reference: str) -> tuple[str, str, str]:
-    """Split ``host[:port]/path/name:tag`` (or ``@digest``) into (registry host, repository path, tag)."""
-    if "@" in reference:
-        name, tag = reference.split("@", 1)
+    """Split ``host[:port]/path/name:tag`` (or ``@digest``) into (registry host, repository path, tag).
+
+    Without a registry host the reference is on Docker Hub (``docker.io``, single names under
+    ``library/``); with both a tag and a digest the digest wins, as in the container runtimes.
+    ValueError when the text is not an image reference (empty, spaces, upper-case path, bad tag).
+    """
+    text = reference.strip()
+    if not text or any(c.isspace() for c in text):
+        raise ValueError(f"{reference!r} is not an image reference like registry.example.com/path/name:tag")
+    name, at, digest = text.partition("@")
+    head, _, last = name.rpartition("/")
+    if ":" in last:
+        last, tag = last.split(":", 1)
     else:
-        head, _, last = reference.rpartition("/")
-        if ":" in last:
-            last, tag = last.split(":", 1)
-        else:
-            tag = "latest"
-        name = f"{head}/{last}" if head else last
+        tag = "latest"
+    name = f"{head}/{last}" if head else last
+    if at:
+        tag = digest
     first, _, rest = name.partition("/")
     if rest and ("." in first or ":" in first or first == "localhost"):
-        return first, rest, tag
-    return "docker.io", name if "/" in name else f"library/{name}", tag
+        host, repo = first, rest
+    else:
+        host, repo = "docker.io", name
+    if host.lower() in {"docker.io", "index.docker.io"} and "/" not in repo:
+        repo = f"library/{repo}"
+    if not all(_PATH_COMPONENT_RE.match(part) for part in repo.split("/")):
+        raise ValueError(f"{reference!r}: repository path {repo!r} must be lower-case letters, digits and . _ -")
+    if not (_DIGEST_RE.match(tag) if at else _TAG_RE.match(tag)):
+        what = "digest" if at else "tag"
+        raise ValueError(f"{reference!r}: {what} {tag!r} is not valid")
+    return host, repo, tag
 
 
 def sanitize_kernel(kernel: str) -> str:
