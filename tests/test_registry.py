@@ -1,0 +1,269 @@
+"""The registry check against a real docker-registry on loopback: tags, digests, auth, failures, secrecy."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures_registry import RegistryServer, free_port
+from wizard.naming import split_reference
+from wizard.registry import RegistryClient, RegistryError, TagStatus
+from wizard.registry_auth import Credentials, load_auth_file
+
+
+def repo_name(prefix: str = "mlops/nvidia-driver") -> str:
+    """A repository no other test touches (the registry is shared by the session)."""
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+@pytest.fixture(autouse=True)
+def isolated_auth_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every auth-file location at an empty temporary folder: the developer's logins stay out."""
+    for var in ("REGISTRY_AUTH_FILE", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker"))
+    return tmp_path
+
+
+def client_for(server: RegistryServer, **kwargs: Any) -> RegistryClient:
+    """A client that trusts the plain-http loopback registry."""
+    return RegistryClient(insecure_registries=[server.host], **kwargs)
+
+
+# -- tags and digests -------------------------------------------------------------------------------
+
+
+async def test_present_tag_reports_the_pushed_digest(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    tag = "580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
+    pushed = oci_registry.push_image(repo, tag, content=b"580")
+    async with client_for(oci_registry) as client:
+        status = await client.check(f"{oci_registry.host}/{repo}:{tag}")
+    assert status == TagStatus(
+        f"{oci_registry.host}/{repo}:{tag}", True, pushed, "application/vnd.oci.image.manifest.v1+json"
+    )
+    assert status.state == "present"
+
+
+async def test_missing_tag_is_missing_not_an_error(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    oci_registry.push_image(repo, "580-other-kernel")
+    async with client_for(oci_registry) as client:
+        status = await client.check(f"{oci_registry.host}/{repo}:580-5.14.21-150500.55.166-default-sle-micro5.5")
+        no_repo = await client.check(f"{oci_registry.host}/{repo_name('nowhere')}:580")
+    assert (status.exists, status.error, status.state) == (False, "", "missing")
+    assert no_repo.state == "missing"
+
+
+async def test_repushed_tag_has_a_new_digest(oci_registry: RegistryServer) -> None:
+    """The digest-mismatch scenario: the mirror's tag was overwritten after the plan recorded it."""
+    repo, tag = repo_name(), "570.172.08.1-5.14.21-150500.55.166-default-sle-micro5.5"
+    first = oci_registry.push_image(repo, tag, content=b"build 1")
+    async with client_for(oci_registry) as client:
+        before = await client.check(f"{oci_registry.host}/{repo}:{tag}")
+        second = oci_registry.push_image(repo, tag, content=b"build 2")
+        after = await client.check(f"{oci_registry.host}/{repo}:{tag}")
+    assert before.digest == first and after.digest == second and first != second
+
+
+async def test_digest_reference_and_index(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    index = oci_registry.push_index(repo, "580-multiarch")
+    async with client_for(oci_registry) as client:
+        by_tag = await client.check(f"{oci_registry.host}/{repo}:580-multiarch")
+        by_digest = await client.check(f"{oci_registry.host}/{repo}@{index}")
+    assert by_tag.digest == by_digest.digest == index
+    assert by_tag.media_type == "application/vnd.oci.image.index.v1+json"
+
+
+async def test_deleted_tag_disappears_and_list_tags(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    for n in range(3):
+        oci_registry.push_image(repo, f"t{n}", content=f"{n}".encode())
+    async with client_for(oci_registry) as client:
+        assert sorted(await client.list_tags(f"{oci_registry.host}/{repo}")) == ["t0", "t1", "t2"]
+        oci_registry.delete_tag(repo, "t1")
+        assert (await client.check(f"{oci_registry.host}/{repo}:t1")).state == "missing"
+        assert await client.list_tags(f"{oci_registry.host}/{repo_name('absent')}") == []
+
+
+async def test_check_many_is_concurrent_and_keeps_order(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    digests = {f"t{n}": oci_registry.push_image(repo, f"t{n}", content=f"c{n}".encode()) for n in range(40)}
+    refs = [f"{oci_registry.host}/{repo}:t{n}" for n in range(40)] + [f"{oci_registry.host}/{repo}:nope"]
+    async with client_for(oci_registry, concurrency=8) as client:
+        started = time.perf_counter()
+        result = await client.check_many([*refs, refs[0]])  # duplicates are asked once
+        elapsed = time.perf_counter() - started
+    assert list(result) == refs
+    assert all(result[f"{oci_registry.host}/{repo}:{t}"].digest == d for t, d in digests.items())
+    assert result[refs[-1]].state == "missing"
+    assert elapsed < 5, f"41 HEADs took {elapsed:.2f} s"
+
+
+async def test_invalid_reference_is_an_error_status(oci_registry: RegistryServer) -> None:
+    async with client_for(oci_registry) as client:
+        status = await client.check(f"{oci_registry.host}/MLOps/Driver:580")
+    assert status.state == "error" and "repository path" in status.error
+
+
+# -- TLS and reachability ---------------------------------------------------------------------------
+
+
+async def test_tls_is_verified_unless_the_registry_is_listed_insecure(oci_registry: RegistryServer) -> None:
+    repo = repo_name()
+    oci_registry.push_image(repo, "580")
+    ref = f"{oci_registry.host}/{repo}:580"
+    async with RegistryClient() as strict:
+        refused = await strict.check(ref)
+        assert strict.warnings == []
+    assert refused.state == "error" and "TLS" in refused.error and "insecure" in refused.error
+    async with client_for(oci_registry) as lax:
+        assert (await lax.check(ref)).state == "present"
+        assert lax.warnings == [
+            f"TLS verification is off for {oci_registry.host}: its identity is not checked (listed as insecure)"
+        ]
+
+
+async def test_unreachable_registry_fails_fast_with_a_clear_error() -> None:
+    host = f"127.0.0.1:{free_port()}"
+    async with RegistryClient(insecure_registries=[host], timeout=3) as client:
+        started = time.perf_counter()
+        status = await client.check(f"{host}/mlops/nvidia-driver:580")
+        with pytest.raises(RegistryError, match="registry unreachable"):
+            await client.list_tags(f"{host}/mlops/nvidia-driver")
+    assert time.perf_counter() - started < 2
+    assert status.error == f"registry unreachable: {host}: connection refused (nothing listens on that port)"
+
+
+# -- authentication ---------------------------------------------------------------------------------
+
+
+async def test_basic_auth_with_flag_credentials(oci_registry_auth: RegistryServer) -> None:
+    repo = repo_name()
+    pushed = oci_registry_auth.push_image(repo, "580")
+    creds = {oci_registry_auth.host: Credentials(oci_registry_auth.username, oci_registry_auth.password)}
+    async with client_for(oci_registry_auth, credentials=creds) as client:
+        results = await client.check_many(
+            [f"{oci_registry_auth.host}/{repo}:580", f"{oci_registry_auth.host}/{repo}:x"]
+        )
+        tags = await client.list_tags(f"{oci_registry_auth.host}/{repo}")
+    assert [s.state for s in results.values()] == ["present", "missing"]
+    assert next(iter(results.values())).digest == pushed and tags == ["580"]
+
+
+async def test_basic_auth_from_auth_files(
+    oci_registry_auth: RegistryServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = repo_name()
+    oci_registry_auth.push_image(repo, "580")
+    creds = Credentials(oci_registry_auth.username, oci_registry_auth.password)
+    docker = tmp_path / "explicit" / "config.json"
+    docker.parent.mkdir()
+    docker.write_text(json.dumps({"auths": {f"http://{oci_registry_auth.host}/": {"auth": creds.encoded()}}}))
+    async with client_for(oci_registry_auth, auth_file=str(docker)) as client:
+        assert (await client.check(f"{oci_registry_auth.host}/{repo}:580")).state == "present"
+    # no explicit file: the usual locations (here DOCKER_CONFIG) are read
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "config.json").write_text(docker.read_text())
+    async with client_for(oci_registry_auth) as client:
+        assert (await client.check(f"{oci_registry_auth.host}/{repo}:580")).state == "present"
+    # REGISTRY_AUTH_FILE (skopeo/podman) wins over docker's file
+    other_login = tmp_path / "registry-auth.json"
+    other_login.write_text(json.dumps({"auths": {oci_registry_auth.host: {"auth": Credentials("x", "y").encoded()}}}))
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", str(other_login))
+    async with client_for(oci_registry_auth) as client:
+        assert (await client.check(f"{oci_registry_auth.host}/{repo}:580")).error.startswith("unauthorized")
+
+
+async def test_unauthorized_errors_are_clear_and_hold_no_secret(
+    oci_registry_auth: RegistryServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    repo = repo_name()
+    oci_registry_auth.push_image(repo, "580")
+    ref = f"{oci_registry_auth.host}/{repo}:580"
+    wrong = Credentials(oci_registry_auth.username, oci_registry_auth.password + "-wrong")
+    async with client_for(oci_registry_auth) as anonymous:
+        missing = await anonymous.check(ref)
+        with pytest.raises(RegistryError) as raised:
+            await anonymous.list_tags(ref)
+    async with client_for(oci_registry_auth, credentials={oci_registry_auth.host: wrong}) as client:
+        rejected = await client.check(ref)
+    assert missing.state == "error" and missing.error.startswith("unauthorized:")
+    assert "requires credentials" in missing.error and str(raised.value) == missing.error
+    assert rejected.error.startswith(f"unauthorized: {oci_registry_auth.host} refused access to {repo}")
+    assert f"user {oci_registry_auth.username}" in rejected.error
+    everything = " ".join([repr(missing), repr(rejected), str(raised.value), caplog.text, repr(wrong)])
+    for secret in (oci_registry_auth.password, *wrong.secrets()):
+        assert secret not in everything
+
+
+# -- credentials and references ---------------------------------------------------------------------
+
+
+def test_credentials_never_show_the_password() -> None:
+    creds = Credentials.parse("mlops:s3cret-value")
+    assert "s3cret" not in repr(creds) and "s3cret" not in str(creds) and "s3cret" not in f"{[creds]}"
+    with pytest.raises(ValueError, match="USER:PASSWORD") as raised:
+        Credentials.parse("only-a-secret")
+    assert "only-a-secret" not in str(raised.value)
+
+
+def test_auth_file_formats(tmp_path: Path) -> None:
+    path = tmp_path / "auth.json"
+    path.write_text(
+        json.dumps(
+            {
+                "auths": {
+                    "https://index.docker.io/v1/": {"auth": Credentials("hub", "h").encoded()},
+                    "registry.example.com/mlops": {"username": "ml", "password": "p"},
+                    "quay.io": {"identitytoken": "opaque"},
+                },
+                "credsStore": "desktop",
+            }
+        )
+    )
+    assert load_auth_file(str(path)) == {
+        "docker.io": Credentials("hub", "h"),
+        "registry.example.com/mlops": Credentials("ml", "p"),
+    }
+    path.write_text('{"auths": {"x": {"auth": "c2VjcmV0"')
+    with pytest.raises(ValueError, match=r"auth\.json: not valid JSON \(line 1"):
+        load_auth_file(str(path))
+    with pytest.raises(ValueError, match="cannot be read"):
+        load_auth_file(str(tmp_path / "absent.json"))
+
+
+@pytest.mark.parametrize(
+    ("reference", "expected"),
+    [
+        (
+            "nvcr.io/nvidia/driver:580-5.15.0-1048-nvidia-ubuntu22.04",
+            ("nvcr.io", "nvidia/driver", "580-5.15.0-1048-nvidia-ubuntu22.04"),
+        ),
+        ("127.0.0.1:5055/mlops/nvidia-driver", ("127.0.0.1:5055", "mlops/nvidia-driver", "latest")),
+        ("localhost/x:1", ("localhost", "x", "1")),
+        ("ubuntu", ("docker.io", "library/ubuntu", "latest")),
+        ("docker.io/ubuntu:22.04", ("docker.io", "library/ubuntu", "22.04")),
+        ("nvidia/driver:580", ("docker.io", "nvidia/driver", "580")),
+        ("r.example.com/a/b:t@sha256:" + "a" * 64, ("r.example.com", "a/b", "sha256:" + "a" * 64)),
+    ],
+)
+def test_split_reference(reference: str, expected: tuple[str, str, str]) -> None:
+    assert split_reference(reference) == expected
+
+
+@pytest.mark.parametrize(
+    "reference", ["", "  ", "nvcr.io/NVIDIA/driver:580", "nvcr.io/nvidia/driver:-bad", "a b", "x@sha256:12"]
+)
+def test_split_reference_refuses_non_references(reference: str) -> None:
+    with pytest.raises(ValueError):
+        split_reference(reference)
