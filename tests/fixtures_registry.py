@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -23,12 +24,15 @@ import subprocess
 import tarfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.registry_token import TokenServer
 
 INSTALL_HINT = "run `bash .ci/system-deps.sh` (apt: docker-registry skopeo umoci apache2-utils)"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -124,8 +128,11 @@ def write_oci_layout(directory: Path, tag: str, content: bytes = b"hello") -> st
 class RegistryServer:
     """One ``docker-registry serve`` process on 127.0.0.1 plus helpers to fill it over the v2 API."""
 
-    def __init__(self, workdir: Path, *, username: str = "", password: str = "") -> None:
+    def __init__(
+        self, workdir: Path, *, username: str = "", password: str = "", token_server: TokenServer | None = None
+    ) -> None:
         self.workdir = workdir
+        self.token_server = token_server
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.url = f"http://{self.host}"
@@ -138,7 +145,10 @@ class RegistryServer:
         """Write a config, start the registry and wait until ``/v2/`` answers."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         auth = ""
-        if self.username:
+        if self.token_server is not None:
+            self.token_server.start()
+            auth = self.token_server.registry_config()
+        elif self.username:
             htpasswd = self.workdir / "htpasswd"
             result = subprocess.run(
                 ["htpasswd", "-niB", self.username],
@@ -176,7 +186,9 @@ class RegistryServer:
         raise RuntimeError("docker-registry did not answer /v2/ within 15 s")
 
     def stop(self) -> None:
-        """Stop the registry by its PID."""
+        """Stop the registry by its PID (and its token service)."""
+        if self.token_server is not None:
+            self.token_server.stop()
         if self._process is None or self._process.poll() is not None:
             return
         os.kill(self.pid, signal.SIGTERM)
@@ -189,10 +201,14 @@ class RegistryServer:
     def request(
         self, method: str, path: str, data: bytes | None = None, headers: dict[str, str] | None = None
     ) -> tuple[int, dict[str, str], bytes]:
-        """A raw v2 API call (with Basic auth when the registry has a user); returns status, headers, body."""
+        """A raw v2 API call, authenticated as the registry's user; returns status, headers, body."""
         url = path if path.startswith("http") else self.url + path
         req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
-        if self.username:
+        if self.token_server is not None:
+            match = re.search(r"/v2/(.+?)/(?:manifests|blobs|tags)/", urllib.parse.urlsplit(url).path)
+            scope = f"repository:{match[1]}:pull,push" if match else ""
+            req.add_header("Authorization", f"Bearer {self.token_server.token(scope, granted=True)}")
+        elif self.username:
             token = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
             req.add_header("Authorization", f"Basic {token}")
         try:
@@ -264,9 +280,11 @@ class RegistryServer:
         assert status == 202, (status, body)
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, name: str, **auth: str) -> Iterator[RegistryServer]:
-    require_tools("docker-registry", *(["htpasswd"] if auth else []))
-    server = RegistryServer(tmp_path_factory.mktemp(name), **auth)
+def _serve(
+    tmp_path_factory: pytest.TempPathFactory, name: str, *, tools: tuple[str, ...] = (), **kw: object
+) -> Iterator[RegistryServer]:
+    require_tools("docker-registry", *tools)
+    server = RegistryServer(tmp_path_factory.mktemp(name), **kw)  # type: ignore[arg-type]
     server.start()
     try:
         yield server
@@ -286,8 +304,24 @@ def oci_registry_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Regi
     yield from _serve(
         tmp_path_factory,
         "registry-auth",
+        tools=("htpasswd",),
         username=f"user-{secrets.token_hex(3)}",
         password=f"pw-{secrets.token_urlsafe(18)}",
+    )
+
+
+@pytest.fixture(scope="session")
+def oci_registry_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    """A docker-registry behind bearer-token auth (``.token_server`` issues the JWTs; Basic to get one)."""
+    workdir = tmp_path_factory.mktemp("registry-token")
+    username, password = f"user-{secrets.token_hex(3)}", f"pw-{secrets.token_urlsafe(18)}"
+    yield from _serve(
+        tmp_path_factory,
+        "registry-token",
+        tools=("openssl",),
+        username=username,
+        password=password,
+        token_server=TokenServer(workdir / "token", username, password),
     )
 
 

@@ -137,3 +137,24 @@ async def test_a_stuck_copy_is_stopped(oci_registry: RegistryServer, skopeo_tool
         timeout=0.01,
     )
     assert not outcome.ok and "was stopped" in outcome.error
+
+
+async def test_copy_into_a_token_registry(
+    oci_registry: RegistryServer, oci_registry_token: RegistryServer, skopeo_tool: str
+) -> None:
+    """skopeo's bearer-token flow with the credentials handed over in memory."""
+    src, dst = oci_registry.host, oci_registry_token.host
+    name = tag()
+    digest = oci_registry.push_image("nvidia/driver", name)
+    creds = Credentials(oci_registry_token.username, oci_registry_token.password)
+    events: list[MirrorProgress] = []
+    [outcome] = await run_mirror(
+        [Item(f"{src}/nvidia/driver:{name}", f"{dst}/mlops/nvidia-driver:{name}")],
+        skopeo=skopeo_tool,
+        dest_creds=creds,
+        insecure_registries=[src, dst],
+        on_progress=events.append,
+    )
+    assert (outcome.ok, outcome.digest) == (True, digest)
+    assert oci_registry_token.digest_of("mlops/nvidia-driver", name) == digest
+    assert all(secret not in repr(events) for secret in creds.secrets())

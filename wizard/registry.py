@@ -19,7 +19,7 @@ import re
 import socket
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal
 
@@ -29,12 +29,14 @@ from yarl import URL
 
 from wizard.naming import split_reference
 from wizard.registry_auth import (
+    Challenge,
     Credentials,
     canonical_host,
     endpoint_host,
     load_auth_file,
     lookup,
     normalize_auth_key,
+    parse_challenge,
     scrub,
     secrets_of,
 )
@@ -53,7 +55,6 @@ MANIFEST_ACCEPT = ", ".join(MANIFEST_MEDIA_TYPES)
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _MAX_ATTEMPTS = 3
 _MAX_RETRY_AFTER = 10.0
-_CHALLENGE_RE = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
 class RegistryError(Exception):
@@ -83,25 +84,10 @@ class TagStatus:
 
 
 @dataclass(frozen=True)
-class _Challenge:
-    scheme: str  # "basic" or "bearer"
-    params: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class _Response:
     status: int
     headers: CIMultiDictProxy[str]
     body: bytes
-
-
-def parse_challenge(header: str) -> _Challenge | None:
-    """Parse one ``WWW-Authenticate`` value such as ``Bearer realm="…",service="…"``."""
-    scheme, _, rest = header.strip().partition(" ")
-    if not scheme:
-        return None
-    params = {m[1].lower(): (m[2] if m[2] is not None else m[3]) for m in _CHALLENGE_RE.finditer(rest)}
-    return _Challenge(scheme.lower(), params)
 
 
 def _retry_delay(headers: Mapping[str, str], attempt: int) -> float:
@@ -146,7 +132,7 @@ class RegistryClient:
         self._semaphore = asyncio.Semaphore(self._concurrency)
         self._session: aiohttp.ClientSession | None = None
         self._base_urls: dict[str, str] = {}
-        self._challenges: dict[str, _Challenge] = {}
+        self._challenges: dict[str, Challenge] = {}
         self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
         self._locks: dict[object, asyncio.Lock] = {}
         self.warnings: list[str] = [
@@ -207,7 +193,10 @@ class RegistryClient:
 
         Raises RegistryError when the registry cannot be asked (auth, network, server error).
         """
-        host, repo, _ = split_reference(repository_ref)
+        try:
+            host, repo, _ = split_reference(repository_ref)
+        except ValueError as exc:
+            raise RegistryError(f"invalid reference: {exc}") from None
         tags: list[str] = []
         path: str | None = f"/v2/{repo}/tags/list?n=1000"
         async with self._semaphore:
@@ -251,7 +240,7 @@ class RegistryClient:
             detail = _registry_message(resp.body)
             raise RegistryError(
                 f"unauthorized: {host} refused access to {repo}"
-                + (f" for user {who.username}" if who else " without credentials")
+                + (f" for user {who.username}" if who else " without credentials (private, or no such repository)")
                 + (f" ({detail})" if detail else "")
             )
         return resp
@@ -323,7 +312,7 @@ class RegistryClient:
             return {"Authorization": creds.basic()} if creds else {}
         return await self._authorize(host, repo, challenge, refresh=False)
 
-    async def _authorize(self, host: str, repo: str, challenge: _Challenge, *, refresh: bool) -> dict[str, str]:
+    async def _authorize(self, host: str, repo: str, challenge: Challenge, *, refresh: bool) -> dict[str, str]:
         creds = lookup(self._credentials, host, repo)
         if challenge.scheme == "basic":
             if creds is None:
@@ -343,7 +332,7 @@ class RegistryClient:
             return {"Authorization": f"Bearer {token}"}
 
     async def _fetch_token(
-        self, host: str, challenge: _Challenge, scope: str, creds: Credentials | None
+        self, host: str, challenge: Challenge, scope: str, creds: Credentials | None
     ) -> tuple[str, float]:
         realm = challenge.params.get("realm", "")
         if not realm.startswith(("https://", "http://")):

@@ -16,7 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ DOCKER_HUB = "docker.io"
 DOCKER_HUB_ENDPOINT = "registry-1.docker.io"
 _DOCKER_HUB_ALIASES = {"docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"}
 MASK = "***"
+_CHALLENGE_RE = re.compile(r'(\w+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
 
 
 @dataclass(frozen=True, repr=False)
@@ -59,6 +60,23 @@ class Credentials:
     def secrets(self) -> tuple[str, ...]:
         """Every string that would reveal the password if it appeared in output."""
         return (self.password, self.encoded(), f"{self.username}:{self.password}")
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A registry's ``WWW-Authenticate`` challenge: ``basic`` or ``bearer`` plus its parameters."""
+
+    scheme: str
+    params: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_challenge(header: str) -> Challenge | None:
+    """Parse one ``WWW-Authenticate`` value such as ``Bearer realm="…",service="…",scope="…"``."""
+    scheme, _, rest = header.strip().partition(" ")
+    if not scheme:
+        return None
+    params = {m[1].lower(): (m[2] if m[2] is not None else m[3]) for m in _CHALLENGE_RE.finditer(rest)}
+    return Challenge(scheme.lower(), params)
 
 
 def canonical_host(host: str) -> str:
