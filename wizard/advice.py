@@ -186,9 +186,9 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
                 "warning",
                 "geforce-licence",
                 f"{', '.join(products)} on {_names(consumer)}: GeForce/TITAN consumer GPUs are not supported by "
-                "the GPU Operator's data-center driver, and their licence does not cover data-center use.",
-                "The GPU Operator deploys NVIDIA's data-center driver, supported on data-center GPUs; NVIDIA's "
-                "GeForce driver licence excludes data-center deployment.",
+                "the GPU Operator, and NVIDIA's GeForce driver licence does not permit data-center deployment.",
+                "The operator's driver containers carry NVIDIA's data-center driver, supported on data-center "
+                "GPUs; the GeForce/TITAN software licence excludes data-center use (blockchain processing aside).",
             )
         )
     if not facts.gpu_nodes:
