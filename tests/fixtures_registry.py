@@ -1,7 +1,8 @@
 """Fixtures for a real OCI registry (Debian ``docker-registry``) on loopback, and tiny images to put in it.
 
 ``oci_registry`` is an open registry, ``oci_registry_auth`` one behind htpasswd Basic auth with a
-user and password generated per run. Both are session-scoped (one per xdist worker), bind a free
+user and password generated per run, ``oci_registry_token`` one behind bearer-token auth (a JWT
+service from ``tests/registry_token.py``). Both are session-scoped (one per xdist worker), bind a free
 127.0.0.1 port, and are stopped by their PID. Images are built in Python (gzip tar layer, config,
 OCI manifest) and uploaded through the v2 API, so nothing needs the network. Without the binaries
 the tests are skipped with a pointer to ``.ci/system-deps.sh`` (failed instead when ``CI=true``).
@@ -281,10 +282,17 @@ class RegistryServer:
 
 
 def _serve(
-    tmp_path_factory: pytest.TempPathFactory, name: str, *, tools: tuple[str, ...] = (), **kw: object
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    *,
+    tools: tuple[str, ...] = (),
+    username: str = "",
+    password: str = "",
+    token_server: TokenServer | None = None,
 ) -> Iterator[RegistryServer]:
     require_tools("docker-registry", *tools)
-    server = RegistryServer(tmp_path_factory.mktemp(name), **kw)  # type: ignore[arg-type]
+    workdir = tmp_path_factory.mktemp(name)
+    server = RegistryServer(workdir, username=username, password=password, token_server=token_server)
     server.start()
     try:
         yield server

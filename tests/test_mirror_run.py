@@ -70,6 +70,7 @@ async def test_a_failed_item_is_reported_and_the_run_goes_on(oci_registry: Regis
             Item(f"{r}/Bad/Ref:1", f"{r}/mirror/x:2"),
         ],
         skopeo=skopeo_tool,
+        src_creds=Credentials("nobody", "unused-secret"),  # scoped per item: the bad reference must not break that
         insecure_registries=[r],
         on_progress=events.append,
     )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fixtures_registry import RegistryServer, free_port
+from tests.fixtures_registry import RegistryServer, free_port, require_tools
 from wizard.naming import split_reference
 from wizard.registry import RegistryClient, RegistryError, TagStatus
 from wizard.registry_auth import Credentials, load_auth_file
@@ -363,3 +363,13 @@ def test_split_reference(reference: str, expected: tuple[str, str, str]) -> None
 def test_split_reference_refuses_non_references(reference: str) -> None:
     with pytest.raises(ValueError):
         split_reference(reference)
+
+
+def test_missing_tools_skip_or_fail_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=r"REGISTRY TESTS SKIPPED: missing docker-registry: .*system-deps"):
+        require_tools("docker-registry")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match=r"missing skopeo, umoci: run `bash \.ci/system-deps\.sh`"):
+        require_tools("skopeo", "umoci")

@@ -107,10 +107,10 @@ def _auth(
         return
     merged = dict(known)
     for item in items:  # repository-scoped keys, so source and target may share a host
-        if src_creds:
-            merged[_repo_key(item.source)] = src_creds
-        if dest_creds:
-            merged[_repo_key(item.target)] = dest_creds
+        for creds, reference in ((src_creds, item.source), (dest_creds, item.target)):
+            if creds is not None:
+                with contextlib.suppress(ValueError):  # a bad reference fails on its own item later
+                    merged[_repo_key(reference)] = creds
     if not hasattr(os, "memfd_create"):  # not Linux: fall back to argv, as skopeo's own flags do
         copy_flags = [*(["--src-creds", f"{src_creds.username}:{src_creds.password}"] if src_creds else [])]
         copy_flags += ["--dest-creds", f"{dest_creds.username}:{dest_creds.password}"] if dest_creds else []

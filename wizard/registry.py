@@ -109,7 +109,8 @@ class RegistryClient:
     Credentials given here win over those of ``auth_file`` (or, when it is None, of the usual
     docker/containers auth files); keys are ``host`` or ``host/repository-prefix``. Registries in
     ``insecure_registries`` are reached over unverified https, falling back to plain http, and a
-    warning is recorded in :attr:`warnings`.
+    warning is recorded in :attr:`warnings`. ValueError (naming the file, never its content) when
+    an explicit ``auth_file`` cannot be read.
     """
 
     def __init__(
