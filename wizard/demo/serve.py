@@ -1,0 +1,396 @@
+"""Running the demo cluster: in a coroutine (:class:`DemoCluster`), a thread (:class:`DemoClusterThread`) or the foreground (``gpu-wizard demo serve``).
+
+A demo cluster is the store, the simulated operator/kubelet and the API server on a loopback port,
+plus a kubeconfig (context ``gpu-wizard-demo``) for kubectl and the wizard. The simulation advances
+after every write (and once at start): ``sim.tick()`` repeats, ``step_delay`` seconds apart, until it
+reports nothing changed; :meth:`DemoCluster.settle` waits for that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import copy
+import logging
+import os
+import secrets
+import signal
+import ssl
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol, Self
+
+from aiohttp import web
+
+from wizard.demo import tls
+from wizard.demo.faults import Faults
+from wizard.demo.scenario import Scenario
+from wizard.demo.server import ApiServer
+from wizard.demo.store import Store, WatchEvent
+
+log = logging.getLogger(__name__)
+CONTEXT = "gpu-wizard-demo"
+
+
+class SimulationLike(Protocol):
+    """What the cluster needs from the simulation (``wizard.demo.simulation.Simulation``)."""
+
+    def seed(self) -> None: ...
+
+    async def tick(self) -> bool: ...
+
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> Any: ...
+
+    def logs(self, namespace: str, pod: str, container: str) -> str: ...
+
+
+SimulationFactory = Callable[[Scenario, Store], SimulationLike]
+
+
+def tls_available() -> bool:
+    """Whether the demo can serve https (it needs the ``openssl`` command)."""
+    return tls.openssl_available()
+
+
+def _load(scenario: Scenario | str) -> Scenario:
+    if isinstance(scenario, Scenario):
+        return scenario
+    from wizard.demo.scenario import load_scenario
+
+    return load_scenario(scenario)
+
+
+def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
+    from wizard.demo.simulation import Simulation
+
+    return Simulation(scenario, store)
+
+
+def register_crds(store: Store, release: str) -> None:
+    """Store the operator release's real ClusterPolicy and NVIDIADriver CRDs, Established."""
+    from wizard.plan import OperatorSpec
+    from wizard.resources import operator_crd
+
+    bundle = OperatorSpec(version=release).bundle
+    for plural in ("clusterpolicies", "nvidiadrivers"):
+        crd = copy.deepcopy(operator_crd(bundle, plural))
+        names = crd["spec"]["names"]
+        crd["status"] = {
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+            "conditions": [
+                {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                for t, r, m in (
+                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                )
+            ],
+        }
+        store.create("customresourcedefinitions", crd)
+
+
+def kubeconfig_text(url: str, token: str, ca_pem: bytes | None = None) -> str:
+    """A kubeconfig with cluster, user and context ``gpu-wizard-demo`` (and the CA for https)."""
+    ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}"
+        f"users:\n- name: {CONTEXT}\n  user:\n    token: {token}\n"
+        f"contexts:\n- name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n"
+        f"current-context: {CONTEXT}\npreferences: {{}}\n"
+    )
+
+
+def write_kubeconfig(path: Path, url: str, token: str, ca_pem: bytes | None = None) -> None:
+    """Write the kubeconfig readable by the owner only (it holds the token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(kubeconfig_text(url, token, ca_pem))
+    os.chmod(path, 0o600)
+
+
+class DemoCluster:
+    """A running demo cluster, as an async context manager.
+
+    ``tls`` (default: when ``openssl`` is installed) serves https with an ephemeral certificate,
+    which kubectl needs to send the token at all; ``ca_path`` is then that certificate.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | str,
+        port: int = 0,
+        token: str | None = None,
+        step_delay: float = 0.0,
+        kubeconfig_path: str | Path | None = None,
+        simulation: SimulationFactory | None = None,
+        tls: bool | None = None,
+    ) -> None:
+        self.scenario = _load(scenario)
+        self.port = port
+        self.token = token or secrets.token_urlsafe(24)
+        self.step_delay = step_delay
+        self.store = Store()
+        self.faults = Faults.from_spec(self.scenario.faults)
+        if self.scenario.operator.crds:
+            register_crds(self.store, self.scenario.operator.release)
+        self.sim = (simulation or _default_simulation)(self.scenario, self.store)
+        self.sim.seed()
+        self.server = ApiServer(self.store, self.sim, self.token, self.faults, self.scenario.rbac_deny)
+        self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
+        self.tls = tls_available() if tls is None else tls
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self.ca_path: Path | None = None
+        self.kubeconfig_path: Path = Path()
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._driver: asyncio.Task[None] | None = None
+        self._dirty = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._unsubscribe: Callable[[], None] = lambda: None
+        self.tick_errors: list[BaseException] = []
+
+    async def __aenter__(self) -> Self:
+        loop = asyncio.get_running_loop()
+        self._dirty, self._idle = asyncio.Event(), asyncio.Event()
+        loop_thread = threading.get_ident()
+
+        def on_write(_event: WatchEvent) -> None:
+            if threading.get_ident() == loop_thread:
+                self._mark_dirty()
+            else:
+                loop.call_soon_threadsafe(self._mark_dirty)
+
+        _, self._unsubscribe = self.store.subscribe(on_write)
+        self._runner = web.AppRunner(
+            self.server.application(), handler_cancellation=True, shutdown_timeout=2.0, access_log=None
+        )
+        await self._runner.setup()
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="gpu-wizard-demo-")
+        folder = Path(self._tmpdir.name)
+        context: ssl.SSLContext | None = None
+        if self.tls:
+            self.ca_path, key = tls.make_certificate(folder)
+            context = tls.server_context(self.ca_path, key)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True, ssl_context=context)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+        self.server.server_address = f"127.0.0.1:{self.port}"
+        self.kubeconfig_path = self._kubeconfig_arg.resolve() if self._kubeconfig_arg else folder / "kubeconfig"
+        ca_pem = self.ca_path.read_bytes() if self.ca_path else None
+        write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem)
+        self._driver = asyncio.create_task(self._drive(), name="demo-simulation")
+        self._mark_dirty()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._unsubscribe()
+        self.server.close_watches()
+        if self._driver is not None:
+            self._driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._driver
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """A client TLS context trusting this cluster (None when it serves plain http)."""
+        return tls.client_context(self.ca_path) if self.ca_path else None
+
+    def _mark_dirty(self) -> None:
+        self._idle.clear()
+        self._dirty.set()
+
+    async def _drive(self) -> None:
+        """Tick the simulation after writes until it is stable, then wait for the next write."""
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            while True:
+                try:
+                    changed = await self.sim.tick()
+                except Exception as exc:
+                    log.exception("demo simulation tick failed")
+                    self.tick_errors.append(exc)
+                    changed = False
+                if not changed:
+                    break
+                await asyncio.sleep(self.step_delay)
+            if not self._dirty.is_set():
+                self._idle.set()
+
+    async def settle(self, timeout: float = 30.0) -> None:
+        """Wait until the simulation has reacted to every write so far and is stable."""
+        await asyncio.sleep(0)
+        await asyncio.wait_for(self._idle.wait(), timeout)
+
+
+class DemoClusterThread:
+    """The same demo cluster in a background thread with its own event loop (for sync code and subprocesses)."""
+
+    def __init__(self, scenario: Scenario | str, **kwargs: Any) -> None:
+        self._scenario = scenario
+        self._kwargs = kwargs
+        self._cluster: DemoCluster | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, timeout: float = 60.0) -> Self:
+        """Start the cluster and return once it serves requests."""
+        self._thread = threading.Thread(target=self._run, name="gpu-wizard-demo", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError("the demo cluster did not start in time")
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        async with DemoCluster(self._scenario, **self._kwargs) as cluster:
+            self._cluster = cluster
+            self._ready.set()
+            await self._stop.wait()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the cluster and join its thread."""
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    @property
+    def cluster(self) -> DemoCluster:
+        """The running :class:`DemoCluster` (its methods must run on the cluster's loop)."""
+        if self._cluster is None:
+            raise RuntimeError("the demo cluster is not running")
+        return self._cluster
+
+    def call(self, func: Callable[[], Any], timeout: float = 30.0) -> Any:
+        """Run ``func`` on the cluster's event loop thread and return its result."""
+        assert self._loop is not None
+
+        async def run() -> Any:
+            return func()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Block until the simulation is stable."""
+        assert self._loop is not None
+        asyncio.run_coroutine_threadsafe(self.cluster.settle(timeout), self._loop).result(timeout + 5)
+
+    url = property(lambda self: self.cluster.url, doc="``http://127.0.0.1:PORT``")
+    token = property(lambda self: self.cluster.token, doc="The bearer token.")
+    kubeconfig_path = property(
+        lambda self: self.cluster.kubeconfig_path, doc="The kubeconfig written for this cluster."
+    )
+    store = property(lambda self: self.cluster.store, doc="The object store.")
+    sim = property(lambda self: self.cluster.sim, doc="The simulation.")
+    scenario = property(lambda self: self.cluster.scenario, doc="The scenario.")
+    faults = property(lambda self: self.cluster.faults, doc="The live fault settings.")
+    ca_path = property(lambda self: self.cluster.ca_path, doc="The TLS certificate (None over http).")
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """A client TLS context trusting this cluster (None when it serves plain http)."""
+        return self.cluster.ssl_context()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-wizard demo serve",
+        description="Run a SIMULATED Kubernetes cluster with the NVIDIA GPU Operator for demos and training.",
+    )
+    parser.add_argument(
+        "--scenario", default="sle-micro-precompiled", help="bundled scenario name or a scenario YAML file"
+    )
+    parser.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port; default 6443)")
+    parser.add_argument("--step-delay", type=float, default=0.5, help="seconds between simulation steps (default 0.5)")
+    parser.add_argument("--kubeconfig", default="gpu-wizard-demo.kubeconfig", help="where to write the kubeconfig")
+    return parser
+
+
+def _banner(cluster: DemoCluster) -> str:
+    scenario = cluster.scenario
+    nodes = len(list(cluster.store.iter_objects("nodes")))
+    return "\n".join(
+        [
+            "gpu-wizard demo cluster: SIMULATED (no real nodes, GPUs or drivers; nothing is installed anywhere)",
+            f"  scenario:    {scenario.name}" + (f" - {scenario.description.strip()}" if scenario.description else ""),
+            f"  nodes:       {nodes} simulated, GPU Operator {scenario.operator.release}",
+            f"  API server:  {cluster.url} (Kubernetes REST API served by gpu-wizard, reports v1.33)",
+            f"  kubeconfig:  {cluster.kubeconfig_path} (context {CONTEXT})",
+            "",
+            "In another shell, point kubectl or gpu-wizard at it:",
+            f"  export KUBECONFIG={cluster.kubeconfig_path}",
+            "",
+            "Press Ctrl-C to stop.",
+        ]
+    )
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    async with DemoCluster(
+        args.scenario, port=args.port, step_delay=args.step_delay, kubeconfig_path=args.kubeconfig
+    ) as cluster:
+        print(_banner(cluster), flush=True)
+        started = time.monotonic()
+        await stop.wait()
+        print(f"\nstopping the demo cluster after {time.monotonic() - started:.0f}s", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``gpu-wizard demo serve``: run the demo cluster in the foreground until Ctrl-C."""
+    args = _parser().parse_args(argv)
+    from wizard.demo.scenario import ScenarioError
+
+    try:
+        return asyncio.run(_serve(args))
+    except ScenarioError as exc:
+        print(f"gpu-wizard demo serve: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"gpu-wizard demo serve: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0

@@ -1,0 +1,285 @@
+"""The demo cluster's object store: what etcd plus the watch cache are to a real API server.
+
+Objects are plain dicts keyed by resource plural and ``(namespace, name)``. Every write bumps one
+global ``resourceVersion`` and records a watch event; a bounded history lets watchers resume from an
+older version and tells them ``Gone`` once that version has been compacted away.
+
+Stored objects are never mutated in place: a write stores a fresh dict, so watch events and the
+HTTP layer can hand out references without copying. The public ``list``/``get`` methods (used by the
+simulation) return deep copies; the HTTP hot path uses :meth:`Store.iter_objects` and
+:meth:`Store.encoded` instead, which serialise each object version once.
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import datetime as dt
+import json
+import random
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+Key = tuple[str, str]
+"""``(namespace or "", name)``."""
+
+_NAME_SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+
+class StoreConflict(Exception):
+    """The object already exists (create) or its resourceVersion is stale (update)."""
+
+
+class StoreNotFound(LookupError):
+    """The object to update does not exist."""
+
+
+class StoreGone(Exception):
+    """The requested resourceVersion is older than the retained watch history."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """One change: ``type`` is ADDED, MODIFIED or DELETED; ``obj`` and ``old`` must not be mutated."""
+
+    rv: int
+    resource: str
+    type: str
+    obj: dict[str, Any]
+    old: dict[str, Any] | None
+    at: float
+
+
+Listener = Callable[[WatchEvent], None]
+
+
+def now_rfc3339() -> str:
+    """The current UTC time the way Kubernetes writes timestamps (second precision, ``Z``)."""
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def object_key(obj: dict[str, Any]) -> Key:
+    """The store key of an object from its metadata."""
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def _without_volatile(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object minus fields that every write changes, to detect no-op writes."""
+    meta = dict(obj.get("metadata") or {})
+    meta.pop("resourceVersion", None)
+    meta.pop("managedFields", None)
+    return {**obj, "metadata": meta}
+
+
+class Store:
+    """In-memory objects keyed by resource plural; every write bumps a global resourceVersion and emits a watch event."""
+
+    def __init__(self, history_size: int = 100_000) -> None:
+        self._lock = threading.RLock()
+        self._objects: dict[str, dict[Key, dict[str, Any]]] = {}
+        self._sorted: dict[str, list[Key]] = {}
+        self._encoded: dict[str, dict[Key, tuple[str, bytes]]] = {}
+        self._rv = 1
+        self._history: deque[WatchEvent] = deque(maxlen=history_size)
+        self._compacted_rv = 0
+        self._listeners: list[Listener] = []
+        self._rand = random.Random()
+
+    # -- reads used by the simulation (deep copies) ---------------------------------------------
+
+    def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
+        """Deep copies of every object of a resource, optionally in one namespace, in key order."""
+        with self._lock:
+            return [copy.deepcopy(obj) for obj in self.iter_objects(resource, namespace)]
+
+    def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """A deep copy of one object, or None."""
+        with self._lock:
+            obj = self._objects.get(resource, {}).get((namespace or "", name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+        """Store a new object; fills uid, creationTimestamp, resourceVersion, generation=1.
+
+        A missing ``name`` with a ``generateName`` gets a random suffix, as the API server does.
+        Raises StoreConflict if an object with that key exists.
+        """
+        new = copy.deepcopy(obj)
+        meta = new.setdefault("metadata", {})
+        with self._lock:
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = meta["generateName"] + "".join(self._rand.choices(_NAME_SUFFIX_CHARS, k=5))
+            key = object_key(new)
+            bucket = self._objects.setdefault(resource, {})
+            if key in bucket:
+                raise StoreConflict(f"{resource} {key[1]!r} already exists")
+            meta.setdefault("uid", str(uuid.uuid4()))
+            meta.setdefault("creationTimestamp", now_rfc3339())
+            meta["generation"] = 1
+            self._rv += 1
+            meta["resourceVersion"] = str(self._rv)
+            bucket[key] = new
+            self._sorted.pop(resource, None)
+            self._emit(resource, "ADDED", new, None)
+            return copy.deepcopy(new)
+
+    def update(self, resource: str, obj: dict[str, Any], *, expect_rv: str | None = None) -> dict[str, Any]:
+        """Replace an object; bumps resourceVersion, generation+1 when spec changed, MODIFIED event.
+
+        ``expect_rv`` (the API's optimistic concurrency) raises StoreConflict when it is not the
+        stored version. Writing an identical object is a no-op, like on a real API server.
+        Raises StoreNotFound when the object does not exist.
+        """
+        new = copy.deepcopy(obj)
+        meta = new.setdefault("metadata", {})
+        key = object_key(new)
+        with self._lock:
+            old = self._objects.get(resource, {}).get(key)
+            if old is None:
+                raise StoreNotFound(f"{resource} {key[1]!r} not found")
+            old_meta = old["metadata"]
+            if expect_rv and expect_rv != old_meta["resourceVersion"]:
+                raise StoreConflict(
+                    f"the object has been modified; please apply your changes to the latest version "
+                    f"and try again (resourceVersion {expect_rv} is not {old_meta['resourceVersion']})"
+                )
+            for fixed in ("uid", "creationTimestamp"):
+                meta[fixed] = old_meta.get(fixed)
+            changed_spec = {k: v for k, v in new.items() if k not in ("metadata", "status")} != {
+                k: v for k, v in old.items() if k not in ("metadata", "status")
+            }
+            meta["generation"] = old_meta.get("generation", 1) + (1 if changed_spec else 0)
+            meta["resourceVersion"] = old_meta["resourceVersion"]
+            if "managedFields" not in meta and "managedFields" in old_meta:
+                meta["managedFields"] = old_meta["managedFields"]
+            if _without_volatile(new) == _without_volatile(old) and meta.get("managedFields") == old_meta.get(
+                "managedFields"
+            ):
+                return copy.deepcopy(old)
+            self._rv += 1
+            meta["resourceVersion"] = str(self._rv)
+            self._objects[resource][key] = new
+            self._encoded.get(resource, {}).pop(key, None)
+            self._emit(resource, "MODIFIED", new, old)
+            return copy.deepcopy(new)
+
+    def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event."""
+        key = (namespace or "", name)
+        with self._lock:
+            old = self._objects.get(resource, {}).pop(key, None)
+            if old is None:
+                return None
+            self._sorted.pop(resource, None)
+            self._encoded.get(resource, {}).pop(key, None)
+            self._rv += 1
+            gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(self._rv)}}
+            self._emit(resource, "DELETED", gone, old)
+            return copy.deepcopy(gone)
+
+    # -- hot paths for the HTTP layer (no copies: callers must not mutate) ----------------------
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The store's (re-entrant) lock, to read several things consistently."""
+        return self._lock
+
+    @property
+    def resource_version(self) -> int:
+        """The newest resourceVersion handed out."""
+        return self._rv
+
+    def resources(self) -> builtins.list[str]:
+        """The resource plurals that have ever held an object."""
+        with self._lock:
+            return list(self._objects)
+
+    def lookup(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """The stored object itself (do not mutate), or None."""
+        return self._objects.get(resource, {}).get((namespace or "", name))
+
+    def keys(self, resource: str) -> builtins.list[Key]:
+        """The sorted keys of a resource (cached until the next create or delete)."""
+        with self._lock:
+            keys = self._sorted.get(resource)
+            if keys is None:
+                keys = sorted(self._objects.get(resource, {}))
+                self._sorted[resource] = keys
+            return keys
+
+    def iter_objects(self, resource: str, namespace: str | None = None) -> Iterator[dict[str, Any]]:
+        """The stored objects (do not mutate) in key order, optionally in one namespace."""
+        bucket = self._objects.get(resource, {})
+        for key in self.keys(resource):
+            if namespace is None or key[0] == namespace:
+                obj = bucket.get(key)
+                if obj is not None:
+                    yield obj
+
+    def encoded(self, resource: str, obj: dict[str, Any], type_meta: tuple[str, str] | None = None) -> bytes:
+        """The compact JSON of a stored object, serialised once per resourceVersion.
+
+        ``type_meta`` (apiVersion, kind) is filled in when the object lacks it, since clients such as
+        kubectl cannot decode an object without its kind.
+        """
+        key = object_key(obj)
+        rv = obj["metadata"].get("resourceVersion", "")
+        cache = self._encoded.setdefault(resource, {})
+        hit = cache.get(key)
+        if hit is not None and hit[0] == rv:
+            return hit[1]
+        shown = obj
+        if type_meta is not None and not obj.get("kind"):
+            shown = {"apiVersion": type_meta[0], "kind": type_meta[1], **obj}
+        data = json.dumps(shown, separators=(",", ":")).encode()
+        if self._objects.get(resource, {}).get(key) is obj:
+            cache[key] = (rv, data)
+        return data
+
+    # -- watch ----------------------------------------------------------------------------------
+
+    def subscribe(
+        self, listener: Listener, since: int | None = None
+    ) -> tuple[builtins.list[WatchEvent], Callable[[], None]]:
+        """Register a listener (called in the writer's thread, under the store lock).
+
+        Returns the retained events newer than ``since`` (empty when None) and an unsubscribe function,
+        atomically so that no event falls between the backlog and the live stream. Raises StoreGone
+        when ``since`` is older than the retained history.
+        """
+        with self._lock:
+            backlog: builtins.list[WatchEvent] = []
+            if since is not None:
+                if since < self._compacted_rv:
+                    raise StoreGone(f"too old resource version: {since} ({self._compacted_rv})")
+                backlog = [ev for ev in self._history if ev.rv > since]
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return backlog, unsubscribe
+
+    def compact(self) -> None:
+        """Forget the watch history (as etcd compaction does): older versions now answer Gone."""
+        with self._lock:
+            self._history.clear()
+            self._compacted_rv = self._rv
+
+    def _emit(self, resource: str, kind: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if self._history.maxlen is not None and len(self._history) == self._history.maxlen:
+            self._compacted_rv = self._history[0].rv
+        event = WatchEvent(self._rv, resource, kind, obj, old, time.monotonic())
+        self._history.append(event)
+        for listener in list(self._listeners):
+            listener(event)
