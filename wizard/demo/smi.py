@@ -1,0 +1,275 @@
+"""``nvidia-smi`` output for a simulated node, laid out exactly like the real tool.
+
+The default table reproduces the captured fixtures column for column (``../shared/fixtures/
+nvidia-smi``): the classic ``Driver Version:`` / ``CUDA Version:`` header before the 610 branch and
+``KMD Version:`` / ``CUDA UMD Version:`` from 610 on. Also ``--query-gpu=… --format=csv[,noheader]
+[,nounits]``, ``-L``, ``-q`` (a subset) and ``--version``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+
+FAILED = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+    "NVIDIA driver is installed and running.\n\n"
+)
+_SEP = "+-----------------------------------------+------------------------+----------------------+"
+_WIDE = "+-----------------------------------------------------------------------------------------+"
+_BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+#: GFD product label -> (nvidia-smi name, memory MiB, power cap W, idle power W, compute capability).
+PRODUCTS: dict[str, tuple[str, int, int, int, str]] = {
+    "NVIDIA-H200": ("NVIDIA H200", 143771, 700, 77, "9.0"),
+    "NVIDIA-H100-80GB-HBM3": ("NVIDIA H100 80GB HBM3", 81559, 700, 72, "9.0"),
+    "NVIDIA-B200": ("NVIDIA B200", 183359, 1000, 140, "10.0"),
+    "NVIDIA-A100-SXM4-80GB": ("NVIDIA A100-SXM4-80GB", 81920, 400, 61, "8.0"),
+    "NVIDIA-L40S": ("NVIDIA L40S", 46068, 350, 35, "8.9"),
+    "NVIDIA-A10": ("NVIDIA A10", 23028, 150, 16, "8.6"),
+    "Tesla-T4": ("Tesla T4", 15360, 70, 10, "7.5"),
+}
+#: Driver branch -> CUDA version it ships.
+CUDA = {
+    "535": "12.2",
+    "550": "12.4",
+    "570": "12.8",
+    "575": "12.9",
+    "580": "13.0",
+    "590": "13.1",
+    "595": "13.2",
+    "610": "13.3",
+}
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One simulated GPU."""
+
+    index: int
+    name: str
+    memory_mib: int
+    power_cap: int
+    power_idle: int
+    compute_cap: str
+    bus_id: str
+    uuid: str
+    serial: str
+
+
+def gpus_for(node: str, product: str, count: int) -> list[Gpu]:
+    """The GPUs of a node, with stable bus ids, UUIDs and serials."""
+    name, memory, cap, idle, cc = PRODUCTS.get(product, (product.replace("-", " "), 81920, 400, 60, "8.0"))
+    out = []
+    for i in range(count):
+        bus = _BUS_IDS[i] if count <= len(_BUS_IDS) else f"{0x10 + i * 0x10 % 0xF0:02X}"
+        ident = uuid.uuid5(uuid.NAMESPACE_OID, f"{node}/gpu/{i}")
+        out.append(
+            Gpu(i, name, memory, cap, idle, cc, f"00000000:{bus}:00.0", f"GPU-{ident}", f"{ident.int % 10**13:013d}")
+        )
+    return out
+
+
+def cuda_of(version: str) -> str:
+    """The CUDA version a driver reports."""
+    return CUDA.get(version.split(".", 1)[0], "13.0")
+
+
+def _new_header(version: str) -> bool:
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 610
+
+
+def _stamp(when: dt.datetime) -> str:
+    return when.strftime("%a %b %e %H:%M:%S %Y")
+
+
+def table(version: str, gpus: list[Gpu], when: dt.datetime) -> str:
+    """The default ``nvidia-smi`` output."""
+    cuda = cuda_of(version)
+    if _new_header(version):
+        header = f"| NVIDIA-SMI {version:<23}KMD Version: {version:<14}CUDA UMD Version: {cuda:<9}|"
+    else:
+        header = f"| NVIDIA-SMI {version:<23}Driver Version: {version:<14} CUDA Version: {cuda:<9}|"
+    lines = [
+        f"{_stamp(when)}       ",
+        _WIDE,
+        header,
+        _SEP,
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+    ]
+    for gpu in gpus:
+        name = gpu.name if len(gpu.name) <= 27 else gpu.name[:24] + "..."
+        temp = 28 + gpu.index % 4
+        power = f"{gpu.power_idle}W / {gpu.power_cap:>4}W"
+        lines += [
+            f"|{gpu.index:>4}  {name:<31}On  |   {gpu.bus_id} Off |{'0':>21} |",
+            f"| N/A   {temp:>2}C    P0{power:>24} |{0:>8}MiB / {gpu.memory_mib:>6}MiB |{0:>7}%{'Default':>13} |",
+            f"|                                         |                        |{'Disabled':>21} |",
+            _SEP,
+        ]
+    lines += [
+        "",
+        _WIDE,
+        "| Processes:                                                                              |",
+        "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|=========================================================================================|",
+        "|  No running processes found                                                             |",
+        _WIDE,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def listing(gpus: list[Gpu]) -> str:
+    """``nvidia-smi -L``."""
+    return "".join(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n" for g in gpus)
+
+
+def version_text(version: str) -> str:
+    """``nvidia-smi --version``."""
+    nvml = ".".join(version.split(".")[:2])
+    return (
+        f"NVIDIA-SMI version  : {version}\nNVML version        : {nvml}\n"
+        f"DRIVER version      : {version}\nCUDA Version        : {cuda_of(version)}\n"
+    )
+
+
+def _fields(gpu: Gpu, version: str, count: int, when: dt.datetime) -> dict[str, tuple[str, str]]:
+    """Query field -> (unit, value)."""
+    return {
+        "timestamp": ("", when.strftime("%Y/%m/%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"),
+        "driver_version": ("", version),
+        "count": ("", str(count)),
+        "name": ("", gpu.name),
+        "gpu_name": ("", gpu.name),
+        "serial": ("", gpu.serial),
+        "gpu_serial": ("", gpu.serial),
+        "uuid": ("", gpu.uuid),
+        "gpu_uuid": ("", gpu.uuid),
+        "pci.bus_id": ("", gpu.bus_id),
+        "gpu_bus_id": ("", gpu.bus_id),
+        "index": ("", str(gpu.index)),
+        "persistence_mode": ("", "Enabled"),
+        "compute_cap": ("", gpu.compute_cap),
+        "vbios_version": ("", "96.00.A5.00.03"),
+        "pstate": ("", "P0"),
+        "memory.total": ("MiB", str(gpu.memory_mib)),
+        "memory.used": ("MiB", "0"),
+        "memory.free": ("MiB", str(gpu.memory_mib - 614)),
+        "memory.reserved": ("MiB", "614"),
+        "temperature.gpu": ("", str(28 + gpu.index % 4)),
+        "utilization.gpu": ("%", "0"),
+        "utilization.memory": ("%", "0"),
+        "power.draw": ("W", f"{gpu.power_idle}.71"),
+        "power.limit": ("W", f"{gpu.power_cap}.00"),
+        "mig.mode.current": ("", "Disabled"),
+        "mig.mode.pending": ("", "Disabled"),
+        "ecc.mode.current": ("", "Enabled"),
+        "compute_mode": ("", "Default"),
+        "clocks.max.graphics": ("MHz", "1980"),
+    }
+
+
+def query(spec: str, fmt: str, version: str, gpus: list[Gpu], when: dt.datetime) -> tuple[int, str, str]:
+    """``--query-gpu=<spec> --format=<fmt>``: (exit code, stdout, stderr)."""
+    names = [f.strip() for f in spec.split(",") if f.strip()]
+    opts = {o.strip() for o in fmt.split(",")}
+    if "csv" not in opts:
+        return 2, "", f'"{fmt}" is not a valid format. Supported formats are csv\n'
+    if not names:
+        return 2, "", "Missing query fields.\n"
+    rows = [_fields(g, version, len(gpus), when) for g in gpus]
+    sample = rows[0] if rows else _fields(Gpu(0, "", 0, 0, 0, "", "", "", ""), version, 0, when)
+    for name in names:
+        if name not in sample:
+            return 2, "", f'Field "{name}" is not a valid field to query.\n\n'
+    units = "nounits" not in opts
+    out = []
+    if "noheader" not in opts:
+        out.append(", ".join(f"{n} [{sample[n][0]}]" if units and sample[n][0] else n for n in names))
+    for row in rows:
+        values = []
+        for n in names:
+            unit, value = row[n]
+            values.append(f"{value} {unit}" if units and unit else value)
+        out.append(", ".join(values))
+    return 0, "\n".join(out) + "\n", ""
+
+
+def full_query(version: str, gpus: list[Gpu], when: dt.datetime) -> str:
+    """``nvidia-smi -q``: the top of the real report for each GPU."""
+    new = _new_header(version)
+    lines = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        f"{'Timestamp':<42}: {_stamp(when)}",
+        f"{'KMD Version' if new else 'Driver Version':<42}: {version}",
+        f"{'CUDA UMD Version' if new else 'CUDA Version':<42}: {cuda_of(version)}",
+        "",
+        f"{'Attached GPUs':<42}: {len(gpus)}",
+    ]
+    for gpu in gpus:
+        lines += [
+            f"GPU {gpu.bus_id}",
+            f"    {'Product Name':<38}: {gpu.name}",
+            f"    {'Product Brand':<38}: {'Tesla' if gpu.name.startswith('Tesla') else 'NVIDIA'}",
+            f"    {'Product Architecture':<38}: {'Hopper' if gpu.compute_cap == '9.0' else 'Ampere'}",
+            f"    {'Display Mode':<38}: Requested functionality has been deprecated",
+            f"    {'Persistence Mode':<38}: Enabled",
+            f"    {'Addressing Mode':<38}: None",
+            f"    {'MIG Mode':<38}",
+            f"        {'Current':<34}: Disabled",
+            f"        {'Pending':<34}: Disabled",
+            f"    {'Serial Number':<38}: {gpu.serial}",
+            f"    {'GPU UUID':<38}: {gpu.uuid}",
+            f"    {'Minor Number':<38}: {gpu.index}",
+            f"    {'VBIOS Version':<38}: 96.00.A5.00.03",
+            f"    {'FB Memory Usage':<38}",
+            f"        {'Total':<34}: {gpu.memory_mib} MiB",
+            f"        {'Reserved':<34}: 614 MiB",
+            f"        {'Used':<34}: 0 MiB",
+            f"        {'Free':<34}: {gpu.memory_mib - 614} MiB",
+            "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def run(args: list[str], version: str, gpus: list[Gpu], when: dt.datetime | None = None) -> tuple[int, str, str]:
+    """Run ``nvidia-smi <args>`` against a working driver: (exit code, stdout, stderr)."""
+    when = when or dt.datetime.now()
+    query_spec, fmt = "", ""
+    flags = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--query-gpu="):
+            query_spec = arg.split("=", 1)[1]
+        elif arg == "--query-gpu" and i + 1 < len(args):
+            i += 1
+            query_spec = args[i]
+        elif arg.startswith("--format="):
+            fmt = arg.split("=", 1)[1]
+        elif arg == "--format" and i + 1 < len(args):
+            i += 1
+            fmt = args[i]
+        else:
+            flags.append(arg)
+        i += 1
+    if query_spec:
+        return query(query_spec, fmt or "csv", version, gpus, when)
+    if not flags:
+        return 0, table(version, gpus, when), ""
+    if flags in (["-L"], ["--list-gpus"]):
+        return 0, listing(gpus), ""
+    if flags in (["-q"], ["--query"]):
+        return 0, full_query(version, gpus, when), ""
+    if flags in (["--version"], ["-v"]):
+        return 0, version_text(version), ""
+    if flags in (["-h"], ["--help"]):
+        return 0, f"NVIDIA System Management Interface -- v{version}\n\nUsage: nvidia-smi [OPTION1 [ARG1]] ...\n", ""
+    return 2, "", "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"
