@@ -1,0 +1,262 @@
+"""The gpu-wizard Textual app: owns the wizard state, the cluster connection and navigation.
+
+Started by ``gpu-wizard`` (current kube context) or ``gpu-wizard --demo [SCENARIO]`` through
+:func:`run`. The App holds one :class:`~screens.state.WizardState`, the connected
+``wizard.cluster.Cluster`` and, in demo mode, the built-in ``DemoCluster`` running on this very
+event loop. Step screens ask to move with :class:`~screens.steps.base.StepScreen.Navigate`; the App
+saves the answers and swaps the screen. Only Textual is imported before the first frame; the
+engine (pydantic, the Kubernetes client, aiohttp) is loaded afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from screens.state import WizardState, display_path, state_dir
+from screens.steps import STEP_NAMES, STEPS, step_named
+from screens.steps.base import StepScreen
+from screens.styles import app_css
+
+#: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
+DEMO_STEP_DELAY = 0.3
+
+
+class WizardApp(App[int]):
+    """The eight-step wizard from connect to a verified install."""
+
+    TITLE = "gpu-wizard"
+    CSS = app_css()
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("ctrl+s", "save_answers", "Save", show=False),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        *,
+        demo: str | None = None,
+        answers: str | None = None,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        step_delay: float = DEMO_STEP_DELAY,
+        backup_dir: Path | None = None,
+        report_dir: Path | None = None,
+        start_step: str = "connect",
+        replay: bool = True,
+    ) -> None:
+        super().__init__()
+        self.state = WizardState(demo=demo, kubeconfig=kubeconfig, context=context)
+        """Everything the steps share."""
+        self.answers_file = Path(answers).expanduser() if answers else None
+        self.step_delay = step_delay
+        """Pace of the demo cluster's simulated operator."""
+        self.backup_dir = backup_dir or state_dir() / "backups"
+        """Where Apply writes the live objects it replaces."""
+        self.report_dir = report_dir or Path.cwd()
+        """Default folder for exported reports and manifests."""
+        self.settled = asyncio.Event()
+        """Set once the answers are loaded and any resume question is answered."""
+        self.reached = 0
+        """Index of the furthest step shown (the palette jumps only up to it)."""
+        self.replay_answers = replay
+        """Advance through the steps an ``answers`` file already completes."""
+        self.start_step = start_step
+        """The first step shown (tests and screenshots start later steps on prepared state)."""
+        self._demo_cluster: Any = None
+        self.exit_code = 0
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.state.step = self.start_step
+        self.reached = STEP_NAMES.index(self.start_step)
+        if self.start_step == "connect":
+            self.push_screen(step_named(self.start_step).make_screen())
+            self.call_after_refresh(self._load_answers)
+        else:  # a later step needs its answers before it is built
+            self._load_answers()
+            self.push_screen(step_named(self.start_step).make_screen())
+
+    def _load_answers(self) -> None:
+        """Prefill from ``--answers`` (replay) or the saved answers (offer to resume)."""
+        from screens.state import default_answers_path
+
+        state = self.state
+        try:
+            if self.answers_file is not None:
+                state.load(self.answers_file, given=True)
+                state.replay = self.replay_answers
+            else:
+                state.load(default_answers_path(), given=False)
+        except Exception as exc:  # an unreadable file must not stop the wizard
+            state.load_errors.append(str(exc))
+        if state.load_errors:
+            self.notify("\n".join(state.load_errors[:6]), title="Answers file problems", severity="warning", timeout=12)
+        saved = state.saved_step()
+        if not state.answers_given and saved in STEP_NAMES and saved != "connect":
+            from screens.dialogs import ConfirmDialog
+
+            title = step_named(saved).title
+            body = (
+                f"A previous run stopped at **{title}**; its answers are in `{display_path(state.answers_path)}`.\n\n"
+                "Resume replays the answers and stops there. Start over keeps the answers as defaults."
+            )
+            self.push_screen(ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over"), self._resumed)
+            return
+        self.settled.set()
+
+    def _resumed(self, resume: bool | None) -> None:
+        if resume:
+            saved = self.state.saved_step() or "preview"
+            until = saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
+            self.state.replay, self.state.replay_until = True, until
+        else:
+            self.state.forget_progress()
+        self.settled.set()
+
+    # -- navigation -------------------------------------------------------------------------
+
+    def on_step_screen_navigate(self, message: StepScreen.Navigate) -> None:
+        """Save the answers, then show the requested step."""
+        self.save_progress(message.target)
+        self.goto(message.target)
+
+    def goto(self, name: str) -> None:
+        """Show step ``name`` (a fresh screen; the old one and its workers go away)."""
+        step = step_named(name)
+        self.state.step = name
+        self.reached = max(self.reached, STEP_NAMES.index(name))
+        current = self.screen
+        if isinstance(current, StepScreen):
+            self.switch_screen(step.make_screen())
+        else:
+            self.push_screen(step.make_screen())
+
+    def save_progress(self, step: str) -> None:
+        """Save answers and the resume point; a failure is reported, never fatal."""
+        try:
+            self.state.save(step)
+        except OSError as exc:
+            self.notify(
+                f"Could not save answers to {display_path(self.state.answers_path)}: {exc.strerror or exc}",
+                title="Answers not saved",
+                severity="error",
+            )
+
+    def finish(self) -> None:
+        """Past the last step: leave with 0 when verification passed."""
+        self.exit(self.exit_code)
+
+    def cluster_label(self) -> str:
+        """``context · server`` of the connected cluster, for the title bar."""
+        info = self.state.info
+        if info is None:
+            return "not connected"
+        if info.demo:
+            return f"{info.context} (demo)"
+        return f"{info.context} · {info.server}"
+
+    # -- cluster ----------------------------------------------------------------------------
+
+    async def start_demo(self, scenario: str) -> str:
+        """Start (or restart) the built-in demo cluster on this loop; returns its kubeconfig."""
+        await self.stop_demo()
+        serve = await asyncio.to_thread(importlib.import_module, "wizard.demo.serve")
+        demo = serve.DemoCluster(scenario, port=0, step_delay=self.step_delay)
+        await demo.__aenter__()
+        self._demo_cluster = demo
+        self.state.demo = scenario
+        return str(demo.kubeconfig_path)
+
+    async def stop_demo(self) -> None:
+        """Stop the demo cluster if one runs."""
+        demo, self._demo_cluster = self._demo_cluster, None
+        if demo is not None:
+            await demo.__aexit__(None, None, None)
+
+    async def replace_cluster(self, cluster: Any) -> None:
+        """Adopt a newly connected cluster, closing the previous one."""
+        old = self.state.cluster
+        self.state.cluster = cluster
+        self.state.info = cluster.info if cluster is not None else None
+        self.state.preflight = None
+        self.state.nodes.clear()
+        self.state.images = []
+        self.state.rendered = self.state.prepared = self.state.applied = None
+        if old is not None and old is not cluster:
+            await old.close()
+
+    async def on_unmount(self) -> None:
+        cluster, self.state.cluster = self.state.cluster, None
+        if cluster is not None:
+            with contextlib.suppress(Exception):  # closing is best effort at exit
+                await asyncio.wait_for(cluster.close(), 5)
+        await self.stop_demo()
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def action_save_answers(self) -> None:
+        self.save_progress(self.state.step)
+        self.notify(f"Saved to {display_path(self.state.answers_path)}", title="Answers")
+
+    def action_save_answers_as(self) -> None:
+        from screens.dialogs import PathDialog
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.state.answers_path = Path(path)
+                self.state.answers_doc = None
+                self.action_save_answers()
+
+        self.push_screen(PathDialog("Save answers as", display_path(self.state.answers_path)), chosen)
+
+    def action_open_report(self) -> None:
+        from screens.report import export_report
+
+        export_report(self)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        for index, step in enumerate(STEPS):
+            if index <= self.reached and step.applies(self.state) and step.name != self.state.step:
+                yield SystemCommand(
+                    f"Jump to step {index + 1}: {step.title}",
+                    f"Go to the {step.title} step",
+                    partial(self.goto, step.name),
+                )
+        yield SystemCommand(
+            "Save answers", f"Write {display_path(self.state.answers_path)} now", self.action_save_answers
+        )
+        yield SystemCommand("Save answers as…", "Write the answers to another file", self.action_save_answers_as)
+        yield SystemCommand(
+            "Open report", "Export the verification report (Markdown and JSON)", self.action_open_report
+        )
+        yield SystemCommand("Switch theme", "Pick another colour theme", self.action_change_theme)
+        yield SystemCommand("Help", "Help for this step (F1)", self._help)
+        yield SystemCommand("Quit", "Leave the wizard (answers are saved after each step)", self.action_quit)
+
+    def _help(self) -> None:
+        if isinstance(self.screen, StepScreen):
+            self.screen.action_help()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point used by ``gpu-wizard`` (see ``wizard.cli.run_tui``)."""
+    app = WizardApp(
+        demo=getattr(args, "demo", None),
+        answers=getattr(args, "tui_answers", None),
+        kubeconfig=getattr(args, "tui_kubeconfig", None),
+        context=getattr(args, "tui_context", None),
+    )
+    result = app.run()
+    return result if isinstance(result, int) else app.exit_code

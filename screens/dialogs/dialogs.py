@@ -1,0 +1,190 @@
+"""The wizard's modal dialogs, each a typed ``ModalScreen`` with its own CSS.
+
+* :class:`ErrorDialog` (``None``): what went wrong and what to do about it; never a traceback.
+* :class:`ConfirmDialog` (``bool``): a yes/no question with the facts needed to answer it.
+* :class:`HelpDialog` (``None``): the F1 help of a step (Markdown).
+* :class:`PathDialog` (``str | None``): a file name to save to, prefilled and validated.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Markdown, Static
+
+_DIALOG_CSS = """
+{name} {{
+    align: center middle;
+    background: $background 60%;
+    & > Vertical {{
+        width: 72; max-width: 96%; height: auto; max-height: 90%;
+        border: thick {border}; background: $panel; padding: 0 1;
+    }}
+    & .dialog-title {{ text-style: bold; color: {border}; width: 1fr; }}
+    & .dialog-body {{ height: auto; max-height: 16; }}
+    & .dialog-hint {{ color: $text; margin-top: 1; }}
+    & .dialog-buttons {{ height: 1; margin-top: 1; align-horizontal: right; }}
+    & .dialog-buttons > Button {{ margin-left: 2; min-width: 8; }}
+}}
+"""
+
+
+class ErrorDialog(ModalScreen[None]):
+    """An error worded for the user: the problem, then what to do."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="ErrorDialog", border="$error")
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "dismiss_dialog", "Close")]
+
+    def __init__(self, title: str, message: str, hint: str = "") -> None:
+        super().__init__()
+        self._title = title
+        self._message = message
+        self._hint = hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"✗ {self._title}", classes="dialog-title", markup=False)
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(self._message, markup=False)
+                if self._hint:
+                    yield Static(f"What to do: {self._hint}", classes="dialog-hint", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("OK", id="ok", variant="error", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#ok", Button).focus()
+
+    def action_dismiss_dialog(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#ok")
+    def _ok(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """A yes/no question; the body carries the facts needed to answer it (Markdown)."""
+
+    DEFAULT_CSS = _DIALOG_CSS.format(name="ConfirmDialog", border="$warning")
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "answer(False)", "Cancel")]
+
+    def __init__(self, title: str, body: str, yes: str = "Yes", no: str = "Cancel") -> None:
+        super().__init__()
+        self._title = title
+        self._body = body
+        self._yes = yes
+        self._no = no
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, classes="dialog-title", markup=False)
+            with VerticalScroll(classes="dialog-body"):
+                yield Markdown(self._body)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self._no, id="no", compact=True)
+                yield Button(self._yes, id="yes", variant="warning", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class HelpDialog(ModalScreen[None]):
+    """F1: what this step is for, what each choice means, the keys."""
+
+    DEFAULT_CSS = (
+        _DIALOG_CSS.format(name="HelpDialog", border="$primary")
+        + """
+    HelpDialog > Vertical { height: 90%; }
+    HelpDialog .dialog-body { height: 1fr; max-height: 100%; }
+    """
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "close", "Close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self._title = title
+        self._text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Help — {self._title}", classes="dialog-title", markup=False)
+            with VerticalScroll(classes="dialog-body", id="help-body"):
+                yield Markdown(self._text)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Close", id="close", compact=True, variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#close")
+    def _close(self) -> None:
+        self.dismiss(None)
+
+
+class PathDialog(ModalScreen[str | None]):
+    """Ask for a file to write; returns the absolute path, or None when cancelled."""
+
+    DEFAULT_CSS = (
+        _DIALOG_CSS.format(name="PathDialog", border="$primary")
+        + """
+    PathDialog #path-error { color: $error; height: auto; }
+    """
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, default: str) -> None:
+        super().__init__()
+        self._title = title
+        self._default = default
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self._title, classes="dialog-title", markup=False)
+            yield Input(self._default, id="path", compact=True)
+            yield Static("", id="path-error", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel", compact=True)
+                yield Button("Save", id="save", variant="primary", compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#path", Input).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#cancel")
+    def _cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Button.Pressed, "#save")
+    @on(Input.Submitted, "#path")
+    def _save(self) -> None:
+        text = self.query_one("#path", Input).value.strip()
+        target = Path(text).expanduser()
+        problem = ""
+        if not text:
+            problem = "give a file name"
+        elif target.is_dir():
+            problem = f"{text} is a folder; give a file name inside it"
+        elif target.parent.exists() and not target.parent.is_dir():
+            problem = f"{target.parent} is not a folder"
+        if problem:
+            self.query_one("#path-error", Static).update(problem)
+            return
+        self.dismiss(str(target.absolute()))

@@ -1,0 +1,162 @@
+"""Words shown by the wizard: F1 help per step, the mode comparison and the driver-source diagrams.
+
+Kept apart from the screens so the text can be reviewed as text. Facts follow
+``gpu-operator-facts.md`` (image naming §1, repoConfig §3, host driver §4, toolkit paths §8).
+"""
+
+from __future__ import annotations
+
+KEYS = """
+**Keys** — `Tab`/`Shift+Tab` move between fields, `Enter` activates, `Esc` goes back a step,
+`Ctrl+N` next step, `F1` this help, `Ctrl+P` command palette (jump to step, save answers, report,
+theme), `Ctrl+S` save answers, `Ctrl+Q` quit. The mouse works everywhere too.
+"""
+
+MODE_SUMMARY: dict[str, str] = {
+    "precompiled": "image built for each kernel; nothing is compiled on the node",
+    "upstream": "NVIDIA's image compiles the driver on each node",
+    "preinstalled": "the host already runs a driver; the operator leaves it alone",
+}
+
+MODE_DIAGRAM: dict[str, str] = {
+    "precompiled": (
+        "registry ── <image>:<version>-<kernel>-<os> ──▶ driver pod ──▶ node\n"
+        "            one image per (kernel, OS) group, module ready-built"
+    ),
+    "upstream": (
+        "registry ── <image>:<version>-<os> ──▶ driver pod ── compiles ──▶ node\n"
+        "package repos ── kernel headers ──┘ (air-gapped: repoConfig)"
+    ),
+    "preinstalled": (
+        "OS image or packages ── driver on the host ──────────────▶ node\n"
+        "operator: driver.enabled=false; toolkit and device plugin only"
+    ),
+}
+
+#: The comparison per mode, as (aspect, text) rows short enough for an 80-column terminal.
+MODE_FACTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "precompiled": (
+        ("Automation", "the operator rolls one image per kernel onto each node"),
+        ("Control", "exact images, checked by digest; nothing built on the node"),
+        ("Needs", "a published tag for every kernel (mirrored if air-gapped)"),
+        ("Choose when", "immutable OS (SLE Micro), air-gapped, reproducible installs"),
+    ),
+    "upstream": (
+        ("Automation", "most: the driver pod compiles for whatever kernel it finds"),
+        ("Control", "least: the build happens live on each node"),
+        ("Needs", "kernel headers from package repos (air-gapped: repoConfig)"),
+        ("Choose when", "mutable OS with repo access, kernels nobody publishes"),
+    ),
+    "preinstalled": (
+        ("Automation", "none for the driver: you install and upgrade it on the host"),
+        ("Control", "full: the operator never touches the host driver"),
+        ("Needs", "a working nvidia-smi on every GPU node"),
+        ("Choose when", "the driver is baked into the OS image, strict host policy"),
+    ),
+}
+
+MODE_COMPARISON = """
+| | Precompiled | Upstream | Pre-installed |
+|---|---|---|---|
+| Who builds the module | NVIDIA/SUSE, ahead of time | the driver pod, on the node | you (OS image or packages) |
+| Automation | operator rolls images per kernel | operator compiles for any kernel | none for the driver |
+| Control | exact, digest-checked images | version only; build happens live | full: you own the host driver |
+| Needs | a published tag per kernel | kernel headers, compiler, repo access | a working `nvidia-smi` on the host |
+| Kernel upgrade | mirror the new tag first | rebuilds by itself | upgrade the host driver yourself |
+| Choose when | immutable OS (SLE Micro), air-gapped with a mirror, reproducibility | mutable OS with repo access, unusual kernels | driver baked into the image, strict host policy |
+
+**Upstream is configurable, not validated in this release**: gpu-wizard renders and applies it, but
+its end-to-end verification is not part of this release's test matrix.
+"""
+
+HELP: dict[str, str] = {
+    "connect": """
+# Connect
+
+Pick the kube **context** of the cluster to install on. gpu-wizard then runs a **preflight**:
+
+* **permissions** — can you read nodes, create ClusterPolicy/NVIDIADriver, read pods and exec into them?
+* **operator** — is the GPU Operator running, which release, in which namespace (`status.namespace` wins)?
+* **CRDs** — are `clusterpolicies.nvidia.com` and `nvidiadrivers.nvidia.com` registered?
+
+Each failure says what to do. No cluster at hand? **Try the demo cluster**: a simulated cluster with a
+simulated operator, marked *DEMO* everywhere.
+""",
+    "nodes": """
+# Nodes
+
+Every GPU node, grouped by **(kernel, OS tag)**: the operator needs one driver image per group.
+
+* **Facts from** — `nfd` when Node Feature Discovery labels are present (what the operator itself reads),
+  `nodeInfo` when only `status.nodeInfo` is (kernel and OS parsed from it).
+* **Driver label** — `nvidia.com/gpu.deploy.driver`: `true` (operator driver), `pre-installed` (a host driver
+  was found), `false`.
+
+The table follows the cluster live (a watch): nodes that join or change appear here.
+""",
+    "mode": "# Mode\n\nHow the NVIDIA driver reaches the nodes. The recommended mode is preselected; the reason is "
+    "shown under the choices.\n" + MODE_COMPARISON,
+    "driver": """
+# Driver & registry
+
+* **Version** — the driver version only (`580.126.09.1`, or a branch such as `580`). Never add a kernel or
+  OS suffix: the operator appends it (operator issue #1200). ✓ *validated* versions were tested for your
+  kernel and OS; *published* ones exist in the catalog.
+* **Source → target** — the mirror copies from the source registry to the target the cluster pulls from.
+* **Images** — per (kernel, OS) group, the exact tag and whether the target has it (with its digest),
+  lacks it, or only the source has it (mirror it).
+* **Mirror** — the `skopeo copy --all --preserve-digests` commands; run them here when skopeo is installed.
+* **NVIDIADriver CRD** — one NVIDIADriver resource instead of ClusterPolicy's driver section: needed when
+  GPU nodes run different OSes (ClusterPolicy takes one OS tag for the whole cluster).
+* **Air-gapped / repoConfig** (upstream) — the ConfigMap of package-repository files for kernel headers.
+
+A kernel with no published image gets a **support request** text to send to NVIDIA/SUSE.
+""",
+    "paths": """
+# Paths
+
+* **toolkit installDir** — where the container toolkit installs on the host. Default `/usr/local/nvidia`;
+  on immutable OSes (SLE Micro, Talos, Flatcar) `/usr/local` is read-only, so `/run/nvidia/toolkit-install`.
+* **driverInstallDir** — `hostPaths.driverInstallDir`, default `/run/nvidia/driver`. Change it only for a host
+  driver in a non-standard root.
+
+Paths must be absolute and normalised. **Check on nodes** runs node-side checks: the folder exists (or can be
+created), is writable, and is not mounted `noexec` (the driver must execute from there).
+""",
+    "preview": """
+# Preview
+
+Everything gpu-wizard will send, before anything is sent:
+
+* **ClusterPolicy / NVIDIADriver** — the resources, as YAML.
+* **Mirror** — the copy plan for the driver images.
+* **Helm values** — the same choices as `helm install` values, for GitOps.
+* **Diff** — what changes against the live objects.
+
+The **server dry-run** validates the objects on the API server without persisting them. Warnings explain
+what may go wrong and why. **Save** writes the manifests to a file.
+""",
+    "apply": """
+# Apply
+
+Applies the resources with server-side apply after a confirmation naming the cluster and context. The live
+objects are **backed up** first (the path is shown). Then the operator reconciles: the driver DaemonSets roll
+out and each node walks through the upgrade states (`upgrade-required` … `upgrade-done`).
+""",
+    "verify": """
+# Verify
+
+Proves the driver works, node by node:
+
+* **image** — the driver container runs the expected image, and its **imageID digest** matches the registry.
+* **nvidia-smi** — run in the driver container (or on the host for a pre-installed driver); ✓ with the driver
+  version and GPUs, ✗ with the reason.
+
+The log shows the raw evidence. **Export** writes the report as Markdown and JSON.
+""",
+}
+
+
+def step_help(step: str) -> str:
+    """F1 text of a step, with the key summary."""
+    return HELP.get(step, "") + "\n" + KEYS

@@ -1,0 +1,111 @@
+"""The verification report, as Markdown (for people) and JSON (for machines), from the wizard state.
+
+Written by the Verify step's Export button and the palette's "Open report". The content is what
+the engine found (``wizard.results.Check`` and ``LogLine``); this module only lays it out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from screens.state import WizardState, display_path
+
+if TYPE_CHECKING:
+    from screens.app import WizardApp
+
+
+def report_data(state: WizardState) -> dict[str, Any]:
+    """The report as JSON-able data."""
+    info = state.info
+    plan = state.plan()
+    checks = [c.as_dict() for c in state.checks]
+    return {
+        "tool": "gpu-wizard",
+        "cluster": {
+            "context": info.context if info else "",
+            "server": info.server if info else "",
+            "version": info.version if info else "",
+            "demo": bool(info and info.demo),
+        },
+        "plan": plan.answers_dict() if plan else state.answers,
+        "backup": str(state.applied.backup_path) if state.applied is not None else "",
+        "ok": bool(state.checks) and all(c.ok for c in state.checks),
+        "checks": checks,
+        "log": [{"node": line.node, "stream": line.stream, "text": line.text} for line in state.log_lines],
+    }
+
+
+def report_markdown(state: WizardState) -> str:
+    """The report as Markdown: verdict, per-node table, cluster-wide checks, raw log."""
+    data = report_data(state)
+    cluster = data["cluster"]
+    plan = data["plan"]
+    verdict = "✓ verified" if data["ok"] else "✗ not verified"
+    lines = [
+        "# gpu-wizard verification report",
+        "",
+        f"**{verdict}** — context `{cluster['context']}`"
+        + (" (built-in demo cluster, simulated)" if cluster["demo"] else f" at `{cluster['server']}`"),
+        "",
+        f"Mode **{plan.get('mode', '?')}**, driver `{(plan.get('driver') or {}).get('version', '-')}`, "
+        f"operator `{(plan.get('operator') or {}).get('version', '?')}`.",
+    ]
+    if data["backup"]:
+        lines += ["", f"Backup of the objects replaced: `{data['backup']}`"]
+    by_node: dict[str, list[Any]] = {}
+    cluster_wide = []
+    for check in state.checks:
+        (by_node.setdefault(check.node, []) if check.node else cluster_wide).append(check)
+    if by_node:
+        lines += ["", "## Nodes", "", "| node | check | result |", "|---|---|---|"]
+        for node in sorted(by_node):
+            for check in by_node[node]:
+                lines.append(f"| {node} | {check.check} | {check.status.symbol} {_cell(check.message)} |")
+    if cluster_wide:
+        lines += ["", "## Cluster", ""]
+        lines += [f"* {c.line()}" + (f" — {c.hint}" if c.hint and not c.ok else "") for c in cluster_wide]
+    if state.log_lines:
+        lines += ["", "## Raw output", "", "```"]
+        lines += [f"[{line.node}] {line.text}" if line.node else line.text for line in state.log_lines]
+        lines += ["```"]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def write_report(state: WizardState, markdown_path: Path) -> tuple[Path, Path]:
+    """Write ``<name>.md`` and ``<name>.json`` side by side; returns both paths."""
+    from wizard.answers import write_private
+
+    markdown_path = markdown_path.with_suffix(".md")
+    json_path = markdown_path.with_suffix(".json")
+    write_private(markdown_path, report_markdown(state))
+    write_private(json_path, json.dumps(report_data(state), indent=2) + "\n")
+    return markdown_path, json_path
+
+
+def export_report(app: WizardApp) -> None:
+    """Ask where, then write the report (palette "Open report" and the Verify step's Export)."""
+    from screens.dialogs import ErrorDialog, PathDialog
+
+    state = app.state
+    if not state.checks:
+        app.notify("No verification has run yet: apply, then verify (step 8).", title="Report", severity="warning")
+        return
+
+    def chosen(path: str | None) -> None:
+        if not path:
+            return
+        try:
+            md, js = write_report(state, Path(path))
+        except OSError as exc:
+            app.push_screen(ErrorDialog("Could not write the report", str(exc), "choose a folder you can write to."))
+            return
+        app.notify(f"{display_path(md)}\n{display_path(js)}", title="Report written")
+
+    default = display_path(app.report_dir / "gpu-wizard-report.md")
+    app.push_screen(PathDialog("Export the report (Markdown + JSON) to", default), chosen)

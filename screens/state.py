@@ -1,0 +1,255 @@
+"""The wizard's shared state: the plan being edited, the cluster and everything learnt from it.
+
+One :class:`WizardState` is owned by the App; step screens read it and write their answers into
+``answers`` (the answers-file shape, a plain dict), which is validated through
+:class:`wizard.plan.Plan` so a field rule lives in one place for the TUI, the CLI and the file.
+Answers are saved atomically after each step, with the step name in a small state file beside
+them so an interrupted run can resume where it stopped.
+
+Heavy engine modules (pydantic models, ruamel) are imported inside functions: the first frame
+must not wait for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wizard.answers import FieldError
+    from wizard.facts import ClusterFacts, NodeFacts
+    from wizard.plan import Plan
+    from wizard.results import Check, ClusterInfo
+
+#: Answers keys each step owns: a step is complete when none of its fields has an error.
+STEP_FIELDS: dict[str, tuple[str, ...]] = {
+    "mode": ("mode", "operator"),
+    "driver": ("driver",),
+    "paths": ("toolkit", "hostPaths"),
+}
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/gpu-wizard`` (``~/.config/gpu-wizard`` by default)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "gpu-wizard"
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/gpu-wizard`` (``~/.local/state/gpu-wizard``): backups and reports."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "gpu-wizard"
+
+
+def default_answers_path() -> Path:
+    """Where answers are saved when no ``--answers`` file is given."""
+    return config_dir() / "answers.yaml"
+
+
+def resume_path(answers_path: Path) -> Path:
+    """The small state file next to an answers file: which step the run stopped at."""
+    return answers_path.with_name(f".{answers_path.name}.step.json")
+
+
+def display_path(path: str | os.PathLike[str]) -> str:
+    """A path as shown to the user: the home directory written as ``~``."""
+    text = str(path)
+    home = str(Path.home())
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def get_path(data: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
+    """``data["driver"]["version"]`` for ``"driver.version"``, or ``default`` when absent."""
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node
+
+
+def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    """Set ``dotted`` in ``data``; ``None`` or ``""`` removes an optional key."""
+    parts = dotted.split(".")
+    node = data
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    if value is None or value == "":
+        node.pop(parts[-1], None)
+    else:
+        node[parts[-1]] = value
+
+
+@dataclass
+class WizardState:
+    """Everything the steps share; owned by the App, read and written by the step screens."""
+
+    answers: dict[str, Any] = field(default_factory=lambda: {"version": 1})
+    """The plan being edited, in answers-file shape (validated through ``wizard.plan.Plan``)."""
+    answers_path: Path = field(default_factory=default_answers_path)
+    """Where answers are saved after each step (the ``--answers`` file when given)."""
+    answers_doc: Any = None
+    """The round-trip YAML document as loaded, so saving keeps the user's comments."""
+    answers_given: bool = False
+    """Answers came from ``--answers``: prefill and replay through the steps already valid."""
+    replay: bool = False
+    """Advance automatically through steps whose answers are valid (subiquity-style replay)."""
+    replay_until: str = "preview"
+    """The replay stops here (never auto-applies)."""
+    demo: str | None = None
+    """Demo scenario name when running on the built-in simulated cluster."""
+    kubeconfig: str | None = None
+    context: str | None = None
+    cluster: Any = None
+    """The connected ``wizard.cluster.Cluster`` (owned by the App, closed on exit)."""
+    info: ClusterInfo | None = None
+    preflight: Any = None
+    """``wizard.cluster.Preflight`` of the connected cluster."""
+    nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    """Facts per node, kept current by the Nodes step's watch."""
+    rendered: Any = None
+    """``wizard.render.Rendered`` of the current plan and facts."""
+    images: list[Any] = field(default_factory=list)
+    """``ImageStatus`` per (kernel, OS) group from the last image check."""
+    prepared: Any = None
+    """``ApplyPlan`` from the server dry-run (Preview)."""
+    applied: Any = None
+    """``ApplyResult`` once Apply ran."""
+    checks: list[Check] = field(default_factory=list)
+    """Verification findings, in arrival order."""
+    log_lines: list[Any] = field(default_factory=list)
+    """Raw verification output (``LogLine``), kept for the exported report."""
+    step: str = "connect"
+    """The step on screen."""
+    load_errors: list[str] = field(default_factory=list)
+    """Problems found in the answers file, shown once the first step is up."""
+
+    @property
+    def facts(self) -> ClusterFacts | None:
+        """Facts of every known node (None before discovery)."""
+        if not self.nodes:
+            return None
+        from wizard.facts import ClusterFacts
+
+        return ClusterFacts(list(self.nodes.values()))
+
+    @property
+    def is_demo(self) -> bool:
+        """True when the connected cluster is the built-in simulation."""
+        return bool(self.info and self.info.demo) or (self.info is None and self.demo is not None)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        """One answer by dotted path (``driver.version``)."""
+        return get_path(self.answers, dotted, default)
+
+    def set(self, dotted: str, value: Any) -> None:
+        """Change one answer; the results derived from the plan are stale afterwards."""
+        if self.get(dotted) == value:
+            return
+        set_path(self.answers, dotted, value)
+        self.rendered = None
+        self.prepared = None
+
+    def validate(self) -> tuple[Plan | None, list[FieldError]]:
+        """The plan if the answers are valid, else the field errors (each naming its field)."""
+        from pydantic import ValidationError
+
+        from wizard.answers import plan_errors
+        from wizard.plan import Plan
+
+        try:
+            return Plan.model_validate(self.answers), []
+        except ValidationError as exc:
+            return None, plan_errors(exc)
+
+    def plan(self) -> Plan | None:
+        """The validated plan, or None while some answer is invalid."""
+        return self.validate()[0]
+
+    def errors_for(self, prefixes: Iterable[str]) -> dict[str, str]:
+        """Field errors under the given answers keys, by dotted field name."""
+        wanted = tuple(prefixes)
+        _, errors = self.validate()
+        found: dict[str, str] = {}
+        for error in errors:
+            if any(error.field == p or error.field.startswith(p + ".") for p in wanted):
+                found.setdefault(error.field, error.message)
+        return found
+
+    def step_valid(self, step: str) -> bool:
+        """No field owned by ``step`` has an error."""
+        return not self.errors_for(STEP_FIELDS.get(step, ()))
+
+    def load(self, path: Path, *, given: bool) -> None:
+        """Prefill from an answers file; a file with errors still prefills what it can."""
+        from wizard.answers import AnswersError, load_answers
+
+        self.answers_path = path
+        self.answers_given = given
+        if not path.exists():
+            if given:
+                self.load_errors.append(f"{display_path(path)}: no such file; it will be created")
+            return
+        try:
+            plan, doc = load_answers(path)
+        except AnswersError as exc:
+            self.load_errors.extend(e.render(display_path(path)) for e in exc.errors)
+            raw = _read_raw(path)
+            if raw is not None:
+                self.answers = raw
+            return
+        self.answers = plan.answers_dict()
+        self.answers_doc = doc
+
+    def save(self, step: str) -> None:
+        """Save the answers (valid or, mid-way, as far as they go) and the step reached."""
+        from wizard.answers import save_answers, write_private
+
+        plan, _ = self.validate()
+        if plan is not None:
+            save_answers(self.answers_path, plan, self.answers_doc)
+        else:
+            import io
+
+            from ruamel.yaml import YAML
+
+            buffer = io.StringIO()
+            buffer.write("# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n")
+            YAML(typ="safe", pure=True).dump(self.answers, buffer)
+            write_private(self.answers_path, buffer.getvalue())
+        write_private(resume_path(self.answers_path), json.dumps({"step": step, "demo": self.demo}) + "\n")
+
+    def saved_step(self) -> str | None:
+        """The step a previous run stopped at, when a state file is next to the answers."""
+        try:
+            data = json.loads(resume_path(self.answers_path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        step = data.get("step") if isinstance(data, dict) else None
+        return step if isinstance(step, str) else None
+
+    def forget_progress(self) -> None:
+        """Drop the resume point (after a verified install, or on request)."""
+        resume_path(self.answers_path).unlink(missing_ok=True)
+
+
+def _read_raw(path: Path) -> dict[str, Any] | None:
+    """The answers file as plain data, without validation (to prefill a file that has errors)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, YAMLError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -1,0 +1,218 @@
+"""Step 7, Apply: confirm (naming cluster, context and changes), back up, apply, follow the rollout.
+
+Nothing is sent before a confirmation dialog that names the cluster, the context, every object
+created or changed and every warning (missing images, an unvalidated kernel). ``Cluster.apply``
+backs up the live objects first (the path is shown), then the worker follows ``Cluster.rollout``:
+the driver DaemonSets' counters and each node's upgrade state, until the operator reports ready
+or a failure. The worker is bound to this screen; an answers replay never applies by itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Checkbox, DataTable, Label, Static
+
+from screens.state import display_path
+from screens.steps.base import StepScreen
+
+
+def object_key(body: dict[str, Any]) -> str:
+    """``ClusterPolicy/cluster-policy`` for an object body."""
+    return f"{body.get('kind', '?')}/{(body.get('metadata') or {}).get('name', '?')}"
+
+
+def changes(prepared: Any) -> list[str]:
+    """``create ClusterPolicy/cluster-policy`` / ``update …`` per object of an ApplyPlan."""
+    live = getattr(prepared, "live", {}) or {}
+    out = []
+    for body in getattr(prepared, "objects", []) or []:
+        key = object_key(body)
+        out.append(f"{'update' if live.get(key) else 'create'} {key}")
+    return out
+
+
+def warnings(state: Any) -> list[str]:
+    """What may go wrong: renderer warnings and images the cluster cannot pull."""
+    found = [a.message for a in getattr(state.rendered, "advice", []) if a.level == "warning"]
+    for status in state.images:
+        if not status.target.exists:
+            found.append(f"{status.image} is not in the target registry ({len(status.nodes)} node(s) cannot pull it)")
+        elif getattr(status, "catalog", "") == "unknown":
+            found.append(f"{status.image}: this kernel/OS tuple is not in the catalog (not validated)")
+    return found
+
+
+class Screen(StepScreen):
+    """Apply the plan and watch the operator roll it out."""
+
+    STEP = "apply"
+    NEXT_LABEL = "Verify ▶"
+
+    DEFAULT_CSS = """
+    #apply-summary { height: auto; }
+    #apply-row { height: 1; margin-top: 1; }
+    #apply-row > Button { margin-right: 2; }
+    #allow-unverified { display: none; }
+    #rollout-state { height: auto; margin-top: 1; }
+    #rollout-table { height: auto; max-height: 8; }
+    #apply-scroll { height: 1fr; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="apply-scroll"):
+            yield Label("What will change", classes="section -first")
+            yield Static("", id="apply-summary")
+            with Horizontal(id="apply-row"):
+                yield Button("Apply…", id="apply", variant="warning", compact=True)
+                yield Checkbox("apply although a host driver is unverified", id="allow-unverified", compact=True)
+            yield Label("Rollout", classes="section")
+            yield Static("not started", id="rollout-state")
+            table: DataTable[str] = DataTable(id="rollout-table", cursor_type="none", show_cursor=False)
+            yield table
+
+    def on_mount(self) -> None:
+        self._rollout: Any = None
+        table = self.query_one(DataTable)
+        table.add_column("Node / DaemonSet", key="what")
+        table.add_column("State", key="state")
+        state = self.state
+        self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
+        self._summary()
+        if state.applied is not None:
+            self._applied_text()
+            self.query_one("#apply", Button).label = "Apply again…"
+            if state.cluster is not None:
+                self.follow_rollout()
+        self.refresh_nav()
+
+    def _summary(self) -> None:
+        state = self.state
+        info = state.info
+        lines: list[str] = []
+        if info is not None:
+            where = "built-in demo cluster (simulated)" if info.demo else escape(info.server)
+            lines.append(f"Cluster  [b]{escape(info.context)}[/] · {where}")
+        if state.prepared is None:
+            lines.append("[$error]✗ no server dry-run yet: go back to Preview[/]")
+        else:
+            for change in changes(state.prepared) or ["nothing to change"]:
+                lines.append(f"  • {escape(change)}")
+            if not state.prepared.changed:
+                lines.append("[$text-muted]  the live objects already hold this plan[/]")
+        lines.append(
+            f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
+        )
+        for text in warnings(state):
+            lines.append(f"[$warning]! {escape(text)}[/]")
+        self.query_one("#apply-summary", Static).update("\n".join(lines))
+
+    # -- apply ------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#apply")
+    def _apply_pressed(self) -> None:
+        from screens.dialogs import ConfirmDialog
+
+        state = self.state
+        if state.cluster is None or state.prepared is None:
+            self.notify("Connect and preview first.", severity="warning")
+            return
+        info = state.info
+        body = [
+            f"Apply to **{info.context if info else '?'}**"
+            + (
+                " — the built-in demo cluster (simulated)"
+                if info and info.demo
+                else f" at `{info.server if info else '?'}`"
+            )
+            + ":",
+            "",
+        ]
+        body += [f"* {c}" for c in changes(state.prepared)]
+        body += ["", f"Live objects are backed up to `{display_path(self.wizard.backup_dir)}` first."]
+        risky = warnings(state)
+        if risky:
+            body += ["", "**Warnings:**", ""] + [f"* ⚠ {w}" for w in risky]
+        title = "Apply with warnings?" if risky else "Apply these changes?"
+        self.app.push_screen(ConfirmDialog(title, "\n".join(body), yes="Apply", no="Cancel"), self._confirmed)
+
+    def _confirmed(self, yes: bool | None) -> None:
+        if yes:
+            self.apply()
+
+    @work(exclusive=True, group="apply", exit_on_error=False)
+    async def apply(self) -> None:
+        """Back up, apply, then follow the rollout."""
+        state = self.state
+        self.query_one("#apply", Button).disabled = True
+        self.query_one("#rollout-state", Static).update("[$accent]… backing up and applying[/]")
+        allow = self.query_one("#allow-unverified", Checkbox).value
+        try:
+            state.applied = await state.cluster.apply(
+                state.prepared, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
+            )
+        finally:
+            self.query_one("#apply", Button).disabled = False
+        self.wizard.save_progress("apply")
+        self._applied_text()
+        self.refresh_nav()
+        await self._follow()
+
+    def _applied_text(self) -> None:
+        result = self.state.applied
+        word = "applied" if result.ok else "unchanged"
+        message = f" — {escape(result.message)}" if result.message else ""
+        self.query_one("#apply-summary", Static).update(
+            f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
+            f"Backup   {escape(display_path(result.backup_path))}"
+        )
+
+    @work(exclusive=True, group="rollout", exit_on_error=False)
+    async def follow_rollout(self) -> None:
+        """Follow the rollout again (coming back to this step after an apply)."""
+        await self._follow()
+
+    async def _follow(self) -> None:
+        state = self.state
+        self._rollout = None
+        async for status in state.cluster.rollout(state.plan()):
+            self._rollout = status
+            self._show_rollout(status)
+            self.refresh_nav()
+            if status.done:
+                break
+        if self._rollout is not None and self._rollout.phase == "ready":
+            self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
+            self.wizard.save_progress("verify")
+
+    def _show_rollout(self, status: Any) -> None:
+        style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
+        head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
+        if status.policy_state:
+            head += f"  [$text-muted](ClusterPolicy {escape(status.policy_state)})[/]"
+        for pod in status.pods:
+            if pod.reason:
+                head += f"\n[$warning]! {escape(pod.node)}: {escape(pod.reason)}[/] {escape(pod.message)}"
+        self.query_one("#rollout-state", Static).update(head)
+        table: DataTable[str] = self.query_one(DataTable)
+        table.clear()
+        for ds in status.daemonsets:
+            mark = "✓" if ds.done else "…"
+            table.add_row(ds.name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated", key=f"ds:{ds.name}")
+        for name, value in sorted(status.upgrade_states.items()):
+            table.add_row(name, value, key=f"node:{name}")
+        for name, value in sorted(status.nvidia_drivers.items()):
+            table.add_row(f"NVIDIADriver/{name}", value, key=f"nvd:{name}")
+
+    def blocker(self) -> str:
+        state = self.state
+        if state.applied is None:
+            return "apply first (nothing is sent before you confirm)"
+        rollout = getattr(self, "_rollout", None)
+        if rollout is None or not rollout.done:
+            return "the operator is rolling out the driver…"
+        return ""

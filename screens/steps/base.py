@@ -1,0 +1,183 @@
+"""The base class of every step screen: frame, Back/Next, F1 help, replay, worker errors.
+
+A step screen composes its body in :meth:`StepScreen.compose_body`, reads and writes answers
+through ``self.state``, and says whether Next may proceed in :meth:`StepScreen.blocker`. Moving on
+is a message (:class:`StepScreen.Navigate`) that the App handles; the screen never switches screens
+itself. Workers started here die with the screen (Textual binds them to it); a worker that fails
+becomes an :class:`~screens.dialogs.ErrorDialog` saying what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+from textual.worker import Worker, WorkerState
+
+from screens.dialogs import ErrorDialog, HelpDialog
+from screens.errors import describe_error
+from screens.steps import STEPS, neighbour, step_named
+from screens.widgets.chrome import NavBar, StepStrip, TopBar
+
+if TYPE_CHECKING:
+    from screens.app import WizardApp
+    from screens.state import WizardState
+
+
+class StepScreen(Screen[None]):
+    """One wizard step. Subclasses set ``STEP`` and ``HELP`` and implement ``compose_body``."""
+
+    STEP: ClassVar[str] = ""
+    """The step's name in :data:`screens.steps.STEPS`."""
+    HELP: ClassVar[str] = ""
+    """Markdown shown by F1."""
+    NEXT_LABEL: ClassVar[str] = "Next ▶"
+
+    BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
+        Binding("escape", "back", "Back"),
+        Binding("ctrl+n", "next", "Next"),
+        Binding("f1", "help", "Help"),
+    ]
+
+    DEFAULT_CSS = """
+    StepScreen {
+        layout: vertical;
+        & > #body { height: 1fr; padding: 0 1; }
+    }
+    """
+
+    class Navigate(Message):
+        """Ask the App to show another step (``target`` by name)."""
+
+        def __init__(self, target: str) -> None:
+            self.target = target
+            super().__init__()
+
+    @property
+    def wizard(self) -> WizardApp:
+        """The App, typed."""
+        from screens.app import WizardApp
+
+        app = self.app
+        assert isinstance(app, WizardApp)
+        return app
+
+    @property
+    def state(self) -> WizardState:
+        """The shared wizard state."""
+        return self.wizard.state
+
+    def compose(self) -> ComposeResult:
+        state = self.state
+        step = step_named(self.STEP)
+        number = [s.name for s in STEPS].index(self.STEP) + 1
+        skipped = frozenset(s.name for s in STEPS if not s.applies(state))
+        yield TopBar(f"gpu-wizard · {number}/{len(STEPS)} {step.title}", self.wizard.cluster_label(), state.is_demo)
+        yield StepStrip(self.STEP, skipped)
+        with Vertical(id="body"):
+            yield from self.compose_body()
+        yield NavBar(back=neighbour(self.STEP, -1, state) is not None, next_label=self.NEXT_LABEL)
+        yield Footer(compact=True)
+
+    def compose_body(self) -> ComposeResult:
+        """The step's own widgets."""
+        yield from ()
+
+    # -- navigation -------------------------------------------------------------------------
+
+    def blocker(self) -> str:
+        """Why Next cannot proceed yet ("" when it can); shown beside the Next button."""
+        return ""
+
+    def commit(self) -> None:
+        """Copy anything not yet written into ``state.answers`` (called before moving on)."""
+
+    def refresh_nav(self) -> None:
+        """Enable Next when nothing blocks, and say what does."""
+        try:
+            nav = self.query_one(NavBar)
+        except Exception:
+            return  # not composed yet
+        reason = self.blocker()
+        nav.allow_next(not reason)
+        nav.status(reason, error=bool(reason))
+
+    def on_nav_bar_pressed(self, event: NavBar.Pressed) -> None:
+        event.stop()
+        self.go(event.direction)
+
+    def action_back(self) -> None:
+        self.go(-1)
+
+    def action_next(self) -> None:
+        self.go(1)
+
+    def go(self, direction: int) -> None:
+        """Move to the neighbouring step that applies (Next only when nothing blocks)."""
+        if direction > 0:
+            self.commit()
+            reason = self.blocker()
+            if reason:
+                self.refresh_nav()
+                self.notify(reason, title="Not yet", severity="warning")
+                return
+            if not self.before_next():
+                return
+        target = neighbour(self.STEP, direction, self.state)
+        if target is None:
+            if direction < 0:
+                self.app.bell()
+            else:
+                self.wizard.finish()
+            return
+        self.post_message(self.Navigate(target.name))
+
+    def before_next(self) -> bool:
+        """A last check before leaving forward; return False to stay (e.g. after a dialog)."""
+        return True
+
+    def maybe_replay(self) -> None:
+        """During an answers replay, move on as soon as this step is complete."""
+        state = self.state
+        if not state.replay:
+            return
+        if state.replay_until == self.STEP:
+            state.replay = False
+            self.notify("Answers replayed: review the preview, then apply.", title="Replay")
+            return
+        self.commit()
+        reason = self.blocker()
+        if reason:
+            state.replay = False
+            self.notify(f"Replay stopped at this step: {reason}", title="Replay", severity="warning")
+            self.refresh_nav()
+            return
+        self.call_later(self.go, 1)
+
+    # -- help and errors --------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        from screens.help_text import step_help
+
+        self.app.push_screen(HelpDialog(step_named(self.STEP).title, self.HELP or step_help(self.STEP)))
+
+    def show_error(self, error: BaseException, title: str = "") -> None:
+        """Show an error as a dialog saying what to do."""
+        heading, message, hint = describe_error(error)
+        self.app.push_screen(ErrorDialog(title or heading, message, hint))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """Turn a failed worker into an error dialog (workers run with ``exit_on_error=False``)."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.state.replay = False
+            self.worker_failed(event.worker, event.worker.error)
+
+    def worker_failed(self, worker: Worker[object], error: BaseException) -> None:
+        """A worker of this screen raised; the default shows a dialog."""
+        self.show_error(error)
+        self.refresh_nav()

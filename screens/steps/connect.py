@@ -1,0 +1,219 @@
+"""Step 1, Connect: pick a kube context (or the demo cluster), connect, run the preflight.
+
+The context list is read in a thread (it may import the Kubernetes client); connecting and the
+preflight run in a worker bound to this screen. Each preflight failure is shown with what to do.
+When no cluster is reachable the built-in demo cluster is offered right here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Label, Select, Static
+from textual.worker import Worker
+
+from screens.steps.base import StepScreen
+from screens.widgets.checks import CheckList
+from screens.widgets.chrome import TopBar
+
+#: Offered when the scenario list cannot be read (kept in step with ``wizard.demo.scenario``).
+FALLBACK_SCENARIOS = (
+    "sle-micro-precompiled",
+    "ubuntu-upstream",
+    "preinstalled",
+    "mixed-os",
+    "missing-tuple",
+    "noexec-run",
+    "airgapped",
+    "existing-install",
+    "large",
+)
+
+
+def scenario_names() -> list[str]:
+    """The demo scenarios the engine ships."""
+    try:
+        module = importlib.import_module("wizard.demo.scenario")
+        names = list(module.scenario_names())
+    except (ImportError, AttributeError):
+        names = []
+    return names or list(FALLBACK_SCENARIOS)
+
+
+class Screen(StepScreen):
+    """Choose the cluster and check that the wizard can work on it."""
+
+    STEP = "connect"
+
+    DEFAULT_CSS = """
+    #connect-row, #demo-row { height: 1; }
+    #connect-row > Label, #demo-row > Label { width: 10; }
+    #context { width: 1fr; }
+    #scenario { width: 1fr; }
+    #connect-row > Button, #demo-row > Button { margin-left: 1; min-width: 12; }
+    #server { height: auto; color: $text-muted; padding-left: 10; }
+    #preflight-box { height: 1fr; }
+    #connect-error { height: auto; color: $error; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        state = self.state
+        yield Label("Cluster", classes="section -first")
+        with Horizontal(id="connect-row"):
+            yield Label("Context")
+            yield Select[str]([], prompt="reading kubeconfig…", id="context", compact=True)
+            yield Button("Connect", id="connect", compact=True, variant="primary")
+        yield Static("", id="server", markup=False)
+        with Horizontal(id="demo-row"):
+            yield Label("No cluster")
+            names = scenario_names()
+            current = state.demo if state.demo in names else names[0]
+            yield Select([(n, n) for n in names], value=current, allow_blank=False, id="scenario", compact=True)
+            yield Button("Try the demo cluster", id="demo", compact=True)
+        yield Label("Preflight", classes="section")
+        yield Static("", id="connect-error", markup=False)
+        with VerticalScroll(id="preflight-box"):
+            yield CheckList("not connected yet", id="preflight")
+
+    def on_mount(self) -> None:
+        state = self.state
+        if state.cluster is not None and state.preflight is not None:
+            self._load_contexts(auto_connect=False)
+            self._show_connected()
+            self.call_later(self._replay_when_settled)
+            return
+        if state.demo is not None:
+            self._load_contexts(auto_connect=False)
+            self.connect(demo=state.demo)
+        else:
+            self._load_contexts(auto_connect=True)
+        self.refresh_nav()
+
+    # -- contexts ---------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="contexts", exit_on_error=False)
+    def _load_contexts(self, auto_connect: bool) -> None:
+        """Read the kubeconfig's contexts (in a thread: it may import the Kubernetes client)."""
+        state = self.state
+        try:
+            cluster = importlib.import_module("wizard.cluster")
+            contexts, current = cluster.kube_contexts(state.kubeconfig)
+        except Exception as exc:  # no kubeconfig, unreadable file: offer the demo instead
+            self.app.call_from_thread(self._no_contexts, exc, auto_connect)
+            return
+        self.app.call_from_thread(self._show_contexts, contexts, current, auto_connect)
+
+    def _show_contexts(self, contexts: list[str], current: str | None, auto_connect: bool) -> None:
+        select = self.query_one("#context", Select)
+        wanted = self.state.context or current
+        select.set_options([(c, c) for c in contexts])
+        if wanted in contexts:
+            select.value = wanted
+        select.prompt = "choose a context" if contexts else "no contexts in kubeconfig"
+        if auto_connect and wanted in contexts:
+            self.connect(context=wanted)
+        elif auto_connect:
+            self._offer_demo("No kube context to connect to.")
+
+    def _no_contexts(self, error: BaseException, auto_connect: bool) -> None:
+        select = self.query_one("#context", Select)
+        select.set_options([])
+        select.prompt = "no kubeconfig"
+        message = str(getattr(error, "message", "") or error)
+        if auto_connect:
+            self._offer_demo(f"No cluster configured: {message}")
+
+    def _offer_demo(self, why: str) -> None:
+        self.query_one("#connect-error", Static).update(f"{why}\nTry the built-in demo cluster below.")
+        self.query_one("#demo", Button).focus()
+        self.refresh_nav()
+
+    # -- connecting -------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#connect")
+    def _connect_pressed(self) -> None:
+        value = self.query_one("#context", Select).value
+        if value is Select.NULL:
+            self.notify("Choose a context first.", severity="warning")
+            return
+        self.state.demo = None
+        self.connect(context=str(value))
+
+    @on(Button.Pressed, "#demo")
+    def _demo_pressed(self) -> None:
+        self.connect(demo=str(self.query_one("#scenario", Select).value))
+
+    @work(exclusive=True, group="connect", exit_on_error=False)
+    async def connect(self, *, context: str | None = None, demo: str | None = None) -> None:
+        """Connect to a context (or start the demo cluster), then run the preflight."""
+        app = self.wizard
+        state = self.state
+        self._busy(f"Starting the demo cluster ({demo})…" if demo else f"Connecting to {context}…")
+        module = await asyncio.to_thread(importlib.import_module, "wizard.cluster")
+        if demo:
+            kubeconfig: str | None = await app.start_demo(demo)
+            context = None
+        else:
+            await app.stop_demo()
+            state.demo = None
+            kubeconfig = state.kubeconfig
+        cluster = await module.Cluster.connect(kubeconfig=kubeconfig, context=context)
+        await app.replace_cluster(cluster)
+        state.context = cluster.info.context
+        self._show_connected(running=True)
+        state.preflight = await cluster.preflight(state.plan())
+        self._show_connected()
+        await self._replay_when_settled()
+
+    async def _replay_when_settled(self) -> None:
+        await self.wizard.settled.wait()
+        self.refresh_nav()
+        self.maybe_replay()
+
+    def _busy(self, text: str) -> None:
+        self.query_one("#connect-error", Static).update("")
+        self.query_one("#preflight", CheckList).update(text)
+        self.query_one("#server", Static).update("")
+        self.refresh_nav()
+
+    def _show_connected(self, running: bool = False) -> None:
+        state = self.state
+        info = state.info
+        if info is None:
+            return
+        server = "built-in demo cluster on loopback (simulated GPU Operator)" if info.demo else info.server
+        version = f" · Kubernetes {info.version}" if info.version else ""
+        self.query_one("#server", Static).update(f"{server}{version}")
+        self.query_one(TopBar).show_cluster(self.wizard.cluster_label(), state.is_demo)
+        self.query_one("#connect-error", Static).update("")
+        checks = self.query_one("#preflight", CheckList)
+        if running or state.preflight is None:
+            checks.update("running preflight…")
+        else:
+            checks.show(state.preflight.checks, "no checks ran")
+        self.refresh_nav()
+
+    def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
+        if worker.group == "connect":
+            message = str(getattr(error, "message", "") or error)
+            self._offer_demo(f"✗ {message}")
+            self.query_one("#preflight", CheckList).update("not connected")
+        super().worker_failed(worker, error)
+
+    # -- navigation -------------------------------------------------------------------------
+
+    def blocker(self) -> str:
+        state = self.state
+        if state.cluster is None:
+            return "connect to a cluster (or try the demo)"
+        if state.preflight is None:
+            return "preflight is running…"
+        if not state.preflight.ok:
+            failed = [c for c in state.preflight.checks if not c.ok]
+            return f"{len(failed)} preflight check(s) failed: fix them, then Connect again"
+        return ""

@@ -1,0 +1,275 @@
+"""Step 4, Driver & registry: version, source → target, the exact tag per group and its live status.
+
+The version comes from the catalog (validated/published markers) or is typed; every field is
+validated by the plan's rules as you type. Whenever the answers are valid the plan is rendered
+and, after a short pause in typing, ``Cluster.check_images`` asks the registry about every group's
+tag (a worker bound to this screen; a newer check cancels the older one). The mirror commands can
+be copied, or run with progress when skopeo is installed. A kernel with no published image gets
+the support request text to send to the vendor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Checkbox, Label, Select, Static
+
+from screens.steps.formstep import FormStep
+from screens.widgets.field import AnswerField
+from screens.widgets.images import ImageGroups
+from screens.widgets.mirror import MirrorPanel
+
+#: Pause after the last keystroke before the registry is asked.
+CHECK_DELAY = 0.5
+
+
+class Screen(FormStep):
+    """Which driver image, from where, and does every node's tag exist?"""
+
+    STEP = "driver"
+    FIELDS: ClassVar[tuple[str, ...]] = ("driver",)
+
+    DEFAULT_CSS = """
+    #driver-scroll { height: 1fr; }
+    #catalog-row, .switch-row { height: 1; }
+    #catalog-row > Label, .switch-row > Label { width: 20; }
+    #catalog { width: 1fr; }
+    .switch-row > Checkbox { width: auto; }
+    .switch-row > .switch-note { width: 1fr; padding-left: 1; color: $text-muted; }
+    #images-head { height: 1; margin-top: 1; }
+    #images-head > Label { width: 1fr; text-style: bold; color: $primary; }
+    #support { display: none; height: auto; margin-top: 1; }
+    #support-head { height: 1; }
+    #support-head > Label { width: 1fr; text-style: bold; color: $warning; }
+    #support-text { height: auto; background: $surface; padding: 0 1; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        state = self.state
+        upstream = state.get("mode") == "upstream"
+        with VerticalScroll(id="driver-scroll"):
+            yield Label("Driver", classes="section -first")
+            with Horizontal(id="catalog-row"):
+                yield Label("Catalog")
+                yield Select[str](self._catalog_options(), prompt="pick a known version", id="catalog", compact=True)
+            yield AnswerField(
+                "Driver version",
+                "driver.version",
+                str(state.get("driver.version") or ""),
+                placeholder="580.126.09.1 or a branch (580)",
+                hint="version only: the operator appends -<kernel>-<os> itself",
+            )
+            yield Label("Registry", classes="section")
+            yield AnswerField(
+                "Copy from (source)",
+                "driver.source",
+                str(state.get("driver.source") or ""),
+                hint="where the mirror copies from",
+            )
+            yield AnswerField(
+                "Cluster pulls from",
+                "driver.repository",
+                str(state.get("driver.repository") or ""),
+                placeholder="registry.example.com/mlops",
+                hint="spec.driver.repository: the registry the nodes pull from",
+            )
+            yield AnswerField("Image name", "driver.image", str(state.get("driver.image") or ""))
+            yield AnswerField(
+                "Pull secrets",
+                "driver.imagePullSecrets",
+                ", ".join(state.get("driver.imagePullSecrets") or []),
+                placeholder="none (comma-separated Secret names)",
+            )
+            with Horizontal(classes="switch-row"):
+                yield Label("NVIDIADriver CRD")
+                yield Checkbox(
+                    "useNvidiaDriverCRD", bool(state.get("driver.useNvidiaDriverCRD")), id="use-crd", compact=True
+                )
+                yield Static(self._crd_note(), classes="switch-note", markup=False)
+            with Horizontal(classes="switch-row", id="airgapped-row"):
+                yield Label("Air-gapped nodes")
+                yield Checkbox("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
+                yield Static("no public package repos for headers", classes="switch-note")
+            yield AnswerField(
+                "repoConfig ConfigMap",
+                "driver.repoConfig.configMapName",
+                str(state.get("driver.repoConfig.configMapName") or ""),
+                placeholder="ConfigMap with apt/yum/zypper repo files",
+                hint="upstream only: replaces the image's package repositories",
+                id="repo-config",
+            )
+            with Horizontal(id="images-head"):
+                yield Label("Images per (kernel, OS) group")
+                yield Button("Check again", id="recheck", compact=True)
+            yield ImageGroups(id="groups")
+            yield MirrorPanel(id="mirror")
+            with VerticalScroll(id="support"):
+                with Horizontal(id="support-head"):
+                    yield Label("Support request: no published image for a kernel")
+                    yield Button("Copy", id="support-copy", compact=True)
+                yield Static("", id="support-text", markup=False)
+        self._upstream = upstream
+
+    def _catalog_options(self) -> list[tuple[str, str]]:
+        from wizard.catalog import driver_versions
+
+        tags = self._tag_oses()
+        choices = driver_versions(tags[0]) if len(tags) == 1 else []
+        choices = choices or driver_versions()
+        return [(c.label, c.version) for c in choices]
+
+    def _tag_oses(self) -> list[str]:
+        facts = self.state.facts
+        if facts is None:
+            return []
+        return facts.os_tags(str(self.state.get("operator.version") or "v26.7.0"))
+
+    def _crd_note(self) -> str:
+        tags = self._tag_oses()
+        if len(tags) > 1:
+            return f"recommended: GPU nodes run {len(tags)} OSes ({', '.join(tags)})"
+        return "one NVIDIADriver resource instead of ClusterPolicy's driver section"
+
+    def on_mount(self) -> None:
+        upstream = self.state.get("mode") == "upstream"
+        self.query_one("#airgapped-row").display = upstream
+        self.query_one("#repo-config").display = upstream
+        version = self.state.get("driver.version")
+        catalog = self.query_one("#catalog", Select)
+        if version and any(value == version for _, value in self._catalog_options()):
+            with catalog.prevent(Select.Changed):
+                catalog.value = version
+        self.answers_changed()
+        self.query_one(AnswerField).input.focus()
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
+        event.stop()
+        value: Any = event.value or None
+        if event.field.path == "driver.imagePullSecrets":
+            value = [s.strip() for s in event.value.split(",") if s.strip()] or None
+        self.state.set(event.field.path, value)
+        self.answers_changed()
+
+    @on(Select.Changed, "#catalog")
+    def _catalog_picked(self, event: Select.Changed) -> None:
+        if event.value is Select.NULL:
+            return
+        field = self.query_one("#driver-version", AnswerField)
+        field.set_value(str(event.value))
+        self.state.set("driver.version", str(event.value))
+        self.answers_changed()
+
+    @on(Checkbox.Changed, "#use-crd")
+    def _crd_switched(self, event: Checkbox.Changed) -> None:
+        self.state.set("driver.useNvidiaDriverCRD", event.value or None)
+        self.answers_changed()
+
+    @on(Checkbox.Changed, "#airgapped")
+    def _airgapped_switched(self, event: Checkbox.Changed) -> None:
+        self.state.set("driver.airgapped", event.value or None)
+        self.answers_changed()
+
+    def answers_changed(self) -> None:
+        super().answers_changed()
+        self.check_images()
+
+    # -- images -----------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#recheck")
+    def _recheck(self) -> None:
+        self.check_images(delay=0.0)
+
+    @on(MirrorPanel.Finished)
+    def _mirrored(self) -> None:
+        self.check_images(delay=0.0)
+
+    @work(exclusive=True, group="images", exit_on_error=False)
+    async def check_images(self, delay: float = CHECK_DELAY) -> None:
+        """Render the plan and ask the registry about every group's image (debounced)."""
+        state = self.state
+        plan, facts = state.plan(), state.facts
+        groups = self.query_one("#groups", ImageGroups)
+        if plan is None or facts is None:
+            groups.update("[$text-muted]complete the fields above to see the images[/]")
+            self._show_support(None, [])
+            self.maybe_replay()
+            return
+        from wizard.render import mirror_script, render
+
+        rendered = render(plan, facts)
+        state.rendered, state.images = rendered, []
+        catalog = self._catalog_marks(rendered)
+        groups.show(
+            rendered.node_images, catalog=catalog, checking=state.cluster is not None, offline=state.cluster is None
+        )
+        self.query_one(MirrorPanel).show(rendered.mirror, mirror_script(rendered.mirror))
+        self._show_support(rendered, [])
+        if state.cluster is None:
+            self.maybe_replay()
+            return
+        await asyncio.sleep(delay)
+        from wizard.registry import RegistryClient
+
+        async with RegistryClient() as registry:
+            statuses = list(await state.cluster.check_images(rendered, registry))
+        state.images = statuses
+        groups.show(rendered.node_images, statuses, catalog=catalog)
+        self._show_support(rendered, statuses)
+        self.maybe_replay()
+
+    def _catalog_marks(self, rendered: Any) -> dict[str, str]:
+        """Image -> catalog status (precompiled tuples only)."""
+        from wizard.catalog import tuple_status
+
+        plan = rendered.plan
+        if not plan.precompiled:
+            return {}
+        return {e.image: tuple_status(plan.driver.version, e.kernel, e.tag_os) for e in rendered.node_images if e.image}
+
+    def _show_support(self, rendered: Any, statuses: list[Any]) -> None:
+        """The support request for every precompiled group whose tuple nobody publishes."""
+        box = self.query_one("#support")
+        if rendered is None or not rendered.plan.precompiled:
+            box.display = False
+            return
+        from wizard.catalog import support_request, tuple_status
+
+        plan = rendered.plan
+        status_of = {s.image: s for s in statuses}
+        texts: list[str] = []
+        seen: set[str] = set()
+        for entry in rendered.node_images:
+            if not entry.image or entry.image in seen:
+                continue
+            seen.add(entry.image)
+            status = status_of.get(entry.image)
+            if tuple_status(plan.driver.version, entry.kernel, entry.tag_os) != "unknown":
+                continue
+            if status is not None and (status.target.exists or (status.source is not None and status.source.exists)):
+                continue
+            node = self.state.nodes.get(entry.node)
+            checked = [f"{status.target.reference}: {status.target.error or 'tag not found'}"] if status else []
+            texts.append(
+                support_request(
+                    entry.node,
+                    entry.kernel,
+                    entry.tag_os,
+                    node.gpu_product if node else "",
+                    plan.driver.version,
+                    checked=checked,
+                )
+            )
+        box.display = bool(texts)
+        self.query_one("#support-text", Static).update("\n\n".join(texts))
+
+    @on(Button.Pressed, "#support-copy")
+    def _copy_support(self) -> None:
+        text = str(self.query_one("#support-text", Static).content)
+        self.app.copy_to_clipboard(text)
+        self.notify("Support request copied to the clipboard.", title="Support request")

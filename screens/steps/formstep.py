@@ -1,0 +1,43 @@
+"""A step made of answer fields: edits go into the state, errors come back beside each field.
+
+Validation is the plan's own (``wizard.plan.Plan`` through ``WizardState.errors_for``), so the
+message next to a field is the one the answers file and the CLI would give for the same value.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from screens.steps.base import StepScreen
+from screens.widgets.field import AnswerField
+
+
+class FormStep(StepScreen):
+    """A step whose answers live in :class:`AnswerField` widgets."""
+
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Answers keys (prefixes) this step owns; their errors block Next."""
+
+    def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
+        event.stop()
+        self.state.set(event.field.path, event.value or None)
+        self.answers_changed()
+
+    def answers_changed(self) -> None:
+        """Re-validate: every field shows its own error, Next says what is left."""
+        errors = self.state.errors_for(self.FIELDS)
+        for field in self.query(AnswerField):
+            field.show_error(errors.get(field.path, ""))
+        self.refresh_nav()
+
+    def field_errors(self) -> dict[str, str]:
+        """Errors of this step's fields, by dotted path."""
+        return self.state.errors_for(self.FIELDS)
+
+    def blocker(self) -> str:
+        errors = self.field_errors()
+        if not errors:
+            return ""
+        field, message = next(iter(errors.items()))
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"{field}: {message}"[:70] + more

@@ -1,0 +1,142 @@
+"""Step 3, Mode: precompiled, upstream or pre-installed, with the recommended one preselected.
+
+The recommendation and its reason come from the node facts (``ClusterFacts.recommend_mode``).
+Beside the choices: a diagram of where the driver comes from in the selected mode and the
+documents' comparison (control vs automation, when to choose each). Upstream is marked
+"configurable, not validated in this release".
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Label, RadioButton, RadioSet, Select, Static
+
+from screens.help_text import MODE_DIAGRAM, MODE_FACTS
+from screens.steps.formstep import FormStep
+
+MODES = ("precompiled", "upstream", "preinstalled")
+TITLES = {"precompiled": "Precompiled", "upstream": "Upstream", "preinstalled": "Pre-installed"}
+UNVALIDATED = "configurable, not validated in this release"
+
+
+class Screen(FormStep):
+    """Choose the driver mode and the operator release."""
+
+    STEP = "mode"
+    FIELDS: ClassVar[tuple[str, ...]] = ("mode", "operator")
+
+    DEFAULT_CSS = """
+    #modes { width: 1fr; height: auto; border: none; padding: 0; }
+    #release-row { height: 1; margin-top: 1; }
+    #release-row > Label { width: 22; }
+    #release { width: 16; }
+    #release-note { width: 1fr; padding-left: 2; }
+    #reason { height: auto; }
+    #diagram { height: auto; }
+    #mode-facts { height: auto; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        from wizard.plan import KNOWN_RELEASES
+
+        state = self.state
+        recommended = self._recommended()
+        current = state.get("mode") or recommended[0]
+        yield Label("How should the driver reach the GPU nodes?", classes="section -first")
+        with RadioSet(id="modes"):
+            for mode in MODES:
+                yield RadioButton(self._label(mode, mode == recommended[0]), value=mode == current, name=mode)
+        yield Static(self._reason_text(recommended), id="reason", classes="hint", markup=False)
+        yield Static("", id="diagram", classes="box", markup=False)
+        yield Static("", id="mode-facts", markup=False)
+        with Horizontal(id="release-row"):
+            yield Label("GPU Operator release")
+            releases = sorted(set(KNOWN_RELEASES.values()), reverse=True)
+            detected = self._detected_release()
+            version = state.get("operator.version") or detected or releases[0]
+            options = [(r, r) for r in releases]
+            if version not in releases:
+                options.append((version, version))
+            yield Select(options, value=version, allow_blank=False, compact=True, id="release")
+            note = f"running in the cluster: {detected}" if detected else "no operator release detected"
+            yield Static(note, id="release-note", classes="hint", markup=False)
+
+    def _label(self, mode: str, recommended: bool) -> str:
+        label = TITLES[mode]
+        if recommended:
+            label += "  ★ recommended"
+        if mode == "upstream":
+            label += f"  · {UNVALIDATED}"
+        return label
+
+    def _recommended(self) -> tuple[str, str]:
+        facts = self.state.facts
+        if facts is None:
+            return "precompiled", "no node facts yet; precompiled is the default"
+        rec = facts.recommend_mode()
+        return rec.value, rec.reason
+
+    def _detected_release(self) -> str:
+        preflight = self.state.preflight
+        return str(getattr(preflight, "operator_release", "") or "")
+
+    @staticmethod
+    def _reason_text(recommended: tuple[str, str]) -> str:
+        return f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+
+    def on_mount(self) -> None:
+        state = self.state
+        if not state.get("mode"):
+            self._set_mode(self._recommended()[0])
+        if not state.get("operator.version"):
+            state.set("operator.version", str(self.query_one("#release", Select).value))
+        namespace = getattr(state.preflight, "operator_namespace", "") or ""
+        if namespace and not state.get("operator.namespace"):
+            state.set("operator.namespace", namespace)
+        self._show_diagram()
+        self.query_one("#modes", RadioSet).focus()
+        self.answers_changed()
+        self.maybe_replay()
+
+    def _set_mode(self, mode: str) -> None:
+        """Change the mode, moving image defaults along when they were the old mode's defaults."""
+        from wizard.plan import MODE_DEFAULTS, Mode
+
+        state = self.state
+        old = state.get("mode") or "precompiled"
+        if old != mode:
+            for key in ("source", "image"):
+                value = state.get(f"driver.{key}")
+                if not value or value == MODE_DEFAULTS[Mode(old)][key]:
+                    state.set(f"driver.{key}", MODE_DEFAULTS[Mode(mode)][key] or None)
+            if mode == "precompiled":
+                state.set("driver.repoConfig", None)
+                state.set("driver.airgapped", None)
+        state.set("mode", mode)
+
+    def _show_diagram(self) -> None:
+        mode = self.state.get("mode") or "precompiled"
+        diagram = self.query_one("#diagram", Static)
+        diagram.border_title = f"{TITLES[mode]}: where the driver comes from"
+        diagram.border_subtitle = f"upstream is {UNVALIDATED}" if mode == "upstream" else "F1 compares all three"
+        diagram.update(MODE_DIAGRAM[mode])
+        diagram.set_class(mode == "upstream", "-warning")
+        rows = [f"{aspect:<12}{text}" for aspect, text in MODE_FACTS[mode]]
+        self.query_one("#mode-facts", Static).update("\n".join(rows))
+
+    @on(RadioSet.Changed, "#modes")
+    def _mode_changed(self, event: RadioSet.Changed) -> None:
+        if event.pressed.name:
+            self._set_mode(event.pressed.name)
+            self._show_diagram()
+            self.answers_changed()
+
+    @on(Select.Changed, "#release")
+    def _release_changed(self, event: Select.Changed) -> None:
+        if event.value is not Select.NULL:
+            self.state.set("operator.version", str(event.value))
+            self.answers_changed()

@@ -1,0 +1,169 @@
+"""Step 2, Nodes: the GPU nodes, grouped by (kernel, OS tag), kept current by a watch.
+
+Discovery (``Cluster.discover``) and the node watch (``Cluster.watch_nodes``) run in one worker
+bound to this screen: it stops when the user leaves the step. Updates are coalesced so a burst of
+node events redraws the table once. Each row says where its facts came from (NFD labels or
+``status.nodeInfo``); each group needs one driver image.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from rich.markup import escape
+from textual import work
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Label, Static
+
+from screens.steps.base import StepScreen
+
+#: Seconds between table redraws while watch events arrive.
+REDRAW_DELAY = 0.2
+
+
+def short_runtime(runtime: str) -> str:
+    """``containerd://1.7.23`` -> ``containerd 1.7.23``."""
+    return runtime.replace("://", " ")
+
+
+def gpu_text(count: int, product: str) -> str:
+    """``8×H200`` from the count and the ``nvidia.com/gpu.product`` label."""
+    name = product.removeprefix("NVIDIA-") if product else "GPU"
+    return f"{count}×{name}" if count else name
+
+
+class Screen(StepScreen):
+    """What the cluster's GPU nodes run, live."""
+
+    STEP = "nodes"
+
+    DEFAULT_CSS = """
+    #groups { height: auto; max-height: 6; }
+    #node-table { height: 1fr; max-height: 100%; }
+    #watch-note { height: 1; color: $text-muted; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        yield Label("Driver image groups (kernel, OS tag)", classes="section -first")
+        yield Static("discovering nodes…", id="groups")
+        yield Label("GPU nodes", classes="section")
+        table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
+        yield table
+        yield Static("", id="watch-note")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("Grp", key="group")
+        table.add_column("Node", key="node")
+        table.add_column("GPU", key="gpu")
+        table.add_column("Runtime", key="runtime")
+        table.add_column("Driver", key="driver")
+        table.add_column("Facts", key="source")
+        self._redraw_pending = False
+        if self.state.nodes:
+            self.redraw()
+        if self.state.cluster is not None:
+            self.discover(refresh=not self.state.nodes)
+        else:
+            self.query_one("#watch-note", Static).update("not connected: showing the facts already known")
+            self.refresh_nav()
+            self.maybe_replay()
+        table.focus()
+
+    @work(exclusive=True, group="nodes", exit_on_error=False)
+    async def discover(self, refresh: bool) -> None:
+        """Discover the nodes (unless known), then follow the watch until the step is left."""
+        state = self.state
+        cluster = state.cluster
+        if refresh:
+            facts = await cluster.discover()
+            state.nodes = {n.name: n for n in facts.nodes}
+            self.redraw()
+        self.query_one("#watch-note", Static).update("● live: watching the cluster's nodes")
+        self.refresh_nav()
+        self.maybe_replay()
+        async for kind, node in cluster.watch_nodes():
+            if kind == "DELETED":
+                state.nodes.pop(node.name, None)
+            else:
+                state.nodes[node.name] = node
+            state.rendered = None
+            self._schedule_redraw()
+
+    def _schedule_redraw(self) -> None:
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            self.set_timer(REDRAW_DELAY, self._redraw_now)
+
+    def _redraw_now(self) -> None:
+        self._redraw_pending = False
+        self.redraw()
+        self.refresh_nav()
+
+    def redraw(self) -> None:
+        """Rebuild the groups summary and the table from the state (cursor kept on its node)."""
+        facts = self.state.facts
+        table: DataTable[str] = self.query_one(DataTable)
+        groups_view = self.query_one("#groups", Static)
+        if facts is None:
+            groups_view.update("no nodes found")
+            table.clear()
+            return
+        release = str(self.state.get("operator.version") or self._release())
+        groups = facts.groups(release)
+        lines = []
+        for number, group in enumerate(groups, start=1):
+            products = ", ".join(p.removeprefix("NVIDIA-") for p in group.products) or "GPU"
+            lines.append(
+                f"[b]{number}[/] {group.count:>3} × [$accent]{escape(group.kernel)}[/]  "
+                f"[b]{escape(group.tag_os)}[/]  {escape(products)}"
+            )
+        others = len(facts.nodes) - len(facts.gpu_nodes)
+        if others:
+            lines.append(f"[$text-muted]    + {others} node(s) without an NVIDIA GPU (not shown)[/]")
+        if not groups:
+            lines.append("[$warning]! no GPU nodes: no node has nvidia.com/gpu.present or an NVIDIA PCI label[/]")
+        groups_view.update("\n".join(lines))
+        selected = self._selected_node(table)
+        table.clear()
+        for number, group in enumerate(groups, start=1):
+            for node in sorted(group.nodes, key=lambda n: n.name):
+                table.add_row(
+                    str(number),
+                    node.name,
+                    gpu_text(node.gpu_count, node.gpu_product),
+                    short_runtime(node.container_runtime),
+                    node.deploy_driver or "-",
+                    node.kernel_source
+                    if node.kernel_source == node.os_source
+                    else f"{node.kernel_source}/{node.os_source}",
+                    key=node.name,
+                )
+        if selected is not None and selected in self.state.nodes:
+            with contextlib.suppress(Exception):  # the node left the table meanwhile
+                table.move_cursor(row=table.get_row_index(selected))
+
+    @staticmethod
+    def _selected_node(table: DataTable[Any]) -> str | None:
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:
+            return None
+        return str(key.value) if key.value is not None else None
+
+    def _release(self) -> str:
+        from wizard.plan import DEFAULT_RELEASE
+
+        detected = getattr(self.state.preflight, "operator_release", "") or ""
+        return detected or DEFAULT_RELEASE
+
+    def blocker(self) -> str:
+        facts = self.state.facts
+        if facts is None:
+            return "discovering nodes…"
+        if not facts.gpu_nodes:
+            return "no GPU nodes found: install NFD or label the GPU nodes first"
+        return ""

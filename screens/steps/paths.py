@@ -1,0 +1,143 @@
+"""Step 5, Paths: toolkit installDir and driverInstallDir, validated as you type, checked on nodes.
+
+The defaults follow the GPU nodes' OS profile (``ClusterFacts.recommend_toolkit_dir``: an immutable
+OS gets ``/run/nvidia/toolkit-install``). Each keystroke is validated by the plan's own path rule;
+"Check on nodes" asks the cluster engine whether each folder exists, is writable and allows exec.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Label
+
+from screens.steps.formstep import FormStep
+from screens.widgets.checks import CheckList
+from screens.widgets.field import AnswerField
+
+#: Check names the engine uses for node-side path checks.
+PATH_CHECKS = ("path", "host-path", "noexec", "writable", "toolkit-dir", "driver-dir")
+
+
+class Screen(FormStep):
+    """Where the toolkit and the driver live on the host."""
+
+    STEP = "paths"
+    FIELDS: ClassVar[tuple[str, ...]] = ("toolkit", "hostPaths")
+
+    DEFAULT_CSS = """
+    #path-buttons { height: 1; margin-top: 1; }
+    #path-buttons > Button { margin-right: 2; }
+    #path-results { height: 1fr; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+
+        state = self.state
+        toolkit_default, toolkit_reason = self._toolkit_default()
+        yield Label("Host paths", classes="section -first")
+        yield AnswerField(
+            "toolkit installDir",
+            "toolkit.installDir",
+            state.get("toolkit.installDir") or toolkit_default,
+            placeholder=toolkit_default,
+            hint=f"default {toolkit_default}: {toolkit_reason}",
+        )
+        yield AnswerField(
+            "driverInstallDir",
+            "hostPaths.driverInstallDir",
+            state.get("hostPaths.driverInstallDir") or DEFAULT_DRIVER_INSTALL_DIR,
+            placeholder=DEFAULT_DRIVER_INSTALL_DIR,
+            hint=self._driver_dir_hint(),
+        )
+        with Horizontal(id="path-buttons"):
+            yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
+            yield Button("Restore defaults", id="defaults", compact=True)
+        yield Label("Node-side checks", classes="section")
+        with VerticalScroll(id="path-results"):
+            yield CheckList(self._idle_text(), id="path-checks")
+
+    def _toolkit_default(self) -> tuple[str, str]:
+        from wizard.plan import DEFAULT_TOOLKIT_INSTALL_DIR
+
+        facts = self.state.facts
+        if facts is None:
+            return DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default"
+        rec = facts.recommend_toolkit_dir()
+        return rec.value, rec.reason
+
+    def _driver_dir_hint(self) -> str:
+        if self.state.get("mode") == "preinstalled":
+            return "default /run/nvidia/driver; change only for a host driver in a non-standard root"
+        return "default /run/nvidia/driver: where the driver container exposes the driver on the host"
+
+    def _idle_text(self) -> str:
+        if self.state.cluster is None:
+            return "not connected: node-side checks need a cluster"
+        return "press Check on nodes: exists, writable, not mounted noexec"
+
+    def on_mount(self) -> None:
+        for field in self.query(AnswerField):
+            self.state.set(field.path, self._stored(field.path, field.value))
+        self.answers_changed()
+        self.query_one(AnswerField).input.focus()
+        if self.state.replay:
+            self.maybe_replay()
+
+    def _stored(self, path: str, value: str) -> str | None:
+        """driverInstallDir equal to the operator default is left out of the answers."""
+        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+
+        if path == "hostPaths.driverInstallDir" and value == DEFAULT_DRIVER_INSTALL_DIR:
+            return self.state.get(path)  # keep an explicit default from an answers file, add none
+        return value or None
+
+    def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
+        event.stop()
+        self.state.set(event.field.path, self._stored(event.field.path, event.value))
+        self.answers_changed()
+        self.query_one("#path-checks", CheckList).update(self._idle_text())
+
+    @on(Button.Pressed, "#defaults")
+    def _restore(self) -> None:
+        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+
+        values = {
+            "toolkit.installDir": self._toolkit_default()[0],
+            "hostPaths.driverInstallDir": DEFAULT_DRIVER_INSTALL_DIR,
+        }
+        for field in self.query(AnswerField):
+            field.set_value(values[field.path])
+            self.state.set(field.path, values[field.path] if field.path == "toolkit.installDir" else None)
+        self.answers_changed()
+
+    @on(Button.Pressed, "#check-paths")
+    def _check_pressed(self) -> None:
+        if self.state.cluster is None:
+            self.notify("Connect to a cluster first (step 1).", severity="warning")
+            return
+        plan = self.state.plan()
+        if plan is None:
+            self.notify("Fix the answers first: " + self.blocker(), severity="warning")
+            return
+        self.check_paths(plan)
+
+    @work(exclusive=True, group="paths", exit_on_error=False)
+    async def check_paths(self, plan: Any) -> None:
+        """Run the node-side checks for the two paths."""
+        results = self.query_one("#path-checks", CheckList)
+        results.update("checking on the GPU nodes…")
+        cluster = self.state.cluster
+        if hasattr(cluster, "check_paths"):
+            checks = list(await cluster.check_paths(plan))
+        else:
+            preflight = await cluster.preflight(plan)
+            checks = [c for c in preflight.checks if any(c.check.startswith(p) for p in PATH_CHECKS)]
+        results.show(checks, "the engine ran no path checks on these nodes")
+        failed = [c for c in checks if not c.ok]
+        if failed:
+            self.notify(f"{len(failed)} path check(s) failed: see the hints.", severity="warning")

@@ -1,0 +1,202 @@
+"""Step 6, Preview: everything that will be sent, before anything is sent.
+
+Tabs show the ClusterPolicy, the NVIDIADriver CRs, the mirror plan, the Helm values and the diff
+against the live objects. Above them: the server dry-run's verdict (``Cluster.prepare_apply``, run
+in a worker bound to this screen) and the renderer's warnings. Save writes the active tab to a file.
+Rendering is ``wizard.render.render(plan, facts)``; this screen only shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, Static, TabbedContent, TabPane
+
+from screens.state import display_path
+from screens.steps.base import StepScreen
+from screens.widgets.code import CodeView, Language
+
+#: Tab id -> (title, language, default file name).
+TABS: dict[str, tuple[str, Language, str]] = {
+    "tab-policy": ("ClusterPolicy", "yaml", "clusterpolicy.yaml"),
+    "tab-nvd": ("NVIDIADriver", "yaml", "nvidiadrivers.yaml"),
+    "tab-mirror": ("Mirror plan", "shell", "mirror.sh"),
+    "tab-helm": ("Helm values", "yaml", "helm-values.yaml"),
+    "tab-diff": ("Diff vs live", "diff", "live.diff"),
+    "tab-advice": ("Warnings", "text", "warnings.txt"),
+}
+
+
+class Screen(StepScreen):
+    """Review the rendered resources and the server's dry-run verdict."""
+
+    STEP = "preview"
+    NEXT_LABEL = "Apply… ▶"
+
+    DEFAULT_CSS = """
+    #verdict-row { height: auto; }
+    #dry-run { width: 1fr; height: auto; }
+    #save { min-width: 10; }
+    #warnings { height: auto; max-height: 3; }
+    #advice { text-wrap: nowrap; text-overflow: ellipsis; }
+    #preview-tabs { height: 1fr; }
+    #preview-tabs TabPane { padding: 0; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="verdict-row"):
+            yield Static("", id="dry-run")
+            yield Button("Save…", id="save", compact=True)
+        with VerticalScroll(id="warnings"):
+            yield Static("", id="advice")
+        with TabbedContent(id="preview-tabs"):
+            for tab_id, (title, language, _) in TABS.items():
+                with TabPane(title, id=tab_id):
+                    yield CodeView("", language, id=f"{tab_id}-code")
+
+    def on_mount(self) -> None:
+        self.query_one("#warnings").display = False
+        state = self.state
+        plan = state.plan()
+        facts = state.facts
+        if plan is None:
+            self._verdict("[$error]✗ the answers are incomplete: go back and fix the fields marked ✗[/]")
+            self.refresh_nav()
+            return
+        if facts is None:
+            self._verdict("[$error]✗ no node facts: connect to a cluster (step 1) first[/]")
+            self.refresh_nav()
+            return
+        from wizard.render import render
+
+        try:
+            state.rendered = render(plan, facts)
+        except ValueError as exc:
+            self.show_error(exc, "Cannot render the plan")
+            self.refresh_nav()
+            return
+        self._show_rendered()
+        if state.cluster is None:
+            self._verdict("[$warning]! not connected: no server dry-run (the resources are shown as rendered)[/]")
+            self.refresh_nav()
+        else:
+            self.dry_run()
+
+    def _show_rendered(self) -> None:
+        from wizard.render import helm_yaml, mirror_script, to_yaml
+
+        rendered = self.state.rendered
+        texts = {
+            "tab-policy": to_yaml([rendered.cluster_policy]),
+            "tab-nvd": to_yaml(rendered.nvidia_drivers)
+            or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
+            "tab-mirror": mirror_script(rendered.mirror),
+            "tab-helm": helm_yaml(rendered),
+            "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
+        }
+        for tab_id, text in texts.items():
+            self.query_one(f"#{tab_id}-code", CodeView).show(text)
+        self._show_advice()
+
+    def _show_advice(self) -> None:
+        from rich.markup import escape
+
+        rendered = self.state.rendered
+        lines, full = [], []
+        for item in rendered.advice:
+            mark = "!" if item.level == "warning" else "i"
+            full.append(f"{mark} {item.level}: {item.message}\n  why: {item.reason}\n")
+            if item.level == "warning":
+                lines.append(f"[$warning]! {escape(item.message)}[/]")
+        notes = len(rendered.advice) - len(lines)
+        if notes:
+            lines.append(f"[$text-muted]i {notes} note(s) in the Warnings tab[/]")
+        self.query_one("#advice", Static).update("\n".join(lines))
+        self.query_one("#warnings").display = bool(lines)
+        self.query_one("#tab-advice-code", CodeView).show("\n".join(full) or "no warnings\n")
+
+    def _verdict(self, markup: str) -> None:
+        self.query_one("#dry-run", Static).update(markup)
+
+    @work(exclusive=True, group="dry-run", exit_on_error=False)
+    async def dry_run(self) -> None:
+        """Server-side dry-run of every object, and the diff against the live ones."""
+        state = self.state
+        self._verdict("[$accent]… server dry-run running[/]")
+        self.refresh_nav()
+        prepared = await state.cluster.prepare_apply(state.rendered)
+        state.prepared = prepared
+        self._show_prepared(prepared)
+        self.refresh_nav()
+        self.maybe_replay()
+
+    def _show_prepared(self, prepared: Any) -> None:
+        from rich.markup import escape
+
+        diff = str(getattr(prepared, "diff", "") or "")
+        self.query_one("#tab-diff-code", CodeView).show(diff or "# no live objects: everything is created new\n")
+        objects = list(getattr(prepared, "objects", []) or [])
+        if prepared.ok:
+            summary = ", ".join(self._describe(o) for o in objects) or "nothing to change"
+            self._verdict(f"[$success]✓ server dry-run accepted:[/] {escape(summary)}")
+        else:
+            errors = "; ".join(str(e) for e in getattr(prepared, "errors", []) or [])
+            self._verdict(f"[$error]✗ server dry-run rejected:[/] {escape(errors)}")
+
+    @staticmethod
+    def _describe(obj: Any) -> str:
+        """``create ClusterPolicy cluster-policy`` from an ApplyPlan object (a dict or a small record)."""
+        if isinstance(obj, dict):
+            action = obj.get("action", "")
+            kind = obj.get("kind", "")
+            name = obj.get("metadata", {}).get("name", "") if isinstance(obj.get("metadata"), dict) else ""
+            return " ".join(p for p in (action, kind, name) if p)
+        parts = [str(getattr(obj, a, "") or "") for a in ("action", "kind", "name")]
+        return " ".join(p for p in parts if p) or str(obj)
+
+    def blocker(self) -> str:
+        state = self.state
+        if state.rendered is None:
+            return "nothing rendered: fix the earlier steps"
+        if state.cluster is None:
+            return "not connected: Apply needs a cluster"
+        if state.prepared is None:
+            return "server dry-run running…"
+        if not state.prepared.ok:
+            return "the API server rejected the objects (see above)"
+        return ""
+
+    # -- save -------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#save")
+    def _save_pressed(self) -> None:
+        from screens.dialogs import PathDialog
+
+        tabs = self.query_one(TabbedContent)
+        tab_id = tabs.active or "tab-policy"
+        title, _, filename = TABS[tab_id]
+        if tab_id in ("tab-policy", "tab-nvd"):
+            title, filename = "Manifests", "gpu-operator-driver.yaml"
+        default = display_path(self.wizard.report_dir / filename)
+        self.app.push_screen(PathDialog(f"Save {title} to", default), lambda path: self._save(path, tab_id))
+
+    def _save(self, path: str | None, tab_id: str) -> None:
+        from wizard.answers import write_private
+
+        if not path:
+            return
+        text = self.query_one(f"#{tab_id}-code", CodeView).text
+        if tab_id in ("tab-policy", "tab-nvd") and self.state.rendered is not None:
+            from wizard.render import to_yaml
+
+            text = to_yaml(self.state.rendered.documents())
+        try:
+            write_private(Path(path), text)
+        except OSError as exc:
+            self.show_error(exc, "Could not save")
+            return
+        self.notify(f"Saved {display_path(path)}", title="Preview")

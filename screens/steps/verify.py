@@ -1,0 +1,155 @@
+"""Step 8, Verify: per-node proof that the driver works, filling in live, with the raw evidence.
+
+``Cluster.verify`` yields ``Check`` findings and ``LogLine`` output; a worker bound to this screen
+turns each into a table cell (image, imageID digest, nvidia-smi: ✓/✗ with the reason) or a log
+line. Findings without a node (ClusterPolicy state, validator) go to the summary. Export writes
+the report as Markdown and JSON.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import Button, DataTable, Label, Log, Static
+
+from screens.steps.base import StepScreen
+
+#: Which table column a node-level check fills.
+COLUMNS = {"driver-image": "image", "image": "image", "image-digest": "digest", "nvidia-smi": "smi"}
+
+
+def cell(check: Any) -> str:
+    """``✓ 580.126.09.1 · 8 GPUs`` / ``✗ reason`` for a table cell."""
+    return f"{check.status.symbol} {check.message}"
+
+
+class Screen(StepScreen):
+    """Prove the install, node by node."""
+
+    STEP = "verify"
+    NEXT_LABEL = "Finish ✓"
+    _running = False
+
+    DEFAULT_CSS = """
+    #verify-summary { height: auto; max-height: 4; }
+    #verify-table { height: auto; max-height: 7; }
+    #verify-log { height: 1fr; min-height: 4; border-top: solid $primary 40%; }
+    #verify-row { height: 1; }
+    #verify-row > Label { width: 1fr; text-style: bold; color: $primary; }
+    #verify-row > Button { margin-left: 1; }
+    """
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="verify-summary")
+        table: DataTable[str] = DataTable(id="verify-table", cursor_type="row")
+        yield table
+        with Horizontal(id="verify-row"):
+            yield Label("Raw output")
+            yield Button("Run again", id="reverify", compact=True)
+            yield Button("Export report…", id="export", compact=True, variant="primary")
+        yield Log(max_lines=5000, id="verify-log")
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_column("Node", key="node")
+        table.add_column("Image", key="image")
+        table.add_column("Digest", key="digest")
+        table.add_column("nvidia-smi", key="smi")
+        self._running = False
+        if self.state.cluster is None:
+            self.query_one("#verify-summary", Static).update(
+                "[$error]✗ not connected: verification needs the cluster[/]"
+            )
+        else:
+            self.verify()
+        self.refresh_nav()
+
+    @on(Button.Pressed, "#reverify")
+    def _again(self) -> None:
+        if self.state.cluster is not None:
+            self.verify()
+
+    @on(Button.Pressed, "#export")
+    def _export(self) -> None:
+        from screens.report import export_report
+
+        export_report(self.wizard)
+
+    @work(exclusive=True, group="verify", exit_on_error=False)
+    async def verify(self) -> None:
+        """Stream the engine's verification into the table and the log."""
+        state = self.state
+        table: DataTable[str] = self.query_one(DataTable)
+        log = self.query_one(Log)
+        table.clear()
+        log.clear()
+        state.checks, state.log_lines = [], []
+        self._running = True
+        self._summary()
+        self.refresh_nav()
+        plan = state.plan()
+        from wizard.registry import RegistryClient
+        from wizard.results import Check
+
+        try:
+            async with RegistryClient() as registry:
+                async for item in state.cluster.verify(plan, state.rendered, registry=registry):
+                    if isinstance(item, Check):
+                        state.checks.append(item)
+                        self._add_check(table, item)
+                        self._summary()
+                    else:
+                        state.log_lines.append(item)
+                        log.write_line(f"{item.node}: {item.text}" if item.node else item.text)
+        finally:
+            self._running = False
+        self.wizard.exit_code = 0 if self.verified() else 1
+        self._summary()
+        self.refresh_nav()
+        if self.verified():
+            self.state.forget_progress()
+
+    def _add_check(self, table: DataTable[str], check: Any) -> None:
+        column = COLUMNS.get(check.check)
+        if not check.node or column is None:
+            return
+        if check.node not in table.rows:
+            table.add_row(check.node, "…", "…", "…", key=check.node)
+        table.update_cell(check.node, column, cell(check), update_width=True)
+
+    def verified(self) -> bool:
+        """Every finding passed (warnings allowed) and at least one was made."""
+        checks = self.state.checks
+        return bool(checks) and all(c.ok for c in checks)
+
+    def _summary(self) -> None:
+        checks = self.state.checks
+        nodes = {c.node for c in checks if c.node}
+        failed = [c for c in checks if not c.ok]
+        lines = []
+        if self._running:
+            lines.append(f"[$accent]… verifying[/] {len(nodes)} node(s) so far")
+        elif not checks:
+            lines.append("[$text-muted]no findings[/]")
+        elif failed:
+            bad = sorted({c.node or "cluster" for c in failed})
+            lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}")
+        else:
+            lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {len(checks)} checks passed")
+        for check in checks:
+            if not check.node or check.check not in COLUMNS:
+                symbol_style = "$success" if check.ok else "$error"
+                lines.append(f"[{symbol_style}]{check.status.symbol}[/] {escape(check.check)}: {escape(check.message)}")
+        for check in failed[:2]:
+            if check.hint:
+                lines.append(f"[$text-muted]→ {escape(check.hint)}[/]")
+        self.query_one("#verify-summary", Static).update("\n".join(lines))
+
+    def blocker(self) -> str:
+        if self._running:
+            return "verification is running…"
+        return ""

@@ -1,0 +1,1 @@
+"""Widgets shared by several steps (frame, labelled fields, YAML views, tables)."""

@@ -1,0 +1,126 @@
+"""The frame around every step: title bar with the cluster and demo badge, step strip, Back/Next.
+
+These widgets only display what the App's state says; they post :class:`NavBar.Pressed` up when a
+navigation button is clicked and never decide where to go themselves.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Button, Static
+
+from screens.steps import STEPS
+
+
+class TopBar(Horizontal):
+    """One line: product and step title left, cluster context and the DEMO badge right."""
+
+    DEFAULT_CSS = """
+    TopBar {
+        height: 1;
+        background: $panel;
+        color: $foreground;
+        & > #title { width: 1fr; text-style: bold; padding: 0 1; }
+        & > #cluster { width: auto; color: $text-muted; padding: 0 1; }
+        & > #demo-badge {
+            width: auto; padding: 0 1; display: none;
+            background: $warning; color: $background; text-style: bold;
+        }
+        &.-demo > #demo-badge { display: block; }
+    }
+    """
+
+    def __init__(self, title: str, cluster: str, demo: bool) -> None:
+        super().__init__()
+        self._title = title
+        self._cluster = cluster
+        self.set_class(demo, "-demo")
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title, id="title", markup=False)
+        yield Static(self._cluster, id="cluster", markup=False)
+        yield Static("DEMO — simulated cluster", id="demo-badge")
+
+    def show_cluster(self, cluster: str, demo: bool) -> None:
+        """Update the cluster label and the badge after a (re)connect."""
+        self.query_one("#cluster", Static).update(cluster)
+        self.set_class(demo, "-demo")
+
+
+class StepStrip(Static):
+    """``1 Connect › 2 Nodes › …`` with the current step highlighted and skipped steps dimmed."""
+
+    DEFAULT_CSS = """
+    StepStrip {
+        height: 1;
+        padding: 0 1;
+        color: $text-muted;
+        background: $surface;
+    }
+    """
+
+    def __init__(self, current: str, skipped: frozenset[str]) -> None:
+        super().__init__(self._markup(current, skipped))
+
+    @staticmethod
+    def _markup(current: str, skipped: frozenset[str]) -> str:
+        parts: list[str] = []
+        for number, step in enumerate(STEPS, start=1):
+            label = step.title.split(" ")[0]
+            if step.name == current:
+                parts.append(f"[bold $accent reverse] {number} {label} [/]")
+            elif step.name in skipped:
+                parts.append(f"[dim strike]{number} {label}[/]")
+            else:
+                parts.append(f"{number} {label}")
+        return " ".join(parts)
+
+
+class NavBar(Horizontal):
+    """Back and Next buttons with a one-line status between them."""
+
+    DEFAULT_CSS = """
+    NavBar {
+        height: 1;
+        background: $surface;
+        & > Button { min-width: 10; margin: 0 1; }
+        & > #nav-status { width: 1fr; color: $text-muted; content-align: center middle; }
+        & > #nav-status.-error { color: $error; }
+    }
+    """
+
+    class Pressed(Message):
+        """Back (-1) or Next (+1) was pressed."""
+
+        def __init__(self, direction: int) -> None:
+            self.direction = direction
+            super().__init__()
+
+    def __init__(self, back: bool, next_label: str) -> None:
+        super().__init__()
+        self._back = back
+        self._next_label = next_label
+
+    def compose(self) -> ComposeResult:
+        yield Button("◀ Back", id="back", compact=True, disabled=not self._back)
+        yield Static("", id="nav-status", markup=False)
+        yield Button(self._next_label, id="next", compact=True, variant="primary")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.post_message(self.Pressed(-1 if event.button.id == "back" else 1))
+
+    def status(self, text: str, *, error: bool = False) -> None:
+        """Show a short status (what is missing before Next works, or what is running)."""
+        label = self.query_one("#nav-status", Static)
+        label.update(text)
+        label.set_class(error, "-error")
+
+    def allow_next(self, allowed: bool, label: str | None = None) -> None:
+        """Enable or disable Next (and rename it, e.g. to "Apply…")."""
+        button = self.query_one("#next", Button)
+        button.disabled = not allowed
+        if label is not None:
+            button.label = label

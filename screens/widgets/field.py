@@ -1,0 +1,99 @@
+"""A labelled answer field: the input, a one-line hint, and the field's error right beside it.
+
+The field knows its dotted answers path (``driver.version``) and reports edits upward with
+:class:`AnswerField.Changed`; the step writes the value into the state, validates the whole plan
+through ``wizard.plan.Plan`` and hands each field its error with :meth:`AnswerField.show_error`.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Label, Static
+
+
+class AnswerField(Vertical):
+    """``label  [input.................]`` with the hint or the error underneath."""
+
+    DEFAULT_CSS = """
+    AnswerField {
+        height: auto;
+        & > Horizontal { height: 1; }
+        & .field-label { width: 20; color: $text; }
+        & Input { width: 1fr; }
+        & .field-note { height: auto; padding-left: 20; color: $text-muted; }
+        & .field-note.-error { color: $error; }
+        &.-invalid .field-label { color: $error; }
+    }
+    """
+
+    class Changed(Message):
+        """The user edited the field."""
+
+        def __init__(self, field: AnswerField, value: str) -> None:
+            self.field = field
+            self.value = value
+            super().__init__()
+
+        @property
+        def control(self) -> AnswerField:
+            return self.field
+
+    def __init__(
+        self,
+        label: str,
+        path: str,
+        value: str = "",
+        *,
+        placeholder: str = "",
+        hint: str = "",
+        suggestions: list[str] | None = None,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id or path.replace(".", "-"))
+        self.label = label
+        self.path = path
+        """Dotted answers path this field edits."""
+        self.hint = hint
+        self._value = value
+        self._placeholder = placeholder
+        self._suggestions = suggestions
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Label(self.label, classes="field-label", markup=False)
+            suggester = SuggestFromList(self._suggestions, case_sensitive=False) if self._suggestions else None
+            yield Input(self._value, placeholder=self._placeholder, compact=True, suggester=suggester)
+        yield Static(self.hint, classes="field-note", markup=False)
+
+    @property
+    def input(self) -> Input:
+        """The input widget."""
+        return self.query_one(Input)
+
+    @property
+    def value(self) -> str:
+        """The text as typed, stripped."""
+        return self.input.value.strip()
+
+    def set_value(self, value: str) -> None:
+        """Replace the text (without reporting a user edit)."""
+        with self.input.prevent(Input.Changed):
+            self.input.value = value
+
+    def show_error(self, message: str) -> None:
+        """Show the field's error (or the hint again when ``message`` is empty)."""
+        note = self.query_one(".field-note", Static)
+        note.update(f"✗ {message}" if message else self.hint)
+        note.set_class(bool(message), "-error")
+        self.set_class(bool(message), "-invalid")
+        note.display = bool(message or self.hint)
+
+    def on_mount(self) -> None:
+        self.query_one(".field-note", Static).display = bool(self.hint)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed(self, event.value.strip()))

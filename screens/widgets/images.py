@@ -1,0 +1,90 @@
+"""Per (kernel, OS) group: the exact driver tag, the catalog's word on it, and its live registry status.
+
+Fed with the renderer's ``NodeImage`` list and, once the check ran, ``wizard.images.ImageStatus``
+per image. Status words: *present* (with digest), *missing*, *only in source* (mirror it),
+*unknown* (the registry could not answer, with the reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from rich.markup import escape
+from textual.widgets import Static
+
+from wizard.naming import image_tag
+
+_CATALOG = {
+    "validated": "[$success]✓ validated[/]",
+    "published": "[$accent]published[/]",
+    "unknown": "[$warning]not in catalog[/]",
+}
+
+
+def short_digest(digest: str) -> str:
+    """``sha256:1a2b3c4d5e6f…`` (12 hex digits are plenty to compare by eye)."""
+    return digest[:19] + "…" if len(digest) > 19 else digest
+
+
+def status_markup(status: Any) -> str:
+    """One ``ImageStatus`` as coloured words."""
+    target = status.target
+    if target.exists:
+        return f"[$success]✓ present in target[/] [$text-muted]{escape(short_digest(target.digest))}[/]"
+    if target.error:
+        return f"[$warning]? target unknown:[/] {escape(target.error)}"
+    source = status.source
+    if source is not None and source.exists:
+        return f"[$warning]⇄ only in source[/] {escape(source.reference)} [$text-muted](mirror it)[/]"
+    if source is not None and source.error:
+        return f"[$error]✗ missing in target;[/] source unknown: {escape(source.error)}"
+    if source is not None:
+        return "[$error]✗ missing in target and in source[/]"
+    return "[$error]✗ missing in target[/]"
+
+
+class ImageGroups(Static):
+    """The driver image of every (kernel, OS) group and what the registries say about it."""
+
+    DEFAULT_CSS = """
+    ImageGroups { height: auto; }
+    """
+
+    def show(
+        self,
+        images: Sequence[Any],
+        statuses: Iterable[Any] = (),
+        *,
+        catalog: dict[str, str] | None = None,
+        checking: bool = False,
+        offline: bool = False,
+    ) -> None:
+        """``images``: NodeImage list; ``statuses``: ImageStatus list; ``catalog``: image -> tuple status."""
+        by_image: dict[str, list[Any]] = {}
+        for entry in images:
+            by_image.setdefault(entry.image, []).append(entry)
+        status_of = {s.image: s for s in statuses}
+        lines: list[str] = []
+        for number, (image, entries) in enumerate(by_image.items(), start=1):
+            first = entries[0]
+            count = len(entries)
+            nodes = f"{count} node{'s' if count != 1 else ''}"
+            if not image:
+                lines.append(
+                    f"[b]{number}[/] {escape(first.tag_os)} {escape(first.kernel)} · {nodes}: host driver, no image"
+                )
+                continue
+            lines.append(f"[b]{number}[/] [b]{escape(first.tag_os)}[/] {escape(first.kernel)} · {nodes}")
+            mark = (catalog or {}).get(image, "")
+            lines.append(f"  [$accent]{escape(image_tag(image))}[/] {_CATALOG.get(mark, '')}".rstrip())
+            status = status_of.get(image)
+            if status is not None:
+                lines.append(f"  {status_markup(status)}")
+            elif checking:
+                lines.append("  [$text-muted]… checking the registry[/]")
+            elif offline:
+                lines.append("  [$text-muted]not connected: registry not checked[/]")
+            else:
+                lines.append("  [$text-muted]not checked yet[/]")
+        self.update("\n".join(lines) or "[$text-muted]no GPU node needs a driver image[/]")

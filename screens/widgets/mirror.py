@@ -1,0 +1,123 @@
+"""The mirror plan: the skopeo commands to copy, and (when skopeo is installed) a run with progress.
+
+Running uses ``wizard.mirror_run.run_mirror`` in a worker owned by this widget, so leaving the step
+cancels the copy. When the run ends, :class:`MirrorPanel.Finished` goes up and the step checks the
+registry again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.markup import escape
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widgets import Button, Label, ProgressBar, Static
+
+
+class MirrorPanel(Vertical):
+    """Commands to copy the images into the target registry; a Run button when skopeo is present."""
+
+    DEFAULT_CSS = """
+    MirrorPanel {
+        height: auto;
+        & > #mirror-head { height: 1; margin-top: 1; }
+        & > #mirror-head > Label { width: 1fr; text-style: bold; color: $primary; }
+        & > #mirror-head > Button { margin-left: 1; min-width: 8; }
+        & > #mirror-commands { height: auto; background: $surface; padding: 0 1; }
+        & > ProgressBar { display: none; }
+        & > #mirror-status { height: auto; color: $text-muted; }
+        &.-running > ProgressBar { display: block; }
+    }
+    """
+
+    class Finished(Message):
+        """The mirror run ended; ``outcomes`` are ``MirrorOutcome`` per item."""
+
+        def __init__(self, outcomes: list[Any]) -> None:
+            self.outcomes = outcomes
+            super().__init__()
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._items: list[Any] = []
+        self._script = ""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="mirror-head"):
+            yield Label("Mirror plan")
+            yield Button("Copy", id="mirror-copy", compact=True)
+            yield Button("Run mirror", id="mirror-run", compact=True, variant="primary")
+        yield Static("", id="mirror-commands")
+        yield ProgressBar(total=1, show_eta=False, id="mirror-progress")
+        yield Static("", id="mirror-status")
+
+    def on_mount(self) -> None:
+        from wizard.mirror_run import skopeo_available
+
+        self._skopeo = skopeo_available()
+        self.query_one("#mirror-run", Button).display = False
+
+    def show(self, items: Sequence[Any], script: str) -> None:
+        """The items to copy (``MirrorItem``) and the script text for Copy."""
+        from wizard.mirror import shell_command
+
+        self._items, self._script = list(items), script
+        lines = []
+        for item in self._items:
+            for argv in item.commands:
+                if argv[0] == "skopeo" and argv[1] == "copy":
+                    lines.append(f"[$accent]$[/] {escape(shell_command(argv))}")
+        commands = self.query_one("#mirror-commands", Static)
+        commands.update("\n".join(lines) or "[$text-muted]nothing to mirror: the cluster pulls from the source[/]")
+        self.query_one("#mirror-copy", Button).display = bool(lines)
+        runnable = bool(self._items) and self._skopeo and not self.has_class("-running")
+        self.query_one("#mirror-run", Button).display = runnable
+        if not self._skopeo and self._items:
+            self.query_one("#mirror-status", Static).update(
+                "skopeo is not installed here: copy the commands and run them"
+            )
+
+    @on(Button.Pressed, "#mirror-copy")
+    def _copy(self) -> None:
+        self.app.copy_to_clipboard(self._script)
+        self.notify("Mirror script copied to the clipboard.", title="Mirror")
+
+    @on(Button.Pressed, "#mirror-run")
+    def _run_pressed(self) -> None:
+        if self._items:
+            self.run_mirror()
+
+    @work(exclusive=True, group="mirror", exit_on_error=False)
+    async def run_mirror(self) -> None:
+        """Copy every image with skopeo, showing progress; errors stay per item."""
+        from wizard.mirror_run import MirrorProgress, run_mirror
+
+        bar = self.query_one(ProgressBar)
+        status = self.query_one("#mirror-status", Static)
+        bar.update(total=len(self._items), progress=0)
+        self.add_class("-running")
+        self.query_one("#mirror-run", Button).display = False
+
+        def progress(event: MirrorProgress) -> None:
+            if event.event in ("done", "failed"):
+                bar.advance(1)
+            word = {"started": "copying", "copying": "copying", "done": "✓ copied", "failed": "✗ failed"}[event.event]
+            detail = f": {event.message}" if event.event == "failed" and event.message else ""
+            status.update(f"{event.index + 1}/{event.total} {word} {event.target}{detail}")
+
+        try:
+            outcomes = await run_mirror(self._items, on_progress=progress)
+        finally:
+            self.remove_class("-running")
+            self.query_one("#mirror-run", Button).display = True
+        failed = [o for o in outcomes if not o.ok]
+        status.update(
+            f"✗ {len(failed)} of {len(outcomes)} copies failed: {failed[0].error}"
+            if failed
+            else f"✓ {len(outcomes)} image(s) copied"
+        )
+        self.post_message(self.Finished(outcomes))

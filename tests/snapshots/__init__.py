@@ -1,0 +1,1 @@
+"""TUI test support: SVG snapshots of the app at 80×24 and small Pilot helpers (see ``plugin``)."""

@@ -1,0 +1,166 @@
+"""TUI steps that need no cluster: Mode, Driver fields, Paths, Preview, navigation, saving, help.
+
+Node facts come from the example NodeLists in ``assets/examples``; each test starts the app at a
+later step with those facts, as the wizard would have them after Nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from textual.widgets import Button, RadioSet
+
+from screens.app import WizardApp
+from screens.dialogs import ConfirmDialog, HelpDialog, PathDialog
+from screens.state import resume_path
+from screens.widgets.field import AnswerField
+from tests.snapshots.plugin import screen_text, wait_for
+from wizard.facts import facts_from_nodelist
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+
+
+def offline_app(home: Path, example: str, step: str, *, answers: bool = True, replay: bool = False) -> WizardApp:
+    """The app at ``step`` with the example's node facts (and its answers file copied to HOME)."""
+    answers_path = None
+    if answers:
+        answers_path = home / f"{example}.answers.yaml"
+        shutil.copy(EXAMPLES / f"{example}.answers.yaml", answers_path)
+    app = WizardApp(
+        start_step=step, answers=str(answers_path) if answers_path else None, replay=replay, report_dir=home
+    )
+    facts = facts_from_nodelist(json.loads((EXAMPLES / f"{example}.nodes.json").read_text()))
+    app.state.nodes = {n.name: n for n in facts.nodes}
+    return app
+
+
+async def test_mode_preselects_the_recommendation_with_its_reason(tui_env: Path) -> None:
+    app = offline_app(tui_env, "sle-micro-precompiled", "mode", answers=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Precompiled  ★ recommended" in text
+        assert "sle-micro 5.5 is immutable" in text
+        assert "configurable, not validated in this release" in text
+        assert app.state.get("mode") == "precompiled"
+        radios = app.screen.query_one(RadioSet)
+        assert radios.pressed_button is not None and radios.pressed_button.name == "precompiled"
+        # keyboard only: move to Upstream and select it
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.state.get("mode") == "upstream"
+        assert app.state.get("driver.source") == "nvcr.io/nvidia"  # the mode's default moved along
+        assert "compiles" in screen_text(app)
+
+
+async def test_field_error_is_shown_beside_the_field_and_blocks_next(tui_env: Path) -> None:
+    app = offline_app(tui_env, "sle-micro-precompiled", "driver")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        field = app.screen.query_one("#driver-version", AnswerField)
+        field.input.value = "580.126.09.1-sle-micro5.5"
+        await pilot.pause()
+        assert "OS suffix" in screen_text(app)
+        assert field.has_class("-invalid")
+        assert app.screen.query_one("#next", Button).disabled
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.state.step == "driver"
+        field.input.value = "580.126.09.1"
+        await pilot.pause()
+        assert not field.has_class("-invalid")
+        assert not app.screen.query_one("#next", Button).disabled
+
+
+async def test_paths_are_validated_as_you_type_and_next_saves_answers(tui_env: Path) -> None:
+    app = offline_app(tui_env, "sle-micro-precompiled", "paths")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        field = app.screen.query_one("#toolkit-installDir", AnswerField)
+        assert field.value == "/run/nvidia/toolkit-install"
+        field.input.value = "run/nvidia/toolkit"
+        await pilot.pause()
+        assert "not an absolute path" in screen_text(app)
+        field.input.value = "/opt/nvidia"
+        await pilot.pause()
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: app.state.step == "preview", what="the Preview step")
+    saved = (tui_env / "sle-micro-precompiled.answers.yaml").read_text()
+    assert "installDir: /opt/nvidia" in saved
+    assert "# driver version only" in saved  # the user's comments survive the save
+    step = json.loads(resume_path(tui_env / "sle-micro-precompiled.answers.yaml").read_text())["step"]
+    assert step == "preview"
+
+
+async def test_escape_goes_back_and_a_step_that_does_not_apply_is_skipped(tui_env: Path) -> None:
+    app = offline_app(tui_env, "preinstalled", "paths")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert "4 Driver" in screen_text(app)  # shown struck through in the strip
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.state.step == "mode", what="Mode (Driver & registry skipped)")
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: app.state.step == "paths", what="Paths again")
+
+
+async def test_preview_shows_every_tab_and_saves_the_manifests(tui_env: Path) -> None:
+    app = offline_app(tui_env, "ubuntu-upstream-airgapped", "preview")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        text = screen_text(app)
+        for tab in ("ClusterPolicy", "NVIDIADriver", "Mirror plan", "Helm values", "Diff vs live", "Warnings"):
+            assert tab in text
+        assert "not connected: no server dry-run" in text
+        assert "kind: ClusterPolicy" in text
+        await pilot.click("#save")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog), what="the save dialog")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: (tui_env / "gpu-operator-driver.yaml").exists(), what="the saved file")
+        saved = (tui_env / "gpu-operator-driver.yaml").read_text()
+        assert "configMapName: repo-config" in saved
+
+
+async def test_f1_help_and_palette_entries(tui_env: Path) -> None:
+    app = offline_app(tui_env, "sle-micro-precompiled", "mode")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the help dialog")
+        assert "Help — Mode" in screen_text(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpDialog), what="the help to close")
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Jump to step 1: Connect" in titles
+        for title in ("Save answers", "Open report", "Switch theme"):
+            assert title in titles
+
+
+async def test_resume_is_offered_where_a_previous_run_stopped(tui_env: Path) -> None:
+    config = tui_env / ".config" / "gpu-wizard"
+    config.mkdir(parents=True)
+    shutil.copy(EXAMPLES / "sle-micro-precompiled.answers.yaml", config / "answers.yaml")
+    resume_path(config / "answers.yaml").write_text('{"step": "paths"}\n')
+    app = WizardApp(report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the resume question")
+        assert "stopped at Paths" in screen_text(app)
+        await pilot.click("#yes")
+        await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
+        assert app.state.replay and app.state.replay_until == "paths"
+        assert app.state.get("driver.version") == "580.126.09.1"
+        # no kubeconfig in this HOME: the demo cluster is offered instead of a traceback
+        await wait_for(pilot, lambda: "Try the built-in demo cluster" in screen_text(app), what="the demo offer")
+
+
+def test_first_frame_needs_no_engine_imports() -> None:
+    code = (
+        "import sys, screens.app\n"
+        "heavy = [m for m in ('kubernetes', 'pydantic', 'aiohttp', 'wizard.cluster', 'wizard.render') if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)
+    assert out.stdout.strip() == ""
