@@ -14,7 +14,7 @@ from typing import Any
 
 from wizard.demo.nodes import set_gpu_capacity
 from wizard.demo.operands import MANAGER_CTR
-from wizard.demo.simutil import Writer, controller_uid, labels_of, stable_suffix, template_hash
+from wizard.demo.simutil import Writer, controller_uid, labels_of, read, stable_suffix, template_hash, thaw
 from wizard.demo.world import NodeView, container_status, is_running, pod_ready
 from wizard.facts import LABEL_DEPLOY_DRIVER
 
@@ -74,7 +74,7 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
     by_owner: dict[str, list[dict[str, Any]]] = {}
     for pod in pods:
         by_owner.setdefault(controller_uid(pod), []).append(pod)
-    for ds in store.list("daemonsets"):
+    for ds in read(store, "daemonsets"):
         meta = ds["metadata"]
         namespace = meta.get("namespace", "default")
         template = ds["spec"]["template"]
@@ -134,8 +134,7 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
         if len(eligible) - ready:
             status["numberUnavailable"] = len(eligible) - ready
         if ds.get("status") != status:
-            ds["status"] = status
-            writer.update("daemonsets", ds)
+            writer.update("daemonsets", {**ds, "status": status})
 
 
 def replicaset_uid(deployment: dict[str, Any], revision: str) -> str:
@@ -150,7 +149,7 @@ def reconcile_deployments(writer: Writer, nodes: list[dict[str, Any]], pods: lis
     for pod in pods:
         by_owner.setdefault(controller_uid(pod), []).append(pod)
     schedulable = [n for n in nodes if not n.get("spec", {}).get("unschedulable")]
-    for dep in writer.store.list("deployments"):
+    for dep in read(writer.store, "deployments"):
         meta = dep["metadata"]
         template = dep["spec"].get("template") or {}
         revision = template_hash(template)
@@ -198,20 +197,19 @@ def reconcile_deployments(writer: Writer, nodes: list[dict[str, Any]], pods: lis
         if ready < want:
             status["unavailableReplicas"] = want - ready
         if dep.get("status") != status:
-            dep["status"] = status
-            writer.update("deployments", dep)
+            writer.update("deployments", {**dep, "status": status})
     return owners
 
 
 def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids: set[str]) -> None:
     """Delete DaemonSets whose ClusterPolicy/NVIDIADriver is gone and pods whose controller is gone."""
     store = writer.store
-    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers") for cr in store.list(res)}
-    for ds in store.list("daemonsets"):
+    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers") for cr in read(store, res)}
+    for ds in read(store, "daemonsets"):
         refs = ds["metadata"].get("ownerReferences") or []
         if refs and not any(r.get("uid") in crs for r in refs):
             writer.delete("daemonsets", ds["metadata"]["name"], ds["metadata"].get("namespace"))
-    live = live_owner_uids | {ds["metadata"].get("uid") for ds in store.list("daemonsets")}
+    live = live_owner_uids | {ds["metadata"].get("uid") for ds in read(store, "daemonsets")}
     for pod in pods:
         owner = controller_uid(pod)
         if owner and owner not in live:
@@ -224,16 +222,18 @@ def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, No
         view = views.get(node["metadata"]["name"])
         if view is None:
             continue
-        changed = False
-        labels = labels_of(node)
         manager = container_status(view.driver_pod, MANAGER_CTR) if view.driver_pod else {}
-        if view.host_driver_ok and is_running(manager) and labels.get(LABEL_DEPLOY_DRIVER) != "pre-installed":
-            labels[LABEL_DEPLOY_DRIVER] = "pre-installed"
-            changed = True
+        label = (
+            view.host_driver_ok and is_running(manager) and labels_of(node).get(LABEL_DEPLOY_DRIVER) != "pre-installed"
+        )
         capacity = (node.get("status") or {}).get("capacity") or {}
         advertised = view.plugin_pod is not None and pod_ready(view.plugin_pod)
-        if advertised and capacity.get("nvidia.com/gpu") != str(view.spec.gpu_count):
+        gpus = advertised and capacity.get("nvidia.com/gpu") != str(view.spec.gpu_count)
+        if not (label or gpus):
+            continue
+        node = thaw(node)
+        if label:
+            labels_of(node)[LABEL_DEPLOY_DRIVER] = "pre-installed"
+        if gpus:
             set_gpu_capacity(node, view.spec.gpu_count)
-            changed = True
-        if changed:
-            writer.update("nodes", node)
+        writer.update("nodes", node)

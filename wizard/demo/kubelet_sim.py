@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from wizard.demo.pull import Puller, PullResult, basic_auth_for
-from wizard.demo.simutil import Writer, now
+from wizard.demo.simutil import Writer, now, thaw
 from wizard.demo.workloads import Verdict, init_outcome, main_outcome
 from wizard.demo.world import NodeView
 from wizard.naming import Release, split_reference
@@ -141,7 +141,8 @@ class Kubelet:
         volumes_ok: bool,
     ) -> None:
         """Advance one pod by one step and write it back if anything changed."""
-        before = repr(pod.get("status"))
+        before = pod.get("status")
+        pod = thaw(pod)
         status = pod.setdefault("status", {})
         spec = pod["spec"]
         node = spec.get("nodeName", "")
@@ -154,7 +155,7 @@ class Kubelet:
             self._start_sandbox(pod, view)
         else:
             self._advance(pod, view, pulls, keys, volumes_ok, node)
-        if repr(pod.get("status")) != before:
+        if pod.get("status") != before:
             writer.update("pods", pod)
 
     def _start_sandbox(self, pod: dict[str, Any], view: NodeView | None) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from wizard.demo import operands
 from wizard.demo.operands import OperandError
 from wizard.demo.operator_sim import DEPLOY_PREFIX, OperatorInfo, ds_ready, node_tag_os
-from wizard.demo.simutil import Writer, is_owned_by, labels_of, set_condition
+from wizard.demo.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 from wizard.facts import LABEL_GPU_PRESENT, LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION
 from wizard.naming import DIGEST_PREFIX, Release, driver_image, nvidiadriver_daemonset_name, sanitize_kernel
 
@@ -32,19 +32,19 @@ class NVIDIADriverController:
         """One pass over every NVIDIADriver."""
         store = writer.store
         drivers = sorted(
-            store.list("nvidiadrivers"),
+            read(store, "nvidiadrivers"),
             key=lambda d: (d["metadata"].get("creationTimestamp", ""), d["metadata"]["name"]),
         )
         if not drivers:
             return
-        policies = store.list("clusterpolicies")  # the API lists by name: Items[0] is the first by name
-        nodes = [n for n in store.list("nodes") if labels_of(n).get(LABEL_GPU_PRESENT) == "true"]
+        policies = read(store, "clusterpolicies")  # the API lists by name: Items[0] is the first by name
+        nodes = [n for n in read(store, "nodes") if labels_of(n).get(LABEL_GPU_PRESENT) == "true"]
         claims = self._assign(drivers, nodes)
         for cr in drivers:
             uid = cr["metadata"].get("uid", "")
             owned = {
                 ds["metadata"]["name"]: ds
-                for ds in store.list("daemonsets", operator.namespace)
+                for ds in read(store, "daemonsets", operator.namespace)
                 if is_owned_by(ds, uid)
             }
             if not policies:
@@ -129,9 +129,9 @@ class NVIDIADriverController:
     @staticmethod
     def _label_owner(writer: Writer, members: list[dict[str, Any]], name: str) -> None:
         for node in members:
-            labels = labels_of(node)
-            if labels.get(OWNER_LABEL) != name:
-                labels[OWNER_LABEL] = name
+            if labels_of(node).get(OWNER_LABEL) != name:
+                node = thaw(node)
+                labels_of(node)[OWNER_LABEL] = name
                 writer.update("nodes", node)
 
     @staticmethod

@@ -274,6 +274,7 @@ def toolkit_daemonset(
             {"name": "containerd-config", "mountPath": "/runtime/config-dir/"},
             {"name": "containerd-drop-in-config", "mountPath": "/runtime/config-dir.d/"},
             {"name": "driver-install-dir", "mountPath": "/driver-root", "mountPropagation": "HostToContainer"},
+            {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
         ],
     }
     return daemonset(
@@ -361,6 +362,15 @@ def validator_daemonset(*, namespace: str, image: str, owner: dict[str, Any], sp
         "imagePullPolicy": "IfNotPresent",
         "command": ["sh", "-c"],
         "args": ["echo all validations are successful; exec sleep infinity"],
+        "securityContext": {"privileged": True},
+        "volumeMounts": [
+            {
+                "name": "run-nvidia-validations",
+                "mountPath": "/run/nvidia/validations",
+                "mountPropagation": "Bidirectional",
+            },
+            {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
+        ],
     }
     return daemonset(
         name=VALIDATOR_DS,

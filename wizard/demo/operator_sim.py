@@ -15,7 +15,7 @@ from typing import Any
 
 from wizard.demo import operands
 from wizard.demo.operands import OperandError
-from wizard.demo.simutil import Writer, is_owned_by, labels_of, set_condition
+from wizard.demo.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 from wizard.facts import LABEL_GPU_PRESENT, LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION, NFD, PCI_NVIDIA_LABELS
 from wizard.naming import (
     COMMON_DRIVER_DAEMONSET,
@@ -112,26 +112,34 @@ class ClusterPolicyController:
 
     def __init__(self, default_release: str) -> None:
         self.default_release = default_release
+        self.singleton = ""
+        """The ClusterPolicy this operator reconciles (``clusterPolicyCtrl.singleton``); later ones are ignored."""
 
     def reconcile(self, writer: Writer, operator: OperatorInfo) -> None:
         """One pass over every ClusterPolicy (the oldest is reconciled, the rest ignored)."""
         store = writer.store
         policies = sorted(
-            store.list("clusterpolicies"),
+            read(store, "clusterpolicies"),
             key=lambda cp: (cp["metadata"].get("creationTimestamp", ""), cp["metadata"]["name"]),
         )
         if not policies:
+            self.singleton = ""
             return
+        if self.singleton not in {cp["metadata"]["name"] for cp in policies}:
+            self.singleton = policies[0]["metadata"]["name"]
+        policies.sort(key=lambda cp: cp["metadata"]["name"] != self.singleton)
         for extra in policies[1:]:
+            extra = thaw(extra)
             status = extra.setdefault("status", {})
             status.update({"state": "ignored", "namespace": operator.namespace})
             writer.update("clusterpolicies", extra)
         policy = policies[0]
-        nodes = store.list("nodes")
-        for node in nodes:
+        nodes = read(store, "nodes")
+        for i, node in enumerate(nodes):
             labels = labels_of(node)
             new = gpu_state_labels(labels)
             if new != labels:
+                nodes[i] = node = thaw(node)
                 node["metadata"]["labels"] = new
                 writer.update("nodes", node)
         gpu_nodes = [n for n in nodes if labels_of(n).get(LABEL_GPU_PRESENT) == "true"]
@@ -149,7 +157,7 @@ class ClusterPolicyController:
         spec = policy.get("spec") or {}
         existing = {
             ds["metadata"]["name"]: ds
-            for ds in writer.store.list("daemonsets", operator.namespace)
+            for ds in read(writer.store, "daemonsets", operator.namespace)
             if is_owned_by(ds, policy["metadata"].get("uid", ""))
         }
         wanted: dict[str, dict[str, Any]] = {}

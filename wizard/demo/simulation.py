@@ -22,7 +22,7 @@ from wizard.demo.operator_sim import ClusterPolicyController, OperatorInfo, find
 from wizard.demo.podlogs import container_log
 from wizard.demo.pull import Puller, PullResult
 from wizard.demo.scenario import Scenario
-from wizard.demo.simutil import Writer, labels_of
+from wizard.demo.simutil import Writer, labels_of, read
 from wizard.demo.store import Store
 from wizard.demo.upgrade_sim import UpgradeController
 from wizard.demo.world import NodeView, build_views
@@ -180,7 +180,7 @@ class Simulation:
         return writer.changed
 
     def _operator(self) -> OperatorInfo | None:
-        info = find_operator(self.store.list("deployments"), self.scenario.operator.release)
+        info = find_operator(read(self.store, "deployments"), self.scenario.operator.release)
         if info is not None:
             self._release = info.release
         return info
@@ -193,18 +193,20 @@ class Simulation:
         if operator is not None:
             self.policies.reconcile(writer, operator)
             self.nvidiadrivers.reconcile(writer, operator)
-            self.upgrades.reconcile(writer, operator.namespace)
-        nodes = self.store.list("nodes")
-        pods = self.store.list("pods")
+            singleton = self.store.lookup("clusterpolicies", self.policies.singleton) or {}
+            upgrade_policy = ((singleton.get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
+            self.upgrades.reconcile(writer, operator.namespace, upgrade_policy)
+        nodes = read(self.store, "nodes")
+        pods = read(self.store, "pods")
         controllers.reconcile_daemonsets(writer, nodes, pods)
         owners = controllers.reconcile_deployments(writer, nodes, pods)
         controllers.collect_garbage(writer, pods, owners)
-        pods = self.store.list("pods")
-        views = build_views(nodes, pods, self.store.list("daemonsets"), self.specs)
+        pods = read(self.store, "pods")
+        views = build_views(nodes, pods, read(self.store, "daemonsets"), self.specs)
         secrets: dict[tuple[str, str], dict[str, Any]] = {}
         if any(p.get("spec", {}).get("imagePullSecrets") for p in pods):
             secrets = {
-                (s["metadata"].get("namespace", ""), s["metadata"]["name"]): s for s in self.store.list("secrets")
+                (s["metadata"].get("namespace", ""), s["metadata"]["name"]): s for s in read(self.store, "secrets")
             }
         keys: dict[str, dict[str, PullKey]] = {}
         requests: set[PullKey] = set()
@@ -227,7 +229,7 @@ class Simulation:
         results: dict[PullKey, PullResult],
     ) -> None:
         configmaps = {
-            (c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in self.store.list("configmaps")
+            (c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")
         }
         for pod in pods:
             node = pod.get("spec", {}).get("nodeName", "")
@@ -240,8 +242,8 @@ class Simulation:
                 if isinstance(v.get("configMap"), dict)
             )
             self.kubelet.step(writer, pod, views[node], results, keys.get(pod["metadata"]["uid"], {}), volumes_ok)
-        nodes = self.store.list("nodes")
-        views = build_views(nodes, self.store.list("pods"), self.store.list("daemonsets"), self.specs)
+        nodes = read(self.store, "nodes")
+        views = build_views(nodes, read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
         controllers.node_agents(writer, nodes, views)
 
     # -- exec and logs ----------------------------------------------------------------------------
@@ -254,7 +256,7 @@ class Simulation:
         node_obj = self.store.get("nodes", node) if node else None
         if node_obj is None:
             return None
-        views = build_views([node_obj], self.store.list("pods"), self.store.list("daemonsets"), self.specs)
+        views = build_views([node_obj], read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
         return pod, views[node]
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.demo.operands import COMPONENT_DRIVER, DRIVER_CTR
-from wizard.demo.simutil import Writer, controller_uid, labels_of, template_hash
+from wizard.demo.simutil import Writer, controller_uid, labels_of, read, template_hash, thaw
 from wizard.facts import LABEL_UPGRADE_STATE
 
 UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
@@ -48,37 +48,30 @@ def pod_failing(pod: dict[str, Any]) -> bool:
     return False
 
 
-def _policy(store_policies: list[dict[str, Any]]) -> dict[str, Any]:
-    if not store_policies:
-        return {}
-    oldest = min(store_policies, key=lambda cp: (cp["metadata"].get("creationTimestamp", ""), cp["metadata"]["name"]))
-    return ((oldest.get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
-
-
 class UpgradeController:
     """Steps outdated driver nodes through the upgrade states."""
 
-    def reconcile(self, writer: Writer, namespace: str) -> None:
-        """One step for every node that has a driver pod (or is mid-upgrade)."""
+    def reconcile(self, writer: Writer, namespace: str, policy: dict[str, Any]) -> None:
+        """One step for every node that has a driver pod (or is mid-upgrade), per ``driver.upgradePolicy``."""
         store = writer.store
-        policy = _policy(store.list("clusterpolicies"))
         auto = policy.get("autoUpgrade", True) is not False
         if not auto:
             return
         max_parallel = int(policy.get("maxParallelUpgrades", 1) or 0)
         daemonsets = {
             ds["metadata"]["uid"]: ds
-            for ds in store.list("daemonsets", namespace)
+            for ds in read(store, "daemonsets", namespace)
             if labels_of(ds).get("app.kubernetes.io/component") == COMPONENT_DRIVER
         }
         if not daemonsets:
             return
+        revisions = {uid: template_hash(ds["spec"]["template"]) for uid, ds in daemonsets.items()}
         driver_pods: dict[str, dict[str, Any]] = {}
-        for pod in store.list("pods", namespace):
+        for pod in read(store, "pods", namespace):
             uid = controller_uid(pod)
             if uid in daemonsets and pod.get("spec", {}).get("nodeName"):
                 driver_pods[pod["spec"]["nodeName"]] = pod
-        nodes = store.list("nodes")
+        nodes = read(store, "nodes")
         busy = sum(1 for n in nodes if labels_of(n).get(LABEL_UPGRADE_STATE) in IN_PROGRESS)
         for node in nodes:
             name = node["metadata"]["name"]
@@ -91,25 +84,28 @@ class UpgradeController:
             current = (
                 ds is not None
                 and pod is not None
-                and (labels_of(pod).get("controller-revision-hash") == template_hash(ds["spec"]["template"]))
+                and labels_of(pod).get("controller-revision-hash") == revisions[ds["metadata"]["uid"]]
             )
             new_state, unschedulable = self._next(state, pod, current, writer, namespace)
             if new_state == "cordon-required" and state == "upgrade-required":
                 if max_parallel and busy >= max_parallel:
                     continue
                 busy += 1
-            annotations = node["metadata"].setdefault("annotations", {})
-            changed = new_state != state or annotations.get(UPGRADE_ENABLED_ANNOTATION) != "true"
-            annotations[UPGRADE_ENABLED_ANNOTATION] = "true"
-            labels[LABEL_UPGRADE_STATE] = new_state
-            if unschedulable is not None and bool(node.get("spec", {}).get("unschedulable")) != unschedulable:
-                changed = True
+            annotations = node["metadata"].get("annotations") or {}
+            cordon_change = (
+                unschedulable is not None and bool(node.get("spec", {}).get("unschedulable")) != unschedulable
+            )
+            if new_state == state and annotations.get(UPGRADE_ENABLED_ANNOTATION) == "true" and not cordon_change:
+                continue
+            node = thaw(node)
+            node["metadata"].setdefault("annotations", {})[UPGRADE_ENABLED_ANNOTATION] = "true"
+            labels_of(node)[LABEL_UPGRADE_STATE] = new_state
+            if cordon_change:
                 if unschedulable:
                     node.setdefault("spec", {})["unschedulable"] = True
                 else:
                     node.setdefault("spec", {}).pop("unschedulable", None)
-            if changed:
-                writer.update("nodes", node)
+            writer.update("nodes", node)
 
     @staticmethod
     def _next(
