@@ -1,7 +1,7 @@
-"""The simulated operator, kubelet and node shell, driven through the real demo Store.
+"""The simulated operator and kubelet, driven through the real demo Store.
 
 Each test seeds a bundled scenario, writes what a user (or the wizard) would write, ticks the
-simulation until it is stable and checks what ``kubectl get`` / ``exec`` / ``logs`` would show.
+simulation until it is stable and checks what ``kubectl get`` would show.
 """
 
 from __future__ import annotations
@@ -11,93 +11,26 @@ from typing import Any
 
 import pytest
 
-from wizard.demo.scenario import load_scenario, scenario_from_dict
+from tests.sim_helpers import (
+    NS,
+    SLE_DIGEST,
+    SLE_KERNEL,
+    SLE_POLICY,
+    SLE_TAG,
+    cluster_policy,
+    condition,
+    pods_of,
+    settle,
+    status_of,
+    waiting_reason,
+    world,
+)
+from wizard.demo.scenario import load_scenario
 from wizard.demo.simulation import Simulation
 from wizard.demo.store import Store
 from wizard.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
 from wizard.naming import nvidiadriver_daemonset_name
-from wizard.nvsmi import parse_query_csv, parse_table
-
-NS = "gpu-operator"
-SLE_KERNEL = "5.14.21-150500.55.166-default"
-SLE_TAG = f"580.126.09.1-{SLE_KERNEL}-sle-micro5.5"
-SLE_DIGEST = "sha256:e6da525dc703a4144b1b099762da5390adadc1a1a9863406e5deac48fb877aa4"
-RUN_TOOLKIT = "/run/nvidia/toolkit-install"
-
-
-def cluster_policy(
-    name: str = "cluster-policy", toolkit_dir: str = "/usr/local/nvidia", **driver: Any
-) -> dict[str, Any]:
-    """A hand-written ClusterPolicy with every CRD-required section."""
-    return {
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "operator": {"defaultRuntime": "containerd"},
-            "daemonsets": {},
-            "driver": {"enabled": True, **driver},
-            "toolkit": {"enabled": True, "installDir": toolkit_dir},
-            "validator": {"repository": "nvcr.io/nvidia", "image": "gpu-operator", "version": "v26.7.0"},
-            "devicePlugin": {"enabled": True},
-            "dcgm": {"enabled": False},
-            "dcgmExporter": {"enabled": False},
-            "gfd": {"enabled": False},
-            "nodeStatusExporter": {"enabled": False},
-        },
-    }
-
-
-SLE_POLICY = cluster_policy(
-    toolkit_dir=RUN_TOOLKIT,
-    usePrecompiled=True,
-    repository="registry.example.com/mlops",
-    image="nvidia-driver",
-    version="580.126.09.1",
-)
-
-
-def world(scenario: str | dict[str, Any]) -> tuple[Simulation, Store]:
-    """A seeded simulation of a bundled scenario (or one given as a dict)."""
-    loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario_from_dict(scenario)
-    store = Store()
-    sim = Simulation(loaded, store)
-    sim.seed()
-    return sim, store
-
-
-async def settle(sim: Simulation, limit: int = 150) -> int:
-    """Tick until nothing changes; the number of ticks it took."""
-    for count in range(1, limit + 1):
-        if not await sim.tick():
-            return count
-    raise AssertionError(f"the simulation did not settle in {limit} ticks")
-
-
-def pods_of(store: Store, app: str = "", component: str = "nvidia-driver") -> dict[str, dict[str, Any]]:
-    """Operator pods by node name, selected by ``app`` or ``app.kubernetes.io/component``."""
-    out = {}
-    for pod in store.list("pods", NS):
-        labels = pod["metadata"].get("labels") or {}
-        if (app and labels.get("app") == app) or (not app and labels.get("app.kubernetes.io/component") == component):
-            out[pod["spec"]["nodeName"]] = pod
-    return out
-
-
-def status_of(pod: dict[str, Any], container: str) -> dict[str, Any]:
-    status = pod["status"]
-    for cs in status.get("initContainerStatuses", []) + status.get("containerStatuses", []):
-        if cs["name"] == container:
-            return cs
-    raise AssertionError(f"no status for {container}")
-
-
-def waiting_reason(pod: dict[str, Any], container: str) -> str:
-    return status_of(pod, container)["state"].get("waiting", {}).get("reason", "")
-
-
-def condition(obj: dict[str, Any], kind: str) -> dict[str, Any]:
-    return next(c for c in obj["status"]["conditions"] if c["type"] == kind)
+from wizard.nvsmi import parse_table
 
 
 async def test_precompiled_sle_micro_driver_pods_run_the_mirrored_tuple() -> None:
@@ -233,180 +166,6 @@ async def test_driver_disabled_keeps_the_deploy_label_true() -> None:
     assert store.get("nodes", "gpu-l40s-01")["metadata"]["labels"][LABEL_DEPLOY_DRIVER] == "true"
     assert [d["metadata"]["name"] for d in store.list("daemonsets", NS) if "driver" in d["metadata"]["name"]] == []
     assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "ready"
-
-
-async def test_exec_nvidia_smi_in_the_driver_container_parses() -> None:
-    sim, store = world("sle-micro-precompiled")
-    store.create("clusterpolicies", copy.deepcopy(SLE_POLICY))
-    await settle(sim)
-    pod = pods_of(store)["gpu-h200-02"]["metadata"]["name"]
-    result = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi"])
-    report = parse_table(result.stdout.decode(), result.exit_code)
-    assert report.ok and report.header_style == "driver"
-    assert (report.driver_version, report.gpu_count, report.gpus[0]) == ("580.126.09", 8, "NVIDIA H200")
-    query = sim.exec(
-        NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "--query-gpu=driver_version,name,memory.total", "--format=csv"]
-    )
-    rows = parse_query_csv(query.stdout.decode())
-    assert len(rows) == 8 and rows[0] == {
-        "driver_version": "580.126.09",
-        "name": "NVIDIA H200",
-        "memory.total": "143771 MiB",
-    }
-    noheader = sim.exec(
-        NS,
-        pod,
-        "nvidia-driver-ctr",
-        ["sh", "-c", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1"],
-    )
-    assert noheader.stdout == b"580.126.09\n"
-    listing = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "-L"]).stdout.decode()
-    assert listing.startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
-    assert sim.exec(NS, pod, "nvidia-driver-ctr", ["uname", "-r"]).stdout == f"{SLE_KERNEL}\n".encode()
-    os_release = sim.exec(NS, pod, "nvidia-driver-ctr", ["cat", "/host/etc/os-release"]).stdout.decode()
-    assert 'ID="sle-micro"' in os_release and 'VERSION_ID="5.5"' in os_release
-    bad = sim.exec(NS, pod, "nvidia-driver-ctr", ["kubectl", "version"])
-    assert (bad.exit_code, bad.stderr) == (127, b"sh: kubectl: command not found\n")
-    field = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "--query-gpu=bogus", "--format=csv"])
-    assert field.exit_code == 2 and b'Field "bogus" is not a valid field' in field.stderr
-
-
-async def test_nodes_without_a_working_driver_say_so() -> None:
-    scenario = {
-        "name": "broken",
-        "nodes": [
-            {
-                "name": "gpu-01",
-                "os_id": "ubuntu",
-                "os_version": "22.04",
-                "kernel": "5.15.0-1048-nvidia",
-                "gpu_product": "NVIDIA-A10",
-                "gpu_count": 1,
-                "host_driver": "580.126.20",
-                "host_driver_broken": True,
-            },
-            {
-                "name": "gpu-02",
-                "os_id": "ubuntu",
-                "os_version": "22.04",
-                "kernel": "5.15.0-1048-nvidia",
-                "gpu_product": "NVIDIA-A10",
-                "gpu_count": 1,
-            },
-            {
-                "name": "gpu-03",
-                "os_id": "ubuntu",
-                "os_version": "22.04",
-                "kernel": "5.15.0-1048-nvidia",
-                "gpu_product": "NVIDIA-L40S",
-                "gpu_count": 1,
-                "host_driver": "610.57.04",
-            },
-        ],
-    }
-    sim, store = world(scenario)
-    for node in ("gpu-01", "gpu-02", "gpu-03"):
-        store.create("pods", probe_pod(node))
-    await settle(sim)
-    broken = sim.exec("default", "probe-gpu-01", "probe", ["chroot", "/host", "nvidia-smi"])
-    assert broken.exit_code == 9
-    assert broken.stdout.startswith(b"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
-    none = sim.exec("default", "probe-gpu-02", "probe", ["chroot", "/host", "nvidia-smi"])
-    assert none.exit_code == 127 and b"chroot: failed to run command 'nvidia-smi'" in none.stderr
-    new = sim.exec("default", "probe-gpu-03", "probe", ["chroot", "/host", "nvidia-smi"])
-    report = parse_table(new.stdout.decode(), new.exit_code)
-    assert (report.header_style, report.driver_version, report.cuda_version) == ("kmd", "610.57.04", "13.3")
-    assert b"Driver Version:" not in new.stdout
-
-
-def probe_pod(node: str, command: list[str] | None = None, restart: str = "Always") -> dict[str, Any]:
-    """A pod like the wizard's node probe: pinned to a node, host root mounted at /host."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"probe-{node}", "namespace": "default"},
-        "spec": {
-            "nodeName": node,
-            "restartPolicy": restart,
-            "containers": [
-                {
-                    "name": "probe",
-                    "image": "busybox:1.36",
-                    "command": command or ["sleep", "3600"],
-                    "volumeMounts": [{"name": "host", "mountPath": "/host"}],
-                }
-            ],
-            "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
-        },
-    }
-
-
-async def test_probe_pods_see_the_host() -> None:
-    sim, store = world("noexec-run")
-    store.create("pods", probe_pod("gpu-a10-01"))
-    store.create(
-        "pods", probe_pod("cp-01", ["sh", "-c", "uname -r; test -w /host/usr/local && echo writable"], "Never")
-    )
-    await settle(sim)
-    probe = store.get("pods", "probe-gpu-a10-01", "default")
-    assert probe["status"]["phase"] == "Running"
-    mount = sim.exec(
-        "default", "probe-gpu-a10-01", "probe", ["findmnt", "-T", "/host/run/nvidia/driver", "-n", "-o", "OPTIONS"]
-    )
-    assert mount.exit_code == 0 and "noexec" in mount.stdout.decode().split(",")
-    table = (
-        sim.exec("default", "probe-gpu-a10-01", "probe", ["findmnt", "-T", "/host/run"]).stdout.decode().splitlines()
-    )
-    assert table[0].split() == ["TARGET", "SOURCE", "FSTYPE", "OPTIONS"]
-    assert table[1].split()[:3] == ["/host/run", "tmpfs", "tmpfs"]
-    assert sim.exec("default", "probe-gpu-a10-01", "probe", ["test", "-d", "/host/etc/containerd"]).exit_code == 0
-    done = store.get("pods", "probe-cp-01", "default")
-    assert done["status"]["phase"] == "Succeeded"
-    assert sim.logs("default", "probe-cp-01", "probe") == "5.15.0-1048-nvidia\nwritable\n"
-
-
-async def test_noexec_run_fails_the_driver_validation() -> None:
-    sim, store = world("noexec-run")
-    store.create("clusterpolicies", cluster_policy(repository="nvcr.io/nvidia", image="driver", version="580.126.20"))
-    await settle(sim)
-    driver = pods_of(store)["gpu-a10-01"]
-    assert status_of(driver, "nvidia-driver-ctr")["image"] == "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"
-    assert status_of(driver, "nvidia-driver-ctr")["ready"] is True
-    validator = pods_of(store, app="nvidia-operator-validator")["gpu-a10-01"]
-    assert waiting_reason(validator, "driver-validation") == "CrashLoopBackOff"
-    log = sim.logs(NS, validator["metadata"]["name"], "driver-validation")
-    assert "permission denied: exit status 126" in log
-    chroot = sim.exec(
-        NS,
-        driver["metadata"]["name"],
-        "nvidia-driver-ctr",
-        ["chroot", "/host", "chroot", "/run/nvidia/driver", "nvidia-smi"],
-    )
-    assert chroot.exit_code == 126
-    assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "notReady"
-
-
-async def test_toolkit_writes_the_containerd_drop_in() -> None:
-    sim, store = world("ubuntu-upstream")
-    store.create(
-        "clusterpolicies",
-        cluster_policy(repository="nvcr.io/nvidia", image="driver", version="580.126.20", toolkit_dir="/opt/nvidia"),
-    )
-    await settle(sim)
-    toolkit = store.get("daemonsets", "nvidia-container-toolkit-daemonset", NS)
-    env = {e["name"]: e.get("value") for e in toolkit["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["ROOT"] == "/opt/nvidia"
-    pod = pods_of(store, app="nvidia-container-toolkit-daemonset")["gpu-h100-01"]["metadata"]["name"]
-    grep = sim.exec(
-        NS,
-        pod,
-        "nvidia-container-toolkit-ctr",
-        ["chroot", "/host", "grep", "-n", "BinaryName", "/etc/containerd/conf.d/99-nvidia.toml"],
-    )
-    assert grep.exit_code == 0
-    assert (
-        grep.stdout.decode().splitlines()[0] == '12:        BinaryName = "/opt/nvidia/toolkit/nvidia-container-runtime"'
-    )
 
 
 async def test_mixed_os_cluster_policy_uses_the_first_nodes_os_tag_everywhere() -> None:
@@ -608,15 +367,34 @@ async def test_airgapped_pulls_only_from_the_mirror() -> None:
     )
 
 
-async def test_exec_fail_nodes_refuse_exec() -> None:
-    sim, store = world(
-        {
-            "name": "flaky",
-            "nodes": [{"name": "n1", "os_id": "ubuntu", "os_version": "22.04", "kernel": "5.15.0-1048-nvidia"}],
-            "faults": {"exec_fail_nodes": ["n1"]},
-        }
-    )
-    store.create("pods", probe_pod("n1"))
+async def test_real_registry_digest_is_pulled_and_a_repush_does_not_change_running_pods(oci_registry: Any) -> None:
+    repo = "mlops/nvidia-driver"
+    first = oci_registry.push_image(repo, SLE_TAG, content=b"first build")
+    scenario = load_scenario("sle-micro-precompiled")
+    scenario.registry.url = oci_registry.url
+    store = Store()
+    sim = Simulation(scenario, store)
+    sim.seed()
+    store.create("clusterpolicies", copy.deepcopy(SLE_POLICY))
     await settle(sim)
-    result = sim.exec("default", "probe-n1", "probe", ["true"])
-    assert result.exit_code == 1 and b"error dialing backend" in result.stderr
+    pods = pods_of(store)
+    assert {status_of(p, "nvidia-driver-ctr")["imageID"] for p in pods.values()} == {
+        f"registry.example.com/{repo}@{first}"
+    }
+    second = oci_registry.push_image(repo, SLE_TAG, content=b"second build")
+    assert second != first
+    await settle(sim)
+    assert status_of(pods_of(store)["gpu-h200-01"], "nvidia-driver-ctr")["imageID"].endswith(first)
+
+    oci_registry.delete_tag(repo, SLE_TAG)
+    store.delete("nodes", "gpu-h200-02")
+    await settle(sim)
+    assert sorted(pods_of(store)) == ["gpu-h200-01"]
+    policy = store.get("clusterpolicies", "cluster-policy")
+    policy["spec"]["driver"]["version"] = "570.172.08.1"
+    store.update("clusterpolicies", policy)
+    await settle(sim)
+    pod = pods_of(store)["gpu-h200-01"]
+    assert waiting_reason(pod, "nvidia-driver-ctr") == "ImagePullBackOff"
+    assert "code = NotFound" in status_of(pod, "nvidia-driver-ctr")["state"]["waiting"]["message"]
+    assert store.get("nodes", "gpu-h200-01")["metadata"]["labels"][LABEL_UPGRADE_STATE] == "upgrade-failed"
