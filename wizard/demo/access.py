@@ -75,12 +75,10 @@ def review(rules: list[dict[str, str]], body: dict[str, Any]) -> dict[str, Any]:
             attrs.get("namespace") or None,
         )
     status: dict[str, Any] = {"allowed": allowed}
-    if allowed:
+    if allowed:  # RBAC gives a reason only for what it allows: a denial is just "nothing matched"
         status["reason"] = (
             f'RBAC: allowed by ClusterRoleBinding "gpu-wizard-demo" of ClusterRole "cluster-admin" to User "{DEMO_USER}"'
         )
-    else:
-        status["reason"] = "denied by the demo scenario's rbac_deny table"
     return {
         "kind": "SelfSubjectAccessReview",
         "apiVersion": "authorization.k8s.io/v1",

@@ -58,6 +58,15 @@ class WatchEvent:
 Listener = Callable[[WatchEvent], None]
 
 
+def clone(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars), several times faster than ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {key: clone(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [clone(item) for item in value]
+    return copy.deepcopy(value) if not isinstance(value, (str, int, float, bool, type(None), tuple)) else value
+
+
 def now_rfc3339() -> str:
     """The current UTC time the way Kubernetes writes timestamps (second precision, ``Z``)."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -96,13 +105,13 @@ class Store:
     def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Deep copies of every object of a resource, optionally in one namespace, in key order."""
         with self._lock:
-            return [copy.deepcopy(obj) for obj in self.iter_objects(resource, namespace)]
+            return [clone(obj) for obj in self.iter_objects(resource, namespace)]
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """A deep copy of one object, or None."""
         with self._lock:
             obj = self._objects.get(resource, {}).get((namespace or "", name))
-            return copy.deepcopy(obj) if obj is not None else None
+            return clone(obj) if obj is not None else None
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -112,7 +121,7 @@ class Store:
         A missing ``name`` with a ``generateName`` gets a random suffix, as the API server does.
         Raises StoreConflict if an object with that key exists.
         """
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         meta = new.setdefault("metadata", {})
         with self._lock:
             if not meta.get("name") and meta.get("generateName"):
@@ -129,7 +138,7 @@ class Store:
             bucket[key] = new
             self._sorted.pop(resource, None)
             self._emit(resource, "ADDED", new, None)
-            return copy.deepcopy(new)
+            return clone(new)
 
     def update(self, resource: str, obj: dict[str, Any], *, expect_rv: str | None = None) -> dict[str, Any]:
         """Replace an object; bumps resourceVersion, generation+1 when spec changed, MODIFIED event.
@@ -138,7 +147,7 @@ class Store:
         stored version. Writing an identical object is a no-op, like on a real API server.
         Raises StoreNotFound when the object does not exist.
         """
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         meta = new.setdefault("metadata", {})
         key = object_key(new)
         with self._lock:
@@ -163,13 +172,13 @@ class Store:
             if _without_volatile(new) == _without_volatile(old) and meta.get("managedFields") == old_meta.get(
                 "managedFields"
             ):
-                return copy.deepcopy(old)
+                return clone(old)
             self._rv += 1
             meta["resourceVersion"] = str(self._rv)
             self._objects[resource][key] = new
             self._encoded.get(resource, {}).pop(key, None)
             self._emit(resource, "MODIFIED", new, old)
-            return copy.deepcopy(new)
+            return clone(new)
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event."""
@@ -183,7 +192,7 @@ class Store:
             self._rv += 1
             gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(self._rv)}}
             self._emit(resource, "DELETED", gone, old)
-            return copy.deepcopy(gone)
+            return clone(gone)
 
     # -- hot paths for the HTTP layer (no copies: callers must not mutate) ----------------------
 

@@ -1,0 +1,214 @@
+"""The demo cluster against a real kubectl: the commands of the documents give what a real cluster gives.
+
+One demo cluster (two Ubuntu 22.04 GPU nodes and a CPU node, upstream driver from nvcr.io, the real
+simulation behind it) serves the module; each kubectl run gets a fresh HOME so no discovery cache is
+shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import subprocess
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_demo import ClusterFactory, Kubectl
+from wizard.demo.scenario import NodeSpec, Scenario
+from wizard.demo.serve import DemoClusterThread
+
+KERNEL = "5.15.0-1048-nvidia"
+SECTIONS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter", "operator")
+
+
+def policy_yaml(name: str = "cluster-policy", version: str = "580.126.20") -> str:
+    """A minimal ClusterPolicy, valid for the CRD (every required spec key present)."""
+    sections = "".join(f"  {section}: {{}}\n" for section in SECTIONS)
+    return (
+        f"apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: {name}\nspec:\n{sections}"
+        f'  driver:\n    enabled: true\n    repository: nvcr.io/nvidia\n    image: driver\n    version: "{version}"\n'
+        "  toolkit:\n    enabled: true\n    installDir: /usr/local/nvidia\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def cluster(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
+    ubuntu = NodeSpec(name="cpu", os_id="ubuntu", os_version="22.04", os_image="Ubuntu 22.04.5 LTS", kernel=KERNEL)
+    return demo_cluster_module(
+        Scenario(
+            name="kubectl-test",
+            nodes=[replace(ubuntu, name="gpu", gpu_product="NVIDIA-H200", gpu_count=8, count=2), ubuntu],
+            rbac_deny=[{"verb": "delete", "resource": "nodes", "group": ""}],
+        )
+    )
+
+
+@pytest.fixture(scope="module")
+def applied(cluster: DemoClusterThread, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``kubectl apply --server-side`` of the ClusterPolicy, then the simulation settled; returns its output."""
+    path = tmp_path_factory.mktemp("cp") / "cluster-policy.yaml"
+    path.write_text(policy_yaml())
+    done = kubectl(cluster, "apply", "--server-side", "-f", str(path))
+    assert done.returncode == 0, done.stderr
+    cluster.settle()
+    return done.stdout
+
+
+def _ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"rc={done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_get_nodes_wide(cluster: DemoClusterThread, kubectl: Kubectl) -> None:
+    lines = _ok(kubectl(cluster, "get", "nodes", "-o", "wide")).splitlines()
+    assert lines[0].split()[:5] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert "KERNEL-VERSION" in lines[0] and "OS-IMAGE" in lines[0] and "CONTAINER-RUNTIME" in lines[0]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert sorted(rows) == ["cpu", "gpu-01", "gpu-02"]
+    assert all(" Ready " in row and KERNEL in row and "Ubuntu 22.04.5 LTS" in row for row in rows.values())
+
+
+def test_server_side_apply_brings_driver_pods_up(cluster: DemoClusterThread, kubectl: Kubectl, applied: str) -> None:
+    assert applied.strip() == "clusterpolicy.nvidia.com/cluster-policy serverside-applied"
+    template = '{range .items[*]}{.metadata.name}{"\\t"}{.spec.toolkit.installDir}{"\\n"}{end}'
+    assert (
+        _ok(kubectl(cluster, "get", "clusterpolicy", "-o", f"jsonpath={template}"))
+        == "cluster-policy\t/usr/local/nvidia\n"
+    )
+    template = (
+        '{range .items[*]}{.metadata.name}{"\\t"}{.spec.containers[0].image}{"\\t"}'
+        '{.status.containerStatuses[0].imageID}{"\\n"}{end}'
+    )
+    out = _ok(
+        kubectl(
+            cluster,
+            "get",
+            "pods",
+            "-n",
+            "gpu-operator",
+            "-l",
+            "app=nvidia-driver-daemonset",
+            "-o",
+            f"jsonpath={template}",
+        )
+    )
+    rows = [line.split("\t") for line in out.splitlines()]
+    assert len(rows) == 2
+    for name, image, image_id in rows:
+        assert name.startswith("nvidia-driver-daemonset-")
+        assert image == "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"
+        assert image_id.startswith("nvcr.io/nvidia/driver@sha256:")
+    table = _ok(kubectl(cluster, "get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-driver-daemonset"))
+    assert table.splitlines()[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert all(line.split()[1:3] == ["1/1", "Running"] for line in table.splitlines()[1:])
+
+
+def _driver_pod(cluster: DemoClusterThread, kubectl: Kubectl) -> str:
+    name = _ok(kubectl(cluster, "get", "pods", "-n", "gpu-operator", "-l", "app=nvidia-driver-daemonset",
+                       "-o", "jsonpath={.items[0].metadata.name}"))  # fmt: skip
+    assert name
+    return name
+
+
+def test_exec_nvidia_smi_and_exit_codes(cluster: DemoClusterThread, kubectl: Kubectl, applied: str) -> None:
+    pod = _driver_pod(cluster, kubectl)
+    out = _ok(kubectl(cluster, "exec", pod, "-n", "gpu-operator", "-c", "nvidia-driver-ctr", "--", "nvidia-smi"))
+    assert "NVIDIA-SMI" in out and "H200" in out
+    failed = kubectl(cluster, "exec", pod, "-n", "gpu-operator", "-c", "nvidia-driver-ctr", "--", "no-such-command")
+    assert failed.returncode == 127 and "command terminated with exit code 127" in failed.stderr
+    missing = kubectl(cluster, "exec", "nope", "-n", "gpu-operator", "--", "true")
+    assert missing.returncode == 1 and 'pods "nope" not found' in missing.stderr
+
+
+def test_client_side_apply_then_server_side_conflict(
+    cluster: DemoClusterThread, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    path = tmp_path / "cp.yaml"
+    path.write_text(policy_yaml("csa-policy"))
+    assert _ok(kubectl(cluster, "apply", "-f", str(path))).strip() == "clusterpolicy.nvidia.com/csa-policy created"
+    path.write_text(policy_yaml("csa-policy", version="570.172.08"))
+    assert _ok(kubectl(cluster, "apply", "-f", str(path))).strip() == "clusterpolicy.nvidia.com/csa-policy configured"
+    path.write_text(policy_yaml("csa-policy", version="580.126.20"))
+    conflict = kubectl(cluster, "apply", "--server-side", "--field-manager=gpu-wizard", "-f", str(path))
+    assert conflict.returncode == 1
+    assert (
+        'Apply failed with 1 conflict: conflict with "kubectl-client-side-apply" using nvidia.com/v1: .spec.driver.version'
+        in conflict.stderr
+    )
+    forced = kubectl(
+        cluster, "apply", "--server-side", "--field-manager=gpu-wizard", "--force-conflicts", "-f", str(path)
+    )
+    assert _ok(forced).strip() == "clusterpolicy.nvidia.com/csa-policy serverside-applied"
+    _ok(kubectl(cluster, "delete", "clusterpolicy", "csa-policy"))
+
+
+def test_get_nodes_watch_sees_a_label_change(cluster: DemoClusterThread, kubectl: Kubectl) -> None:
+    watcher = kubectl.popen(cluster, "get", "nodes", "-w", "-L", "demo", "--request-timeout=20s")
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        for line in watcher.stdout or []:
+            lines.put(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    seen: list[str] = []
+
+    def read_until(text: str) -> str:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with contextlib.suppress(queue.Empty):
+                seen.append(lines.get(timeout=0.2))
+                if text in seen[-1]:
+                    return seen[-1]
+        raise AssertionError(f"kubectl get nodes -w printed no line with {text!r}: {seen}")
+
+    try:
+        assert read_until("NAME").split()[-1] == "DEMO"
+        read_until("gpu-02")
+        _ok(kubectl(cluster, "label", "node", "gpu-01", "demo=watched"))
+        assert read_until("watched").split()[0] == "gpu-01"
+    finally:
+        watcher.kill()
+        watcher.wait()
+        reader.join(5)
+        for pipe in (watcher.stdout, watcher.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_rbac_and_protobuf_bodies(cluster: DemoClusterThread, kubectl: Kubectl) -> None:
+    assert _ok(kubectl(cluster, "auth", "can-i", "patch", "clusterpolicies.nvidia.com")).strip() == "yes"
+    denied = kubectl(cluster, "auth", "can-i", "delete", "nodes")
+    assert denied.returncode == 1 and denied.stdout.strip() == "no"
+    forbidden = kubectl(cluster, "delete", "node", "cpu")
+    assert forbidden.returncode == 1 and "Error from server (Forbidden)" in forbidden.stderr
+    assert _ok(kubectl(cluster, "create", "namespace", "trainees")).strip() == "namespace/trainees created"
+    _ok(kubectl(cluster, "create", "configmap", "repo", "-n", "trainees", "--from-literal=a.list=deb http://x y main"))
+    assert "deb http://x y main" in _ok(kubectl(cluster, "get", "configmap", "repo", "-n", "trainees", "-o", "yaml"))
+    _ok(kubectl(cluster, "delete", "namespace", "trainees"))
+
+
+@pytest.mark.skipif(not os.access("/usr/bin/kubectl", os.X_OK), reason="no preinstalled kubectl dispatcher")
+def test_preinstalled_kubectl_dispatcher(cluster: DemoClusterThread, kubectl: Kubectl, applied: str) -> None:
+    version = _ok(kubectl(cluster, "version", binary="/usr/bin/kubectl"))
+    assert "Server Version: v1.33.4+gpu-wizard-demo" in version
+    pod = _driver_pod(cluster, kubectl)
+    out = kubectl(
+        cluster,
+        "exec",
+        pod,
+        "-n",
+        "gpu-operator",
+        "-c",
+        "nvidia-driver-ctr",
+        "--",
+        "nvidia-smi",
+        binary="/usr/bin/kubectl",
+    )
+    assert "NVIDIA-SMI" in _ok(out)
