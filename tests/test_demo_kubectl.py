@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import signal
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -212,3 +214,41 @@ def test_preinstalled_kubectl_dispatcher(cluster: DemoClusterThread, kubectl: Ku
         binary="/usr/bin/kubectl",
     )
     assert "NVIDIA-SMI" in _ok(out)
+
+
+def test_demo_serve_command(kubectl: Kubectl, tmp_path: Path) -> None:
+    """``gpu-wizard demo serve``: banner, export line, a working kubeconfig (0600), clean stop on Ctrl-C."""
+    config = tmp_path / "demo.kubeconfig"
+    command = [sys.executable, "-c", "import sys; from wizard.demo.serve import main; sys.exit(main(sys.argv[1:]))"]
+    server = subprocess.Popen(
+        [
+            *command,
+            "--scenario",
+            "sle-micro-precompiled",
+            "--port",
+            "0",
+            "--step-delay",
+            "0",
+            "--kubeconfig",
+            str(config),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        banner = [server.stdout.readline() for _ in range(10)]
+        assert "SIMULATED" in banner[0]
+        assert f"  export KUBECONFIG={config}\n" in banner
+        assert config.stat().st_mode & 0o777 == 0o600
+        env = {**os.environ, "KUBECONFIG": str(config), "HOME": str(tmp_path)}
+        nodes = subprocess.run(
+            [kubectl.binary, "get", "nodes", "-o", "name"], env=env, capture_output=True, text=True, timeout=30
+        )
+        assert nodes.returncode == 0 and "node/" in nodes.stdout, nodes.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=15)
+    assert server.returncode == 0, err
+    assert "stopping the demo cluster" in out
