@@ -9,7 +9,8 @@ as :class:`ClusterError` with a ``message`` and a ``hint``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+import contextlib
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -20,8 +21,8 @@ from wizard import verify as verifying
 from wizard.errors import ApiError, ClusterError
 from wizard.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.gateway import Gateway, Gone
-from wizard.kubeconfig import list_contexts
 from wizard.images import ImageStatus, check_images
+from wizard.kubeconfig import list_contexts
 from wizard.liveplan import plan_from_live
 from wizard.plan import Plan
 from wizard.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
@@ -155,7 +156,7 @@ class Cluster:
         self._known = {n.name: n for n in nodes}
         return ClusterFacts(nodes)
 
-    async def watch_nodes(self) -> AsyncIterator[tuple[str, NodeFacts]]:
+    async def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
         """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
         if not self._nodes_rv:
             for facts in (await self.discover()).nodes:
@@ -163,18 +164,19 @@ class Cluster:
         failures = 0
         while True:
             try:
-                async for kind, obj in self.gateway.watch_nodes(self._nodes_rv):
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                    self._nodes_rv = rv or self._nodes_rv
-                    if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                        continue
-                    facts = node_facts(obj)
-                    if kind == "DELETED":
-                        self._known.pop(facts.name, None)
-                    else:
-                        self._known[facts.name] = facts
-                    failures = 0
-                    yield kind, facts
+                async with contextlib.aclosing(self.gateway.watch_nodes(self._nodes_rv)) as events:
+                    async for kind, obj in events:
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                        self._nodes_rv = rv or self._nodes_rv
+                        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                            continue
+                        facts = node_facts(obj)
+                        if kind == "DELETED":
+                            self._known.pop(facts.name, None)
+                        else:
+                            self._known[facts.name] = facts
+                        failures = 0
+                        yield kind, facts
             except Gone:
                 before = dict(self._known)
                 for facts in (await self.discover()).nodes:
@@ -219,8 +221,10 @@ class Cluster:
                     "pre-installed mode: cannot tell which release to probe with",
                     "pass --allow-unverified-preinstalled",
                 )
-            async for _ in self._verify_nodes(plan, None, gpu, registry=None, concurrency=16, timeout=30.0):
-                pass
+            probes = self._verify_nodes(plan, None, gpu, registry=None, concurrency=16, timeout=30.0)
+            async with contextlib.aclosing(probes):
+                async for _ in probes:
+                    pass
         missing = sorted(n.name for n in facts.gpu_nodes if n.name not in self.host_verified)
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -235,11 +239,13 @@ class Cluster:
 
     async def rollout(
         self, plan: Plan, *, interval: float = 1.0, timeout: float = 1800.0
-    ) -> AsyncIterator[RolloutStatus]:
+    ) -> AsyncGenerator[RolloutStatus, None]:
         """Rollout snapshots until ready, failed (e.g. ImagePullBackOff) or cancelled."""
         namespace = await self.namespace(plan)
-        async for status in rollouts.follow(self.gateway, plan, namespace, interval=interval, timeout=timeout):
-            yield status
+        statuses = rollouts.follow(self.gateway, plan, namespace, interval=interval, timeout=timeout)
+        async with contextlib.aclosing(statuses):
+            async for status in statuses:
+                yield status
 
     # -- proving ---------------------------------------------------------------------------------
 
@@ -264,7 +270,7 @@ class Cluster:
             return
         rendered = rendered or render(plan, facts)
         failed: set[str] = set()
-        async for item in self._verify_nodes(
+        nodes_stream = self._verify_nodes(
             plan,
             rendered,
             gpu,
@@ -273,8 +279,10 @@ class Cluster:
             timeout=timeout,
             policy=policy,
             failed=failed,
-        ):
-            yield item
+        )
+        async with contextlib.aclosing(nodes_stream):
+            async for item in nodes_stream:
+                yield item
         if failed:
             shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
             yield Check("summary", Status.FAIL, f"{len(failed)} of {len(gpu)} GPU nodes failed: {shown}")
@@ -292,7 +300,7 @@ class Cluster:
         timeout: float,
         policy: dict[str, Any] | None = None,
         failed: set[str] | None = None,
-    ) -> AsyncIterator[Check | LogLine]:
+    ) -> AsyncGenerator[Check | LogLine, None]:
         namespace = await self.namespace(plan)
         policy = policy or active_policy(await self.gateway.list_custom(*POLICY))
         expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
@@ -312,8 +320,9 @@ class Cluster:
             timeout=timeout,
         )
         try:
-            async for item in verifying.verify_nodes(ctx, nodes, concurrency):
-                yield item
+            async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, concurrency)) as items:
+                async for item in items:
+                    yield item
         finally:
             self.host_verified |= ctx.host_ok
             if failed is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -195,7 +195,8 @@ class Gateway:
                     finally:
                         response.release()
             except (TimeoutError, aiohttp.ClientError, *_DROPS) as exc:
-                dropped = isinstance(exc, TimeoutError | _DROPS) or (
+                # A timeout is the user's limit, not retried; a dropped connection is, when the call is safe.
+                dropped = isinstance(exc, _DROPS) or (
                     isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError)
                 )
                 if safe and dropped and not last:
@@ -236,7 +237,7 @@ class Gateway:
 
     async def watch_nodes(
         self, resource_version: str, *, timeout_seconds: int = 300
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """Node events after ``resource_version`` until the server ends the watch; :class:`Gone` on 410."""
         stream = watch.Watch(return_type="object")
         limit = float(timeout_seconds + 15)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -198,7 +198,7 @@ async def _crash_message(gateway: Gateway, namespace: str, pod: PodStatus) -> st
 
 async def follow(
     gateway: Gateway, plan: Plan, namespace: str, *, interval: float = 1.0, timeout: float = 1800.0
-) -> AsyncIterator[RolloutStatus]:
+) -> AsyncGenerator[RolloutStatus, None]:
     """Yield a snapshot whenever it changes, until ready, failed or ``timeout`` seconds.
 
     A crash loop seen in two polls in a row ends the rollout as failed (a single one may be a

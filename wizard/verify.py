@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -426,7 +426,7 @@ class NodeRun:
             )
 
 
-async def verify_nodes(ctx: VerifyContext, nodes: list[NodeFacts], concurrency: int) -> AsyncIterator[Item]:
+async def verify_nodes(ctx: VerifyContext, nodes: list[NodeFacts], concurrency: int) -> AsyncGenerator[Item, None]:
     """Verify ``nodes`` concurrently, yielding findings as they arrive; cleans up on cancellation."""
     queue: asyncio.Queue[Item | None] = asyncio.Queue()
     semaphore = asyncio.Semaphore(max(1, concurrency))
