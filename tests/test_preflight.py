@@ -1,0 +1,68 @@
+"""Preflight against the demo cluster: permissions by SelfSubjectAccessReview, CRDs, operator namespace and release."""
+
+from __future__ import annotations
+
+from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
+from tests.fixtures_demo import ClusterFactory
+from wizard.demo.scenario import OperatorSpec
+from wizard.results import Status
+
+
+async def test_ready_cluster_passes_and_finds_the_operator(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("sle-micro-precompiled")
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(sle_plan())
+    assert found.ok, [c.line() for c in found.checks]
+    assert (found.operator_namespace, found.operator_release) == ("gpu-operator", "v26.7.0")
+    assert found.crds and found.cluster_policy is None
+    assert any(c.check == "permission" and "permissions granted" in c.message for c in found.checks)
+
+
+async def test_each_missing_permission_is_named(demo_cluster: ClusterFactory) -> None:
+    denied = [
+        {"verb": "patch", "resource": "clusterpolicies", "group": "nvidia.com"},
+        {"verb": "create", "resource": "pods/exec"},
+        {"verb": "watch", "resource": "nodes", "group": ""},
+    ]
+    demo = demo_cluster(scenario("sle-micro-precompiled", rbac_deny=denied))
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(sle_plan())
+        read_only = await cluster.preflight(None)
+    lines = [c.line() for c in found.checks if c.check == "permission"]
+    assert not found.ok
+    assert any(line.startswith("✗ permission: missing permission: patch clusterpolicies.nvidia.com") for line in lines)
+    assert any("create pods/exec in gpu-operator" in line and line.startswith("✗") for line in lines)
+    assert any("watch nodes" in line and line.startswith("!") for line in lines)  # optional: a warning only
+    assert {(p.verb, p.resource, p.subresource) for p in found.missing_permissions} == {
+        ("patch", "clusterpolicies", ""),
+        ("create", "pods", "exec"),
+        ("watch", "nodes", ""),
+    }
+    assert read_only.ok  # discovery alone needs neither patch nor exec
+
+
+async def test_missing_crds_say_how_to_install_the_operator(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=False)))
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(sle_plan())
+    crd = next(c for c in found.checks if c.check == "crd")
+    assert crd.status is Status.FAIL and not found.crds
+    assert "clusterpolicies.nvidia.com" in crd.message
+    assert "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia" in crd.hint
+    assert (
+        "helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace --version v26.7.0" in crd.hint
+    )
+
+
+async def test_existing_install_is_read_and_the_release_compared(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("existing-install")
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(upstream_plan())
+        live = await cluster.live_plan()
+    assert found.cluster_policy is not None and found.cluster_policy["metadata"]["name"] == "cluster-policy"
+    assert (found.operator_namespace, found.operator_release) == ("gpu-operator", "v26.3.3")
+    release = next(c for c in found.checks if c.check == "release")
+    assert release.status is Status.FAIL and "runs GPU Operator v26.3.3, the plan targets v26.7.0" in release.message
+    assert "operator.version: v26.3.3" in release.hint
+    assert (live.mode.value, live.driver.version, live.operator.version) == ("upstream", "570.195.03", "v26.3.3")
+    assert (live.driver.repository, live.driver.image) == ("nvcr.io/nvidia", "driver")
