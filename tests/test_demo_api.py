@@ -181,6 +181,13 @@ def test_pods_by_field_selector_and_logs(core: client.CoreV1Api) -> None:
     assert status.image_id.startswith("registry.example.com/mlops/nvidia-driver@sha256:")
     log = core.read_namespaced_pod_log(pod.metadata.name, "gpu-operator", container="nvidia-driver-ctr")
     assert isinstance(log, str) and log
+    last = core.read_namespaced_pod_log(pod.metadata.name, "gpu-operator", container="nvidia-driver-ctr", tail_lines=1)
+    assert last == log.splitlines(keepends=True)[-1]
+    follow = core.read_namespaced_pod_log(
+        pod.metadata.name, "gpu-operator", container="nvidia-driver-ctr", follow=True, _preload_content=False
+    )
+    assert next(follow.stream(1 << 20)).decode() == log  # then the stream stays open for new lines
+    follow.close()
 
 
 def test_probe_pod_create_read_delete(core: client.CoreV1Api) -> None:
@@ -283,6 +290,25 @@ async def test_aio_client_lists_watches_and_execs_over_v4(cluster: DemoClusterTh
             pod, "gpu-operator", command=["nvidia-smi"], container="nvidia-driver-ctr", stderr=True, stdout=True
         )
     assert "NVIDIA-SMI" in out
+
+
+async def test_demo_cluster_in_a_coroutine() -> None:
+    import aiohttp
+
+    from wizard.demo.serve import DemoCluster
+
+    async with DemoCluster(scenario(gpu_nodes=1), token="s3cret") as demo:
+        await demo.settle()
+        assert demo.kubeconfig_path.read_text().count("token: s3cret") == 1
+        headers = {"Authorization": "Bearer s3cret"}
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{demo.url}/api/v1/nodes", headers=headers, ssl=demo.ssl_context()) as resp:
+                names = [n["metadata"]["name"] for n in (await resp.json())["items"]]
+            async with session.get(f"{demo.url}/api/v1/nodes", ssl=demo.ssl_context()) as resp:
+                assert resp.status == 401
+        assert names == ["cpu", "gpu"]
+        assert demo.store.get("nodes", "gpu") is not None
+    assert not demo.kubeconfig_path.exists()  # the temporary kubeconfig goes with the cluster
 
 
 # -- custom resources -----------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from aiohttp import WSMsgType, web
@@ -19,6 +20,8 @@ from wizard.demo.status import ApiError, bad_request, not_found
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 """Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
+FOLLOW_POLL_S = 0.5
+"""How often ``logs -f`` looks for new log lines."""
 STDIN_IDLE_S = 0.3
 """v4 has no stdin close frame: after this long without stdin data, the input is taken as complete."""
 
@@ -74,22 +77,56 @@ def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
     return pod
 
 
-def serve_logs(request: web.Request, pod: dict[str, Any], runner: ExecRunner) -> web.Response:
-    """``GET .../pods/<name>/log?container=&tailLines=``: the container's log as text."""
+async def serve_logs(
+    request: web.Request,
+    pod: dict[str, Any],
+    runner: ExecRunner,
+    lookup: Callable[[str, str, str | None], dict[str, Any] | None],
+    closing: asyncio.Event,
+) -> web.StreamResponse:
+    """``GET .../pods/<name>/log?container=&tailLines=&follow=``: the container's log as text.
+
+    With ``follow=true`` the response stays open and carries new lines as the simulation writes
+    them, until the container stops, the pod goes away, the client leaves or the server stops.
+    """
     container = pick_container(pod, request.query.get("container"))
     state = _container_state(pod, container)
     meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
     if state is not None and "waiting" in state:
         reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
         raise bad_request(
-            f'container "{container}" in pod "{meta["name"]}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
+            f'container "{container}" in pod "{name}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
         )
-    text = runner.logs(meta.get("namespace", ""), meta["name"], container)
+    text = runner.logs(namespace, name, container)
+    shown = text
     tail = request.query.get("tailLines")
     if tail and tail.isdigit():
         lines = text.splitlines(keepends=True)
-        text = "".join(lines[-int(tail) :]) if int(tail) else ""
-    return web.Response(text=text, content_type="text/plain")
+        shown = "".join(lines[-int(tail) :]) if int(tail) else ""
+    if request.query.get("follow") not in ("true", "1"):
+        return web.Response(text=shown, content_type="text/plain")
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        await resp.write(shown.encode())
+        while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
+            await asyncio.sleep(FOLLOW_POLL_S)
+            current = lookup("pods", name, namespace)
+            if current is None or (current["metadata"].get("uid") != meta.get("uid")):
+                break
+            latest = runner.logs(namespace, name, container)
+            new = latest[len(text) :] if latest.startswith(text) else latest
+            if new:
+                await resp.write(new.encode())
+            text = latest
+            if "terminated" in (_container_state(current, container) or {}):
+                break
+        await resp.write_eof()
+    except ConnectionResetError:
+        pass  # the client stopped following
+    return resp
 
 
 def _exit_status(code: int) -> dict[str, Any]:

@@ -216,7 +216,8 @@ class ApiServer:
             assert target.name is not None and target.namespace is not None
             pod = execws.find_pod(store.lookup, target.namespace, target.name)
             if target.subresource == "log":
-                return execws.serve_logs(request, pod, self.runner)
+                assert self.hub is not None
+                return await execws.serve_logs(request, pod, self.runner, store.lookup, self.hub.closing)
             return await execws.serve_exec(request, pod, self.runner, self.faults, self._node_ips())
         if method in ("GET", "HEAD"):
             if target.name is not None:
