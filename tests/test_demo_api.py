@@ -299,7 +299,7 @@ async def test_demo_cluster_in_a_coroutine() -> None:
 
     async with DemoCluster(scenario(gpu_nodes=1), token="s3cret") as demo:
         await demo.settle()
-        assert demo.kubeconfig_path.read_text().count("token: s3cret") == 1
+        assert demo.kubeconfig_path.read_text().count('token: "s3cret"') == 1
         headers = {"Authorization": "Bearer s3cret"}
         async with aiohttp.ClientSession() as session:
             async with session.get(f"{demo.url}/api/v1/nodes", headers=headers, ssl=demo.ssl_context()) as resp:

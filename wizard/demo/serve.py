@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
-import copy
 import logging
-import os
 import secrets
 import signal
 import ssl
+import subprocess
 import sys
 import tempfile
 import threading
@@ -30,13 +28,17 @@ from typing import Any, Protocol, Self
 from aiohttp import web
 
 from wizard.demo import tls
+from wizard.demo.bootstrap import CONTEXT, register_crds, write_kubeconfig
 from wizard.demo.faults import Faults
 from wizard.demo.scenario import Scenario
 from wizard.demo.server import ApiServer
 from wizard.demo.store import Store, WatchEvent
 
 log = logging.getLogger(__name__)
-CONTEXT = "gpu-wizard-demo"
+
+
+class DemoStartError(Exception):
+    """The demo cluster could not start (port taken, kubeconfig not writable, no certificate)."""
 
 
 class SimulationLike(Protocol):
@@ -71,49 +73,6 @@ def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
     from wizard.demo.simulation import Simulation
 
     return Simulation(scenario, store)
-
-
-def register_crds(store: Store, release: str) -> None:
-    """Store the operator release's real ClusterPolicy and NVIDIADriver CRDs, Established."""
-    from wizard.plan import OperatorSpec
-    from wizard.resources import operator_crd
-
-    bundle = OperatorSpec(version=release).bundle
-    for plural in ("clusterpolicies", "nvidiadrivers"):
-        crd = copy.deepcopy(operator_crd(bundle, plural))
-        names = crd["spec"]["names"]
-        crd["status"] = {
-            "acceptedNames": names,
-            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
-            "conditions": [
-                {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
-                for t, r, m in (
-                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-                )
-            ],
-        }
-        store.create("customresourcedefinitions", crd)
-
-
-def kubeconfig_text(url: str, token: str, ca_pem: bytes | None = None) -> str:
-    """A kubeconfig with cluster, user and context ``gpu-wizard-demo`` (and the CA for https)."""
-    ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
-    return (
-        "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}"
-        f"users:\n- name: {CONTEXT}\n  user:\n    token: {token}\n"
-        f"contexts:\n- name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n"
-        f"current-context: {CONTEXT}\npreferences: {{}}\n"
-    )
-
-
-def write_kubeconfig(path: Path, url: str, token: str, ca_pem: bytes | None = None) -> None:
-    """Write the kubeconfig readable by the owner only (it holds the token)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(kubeconfig_text(url, token, ca_pem))
-    os.chmod(path, 0o600)
 
 
 class DemoCluster:
@@ -158,6 +117,14 @@ class DemoCluster:
         self.tick_errors: list[BaseException] = []
 
     async def __aenter__(self) -> Self:
+        try:
+            await self._start()
+        except BaseException:
+            await self.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def _start(self) -> None:
         loop = asyncio.get_running_loop()
         self._dirty, self._idle = asyncio.Event(), asyncio.Event()
         loop_thread = threading.get_ident()
@@ -169,29 +136,35 @@ class DemoCluster:
                 loop.call_soon_threadsafe(self._mark_dirty)
 
         _, self._unsubscribe = self.store.subscribe(on_write)
-        self._runner = web.AppRunner(
-            self.server.application(), handler_cancellation=True, shutdown_timeout=2.0, access_log=None
-        )
-        await self._runner.setup()
         self._tmpdir = tempfile.TemporaryDirectory(prefix="gpu-wizard-demo-")
         folder = Path(self._tmpdir.name)
         context: ssl.SSLContext | None = None
         if self.tls:
-            self.ca_path, key = tls.make_certificate(folder)
+            try:
+                self.ca_path, key = tls.make_certificate(folder)
+            except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+                raise DemoStartError(f"cannot create the TLS certificate: {exc}") from None
             context = tls.server_context(self.ca_path, key)
+        self._runner = web.AppRunner(
+            self.server.application(), handler_cancellation=True, shutdown_timeout=2.0, access_log=None
+        )
+        await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, reuse_address=True, ssl_context=context)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        try:
+            await site.start()
+        except OSError as exc:
+            raise DemoStartError(f"cannot listen on 127.0.0.1:{self.port}: {exc.strerror or exc}") from None
+        self.port = int(self._runner.addresses[0][1])
         self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         self.server.server_address = f"127.0.0.1:{self.port}"
         self.kubeconfig_path = self._kubeconfig_arg.resolve() if self._kubeconfig_arg else folder / "kubeconfig"
         ca_pem = self.ca_path.read_bytes() if self.ca_path else None
-        write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem)
+        try:
+            write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem)
+        except OSError as exc:
+            raise DemoStartError(f"cannot write the kubeconfig {self.kubeconfig_path}: {exc.strerror or exc}") from None
         self._driver = asyncio.create_task(self._drive(), name="demo-simulation")
         self._mark_dirty()
-        return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -389,8 +362,8 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"gpu-wizard demo serve: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"gpu-wizard demo serve: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+    except DemoStartError as exc:
+        print(f"gpu-wizard demo serve: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 0
