@@ -70,9 +70,9 @@ async def test_unreachable_server(tmp_path: Path) -> None:
     path = kubeconfig(tmp_path / "k", f"http://127.0.0.1:{free_port()}", token="t")
     started = time.monotonic()
     with pytest.raises(ClusterError, match=r"cannot connect to http://127\.0\.0\.1") as err:
-        await Cluster.connect(kubeconfig=str(path), timeout=2.0)
+        await Cluster.connect(kubeconfig=str(path), timeout=10.0)
     assert "context points at the right server" in err.value.hint
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # refused at once: no waiting for the timeout, no retries
 
 
 async def test_tls_failure_without_the_cluster_ca(demo: DemoClusterThread, tmp_path: Path) -> None:

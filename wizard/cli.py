@@ -71,7 +71,12 @@ def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
 def cmd_render(args: argparse.Namespace) -> int:
     """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
     plan, _ = load_answers(args.answers)
-    facts = load_nodelist(args.nodes)
+    if args.nodes:
+        facts = load_nodelist(args.nodes)
+    else:  # no NodeList: read the nodes from the cluster (--kubeconfig/--context/--demo, added by cli_cluster)
+        from wizard.cli_cluster import render_facts
+
+        facts = render_facts(args)
     from wizard import render as rendering
 
     result = rendering.render(plan, facts)
@@ -135,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
     render.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
-    render.add_argument("--nodes", required=True, metavar="NODELIST.json", help="`kubectl get nodes -o json` output")
+    render.add_argument(
+        "--nodes",
+        metavar="NODELIST.json",
+        help="`kubectl get nodes -o json` output (default: the nodes of the cluster)",
+    )
     render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
     render.set_defaults(handler=cmd_render)
 
