@@ -349,6 +349,28 @@ def test_server_side_apply_conflict_then_force(custom: client.CustomObjectsApi) 
     custom.delete_cluster_custom_object(GROUP, V1, PLURAL, "ssa")
 
 
+def test_partial_apply_is_validated_after_merging(custom: client.CustomObjectsApi) -> None:
+    custom.create_cluster_custom_object(GROUP, V1, PLURAL, policy("partial"))
+    minimal = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": "partial"},
+               "spec": {"driver": {"version": "570.172.08.1"}}}  # fmt: skip
+    merged = custom.patch_cluster_custom_object(
+        GROUP, V1, PLURAL, "partial", minimal, field_manager="gpu-wizard", force=True,
+        _content_type="application/apply-patch+yaml",
+    )  # fmt: skip
+    assert merged["spec"]["driver"] == {**policy("partial")["spec"]["driver"], "version": "570.172.08.1"}
+    assert set(REQUIRED_SECTIONS) <= merged["spec"].keys()
+    custom.delete_cluster_custom_object(GROUP, V1, PLURAL, "partial")
+    with pytest.raises(ApiException) as incomplete:  # creating from the same minimal body lacks required keys
+        custom.patch_cluster_custom_object(
+            GROUP, V1, PLURAL, "partial", minimal, field_manager="gpu-wizard",
+            _content_type="application/apply-patch+yaml",
+        )  # fmt: skip
+    assert (
+        incomplete.value.status == 422
+        and "spec.daemonsets: Required value" in json.loads(incomplete.value.body)["message"]
+    )
+
+
 def test_dry_run_validates_without_persisting(custom: client.CustomObjectsApi) -> None:
     preview = custom.create_cluster_custom_object(GROUP, V1, PLURAL, policy("preview"), dry_run="All")
     assert preview["metadata"]["name"] == "preview"

@@ -111,18 +111,32 @@ def _split_status(target: Target, old: dict[str, Any] | None, new: dict[str, Any
     return new
 
 
-def _validate(target: Target, request: web.Request, obj: dict[str, Any], name: str) -> tuple[dict[str, Any], list[str]]:
-    """Prune and validate a custom resource; Strict turns unknown fields into a 400."""
+def _validate(
+    target: Target,
+    request: web.Request,
+    obj: dict[str, Any],
+    name: str,
+    *,
+    partial: bool = False,
+    mode: str | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Prune and validate a custom resource; Strict turns unknown fields into a 400.
+
+    ``partial`` (an apply configuration) skips required-field checks: those apply to the merged object.
+    """
     rtype = target.rtype
     if rtype.schema is None:
         return obj, []
     report = check_object(obj, rtype.schema)
     scope = "status" if target.subresource == "status" else None
     causes = [
-        c for c in report.causes if (scope == "status") == c["field"].startswith("status") or not rtype.has_status
+        c
+        for c in report.causes
+        if ((scope == "status") == c["field"].startswith("status") or not rtype.has_status)
+        and not (partial and c["reason"] == "FieldValueRequired")
     ]
     unknown = [f for f in report.unknown if (scope == "status") == f.startswith("status") or not rtype.has_status]
-    mode = request.query.get("fieldValidation", "Warn")
+    mode = mode or request.query.get("fieldValidation", "Warn")
     if unknown and mode == "Strict":
         listed = ", ".join(f'unknown field "{f}"' for f in unknown)
         raise bad_request(
@@ -131,7 +145,13 @@ def _validate(target: Target, request: web.Request, obj: dict[str, Any], name: s
     if causes:
         raise invalid(rtype.kind, rtype.group, name, causes)
     warnings = [f'unknown field "{f}"' for f in unknown] if mode == "Warn" else []
-    return report.obj, warnings
+    result = report.obj
+    if rtype.has_status:  # the other half (status, or everything but status) is not this write's to prune
+        if scope == "status":
+            result = {**obj, **({"status": report.obj["status"]} if "status" in report.obj else {})}
+        elif "status" in obj:
+            result = {**report.obj, "status": obj["status"]}
+    return result, warnings
 
 
 def _ensure_namespace(store: Store, target: Target) -> None:
@@ -264,7 +284,7 @@ def _apply(store: Store, request: web.Request, target: Target, old: dict[str, An
     applied = _identity(target, body, creating=old is None)
     if old is None:
         _ensure_namespace(store, target)
-    applied, warnings = _validate(target, request, applied, target.name or "")
+    applied, warnings = _validate(target, request, applied, target.name or "", partial=True)
     expect_rv = applied["metadata"].get("resourceVersion")
     if old is not None and expect_rv and expect_rv != old["metadata"].get("resourceVersion"):
         raise conflict(rtype.plural, rtype.group, target.name or "", _OBJECT_CONFLICT)
@@ -276,6 +296,7 @@ def _apply(store: Store, request: web.Request, target: Target, old: dict[str, An
         merged = _split_status(target, old, merged)
     elif rtype.has_status:
         merged.pop("status", None)
+    merged, _ = _validate(target, request, merged, target.name or "", mode="Ignore")
     result = _persist(store, request, target, old, merged, None)
     return json_response(result, 201 if old is None else 200, warnings)
 
