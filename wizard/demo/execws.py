@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -17,6 +18,8 @@ from aiohttp import WSMsgType, web
 
 from wizard.demo.faults import Faults
 from wizard.demo.status import ApiError, bad_request, not_found
+
+log = logging.getLogger(__name__)
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 """Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
@@ -169,7 +172,7 @@ async def serve_exec(
     pod: dict[str, Any],
     runner: ExecRunner,
     faults: Faults,
-    node_ips: dict[str, str],
+    node_ip: Callable[[str], str],
 ) -> web.StreamResponse:
     """Run one command in a simulated container and stream its output over a websocket."""
     query = request.query
@@ -182,8 +185,7 @@ async def serve_exec(
     if not node:
         raise bad_request(f"pod {meta['name']} does not have a host assigned")
     if node in faults.exec_fail_nodes:
-        ip = node_ips.get(node, "10.0.0.1")
-        raise ApiError(500, f"error dialing backend: dial tcp {ip}:10250: connect: connection refused")
+        raise ApiError(500, f"error dialing backend: dial tcp {node_ip(node)}:10250: connect: connection refused")
     state = _container_state(pod, container)
     if state is not None and "running" not in state:
         raise ApiError(500, f'container not found ("{container}")')
@@ -196,14 +198,20 @@ async def serve_exec(
     stdin = await _read_stdin(ws, v5) if query.get("stdin") in ("true", "1") else b""
     if faults.exec_latency_ms > 0:
         await asyncio.sleep(faults.exec_latency_ms / 1000)
-    result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)
     try:
-        if result.stdout and query.get("stdout", "true") in ("true", "1"):
-            await ws.send_bytes(b"\x01" + result.stdout)
-        if result.stderr and query.get("stderr", "true") in ("true", "1"):
+        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)
+        stdout, stderr, status = bytes(result.stdout), bytes(result.stderr), _exit_status(int(result.exit_code))
+    except Exception as exc:  # a simulation bug must still end the session the way a runtime error does
+        log.exception("simulated exec of %s in %s/%s failed", argv, meta["name"], container)
+        stdout, stderr = b"", f"error executing command in container: {exc}\n".encode()
+        status = _exit_status(126)
+    try:
+        if stdout and query.get("stdout", "true") in ("true", "1"):
+            await ws.send_bytes(b"\x01" + stdout)
+        if stderr and query.get("stderr", "true") in ("true", "1"):
             channel = b"\x01" if query.get("tty") in ("true", "1") else b"\x02"
-            await ws.send_bytes(channel + result.stderr)
-        await ws.send_bytes(b"\x03" + json.dumps(_exit_status(int(result.exit_code))).encode())
+            await ws.send_bytes(channel + stderr)
+        await ws.send_bytes(b"\x03" + json.dumps(status).encode())
     except ConnectionResetError:
         pass  # the client hung up before reading the output
     await ws.close()

@@ -218,7 +218,7 @@ class ApiServer:
             if target.subresource == "log":
                 assert self.hub is not None
                 return await execws.serve_logs(request, pod, self.runner, store.lookup, self.hub.closing)
-            return await execws.serve_exec(request, pod, self.runner, self.faults, self._node_ips())
+            return await execws.serve_exec(request, pod, self.runner, self.faults, self._node_ip)
         if method in ("GET", "HEAD"):
             if target.name is not None:
                 return reads.get_object(store, request, target)
@@ -241,10 +241,9 @@ class ApiServer:
             return await writes.delete_collection(store, request, target)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
-    def _node_ips(self) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for node in self.store.iter_objects("nodes"):
-            for address in (node.get("status") or {}).get("addresses") or []:
-                if address.get("type") == "InternalIP":
-                    out[node["metadata"]["name"]] = address.get("address", "")
-        return out
+    def _node_ip(self, name: str) -> str:
+        node = self.store.lookup("nodes", name) or {}
+        for address in (node.get("status") or {}).get("addresses") or []:
+            if address.get("type") == "InternalIP":
+                return str(address.get("address", ""))
+        return "10.0.0.1"
