@@ -17,11 +17,6 @@ from wizard.preflight import DRIVERS, POLICY
 from wizard.probe import PROBE_LABEL
 from wizard.render import render
 
-PARTIAL_APPLY_BUG = (
-    "the demo API validates a server-side-apply body for required fields before merging it "
-    "(wizard/demo/writes.py _apply); a real API server validates the merged object, so a minimal patch works"
-)
-
 
 async def _policy(cluster: Cluster) -> dict | None:  # type: ignore[type-arg]
     return await cluster.gateway.get_custom(*POLICY, "cluster-policy")
@@ -151,16 +146,29 @@ async def test_rollback_restores_the_backup_exactly(demo_cluster: ClusterFactory
         assert restored is not None and clean(restored) == clean(original)
 
 
-@pytest.mark.xfail(reason=PARTIAL_APPLY_BUG, strict=False)
-async def test_upgrade_applies_only_the_owned_fields(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+async def test_upgrade_applies_only_the_owned_fields_and_rolls_back(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
     demo = demo_cluster("existing-install")
     async with connected(demo) as cluster:
+        original = await _policy(cluster)
         plan = await cluster.live_plan()
         plan = plan.model_copy(update={"driver": plan.driver.model_copy(update={"version": "580.126.20"})})
         prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
         assert prepared.ok, prepared.errors
         assert "-    version: 570.195.03\n+    version: 580.126.20" in prepared.diff
-        assert "dcgm" not in prepared.diff  # fields the wizard does not own are not in the diff
+        assert "dcgm" not in prepared.diff and "validator" not in prepared.diff  # only the wizard's fields
+        result = await cluster.apply(prepared, backup_dir=tmp_path)
+        assert result.state == "applied" and result.created == []
+        states = [status.phase async for status in cluster.rollout(plan, interval=0.05, timeout=20)]
+        assert states[-1] == "ready"
+        live = await _policy(cluster)
+        assert live is not None and live["spec"]["driver"]["version"] == "580.126.20"
+        assert live["spec"]["validator"] == original["spec"]["validator"]  # type: ignore[index]
+
+        assert await cluster.rollback(result.backup_path) == ["restored ClusterPolicy/cluster-policy"]
+        restored = await _policy(cluster)
+        assert restored is not None and original is not None and clean(restored) == clean(original)
 
 
 async def test_preinstalled_is_refused_until_nvidia_smi_passes(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
