@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml as yaml11
 from ruamel.yaml import YAML
 
 from tests.test_render_golden import CASES, CP, DIGEST, SLE_KERNEL, facts, node
@@ -15,6 +16,7 @@ from wizard.plan import Plan
 from wizard.render import (
     Rendered,
     apply_patch,
+    helm_yaml,
     images_table,
     mirror_script,
     owned_paths,
@@ -74,6 +76,9 @@ def test_every_mode_validates_against_each_release_crd(bundle: str, mode: str, u
     for doc in result.documents():
         assert validate_against_crd(doc, bundle) == []
     assert bool(result.nvidia_drivers) == (use_crd and mode != "preinstalled")
+    # kubectl and Helm parse YAML 1.1: what they read back must be exactly what was validated.
+    assert list(yaml11.safe_load_all(to_yaml(result.documents()))) == result.documents()
+    assert yaml11.safe_load(helm_yaml(result)) == result.helm_values
 
 
 def test_cluster_policy_starts_from_the_release_chart_defaults() -> None:

@@ -156,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=cmd_answers_init)
 
-    demo = sub.add_parser("demo", help="the built-in demo cluster (simulated GPU Operator)", add_help=False)
-    demo.add_argument("demo_args", nargs=argparse.REMAINDER, help="serve [--scenario NAME|FILE] [--port N]")
-    demo.set_defaults(handler=cmd_demo)
+    demo = sub.add_parser("demo", help="the built-in demo cluster (simulated GPU Operator)")
+    demo_sub = demo.add_subparsers(dest="demo_command", metavar="ACTION", required=True)
+    serve = demo_sub.add_parser(
+        "serve", help="run it in the foreground and print the KUBECONFIG line", add_help=False, prefix_chars="\0"
+    )
+    serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
+    serve.set_defaults(handler=cmd_demo)
 
     try:  # cluster commands (discover, apply, verify, rollback) live beside the cluster engine
         cluster_commands = importlib.import_module("wizard.cli_cluster")
