@@ -214,7 +214,12 @@ async def test_mixed_os_nvidiadriver_gets_one_pool_per_os() -> None:
             },
         },
     )
-    await settle(sim)
+    reasons = set()
+    while await sim.tick():
+        status = store.get("nvidiadrivers", "default").get("status")
+        if status:
+            reasons.add((status["state"], condition(store.get("nvidiadrivers", "default"), "Error").get("message", "")))
+    assert ("notReady", "Waiting for driver pod to be ready") in reasons
     uid = nvd["metadata"]["uid"]
     for tag in ("ubuntu22.04", "rhel9"):
         ds = store.get("daemonsets", nvidiadriver_daemonset_name("gpu", tag, uid, ""), NS)

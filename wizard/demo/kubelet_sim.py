@@ -142,7 +142,7 @@ class Kubelet:
     ) -> None:
         """Advance one pod by one step and write it back if anything changed."""
         before = pod.get("status")
-        pod = thaw(pod)
+        pod = {**pod, "status": thaw(before or {})}  # only the status changes: don't copy the big spec
         status = pod.setdefault("status", {})
         spec = pod["spec"]
         node = spec.get("nodeName", "")
@@ -174,9 +174,8 @@ class Kubelet:
             status["hostIP"] = ip
             status["hostIPs"] = [{"ip": ip}]
         seed = int(hashlib.sha256(pod["metadata"].get("uid", pod["metadata"]["name"]).encode()).hexdigest()[:6], 16)
-        pod_ip = (
-            status.get("hostIP", "10.0.0.10") if spec.get("hostNetwork") else f"10.42.{seed % 250}.{2 + seed % 250}"
-        )
+        prefix = view.pod_cidr.rsplit(".", 2)[0] if view is not None and view.pod_cidr else "10.42.0"
+        pod_ip = status.get("hostIP", "10.0.0.10") if spec.get("hostNetwork") else f"{prefix}.{2 + seed % 250}"
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]
         self._cond(status, "PodReadyToStartContainers", "True")

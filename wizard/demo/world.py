@@ -101,6 +101,8 @@ class NodeView:
     spec: NodeSpec
     labels: dict[str, str]
     ip: str = ""
+    pod_cidr: str = ""
+    """``spec.podCIDR`` (``10.42.3.0/24``): pod IPs on this node come from it."""
     driver_pod: dict[str, Any] | None = None
     driver_ds_exists: bool = False
     toolkit_pod: dict[str, Any] | None = None
@@ -180,6 +182,7 @@ def build_views(
         view = NodeView(
             spec=spec,
             labels=dict(labels_of(node)),
+            pod_cidr=str((node.get("spec") or {}).get("podCIDR") or ""),
             ip=next(
                 (
                     a["address"]
