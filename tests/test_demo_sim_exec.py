@@ -183,3 +183,23 @@ async def test_exec_fail_nodes_refuse_exec() -> None:
     await settle(sim)
     result = sim.exec("default", "probe-n1", "probe", ["true"])
     assert result.exit_code == 1 and b"error dialing backend" in result.stderr
+
+
+async def test_pods_without_a_node_are_scheduled_or_left_unschedulable() -> None:
+    sim, store = world("ubuntu-upstream")
+    pod = probe_pod("x")
+    del pod["spec"]["nodeName"]
+    pod["metadata"]["name"] = "anywhere"
+    store.create("pods", pod)
+    pinned = probe_pod("x")
+    del pinned["spec"]["nodeName"]
+    pinned["metadata"]["name"] = "nowhere"
+    pinned["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-h100-09"}
+    store.create("pods", pinned)
+    await settle(sim)
+    assert store.get("pods", "anywhere", "default")["spec"]["nodeName"] == "cp-01"
+    assert store.get("pods", "anywhere", "default")["status"]["phase"] == "Running"
+    stuck = store.get("pods", "nowhere", "default")["status"]
+    assert stuck["phase"] == "Pending"
+    assert stuck["conditions"][0]["reason"] == "Unschedulable"
+    assert "0/4 nodes are available" in stuck["conditions"][0]["message"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from wizard.demo.nodes import set_gpu_capacity
 from wizard.demo.operands import MANAGER_CTR
-from wizard.demo.simutil import Writer, controller_uid, labels_of, read, stable_suffix, template_hash, thaw
+from wizard.demo.simutil import Writer, controller_uid, labels_of, now, read, stable_suffix, template_hash, thaw
 from wizard.demo.world import NodeView, container_status, is_running, pod_ready
 from wizard.facts import LABEL_DEPLOY_DRIVER
 
@@ -135,6 +135,38 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
             status["numberUnavailable"] = len(eligible) - ready
         if ds.get("status") != status:
             writer.update("daemonsets", {**ds, "status": status})
+
+
+def schedule(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Bind pods without ``spec.nodeName`` to the first schedulable node their nodeSelector matches."""
+    ready = [n for n in nodes if not (n.get("spec") or {}).get("unschedulable")]
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        selector = spec.get("nodeSelector") or {}
+        fits = [n["metadata"]["name"] for n in ready if matches(labels_of(n), selector)]
+        if fits:
+            writer.update("pods", {**pod, "spec": {**spec, "nodeName": fits[0]}})
+            continue
+        message = (
+            f"0/{len(nodes)} nodes are available: {len(nodes)} node(s) didn't match Pod's node affinity/selector. "
+            f"preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not helpful for scheduling."
+        )
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "PodScheduled" and c.get("message") == message for c in conditions):
+            continue
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": now(),
+        }
+        writer.update(
+            "pods", {**pod, "status": {"phase": "Pending", "qosClass": "BestEffort", "conditions": [condition]}}
+        )
 
 
 def replicaset_uid(deployment: dict[str, Any], revision: str) -> str:

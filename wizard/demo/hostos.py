@@ -15,7 +15,7 @@ _NAMES: dict[str, tuple[str, str, str]] = {
     "ubuntu": (
         "Ubuntu",
         "Ubuntu {full} LTS",
-        'VERSION="{full} LTS ({codename})"\nID_LIKE=debian\nHOME_URL="https://www.ubuntu.com/"\n'
+        'VERSION="{full} LTS ({codename_long})"\nID_LIKE=debian\nHOME_URL="https://www.ubuntu.com/"\n'
         'SUPPORT_URL="https://help.ubuntu.com/"\nBUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"\n'
         'PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"\n'
         "VERSION_CODENAME={codename}\nUBUNTU_CODENAME={codename}\n",
@@ -50,6 +50,7 @@ _NAMES: dict[str, tuple[str, str, str]] = {
     ),
 }
 _UBUNTU_CODENAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble"}
+_UBUNTU_NAMES = {"focal": "Focal Fossa", "jammy": "Jammy Jellyfish", "noble": "Noble Numbat"}
 _UBUNTU_POINT = {"20.04": "20.04.6", "22.04": "22.04.5", "24.04": "24.04.2"}
 
 
@@ -61,6 +62,7 @@ def _fields(os_id: str, version: str) -> dict[str, str]:
         "minor": minor or "0",
         "full": _UBUNTU_POINT.get(version, version),
         "codename": _UBUNTU_CODENAMES.get(version, "jammy"),
+        "codename_long": _UBUNTU_NAMES[_UBUNTU_CODENAMES.get(version, "jammy")],
         "sles": f"{major}-SP{minor}" if minor and minor != "0" else major,
     }
 

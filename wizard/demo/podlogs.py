@@ -8,6 +8,7 @@ lines (facts doc §4), the toolkit installer and the device plugin. Failures end
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from wizard.demo import smi
@@ -121,9 +122,7 @@ def _validation(container: str, pod: dict[str, Any], view: NodeView) -> str:
     return _logrus([*lines, verdict.reason])
 
 
-def _now() -> Any:
-    import datetime as dt
-
+def _now() -> dt.datetime:
     return dt.datetime.now()
 
 

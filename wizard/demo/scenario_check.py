@@ -15,6 +15,7 @@ import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from wizard.demo.hostos import pretty_name
 from wizard.facts import node_facts
 from wizard.naming import Release
 from wizard.plan import K8S_NAME_RE, KNOWN_RELEASES
@@ -116,8 +117,6 @@ def build_dataclass(cls: Any, data: Any, where: str, path: str) -> Any:
                 continue
             raise ScenarioError(f"{where}: {sub}: required field missing")
     if cls.__name__ == "NodeSpec" and "os_image" not in values:
-        from wizard.demo.hostos import pretty_name
-
         values["os_image"] = pretty_name(values["os_id"], values["os_version"])
     return cls(**values)
 

@@ -200,6 +200,7 @@ class Simulation:
         pods = read(self.store, "pods")
         controllers.reconcile_daemonsets(writer, nodes, pods)
         owners = controllers.reconcile_deployments(writer, nodes, pods)
+        controllers.schedule(writer, nodes, read(self.store, "pods"))
         controllers.collect_garbage(writer, pods, owners)
         pods = read(self.store, "pods")
         views = build_views(nodes, pods, read(self.store, "daemonsets"), self.specs)
