@@ -186,6 +186,8 @@ def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
                 found = True
                 prefix = (f"{name}:" if len(sources) > 1 else "") + (f"{number}:" if "n" in flags else "")
                 out.append(prefix + line)
+    if "c" in flags:
+        out = [str(len(out))]
     if "q" in flags:
         out = []
     code = 0 if found else (2 if err else 1)
@@ -373,6 +375,7 @@ def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
     for op, text in _split(script):
         if (op == "&&" and code != 0) or (op == "||" and code == 0):
             continue
+        text = text.replace("$?", str(code))
         text = " " + text
         merge = bool(_MERGE.search(text))
         text = _MERGE.sub(" ", text)
