@@ -10,14 +10,13 @@ engine (pydantic, the Kubernetes client, aiohttp) is loaded afterwards.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import importlib
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -27,6 +26,12 @@ from screens.state import WizardState, display_path, state_dir
 from screens.steps import STEP_NAMES, STEPS, step_named
 from screens.steps.base import StepScreen
 from screens.styles import app_css
+
+if TYPE_CHECKING:
+    import argparse
+
+#: Engine work (pydantic, the Kubernetes client) waits this long so the first frame is drawn first.
+FIRST_FRAME_GRACE = 0.08
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
@@ -83,7 +88,7 @@ class WizardApp(App[int]):
         self.reached = STEP_NAMES.index(self.start_step)
         if self.start_step == "connect":
             self.push_screen(step_named(self.start_step).make_screen())
-            self.call_after_refresh(self._load_answers)
+            self.set_timer(FIRST_FRAME_GRACE, self._load_answers)
         else:  # a later step needs its answers before it is built
             self._load_answers()
             self.push_screen(step_named(self.start_step).make_screen())
@@ -164,7 +169,7 @@ class WizardApp(App[int]):
         if info is None:
             return "not connected"
         if info.demo:
-            return f"{info.context} (demo)"
+            return info.context
         return f"{info.context} · {info.server}"
 
     # -- cluster ----------------------------------------------------------------------------
@@ -196,6 +201,38 @@ class WizardApp(App[int]):
         self.state.rendered = self.state.prepared = self.state.applied = None
         if old is not None and old is not cluster:
             await old.close()
+
+    def prefill_from_live(self) -> bool:
+        """Start an upgrade from what runs: answers not yet given come from the live ClusterPolicy."""
+        state = self.state
+        preflight = state.preflight
+        if preflight is None or preflight.cluster_policy is None or state.answers_given or state.get("mode"):
+            return False
+        from wizard.liveplan import plan_from_live
+
+        try:
+            plan = plan_from_live(
+                preflight.cluster_policy,
+                preflight.nvidia_drivers,
+                release=preflight.operator_release,
+                namespace=preflight.operator_namespace,
+            )
+        except Exception as exc:  # a live policy the plan model rejects: start from scratch, say why
+            self.notify(str(getattr(exc, "message", exc)), title="Live ClusterPolicy not reused", severity="warning")
+            return False
+        state.answers = plan.answers_dict()
+        state.rendered = state.prepared = None
+        self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
+        return True
+
+    def registry_client(self) -> Any:
+        """A registry client for image checks: the demo cluster's stand-in when it offers one."""
+        factory = getattr(self._demo_cluster, "registry_client", None)
+        if callable(factory):
+            return factory()
+        from wizard.registry import RegistryClient
+
+        return RegistryClient()
 
     async def on_unmount(self) -> None:
         cluster, self.state.cluster = self.state.cluster, None

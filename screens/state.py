@@ -159,6 +159,8 @@ class WizardState:
         set_path(self.answers, dotted, value)
         self.rendered = None
         self.prepared = None
+        if not dotted.startswith(("toolkit", "hostPaths")):
+            self.images = []  # the images (or their tags) may have changed
 
     def validate(self) -> tuple[Plan | None, list[FieldError]]:
         """The plan if the answers are valid, else the field errors (each naming its field)."""

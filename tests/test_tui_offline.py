@@ -147,7 +147,7 @@ async def test_resume_is_offered_where_a_previous_run_stopped(tui_env: Path) -> 
     app = WizardApp(report_dir=tui_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the resume question")
-        assert "stopped at Paths" in screen_text(app)
+        await wait_for(pilot, lambda: "stopped at Paths" in screen_text(app), what="the resume text")
         await pilot.click("#yes")
         await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
         assert app.state.replay and app.state.replay_until == "paths"

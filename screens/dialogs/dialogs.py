@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Markdown, Static
+from textual.widgets import Button, Input, Label, Static
 
 _DIALOG_CSS = """
 {name} {{
@@ -81,10 +81,17 @@ class ConfirmDialog(ModalScreen[bool]):
         self._yes = yes
         self._no = no
 
+    @property
+    def body(self) -> str:
+        """The question's Markdown text."""
+        return self._body
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body"):
+                from textual.widgets import Markdown  # markdown-it loads only when a dialog opens
+
                 yield Markdown(self._body)
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self._no, id="no", compact=True)
@@ -122,6 +129,8 @@ class HelpDialog(ModalScreen[None]):
         with Vertical():
             yield Label(f"Help — {self._title}", classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body", id="help-body"):
+                from textual.widgets import Markdown  # markdown-it loads only when a dialog opens
+
                 yield Markdown(self._text)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", compact=True, variant="primary")

@@ -37,13 +37,28 @@ def changes(prepared: Any) -> list[str]:
 
 
 def warnings(state: Any) -> list[str]:
-    """What may go wrong: renderer warnings and images the cluster cannot pull."""
-    found = [a.message for a in getattr(state.rendered, "advice", []) if a.level == "warning"]
+    """What may go wrong: renderer warnings, images the cluster cannot pull, kernels nobody publishes."""
+    rendered = state.rendered
+    found = [a.message for a in getattr(rendered, "advice", []) if a.level == "warning"]
+    unchecked = sorted({s.target.error for s in state.images if s.target.error})
+    for error in unchecked:
+        found.append(f"driver images could not be checked in the registry: {error}")
     for status in state.images:
-        if not status.target.exists:
+        if not status.target.exists and not status.target.error:
             found.append(f"{status.image} is not in the target registry ({len(status.nodes)} node(s) cannot pull it)")
-        elif getattr(status, "catalog", "") == "unknown":
-            found.append(f"{status.image}: this kernel/OS tuple is not in the catalog (not validated)")
+    if rendered is not None and rendered.plan.precompiled:
+        from wizard.catalog import tuple_status
+
+        seen: set[str] = set()
+        for entry in rendered.node_images:
+            if not entry.image or entry.image in seen:
+                continue
+            seen.add(entry.image)
+            if tuple_status(rendered.plan.driver.version, entry.kernel, entry.tag_os) == "unknown":
+                found.append(
+                    f"no published precompiled driver {rendered.plan.driver.version} for kernel {entry.kernel} "
+                    f"({entry.tag_os}): its nodes may get no driver (see the support request in step 4)"
+                )
     return found
 
 
@@ -83,6 +98,7 @@ class Screen(StepScreen):
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
         self._summary()
+        self.query_one("#apply", Button).focus()
         if state.applied is not None:
             self._applied_text()
             self.query_one("#apply", Button).label = "Apply again…"
@@ -202,7 +218,8 @@ class Screen(StepScreen):
         table.clear()
         for ds in status.daemonsets:
             mark = "✓" if ds.done else "…"
-            table.add_row(ds.name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated", key=f"ds:{ds.name}")
+            name = ds.name if len(ds.name) <= 48 else ds.name[:22] + "…" + ds.name[-25:]
+            table.add_row(name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated", key=f"ds:{ds.name}")
         for name, value in sorted(status.upgrade_states.items()):
             table.add_row(name, value, key=f"node:{name}")
         for name, value in sorted(status.nvidia_drivers.items()):

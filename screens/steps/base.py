@@ -16,13 +16,11 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer
 from textual.worker import Worker, WorkerState
 
-from screens.dialogs import ErrorDialog, HelpDialog
 from screens.errors import describe_error
 from screens.steps import STEPS, neighbour, step_named
-from screens.widgets.chrome import NavBar, StepStrip, TopBar
+from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -77,12 +75,12 @@ class StepScreen(Screen[None]):
         step = step_named(self.STEP)
         number = [s.name for s in STEPS].index(self.STEP) + 1
         skipped = frozenset(s.name for s in STEPS if not s.applies(state))
-        yield TopBar(f"gpu-wizard · {number}/{len(STEPS)} {step.title}", self.wizard.cluster_label(), state.is_demo)
+        yield TopBar(f"{number}/{len(STEPS)} {step.title}", self.wizard.cluster_label(), state.is_demo)
         yield StepStrip(self.STEP, skipped)
         with Vertical(id="body"):
             yield from self.compose_body()
         yield NavBar(back=neighbour(self.STEP, -1, state) is not None, next_label=self.NEXT_LABEL)
-        yield Footer(compact=True)
+        yield KeyHints()
 
     def compose_body(self) -> ComposeResult:
         """The step's own widgets."""
@@ -162,12 +160,15 @@ class StepScreen(Screen[None]):
     # -- help and errors --------------------------------------------------------------------
 
     def action_help(self) -> None:
+        from screens.dialogs import HelpDialog
         from screens.help_text import step_help
 
         self.app.push_screen(HelpDialog(step_named(self.STEP).title, self.HELP or step_help(self.STEP)))
 
     def show_error(self, error: BaseException, title: str = "") -> None:
         """Show an error as a dialog saying what to do."""
+        from screens.dialogs import ErrorDialog
+
         heading, message, hint = describe_error(error)
         self.app.push_screen(ErrorDialog(title or heading, message, hint))
 

@@ -53,12 +53,13 @@ class Screen(StepScreen):
     DEFAULT_CSS = """
     #connect-row, #demo-row { height: 1; }
     #connect-row > Label, #demo-row > Label { width: 10; }
-    #context { width: 1fr; }
-    #scenario { width: 1fr; }
+    #context, #context-wait { width: 1fr; }
+    #scenario, #scenario-wait { width: 1fr; }
     #connect-row > Button, #demo-row > Button { margin-left: 1; min-width: 12; }
     #server { height: auto; color: $text-muted; padding-left: 10; }
     #preflight-box { height: 1fr; }
     #connect-error { height: auto; color: $error; }
+    #connect-error.-empty { display: none; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -66,21 +67,28 @@ class Screen(StepScreen):
         yield Label("Cluster", classes="section -first")
         with Horizontal(id="connect-row"):
             yield Label("Context")
-            yield Select[str]([], prompt="reading kubeconfig…", id="context", compact=True)
+            # Selects are mounted when their options arrive (after the first frame)
+            yield Static("reading kubeconfig…", id="context-wait", classes="muted")
             yield Button("Connect", id="connect", compact=True, variant="primary")
         yield Static("", id="server", markup=False)
         with Horizontal(id="demo-row"):
-            yield Label("No cluster")
-            names = scenario_names()
-            current = state.demo if state.demo in names else names[0]
-            yield Select([(n, n) for n in names], value=current, allow_blank=False, id="scenario", compact=True)
+            yield Label("Demo")
+            # the full scenario list needs the engine: it is filled in after the first frame
+            yield Static(state.demo or FALLBACK_SCENARIOS[0], id="scenario-wait")
             yield Button("Try the demo cluster", id="demo", compact=True)
         yield Label("Preflight", classes="section")
-        yield Static("", id="connect-error", markup=False)
+        yield Static("", id="connect-error", markup=False, classes="-empty")
         with VerticalScroll(id="preflight-box"):
             yield CheckList("not connected yet", id="preflight")
 
     def on_mount(self) -> None:
+        from screens.app import FIRST_FRAME_GRACE
+
+        self.refresh_nav()
+        # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
+        self.set_timer(FIRST_FRAME_GRACE, self._start)
+
+    def _start(self) -> None:
         state = self.state
         if state.cluster is not None and state.preflight is not None:
             self._load_contexts(auto_connect=False)
@@ -100,6 +108,7 @@ class Screen(StepScreen):
     def _load_contexts(self, auto_connect: bool) -> None:
         """Read the kubeconfig's contexts (in a thread: it may import the Kubernetes client)."""
         state = self.state
+        self.app.call_from_thread(self._show_scenarios, scenario_names())
         try:
             cluster = importlib.import_module("wizard.cluster")
             contexts, current = cluster.kube_contexts(state.kubeconfig)
@@ -108,28 +117,55 @@ class Screen(StepScreen):
             return
         self.app.call_from_thread(self._show_contexts, contexts, current, auto_connect)
 
+    def _put_select(self, placeholder: str, select_id: str, options: list[str], value: str | None, prompt: str) -> None:
+        """Show a Select (replacing its placeholder the first time) with these options."""
+        found = self.query(f"#{select_id}")
+        if found:
+            select: Select[str] = found.first(Select)
+            select.set_options([(o, o) for o in options])
+            select.prompt = prompt
+            if value in options:
+                select.value = value
+            return
+        select = Select(
+            [(o, o) for o in options],
+            value=value if value in options else Select.NULL,
+            prompt=prompt,
+            allow_blank=select_id != "scenario",
+            id=select_id,
+            compact=True,
+        )
+        waiting = self.query_one(f"#{placeholder}")
+        assert waiting.parent is not None
+        waiting.parent.mount(select, before=waiting)
+        waiting.remove()
+
+    def _show_scenarios(self, names: list[str]) -> None:
+        current = self.state.demo if self.state.demo in names else names[0]
+        self._put_select("scenario-wait", "scenario", names, current, "demo scenario")
+
     def _show_contexts(self, contexts: list[str], current: str | None, auto_connect: bool) -> None:
-        select = self.query_one("#context", Select)
         wanted = self.state.context or current
-        select.set_options([(c, c) for c in contexts])
-        if wanted in contexts:
-            select.value = wanted
-        select.prompt = "choose a context" if contexts else "no contexts in kubeconfig"
+        prompt = "choose a context" if contexts else "no contexts in kubeconfig"
+        self._put_select("context-wait", "context", contexts, wanted, prompt)
         if auto_connect and wanted in contexts:
             self.connect(context=wanted)
         elif auto_connect:
             self._offer_demo("No kube context to connect to.")
 
     def _no_contexts(self, error: BaseException, auto_connect: bool) -> None:
-        select = self.query_one("#context", Select)
-        select.set_options([])
-        select.prompt = "no kubeconfig"
+        self._put_select("context-wait", "context", [], None, "no kubeconfig")
         message = str(getattr(error, "message", "") or error)
         if auto_connect:
             self._offer_demo(f"No cluster configured: {message}")
 
+    def _error_text(self, text: str) -> None:
+        error = self.query_one("#connect-error", Static)
+        error.update(text)
+        error.set_class(not text, "-empty")
+
     def _offer_demo(self, why: str) -> None:
-        self.query_one("#connect-error", Static).update(f"{why}\nTry the built-in demo cluster below.")
+        self._error_text(f"{why}\nTry the built-in demo cluster above.")
         self.query_one("#demo", Button).focus()
         self.refresh_nav()
 
@@ -137,7 +173,8 @@ class Screen(StepScreen):
 
     @on(Button.Pressed, "#connect")
     def _connect_pressed(self) -> None:
-        value = self.query_one("#context", Select).value
+        found = self.query("#context")
+        value = found.first(Select).value if found else Select.NULL
         if value is Select.NULL:
             self.notify("Choose a context first.", severity="warning")
             return
@@ -146,7 +183,9 @@ class Screen(StepScreen):
 
     @on(Button.Pressed, "#demo")
     def _demo_pressed(self) -> None:
-        self.connect(demo=str(self.query_one("#scenario", Select).value))
+        found = self.query("#scenario")
+        scenario = str(found.first(Select).value) if found else (self.state.demo or FALLBACK_SCENARIOS[0])
+        self.connect(demo=scenario)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
     async def connect(self, *, context: str | None = None, demo: str | None = None) -> None:
@@ -168,6 +207,8 @@ class Screen(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
+        await app.settled.wait()
+        app.prefill_from_live()
         await self._replay_when_settled()
 
     async def _replay_when_settled(self) -> None:
@@ -176,7 +217,7 @@ class Screen(StepScreen):
         self.maybe_replay()
 
     def _busy(self, text: str) -> None:
-        self.query_one("#connect-error", Static).update("")
+        self._error_text("")
         self.query_one("#preflight", CheckList).update(text)
         self.query_one("#server", Static).update("")
         self.refresh_nav()
@@ -190,7 +231,9 @@ class Screen(StepScreen):
         version = f" · Kubernetes {info.version}" if info.version else ""
         self.query_one("#server", Static).update(f"{server}{version}")
         self.query_one(TopBar).show_cluster(self.wizard.cluster_label(), state.is_demo)
-        self.query_one("#connect-error", Static).update("")
+        if info.demo:
+            self._put_select("context-wait", "context", [info.context], info.context, "demo")
+        self._error_text("")
         checks = self.query_one("#preflight", CheckList)
         if running or state.preflight is None:
             checks.update("running preflight…")

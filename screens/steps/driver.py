@@ -50,6 +50,7 @@ class Screen(FormStep):
 
     def compose_body(self) -> ComposeResult:
         state = self.state
+        self._prefill()
         upstream = state.get("mode") == "upstream"
         with VerticalScroll(id="driver-scroll"):
             yield Label("Driver", classes="section -first")
@@ -75,7 +76,7 @@ class Screen(FormStep):
                 "driver.repository",
                 str(state.get("driver.repository") or ""),
                 placeholder="registry.example.com/mlops",
-                hint="spec.driver.repository: the registry the nodes pull from",
+                hint="spec.driver.repository; set your mirror here to copy the images into it",
             )
             yield AnswerField("Image name", "driver.image", str(state.get("driver.image") or ""))
             yield AnswerField(
@@ -95,10 +96,10 @@ class Screen(FormStep):
                 yield Checkbox("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
                 yield Static("no public package repos for headers", classes="switch-note")
             yield AnswerField(
-                "repoConfig ConfigMap",
+                "repoConfig",
                 "driver.repoConfig.configMapName",
                 str(state.get("driver.repoConfig.configMapName") or ""),
-                placeholder="ConfigMap with apt/yum/zypper repo files",
+                placeholder="ConfigMap name (apt/yum/zypper repo files)",
                 hint="upstream only: replaces the image's package repositories",
                 id="repo-config",
             )
@@ -134,8 +135,25 @@ class Screen(FormStep):
             return f"recommended: GPU nodes run {len(tags)} OSes ({', '.join(tags)})"
         return "one NVIDIADriver resource instead of ClusterPolicy's driver section"
 
+    def _prefill(self) -> None:
+        """First visit: the mode's default source and image, the catalog's best version, pull from the source."""
+        from wizard.plan import MODE_DEFAULTS, Mode
+
+        state = self.state
+        defaults = MODE_DEFAULTS[Mode(state.get("mode") or "precompiled")]
+        for key in ("source", "image"):
+            if not state.get(f"driver.{key}") and defaults[key]:
+                state.set(f"driver.{key}", defaults[key])
+        if not state.get("driver.version") and state.get("mode", "precompiled") == "precompiled":
+            options = self._catalog_options()
+            if options:
+                state.set("driver.version", options[0][1])
+        if not state.get("driver.repository") and state.get("driver.source"):
+            state.set("driver.repository", state.get("driver.source"))
+
     def on_mount(self) -> None:
         upstream = self.state.get("mode") == "upstream"
+        self.query_one("#catalog-row").display = not upstream  # the catalog lists precompiled tuples
         self.query_one("#airgapped-row").display = upstream
         self.query_one("#repo-config").display = upstream
         version = self.state.get("driver.version")
@@ -214,9 +232,7 @@ class Screen(FormStep):
             self.maybe_replay()
             return
         await asyncio.sleep(delay)
-        from wizard.registry import RegistryClient
-
-        async with RegistryClient() as registry:
+        async with self.wizard.registry_client() as registry:
             statuses = list(await state.cluster.check_images(rendered, registry))
         state.images = statuses
         groups.show(rendered.node_images, statuses, catalog=catalog)

@@ -49,7 +49,9 @@ class Screen(FormStep):
         yield Label("How should the driver reach the GPU nodes?", classes="section -first")
         with RadioSet(id="modes"):
             for mode in MODES:
-                yield RadioButton(self._label(mode, mode == recommended[0]), value=mode == current, name=mode)
+                yield RadioButton(
+                    self._label(mode, mode == recommended[0]), value=mode == current, name=mode, id=f"mode-{mode}"
+                )
         yield Static(self._reason_text(recommended), id="reason", classes="hint", markup=False)
         yield Static("", id="diagram", classes="box", markup=False)
         yield Static("", id="mode-facts", markup=False)
@@ -84,9 +86,12 @@ class Screen(FormStep):
         preflight = self.state.preflight
         return str(getattr(preflight, "operator_release", "") or "")
 
-    @staticmethod
-    def _reason_text(recommended: tuple[str, str]) -> str:
-        return f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+    def _reason_text(self, recommended: tuple[str, str]) -> str:
+        text = f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+        live = getattr(self.state.preflight, "cluster_policy", None)
+        if live is not None and self.state.get("mode"):
+            text = f"Running now: {TITLES[str(self.state.get('mode'))]} (live ClusterPolicy). " + text
+        return text
 
     def on_mount(self) -> None:
         state = self.state

@@ -130,6 +130,9 @@ class Screen(StepScreen):
         self.refresh_nav()
         prepared = await state.cluster.prepare_apply(state.rendered)
         state.prepared = prepared
+        if not state.images:  # the Driver step was left before its registry check finished (or skipped)
+            async with self.wizard.registry_client() as registry:
+                state.images = list(await state.cluster.check_images(state.rendered, registry))
         self._show_prepared(prepared)
         self.refresh_nav()
         self.maybe_replay()
@@ -137,26 +140,16 @@ class Screen(StepScreen):
     def _show_prepared(self, prepared: Any) -> None:
         from rich.markup import escape
 
+        from screens.steps.apply import changes
+
         diff = str(getattr(prepared, "diff", "") or "")
-        self.query_one("#tab-diff-code", CodeView).show(diff or "# no live objects: everything is created new\n")
-        objects = list(getattr(prepared, "objects", []) or [])
+        self.query_one("#tab-diff-code", CodeView).show(diff or "# no change against the live objects\n")
         if prepared.ok:
-            summary = ", ".join(self._describe(o) for o in objects) or "nothing to change"
+            summary = ", ".join(changes(prepared)) or "nothing to change"
             self._verdict(f"[$success]✓ server dry-run accepted:[/] {escape(summary)}")
         else:
-            errors = "; ".join(str(e) for e in getattr(prepared, "errors", []) or [])
+            errors = "; ".join(str(e) for e in prepared.errors)
             self._verdict(f"[$error]✗ server dry-run rejected:[/] {escape(errors)}")
-
-    @staticmethod
-    def _describe(obj: Any) -> str:
-        """``create ClusterPolicy cluster-policy`` from an ApplyPlan object (a dict or a small record)."""
-        if isinstance(obj, dict):
-            action = obj.get("action", "")
-            kind = obj.get("kind", "")
-            name = obj.get("metadata", {}).get("name", "") if isinstance(obj.get("metadata"), dict) else ""
-            return " ".join(p for p in (action, kind, name) if p)
-        parts = [str(getattr(obj, a, "") or "") for a in ("action", "kind", "name")]
-        return " ".join(p for p in parts if p) or str(obj)
 
     def blocker(self) -> str:
         state = self.state

@@ -18,13 +18,29 @@ from textual.widgets import Button, DataTable, Label, Log, Static
 
 from screens.steps.base import StepScreen
 
-#: Which table column a node-level check fills.
-COLUMNS = {"driver-image": "image", "image": "image", "image-digest": "digest", "nvidia-smi": "smi"}
+#: Which table column a node-level check fills; every other node-level check goes to "Host".
+COLUMNS = {
+    "driver-image": "image",
+    "image-digest": "digest",
+    "nvidia-smi": "smi",
+    "host-nvidia-smi": "smi",
+}
+#: Longest cell text before it is cut (the full text is in the summary, the log and the report).
+CELL_WIDTH = 14
 
 
 def cell(check: Any) -> str:
-    """``✓ 580.126.09.1 · 8 GPUs`` / ``✗ reason`` for a table cell."""
-    return f"{check.status.symbol} {check.message}"
+    """A short table cell: ``✓ as rendered``, ``✓ sha256:1a2b3c…``, ``✓ 580.126.09.1``, ``✗ <reason>``."""
+    text = str(check.message)
+    if check.ok and check.check == "driver-image":
+        text = "as rendered"
+    elif check.ok and check.check == "image-digest" and check.data.get("digest"):
+        text = str(check.data["digest"])[:14] + "…"
+    elif check.ok and check.check in ("nvidia-smi", "host-nvidia-smi"):
+        text = str(check.data.get("driver_version") or text)
+    if len(text) > CELL_WIDTH:
+        text = text[: CELL_WIDTH - 1] + "…"
+    return f"{check.status.symbol} {text}"
 
 
 class Screen(StepScreen):
@@ -32,10 +48,10 @@ class Screen(StepScreen):
 
     STEP = "verify"
     NEXT_LABEL = "Finish ✓"
-    _running = False
+    _verifying = False
 
     DEFAULT_CSS = """
-    #verify-summary { height: auto; max-height: 4; }
+    #verify-summary { height: auto; max-height: 5; text-wrap: nowrap; text-overflow: ellipsis; }
     #verify-table { height: auto; max-height: 7; }
     #verify-log { height: 1fr; min-height: 4; border-top: solid $primary 40%; }
     #verify-row { height: 1; }
@@ -56,10 +72,9 @@ class Screen(StepScreen):
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_column("Node", key="node")
-        table.add_column("Image", key="image")
-        table.add_column("Digest", key="digest")
-        table.add_column("nvidia-smi", key="smi")
-        self._running = False
+        for label, key in (("Image", "image"), ("Digest", "digest"), ("nvidia-smi", "smi"), ("Host", "host")):
+            table.add_column(label, key=key, width=CELL_WIDTH + 2)
+        self._verifying = False
         if self.state.cluster is None:
             self.query_one("#verify-summary", Static).update(
                 "[$error]✗ not connected: verification needs the cluster[/]"
@@ -88,15 +103,14 @@ class Screen(StepScreen):
         table.clear()
         log.clear()
         state.checks, state.log_lines = [], []
-        self._running = True
+        self._verifying = True
         self._summary()
         self.refresh_nav()
         plan = state.plan()
-        from wizard.registry import RegistryClient
         from wizard.results import Check
 
         try:
-            async with RegistryClient() as registry:
+            async with self.wizard.registry_client() as registry:
                 async for item in state.cluster.verify(plan, state.rendered, registry=registry):
                     if isinstance(item, Check):
                         state.checks.append(item)
@@ -106,7 +120,7 @@ class Screen(StepScreen):
                         state.log_lines.append(item)
                         log.write_line(f"{item.node}: {item.text}" if item.node else item.text)
         finally:
-            self._running = False
+            self._verifying = False
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()
@@ -114,12 +128,19 @@ class Screen(StepScreen):
             self.state.forget_progress()
 
     def _add_check(self, table: DataTable[str], check: Any) -> None:
-        column = COLUMNS.get(check.check)
-        if not check.node or column is None:
+        if not check.node:
             return
         if check.node not in table.rows:
-            table.add_row(check.node, "…", "…", "…", key=check.node)
-        table.update_cell(check.node, column, cell(check), update_width=True)
+            table.add_row(check.node, "…", "…", "…", "…", key=check.node)
+        column = COLUMNS.get(check.check)
+        if column is not None:
+            table.update_cell(check.node, column, cell(check))
+            return
+        # Host: ✓ while every other check of the node passed, else the first failure
+        others = [c for c in self.state.checks if c.node == check.node and c.check not in COLUMNS]
+        failed = [c for c in others if not c.ok]
+        text = cell(failed[0]) if failed else f"✓ {len(others)} checks"
+        table.update_cell(check.node, "host", text)
 
     def verified(self) -> bool:
         """Every finding passed (warnings allowed) and at least one was made."""
@@ -131,7 +152,7 @@ class Screen(StepScreen):
         nodes = {c.node for c in checks if c.node}
         failed = [c for c in checks if not c.ok]
         lines = []
-        if self._running:
+        if self._verifying:
             lines.append(f"[$accent]… verifying[/] {len(nodes)} node(s) so far")
         elif not checks:
             lines.append("[$text-muted]no findings[/]")
@@ -141,15 +162,18 @@ class Screen(StepScreen):
         else:
             lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {len(checks)} checks passed")
         for check in checks:
-            if not check.node or check.check not in COLUMNS:
+            if not check.node and check.check != "summary":
                 symbol_style = "$success" if check.ok else "$error"
                 lines.append(f"[{symbol_style}]{check.status.symbol}[/] {escape(check.check)}: {escape(check.message)}")
-        for check in failed[:2]:
+        for check in [c for c in checks if c.status.value in ("fail", "warn") and c.node][:2]:
+            lines.append(
+                f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
+            )
             if check.hint:
-                lines.append(f"[$text-muted]→ {escape(check.hint)}[/]")
+                lines.append(f"[$text-muted]  → {escape(check.hint)}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
 
     def blocker(self) -> str:
-        if self._running:
+        if self._verifying:
             return "verification is running…"
         return ""

@@ -8,27 +8,22 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.content import Content
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from screens.steps import STEPS
 
 
-class TopBar(Horizontal):
-    """One line: product and step title left, cluster context and the DEMO badge right."""
+class TopBar(Widget):
+    """One line: product and step title left; cluster context and, for the demo, a badge right."""
 
     DEFAULT_CSS = """
     TopBar {
         height: 1;
         background: $panel;
         color: $foreground;
-        & > #title { width: 1fr; text-style: bold; padding: 0 1; }
-        & > #cluster { width: auto; color: $text-muted; padding: 0 1; }
-        & > #demo-badge {
-            width: auto; padding: 0 1; display: none;
-            background: $warning; color: $background; text-style: bold;
-        }
-        &.-demo > #demo-badge { display: block; }
     }
     """
 
@@ -36,17 +31,24 @@ class TopBar(Horizontal):
         super().__init__()
         self._title = title
         self._cluster = cluster
-        self.set_class(demo, "-demo")
+        self._demo = demo
 
-    def compose(self) -> ComposeResult:
-        yield Static(self._title, id="title", markup=False)
-        yield Static(self._cluster, id="cluster", markup=False)
-        yield Static("DEMO — simulated cluster", id="demo-badge")
+    def render(self) -> Content:
+        left = Content.assemble((" gpu-wizard ", "bold $accent"), (self._title, "bold"))
+        right_parts: list[str | tuple[str, str]] = [(self._cluster + " ", "$text-muted")]
+        if self._demo:
+            right_parts.append((" DEMO — simulated cluster ", "bold $background on $warning"))
+        right = Content.assemble(*right_parts)
+        room = self.size.width - left.cell_length - 1
+        if right.cell_length > room:
+            right = right.truncate(max(0, room), ellipsis=True)
+        gap = max(1, self.size.width - left.cell_length - right.cell_length)
+        return Content.assemble(left, " " * gap, right)
 
     def show_cluster(self, cluster: str, demo: bool) -> None:
         """Update the cluster label and the badge after a (re)connect."""
-        self.query_one("#cluster", Static).update(cluster)
-        self.set_class(demo, "-demo")
+        self._cluster, self._demo = cluster, demo
+        self.refresh()
 
 
 class StepStrip(Static):
@@ -124,3 +126,21 @@ class NavBar(Horizontal):
         button.disabled = not allowed
         if label is not None:
             button.label = label
+
+
+class KeyHints(Static):
+    """The keys that work on every step, in one line (lighter than a Footer: the set never changes)."""
+
+    DEFAULT_CSS = """
+    KeyHints {
+        height: 1;
+        background: $panel;
+        color: $text-muted;
+        padding: 0 1;
+    }
+    """
+
+    HINTS = (("esc", "Back"), ("^n", "Next"), ("f1", "Help"), ("^p", "Palette"), ("^s", "Save"), ("^q", "Quit"))
+
+    def __init__(self) -> None:
+        super().__init__("  ".join(f"[b $accent]{key}[/] {label}" for key, label in self.HINTS))

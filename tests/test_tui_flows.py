@@ -1,0 +1,254 @@
+"""End-to-end walks of the TUI against the built-in demo cluster, one per driver mode and story.
+
+Each test starts ``gpu-wizard --demo SCENARIO`` in-process (the demo cluster runs on the app's own
+event loop, ``step_delay=0``) and drives it like a user: keys, clicks, waiting for what the screen
+shows. Nothing is mocked: the app talks HTTP to the demo API server through ``wizard.cluster``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from textual.widgets import Checkbox
+
+from screens.app import WizardApp
+from screens.dialogs import ConfirmDialog, PathDialog
+from screens.widgets.field import AnswerField
+from tests.snapshots.plugin import screen_text, wait_for
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+
+
+def demo_app(home: Path, scenario: str, answers: Path | None = None) -> WizardApp:
+    """``gpu-wizard --demo SCENARIO`` with a fast simulated operator and files under ``home``."""
+    return WizardApp(
+        demo=scenario,
+        answers=str(answers) if answers else None,
+        step_delay=0.0,
+        report_dir=home,
+    )
+
+
+def on_step(app: WizardApp, step: str) -> bool:
+    """The step's screen is up and mounted."""
+    screen = app.screen
+    return app.state.step == step and type(screen).__module__ == f"screens.steps.{step}" and screen.is_mounted
+
+
+async def connected(pilot: Any) -> None:
+    app = pilot.app
+    await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 30, "preflight")
+    assert "✓ operator" in screen_text(app)
+
+
+async def next_to(pilot: Any, step: str) -> None:
+    """Ctrl+N, then wait until ``step`` is on screen."""
+    await pilot.press("ctrl+n")
+    await wait_for(pilot, lambda: on_step(pilot.app, step), 20, f"the {step} step")
+
+
+async def set_field(pilot: Any, field_id: str, value: str) -> None:
+    """Replace a field's text as a user would (Home, delete to the end, type)."""
+    field = pilot.app.screen.query_one(f"#{field_id}", AnswerField)
+    field.input.focus()
+    await pilot.press("home", "ctrl+k", *value)
+
+
+async def apply_and_roll_out(pilot: Any, expect_warning: bool | None = False) -> None:
+    """On Apply: Enter on the focused Apply button, confirm with the keyboard, wait for the rollout."""
+    app = pilot.app
+    await pilot.press("enter")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
+    text = screen_text(app)
+    assert "gpu-wizard-demo" in text
+    if expect_warning is not None:
+        assert ("Apply with warnings?" in text) is expect_warning
+    await pilot.press("tab", "enter")  # focus starts on Cancel
+    await wait_for(pilot, lambda: app.state.applied is not None, 30, "the apply")
+    await wait_for(
+        pilot, lambda: getattr(app.screen, "_rollout", None) is not None and app.screen._rollout.done, 60, "rollout"
+    )
+
+
+async def verified(pilot: Any) -> str:
+    app = pilot.app
+    await next_to(pilot, "verify")
+    await wait_for(pilot, lambda: app.state.checks and not app.screen._verifying, 60, "verification")
+    return screen_text(app)
+
+
+async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> None:
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        assert "DEMO — simulated cluster" in screen_text(app)
+        await next_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "gpu-h200-02" in screen_text(app), what="the node table")
+        assert "sle-micro5.5" in screen_text(app)
+        await next_to(pilot, "mode")
+        assert app.state.get("mode") == "precompiled"
+        await next_to(pilot, "driver")
+        text = screen_text(app)
+        assert "580.126.09.1" in text and "✓ validated" in text  # catalog's best version preselected
+        await next_to(pilot, "paths")
+        assert app.state.get("toolkit.installDir") == "/run/nvidia/toolkit-install"  # SLE Micro profile
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        assert "✓ server dry-run accepted: create ClusterPolicy/cluster-policy" in screen_text(app)
+        await next_to(pilot, "apply")
+        # warned or not depends on whether the registry answers (the demo's catalog hosts do not resolve)
+        await apply_and_roll_out(pilot, expect_warning=None)
+        assert "upgrade-done" in screen_text(app) or "✓ 2/2 ready" in screen_text(app)
+        text = await verified(pilot)
+        assert "✓ verified: 2 GPU node(s)" in text
+        assert "✓ 580.126.09 " in text  # nvidia-smi column: the driver the node runs
+        await pilot.click("#export")
+        await wait_for(pilot, lambda: isinstance(app.screen, PathDialog), what="the export dialog")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: (tui_env / "gpu-wizard-report.json").exists(), what="the report")
+        report = json.loads((tui_env / "gpu-wizard-report.json").read_text())
+        assert report["ok"] and report["cluster"]["demo"]
+        assert "# gpu-wizard verification report" in (tui_env / "gpu-wizard-report.md").read_text()
+        await pilot.press("ctrl+n")  # Finish
+    assert app.return_value == 0
+
+
+async def test_preinstalled_host_driver(tui_env: Path) -> None:
+    app = demo_app(tui_env, "preinstalled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await next_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        await pilot.click("#mode-preinstalled")  # the host driver is known to the admin, not yet to the labels
+        await pilot.pause()
+        assert app.state.get("mode") == "preinstalled"
+        await next_to(pilot, "paths")  # Driver & registry does not apply
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        assert "enabled: false" in app.screen.query_one("#tab-policy-code").text
+        await next_to(pilot, "apply")
+        await apply_and_roll_out(pilot)
+        text = await verified(pilot)
+        assert "✓ verified" in text
+
+
+async def kubectl(app: WizardApp, *args: str) -> str:
+    """Run the real kubectl against the demo cluster, as the admin would in another terminal."""
+    binary = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or "kubectl"
+    env = {**os.environ, "KUBECONFIG": str(app._demo_cluster.kubeconfig_path)}
+    proc = await asyncio.create_subprocess_exec(
+        binary, *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0, out.decode()
+    return out.decode()
+
+
+async def test_upstream_air_gapped(tui_env: Path) -> None:
+    app = demo_app(tui_env, "airgapped")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        # the admin provides the package-repository files for kernel headers (the mirror's apt sources)
+        await kubectl(
+            app,
+            "create",
+            "configmap",
+            "repo-config",
+            "-n",
+            "gpu-operator",
+            "--validate=false",
+            "--from-literal=sources.list=deb [trusted=yes] http://mirror.airgap.local/ubuntu jammy main",
+        )
+        await next_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        assert app.state.get("mode") == "upstream"
+        assert "configurable, not validated in this release" in screen_text(app)
+        await next_to(pilot, "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await set_field(pilot, "driver-repository", "registry.airgap.local/nvidia")
+        await pilot.click("#airgapped")
+        await set_field(pilot, "repo-config", "repo-config")
+        await pilot.pause()
+        assert app.screen.query_one("#airgapped", Checkbox).value
+        assert app.state.get("driver.repoConfig.configMapName") == "repo-config"
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        policy = app.screen.query_one("#tab-policy-code").text
+        assert "configMapName: repo-config" in policy and "registry.airgap.local/nvidia" in policy
+        assert "skopeo copy" in app.screen.query_one("#tab-mirror-code").text
+        await next_to(pilot, "apply")
+        await apply_and_roll_out(pilot, expect_warning=True)  # upstream is not validated: warned
+        text = await verified(pilot)
+        assert "✓ verified" in text
+
+
+async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_env: Path) -> None:
+    app = demo_app(tui_env, "missing-tuple")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await next_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
+        await set_field(pilot, "driver-repository", "registry.example.com/mlops")
+        await wait_for(pilot, lambda: app.screen.query_one("#support").display, what="the support request")
+        support = str(app.screen.query_one("#support-text").content)
+        assert "5.14.21-150500.55.171-default" in support and "gpu-b-01" in support
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await next_to(pilot, "apply")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
+        await wait_for(pilot, lambda: "Apply with warnings?" in screen_text(app), what="the warning")
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmDialog)
+        assert "no published precompiled driver 580.126.09.1 for kernel 5.14.21-150500.55.171-default" in dialog.body
+        await pilot.press("escape")  # cancel: nothing was sent
+        await pilot.pause()
+        assert app.state.applied is None
+
+
+async def test_existing_install_upgrade_shows_the_diff_and_the_rollout(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await next_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        assert app.state.get("mode") == "upstream"  # prefilled from the live ClusterPolicy
+        assert "Running now: Upstream" in screen_text(app)
+        await next_to(pilot, "driver")
+        assert app.screen.query_one("#driver-version", AnswerField).value == "570.195.03"
+        await set_field(pilot, "driver-version", "580.126.20")
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        assert "update ClusterPolicy/cluster-policy" in screen_text(app)
+        diff = app.screen.query_one("#tab-diff-code").text
+        assert "-    version: 570.195.03" in diff and "+    version: 580.126.20" in diff
+        await next_to(pilot, "apply")
+        await apply_and_roll_out(pilot, expect_warning=True)
+        text = screen_text(app)
+        assert "upgrade-done" in text and "ready" in text
+        assert app.state.applied.backup_path.exists()
+        text = await verified(pilot)
+        assert "✓ 580.126.20" in text
+
+
+async def test_answers_replay_reaches_preview_without_a_key_press(tui_env: Path) -> None:
+    answers = tui_env / "answers.yaml"
+    shutil.copy(EXAMPLES / "sle-micro-precompiled.answers.yaml", answers)
+    app = demo_app(tui_env, "sle-micro-precompiled", answers)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(
+            pilot, lambda: on_step(app, "preview") and app.state.prepared is not None, 45, "the replay to reach Preview"
+        )
+        assert "✓ server dry-run accepted" in screen_text(app)
+        assert app.state.applied is None  # a replay never applies
+        assert not app.state.replay
