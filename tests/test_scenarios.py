@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.demo.scenario import ScenarioError, load_scenario, scenario_names
+from wizard.demo.scenario import ScenarioError, load_scenario, scenario_from_dict, scenario_names
 from wizard.demo.simulation import Simulation
 from wizard.demo.store import Store
 from wizard.facts import cluster_facts, node_facts
@@ -180,3 +180,33 @@ def test_nodelist_that_is_not_a_nodelist(tmp_path: Path) -> None:
     (tmp_path / "n.json").write_text(json.dumps({"kind": "PodList"}))
     with pytest.raises(ScenarioError, match=r"nodelist 'n.json': not a NodeList"):
         load_scenario(write(tmp_path, {"name": "x", "nodelist": "n.json"}))
+
+
+@pytest.mark.parametrize(
+    ("os_id", "version"),
+    [
+        ("ubuntu", "22.04"),
+        ("ubuntu", "24.04"),
+        ("rhel", "9.4"),
+        ("rocky", "9.4"),
+        ("sles", "15.6"),
+        ("sle-micro", "5.5"),
+        ("sl-micro", "6.1"),
+    ],
+)
+def test_nodes_without_nfd_still_tell_their_os_through_node_info(os_id: str, version: str) -> None:
+    scenario = scenario_from_dict(
+        {
+            "name": "plain",
+            "nodes": [{"name": "n1", "os_id": os_id, "os_version": version, "kernel": "6.4.0-1-default", "nfd": False}],
+        }
+    )
+    store = Store()
+    Simulation(scenario, store).seed()
+    facts = node_facts(store.get("nodes", "n1"))
+    assert (facts.os_id, facts.os_version, facts.os_source, facts.kernel_source) == (
+        os_id,
+        version,
+        "nodeInfo",
+        "nodeInfo",
+    )

@@ -45,7 +45,7 @@ _NAMES: dict[str, tuple[str, str, str]] = {
     ),
     "sles": (
         "SLES",
-        "SUSE Linux Enterprise Server {sles}",
+        "SUSE Linux Enterprise Server {sles_pretty}",
         'VERSION="{sles}"\nID_LIKE="suse"\nANSI_COLOR="0;32"\nCPE_NAME="cpe:/o:suse:sles:{major}:sp{minor}"\n',
     ),
 }
@@ -64,6 +64,7 @@ def _fields(os_id: str, version: str) -> dict[str, str]:
         "codename": _UBUNTU_CODENAMES.get(version, "jammy"),
         "codename_long": _UBUNTU_NAMES[_UBUNTU_CODENAMES.get(version, "jammy")],
         "sles": f"{major}-SP{minor}" if minor and minor != "0" else major,
+        "sles_pretty": f"{major} SP{minor}" if minor and minor != "0" else major,
     }
 
 
