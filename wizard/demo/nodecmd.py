@@ -166,7 +166,8 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
 
 
 def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    flags, rest = set(), []
+    flags: set[str] = set()
+    rest: list[str] = []
     for arg in args:
         if arg.startswith("-") and len(arg) > 1 and not rest:
             flags.update(arg[1:])

@@ -256,7 +256,7 @@ class ClusterPolicyController:
             "helm.sh/chart": "gpu-operator",
             "nvidia.com/precompiled": "true" if precompiled else "false",
         }
-        common = {
+        common: dict[str, Any] = {
             "namespace": operator.namespace,
             "manager_image": manager_image,
             "owner": policy,

@@ -67,17 +67,17 @@ class UpgradeController:
             return
         revisions = {uid: template_hash(ds["spec"]["template"]) for uid, ds in daemonsets.items()}
         driver_pods: dict[str, dict[str, Any]] = {}
-        for pod in read(store, "pods", namespace):
-            uid = controller_uid(pod)
-            if uid in daemonsets and pod.get("spec", {}).get("nodeName"):
-                driver_pods[pod["spec"]["nodeName"]] = pod
+        for candidate in read(store, "pods", namespace):
+            uid = controller_uid(candidate)
+            if uid in daemonsets and candidate.get("spec", {}).get("nodeName"):
+                driver_pods[candidate["spec"]["nodeName"]] = candidate
         nodes = read(store, "nodes")
         busy = sum(1 for n in nodes if labels_of(n).get(LABEL_UPGRADE_STATE) in IN_PROGRESS)
         for node in nodes:
             name = node["metadata"]["name"]
             labels = labels_of(node)
             state = labels.get(LABEL_UPGRADE_STATE, "")
-            pod = driver_pods.get(name)
+            pod: dict[str, Any] | None = driver_pods.get(name)
             if pod is None and state in ("", "upgrade-done"):
                 continue
             ds = daemonsets.get(controller_uid(pod)) if pod else None

@@ -204,17 +204,17 @@ def build_views(
                 view.drop_in_path = drop_in
         views[name] = view
     for pod in pods:
-        view = views.get((pod.get("spec") or {}).get("nodeName", ""))
-        if view is None:
+        pod_view = views.get((pod.get("spec") or {}).get("nodeName", ""))
+        if pod_view is None:
             continue
         labels = labels_of(pod)
         app = labels.get("app", "")
         if labels.get("app.kubernetes.io/component") == COMPONENT_DRIVER:
-            view.driver_pod = pod
+            pod_view.driver_pod = pod
         elif app == TOOLKIT_DS:
-            view.toolkit_pod = pod
+            pod_view.toolkit_pod = pod
         elif app == DEVICE_PLUGIN_DS:
-            view.plugin_pod = pod
+            pod_view.plugin_pod = pod
         elif app == VALIDATOR_DS:
-            view.validator_pod = pod
+            pod_view.validator_pod = pod
     return views
