@@ -122,9 +122,7 @@ def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
             [FieldError("", "the answers file must be a mapping (version: 1, mode: …, driver: …)", 1)], source
         )
     if "version" not in doc:
-        raise AnswersError(
-            [FieldError("version", "missing; the answers format version, currently 1", 1)], source
-        )
+        raise AnswersError([FieldError("version", "missing; the answers format version, currently 1", 1)], source)
     try:
         plan = Plan.model_validate(_plain(doc))
     except ValidationError as exc:
@@ -140,9 +138,7 @@ def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
     except FileNotFoundError:
         raise AnswersError([FieldError("", "no such file")], source) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersError(
-            [FieldError("", f"cannot read the file: {exc.__class__.__name__}")], source
-        ) from None
+        raise AnswersError([FieldError("", f"cannot read the file: {exc.__class__.__name__}")], source) from None
     return parse_answers(text, source)
 
 

@@ -119,11 +119,7 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         os_id, os_version, os_source = (*parsed, "nodeInfo") if parsed else ("", "", "unknown")
 
     gpu_present = labels.get(LABEL_GPU_PRESENT)
-    gpu = (
-        _truthy(gpu_present)
-        if gpu_present is not None
-        else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
-    )
+    gpu = _truthy(gpu_present) if gpu_present is not None else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
     count_text = str(capacity.get("nvidia.com/gpu") or labels.get(LABEL_GPU_COUNT) or "0")
     return NodeFacts(
         name=metadata.get("name", ""),
@@ -200,9 +196,7 @@ class ClusterFacts:
         """The driver mode these nodes suggest, with the reason."""
         gpu = self.gpu_nodes
         if not gpu:
-            return Recommendation(
-                Mode.UPSTREAM.value, "no GPU nodes found; upstream is the operator's default"
-            )
+            return Recommendation(Mode.UPSTREAM.value, "no GPU nodes found; upstream is the operator's default")
         if all(n.preinstalled for n in gpu):
             return Recommendation(
                 Mode.PREINSTALLED.value,
@@ -229,9 +223,7 @@ class ClusterFacts:
                 IMMUTABLE_TOOLKIT_INSTALL_DIR,
                 f"{', '.join(immutable)} mounts /usr/local read-only; the toolkit installs under /run instead",
             )
-        return Recommendation(
-            DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default; /usr/local is writable here"
-        )
+        return Recommendation(DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default; /usr/local is writable here")
 
 
 def cluster_facts(nodes: Iterable[Mapping[str, Any]]) -> ClusterFacts:

@@ -15,9 +15,7 @@ _HEADER_RE = re.compile(
     r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s+(?P<driver>\S+)\s+(?:CUDA(?: UMD)? Version:\s+(?P<cuda>\S+))?"
 )
 # First line of each GPU block in the table: "|   0  NVIDIA H200                    On  |   00000000:83:00.0 Off |"
-_GPU_ROW_RE = re.compile(
-    r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f:.]+)\s"
-)
+_GPU_ROW_RE = re.compile(r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f:.]+)\s")
 _FAILURE_MARKERS = (
     "NVIDIA-SMI has failed",
     "couldn't communicate with the NVIDIA driver",
@@ -64,9 +62,7 @@ def parse_table(output: str, exit_code: int = 0) -> SmiReport:
     header = _HEADER_RE.search(text)
     if exit_code != 0 or header is None:
         first = text.splitlines()[0].strip() if text else "no output"
-        reason = (
-            f"exit code {exit_code}: {first}" if exit_code else f"no driver version in the output: {first}"
-        )
+        reason = f"exit code {exit_code}: {first}" if exit_code else f"no driver version in the output: {first}"
         return SmiReport(ok=False, error=reason)
     gpus: list[str] = []
     buses: list[str] = []

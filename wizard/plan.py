@@ -41,9 +41,7 @@ MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
 }
 
 # Image-reference grammar (distribution/reference): host[:port] then path components.
-_HOST = (
-    r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
-)
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 REPOSITORY_RE = re.compile(rf"^{_HOST}(?:/{_COMPONENT})*$")
 IMAGE_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
@@ -72,17 +70,13 @@ def check_driver_version(value: str, mode: Mode) -> str:
     head, sep, tail = value.partition("-")
     if sep and DRIVER_VERSION_RE.match(head):
         lowered = tail.lower()
-        what = (
-            "an OS" if any(lowered.startswith(w) or f"-{w}" in lowered for w in _OS_WORDS) else "a kernel/OS"
-        )
+        what = "an OS" if any(lowered.startswith(w) or f"-{w}" in lowered for w in _OS_WORDS) else "a kernel/OS"
         raise ValueError(
             f"{value!r} carries {what} suffix ({tail!r}); give the driver version only ({head!r}): the "
             "operator appends the kernel and OS itself, and a suffixed version pulls a tag that does not "
             "exist (operator issue #1200)"
         )
-    raise ValueError(
-        f"{value!r} is not {VERSION_HELP}" + (" or a sha256: digest" if mode is Mode.UPSTREAM else "")
-    )
+    raise ValueError(f"{value!r} is not {VERSION_HELP}" + (" or a sha256: digest" if mode is Mode.UPSTREAM else ""))
 
 
 def check_absolute_path(value: str) -> str:
@@ -113,9 +107,7 @@ def check_repository(value: str) -> str:
 def check_image_name(value: str) -> str:
     """An image name without registry or tag (``nvidia-driver``), else ValueError."""
     if ":" in value or "@" in value:
-        raise ValueError(
-            f"{value!r} carries a tag or digest; give the name only, the version goes in driver.version"
-        )
+        raise ValueError(f"{value!r} carries a tag or digest; give the name only, the version goes in driver.version")
     if not IMAGE_RE.match(value):
         raise ValueError(f"{value!r} is not an image name like nvidia-driver (lower case, digits, . _ -)")
     return value
