@@ -105,9 +105,7 @@ def precompiled_image(repository: str, image: str, version: str, kernel: str, ta
     return f"{image_path(repository, image, version)}-{kernel}-{tag_os}"
 
 
-def driver_image(
-    *, precompiled: bool, repository: str, image: str, version: str, kernel: str, tag_os: str
-) -> str:
+def driver_image(*, precompiled: bool, repository: str, image: str, version: str, kernel: str, tag_os: str) -> str:
     """The driver image the operator puts in a node's driver pod, for either mode."""
     if precompiled:
         return precompiled_image(repository, image, version, kernel, tag_os)
