@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -225,14 +225,26 @@ class WizardApp(App[int]):
         self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
         return True
 
-    def registry_client(self) -> Any:
-        """A registry client for image checks: the demo cluster's stand-in when it offers one."""
+    @contextlib.asynccontextmanager
+    async def open_registry(self) -> AsyncIterator[Any]:
+        """A registry client for image checks, or None on a demo cluster that simulates no registry.
+
+        The demo's images live in its simulated catalog under names like ``registry.example.com``:
+        asking the real network about them would only measure this machine's DNS. A demo cluster
+        that offers ``registry_client()`` (a stand-in registry) is used instead.
+        """
         factory = getattr(self._demo_cluster, "registry_client", None)
         if callable(factory):
-            return factory()
+            async with factory() as client:
+                yield client
+            return
+        if self.state.is_demo:
+            yield None
+            return
         from wizard.registry import RegistryClient
 
-        return RegistryClient()
+        async with RegistryClient() as client:
+            yield client
 
     async def on_unmount(self) -> None:
         cluster, self.state.cluster = self.state.cluster, None

@@ -15,9 +15,11 @@ _BUG_HINT = (
 
 def describe_error(error: BaseException) -> tuple[str, str, str]:
     """``(title, message, hint)`` for an exception; never a traceback."""
+    from screens.state import tildify
+
     name = type(error).__name__
-    message = str(getattr(error, "message", "") or error) or name
-    hint = str(getattr(error, "hint", "") or "")
+    message = tildify(str(getattr(error, "message", "") or error) or name)
+    hint = tildify(str(getattr(error, "hint", "") or ""))
     if name == "ClusterError":
         return "Cluster error", message, hint
     if name == "RegistryError":

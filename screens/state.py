@@ -64,6 +64,12 @@ def display_path(path: str | os.PathLike[str]) -> str:
     return text
 
 
+def tildify(text: str) -> str:
+    """Every mention of the home directory in a message written as ``~`` (engine messages name paths)."""
+    home = str(Path.home())
+    return text.replace(home + os.sep, "~" + os.sep) if home not in ("", "/") else text
+
+
 def get_path(data: Mapping[str, Any], dotted: str, default: Any = None) -> Any:
     """``data["driver"]["version"]`` for ``"driver.version"``, or ``default`` when absent."""
     node: Any = data

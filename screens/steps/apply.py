@@ -218,7 +218,8 @@ class Screen(StepScreen):
         table.clear()
         for ds in status.daemonsets:
             mark = "✓" if ds.done else "…"
-            name = ds.name if len(ds.name) <= 48 else ds.name[:22] + "…" + ds.name[-25:]
+            name = "ds/" + ds.name.removeprefix("nvidia-driver-daemonset-")
+            name = name if len(name) <= 48 else name[:47] + "…"
             table.add_row(name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated", key=f"ds:{ds.name}")
         for name, value in sorted(status.upgrade_states.items()):
             table.add_row(name, value, key=f"node:{name}")

@@ -17,6 +17,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
+from screens.state import tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
@@ -141,7 +142,8 @@ class Screen(StepScreen):
         waiting.remove()
 
     def _show_scenarios(self, names: list[str]) -> None:
-        current = self.state.demo if self.state.demo in names else names[0]
+        preferred = self.state.demo or FALLBACK_SCENARIOS[0]
+        current = preferred if preferred in names else names[0]
         self._put_select("scenario-wait", "scenario", names, current, "demo scenario")
 
     def _show_contexts(self, contexts: list[str], current: str | None, auto_connect: bool) -> None:
@@ -155,7 +157,7 @@ class Screen(StepScreen):
 
     def _no_contexts(self, error: BaseException, auto_connect: bool) -> None:
         self._put_select("context-wait", "context", [], None, "no kubeconfig")
-        message = str(getattr(error, "message", "") or error)
+        message = tildify(str(getattr(error, "message", "") or error))
         if auto_connect:
             self._offer_demo(f"No cluster configured: {message}")
 
@@ -243,7 +245,7 @@ class Screen(StepScreen):
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
         if worker.group == "connect":
-            message = str(getattr(error, "message", "") or error)
+            message = tildify(str(getattr(error, "message", "") or error))
             self._offer_demo(f"✗ {message}")
             self.query_one("#preflight", CheckList).update("not connected")
         super().worker_failed(worker, error)

@@ -23,6 +23,8 @@ from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
 
+#: Shown instead of a registry status on a demo cluster without a simulated registry.
+DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
 #: Pause after the last keystroke before the registry is asked.
 CHECK_DELAY = 0.5
 
@@ -232,7 +234,11 @@ class Screen(FormStep):
             self.maybe_replay()
             return
         await asyncio.sleep(delay)
-        async with self.wizard.registry_client() as registry:
+        async with self.wizard.open_registry() as registry:
+            if registry is None:
+                groups.show(rendered.node_images, catalog=catalog, note=DEMO_NO_REGISTRY)
+                self.maybe_replay()
+                return
             statuses = list(await state.cluster.check_images(rendered, registry))
         state.images = statuses
         groups.show(rendered.node_images, statuses, catalog=catalog)

@@ -26,7 +26,7 @@ COLUMNS = {
     "host-nvidia-smi": "smi",
 }
 #: Longest cell text before it is cut (the full text is in the summary, the log and the report).
-CELL_WIDTH = 14
+CELL_WIDTH = 13
 
 
 def cell(check: Any) -> str:
@@ -73,7 +73,7 @@ class Screen(StepScreen):
         table = self.query_one(DataTable)
         table.add_column("Node", key="node")
         for label, key in (("Image", "image"), ("Digest", "digest"), ("nvidia-smi", "smi"), ("Host", "host")):
-            table.add_column(label, key=key, width=CELL_WIDTH + 2)
+            table.add_column(label, key=key, width=CELL_WIDTH + 1)
         self._verifying = False
         if self.state.cluster is None:
             self.query_one("#verify-summary", Static).update(
@@ -110,7 +110,7 @@ class Screen(StepScreen):
         from wizard.results import Check
 
         try:
-            async with self.wizard.registry_client() as registry:
+            async with self.wizard.open_registry() as registry:
                 async for item in state.cluster.verify(plan, state.rendered, registry=registry):
                     if isinstance(item, Check):
                         state.checks.append(item)
@@ -121,6 +121,15 @@ class Screen(StepScreen):
                         log.write_line(f"{item.node}: {item.text}" if item.node else item.text)
         finally:
             self._verifying = False
+        # nodes are checked concurrently; once done, show rows and output node by node
+        for row in list(table.rows):
+            for column in ("image", "digest", "smi", "host"):
+                if table.get_cell(row, column) == "…":
+                    table.update_cell(row, column, "- not checked")
+        table.sort("node")
+        log.clear()
+        for line in sorted(state.log_lines, key=lambda item: item.node):
+            log.write_line(f"{line.node}: {line.text}" if line.node else line.text)
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()

@@ -59,6 +59,7 @@ class ImageGroups(Static):
         catalog: dict[str, str] | None = None,
         checking: bool = False,
         offline: bool = False,
+        note: str = "",
     ) -> None:
         """``images``: NodeImage list; ``statuses``: ImageStatus list; ``catalog``: image -> tuple status."""
         by_image: dict[str, list[Any]] = {}
@@ -85,6 +86,8 @@ class ImageGroups(Static):
                 lines.append("  [$text-muted]… checking the registry[/]")
             elif offline:
                 lines.append("  [$text-muted]not connected: registry not checked[/]")
+            elif note:
+                lines.append(f"  [$text-muted]{escape(note)}[/]")
             else:
                 lines.append("  [$text-muted]not checked yet[/]")
         self.update("\n".join(lines) or "[$text-muted]no GPU node needs a driver image[/]")

@@ -15,6 +15,8 @@ import asyncio
 import difflib
 import io
 import os
+import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,8 @@ import pytest
 from rich.console import Console
 
 SVG_DIR = Path(__file__).parent / "svg"
+#: Frames that did not match, for a look (outside the checkout).
+ACTUAL_DIR = Path(tempfile.gettempdir()) / "gpu-wizard-snapshots"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,32 +64,49 @@ class Snapshot:
 
     def __init__(self, update: bool) -> None:
         self.update = update
+        self.failures: list[str] = []
+        """Mismatches so far: a walk checks every frame, then :meth:`verify` reports them together."""
 
-    async def check(self, pilot: Any, name: str) -> None:
-        """Snapshot the current frame as ``name`` (waits for pending repaints first)."""
+    async def check(self, pilot: Any, name: str, redact: dict[str, str] | None = None) -> None:
+        """Snapshot the current frame as ``name`` (waits for pending repaints first).
+
+        ``redact`` maps a regular expression to a replacement of the same length (a timestamp in a
+        file name, say), applied to the SVG and the text alike so the layout is unchanged.
+        """
         app = pilot.app
         await pilot.pause()
         await pilot.pause(0.05)
         svg = app.export_screenshot(title=f"gpu-wizard — {name}")
         text = screen_text(app)
+        for pattern, replacement in (redact or {}).items():
+            svg = re.sub(pattern, replacement, svg)
+            text = re.sub(pattern, replacement, text)
+        # Rich names the SVG's CSS classes after a hash of the frame; a redacted frame needs a fixed name
+        svg = re.sub(r"terminal-\d+", "terminal-frame", svg)
         svg_path, text_path = SVG_DIR / f"{name}.svg", SVG_DIR / f"{name}.txt"
         if self.update or not svg_path.exists():
             SVG_DIR.mkdir(parents=True, exist_ok=True)
             svg_path.write_text(svg, encoding="utf-8")
             text_path.write_text(text, encoding="utf-8")
             if not self.update:
-                pytest.fail(f"new snapshot {svg_path.name} written; check it, then run again")
+                self.failures.append(f"new snapshot {svg_path.name} written; check it, then run again")
             return
         if svg_path.read_text(encoding="utf-8") == svg:
             return
         before = text_path.read_text(encoding="utf-8") if text_path.exists() else ""
         diff = "\n".join(difflib.unified_diff(before.splitlines(), text.splitlines(), "snapshot", "now", lineterm=""))
-        actual = svg_path.with_suffix(".actual.svg")
+        actual = ACTUAL_DIR / f"{name}.svg"
+        ACTUAL_DIR.mkdir(parents=True, exist_ok=True)
         actual.write_text(svg, encoding="utf-8")
-        pytest.fail(
-            f"snapshot {name} differs (new frame in {actual.name}; --update-snapshots accepts it)\n"
+        self.failures.append(
+            f"snapshot {name} differs (new frame in {actual}; --update-snapshots accepts it)\n"
             + (diff or "(same text: colours or styles changed)")
         )
+
+    def verify(self) -> None:
+        """Fail with every mismatch found (call once at the end of the test)."""
+        if self.failures:
+            pytest.fail("\n\n".join(self.failures))
 
 
 @pytest.fixture

@@ -1,0 +1,69 @@
+"""SVG snapshots of every step at 80×24, exported by the app itself (``app.export_screenshot``).
+
+One walk through the ``sle-micro-precompiled`` demo photographs each step as a user sees it, plus
+the F1 help and the apply confirmation; a second run shows Connect without any cluster. Frames
+hold nothing that varies between runs: no clocks or spinners (each frame is taken once its work is
+done), no ports (the demo is named, not addressed), HOME-relative paths, and the backup file's
+timestamp redacted. ``pytest --update-snapshots`` rewrites them (see ``tests/snapshots/plugin.py``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from screens.app import WizardApp
+from screens.dialogs import ConfirmDialog, HelpDialog
+from tests.snapshots.plugin import Snapshot, screen_text, wait_for
+from tests.test_tui_flows import connected, next_to, on_step
+
+#: The backup file name carries a UTC timestamp (same length replacement keeps the layout).
+BACKUP_STAMP = {r"\d{8}T\d{6}Z": "YYYYMMDDTHHMMSSZ"}
+
+
+async def test_every_step_at_80x24(tui_env: Path, snapshot: Snapshot) -> None:
+    app = WizardApp(demo="sle-micro-precompiled", step_delay=0.0, report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await snapshot.check(pilot, "1-connect")
+        await next_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "● live" in screen_text(app), what="the watch")
+        await snapshot.check(pilot, "2-nodes")
+        await next_to(pilot, "mode")
+        await snapshot.check(pilot, "3-mode")
+        await pilot.press("f1")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, HelpDialog) and "Upstream" in screen_text(app), what="help"
+        )
+        await snapshot.check(pilot, "3-mode-help")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: on_step(app, "mode"), what="the help to close")
+        await next_to(pilot, "driver")
+        await wait_for(pilot, lambda: "simulated catalog" in screen_text(app), what="the image status")
+        await snapshot.check(pilot, "4-driver")
+        await next_to(pilot, "paths")
+        await snapshot.check(pilot, "5-paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None and "accepted" in screen_text(app), what="dry-run")
+        await snapshot.check(pilot, "6-preview")
+        await next_to(pilot, "apply")
+        await snapshot.check(pilot, "7-apply")
+        await pilot.press("enter")
+        await wait_for(
+            pilot, lambda: isinstance(app.screen, ConfirmDialog) and "create" in screen_text(app), what="confirm"
+        )
+        await snapshot.check(pilot, "7-apply-confirm")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: app.screen._rollout is not None and app.screen._rollout.done, 60, "rollout")
+        await snapshot.check(pilot, "7-apply-rollout", redact=BACKUP_STAMP)
+        await next_to(pilot, "verify")
+        await wait_for(pilot, lambda: app.state.checks and not app.screen._verifying, 60, "verification")
+        await snapshot.check(pilot, "8-verify")
+    snapshot.verify()
+
+
+async def test_connect_without_a_cluster_offers_the_demo(tui_env: Path, snapshot: Snapshot) -> None:
+    app = WizardApp(report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: "Try the built-in demo cluster" in screen_text(app), what="the demo offer")
+        await snapshot.check(pilot, "1-connect-no-cluster")
+    snapshot.verify()
