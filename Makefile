@@ -20,8 +20,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 ## demo: install and run the wizard on the built-in demo cluster
 demo: $(VENV)/.installed
-	$(BIN)/gpu-wizard render --answers assets/examples/sle-micro-precompiled.answers.yaml \
-		--nodes assets/examples/sle-micro-precompiled.nodes.json
+	$(BIN)/gpu-wizard --demo sle-micro-precompiled
 
 ## system-deps: Debian packages the tests need (docker-registry, skopeo, umoci, htpasswd)
 system-deps:
