@@ -233,7 +233,9 @@ class WizardState:
 
             buffer = io.StringIO()
             buffer.write("# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n")
-            YAML(typ="safe", pure=True).dump(self.answers, buffer)
+            yaml = YAML(typ="safe", pure=True)
+            yaml.default_flow_style = False
+            yaml.dump(self.answers, buffer)
             write_private(self.answers_path, buffer.getvalue())
         write_private(resume_path(self.answers_path), json.dumps({"step": step, "demo": self.demo}) + "\n")
 

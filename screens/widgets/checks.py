@@ -29,7 +29,8 @@ class CheckList(Static):
             style = _STYLE.get(status, "$text")
             where = f" {check.node}" if check.node else ""
             text = Text(f"{check.message}")
-            lines.append(f"[{style}]{check.status.symbol}[/] [b]{check.check}{where}[/]  {_escape(text.plain)}")
+            name = _escape(f"{check.check}{where}")
+            lines.append(f"[{style}]{check.status.symbol}[/] [b]{name:<15}[/] {_escape(text.plain)}")
             if check.hint and status in ("fail", "warn"):
                 lines.append(f"   [$text-muted]→ {_escape(check.hint)}[/]")
         self.update("\n".join(lines) if lines else empty)

@@ -16,6 +16,8 @@ import difflib
 import io
 import os
 import re
+import shutil
+import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +61,23 @@ async def wait_for(pilot: Any, predicate: Callable[[], object], timeout: float =
     await pilot.pause()
 
 
+def export_screenshots(name: str, svg: str) -> None:
+    """With ``GPU_WIZARD_SCREENSHOTS=DIR``, also write the frame to DIR as SVG (and PNG via rsvg-convert).
+
+    This is how ``docs/screenshots`` is made: the app's own export, from the same stable walk.
+    """
+    folder = os.environ.get("GPU_WIZARD_SCREENSHOTS")
+    if not folder:
+        return
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    svg_file = target / f"{name}.svg"
+    svg_file.write_text(svg, encoding="utf-8")
+    converter = shutil.which("rsvg-convert")
+    if converter:
+        subprocess.run([converter, "-o", str(svg_file.with_suffix(".png")), str(svg_file)], check=True, timeout=60)
+
+
 class Snapshot:
     """Compare the app's SVG export with the committed one (or rewrite it)."""
 
@@ -83,6 +102,7 @@ class Snapshot:
             text = re.sub(pattern, replacement, text)
         # Rich names the SVG's CSS classes after a hash of the frame; a redacted frame needs a fixed name
         svg = re.sub(r"terminal-\d+", "terminal-frame", svg)
+        export_screenshots(name, svg)
         svg_path, text_path = SVG_DIR / f"{name}.svg", SVG_DIR / f"{name}.txt"
         if self.update or not svg_path.exists():
             SVG_DIR.mkdir(parents=True, exist_ok=True)
