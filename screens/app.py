@@ -225,6 +225,11 @@ class WizardApp(App[int]):
         self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
         return True
 
+    @property
+    def demo_has_registry(self) -> bool:
+        """The running demo cluster simulates a registry the wizard can ask (and mirror into)."""
+        return callable(getattr(self._demo_cluster, "registry_client", None))
+
     @contextlib.asynccontextmanager
     async def open_registry(self) -> AsyncIterator[Any]:
         """A registry client for image checks, or None on a demo cluster that simulates no registry.
@@ -252,6 +257,35 @@ class WizardApp(App[int]):
             with contextlib.suppress(Exception):  # closing is best effort at exit
                 await asyncio.wait_for(cluster.close(), 5)
         await self.stop_demo()
+
+    # -- last resort ------------------------------------------------------------------------
+
+    def _handle_exception(self, error: Exception) -> None:
+        """A bug got past every handler: keep the traceback for a report, show the user one clear line.
+
+        Errors a user can fix never come here (workers turn them into dialogs). This overrides a
+        private Textual hook (stable through 8.x); tests still see the exception re-raised.
+        """
+        crash_log = self._write_crash_log(error)
+        super()._handle_exception(error)
+        if "debug" not in self.features:
+            self._exit_renderables[:] = [
+                f"gpu-wizard stopped on an unexpected error: {type(error).__name__}: {error}\n"
+                "Your answers are saved after each step: run the same command again to resume.\n"
+                f"Details for a bug report: {crash_log}"
+            ]
+
+    @staticmethod
+    def _write_crash_log(error: BaseException) -> str:
+        import traceback
+
+        path = state_dir() / "crash.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(traceback.format_exception(error)), encoding="utf-8")
+        except OSError:
+            return "(could not write the crash log)"
+        return display_path(path)
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -308,4 +342,6 @@ def run(args: argparse.Namespace) -> int:
         context=getattr(args, "tui_context", None),
     )
     result = app.run()
-    return result if isinstance(result, int) else app.exit_code
+    if isinstance(result, int):
+        return result
+    return app.return_code or app.exit_code

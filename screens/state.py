@@ -12,7 +12,6 @@ must not wait for them.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -237,10 +236,14 @@ class WizardState:
             yaml.default_flow_style = False
             yaml.dump(self.answers, buffer)
             write_private(self.answers_path, buffer.getvalue())
+        import json
+
         write_private(resume_path(self.answers_path), json.dumps({"step": step, "demo": self.demo}) + "\n")
 
     def saved_step(self) -> str | None:
         """The step a previous run stopped at, when a state file is next to the answers."""
+        import json
+
         try:
             data = json.loads(resume_path(self.answers_path).read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -7,6 +7,7 @@ later step with those facts, as the wizard would have them after Nodes.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from pathlib import Path
 from textual.widgets import Button, RadioSet
 
 from screens.app import WizardApp
-from screens.dialogs import ConfirmDialog, HelpDialog, PathDialog
+from screens.dialogs import ConfirmDialog, ErrorDialog, HelpDialog, PathDialog
 from screens.state import resume_path
 from screens.widgets.field import AnswerField
 from tests.snapshots.plugin import screen_text, wait_for
@@ -154,6 +155,40 @@ async def test_resume_is_offered_where_a_previous_run_stopped(tui_env: Path) -> 
         assert app.state.get("driver.version") == "580.126.09.1"
         # no kubeconfig in this HOME: the demo cluster is offered instead of a traceback
         await wait_for(pilot, lambda: "Try the built-in demo cluster" in screen_text(app), what="the demo offer")
+
+
+async def test_an_unreachable_cluster_is_a_dialog_saying_what_to_do(tui_env: Path) -> None:
+    kubeconfig = tui_env / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: lab\n"
+        "clusters: [{name: lab, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: lab, user: {token: t}}]\n"
+        "contexts: [{name: lab, context: {cluster: lab, user: lab}}]\n"
+    )
+    app = WizardApp(kubeconfig=str(kubeconfig), report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorDialog), 30, "the error dialog")
+        await wait_for(pilot, lambda: "What to do:" in screen_text(app), what="the hint")
+        assert "Traceback" not in screen_text(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "Try the built-in demo cluster" in screen_text(app), what="the demo offer")
+
+
+def test_a_bug_ends_with_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
+    code = (
+        "import screens.steps.paths as m\n"
+        "m.Screen.on_mount = lambda self: 1 / 0\n"
+        "from screens.app import WizardApp\n"
+        "app = WizardApp(start_step='paths')\n"
+        "app.run(headless=True)\n"
+        "raise SystemExit(app.return_code)\n"
+    )
+    env = {**os.environ, "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 1
+    assert "gpu-wizard stopped on an unexpected error: ZeroDivisionError" in out.stderr + out.stdout
+    assert "Traceback" not in out.stderr + out.stdout
+    assert "ZeroDivisionError" in (tmp_path / ".local" / "state" / "gpu-wizard" / "crash.log").read_text()
 
 
 def test_first_frame_needs_no_engine_imports() -> None:

@@ -228,7 +228,13 @@ class Screen(FormStep):
         groups.show(
             rendered.node_images, catalog=catalog, checking=state.cluster is not None, offline=state.cluster is None
         )
-        self.query_one(MirrorPanel).show(rendered.mirror, mirror_script(rendered.mirror))
+        simulated = state.is_demo and not self.wizard.demo_has_registry
+        self.query_one(MirrorPanel).show(
+            rendered.mirror,
+            mirror_script(rendered.mirror),
+            can_run=not simulated,
+            note="demo: the images are simulated, there is nothing to copy for real" if simulated else "",
+        )
         self._show_support(rendered, [])
         if state.cluster is None:
             self.maybe_replay()

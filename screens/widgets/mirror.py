@@ -61,8 +61,8 @@ class MirrorPanel(Vertical):
         self._skopeo = skopeo_available()
         self.query_one("#mirror-run", Button).display = False
 
-    def show(self, items: Sequence[Any], script: str) -> None:
-        """The items to copy (``MirrorItem``) and the script text for Copy."""
+    def show(self, items: Sequence[Any], script: str, *, can_run: bool = True, note: str = "") -> None:
+        """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered."""
         from wizard.mirror import shell_command
 
         self._items, self._script = list(items), script
