@@ -252,3 +252,14 @@ async def test_answers_replay_reaches_preview_without_a_key_press(tui_env: Path)
         assert "✓ server dry-run accepted" in screen_text(app)
         assert app.state.applied is None  # a replay never applies
         assert not app.state.replay
+
+
+async def test_the_node_table_follows_the_cluster(tui_env: Path) -> None:
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await next_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "● live" in screen_text(app), what="the watch")
+        await kubectl(app, "label", "node", "gpu-h200-02", "nvidia.com/gpu.deploy.driver=pre-installed")
+        await wait_for(pilot, lambda: "pre-installed" in screen_text(app), 15, "the label to show up")
+        assert app.state.nodes["gpu-h200-02"].deploy_driver == "pre-installed"
