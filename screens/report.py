@@ -55,7 +55,7 @@ def report_markdown(state: WizardState) -> str:
     if data["backup"]:
         lines += ["", f"Backup of the objects replaced: `{data['backup']}`"]
     by_node: dict[str, list[Any]] = {}
-    cluster_wide = []
+    cluster_wide: list[Any] = []
     for check in state.checks:
         (by_node.setdefault(check.node, []) if check.node else cluster_wide).append(check)
     if by_node:

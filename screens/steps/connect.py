@@ -14,6 +14,7 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
@@ -137,8 +138,9 @@ class Screen(StepScreen):
             compact=True,
         )
         waiting = self.query_one(f"#{placeholder}")
-        assert waiting.parent is not None
-        waiting.parent.mount(select, before=waiting)
+        row = waiting.parent
+        assert isinstance(row, Widget)
+        row.mount(select, before=waiting)
         waiting.remove()
 
     def _show_scenarios(self, names: list[str]) -> None:
