@@ -18,9 +18,6 @@ from screens.steps.formstep import FormStep
 from screens.widgets.checks import CheckList
 from screens.widgets.field import AnswerField
 
-#: Check names the engine uses for node-side path checks.
-PATH_CHECKS = ("path", "host-path", "noexec", "writable", "toolkit-dir", "driver-dir")
-
 
 class Screen(FormStep):
     """Where the toolkit and the driver live on the host."""
@@ -75,12 +72,22 @@ class Screen(FormStep):
             return "default /run/nvidia/driver; change only for a host driver in a non-standard root"
         return "default /run/nvidia/driver: where the driver container exposes the driver on the host"
 
+    def _engine_checks(self) -> bool:
+        """The cluster engine can check paths on the nodes before anything is applied."""
+        return hasattr(self.state.cluster, "check_paths")
+
     def _idle_text(self) -> str:
         if self.state.cluster is None:
             return "not connected: node-side checks need a cluster"
+        if not self._engine_checks():
+            return (
+                "checked on every node after Apply: step 8 (Verify) tests both paths for noexec and read-only "
+                "mounts and reports what to change"
+            )
         return "press Check on nodes: exists, writable, not mounted noexec"
 
     def on_mount(self) -> None:
+        self.query_one("#check-paths").display = self.state.cluster is not None and self._engine_checks()
         for field in self.query(AnswerField):
             self.state.set(field.path, self._stored(field.path, field.value))
         self.answers_changed()
@@ -131,12 +138,7 @@ class Screen(FormStep):
         """Run the node-side checks for the two paths."""
         results = self.query_one("#path-checks", CheckList)
         results.update("checking on the GPU nodes…")
-        cluster = self.state.cluster
-        if hasattr(cluster, "check_paths"):
-            checks = list(await cluster.check_paths(plan))
-        else:
-            preflight = await cluster.preflight(plan)
-            checks = [c for c in preflight.checks if any(c.check.startswith(p) for p in PATH_CHECKS)]
+        checks = list(await self.state.cluster.check_paths(plan))
         results.show(checks, "the engine ran no path checks on these nodes")
         failed = [c for c in checks if not c.ok]
         if failed:
