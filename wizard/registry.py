@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import socket
+import ssl
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -110,7 +111,9 @@ class RegistryClient:
     docker/containers auth files); keys are ``host`` or ``host/repository-prefix``. Registries in
     ``insecure_registries`` are reached over unverified https, falling back to plain http, and a
     warning is recorded in :attr:`warnings`. ValueError (naming the file, never its content) when
-    an explicit ``auth_file`` cannot be read.
+    an explicit ``auth_file`` cannot be read. ``mirrors`` maps a registry host to the endpoint that
+    answers for it (``host[:port][/prefix]``, a pull-through cache or the demo cluster's registry);
+    ``ca_file`` adds a CA bundle to trust.
     """
 
     def __init__(
@@ -121,12 +124,17 @@ class RegistryClient:
         insecure_registries: Iterable[str] = (),
         timeout: float = 10.0,
         concurrency: int = 16,
+        mirrors: Mapping[str, str] | None = None,
+        ca_file: str | None = None,
     ) -> None:
         creds = load_auth_file(auth_file)
         creds.update({normalize_auth_key(k): v for k, v in (credentials or {}).items()})
         self._credentials = creds
         self._secrets = secrets_of(creds.values())
         self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
+        # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
+        self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
+        self._ssl: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._timeout_s = timeout
         self._concurrency = max(1, concurrency)
@@ -166,6 +174,7 @@ class RegistryClient:
             host, repo, tag = split_reference(reference)
         except ValueError as exc:
             return TagStatus(reference, False, error=f"invalid reference: {exc}")
+        host, repo = self._route(host, repo)
         async with self._semaphore:
             try:
                 path = f"/v2/{repo}/manifests/{tag}"
@@ -198,6 +207,7 @@ class RegistryClient:
             host, repo, _ = split_reference(repository_ref)
         except ValueError as exc:
             raise RegistryError(f"invalid reference: {exc}") from None
+        host, repo = self._route(host, repo)
         tags: list[str] = []
         path: str | None = f"/v2/{repo}/tags/list?n=1000"
         async with self._semaphore:
@@ -216,6 +226,14 @@ class RegistryClient:
         return tags
 
     # -- transport ----------------------------------------------------------------------------------
+
+    def _route(self, host: str, repo: str) -> tuple[str, str]:
+        """The endpoint host and repository path that answer for ``host/repo`` (mirrors applied)."""
+        location = self._mirrors.get(canonical_host(host))
+        if not location:
+            return host, repo
+        endpoint, _, prefix = location.partition("/")
+        return endpoint, f"{prefix}/{repo}" if prefix else repo
 
     def _lock(self, key: object) -> asyncio.Lock:
         return self._locks.setdefault(key, asyncio.Lock())
@@ -272,10 +290,10 @@ class RegistryClient:
         """
         if self._session is None:
             raise RuntimeError("use RegistryClient as an async context manager")
-        ssl = canonical_host(host) not in self._insecure
+        verify = self._ssl if canonical_host(host) not in self._insecure else False
         for attempt in range(_MAX_ATTEMPTS):
             try:
-                async with self._session.request(method, url, headers=headers, ssl=ssl) as resp:
+                async with self._session.request(method, url, headers=headers, ssl=verify) as resp:
                     body = await resp.read() if method != "HEAD" else b""
                     result = _Response(resp.status, resp.headers, body)
             except aiohttp.ClientConnectorCertificateError as exc:

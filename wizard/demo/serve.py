@@ -27,7 +27,7 @@ from typing import Any, Protocol, Self
 
 from aiohttp import web
 
-from wizard.demo import tls
+from wizard.demo import registryapi, tls
 from wizard.demo.bootstrap import CONTEXT, register_crds, write_kubeconfig
 from wizard.demo.faults import Faults
 from wizard.demo.scenario import Scenario
@@ -103,6 +103,9 @@ class DemoCluster:
         self.sim = (simulation or _default_simulation)(self.scenario, self.store)
         self.sim.seed()
         self.server = ApiServer(self.store, self.sim, self.token, self.faults, self.scenario.rbac_deny)
+        puller = getattr(self.sim, "puller", None)
+        if puller is not None and not self.scenario.registry.url:
+            self.server.image_catalog = puller.catalog
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self.tls = tls_available() if tls is None else tls
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -183,6 +186,26 @@ class DemoCluster:
     def ssl_context(self) -> ssl.SSLContext | None:
         """A client TLS context trusting this cluster (None when it serves plain http)."""
         return tls.client_context(self.ca_path) if self.ca_path else None
+
+    def registry_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``wizard.registry.RegistryClient`` that reach this cluster's images.
+
+        The scenario's catalog hosts are served by this API server under ``/v2/<host>/…`` (or by the
+        real registry the scenario names), so tag and digest checks ask what the kubelet pulls from.
+        """
+        hosts = self.scenario.registry.catalog_hosts()
+        url = self.scenario.registry.url
+        if url:
+            endpoint = url.split("://", 1)[-1].rstrip("/")
+            insecure = [endpoint] if url.startswith("http://") else []
+            return {"mirrors": dict.fromkeys(hosts, endpoint), "insecure_registries": insecure}
+        endpoint = f"127.0.0.1:{self.port}"
+        options: dict[str, Any] = {"mirrors": registryapi.mirror_locations(hosts, endpoint)}
+        if self.ca_path:
+            options["ca_file"] = str(self.ca_path)
+        else:
+            options["insecure_registries"] = [endpoint]
+        return options
 
     def _mark_dirty(self) -> None:
         self._idle.clear()
@@ -301,6 +324,10 @@ class DemoClusterThread:
     def ssl_context(self) -> ssl.SSLContext | None:
         """A client TLS context trusting this cluster (None when it serves plain http)."""
         return self.cluster.ssl_context()
+
+    def registry_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``wizard.registry.RegistryClient`` that reach this cluster's images."""
+        return self.cluster.registry_options()
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,12 +13,12 @@ import asyncio
 import ipaddress
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from aiohttp import web
 
-from wizard.demo import access, discovery, execws, reads, writes
+from wizard.demo import access, discovery, execws, reads, registryapi, writes
 from wizard.demo.faults import DroppedConnection, Faults, fault_middleware
 from wizard.demo.kinds import Registry
 from wizard.demo.reads import Target
@@ -61,6 +61,8 @@ class ApiServer:
         self.registry = Registry(store)
         self.hub: WatchHub | None = None
         self.server_address = "127.0.0.1:0"
+        self.image_catalog: Mapping[str, Mapping[str, str]] | None = None
+        """The scenario catalog served at ``/v2/`` (None: the scenario names a real registry instead)."""
 
     def application(self) -> web.Application:
         """The aiohttp application (call inside the event loop that will serve it)."""
@@ -111,7 +113,8 @@ class ApiServer:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path not in _PUBLIC:
+        # The image registry (/v2/) is anonymous, like a public pull-through cache.
+        if request.path not in _PUBLIC and not (self.image_catalog is not None and request.path.startswith("/v2")):
             access.check_token(request.headers.get("Authorization"), self.token)
         return await handler(request)
 
@@ -121,6 +124,8 @@ class ApiServer:
         """Route one request by path."""
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
+        if parts[:1] == ["v2"] and self.image_catalog is not None:
+            return registryapi.handle(request, self.image_catalog)
         if path in _PUBLIC:
             return web.Response(text="ok")
         if path == "/version":
