@@ -56,7 +56,8 @@ class Screen(StepScreen):
     #connect-row, #demo-row { height: 1; }
     #connect-row > Label, #demo-row > Label { width: 10; }
     #context, #context-wait { width: 1fr; }
-    #scenario, #scenario-wait { width: 1fr; }
+    #scenario { width: 1fr; }
+    #demo-row-wait { height: 1; }
     #connect-row > Button, #demo-row > Button { margin-left: 1; min-width: 12; }
     #server { height: auto; color: $text-muted; padding-left: 10; }
     #preflight-box { height: 1fr; }
@@ -65,7 +66,6 @@ class Screen(StepScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        state = self.state
         yield Label("Cluster", classes="section -first")
         with Horizontal(id="connect-row"):
             yield Label("Context")
@@ -73,11 +73,8 @@ class Screen(StepScreen):
             yield Static("reading kubeconfig…", id="context-wait", classes="muted")
             yield Button("Connect", id="connect", compact=True, variant="primary")
         yield Static("", id="server", markup=False)
-        with Horizontal(id="demo-row"):
-            yield Label("Demo")
-            # the full scenario list needs the engine: it is filled in after the first frame
-            yield Static(state.demo or FALLBACK_SCENARIOS[0], id="scenario-wait")
-            yield Button("Try the demo cluster", id="demo", compact=True)
+        # the scenario list needs the engine: the demo row is mounted after the first frame
+        yield Static("Demo      …", id="demo-row-wait", classes="muted")
         yield Label("Preflight", classes="section")
         yield Static("", id="connect-error", markup=False, classes="-empty")
         with VerticalScroll(id="preflight-box"):
@@ -146,7 +143,16 @@ class Screen(StepScreen):
     def _show_scenarios(self, names: list[str]) -> None:
         preferred = self.state.demo or FALLBACK_SCENARIOS[0]
         current = preferred if preferred in names else names[0]
-        self._put_select("scenario-wait", "scenario", names, current, "demo scenario")
+        if self.query("#scenario"):
+            self._put_select("", "scenario", names, current, "demo scenario")
+            return
+        select: Select[str] = Select(
+            [(n, n) for n in names], value=current, allow_blank=False, id="scenario", compact=True
+        )
+        row = Horizontal(Label("Demo"), select, Button("Try the demo cluster", id="demo", compact=True), id="demo-row")
+        waiting = self.query_one("#demo-row-wait")
+        self.query_one("#body").mount(row, before=waiting)
+        waiting.remove()
 
     def _show_contexts(self, contexts: list[str], current: str | None, auto_connect: bool) -> None:
         wanted = self.state.context or current
@@ -170,7 +176,8 @@ class Screen(StepScreen):
 
     def _offer_demo(self, why: str) -> None:
         self._error_text(f"{why}\nTry the built-in demo cluster above.")
-        self.query_one("#demo", Button).focus()
+        for button in self.query("#demo"):  # mounted once the scenario list is known
+            button.focus()
         self.refresh_nav()
 
     # -- connecting -------------------------------------------------------------------------
