@@ -227,27 +227,31 @@ class WizardApp(App[int]):
 
     @property
     def demo_has_registry(self) -> bool:
-        """The running demo cluster simulates a registry the wizard can ask (and mirror into)."""
-        return callable(getattr(self._demo_cluster, "registry_client", None))
+        """The running demo cluster serves its image catalog as a registry the wizard can ask."""
+        return callable(getattr(self._demo_cluster, "registry_options", None))
 
     @contextlib.asynccontextmanager
     async def open_registry(self) -> AsyncIterator[Any]:
         """A registry client for image checks, or None on a demo cluster that simulates no registry.
 
-        The demo's images live in its simulated catalog under names like ``registry.example.com``:
-        asking the real network about them would only measure this machine's DNS. A demo cluster
-        that offers ``registry_client()`` (a stand-in registry) is used instead.
+        The demo's images live in its simulated catalog under names like ``registry.example.com``;
+        the demo cluster serves that catalog over the distribution API and says how to reach it
+        (``registry_options()``: registry mirrors and CA). Asking the real network about those
+        names would only measure this machine's DNS, so an older demo without it gets no client.
         """
-        factory = getattr(self._demo_cluster, "registry_client", None)
-        if callable(factory):
-            async with factory() as client:
+        from wizard.registry import RegistryClient
+
+        if self._demo_cluster is not None:
+            if not self.demo_has_registry:
+                yield None
+                return
+            options = self._demo_cluster.registry_options()
+            async with RegistryClient(**options) as client:
                 yield client
             return
         if self.state.is_demo:
             yield None
             return
-        from wizard.registry import RegistryClient
-
         async with RegistryClient() as client:
             yield client
 

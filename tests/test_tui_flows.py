@@ -23,6 +23,8 @@ from screens.widgets.field import AnswerField
 from tests.snapshots.plugin import screen_text, wait_for
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
+#: The validated R580 SLE Micro 5.5 tuple in the sle-micro-precompiled scenario's mirror.
+SLE_DIGEST = "sha256:e6da525dc703a4144b1b099762da5390adadc1a1a9863406e5deac48fb877aa4"
 
 
 def demo_app(home: Path, scenario: str, answers: Path | None = None) -> WizardApp:
@@ -96,18 +98,22 @@ async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> No
         await next_to(pilot, "driver")
         text = screen_text(app)
         assert "580.126.09.1" in text and "✓ validated" in text  # catalog's best version preselected
+        await set_field(pilot, "driver-repository", "registry.example.com/mlops")  # the site's mirror
+        await wait_for(pilot, lambda: bool(app.state.images), what="the registry check")
+        assert app.state.images[0].target.digest == SLE_DIGEST
         await next_to(pilot, "paths")
         assert app.state.get("toolkit.installDir") == "/run/nvidia/toolkit-install"  # SLE Micro profile
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         assert "✓ server dry-run accepted: create ClusterPolicy/cluster-policy" in screen_text(app)
         await next_to(pilot, "apply")
-        # warned or not depends on whether the registry answers (the demo's catalog hosts do not resolve)
-        await apply_and_roll_out(pilot, expect_warning=None)
+        await apply_and_roll_out(pilot)
         assert "upgrade-done" in screen_text(app) or "✓ 2/2 ready" in screen_text(app)
         text = await verified(pilot)
         assert "✓ verified: 2 GPU node(s)" in text
         assert "✓ 580.126.09 " in text  # nvidia-smi column: the driver the node runs
+        assert f"✓ {SLE_DIGEST[7:18]}…" in text  # imageID digest matches the registry's
+        assert any(line.text.startswith("imageID:") for line in app.state.log_lines)
         await pilot.click("#export")
         await wait_for(pilot, lambda: isinstance(app.screen, PathDialog), what="the export dialog")
         await pilot.press("enter")

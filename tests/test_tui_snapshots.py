@@ -14,7 +14,7 @@ from pathlib import Path
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog, HelpDialog
 from tests.snapshots.plugin import Snapshot, screen_text, wait_for
-from tests.test_tui_flows import connected, next_to, on_step
+from tests.test_tui_flows import connected, next_to, on_step, set_field
 
 #: The backup file name carries a UTC timestamp (same length replacement keeps the layout).
 BACKUP_STAMP = {r"\d{8}T\d{6}Z": "YYYYMMDDTHHMMSSZ"}
@@ -38,7 +38,8 @@ async def test_every_step_at_80x24(tui_env: Path, snapshot: Snapshot) -> None:
         await pilot.press("escape")
         await wait_for(pilot, lambda: on_step(app, "mode"), what="the help to close")
         await next_to(pilot, "driver")
-        await wait_for(pilot, lambda: "simulated catalog" in screen_text(app), what="the image status")
+        await set_field(pilot, "driver-repository", "registry.example.com/mlops")
+        await wait_for(pilot, lambda: "present in target" in screen_text(app), what="the image status")
         await snapshot.check(pilot, "4-driver")
         await next_to(pilot, "paths")
         await snapshot.check(pilot, "5-paths")

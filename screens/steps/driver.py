@@ -228,7 +228,7 @@ class Screen(FormStep):
         groups.show(
             rendered.node_images, catalog=catalog, checking=state.cluster is not None, offline=state.cluster is None
         )
-        simulated = state.is_demo and not self.wizard.demo_has_registry
+        simulated = state.is_demo
         self.query_one(MirrorPanel).show(
             rendered.mirror,
             mirror_script(rendered.mirror),

@@ -30,12 +30,12 @@ CELL_WIDTH = 13
 
 
 def cell(check: Any) -> str:
-    """A short table cell: ``✓ as rendered``, ``✓ sha256:1a2b3c…``, ``✓ 580.126.09.1``, ``✗ <reason>``."""
+    """A short table cell: ``✓ as rendered``, ``✓ e6da525dc70…`` (digest), ``✓ 580.126.09.1``, ``✗ <reason>``."""
     text = str(check.message)
     if check.ok and check.check == "driver-image":
         text = "as rendered"
     elif check.ok and check.check == "image-digest" and check.data.get("digest"):
-        text = str(check.data["digest"])[:14] + "…"
+        text = str(check.data["digest"]).removeprefix("sha256:")[: CELL_WIDTH - 2] + "…"
     elif check.ok and check.check in ("nvidia-smi", "host-nvidia-smi"):
         text = str(check.data.get("driver_version") or text)
     if len(text) > CELL_WIDTH:
