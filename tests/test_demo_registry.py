@@ -35,3 +35,13 @@ async def test_registry_needs_no_cluster_token_but_the_api_still_does(demo_clust
             assert resp.status == 401
         async with session.put(f"{cluster.url}/v2/x/manifests/y", ssl=cluster.ssl_context()) as resp:
             assert resp.status == 405
+
+
+async def test_source_registries_are_answered_by_the_demo_too(demo_cluster: ClusterFactory) -> None:
+    cluster = demo_cluster("sle-micro-precompiled")
+    options: dict[str, Any] = cluster.registry_options()
+    assert "docker.io" in options["mirrors"]
+    source = PRESENT.replace("registry.example.com/mlops", "docker.io/alaudadockerhub")
+    async with RegistryClient(**options) as registry:
+        status = await registry.check(source)
+    assert status.state == "present" and status.digest.startswith("sha256:")

@@ -193,8 +193,13 @@ class DemoCluster:
         The scenario's catalog hosts are served by this API server under ``/v2/<host>/…`` (or by the
         real registry the scenario names), so tag and digest checks ask what the kubelet pulls from.
         """
-        hosts = self.scenario.registry.catalog_hosts()
         url = self.scenario.registry.url
+        hosts = self.scenario.registry.catalog_hosts()
+        puller = getattr(self.sim, "puller", None)
+        if puller is not None and not url:
+            # Every registry the simulated world knows is answered here, sources included: the demo
+            # never sends a trainee's checks to a real registry.
+            hosts = sorted({*hosts, *(repo.split("/", 1)[0] for repo in puller.catalog)})
         if url:
             endpoint = url.split("://", 1)[-1].rstrip("/")
             insecure = [endpoint] if url.startswith("http://") else []
