@@ -11,16 +11,13 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
+from wizard.modes import Mode
 
-from wizard.answers import AnswersError, example_answers, load_answers, write_private
-from wizard.facts import ClusterFacts, facts_from_nodelist
-from wizard.plan import Mode
+if TYPE_CHECKING:
+    from wizard.facts import ClusterFacts
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
@@ -32,14 +29,31 @@ class UsageError(Exception):
 
 def version() -> str:
     """The installed distribution's version."""
+    from importlib import metadata
+
     try:
         return metadata.version("gpu-wizard")
     except metadata.PackageNotFoundError:
         return "0+unknown"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, looking the version up only when asked (keeps start-up fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help, default=argparse.SUPPRESS)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.exit(message=f"gpu-wizard {version()}\n")
+
+
 def load_nodelist(path: str) -> ClusterFacts:
     """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from wizard.facts import facts_from_nodelist
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -70,6 +84,8 @@ def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
+    from wizard.answers import load_answers
+
     plan, _ = load_answers(args.answers)
     if args.nodes:
         facts = load_nodelist(args.nodes)
@@ -98,6 +114,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
+    from wizard.answers import example_answers, write_private
+
     text = example_answers(Mode(args.mode))
     if args.output in (None, "-"):
         sys.stdout.write(text)
@@ -123,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpu-wizard",
         description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
     )
-    parser.add_argument("--version", action="version", version=f"gpu-wizard {version()}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     parser.add_argument(
         "--demo",
         nargs="?",
@@ -190,10 +208,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = run_tui
     try:
         return handler(args)
-    except AnswersError as exc:
-        for error in exc.errors:
-            sys.stderr.write(f"gpu-wizard: error: {error.render(exc.source)}\n")
-        return EXIT_INVALID
     except UsageError as exc:
         sys.stderr.write(f"gpu-wizard: error: {exc}\n")
         return EXIT_INVALID
@@ -202,6 +216,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as exc:
+        from wizard.answers import AnswersError  # loaded only when something failed: start-up stays light
+
+        if not isinstance(exc, AnswersError):
+            raise
+        for error in exc.errors:
+            sys.stderr.write(f"gpu-wizard: error: {error.render(exc.source)}\n")
+        return EXIT_INVALID
 
 
 if __name__ == "__main__":  # pragma: no cover

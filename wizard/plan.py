@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wizard.modes import Mode
 from wizard.naming import DIGEST_PREFIX, Release
 
 #: Operator release lines whose CRDs and chart values ship with gpu-wizard.
@@ -24,14 +24,6 @@ DEFAULT_NAMESPACE = "gpu-operator"
 DEFAULT_DRIVER_INSTALL_DIR = "/run/nvidia/driver"
 DEFAULT_TOOLKIT_INSTALL_DIR = "/usr/local/nvidia"
 IMMUTABLE_TOOLKIT_INSTALL_DIR = "/run/nvidia/toolkit-install"
-
-
-class Mode(StrEnum):
-    """How the driver reaches the node."""
-
-    PRECOMPILED = "precompiled"
-    PREINSTALLED = "preinstalled"
-    UPSTREAM = "upstream"
 
 
 MODE_DEFAULTS: dict[Mode, dict[str, str]] = {

@@ -8,8 +8,6 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-
 
 def assets() -> Traversable:
     """The root of the bundled assets: the installed package data, or the checkout's ``assets/``."""
@@ -34,6 +32,8 @@ def asset_names(folder: str) -> list[str]:
 
 @cache
 def _load_yaml(*parts: str) -> Any:
+    from ruamel.yaml import YAML  # imported on first use: the UI's first frame does not need it
+
     return YAML(typ="safe", pure=True).load(asset_text(*parts))
 
 
