@@ -184,7 +184,7 @@ async def serve_exec(
     node = (pod.get("spec") or {}).get("nodeName") or ""
     if not node:
         raise bad_request(f"pod {meta['name']} does not have a host assigned")
-    if node in faults.exec_fail_nodes:
+    if node in faults.exec_fail_nodes and faults.take("exec_fail"):
         raise ApiError(500, f"error dialing backend: dial tcp {node_ip(node)}:10250: connect: connection refused")
     state = _container_state(pod, container)
     if state is not None and "running" not in state:
@@ -196,7 +196,7 @@ async def serve_exec(
     await ws.prepare(request)
     v5 = protocol == "v5.channel.k8s.io"
     stdin = await _read_stdin(ws, v5) if query.get("stdin") in ("true", "1") else b""
-    if faults.exec_latency_ms > 0:
+    if faults.exec_latency_ms > 0 and faults.take("exec_latency"):
         await asyncio.sleep(faults.exec_latency_ms / 1000)
     try:
         result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)

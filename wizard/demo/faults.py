@@ -1,15 +1,18 @@
 """Injected failures of the demo API: latency, error responses, dropped connections, watch expiry, exec failures.
 
 :class:`Faults` starts from a scenario's ``FaultSpec`` and stays mutable while the server runs, so a test
-can write ``cluster.faults.error_rate = 1.0`` (optionally ``cluster.faults.only = ["/apis/nvidia.com"]``)
-and the next request sees it. Randomness comes from one seeded ``random.Random``: a given seed and
-request sequence fail the same way every run.
+can write ``cluster.faults.error_rate = 1.0`` (optionally ``cluster.faults.only = ["/apis/nvidia.com"]``,
+``methods = ["PATCH"]``) and the next request sees it. ``budget = N`` makes a fault transient: the
+first N injections happen, then requests are served normally. Every injection is counted in
+``injected`` (by kind), so a fault test can say how many faults the client survived. Randomness
+comes from one seeded ``random.Random``: a given seed and request sequence fail the same way every run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
 
@@ -37,6 +40,14 @@ class Faults:
     seed: int = 0
     only: list[str] = field(default_factory=list)
     """Path prefixes the request faults apply to (``/apis/nvidia.com``); empty: every path."""
+    methods: list[str] = field(default_factory=list)
+    """HTTP methods the request faults apply to (``PATCH``); empty: every method."""
+    drop_after: bool = False
+    """Drop the connection after the handler acted (the client never learns it did) instead of before."""
+    budget: int | None = None
+    """Injections left before the faults stop (None: no limit); each injection uses one."""
+    injected: Counter[str] = field(default_factory=Counter, compare=False)
+    """Faults injected so far, by kind (latency, drop, error, watch_expiry, exec_fail, exec_latency)."""
     rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -63,10 +74,29 @@ class Faults:
         self.watch_expiry_s = 0.0
         self.exec_fail_nodes = []
         self.only = []
+        self.methods = []
+        self.drop_after = False
+        self.budget = None
 
-    def applies(self, path: str) -> bool:
-        """Whether request faults apply to this path."""
+    def applies(self, path: str, method: str = "") -> bool:
+        """Whether request faults apply to this path (and method, when given)."""
+        if self.methods and method and method.upper() not in self.methods:
+            return False
         return not self.only or any(path.startswith(prefix) for prefix in self.only)
+
+    def take(self, kind: str) -> bool:
+        """Use one injection of ``kind`` if the budget allows (and count it); False once it is spent."""
+        if self.budget is not None:
+            if self.budget <= 0:
+                return False
+            self.budget -= 1
+        self.injected[kind] += 1
+        return True
+
+    @property
+    def total(self) -> int:
+        """Every fault injected so far."""
+        return sum(self.injected.values())
 
     def injected_error(self) -> ApiError:
         """The error response of an ``error_rate`` hit."""
@@ -92,20 +122,29 @@ class DroppedConnection(Exception):
 
 
 def fault_middleware(get_faults: Callable[[], Faults]) -> Middleware:
-    """An aiohttp middleware applying latency, drops and error responses before the handler runs."""
+    """An aiohttp middleware applying latency, drops and error responses (drops after the handler with ``drop_after``)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         faults = get_faults()
-        if faults.applies(request.path):
-            if faults.latency_ms > 0:
-                await asyncio.sleep(faults.latency_ms / 1000)
-            if faults.drop_rate > 0 and faults.rng.random() < faults.drop_rate:
-                if request.transport is not None:
-                    request.transport.abort()
-                raise DroppedConnection(request.path)
-            if faults.error_rate > 0 and faults.rng.random() < faults.error_rate:
-                raise faults.injected_error()
-        return await handler(request)
+        if not faults.applies(request.path, request.method):
+            return await handler(request)
+        if faults.latency_ms > 0 and faults.take("latency"):
+            await asyncio.sleep(faults.latency_ms / 1000)
+        drop = faults.drop_rate > 0 and faults.rng.random() < faults.drop_rate and faults.take("drop")
+        if drop and not faults.drop_after:
+            _abort(request)
+        if faults.error_rate > 0 and faults.rng.random() < faults.error_rate and faults.take("error"):
+            raise faults.injected_error()
+        response = await handler(request)
+        if drop:  # the handler acted; its answer never reaches the client
+            _abort(request)
+        return response
 
     return middleware
+
+
+def _abort(request: web.Request) -> None:
+    if request.transport is not None:
+        request.transport.abort()
+    raise DroppedConnection(request.path)

@@ -231,7 +231,13 @@ class ApiServer:
                 assert self.hub is not None
                 matcher = combined(request.query.get("labelSelector"), request.query.get("fieldSelector"))
                 return await serve_watch(
-                    request, self.hub, target.rtype, target.namespace, matcher, self.faults.watch_expiry_s
+                    request,
+                    self.hub,
+                    target.rtype,
+                    target.namespace,
+                    matcher,
+                    self.faults.watch_expiry_s,
+                    lambda: self.faults.take("watch_expiry"),
                 )
             return reads.list_objects(store, request, target)
         if method == "POST" and target.name is None:

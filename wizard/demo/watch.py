@@ -78,8 +78,13 @@ async def serve_watch(
     namespace: str | None,
     matcher: Matcher | None,
     expiry_s: float,
+    expire: Callable[[], bool] = lambda: True,
 ) -> web.StreamResponse:
-    """Stream watch events of one resource until the timeout, a disconnect or shutdown."""
+    """Stream watch events of one resource until the timeout, a disconnect or shutdown.
+
+    After ``expiry_s`` (when > 0) the watch ends with 410 Expired if ``expire()`` agrees (a fault
+    budget may be spent), else it carries on as if no expiry had been asked for.
+    """
     query = request.query
     rv_text = query.get("resourceVersion", "")
     timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
@@ -145,8 +150,10 @@ async def serve_watch(
             if event is None:
                 now = time.monotonic()
                 if expiry_s > 0 and now - started >= expiry_s:
-                    await resp.write(gone_event(f"too old resource version: watch expired after {expiry_s:g}s"))
-                    break
+                    if expire():
+                        await resp.write(gone_event(f"too old resource version: watch expired after {expiry_s:g}s"))
+                        break
+                    expiry_s = 0.0
                 wait = deadline - now
                 if expiry_s > 0:
                     wait = min(wait, started + expiry_s - now)
