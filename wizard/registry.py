@@ -5,7 +5,8 @@ loop). ``HEAD /v2/<repo>/manifests/<tag>`` always carries the full Accept list: 
 an OCI manifest reads as 404, and without the docker v2 type a v2s2 manifest is down-converted to
 schema1 with another digest. Authentication follows the registry's ``WWW-Authenticate`` challenge
 (bearer token via realm/service/scope, or Basic). TLS verification is on unless the user lists the
-registry as insecure. No error or log line produced here contains a credential.
+registry as insecure. Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
+honouring ``Retry-After``). No error or log line produced here contains a credential.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from wizard.registry_auth import (
     scrub,
     secrets_of,
 )
+from wizard.results import CallStats
 
 __all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
 
@@ -56,6 +58,7 @@ MANIFEST_ACCEPT = ", ".join(MANIFEST_MEDIA_TYPES)
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _MAX_ATTEMPTS = 3
 _MAX_RETRY_AFTER = 10.0
+_DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, ConnectionResetError)
 
 
 class RegistryError(Exception):
@@ -144,6 +147,8 @@ class RegistryClient:
         self._challenges: dict[str, Challenge] = {}
         self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
         self._locks: dict[object, asyncio.Lock] = {}
+        self.stats = CallStats()
+        """Requests sent and retries made (every attempt counts as a request)."""
         self.warnings: list[str] = [
             f"TLS verification is off for {host}: its identity is not checked (listed as insecure)"
             for host in sorted(self._insecure)
@@ -292,6 +297,8 @@ class RegistryClient:
             raise RuntimeError("use RegistryClient as an async context manager")
         verify = self._ssl if canonical_host(host) not in self._insecure else False
         for attempt in range(_MAX_ATTEMPTS):
+            last = attempt == _MAX_ATTEMPTS - 1
+            self.stats.requests += 1
             try:
                 async with self._session.request(method, url, headers=headers, ssl=verify) as resp:
                     body = await resp.read() if method != "HEAD" else b""
@@ -310,12 +317,21 @@ class RegistryClient:
                 raise RegistryError(f"TLS error talking to {host}: {self._scrub(str(exc))}") from None
             except aiohttp.ClientConnectorError as exc:
                 raise RegistryError(f"registry unreachable: {host}: {_os_reason(exc.os_error)}") from None
+            except _DROPS as exc:  # the connection broke mid-exchange: a read is simply asked again
+                if last:
+                    raise RegistryError(
+                        f"registry unreachable: {host}: connection dropped ({type(exc).__name__})"
+                    ) from None
+                self.stats.retries += 1
+                await asyncio.sleep(0.2 * 2**attempt)
+                continue
             except TimeoutError:
                 raise RegistryError(f"registry unreachable: {host}: no answer within {self._timeout_s:g} s") from None
             except aiohttp.ClientError as exc:
                 raise RegistryError(f"registry unreachable: {host}: {self._scrub(str(exc))}") from None
-            if result.status not in _RETRY_STATUSES or attempt == _MAX_ATTEMPTS - 1:
+            if result.status not in _RETRY_STATUSES or last:
                 return result
+            self.stats.retries += 1
             await asyncio.sleep(_retry_delay(result.headers, attempt))
         raise AssertionError("unreachable")
 

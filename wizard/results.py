@@ -74,3 +74,15 @@ class LogLine:
     text: str
     node: str = ""
     stream: str = "stdout"
+
+
+@dataclass
+class CallStats:
+    """What one client sent: requests (every attempt) and retries (attempts after a safe failure).
+
+    The gateway and the registry client each keep one, so a fault report can say how many
+    failures were absorbed by retrying rather than shown to the user.
+    """
+
+    requests: int = 0
+    retries: int = 0
