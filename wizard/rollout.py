@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from wizard.errors import ClusterError
 from wizard.facts import LABEL_UPGRADE_STATE
-from wizard.gateway import Gateway
+from wizard.gateway import Gateway, Gone
 from wizard.plan import Plan
 from wizard.preflight import DRIVERS, POLICY, active_policy
 
@@ -84,23 +84,86 @@ def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
     return next((c for c in conditions if c.get("type") == "Ready"), {})
 
 
-def waiting_containers(pod: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(container, reason, message) of every init or main container that is waiting."""
-    status = pod.get("status") or {}
+def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
+    """The containers of one pod that wait for a reason worth showing (not the normal start-up)."""
+    meta, status = pod["metadata"], pod.get("status") or {}
+    if str(meta.get("name") or "").startswith(PROBE_PREFIX):
+        return []
+    node, phase = str((pod.get("spec") or {}).get("nodeName") or ""), str(status.get("phase") or "")
     out = []
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        waiting = (cs.get("state") or {}).get("waiting")
-        if waiting:
-            out.append((str(cs.get("name") or ""), str(waiting.get("reason") or ""), str(waiting.get("message") or "")))
+        waiting = (cs.get("state") or {}).get("waiting") or {}
+        reason = str(waiting.get("reason") or "")
+        if reason and reason not in ("PodInitializing", "ContainerCreating"):
+            out.append(
+                PodStatus(
+                    meta["name"], node, phase, reason, str(waiting.get("message") or ""), str(cs.get("name") or "")
+                )
+            )
     return out
 
 
-async def snapshot(gateway: Gateway, plan: Plan, namespace: str, started: float) -> RolloutStatus:
-    """Read everything once and classify it."""
+class PodWatch:
+    """The waiting operand containers of a namespace, kept current by one paged list and then a watch.
+
+    Listing every pod at each poll would cost the API server a full serialisation of thousands of
+    pods per second on a large cluster; a watch sends only what changed.
+    """
+
+    def __init__(self, gateway: Gateway, namespace: str) -> None:
+        self.gateway = gateway
+        self.namespace = namespace
+        self.waiting: dict[str, list[PodStatus]] = {}
+        self.listed = asyncio.Event()
+
+    def pods(self) -> list[PodStatus]:
+        """Every waiting container now, by pod name."""
+        return [entry for name in sorted(self.waiting) for entry in self.waiting[name]]
+
+    def _update(self, kind: str, pod: dict[str, Any]) -> None:
+        name = str(pod["metadata"].get("name") or "")
+        entries = [] if kind == "DELETED" else waiting_pods(pod)
+        if entries:
+            self.waiting[name] = entries
+        else:
+            self.waiting.pop(name, None)
+
+    async def run(self) -> None:
+        """List, then follow the watch; list again when it expires (410). Runs until cancelled."""
+        failures = 0
+        while True:
+            try:
+                self.waiting.clear()
+                rv = ""
+                async with contextlib.aclosing(self.gateway.pod_pages(self.namespace)) as pages:
+                    async for items, page_rv in pages:
+                        rv = page_rv
+                        for pod in items:
+                            self._update("ADDED", pod)
+                self.listed.set()
+                while True:
+                    async with contextlib.aclosing(self.gateway.watch_pods(self.namespace, rv)) as events:
+                        async for kind, obj in events:
+                            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
+                            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                                self._update(kind, obj)
+                            failures = 0
+            except Gone:
+                continue
+            except ClusterError:
+                failures += 1
+                if failures > 5:
+                    raise
+                await asyncio.sleep(min(0.5 * 2**failures, 10.0))
+
+
+async def snapshot(
+    gateway: Gateway, plan: Plan, namespace: str, started: float, pods: list[PodStatus]
+) -> RolloutStatus:
+    """Read the policy, NVIDIADrivers, driver DaemonSets and upgrade states once; classify with ``pods``."""
     policy = active_policy(await gateway.list_custom(*POLICY))
     drivers = await gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
     daemonsets = await gateway.list_daemonsets(namespace, label_selector=DRIVER_SELECTOR)
-    pods = await gateway.list_pods(namespace)
     upgrading = await gateway.list_nodes_page(label_selector=LABEL_UPGRADE_STATE)
     state = str(((policy or {}).get("status") or {}).get("state") or "")
     ds_status = [
@@ -112,26 +175,14 @@ async def snapshot(gateway: Gateway, plan: Plan, namespace: str, started: float)
         )
         for d in daemonsets
     ]
-    pod_status = []
-    for pod in pods:
-        if pod["metadata"]["name"].startswith(PROBE_PREFIX):
-            continue
-        for container, reason, message in waiting_containers(pod):
-            if reason in ("PodInitializing", "ContainerCreating"):
-                continue
-            node = str((pod.get("spec") or {}).get("nodeName") or "")
-            phase = str((pod.get("status") or {}).get("phase") or "")
-            pod_status.append(PodStatus(pod["metadata"]["name"], node, phase, reason, message, container))
     upgrade = {
         n["metadata"]["name"]: n["metadata"]["labels"].get(LABEL_UPGRADE_STATE, "")
         for n in upgrading.get("items") or []
     }
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
-    phase, message = _classify(plan, policy, state, ds_status, pod_status, upgrade, nvd)
+    phase, message = _classify(plan, policy, state, ds_status, pods, upgrade, nvd)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
-    return RolloutStatus(
-        phase, message, state, conditions, ds_status, upgrade, pod_status, nvd, time.monotonic() - started
-    )
+    return RolloutStatus(phase, message, state, conditions, ds_status, upgrade, pods, nvd, time.monotonic() - started)
 
 
 def _classify(
@@ -207,27 +258,39 @@ async def follow(
     started = time.monotonic()
     last: tuple[Any, ...] | None = None
     crashing_before: set[tuple[str, str]] = set()
-    while True:
-        status = await snapshot(gateway, plan, namespace, started)
-        crashing = {(p.name, p.container) for p in status.pods if p.reason == "CrashLoopBackOff"}
-        repeated = [p for p in status.pods if (p.name, p.container) in crashing & crashing_before]
-        crashing_before = crashing
-        if repeated and not status.done:
-            status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, repeated[0]))
-        key = (
-            status.phase,
-            status.message,
-            status.policy_state,
-            tuple(status.daemonsets),
-            tuple(status.pods),
-            tuple(sorted(status.upgrade_states.items())),
-        )
-        if key != last or status.done:
-            last = key
-            yield status
-        if status.done:
-            return
-        if status.elapsed > timeout:
-            yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
-            return
-        await asyncio.sleep(interval)
+    pods = PodWatch(gateway, namespace)
+    watcher = asyncio.create_task(pods.run())
+    try:
+        listed = asyncio.create_task(pods.listed.wait())
+        await asyncio.wait([watcher, listed], return_when=asyncio.FIRST_COMPLETED)
+        listed.cancel()
+        while True:
+            if watcher.done():
+                watcher.result()  # the pod watch gave up: raise its error
+            status = await snapshot(gateway, plan, namespace, started, pods.pods())
+            crashing = {(p.name, p.container) for p in status.pods if p.reason == "CrashLoopBackOff"}
+            repeated = [p for p in status.pods if (p.name, p.container) in crashing & crashing_before]
+            crashing_before = crashing
+            if repeated and not status.done:
+                status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, repeated[0]))
+            key = (
+                status.phase,
+                status.message,
+                status.policy_state,
+                tuple(status.daemonsets),
+                tuple(status.pods),
+                tuple(sorted(status.upgrade_states.items())),
+            )
+            if key != last or status.done:
+                last = key
+                yield status
+            if status.done:
+                return
+            if status.elapsed > timeout:
+                yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
+                return
+            await asyncio.sleep(interval)
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ClusterError):
+            await watcher
