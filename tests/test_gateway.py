@@ -15,7 +15,9 @@ from tests.fixtures_registry import free_port
 from wizard.cluster import Cluster, ClusterError, kube_contexts
 from wizard.demo.serve import DemoClusterThread
 from wizard.errors import ApiError
-from wizard.probe import PROBE_LABEL, ProbePod
+from wizard.gateway import ExecResult
+from wizard.nodescript import Step, StepResult
+from wizard.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
 
 
 @pytest.fixture(scope="module")
@@ -175,15 +177,33 @@ async def test_exec_streams_lines_and_reports_the_exit_code(demo: DemoClusterThr
         gateway = cluster.gateway
         lines: list[tuple[str, str]] = []
         async with ProbePod(gateway, "gpu-h200-01", "gpu-operator", "busybox:1.36", timeout=10) as shell:
-            found = await shell.run(
-                ["grep", "PRETTY_NAME", "/etc/os-release"], on_line=lambda s, t: lines.append((s, t))
-            )
-            missing = await shell.run(["nvidia-smi"])
-            failing = await shell.run(["false"])
             pod = shell.pod
+
+            async def run(*argv: str) -> ExecResult:
+                return await gateway.exec(
+                    "gpu-operator",
+                    pod,
+                    PROBE_CONTAINER,
+                    ["chroot", "/host", *argv],
+                    on_line=lambda s, t: lines.append((s, t)),
+                )
+
+            found = await run("grep", "PRETTY_NAME", "/etc/os-release")
+            missing = await run("nvidia-smi")
+            failing = await run("false")
+            steps = [
+                Step("a", ("uname", "-r"), host=True),
+                Step("b", ("false",), host=True),
+                Step("c", ("nvidia-smi",), host=True),
+            ]
+            results = await shell.run_steps(steps, lambda s, t: None)
         assert found.exit_code == 0
-        assert lines == [("stdout", 'PRETTY_NAME="SUSE Linux Enterprise Micro 5.5"')]
+        assert lines[0] == ("stdout", 'PRETTY_NAME="SUSE Linux Enterprise Micro 5.5"')
         assert missing.exit_code == 127 and "nvidia-smi" in missing.stderr  # no host driver on this node
         assert failing.exit_code == 1
+        # One exec, three steps: each with its own output and exit status.
+        assert results[0] == StepResult("5.14.21-150500.55.166-default", 0)
+        assert results[1] == StepResult("", 1)
+        assert results[2].exit_code == 127 and "nvidia-smi" in results[2].output
         assert await gateway.read_pod("gpu-operator", pod) is None  # the probe pod is gone
         assert await gateway.list_pods("gpu-operator", label_selector=PROBE_LABEL) == []

@@ -221,10 +221,14 @@ class Cluster:
                     "pre-installed mode: cannot tell which release to probe with",
                     "pass --allow-unverified-preinstalled",
                 )
-            probes = self._verify_nodes(plan, None, gpu, registry=None, concurrency=16, timeout=30.0)
-            async with contextlib.aclosing(probes):
-                async for _ in probes:
-                    pass
+            ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
+            try:
+                pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+                async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, 16, pages)) as probes:
+                    async for _ in probes:
+                        pass
+            finally:
+                self.host_verified |= ctx.host_ok
         missing = sorted(n.name for n in facts.gpu_nodes if n.name not in self.host_verified)
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -269,49 +273,42 @@ class Cluster:
             yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
             return
         rendered = rendered or render(plan, facts)
-        failed: set[str] = set()
-        nodes_stream = self._verify_nodes(
-            plan,
-            rendered,
-            gpu,
-            registry=registry,
-            concurrency=concurrency,
-            timeout=timeout,
-            policy=policy,
-            failed=failed,
-        )
-        async with contextlib.aclosing(nodes_stream):
-            async for item in nodes_stream:
-                yield item
+        ctx = await self._verify_context(plan, rendered, registry=registry, timeout=timeout, policy=policy)
+        try:
+            pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+            async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, concurrency, pages)) as items:
+                async for item in items:
+                    yield item
+        finally:
+            self.host_verified |= ctx.host_ok
+        failed = ctx.failed
         if failed:
             shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
             yield Check("summary", Status.FAIL, f"{len(failed)} of {len(gpu)} GPU nodes failed: {shown}")
         else:
             yield Check("summary", Status.PASS, f"all {len(gpu)} GPU nodes verified")
 
-    async def _verify_nodes(
+    async def _verify_context(
         self,
         plan: Plan,
         rendered: Rendered | None,
-        nodes: list[NodeFacts],
         *,
         registry: RegistryClient | None,
-        concurrency: int,
         timeout: float,
         policy: dict[str, Any] | None = None,
-        failed: set[str] | None = None,
-    ) -> AsyncGenerator[Check | LogLine, None]:
+    ) -> verifying.VerifyContext:
+        """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
         namespace = await self.namespace(plan)
         policy = policy or active_policy(await self.gateway.list_custom(*POLICY))
         expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
         digests = await registry.check_many(sorted({i for i in expected.values() if i})) if registry else {}
         toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
-        ctx = verifying.VerifyContext(
+        return verifying.VerifyContext(
             gateway=self.gateway,
             plan=plan,
             namespace=namespace,
             expected=expected,
-            pods=await verifying.driver_pods(self.gateway, namespace),
+            pods={},
             digests=digests,
             toolkit_dir=toolkit_dir,
             driver_dir=driver_dir,
@@ -319,11 +316,3 @@ class Cluster:
             probe_image=self.probe_image or manager_image(policy, plan.operator.bundle),
             timeout=timeout,
         )
-        try:
-            async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, concurrency)) as items:
-                async for item in items:
-                    yield item
-        finally:
-            self.host_verified |= ctx.host_ok
-            if failed is not None:
-                failed |= ctx.failed

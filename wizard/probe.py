@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from wizard.errors import ClusterError
-from wizard.gateway import ExecResult, Gateway
+from wizard.gateway import Gateway
 from wizard.naming import image_path
+from wizard.nodescript import Step, StepResult, StepSplitter, script
 from wizard.resources import operator_values
 
 PROBE_CONTAINER = "probe"
@@ -115,8 +116,8 @@ def _probe_state(pod: Mapping[str, Any]) -> tuple[str, str]:
 
 
 @dataclass
-class HostShell:
-    """Runs argv on one node's host (``chroot <root> argv``) via an exec into a container that sees the host root."""
+class Shell:
+    """A container to run a node's check script in; ``root`` is where it sees the host's ``/`` ("": it does not)."""
 
     gateway: Gateway
     namespace: str
@@ -125,16 +126,14 @@ class HostShell:
     root: str
     timeout: float
 
-    async def run(self, argv: list[str], on_line: Callable[[str, str], None] | None = None) -> ExecResult:
-        """The command's result on the host."""
-        return await self.gateway.exec(
-            self.namespace,
-            self.pod,
-            self.container,
-            ["chroot", self.root, *argv],
-            on_line=on_line,
-            timeout=self.timeout,
+    async def run_steps(self, steps: Sequence[Step], on_line: Callable[[str, str], None]) -> list[StepResult]:
+        """Run the steps as one ``sh -c`` exec; ``on_line`` gets the lines of streaming steps as they arrive."""
+        splitter = StepSplitter(steps, on_line)
+        argv = ["sh", "-c", script(steps, self.root)]
+        await self.gateway.exec(
+            self.namespace, self.pod, self.container, argv, on_line=splitter.feed, timeout=self.timeout
         )
+        return splitter.results()
 
 
 class ProbePod:
@@ -160,7 +159,7 @@ class ProbePod:
         self.poll = poll
         self.name = ""
 
-    async def __aenter__(self) -> HostShell:
+    async def __aenter__(self) -> Shell:
         created = await self.gateway.create_pod(
             self.namespace, probe_pod(self.node, self.namespace, self.image, run_id=self.run_id)
         )
@@ -173,7 +172,7 @@ class ProbePod:
                 raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started")
             state, why = _probe_state(pod)
             if state == "running":
-                return HostShell(self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout)
+                return Shell(self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout)
             if state == "failed":
                 raise ClusterError(
                     f"probe pod on {self.node} cannot start ({why})",

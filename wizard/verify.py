@@ -1,4 +1,4 @@
-"""Prove the driver works: streamed checks of the operator's status, every GPU node's driver pod and host.
+"""Prove the driver works on every GPU node: streamed checks of each driver pod and host.
 
 The stream yields :class:`~wizard.results.Check` and :class:`~wizard.results.LogLine` items as they
 happen. Nodes are verified concurrently (an ``asyncio.Semaphore`` bounds how many at once), each
@@ -13,7 +13,9 @@ with its own timeouts, so a slow or failing node never holds up the others. Per 
 * every mode: the toolkit binary's mount (``noexec`` flagged), ``/run/nvidia/driver`` for the
   containerized driver, and the containerd drop-in's ``BinaryName`` against the live installDir.
 
-Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
+A node's commands run as one script (:mod:`wizard.nodescript`): one exec per node where the driver
+container sees the host root, else one in the driver container plus one in a probe pod, side by
+side. Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
 """
 
 from __future__ import annotations
@@ -29,16 +31,62 @@ from wizard import nvsmi
 from wizard.errors import ClusterError
 from wizard.facts import NodeFacts
 from wizard.gateway import Gateway
-from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
-from wizard.probe import HostShell, ProbePod, host_root_mount, sweep
+from wizard.nodescript import Step, StepResult, drop_in_finding, mount_finding
+from wizard.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
+from wizard.plan import Plan
+from wizard.probe import ProbePod, Shell, host_root_mount, sweep
 from wizard.registry import TagStatus
 from wizard.results import Check, LogLine, Status
-from wizard.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR, FALSE_READY_REASONS, ready_condition
+from wizard.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+
+__all__ = [
+    "DEFAULT_DROP_IN",
+    "DriverPod",
+    "VerifyContext",
+    "driver_pod_pages",
+    "live_paths",
+    "policy_checks",
+    "verify_nodes",
+]
 
 Item = Check | LogLine
 Emit = Callable[[Item], None]
-DEFAULT_DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
-_PREINSTALLED = "pre-installed"
+
+
+@dataclass(frozen=True)
+class DriverPod:
+    """What verification needs from one driver pod (kept instead of the whole object: 5,000 pods add up)."""
+
+    name: str
+    node: str
+    image: str
+    """``nvidia-driver-ctr``'s spec image."""
+    image_id: str
+    state: str
+    """``running``, ``waiting``, ``terminated`` or "" (no status yet)."""
+    why: str
+    host_root: str
+    """Where ``nvidia-driver-ctr`` sees the host's ``/`` ("" when it does not)."""
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> DriverPod:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        spec: dict[str, Any] = next((c for c in containers if c.get("name") == DRIVER_CONTAINER), {})
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        status: dict[str, Any] = next((c for c in statuses if c.get("name") == DRIVER_CONTAINER), {})
+        states = status.get("state") or {}
+        state = next((k for k in ("running", "waiting", "terminated") if k in states), "")
+        detail = states.get(state) or {}
+        why = f"{detail.get('reason') or state or 'not started'}: {detail.get('message') or ''}".rstrip(": ")
+        return cls(
+            name=str(pod["metadata"]["name"]),
+            node=str((pod.get("spec") or {}).get("nodeName") or ""),
+            image=str(spec.get("image") or ""),
+            image_id=str(status.get("imageID") or ""),
+            state=state,
+            why=why,
+            host_root=host_root_mount(pod, DRIVER_CONTAINER),
+        )
 
 
 @dataclass
@@ -50,8 +98,7 @@ class VerifyContext:
     namespace: str
     expected: dict[str, str]
     """Node -> the driver image the node should run (rendered)."""
-    pods: dict[str, dict[str, Any]]
-    """Node -> its driver pod."""
+    pods: dict[str, DriverPod]
     digests: dict[str, TagStatus]
     """Image -> the registry's answer (empty without a registry client)."""
     toolkit_dir: str
@@ -63,92 +110,6 @@ class VerifyContext:
     failed: set[str] = field(default_factory=set)
     host_ok: set[str] = field(default_factory=set)
     """Nodes whose host ``nvidia-smi`` passed (pre-installed mode)."""
-
-
-def live_paths(policy: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """(toolkit installDir, driverInstallDir, containerd drop-in) as the live ClusterPolicy sets them."""
-    spec = (policy or {}).get("spec") or {}
-    toolkit = spec.get("toolkit") or {}
-    env = {e.get("name"): str(e.get("value") or "") for e in toolkit.get("env") or [] if isinstance(e, Mapping)}
-    drop_in = env.get("RUNTIME_DROP_IN_CONFIG") or DEFAULT_DROP_IN
-    return (
-        str(toolkit.get("installDir") or DEFAULT_TOOLKIT_INSTALL_DIR),
-        str((spec.get("hostPaths") or {}).get("driverInstallDir") or DEFAULT_DRIVER_INSTALL_DIR),
-        drop_in if drop_in.startswith("/") else DEFAULT_DROP_IN,
-    )
-
-
-def policy_checks(plan: Plan, policy: Mapping[str, Any] | None, drivers: list[dict[str, Any]]) -> list[Check]:
-    """ClusterPolicy (and NVIDIADriver) state and conditions; NoGPUNodes / NFDLabelsMissing are not success."""
-    if policy is None:
-        return [
-            Check(
-                "cluster-policy",
-                Status.FAIL,
-                "no ClusterPolicy in the cluster",
-                hint="apply the plan first: gpu-wizard apply --answers FILE",
-            )
-        ]
-    name = policy["metadata"]["name"]
-    status = policy.get("status") or {}
-    state = str(status.get("state") or "unknown")
-    cond = ready_condition(dict(policy))
-    reason, text = str(cond.get("reason") or ""), str(cond.get("message") or "")
-    checks: list[Check]
-    if state == "ready" and reason in FALSE_READY_REASONS:
-        checks = [
-            Check(
-                "cluster-policy",
-                Status.FAIL,
-                f"{name} reports ready but {reason}: {text}".rstrip(": "),
-                hint="the operator sees no usable GPU node: check NFD and the nvidia.com/gpu.present labels",
-            )
-        ]
-    elif state == "ready":
-        checks = [Check("cluster-policy", Status.PASS, f"{name} ready ({reason or 'Ready'})")]
-    else:
-        errors = [c for c in status.get("conditions") or [] if c.get("type") == "Error" and c.get("status") == "True"]
-        detail = (errors[0].get("message") if errors else text) or "no condition message"
-        checks = [
-            Check(
-                "cluster-policy",
-                Status.FAIL,
-                f"{name} is {state}: {detail}",
-                hint="gpu-wizard apply follows the rollout; see the driver pods' events",
-            )
-        ]
-    if plan.driver_enabled and plan.driver.useNvidiaDriverCRD:
-        if not drivers:
-            checks.append(
-                Check(
-                    "nvidia-driver", Status.FAIL, "no NVIDIADriver object in the cluster", hint="apply the plan first"
-                )
-            )
-        for driver in drivers:
-            dname = driver["metadata"]["name"]
-            dstate = str((driver.get("status") or {}).get("state") or "unknown")
-            dcond = ready_condition(driver)
-            msg = str(dcond.get("message") or dcond.get("reason") or "")
-            if dstate == "ready":
-                checks.append(Check("nvidia-driver", Status.PASS, f"{dname} ready"))
-            elif dstate == "disabled":
-                checks.append(
-                    Check(
-                        "nvidia-driver",
-                        Status.FAIL,
-                        f"{dname} disabled: {msg}",
-                        hint="set driver.useNvidiaDriverCRD: true in the ClusterPolicy (the answers' driver.useNvidiaDriverCRD)",
-                    )
-                )
-            else:
-                checks.append(Check("nvidia-driver", Status.FAIL, f"{dname} is {dstate}: {msg}".rstrip(": ")))
-    return checks
-
-
-def _container(pod: Mapping[str, Any], name: str, key: str) -> dict[str, Any]:
-    section = (pod.get("spec") if key == "spec" else pod.get("status")) or {}
-    items = section.get("containers" if key == "spec" else "containerStatuses") or []
-    return next((c for c in items if c.get("name") == name), {})
 
 
 def _digest_of(image_id: str) -> str:
@@ -170,6 +131,48 @@ class NodeRun:
 
     def line(self, stream: str, text: str) -> None:
         self._emit(LogLine(text, self.node.name, stream))
+
+    def path_steps(self, *, driver: bool) -> list[Step]:
+        """findmnt of the toolkit binary (and the driver root), grep of the containerd drop-in, all on the host."""
+        runtime = f"{self.ctx.toolkit_dir}/toolkit/nvidia-container-runtime"
+        steps = [Step("toolkit-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", runtime), host=True)]
+        if driver:
+            steps.append(
+                Step("driver-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", self.ctx.driver_dir), host=True)
+            )
+        steps.append(Step("containerd-config", ("grep", "BinaryName", self.ctx.drop_in), host=True))
+        return steps
+
+    async def run_steps(self, shell: Shell, steps: list[Step]) -> None:
+        """Run ``steps`` in one exec and report each; an exec that fails fails every one of its checks."""
+        try:
+            results = await shell.run_steps(steps, self.line)
+        except ClusterError as exc:
+            for step in steps:
+                self.emit(
+                    step.check,
+                    Status.FAIL,
+                    f"cannot run {step.argv[0]} in {shell.pod}: {exc.message}",
+                    hint=exc.hint or "check that the node's kubelet is reachable",
+                )
+            return
+        for step, result in zip(steps, results, strict=True):
+            self.report(step, result)
+
+    def report(self, step: Step, result: StepResult) -> None:
+        if step.check in ("nvidia-smi", "host-nvidia-smi"):
+            if self.smi_check(step.check, result).ok and step.check == "host-nvidia-smi":
+                self.ctx.host_ok.add(self.node.name)
+            return
+        if step.check == "containerd-config":
+            status, message, hint = drop_in_finding(result, self.ctx.drop_in, self.ctx.toolkit_dir)
+        else:
+            path, what = (
+                step.argv[-1],
+                "toolkit.installDir" if step.check == "toolkit-path" else "the driver install directory",
+            )
+            status, message, hint = mount_finding(result, path, what, writable=step.check == "toolkit-path")
+        self.emit(step.check, status, message, hint=hint, detail=result.output)
 
     async def run(self) -> None:
         if self.ctx.plan.driver_enabled:
@@ -196,46 +199,44 @@ class NodeRun:
                     hint="check the driver DaemonSets and the node's deploy label",
                 )
             return
-        name = pod["metadata"]["name"]
-        spec_image = str(_container(pod, DRIVER_CONTAINER, "spec").get("image") or "")
-        status = _container(pod, DRIVER_CONTAINER, "status")
         expected = self.ctx.expected.get(self.node.name, "")
-        if spec_image == expected:
-            self.emit("driver-image", Status.PASS, spec_image, data={"pod": name})
+        if pod.image == expected:
+            self.emit("driver-image", Status.PASS, pod.image, data={"pod": pod.name})
         else:
             self.emit(
                 "driver-image",
                 Status.FAIL,
-                f"{name} runs {spec_image or 'no nvidia-driver-ctr'}, expected {expected}",
+                f"{pod.name} runs {pod.image or 'no nvidia-driver-ctr'}, expected {expected}",
                 hint="the operator rendered another image than planned: check the ClusterPolicy's driver fields and the node's OS/kernel labels",
             )
-        waiting = (status.get("state") or {}).get("waiting")
-        if waiting or "running" not in (status.get("state") or {}):
-            why = f"{waiting.get('reason')}: {waiting.get('message') or ''}".rstrip(": ") if waiting else "not running"
+        if pod.state != "running":
             self.emit(
                 "driver-pod",
                 Status.FAIL,
-                f"{name}: nvidia-driver-ctr {why}",
+                f"{pod.name}: nvidia-driver-ctr {pod.why}",
                 hint="see `kubectl describe pod` for the events",
             )
             return
-        self.digest_check(expected or spec_image, str(status.get("imageID") or ""))
-        root = host_root_mount(pod, DRIVER_CONTAINER)
-        smi = self.container_smi(name)
-        if root:
-            shell = HostShell(self.ctx.gateway, self.ctx.namespace, name, DRIVER_CONTAINER, root, self.ctx.timeout)
-            await asyncio.gather(smi, self.path_checks(shell, driver=True))
-        else:
-            await smi
-            async with ProbePod(
-                self.ctx.gateway,
-                self.node.name,
-                self.ctx.namespace,
-                self.ctx.probe_image,
-                timeout=self.ctx.timeout,
-                run_id=self.ctx.run_id,
-            ) as shell:
-                await self.path_checks(shell, driver=True)
+        self.digest_check(expected or pod.image, pod.image_id)
+        smi = Step("nvidia-smi", ("nvidia-smi",), stream=True)
+        driver_shell = Shell(
+            self.ctx.gateway, self.ctx.namespace, pod.name, DRIVER_CONTAINER, pod.host_root, self.ctx.timeout
+        )
+        if pod.host_root:
+            await self.run_steps(driver_shell, [smi, *self.path_steps(driver=True)])
+            return
+
+        async def on_the_host() -> None:
+            async with self.probe() as shell:
+                await self.run_steps(shell, self.path_steps(driver=True))
+
+        await asyncio.gather(self.run_steps(driver_shell, [smi]), on_the_host())
+
+    def probe(self) -> ProbePod:
+        ctx = self.ctx
+        return ProbePod(
+            ctx.gateway, self.node.name, ctx.namespace, ctx.probe_image, timeout=ctx.timeout, run_id=ctx.run_id
+        )
 
     def digest_check(self, image: str, image_id: str) -> None:
         answer = self.ctx.digests.get(image)
@@ -265,14 +266,15 @@ class NodeRun:
                 data={"running": running, "registry": answer.digest},
             )
 
-    def smi_check(self, check: str, result_out: str, exit_code: int | None) -> nvsmi.SmiReport:
-        report = nvsmi.parse_table(result_out, exit_code if exit_code is not None else 1)
+    def smi_check(self, check: str, result: StepResult) -> nvsmi.SmiReport:
+        report = nvsmi.parse_table(result.output, result.exit_code if result.exit_code is not None else 1)
         if not report.ok:
             self.emit(
                 check,
                 Status.FAIL,
                 f"nvidia-smi failed: {report.error}",
                 hint="see the output above; the driver is not usable on this node",
+                detail=result.output,
             )
             return report
         data = {"driver_version": report.driver_version, "gpus": list(report.gpus), "header": report.header_style}
@@ -290,28 +292,13 @@ class NodeRun:
             self.emit(check, Status.PASS, report.summary(), data=data)
         return report
 
-    async def container_smi(self, pod: str) -> None:
-        try:
-            result = await self.ctx.gateway.exec(
-                self.ctx.namespace, pod, DRIVER_CONTAINER, ["nvidia-smi"], on_line=self.line, timeout=self.ctx.timeout
-            )
-        except ClusterError as exc:
-            self.emit(
-                "nvidia-smi",
-                Status.FAIL,
-                f"cannot run nvidia-smi in {pod}: {exc.message}",
-                hint=exc.hint or "check that the node's kubelet is reachable",
-            )
-            return
-        self.smi_check("nvidia-smi", "\n".join(x for x in (result.stdout, result.stderr) if x), result.exit_code)
-
     async def preinstalled_mode(self) -> None:
         pod = self.ctx.pods.get(self.node.name)
         if pod is not None:
             self.emit(
                 "driver-pod",
                 Status.FAIL,
-                f"driver pod {pod['metadata']['name']} runs on a node meant to use its host driver",
+                f"driver pod {pod.name} runs on a node meant to use its host driver",
                 hint="the ClusterPolicy must set driver.enabled: false",
             )
         if self.node.preinstalled:
@@ -323,113 +310,26 @@ class NodeRun:
                 f"nvidia.com/gpu.deploy.driver={self.node.deploy_driver or 'unset'}, not pre-installed",
                 hint="with driver.enabled=false the driver manager never relabels the node (operator issue #982); the host nvidia-smi check below is what counts",
             )
-        async with ProbePod(
-            self.ctx.gateway,
-            self.node.name,
-            self.ctx.namespace,
-            self.ctx.probe_image,
-            timeout=self.ctx.timeout,
-            run_id=self.ctx.run_id,
-        ) as shell:
-            await asyncio.gather(
-                self.host_smi(shell), self.path_checks(shell, driver=bool(self.ctx.plan.hostPaths.driverInstallDir))
-            )
-
-    async def host_smi(self, shell: HostShell) -> None:
-        try:
-            result = await shell.run(["nvidia-smi"], on_line=self.line)
-        except ClusterError as exc:
-            self.emit(
-                "host-nvidia-smi", Status.FAIL, f"cannot run nvidia-smi on the host: {exc.message}", hint=exc.hint
-            )
-            return
-        if self.smi_check(
-            "host-nvidia-smi", "\n".join(x for x in (result.stdout, result.stderr) if x), result.exit_code
-        ).ok:
-            self.ctx.host_ok.add(self.node.name)
-
-    async def path_checks(self, shell: HostShell, *, driver: bool) -> None:
-        runtime = f"{self.ctx.toolkit_dir}/toolkit/nvidia-container-runtime"
-        jobs = [self.mount_check(shell, "toolkit-path", runtime, "toolkit.installDir")]
-        if driver:
-            jobs.append(self.mount_check(shell, "driver-path", self.ctx.driver_dir, "the driver install directory"))
-        jobs.append(self.drop_in_check(shell))
-        await asyncio.gather(*jobs)
-
-    async def mount_check(self, shell: HostShell, check: str, path: str, what: str) -> None:
-        try:
-            result = await shell.run(["findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", path])
-        except ClusterError as exc:
-            self.emit(check, Status.FAIL, f"cannot inspect the mount of {path}: {exc.message}", hint=exc.hint)
-            return
-        fields = result.stdout.split()
-        if result.exit_code != 0 or len(fields) < 2:
-            self.emit(
-                check,
-                Status.WARN,
-                f"findmnt -T {path} gave no answer (exit {result.exit_code})",
-                detail=result.stderr or result.stdout,
-            )
-            return
-        target, options = fields[0], fields[-1].split(",")
-        if "noexec" in options:
-            self.emit(
-                check,
-                Status.FAIL,
-                f"{path} is on {target}, mounted noexec: binaries there cannot run",
-                hint=f"move {what} to a path on an exec mount (e.g. /opt/nvidia), or remount {target} with exec",
-                detail=result.stdout,
-            )
-        elif options and options[0] == "ro" and check == "toolkit-path":
-            self.emit(
-                check,
-                Status.FAIL,
-                f"{path} is on {target}, mounted read-only: the toolkit cannot install there",
-                hint="set toolkit.installDir to a writable path (SLE Micro: /run/nvidia/toolkit-install)",
-                detail=result.stdout,
-            )
-        else:
-            self.emit(
-                check,
-                Status.PASS,
-                f"{path} on {target} ({','.join(o for o in options if o in ('rw', 'ro', 'exec', 'nosuid', 'nodev')) or 'exec'})",
-                detail=result.stdout,
-            )
-
-    async def drop_in_check(self, shell: HostShell) -> None:
-        drop_in = self.ctx.drop_in
-        try:
-            result = await shell.run(["grep", "BinaryName", drop_in])
-        except ClusterError as exc:
-            self.emit("containerd-config", Status.FAIL, f"cannot read {drop_in}: {exc.message}", hint=exc.hint)
-            return
-        values = [ln.split("=", 1)[1].strip().strip("\"'") for ln in result.stdout.splitlines() if "=" in ln]
-        prefix = f"{self.ctx.toolkit_dir}/toolkit/"
-        if result.exit_code != 0 or not values:
-            self.emit(
-                "containerd-config",
-                Status.FAIL,
-                f"no BinaryName in {drop_in}",
-                hint="the container toolkit has not configured containerd on this node yet (toolkit pod not ready?)",
-                detail=result.stderr or result.stdout,
-            )
-        elif all(v.startswith(prefix) for v in values):
-            self.emit("containerd-config", Status.PASS, f"BinaryName {values[0]}", detail=result.stdout)
-        else:
-            wrong = next(v for v in values if not v.startswith(prefix))
-            self.emit(
-                "containerd-config",
-                Status.FAIL,
-                f"BinaryName {wrong} is not under the live installDir {self.ctx.toolkit_dir}",
-                hint="a stale drop-in from an earlier install: restart the toolkit pod on this node",
-                detail=result.stdout,
-            )
+        smi = Step("host-nvidia-smi", ("nvidia-smi",), host=True, stream=True)
+        async with self.probe() as shell:
+            await self.run_steps(shell, [smi, *self.path_steps(driver=bool(self.ctx.plan.hostPaths.driverInstallDir))])
 
 
-async def verify_nodes(ctx: VerifyContext, nodes: list[NodeFacts], concurrency: int) -> AsyncGenerator[Item, None]:
-    """Verify ``nodes`` concurrently, yielding findings as they arrive; cleans up on cancellation."""
+async def verify_nodes(
+    ctx: VerifyContext,
+    nodes: list[NodeFacts],
+    concurrency: int,
+    pod_pages: AsyncGenerator[list[DriverPod], None] | None = None,
+) -> AsyncGenerator[Item, None]:
+    """Verify ``nodes`` concurrently, yielding findings as they arrive; cleans up on cancellation.
+
+    With ``pod_pages`` the driver pods are read while the first nodes are already being checked: a
+    node starts as soon as its pod is known, the nodes without one once every page is read.
+    """
     queue: asyncio.Queue[Item | None] = asyncio.Queue()
     semaphore = asyncio.Semaphore(max(1, concurrency))
+    pending = {node.name: node for node in nodes}
+    tasks: list[asyncio.Task[None]] = []
 
     async def one(node: NodeFacts) -> None:
         async with semaphore:
@@ -441,18 +341,38 @@ async def verify_nodes(ctx: VerifyContext, nodes: list[NodeFacts], concurrency: 
             except Exception as exc:  # a bug in one node's checks must not end the others
                 run.emit("node", Status.FAIL, f"unexpected error: {exc.__class__.__name__}: {exc}")
 
-    tasks = [asyncio.create_task(one(node)) for node in nodes]
+    def start(name: str) -> None:
+        node = pending.pop(name, None)
+        if node is not None:
+            tasks.append(asyncio.create_task(one(node)))
 
-    async def finish() -> None:
+    async def feed() -> None:
+        try:
+            if pod_pages is not None:
+                async with contextlib.aclosing(pod_pages):
+                    async for page in pod_pages:
+                        for pod in page:
+                            if pod.node in pending:
+                                ctx.pods[pod.node] = pod
+                                start(pod.node)
+            for name in list(pending):
+                start(name)
+        except ClusterError as exc:
+            queue.put_nowait(
+                Check("driver-pod", Status.FAIL, f"cannot list the driver pods: {exc.message}", hint=exc.hint)
+            )
+            for name in list(pending):
+                ctx.failed.add(name)
+                pending.pop(name)
         await asyncio.gather(*tasks, return_exceptions=True)
         queue.put_nowait(None)
 
-    closer = asyncio.create_task(finish())
+    feeder = asyncio.create_task(feed())
     try:
         while (item := await queue.get()) is not None:
             yield item
     finally:
-        for task in (*tasks, closer):
+        for task in (feeder, *tasks):
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=ctx.timeout)
@@ -460,12 +380,8 @@ async def verify_nodes(ctx: VerifyContext, nodes: list[NodeFacts], concurrency: 
             await asyncio.shield(sweep(ctx.gateway, ctx.namespace, ctx.run_id))
 
 
-async def driver_pods(gateway: Gateway, namespace: str) -> dict[str, dict[str, Any]]:
-    """Node -> its driver pod (the newest one when a node has several)."""
-    pods = await gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR)
-    by_node: dict[str, dict[str, Any]] = {}
-    for pod in sorted(pods, key=lambda p: str(p["metadata"].get("creationTimestamp") or "")):
-        node = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node and not (pod["metadata"].get("deletionTimestamp")):
-            by_node[node] = pod
-    return by_node
+async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:
+    """The driver pods, summarised, one API page at a time (terminating pods left out)."""
+    async with contextlib.aclosing(gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR)) as pages:
+        async for page, _ in pages:
+            yield [DriverPod.of(pod) for pod in page if not pod["metadata"].get("deletionTimestamp")]
