@@ -16,14 +16,16 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from wizard.answers import load_answers
 from wizard.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, load_nodelist
-from wizard.cluster import Cluster, ClusterError
-from wizard.facts import ClusterFacts
-from wizard.plan import Plan
-from wizard.results import Check, ClusterInfo, LogLine
+from wizard.errors import ClusterError
+
+if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
+    from wizard.cluster import Cluster
+    from wizard.facts import ClusterFacts
+    from wizard.plan import Plan
+    from wizard.results import Check, ClusterInfo
 
 DEFAULT_BACKUP_DIR = (
     Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "gpu-wizard" / "backups"
@@ -167,6 +169,8 @@ async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
                 raise UsageError(str(exc)) from None
             await stack.enter_async_context(demo)
             kubeconfig, context = str(demo.kubeconfig_path), None
+        from wizard.cluster import Cluster
+
         cluster = await Cluster.connect(
             kubeconfig=kubeconfig, context=context, in_cluster=args.cluster_in_cluster, timeout=args.cluster_timeout
         )
@@ -189,6 +193,8 @@ def _write_check(check: Check, out: TextIO | None = None) -> None:
 
 
 def _load_plan(path: str) -> Plan:
+    from wizard.answers import load_answers
+
     plan, _ = load_answers(path)
     return plan
 
@@ -321,6 +327,8 @@ async def cmd_verify(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         raise UsageError(f"--concurrency: {args.concurrency} is not a positive number of nodes")
     plan = _load_plan(args.answers) if args.answers else None
+    from wizard.results import LogLine
+
     checks: list[Check] = []
     output: dict[str, list[str]] = {}
     async with open_cluster(args) as cluster, contextlib.AsyncExitStack() as stack:
