@@ -1,0 +1,105 @@
+"""Run a demo cluster in its own process for the cluster benchmarks (so it never shares the client's GIL).
+
+``served(scenario)`` starts ``gpu-wizard demo serve`` on a free port with ``--step-delay 0`` and
+yields the kubeconfig path once the API answers; the process is stopped by its PID afterwards.
+Also: the machine description every benchmark prints, and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Served:
+    """A demo cluster running in a child process."""
+
+    kubeconfig: Path
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system) the server process has used so far."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def served(scenario: str, *, script: Path | None = None, startup_timeout: float = 120.0) -> Iterator[Served]:
+    """A demo cluster serving ``scenario`` (name or YAML path) in a child process (``script``: another entry point)."""
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-bench-") as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        log = open(Path(tmp) / "server.log", "w+")  # noqa: SIM115 (closed below, after the child)
+        code = "import sys; from wizard.demo.serve import main; sys.exit(main(sys.argv[1:]))"
+        entry = [str(script)] if script else ["-c", code]
+        argv = [sys.executable, *entry, "--scenario", scenario, "--port", "0", "--step-delay", "0"]
+        proc = subprocess.Popen(
+            [*argv, "--kubeconfig", str(kubeconfig)], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
+        )
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while "API server:" not in Path(log.name).read_text():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the demo server did not start:\n{Path(log.name).read_text()}")
+                time.sleep(0.05)
+            yield Served(kubeconfig, proc.pid)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            log.close()
+
+
+def server_of(kubeconfig: Path) -> tuple[str, str, str]:
+    """(server URL, bearer token, CA file) from a demo kubeconfig."""
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe", pure=True).load(kubeconfig.read_text())
+    cluster = data["clusters"][0]["cluster"]
+    ca = ""
+    if cluster.get("certificate-authority-data"):
+        import base64
+
+        path = kubeconfig.with_suffix(".ca.pem")
+        path.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+        ca = str(path)
+    return cluster["server"], data["users"][0]["user"]["token"], ca
+
+
+def machine() -> dict[str, str]:
+    """nproc, CPU model and Python version of this machine."""
+    model = platform.processor() or "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version()}
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size in MiB (``VmHWM``).
+
+    Not ``ru_maxrss``: Linux keeps that across fork+exec, so a child started by a big parent would
+    report the parent's peak.
+    """
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,0 +1,159 @@
+"""Verification benchmark: ``Cluster.verify()`` of 1,000 GPU nodes with 50 ms of simulated exec latency.
+
+The ``large`` demo scenario cut to 1,000 GPU nodes (250 per kernel) with ``faults.exec_latency_ms: 50``,
+an upstream driver applied and rolled out, then verified with the default concurrency (16 nodes at
+once). The ideal is ``nodes / concurrency × latency`` (one exec round per node); each node runs its
+exec checks (``nvidia-smi`` and the path checks) side by side, so one node costs about one round.
+Target: ≤ 1.3 × ideal, peak RSS ≤ 250 MB. The demo server runs in its own process.
+
+    .venv/bin/python benchmarks/verification.py [--nodes 1000] [--concurrency 16] [--latency-ms 50] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.demo_server import Served, machine, peak_rss_mb, served
+
+TARGET = 1.3
+
+
+def scenario_file(folder: Path, nodes: int, latency_ms: int) -> Path:
+    """The ``large`` scenario with ``nodes`` GPU nodes spread over its kernels and the exec latency fault."""
+    from ruamel.yaml import YAML
+
+    from wizard.resources import asset_text
+
+    yaml = YAML(typ="safe", pure=True)
+    data = yaml.load(asset_text("scenarios", "large.yaml"))
+    gpu = [n for n in data["nodes"] if n.get("gpu_count")]
+    for index, node in enumerate(gpu):
+        node["count"] = nodes // len(gpu) + (1 if index < nodes % len(gpu) else 0)
+    data["name"] = f"large-{nodes}"
+    data["faults"] = {"exec_latency_ms": latency_ms}
+    path = folder / "scenario.yaml"
+    with path.open("w") as handle:
+        yaml.dump(data, handle)
+    return path
+
+
+async def settle(server: Served, limit: float = 120.0) -> None:
+    """Wait until the simulation behind the server has finished reacting (its CPU is idle for a second)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = server.cpu_seconds()
+        await asyncio.sleep(1.0)
+        if server.cpu_seconds() - before < 0.05:
+            return
+
+
+async def measure(server: Served, concurrency: int) -> dict[str, float]:
+    from wizard.cluster import Cluster
+    from wizard.plan import Plan
+    from wizard.render import render
+    from wizard.results import Check
+
+    plan = Plan.model_validate(
+        {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}
+    )
+    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=60) as cluster:
+        start = time.perf_counter()
+        prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+        with tempfile.TemporaryDirectory() as backups:
+            await cluster.apply(prepared, backup_dir=backups)
+        async with contextlib.aclosing(cluster.rollout(plan, interval=0.5, timeout=600)) as rollout:
+            async for status in rollout:
+                final = status
+        rollout_s = time.perf_counter() - start
+        if final.phase != "ready":
+            raise SystemExit(f"rollout did not get ready: {final.message}")
+        await settle(server)
+        start, cpu, server_cpu = time.perf_counter(), time.process_time(), server.cpu_seconds()
+        stream = cluster.verify(plan, concurrency=concurrency, timeout=60)
+        checks = [item async for item in stream if isinstance(item, Check)]
+        verify_s, verify_cpu = time.perf_counter() - start, time.process_time() - cpu
+        server_cpu = server.cpu_seconds() - server_cpu
+    failed = [c.line() for c in checks if not c.ok]
+    if failed:
+        raise SystemExit("verification failed:\n" + "\n".join(failed[:10]))
+    return {
+        "rollout_s": rollout_s,
+        "verify_s": verify_s,
+        "verify_cpu_s": verify_cpu,
+        "server_cpu_s": server_cpu,
+        "checks": len(checks),
+    }
+
+
+def run(args: argparse.Namespace, script: Path | None) -> dict[str, float]:
+    """One fresh demo server, one apply + rollout, one timed verification."""
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = str(scenario_file(Path(tmp), args.nodes, args.latency_ms))
+        with served(scenario, script=script) as server:
+            return asyncio.run(measure(server, args.concurrency))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latency-ms", type=int, default=50)
+    parser.add_argument(
+        "--with-proposed-fix",
+        action="store_true",
+        help="also run against the demo server with the exec index fix (benchmarks/demo_exec_index.py)",
+    )
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    ideal = args.nodes / args.concurrency * args.latency_ms / 1000
+    servers: dict[str, Path | None] = {"stock demo server": None}
+    if args.with_proposed_fix:
+        servers["demo server + exec index fix"] = Path(__file__).with_name("demo_exec_index.py")
+    runs = {name: run(args, script) for name, script in servers.items()}
+    result: dict[str, object] = {
+        "machine": machine(),
+        "nodes": args.nodes,
+        "concurrency": args.concurrency,
+        "exec_latency_ms": args.latency_ms,
+        "ideal_s": round(ideal, 3),
+        "runs": {
+            name: {
+                "checks": int(m["checks"]),
+                "rollout_s": round(m["rollout_s"], 2),
+                "verify_s": round(m["verify_s"], 3),
+                "verify_vs_ideal": round(m["verify_s"] / ideal, 2),
+                "client_cpu_s": round(m["verify_cpu_s"], 2),
+                "server_cpu_s": round(m["server_cpu_s"], 2),
+            }
+            for name, m in runs.items()
+        },
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"{args.nodes} GPU nodes, concurrency {args.concurrency}, exec latency {args.latency_ms} ms: ideal {ideal:.3f}s"
+        )
+        for name, r in result["runs"].items():  # type: ignore[attr-defined]
+            print(
+                f"{name}: verify {r['verify_s']}s for {r['checks']} checks = {r['verify_vs_ideal']} × ideal "
+                f"(target <= {TARGET}); CPU during verify: client {r['client_cpu_s']}s, demo server {r['server_cpu_s']}s; "
+                f"apply + rollout {r['rollout_s']}s"
+            )
+        print(f"peak RSS of this process: {result['peak_rss_mb']} MiB (target <= 250 MB); machine: {result['machine']}")
+    best = min(m["verify_s"] / ideal for m in runs.values())
+    return 0 if best <= TARGET and peak_rss_mb() <= 238 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
