@@ -1,16 +1,12 @@
-"""Helpers for the cluster-engine tests: scenarios, plans, kubeconfigs and a connection-dropping TCP proxy.
+"""Helpers for the cluster-engine tests: scenarios, plans, kubeconfigs and stream collection.
 
-Everything here talks real HTTP to the demo cluster; the proxy only forwards bytes (and drops a
-connection where a test asks), so the client and the server behave exactly as they would on a
-network that fails.
+Everything here talks real HTTP to the demo cluster; failures are injected by the demo's own faults.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +71,6 @@ def by_node(checks: list[Check], check: str) -> dict[str, Check]:
     return {c.node: c for c in checks if c.check == check}
 
 
-def later(seconds: float, action: Callable[[], None]) -> threading.Timer:
-    """Run ``action`` after ``seconds`` in a thread (e.g. switch a fault off while a call retries)."""
-    timer = threading.Timer(seconds, action)
-    timer.start()
-    return timer
-
-
 def kubeconfig(path: Path, server: str, *, token: str | None, ca: Path | None = None, context: str = "test") -> Path:
     """Write a kubeconfig with one context (no user credentials when ``token`` is None)."""
     ca_line = f"    certificate-authority: {ca}\n" if ca else ""
@@ -94,71 +83,3 @@ def kubeconfig(path: Path, server: str, *, token: str | None, ca: Path | None = 
         f"current-context: {context}\n"
     )
     return path
-
-
-class DropProxy:
-    """A TCP proxy in front of a plain-http demo cluster that can drop the connection of an apply.
-
-    ``drop_before``: that many server-side-apply PATCHes (not dry-runs) are cut before they reach the
-    server; ``drop_after``: that many reach the server, then the connection is cut before the answer.
-    """
-
-    def __init__(self, upstream: str) -> None:
-        host, _, port = upstream.split("://", 1)[-1].partition(":")
-        self.upstream = (host, int(port))
-        self.drop_before = 0
-        self.drop_after = 0
-        self.dropped = 0
-        self.url = ""
-        self._server: asyncio.AbstractServer | None = None
-
-    async def __aenter__(self) -> DropProxy:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-
-    @staticmethod
-    def _is_apply(chunk: bytes) -> bool:
-        head = chunk.split(b"\r\n", 1)[0]
-        return head.startswith(b"PATCH ") and b"dryRun" not in head and b"fieldManager=gpu-wizard" in head
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-        swallow = False  # once set, the server's answers no longer reach the client
-
-        async def client_to_server() -> None:
-            nonlocal swallow
-            while chunk := await reader.read(65536):
-                if self._is_apply(chunk) and self.drop_before > 0:
-                    self.drop_before -= 1
-                    self.dropped += 1
-                    return
-                if self._is_apply(chunk) and self.drop_after > 0:
-                    self.drop_after -= 1
-                    self.dropped += 1
-                    swallow = True
-                    up_writer.write(chunk)
-                    await up_writer.drain()
-                    await asyncio.sleep(0.3)  # the server acts; its answer never reaches the client
-                    return
-                up_writer.write(chunk)
-                await up_writer.drain()
-
-        async def server_to_client() -> None:
-            while chunk := await up_reader.read(65536):
-                if swallow:
-                    continue
-                writer.write(chunk)
-                await writer.drain()
-
-        tasks = [asyncio.create_task(client_to_server()), asyncio.create_task(server_to_client())]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            task.cancel()
-        for w in (writer, up_writer):
-            with contextlib.suppress(Exception):
-                w.transport.abort()

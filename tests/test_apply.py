@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import DropProxy, connected, kubeconfig, preinstalled_plan, scenario, sle_plan
+from tests.cluster_util import connected, preinstalled_plan, scenario, sle_plan
 from tests.fixtures_demo import ClusterFactory
 from wizard.apply import ApplyPlan
 from wizard.backup import clean, private, read_backup
@@ -98,24 +98,28 @@ async def test_conflict_names_the_other_field_manager(demo_cluster: ClusterFacto
 
 
 @pytest.mark.parametrize(
-    ("before", "after"), [(0, 1), (1, 0), (2, 0)], ids=["acted-then-dropped", "dropped-once", "dropped-always"]
+    ("drops", "after"),
+    [(1, True), (1, False), (2, False)],
+    ids=["acted-then-dropped", "dropped-once", "dropped-always"],
 )
 async def test_dropped_connection_during_apply(
-    demo_cluster: ClusterFactory, tmp_path: Path, before: int, after: int
+    demo_cluster: ClusterFactory, tmp_path: Path, drops: int, after: bool
 ) -> None:
-    demo = demo_cluster("sle-micro-precompiled", tls=False)
-    async with DropProxy(demo.url) as proxy:
-        path = kubeconfig(tmp_path / "kubeconfig", proxy.url, token=demo.token)
-        cluster = await Cluster.connect(kubeconfig=str(path))
-        try:
-            prepared = await cluster.prepare_apply(render(sle_plan(), await cluster.discover()))
-            proxy.drop_before, proxy.drop_after = before, after
-            result = await cluster.apply(prepared, backup_dir=tmp_path)
-            live = await _policy(cluster)
-        finally:
-            await cluster.close()
-    assert proxy.dropped == before + after
-    if before < 2:  # re-read: applied (by the first request, or by the one retry)
+    demo = demo_cluster("sle-micro-precompiled")
+    async with connected(demo) as cluster:
+        prepared = await cluster.prepare_apply(render(sle_plan(), await cluster.discover()))
+        faults = demo.faults  # only the real apply (a PATCH) loses its connection; reads and the rollback do not
+        faults.methods, faults.only, faults.drop_rate, faults.drop_after, faults.budget = (
+            ["PATCH"],
+            ["/apis/nvidia.com"],
+            1.0,
+            after,
+            drops,
+        )
+        result = await cluster.apply(prepared, backup_dir=tmp_path)
+        live = await _policy(cluster)
+    assert faults.injected["drop"] == drops
+    if drops == 1:  # re-read: applied (by the request the server acted on, or by the one retry)
         assert result.state == "applied" and live is not None
     else:  # both attempts cut: rolled back from the backup and re-read as before
         assert result.state == "unchanged" and "the cluster is unchanged" in result.message
