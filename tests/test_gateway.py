@@ -15,9 +15,9 @@ from tests.fixtures_registry import free_port
 from wizard.cluster import Cluster, ClusterError, kube_contexts
 from wizard.demo.serve import DemoClusterThread
 from wizard.errors import ApiError
-from wizard.gateway import ExecResult
 from wizard.nodescript import Step, StepResult
 from wizard.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
+from wizard.transport import ExecResult
 
 
 @pytest.fixture(scope="module")

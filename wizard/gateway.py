@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
-import urllib.parse
-import urllib.request
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -25,28 +21,15 @@ from kubernetes.aio.client.exceptions import ApiException
 from kubernetes.aio.config import ConfigException
 from kubernetes.aio.stream import WsApiClient
 
-from wizard.errors import ApiError, ClusterError, ConnectionDropped
+from wizard.errors import ApiError, ClusterError
 from wizard.kubeconfig import choose_context, existing_paths
+from wizard.transport import DROPS, ExecOutput, ExecResult, backoff, dropped, env_proxy, status_error, transport_error
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ATTEMPTS = 4
 """Attempts per retryable call (the first one plus three retries)."""
-MAX_RETRY_AFTER = 10.0
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 FIELD_MANAGER = "gpu-wizard"
-_STATUS_CHANNEL = 3
-_CHANNELS = {1: "stdout", 2: "stderr"}
-_DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionResetError)
-
-
-@dataclass(frozen=True)
-class ExecResult:
-    """What one command run in a container produced."""
-
-    exit_code: int | None
-    """None when the server closed the stream without reporting a status."""
-    stdout: str
-    stderr: str
 
 
 class Gone(ClusterError):
@@ -85,27 +68,12 @@ def _in_cluster_configuration() -> client.Configuration:
     return configuration
 
 
-def _env_proxy(url: str) -> str:
-    """The proxy the environment (HTTPS_PROXY, NO_PROXY…) sets for ``url``, or ""."""
-    parts = urllib.parse.urlsplit(url)
-    proxy = urllib.request.getproxies().get(parts.scheme, "")
-    if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
-        return ""
-    return proxy
-
-
-def _backoff(attempt: int, retry_after: float | None) -> float:
-    if retry_after is not None:
-        return min(retry_after, MAX_RETRY_AFTER)
-    return min(0.2 * 2**attempt, 3.0) * (1.0 + 0.2 * random.random())
-
-
 class Gateway:
     """An authenticated connection to one API server; create with :meth:`connect`, end with :meth:`close`."""
 
     def __init__(self, configuration: client.Configuration, *, context: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 128)
-        if not configuration.proxy and not _env_proxy(configuration.host):
+        if not configuration.proxy and not env_proxy(configuration.host):
             # The client's sessions trust the environment, which costs a proxy and .netrc lookup on every
             # request (~0.7 ms, i.e. most of an exec's client CPU). With no proxy for this server, skip it.
             configuration.client_session_kwargs = {**(configuration.client_session_kwargs or {}), "trust_env": False}
@@ -118,7 +86,6 @@ class Gateway:
         self.apps = client.AppsV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         self.authz = client.AuthorizationV1Api(self.api)
-        self.extensions = client.ApiextensionsV1Api(self.api)
         self.versions = client.VersionApi(self.api)
         self._ws: WsApiClient | None = None
 
@@ -147,39 +114,10 @@ class Gateway:
     # -- the one request path -------------------------------------------------------------------
 
     def _transport_error(self, exc: BaseException, what: str, timeout: float) -> ClusterError:
-        if isinstance(exc, TimeoutError):
-            return ClusterError(
-                f"{what}: no answer from {self.server} within {timeout:g}s",
-                "check that the API server is up and reachable (VPN, proxy, firewall)",
-            )
-        if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
-            return ClusterError(
-                f"{what}: TLS verification of {self.server} failed ({exc})",
-                "check the context's certificate-authority and that the server address is right",
-            )
-        if isinstance(exc, aiohttp.ClientConnectorError):
-            return ClusterError(
-                f"{what}: cannot connect to {self.server} ({exc.os_error.strerror or exc})",
-                "check that the cluster is running and the context points at the right server",
-            )
-        return ConnectionDropped(
-            f"{what}: the connection to {self.server} dropped ({exc.__class__.__name__})",
-            "the server may or may not have acted on the request; re-read before retrying",
-        )
+        return transport_error(exc, what, self.server, timeout)
 
     def _status_error(self, status: int, raw: bytes, headers: Mapping[str, str], what: str) -> ApiError:
-        hint = ""
-        if status == 401:
-            hint = (
-                f"the credentials of context {self.context!r} are missing, expired or rejected; "
-                "log in again or refresh the kubeconfig"
-            )
-        elif status == 403:
-            hint = "ask a cluster admin for this permission (see `gpu-wizard` preflight for the full list)"
-        error = ApiError.from_response(status, raw, headers, what, hint=hint)
-        if status == 401:
-            error.message = f"{what}: unauthorized (401)"
-        return error
+        return status_error(status, raw, headers, what, self.context)
 
     async def call(
         self,
@@ -209,13 +147,10 @@ class Gateway:
                         raw = await response.read()
                     finally:
                         response.release()
-            except (TimeoutError, aiohttp.ClientError, *_DROPS) as exc:
+            except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
                 # A timeout is the user's limit, not retried; a dropped connection is, when the call is safe.
-                dropped = isinstance(exc, _DROPS) or (
-                    isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError)
-                )
-                if safe and dropped and not last:
-                    await asyncio.sleep(_backoff(attempt, None))
+                if safe and dropped(exc) and not last:
+                    await asyncio.sleep(backoff(attempt, None))
                     continue
                 raise self._transport_error(exc, what, limit) from None
             status = response.status
@@ -227,7 +162,7 @@ class Gateway:
                 return None
             error = self._status_error(status, raw, response.headers, what)
             if not last and (status == 429 or (safe and status >= 500)):
-                await asyncio.sleep(_backoff(attempt, error.retry_after))
+                await asyncio.sleep(backoff(attempt, error.retry_after))
                 continue
             raise error
         raise AssertionError("unreachable")  # pragma: no cover
@@ -278,7 +213,7 @@ class Gateway:
             if exc.status == 410:
                 raise Gone(f"{what}: the watch expired ({exc.reason})") from None
             raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), {}, what) from None
-        except (TimeoutError, aiohttp.ClientError, *_DROPS) as exc:
+        except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
         finally:
             await stream.close()
@@ -478,27 +413,14 @@ class Gateway:
         limit = timeout or self.timeout
         if self._ws is None:
             self._ws = WsApiClient(configuration=self.configuration)
-        api = client.CoreV1Api(self._ws)
-        buffers = {"stdout": "", "stderr": ""}
-        collected = {"stdout": [], "stderr": []}  # type: dict[str, list[str]]
-        exit_code: int | None = None
-
-        def feed(stream: str, text: str, final: bool = False) -> None:
-            buffers[stream] += text
-            *lines, buffers[stream] = buffers[stream].split("\n")
-            if final and buffers[stream]:
-                lines.append(buffers[stream])
-                buffers[stream] = ""
-            for line in lines:
-                collected[stream].append(line)
-                if on_line is not None:
-                    on_line(stream, line)
-
+        output = ExecOutput(on_line)
         what = f"exec {' '.join(command)} in {namespace}/{pod} ({container})"
         try:
             async with asyncio.timeout(limit):
                 # WsApiClient answers with aiohttp's ws_connect context manager, not the annotated ClientResponse.
-                connection: Any = await api.connect_get_namespaced_pod_exec_without_preload_content(
+                connection: Any = await client.CoreV1Api(
+                    self._ws
+                ).connect_get_namespaced_pod_exec_without_preload_content(
                     pod,
                     namespace,
                     command=command,
@@ -510,22 +432,12 @@ class Gateway:
                 )
                 async with connection as ws:
                     async for message in ws:
-                        data = message.data
-                        if isinstance(data, str):
-                            data = data.encode()
-                        if not isinstance(data, bytes) or not data:
-                            continue
-                        channel, payload = data[0], data[1:].decode("utf-8", "replace")
-                        if channel in _CHANNELS:
-                            feed(_CHANNELS[channel], payload)
-                        elif channel == _STATUS_CHANNEL and payload:
-                            exit_code = WsApiClient.parse_error_data(payload)
+                        if isinstance(message.data, bytes | str):
+                            output.frame(message.data)
         except aiohttp.WSServerHandshakeError as exc:
             raise ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status} {exc.message})") from None
-        except (TimeoutError, aiohttp.ClientError, *_DROPS) as exc:
+        except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
-        except (ValueError, KeyError, IndexError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
-        feed("stdout", "", final=True)
-        feed("stderr", "", final=True)
-        return ExecResult(exit_code, "\n".join(collected["stdout"]), "\n".join(collected["stderr"]))
+        return output.result()
