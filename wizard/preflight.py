@@ -102,6 +102,10 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         ]
     needed += [
         Permission("get", "pods", namespace=ns, why="read driver pods"),
+        Permission("watch", "pods", namespace=ns, why="follow the rollout"),
+        Permission(
+            "get", "pods", subresource="log", namespace=ns, why="quote a failing container's log", required=False
+        ),
         Permission("create", "pods", subresource="exec", namespace=ns, why="run nvidia-smi in the driver pods"),
     ]
     return needed
