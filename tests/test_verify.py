@@ -172,3 +172,23 @@ def test_ready_with_no_gpu_nodes_is_not_success() -> None:
     (check,) = policy_checks(sle_plan(), policy, [])
     assert check.status is Status.FAIL
     assert check.line() == "✗ cluster-policy: cluster-policy reports ready but NoGPUNodes: No GPU node found"
+
+
+async def test_image_check_names_a_missing_tag_and_its_mirror_source(
+    demo_cluster: ClusterFactory, oci_registry: RegistryServer
+) -> None:
+    host = oci_registry.host
+    source = oci_registry.push_image("upstream-check/nvidia-driver", SLE_TAG, content=b"published build")
+    plan = sle_plan(repository=f"{host}/mirror-check", source=f"{host}/upstream-check")
+    demo = demo_cluster("sle-micro-precompiled")
+    async with connected(demo) as cluster, RegistryClient(insecure_registries=[host]) as registry:
+        rendered = render(plan, await cluster.discover())
+        (missing,) = await cluster.check_images(rendered, registry)
+        oci_registry.push_image("mirror-check/nvidia-driver", SLE_TAG, content=b"published build")
+        (present,) = await cluster.check_images(rendered, registry)
+    assert missing.image == f"{host}/mirror-check/nvidia-driver:{SLE_TAG}"
+    assert missing.nodes == ("gpu-h200-01", "gpu-h200-02")
+    assert (missing.target.exists, missing.target.error, missing.ok) == (False, "", False)
+    assert missing.source is not None and missing.source.digest == source and missing.mirrorable
+    assert missing.catalog in ("validated", "published")
+    assert present.ok and present.target.digest == source and not present.mirrorable

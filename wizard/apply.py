@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -297,14 +296,3 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
 async def rollback(gateway: Gateway, backup_path: str | Path) -> list[str]:
     """Restore exactly what a backup file holds (see :func:`restore`)."""
     return await restore(gateway, read_backup(Path(backup_path)))
-
-
-def describe(prepared: ApplyPlan) -> str:
-    """A short JSON-able summary of a prepared apply (for ``-o json`` and logs)."""
-    return json.dumps(
-        {
-            "objects": [ObjectRef.of(o).key for o in prepared.objects],
-            "errors": prepared.errors,
-            "changed": prepared.changed,
-        }
-    )

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from wizard.catalog import TupleStatus, tuple_status
 from wizard.registry import RegistryClient, TagStatus
 from wizard.render import Rendered
-from wizard.results import Check, Status
 
 
 @dataclass(frozen=True)
@@ -39,32 +38,6 @@ class ImageStatus:
     def mirrorable(self) -> bool:
         """The target is missing but its source exists: running the mirror plan fixes it."""
         return not self.target.exists and self.source is not None and self.source.exists
-
-    def check(self) -> Check:
-        """The finding as a check line (``image`` check, one per image)."""
-        count = len(self.nodes)
-        who = f"{count} node{'s' if count != 1 else ''}: {', '.join(self.nodes[:3])}{'…' if count > 3 else ''}"
-        data = {"image": self.image, "nodes": list(self.nodes), "digest": self.target.digest, "catalog": self.catalog}
-        if self.target.exists:
-            return Check("image", Status.PASS, f"{self.image} exists ({self.target.digest[:19]}…) for {who}", data=data)
-        if self.target.error:
-            return Check("image", Status.WARN, f"{self.image}: registry check failed ({self.target.error})", data=data)
-        if self.mirrorable:
-            return Check(
-                "image",
-                Status.FAIL,
-                f"{self.image} is missing (needed by {who})",
-                hint="run the mirror plan: gpu-wizard mirror --answers FILE --run",
-                data=data,
-            )
-        missing_source = f"; its source {self.source.reference} is missing too" if self.source else ""
-        return Check(
-            "image",
-            Status.FAIL,
-            f"{self.image} is missing (needed by {who}){missing_source}",
-            hint="no image exists for this kernel and OS: pick another driver version or ask the vendor for a build",
-            data=data,
-        )
 
 
 async def check_images(rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
