@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -129,3 +133,32 @@ def test_discover_and_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "--concurrency: 0 is not a positive number of nodes" in err
     code, _, err = run(capsys, "verify", "--demo", "sle-micro-precompiled")  # nothing installed yet
     assert code == 2 and "no ClusterPolicy in the cluster to verify against" in err and "--answers" in err
+
+
+def test_ctrl_c_during_verify_deletes_the_probe_pods(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+    demo = demo_cluster("preinstalled")
+    plan = tmp_path / "answers.yaml"
+    plan.write_text("version: 1\nmode: preinstalled\n")
+    argv = ["--answers", str(plan), "--kubeconfig", str(demo.kubeconfig_path)]
+    assert main(["apply", *argv, "--yes", "--backup-dir", str(tmp_path), "--no-wait"]) == 0
+    demo.faults.exec_latency_ms = 5000  # every host nvidia-smi hangs in the kubelet
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wizard", "verify", *argv, "--no-registry"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def probes() -> list[str]:
+        pods = demo.call(lambda: demo.store.list("pods", "gpu-operator"))
+        return [p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith("gpu-wizard-probe-")]
+
+    deadline = time.monotonic() + 20
+    while not probes() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert probes(), "the probe pods never started"
+    time.sleep(0.3)  # their execs are in flight now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode == 130 and err.rstrip().endswith("gpu-wizard: interrupted") and "Traceback" not in err
+    assert probes() == []  # deleted before the process exited
