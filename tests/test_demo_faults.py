@@ -33,6 +33,7 @@ async def test_a_budget_makes_a_fault_transient_and_every_injection_is_counted(d
         facts = await cluster.discover()  # two 500s, then served: the gateway retries reads
         assert len(facts.nodes) == 3
         assert demo.faults.injected == {"error": 2} and demo.faults.budget == 0
+        assert cluster.gateway.stats.retries == 2
 
 
 async def test_method_filter_spares_the_reads(demo: DemoClusterThread) -> None:

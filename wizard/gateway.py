@@ -4,8 +4,9 @@ Nothing else in ``wizard/`` imports ``kubernetes``. Every call goes through the 
 ``*_without_preload_content`` variants and hands back plain JSON dicts: the engine reads nodes and
 custom resources as JSON (as :mod:`wizard.facts` expects) and never builds thousands of pydantic
 models. Each call is bounded by a timeout; calls that are safe to repeat (reads, dry-runs, access
-reviews) are retried with backoff on 429/5xx and dropped connections, honouring ``Retry-After``.
-Errors come out as :class:`wizard.errors.ClusterError` subclasses worded for the user.
+reviews) are retried with backoff on 429/5xx and dropped connections, honouring ``Retry-After``; an
+exec the server refused before starting the command is retried too. ``Gateway.stats`` counts requests
+and retries. Errors come out as :class:`wizard.errors.ClusterError` subclasses worded for the user.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from kubernetes.aio.stream import WsApiClient
 
 from wizard.errors import ApiError, ClusterError
 from wizard.kubeconfig import choose_context, existing_paths
+from wizard.results import CallStats
 from wizard.transport import DROPS, ExecOutput, ExecResult, backoff, dropped, env_proxy, status_error, transport_error
 
 DEFAULT_TIMEOUT = 10.0
 MAX_ATTEMPTS = 4
 """Attempts per retryable call (the first one plus three retries)."""
+SHOWN_COMMAND = 48
+"""Characters of an exec's command quoted in an error (the verification scripts are long)."""
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
 FIELD_MANAGER = "gpu-wizard"
 
@@ -88,6 +92,8 @@ class Gateway:
         self.authz = client.AuthorizationV1Api(self.api)
         self.versions = client.VersionApi(self.api)
         self._ws: WsApiClient | None = None
+        self.stats = CallStats()
+        """Requests sent (every attempt) and retries made, for fault reports."""
 
     @classmethod
     async def connect(
@@ -140,6 +146,7 @@ class Gateway:
         limit = timeout or self.timeout
         for attempt in range(MAX_ATTEMPTS):
             last = attempt == MAX_ATTEMPTS - 1
+            self.stats.requests += 1
             try:
                 async with asyncio.timeout(limit):
                     response = await fn(*args, _request_timeout=float(limit), **kwargs)
@@ -150,6 +157,7 @@ class Gateway:
             except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
                 # A timeout is the user's limit, not retried; a dropped connection is, when the call is safe.
                 if safe and dropped(exc) and not last:
+                    self.stats.retries += 1
                     await asyncio.sleep(backoff(attempt, None))
                     continue
                 raise self._transport_error(exc, what, limit) from None
@@ -162,6 +170,7 @@ class Gateway:
                 return None
             error = self._status_error(status, raw, response.headers, what)
             if not last and (status == 429 or (safe and status >= 500)):
+                self.stats.retries += 1
                 await asyncio.sleep(backoff(attempt, error.retry_after))
                 continue
             raise error
@@ -408,36 +417,43 @@ class Gateway:
         """Run a command in a container over the websocket exec API.
 
         ``on_line(stream, line)`` is called for each complete stdout/stderr line as it arrives, so a
-        front end can show the output live. The whole exec is bounded by ``timeout``.
+        front end can show the output live. The whole exec is bounded by ``timeout``. A handshake the
+        server refuses with 429 or 5xx (kubelet unreachable, throttled) is retried: the command never ran.
         """
         limit = timeout or self.timeout
         if self._ws is None:
             self._ws = WsApiClient(configuration=self.configuration)
-        output = ExecOutput(on_line)
-        what = f"exec {' '.join(command)} in {namespace}/{pod} ({container})"
+        shown = " ".join(command)
+        if len(shown) > SHOWN_COMMAND:
+            shown = shown[: SHOWN_COMMAND - 1] + "…"
+        what = f"exec {shown} in {namespace}/{pod} ({container})"
         try:
             async with asyncio.timeout(limit):
-                # WsApiClient answers with aiohttp's ws_connect context manager, not the annotated ClientResponse.
-                connection: Any = await client.CoreV1Api(
-                    self._ws
-                ).connect_get_namespaced_pod_exec_without_preload_content(
-                    pod,
-                    namespace,
-                    command=command,
-                    container=container,
-                    stderr=True,
-                    stdin=False,
-                    stdout=True,
-                    tty=False,
-                )
-                async with connection as ws:
-                    async for message in ws:
-                        if isinstance(message.data, bytes | str):
-                            output.frame(message.data)
-        except aiohttp.WSServerHandshakeError as exc:
-            raise ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status} {exc.message})") from None
+                for attempt in range(MAX_ATTEMPTS):
+                    self.stats.requests += 1
+                    try:
+                        return await self._exec_once(namespace, pod, container, command, ExecOutput(on_line))
+                    except aiohttp.WSServerHandshakeError as exc:
+                        if attempt == MAX_ATTEMPTS - 1 or not (exc.status == 429 or exc.status >= 500):
+                            raise ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})") from None
+                        self.stats.retries += 1
+                        await asyncio.sleep(backoff(attempt, None))
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _exec_once(
+        self, namespace: str, pod: str, container: str, command: list[str], output: ExecOutput
+    ) -> ExecResult:
+        assert self._ws is not None
+        # WsApiClient answers with aiohttp's ws_connect context manager, not the annotated ClientResponse.
+        connection: Any = await client.CoreV1Api(self._ws).connect_get_namespaced_pod_exec_without_preload_content(
+            pod, namespace, command=command, container=container, stderr=True, stdin=False, stdout=True, tty=False
+        )
+        async with connection as ws:
+            async for message in ws:
+                if isinstance(message.data, bytes | str):
+                    output.frame(message.data)
         return output.result()
