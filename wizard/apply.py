@@ -254,6 +254,7 @@ async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], 
                 return
             if attempt == 1:
                 raise
+            gateway.stats.retries += 1  # not applied: apply once more
 
 
 async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool:

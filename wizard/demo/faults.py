@@ -48,6 +48,8 @@ class Faults:
     """Injections left before the faults stop (None: no limit); each injection uses one."""
     injected: Counter[str] = field(default_factory=Counter, compare=False)
     """Faults injected so far, by kind (latency, drop, error, watch_expiry, exec_fail, exec_latency)."""
+    matched: int = field(default=0, compare=False)
+    """Requests the ``only`` / ``methods`` filter selected so far (faulted or not)."""
     rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -129,6 +131,7 @@ def fault_middleware(get_faults: Callable[[], Faults]) -> Middleware:
         faults = get_faults()
         if not faults.applies(request.path, request.method):
             return await handler(request)
+        faults.matched += 1
         if faults.latency_ms > 0 and faults.take("latency"):
             await asyncio.sleep(faults.latency_ms / 1000)
         drop = faults.drop_rate > 0 and faults.rng.random() < faults.drop_rate and faults.take("drop")
