@@ -107,17 +107,10 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latency-ms", type=int, default=50)
-    parser.add_argument(
-        "--with-proposed-fix",
-        action="store_true",
-        help="also run against the demo server with the exec index fix (benchmarks/demo_exec_index.py)",
-    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     ideal = args.nodes / args.concurrency * args.latency_ms / 1000
-    servers: dict[str, Path | None] = {"stock demo server": None}
-    if args.with_proposed_fix:
-        servers["demo server + exec index fix"] = Path(__file__).with_name("demo_exec_index.py")
+    servers: dict[str, Path | None] = {"demo server": None}
     runs = {name: run(args, script) for name, script in servers.items()}
     result: dict[str, object] = {
         "machine": machine(),

@@ -145,9 +145,7 @@ def set_path(target: dict[str, Any], path: Path, value: Any) -> None:
     node[path[-1]] = copy.deepcopy(value)
 
 
-def cluster_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
-    """The complete ClusterPolicy for a fresh install: chart defaults, then the plan's fields."""
-    spec = chart_spec(plan.operator.bundle)
+def _policy(spec: dict[str, Any], plan: Plan, toolkit_dir: str) -> dict[str, Any]:
     for path, value in owned_values(plan, toolkit_dir):
         set_path(spec, path, value)
     return {
@@ -156,19 +154,16 @@ def cluster_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
         "metadata": {"name": CLUSTER_POLICY_NAME},
         "spec": spec,
     }
+
+
+def cluster_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
+    """The complete ClusterPolicy for a fresh install: chart defaults, then the plan's fields."""
+    return _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir)
 
 
 def patch_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
     """The minimal server-side-apply patch: identity plus only the owned ``spec`` fields."""
-    spec: dict[str, Any] = {}
-    for path, value in owned_values(plan, toolkit_dir):
-        set_path(spec, path, value)
-    return {
-        "apiVersion": "nvidia.com/v1",
-        "kind": "ClusterPolicy",
-        "metadata": {"name": CLUSTER_POLICY_NAME},
-        "spec": spec,
-    }
+    return _policy({}, plan, toolkit_dir)
 
 
 def _driver_spec(plan: Plan, bundle: str) -> dict[str, Any]:

@@ -134,6 +134,8 @@ class Simulation:
         self.upgrades = UpgradeController()
         self._release = Release.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
+        self._pod_index: dict[str, list[dict[str, Any]]] = {}
+        self._pod_index_version: int | None = None
 
     # -- seeding ----------------------------------------------------------------------------------
 
@@ -257,8 +259,22 @@ class Simulation:
         node_obj = self.store.get("nodes", node) if node else None
         if node_obj is None:
             return None
-        views = build_views([node_obj], read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
+        views = build_views([node_obj], self._pods_on(node), read(self.store, "daemonsets"), self.specs)
         return pod, views[node]
+
+    def _pods_on(self, node: str) -> list[dict[str, Any]]:
+        """Pods bound to ``node``, from an index rebuilt only when the store has changed.
+
+        Verification execs into every node while nothing is written; scanning every pod per exec
+        made 1,000 execs cost seconds of the server's single event loop.
+        """
+        version = self.store.resource_version
+        if self._pod_index_version != version:
+            by_node: dict[str, list[dict[str, Any]]] = {}
+            for pod in self.store.iter_objects("pods"):
+                by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
+            self._pod_index, self._pod_index_version = by_node, version
+        return self._pod_index.get(node, [])
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""
