@@ -18,13 +18,14 @@ def describe_error(error: BaseException) -> tuple[str, str, str]:
     from screens.state import tildify
 
     name = type(error).__name__
+    kinds = {cls.__name__ for cls in type(error).__mro__}  # ApiError, ConnectionDropped… are ClusterErrors too
     message = tildify(str(getattr(error, "message", "") or error) or name)
     hint = tildify(str(getattr(error, "hint", "") or ""))
-    if name == "ClusterError":
+    if "ClusterError" in kinds:
         return "Cluster error", message, hint
-    if name == "RegistryError":
+    if "RegistryError" in kinds:
         return "Registry error", message, hint or "check the registry address, credentials and network."
-    if name == "AnswersError":
+    if "AnswersError" in kinds:
         return "Invalid answers", message, hint or "fix the fields named above; each says what is valid."
     if isinstance(error, (TimeoutError,)):
         return "Timed out", message or "the operation timed out", hint or "check that the cluster is reachable."
