@@ -61,6 +61,12 @@ def status_error(status: int, raw: bytes, headers: Mapping[str, str], what: str,
         hint = f"the credentials of context {context!r} are missing, expired or rejected; log in again or refresh the kubeconfig"
     elif status == 403:
         hint = "ask a cluster admin for this permission (gpu-wizard's preflight lists every one it needs)"
+    elif status == 429:
+        hint = "the API server is overloaded and asked to slow down; try again in a minute"
+    elif status >= 500:
+        hint = (
+            "the API server failed on this request (retried where safe); try again, and check its health if it persists"
+        )
     error = ApiError.from_response(status, raw, headers, what, hint=hint)
     if status == 401:
         error.message = f"{what}: unauthorized (401)"
