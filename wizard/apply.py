@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.backup import Backup, ObjectRef, clean, read_backup, write_backup
-from wizard.errors import ApiError, ClusterError, ConnectionDropped
+from wizard.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.gateway import Gateway
 from wizard.plan import Plan
 from wizard.preflight import POLICY, active_policy
@@ -224,11 +224,17 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
                     _apply_error_text(ref.key, exc), "nothing was changed; the backup is " + str(path)
                 ) from None
             if restored:
+                late = (
+                    f"; a request that timed out may still be carried out by the server: check again, "
+                    f"and restore with gpu-wizard rollback --backup {path}"
+                    if isinstance(exc, TimedOut)
+                    else ""
+                )
                 return ApplyResult(
                     "unchanged",
                     path,
                     [r.key for r in refs],
-                    message=f"apply failed ({exc.message}); rolled back, the cluster is unchanged",
+                    message=f"apply failed ({exc.message}); rolled back, the cluster is unchanged{late}",
                 )
             raise ClusterError(
                 f"apply failed ({exc.message}) and the rollback could not confirm the old state",

@@ -30,6 +30,10 @@ class ConnectionDropped(ClusterError):
     """The connection broke after a request was sent: the server may or may not have acted on it."""
 
 
+class TimedOut(ClusterError):
+    """No answer within the limit: for a write, the server may still carry it out later."""
+
+
 class ApiError(ClusterError):
     """The API server answered with an error status (a ``metav1.Status`` body)."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from wizard.errors import ApiError, ClusterError, ConnectionDropped
+from wizard.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 
 MAX_RETRY_AFTER = 10.0
 DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionResetError)
@@ -34,7 +34,7 @@ def dropped(exc: BaseException) -> bool:
 def transport_error(exc: BaseException, what: str, server: str, timeout: float) -> ClusterError:
     """A timeout, TLS failure, refused connection or dropped connection, worded with what to do."""
     if isinstance(exc, TimeoutError):
-        return ClusterError(
+        return TimedOut(
             f"{what}: no answer from {server} within {timeout:g}s",
             "check that the API server is up and reachable (VPN, proxy, firewall)",
         )
