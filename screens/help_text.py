@@ -120,8 +120,9 @@ A kernel with no published image gets a **support request** text to send to NVID
 * **driverInstallDir** — `hostPaths.driverInstallDir`, default `/run/nvidia/driver`. Change it only for a host
   driver in a non-standard root.
 
-Paths must be absolute and normalised. **Check on nodes** runs node-side checks: the folder exists (or can be
-created), is writable, and is not mounted `noexec` (the driver must execute from there).
+Paths must be absolute and normalised. **Check on nodes** runs a short-lived probe pod on each GPU node, before
+anything is applied: the folder exists (or can be created under its nearest parent), is writable, and is not
+mounted `noexec` (the toolkit's runtime and the driver must execute from there).
 """,
     "preview": """
 # Preview

@@ -42,6 +42,8 @@ async def test_every_step_at_80x24(tui_env: Path, snapshot: Snapshot) -> None:
         await wait_for(pilot, lambda: "present in target" in screen_text(app), what="the image status")
         await snapshot.check(pilot, "4-driver")
         await next_to(pilot, "paths")
+        await pilot.click("#check-paths")
+        await wait_for(pilot, lambda: "usable on all" in screen_text(app), 20, "the node-side path checks")
         await snapshot.check(pilot, "5-paths")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None and "accepted" in screen_text(app), what="dry-run")

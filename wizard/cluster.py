@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import Any
 
 from wizard import apply as applying
+from wizard import pathcheck
 from wizard import rollout as rollouts
 from wizard import verify as verifying
 from wizard.errors import ApiError, ClusterError
@@ -24,7 +25,7 @@ from wizard.gateway import Gateway, Gone
 from wizard.images import ImageStatus, check_images
 from wizard.kubeconfig import list_contexts
 from wizard.liveplan import plan_from_live
-from wizard.plan import Plan
+from wizard.plan import Plan, check_absolute_path
 from wizard.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.probe import manager_image
 from wizard.registry import RegistryClient
@@ -250,6 +251,57 @@ class Cluster:
         async with contextlib.aclosing(statuses):
             async for status in statuses:
                 yield status
+
+    async def check_paths(
+        self,
+        plan: Plan,
+        *,
+        toolkit_install_dir: str | None = None,
+        nodes: list[str] | None = None,
+        concurrency: int = 16,
+        timeout: float = 30.0,
+    ) -> AsyncGenerator[Check, None]:
+        """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
+
+        ``toolkit_install_dir`` defaults to the plan's, else the OS profile's; ``nodes`` to every GPU
+        node. Per node a probe pod runs ``test``/``findmnt`` on the host (see :mod:`wizard.pathcheck`);
+        one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
+        """
+        facts = await self.discover()
+        known = {n.name for n in facts.nodes}
+        targets = sorted(nodes if nodes is not None else (n.name for n in facts.gpu_nodes))
+        unknown = [n for n in targets if n not in known]
+        if unknown:
+            raise ClusterError(f"no node named {unknown[0]!r} in the cluster", "pick nodes from `gpu-wizard discover`")
+        toolkit_dir = toolkit_install_dir or plan.toolkit.installDir or facts.recommend_toolkit_dir().value
+        try:
+            toolkit_dir = check_absolute_path(toolkit_dir)
+        except ValueError as exc:
+            raise ClusterError(f"toolkit.installDir: {exc}") from None
+        if not targets:
+            yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
+            return
+        paths = pathcheck.host_paths(plan, toolkit_dir)
+        if not plan.driver_enabled and len(paths) == 1:
+            yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
+        namespace = await self.namespace(plan)
+        image = self.probe_image or manager_image(
+            active_policy(await self.gateway.list_custom(*POLICY)), plan.operator.bundle
+        )
+        failed: set[str] = set()
+        checks = pathcheck.check_nodes(
+            self.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+        )
+        async with contextlib.aclosing(checks):
+            async for check in checks:
+                if not check.ok:
+                    failed.add(check.node)
+                yield check
+        if failed:
+            shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
+            yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(targets)} nodes: {shown}")
+        else:
+            yield Check("summary", Status.PASS, f"host paths usable on all {len(targets)} nodes")
 
     # -- proving ---------------------------------------------------------------------------------
 

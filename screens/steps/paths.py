@@ -7,6 +7,7 @@ OS gets ``/run/nvidia/toolkit-install``). Each keystroke is validated by the pla
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -15,8 +16,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label
 
 from screens.steps.formstep import FormStep
-from screens.widgets.checks import CheckList
 from screens.widgets.field import AnswerField
+from screens.widgets.pathresults import PathResults
 
 
 class Screen(FormStep):
@@ -56,7 +57,7 @@ class Screen(FormStep):
             yield Button("Restore defaults", id="defaults", compact=True)
         yield Label("Node-side checks", classes="section")
         with VerticalScroll(id="path-results"):
-            yield CheckList(self._idle_text(), id="path-checks")
+            yield PathResults(self._idle_text(), id="path-checks")
 
     def _toolkit_default(self) -> tuple[str, str]:
         from wizard.plan import DEFAULT_TOOLKIT_INSTALL_DIR
@@ -72,22 +73,16 @@ class Screen(FormStep):
             return "default /run/nvidia/driver; change only for a host driver in a non-standard root"
         return "default /run/nvidia/driver: where the driver container exposes the driver on the host"
 
-    def _engine_checks(self) -> bool:
-        """The cluster engine can check paths on the nodes before anything is applied."""
-        return hasattr(self.state.cluster, "check_paths")
-
     def _idle_text(self) -> str:
         if self.state.cluster is None:
             return "not connected: node-side checks need a cluster"
-        if not self._engine_checks():
-            return (
-                "checked on every node after Apply: step 8 (Verify) tests both paths for noexec and read-only "
-                "mounts and reports what to change"
-            )
-        return "press Check on nodes: exists, writable, not mounted noexec"
+        return (
+            "press Check on nodes: a short-lived probe pod on each GPU node tests both folders "
+            "(exists, writable, not mounted noexec) before anything is applied"
+        )
 
     def on_mount(self) -> None:
-        self.query_one("#check-paths").display = self.state.cluster is not None and self._engine_checks()
+        self.query_one("#check-paths").display = self.state.cluster is not None
         for field in self.query(AnswerField):
             self.state.set(field.path, self._stored(field.path, field.value))
         self.answers_changed()
@@ -107,7 +102,8 @@ class Screen(FormStep):
         event.stop()
         self.state.set(event.field.path, self._stored(event.field.path, event.value))
         self.answers_changed()
-        self.query_one("#path-checks", CheckList).update(self._idle_text())
+        self.workers.cancel_group(self, "paths")  # results for the old value would mislead
+        self.query_one("#path-checks", PathResults).update(self._idle_text())
 
     @on(Button.Pressed, "#defaults")
     def _restore(self) -> None:
@@ -121,25 +117,33 @@ class Screen(FormStep):
             field.set_value(values[field.path])
             self.state.set(field.path, values[field.path] if field.path == "toolkit.installDir" else None)
         self.answers_changed()
+        self.workers.cancel_group(self, "paths")
+        self.query_one("#path-checks", PathResults).update(self._idle_text())
 
     @on(Button.Pressed, "#check-paths")
     def _check_pressed(self) -> None:
         if self.state.cluster is None:
             self.notify("Connect to a cluster first (step 1).", severity="warning")
             return
-        plan = self.state.plan()
+        plan, errors = self.state.validate()
         if plan is None:
-            self.notify("Fix the answers first: " + self.blocker(), severity="warning")
+            first = f"{errors[0].field}: {errors[0].message}" if errors else "the answers are incomplete"
+            self.notify(f"Fix the answers first: {first}", severity="warning")
             return
         self.check_paths(plan)
 
     @work(exclusive=True, group="paths", exit_on_error=False)
     async def check_paths(self, plan: Any) -> None:
-        """Run the node-side checks for the two paths."""
-        results = self.query_one("#path-checks", CheckList)
-        results.update("checking on the GPU nodes…")
-        checks = list(await self.state.cluster.check_paths(plan))
+        """Run the node-side checks of both folders, showing each node's results as they come."""
+        results = self.query_one("#path-checks", PathResults)
+        results.update("starting a probe pod on each GPU node…")
+        checks: list[Any] = []
+        stream = self.state.cluster.check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
+        async with contextlib.aclosing(stream):
+            async for check in stream:
+                checks.append(check)
+                results.show(checks)
         results.show(checks, "the engine ran no path checks on these nodes")
-        failed = [c for c in checks if not c.ok]
+        failed = [c for c in checks if not c.ok and c.node]
         if failed:
             self.notify(f"{len(failed)} path check(s) failed: see the hints.", severity="warning")
