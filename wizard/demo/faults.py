@@ -42,6 +42,8 @@ class Faults:
     """Path prefixes the request faults apply to (``/apis/nvidia.com``); empty: every path."""
     methods: list[str] = field(default_factory=list)
     """HTTP methods the request faults apply to (``PATCH``); empty: every method."""
+    when: Callable[[web.Request], bool] | None = field(default=None, compare=False)
+    """A further test a request must pass to be faulted (e.g. ``lambda r: "dryRun" not in r.query``)."""
     drop_after: bool = False
     """Drop the connection after the handler acted (the client never learns it did) instead of before."""
     budget: int | None = None
@@ -77,6 +79,7 @@ class Faults:
         self.exec_fail_nodes = []
         self.only = []
         self.methods = []
+        self.when = None
         self.drop_after = False
         self.budget = None
 
@@ -116,7 +119,7 @@ class Faults:
         )
 
 
-_FIELDS = {f.name for f in fields(Faults)} - {"only", "rng"}
+_FIELDS = {f.name for f in fields(Faults)} - {"only", "rng", "when"}
 
 
 class DroppedConnection(Exception):
@@ -129,7 +132,7 @@ def fault_middleware(get_faults: Callable[[], Faults]) -> Middleware:
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         faults = get_faults()
-        if not faults.applies(request.path, request.method):
+        if not faults.applies(request.path, request.method) or (faults.when and not faults.when(request)):
             return await handler(request)
         faults.matched += 1
         if faults.latency_ms > 0 and faults.take("latency"):
