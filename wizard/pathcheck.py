@@ -23,9 +23,10 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
 from wizard.errors import ClusterError
+from wizard.facts import ClusterFacts
 from wizard.gateway import Gateway
 from wizard.nodescript import Step, StepResult
-from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan
+from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
 from wizard.probe import ProbePod, sweep
 from wizard.results import Check, Status
 
@@ -217,3 +218,56 @@ async def check_nodes(
             await asyncio.wait(tasks, timeout=timeout)
         with contextlib.suppress(Exception):
             await asyncio.shield(sweep(gateway, namespace, run_id))
+
+
+def prepare(
+    plan: Plan, facts: ClusterFacts, *, toolkit_install_dir: str | None, nodes: list[str] | None
+) -> tuple[list[str], list[HostPath]]:
+    """The nodes to check (every GPU node unless named) and the folders; ClusterError for a bad name or path.
+
+    The toolkit folder is ``toolkit_install_dir``, else the plan's, else the OS profile's default
+    (what the rendered ClusterPolicy will say).
+    """
+    known = {n.name for n in facts.nodes}
+    targets = sorted(nodes if nodes is not None else (n.name for n in facts.gpu_nodes))
+    unknown = [n for n in targets if n not in known]
+    if unknown:
+        raise ClusterError(f"no node named {unknown[0]!r} in the cluster", "pick nodes from `gpu-wizard discover`")
+    toolkit_dir = toolkit_install_dir or plan.toolkit.installDir or facts.recommend_toolkit_dir().value
+    try:
+        check_absolute_path(toolkit_dir)
+    except ValueError as exc:
+        raise ClusterError(f"toolkit.installDir: {exc}") from None
+    return targets, host_paths(plan, toolkit_dir)
+
+
+async def run(
+    gateway: Gateway,
+    nodes: Sequence[str],
+    paths: Sequence[HostPath],
+    *,
+    namespace: str,
+    image: str,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check, None]:
+    """:func:`check_nodes`, preceded by a note when the driver folder is not checked and followed by a summary."""
+    if not nodes:
+        yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
+        return
+    if not any(p.check == "driver-dir" for p in paths):
+        yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
+    failed: set[str] = set()
+    checks = check_nodes(
+        gateway, nodes, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+    )
+    async with contextlib.aclosing(checks):
+        async for check in checks:
+            if not check.ok:
+                failed.add(check.node)
+            yield check
+    if failed:
+        shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
+        yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(nodes)} nodes: {shown}")
+    else:
+        yield Check("summary", Status.PASS, f"host paths usable on all {len(nodes)} nodes")
