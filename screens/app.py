@@ -225,34 +225,25 @@ class WizardApp(App[int]):
         self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
         return True
 
-    @property
-    def demo_has_registry(self) -> bool:
-        """The running demo cluster serves its image catalog as a registry the wizard can ask."""
-        return callable(getattr(self._demo_cluster, "registry_options", None))
-
     @contextlib.asynccontextmanager
-    async def open_registry(self) -> AsyncIterator[Any]:
-        """A registry client for image checks, or None on a demo cluster that simulates no registry.
+    async def open_registry(self, plan: Any = None) -> AsyncIterator[Any]:
+        """A registry client for the image checks of ``plan``, or None on a demo that simulates no registry.
 
-        The demo's images live in its simulated catalog under names like ``registry.example.com``;
-        the demo cluster serves that catalog over the distribution API and says how to reach it
-        (``registry_options()``: registry mirrors and CA). Asking the real network about those
-        names would only measure this machine's DNS, so an older demo without it gets no client.
+        One path for every cluster: the connected ``Cluster`` says how its images are reached
+        (``registry_options``). A real cluster: the registries themselves. The demo cluster, started
+        here or reached through a kubeconfig: its own registry for the simulated names (asking the
+        real network about them would only measure this machine's DNS).
         """
         from wizard.registry import RegistryClient
+        from wizard.registry_routes import registry_hosts
 
-        if self._demo_cluster is not None:
-            if not self.demo_has_registry:
-                yield None
-                return
-            options = self._demo_cluster.registry_options()
-            async with RegistryClient(**options) as client:
-                yield client
-            return
-        if self.state.is_demo:
+        cluster = self.state.cluster
+        hosts = registry_hosts(plan) if plan is not None else []
+        options = cluster.registry_options(hosts) if cluster is not None else {}
+        if self.state.is_demo and not options:
             yield None
             return
-        async with RegistryClient() as client:
+        async with RegistryClient(**options) as client:
             yield client
 
     async def on_unmount(self) -> None:

@@ -1,8 +1,14 @@
 """The demo cluster's registry: the scenario catalog over the distribution API, as the kubelet sees it."""
 
+import json
+from pathlib import Path
 from typing import Any
 
-from tests.fixtures_demo import ClusterFactory
+import pytest
+
+from tests.cluster_util import connected
+from tests.fixtures_demo import ClusterFactory, Kubectl
+from wizard.cli import main
 from wizard.registry import RegistryClient
 
 PRESENT = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
@@ -45,3 +51,59 @@ async def test_source_registries_are_answered_by_the_demo_too(demo_cluster: Clus
     async with RegistryClient(**options) as registry:
         status = await registry.check(source)
     assert status.state == "present" and status.digest.startswith("sha256:")
+
+
+def test_cli_through_a_kubeconfig_checks_digests_against_the_demo_registry(
+    demo_cluster: ClusterFactory, kubectl: Kubectl, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gpu-wizard demo serve`` in one terminal, the CLI with its kubeconfig in another: no real host is asked."""
+    demo = demo_cluster("sle-micro-precompiled")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(
+        "version: 1\nmode: precompiled\n"
+        "driver:\n  version: '580.126.09.1'\n  repository: registry.example.com/mlops\n  source: docker.io/alaudadockerhub\n"
+    )
+    cluster = ["--kubeconfig", str(demo.kubeconfig_path)]
+    backups = str(tmp_path / "backups")
+
+    code = main(["apply", "--answers", str(answers), *cluster, "--yes", "--backup-dir", backups])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "images: 1 of 1 driver images present where the cluster pulls from" in err
+
+    code = main(["verify", "--answers", str(answers), *cluster])
+    out, err = capsys.readouterr()
+    assert code == 0, out
+    selector = "app.kubernetes.io/component=nvidia-driver"
+    done = kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", selector, "-o", "json")
+    pods = {p["spec"]["nodeName"]: p for p in json.loads(done.stdout)["items"]}
+    assert sorted(pods) == ["gpu-h200-01", "gpu-h200-02"]
+    for node, pod in pods.items():
+        image_id = next(s["imageID"] for s in pod["status"]["containerStatuses"] if s["name"] == "nvidia-driver-ctr")
+        digest = image_id.rsplit("@", 1)[1]
+        assert f"✓ image-digest {node}: {digest} matches the registry\n" in out
+    assert "unreachable" not in out and "does not resolve" not in out
+
+    code = main(["mirror", "--answers", str(answers), *cluster, "--run"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "skopeo copy" in out  # the plan is printed; copying into a simulated registry is refused
+    assert "the demo cluster answers for docker.io, registry.example.com from its simulated catalog" in err
+
+
+async def test_cluster_registry_options_route_every_host_to_the_demo(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("airgapped")
+    async with connected(demo) as cluster:
+        options = cluster.registry_options(["registry.airgap.local", "nvcr.io"])
+    endpoint = demo.url.split("://", 1)[1]
+    assert options["mirrors"] == {
+        "nvcr.io": f"{endpoint}/nvcr.io",
+        "registry.airgap.local": f"{endpoint}/registry.airgap.local",
+    }
+    assert options["ca_data"].startswith("-----BEGIN CERTIFICATE-----")
+    async with RegistryClient(**options) as registry:
+        found = await registry.check("registry.airgap.local/nvidia/driver:580.126.20-ubuntu22.04")
+    assert (
+        found.state == "present"
+        and found.digest
+        == demo.scenario.registry.catalog["registry.airgap.local/nvidia/driver"]["580.126.20-ubuntu22.04"]
+    )

@@ -59,19 +59,10 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _registry_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--registry-auth-file", metavar="FILE", help="docker/containers auth.json for the registry")
-    parser.add_argument(
-        "--insecure-registry",
-        action="append",
-        default=[],
-        metavar="HOST",
-        help="registry reached without TLS verification (repeatable)",
-    )
-
-
 def register(sub: Any) -> None:
     """Add the cluster subcommands to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli`)."""
+    from wizard.cli_images import cmd_mirror, registry_flags
+
     discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
     _cluster_options(discover)
     discover.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -94,6 +85,8 @@ def register(sub: Any) -> None:
         help="apply pre-installed mode even where host nvidia-smi did not pass",
     )
     apply.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
+    apply.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
+    registry_flags(apply)
     apply.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
     apply.add_argument(
         "--wait-timeout", type=float, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
@@ -117,7 +110,7 @@ def register(sub: Any) -> None:
     verify.add_argument(
         "-v", "--show-output", action="store_true", help="also print nvidia-smi output and image/imageID lines"
     )
-    _registry_options(verify)
+    registry_flags(verify)
     verify.set_defaults(handler=_sync(cmd_verify))
 
     rollback = sub.add_parser("rollback", help="restore the custom resources exactly as a backup holds them")
@@ -132,7 +125,7 @@ def register(sub: Any) -> None:
     mirror.add_argument("--answers", required=True, metavar="FILE", help="answers file")
     mirror.add_argument("--nodes", metavar="NODELIST.json", help="read the nodes from a file instead of the cluster")
     mirror.add_argument("--run", action="store_true", help="copy the images now (skopeo copy --all --preserve-digests)")
-    _registry_options(mirror)
+    registry_flags(mirror)
     mirror.set_defaults(handler=_sync(cmd_mirror))
 
     render = sub.choices.get("render")
@@ -192,7 +185,7 @@ def _write_check(check: Check, out: TextIO | None = None) -> None:
     out.flush()
 
 
-def _load_plan(path: str) -> Plan:
+def load_plan(path: str) -> Plan:
     from wizard.answers import load_answers
 
     plan, _ = load_answers(path)
@@ -280,7 +273,7 @@ async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
     from wizard.render import advice_text, render
 
-    plan = _load_plan(args.answers)
+    plan = load_plan(args.answers)
     async with open_cluster(args) as cluster:
         preflight = await cluster.preflight(plan)
         for check in preflight.checks:
@@ -292,6 +285,8 @@ async def cmd_apply(args: argparse.Namespace) -> int:
         rendered = render(plan, await cluster.discover())
         if rendered.advice:
             sys.stderr.write(advice_text(rendered.advice))
+        if not args.no_registry:
+            await _check_images(args, cluster, rendered)
         prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
         sys.stdout.write(prepared.diff or "no changes: the cluster already holds this plan\n")
         if not prepared.ok:
@@ -320,13 +315,25 @@ async def cmd_apply(args: argparse.Namespace) -> int:
         return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
 
 
+async def _check_images(args: argparse.Namespace, cluster: Cluster, rendered: Any) -> None:
+    """Before applying: does each driver image exist where the cluster pulls from? (warnings only)."""
+    from wizard.cli_images import image_lines, registry_client
+    from wizard.registry_routes import registry_hosts
+
+    async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
+        statuses = await cluster.check_images(rendered, registry)
+    for line in image_lines(statuses):
+        sys.stderr.write(line + "\n")
+
+
 async def cmd_verify(args: argparse.Namespace) -> int:
     """``gpu-wizard verify``."""
-    from wizard.registry import RegistryClient
+    from wizard.cli_images import registry_client
+    from wizard.registry_routes import registry_hosts
 
     if args.concurrency < 1:
         raise UsageError(f"--concurrency: {args.concurrency} is not a positive number of nodes")
-    plan = _load_plan(args.answers) if args.answers else None
+    plan = load_plan(args.answers) if args.answers else None
     from wizard.results import LogLine
 
     checks: list[Check] = []
@@ -337,11 +344,8 @@ async def cmd_verify(args: argparse.Namespace) -> int:
         plan = plan or await cluster.live_plan()
         registry = None
         if not args.no_registry:
-            registry = await stack.enter_async_context(
-                RegistryClient(
-                    auth_file=args.registry_auth_file, insecure_registries=args.insecure_registry, timeout=args.timeout
-                )
-            )
+            client = registry_client(args, cluster, registry_hosts(plan), timeout=args.timeout)
+            registry = await stack.enter_async_context(client)
         stream = cluster.verify(plan, registry=registry, concurrency=args.concurrency, timeout=args.timeout)
         async with contextlib.aclosing(stream):
             async for item in stream:
@@ -375,32 +379,3 @@ async def cmd_rollback(args: argparse.Namespace) -> int:
         for line in await cluster.rollback(args.backup):
             sys.stdout.write(line + "\n")
     return EXIT_OK
-
-
-async def cmd_mirror(args: argparse.Namespace) -> int:
-    """``gpu-wizard mirror``."""
-    from wizard.mirror_run import MirrorError, MirrorProgress, run_mirror
-    from wizard.render import mirror_script, render
-
-    plan = _load_plan(args.answers)
-    rendered = render(plan, await facts_for(args))
-    sys.stdout.write(mirror_script(rendered.mirror))
-    if not args.run:
-        return EXIT_OK
-
-    def progress(event: MirrorProgress) -> None:
-        if event.event != "copying":
-            sys.stderr.write(f"[{event.index + 1}/{event.total}] {event.event}: {event.message}\n")
-
-    try:
-        outcomes = await run_mirror(
-            rendered.mirror,
-            authfile=args.registry_auth_file,
-            insecure_registries=args.insecure_registry,
-            on_progress=progress,
-        )
-    except MirrorError as exc:
-        raise UsageError(str(exc)) from None
-    failed = [o for o in outcomes if not o.ok]
-    sys.stderr.write(f"mirrored {len(outcomes) - len(failed)} of {len(outcomes)} images\n")
-    return EXIT_FAILED if failed else EXIT_OK

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -25,10 +25,11 @@ from wizard.gateway import Gateway, Gone
 from wizard.images import ImageStatus, check_images
 from wizard.kubeconfig import list_contexts
 from wizard.liveplan import plan_from_live
-from wizard.plan import Plan, check_absolute_path
+from wizard.plan import Plan
 from wizard.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.probe import manager_image
 from wizard.registry import RegistryClient
+from wizard.registry_routes import ADVERT_KEY, demo_registry_options
 from wizard.render import Rendered, render
 from wizard.results import Check, ClusterInfo, LogLine, Status
 
@@ -62,9 +63,11 @@ def _is_demo(version: dict[str, Any]) -> bool:
 class Cluster:
     """A connected cluster. ``async with await Cluster.connect(...) as cluster:`` or call :meth:`close`."""
 
-    def __init__(self, gateway: Gateway, info: ClusterInfo) -> None:
+    def __init__(self, gateway: Gateway, info: ClusterInfo, *, demo_registry: dict[str, Any] | None = None) -> None:
         self.gateway = gateway
         self.info = info
+        self._demo_registry = demo_registry
+        """What a demo API server said about its registry in ``/version`` (:mod:`wizard.registry_routes`)."""
         self._nodes_rv = ""
         self._known: dict[str, NodeFacts] = {}
         self._preflight: Preflight | None = None
@@ -104,7 +107,8 @@ class Cluster:
             version=str(version.get("gitVersion") or ""),
             demo=_is_demo(version),
         )
-        return cls(gateway, info)
+        advert = version.get(ADVERT_KEY) if info.demo else None
+        return cls(gateway, info, demo_registry=advert if isinstance(advert, dict) else None)
 
     async def close(self) -> None:
         """Close the connections."""
@@ -194,6 +198,29 @@ class Cluster:
                     raise
                 await asyncio.sleep(min(0.5 * 2**failures, 10.0))
 
+    def registry_options(self, hosts: Iterable[str]) -> dict[str, Any]:
+        """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster sees them.
+
+        ``{}`` for a real cluster (ask the registries themselves). For the demo cluster: mirrors that
+        send each host to the registry the demo's kubelet resolves against (its API server's ``/v2/``,
+        trusted through the kubeconfig's CA, or the real registry its scenario names), so a demo
+        reached through a kubeconfig checks the same digests as one started in-process.
+        """
+        if not self.info.demo:
+            return {}
+        configuration = self.gateway.configuration
+        ca_path, ca_data = getattr(configuration, "ssl_ca_cert", None), None
+        if ca_path:
+            with contextlib.suppress(OSError):  # the client library's copy of the kubeconfig's CA data
+                ca_data = Path(str(ca_path)).read_text(encoding="ascii")
+        return demo_registry_options(
+            self._demo_registry,
+            server=self.gateway.server,
+            hosts=hosts,
+            ca_data=ca_data,
+            verify=bool(getattr(configuration, "verify_ssl", True)),
+        )
+
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
         return await check_images(rendered, registry)
@@ -268,40 +295,16 @@ class Cluster:
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
         facts = await self.discover()
-        known = {n.name for n in facts.nodes}
-        targets = sorted(nodes if nodes is not None else (n.name for n in facts.gpu_nodes))
-        unknown = [n for n in targets if n not in known]
-        if unknown:
-            raise ClusterError(f"no node named {unknown[0]!r} in the cluster", "pick nodes from `gpu-wizard discover`")
-        toolkit_dir = toolkit_install_dir or plan.toolkit.installDir or facts.recommend_toolkit_dir().value
-        try:
-            toolkit_dir = check_absolute_path(toolkit_dir)
-        except ValueError as exc:
-            raise ClusterError(f"toolkit.installDir: {exc}") from None
-        if not targets:
-            yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
-            return
-        paths = pathcheck.host_paths(plan, toolkit_dir)
-        if not plan.driver_enabled and len(paths) == 1:
-            yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
-        namespace = await self.namespace(plan)
-        image = self.probe_image or manager_image(
-            active_policy(await self.gateway.list_custom(*POLICY)), plan.operator.bundle
-        )
-        failed: set[str] = set()
-        checks = pathcheck.check_nodes(
+        targets, paths = pathcheck.prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
+        namespace = await self.namespace(plan) if targets else ""
+        policy = active_policy(await self.gateway.list_custom(*POLICY)) if targets else None
+        image = self.probe_image or manager_image(policy, plan.operator.bundle)
+        checks = pathcheck.run(
             self.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
         )
         async with contextlib.aclosing(checks):
             async for check in checks:
-                if not check.ok:
-                    failed.add(check.node)
                 yield check
-        if failed:
-            shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
-            yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(targets)} nodes: {shown}")
-        else:
-            yield Check("summary", Status.PASS, f"host paths usable on all {len(targets)} nodes")
 
     # -- proving ---------------------------------------------------------------------------------
 

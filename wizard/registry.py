@@ -116,7 +116,7 @@ class RegistryClient:
     warning is recorded in :attr:`warnings`. ValueError (naming the file, never its content) when
     an explicit ``auth_file`` cannot be read. ``mirrors`` maps a registry host to the endpoint that
     answers for it (``host[:port][/prefix]``, a pull-through cache or the demo cluster's registry);
-    ``ca_file`` adds a CA bundle to trust.
+    ``ca_file`` (a PEM file) and ``ca_data`` (PEM text, e.g. a kubeconfig's CA) add CAs to trust.
     """
 
     def __init__(
@@ -129,6 +129,7 @@ class RegistryClient:
         concurrency: int = 16,
         mirrors: Mapping[str, str] | None = None,
         ca_file: str | None = None,
+        ca_data: str | None = None,
     ) -> None:
         creds = load_auth_file(auth_file)
         creds.update({normalize_auth_key(k): v for k, v in (credentials or {}).items()})
@@ -137,7 +138,11 @@ class RegistryClient:
         self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
         # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
         self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
-        self._ssl: ssl.SSLContext | bool = ssl.create_default_context(cafile=ca_file) if ca_file else True
+        self._ssl: ssl.SSLContext | bool = True
+        if ca_file or ca_data:
+            context = ssl.create_default_context()
+            context.load_verify_locations(cafile=ca_file, cadata=ca_data)
+            self._ssl = context
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._timeout_s = timeout
         self._concurrency = max(1, concurrency)

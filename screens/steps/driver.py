@@ -240,7 +240,7 @@ class Screen(FormStep):
             self.maybe_replay()
             return
         await asyncio.sleep(delay)
-        async with self.wizard.open_registry() as registry:
+        async with self.wizard.open_registry(rendered.plan) as registry:
             if registry is None:
                 groups.show(rendered.node_images, catalog=catalog, note=DEMO_NO_REGISTRY)
                 self.maybe_replay()

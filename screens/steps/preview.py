@@ -131,7 +131,7 @@ class Screen(StepScreen):
         prepared = await state.cluster.prepare_apply(state.rendered)
         state.prepared = prepared
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
-            async with self.wizard.open_registry() as registry:
+            async with self.wizard.open_registry(state.rendered.plan) as registry:
                 if registry is not None:
                     state.images = list(await state.cluster.check_images(state.rendered, registry))
         self._show_prepared(prepared)

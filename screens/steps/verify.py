@@ -110,7 +110,7 @@ class Screen(StepScreen):
         from wizard.results import Check
 
         try:
-            async with self.wizard.open_registry() as registry:
+            async with self.wizard.open_registry(plan) as registry:
                 async for item in state.cluster.verify(plan, state.rendered, registry=registry):
                     if isinstance(item, Check):
                         state.checks.append(item)

@@ -10,18 +10,24 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from wizard.demo.kinds import Registry, ResourceType
+from wizard.registry_routes import ADVERT_KEY
 
 KUBE_VERSION = {"major": "1", "minor": "33", "patch": "4"}
 """The Kubernetes release the demo claims to be (the kubectl dispatcher picks its client by it)."""
 
 
-def version_info() -> dict[str, str]:
-    """``/version``: a v1.33 server that says it is the gpu-wizard demo."""
+def version_info(registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``/version``: a v1.33 server that says it is the gpu-wizard demo, and where its images are checked.
+
+    ``registry`` (``wizard.registry_routes.advertisement``) tells a client connected only through the
+    kubeconfig which registry answers for the simulated images; kubectl ignores the extra field.
+    """
     git_version = f"v{KUBE_VERSION['major']}.{KUBE_VERSION['minor']}.{KUBE_VERSION['patch']}+gpu-wizard-demo"
-    return {
+    info: dict[str, Any] = {
         "major": KUBE_VERSION["major"],
         "minor": KUBE_VERSION["minor"],
         "emulationMajor": KUBE_VERSION["major"],
@@ -34,6 +40,9 @@ def version_info() -> dict[str, str]:
         "compiler": "gc",
         "platform": "linux/amd64 (gpu-wizard demo: simulated cluster)",
     }
+    if registry is not None:
+        info[ADVERT_KEY] = dict(registry)
+    return info
 
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")

@@ -5,13 +5,13 @@ scenario catalog. Serving that same catalog over the distribution API (``/v2/``)
 check tags and digests in the demo exactly as it does live — a missing tuple really is missing and
 a pod's ``imageID`` really is compared with the registry's digest. Repositories are namespaced by
 their registry host, the way a pull-through cache is (``/v2/registry.example.com/mlops/nvidia-driver``),
-so one endpoint stands in for every catalog host; see :func:`mirror_locations`.
+so one endpoint stands in for every catalog host; :mod:`wizard.registry_routes` routes the checks here.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from aiohttp import web
 
@@ -74,8 +74,3 @@ def handle(request: web.Request, catalog: Mapping[str, Mapping[str, str]]) -> we
     if request.method == "HEAD":
         return web.Response(status=200, headers=headers)
     return web.Response(status=200, body=body, headers=headers)
-
-
-def mirror_locations(hosts: Iterable[str], endpoint: str) -> dict[str, str]:
-    """Where each catalog host is served: ``{"registry.example.com": "127.0.0.1:6443/registry.example.com"}``."""
-    return {host: f"{endpoint}/{host}" for host in sorted(set(hosts))}

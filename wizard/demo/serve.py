@@ -27,12 +27,13 @@ from typing import Any, Protocol, Self
 
 from aiohttp import web
 
-from wizard.demo import registryapi, tls
+from wizard.demo import tls
 from wizard.demo.bootstrap import CONTEXT, register_crds, write_kubeconfig
 from wizard.demo.faults import Faults
 from wizard.demo.scenario import Scenario
 from wizard.demo.server import ApiServer
 from wizard.demo.store import Store, WatchEvent
+from wizard.registry_routes import advertisement, demo_registry_options
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +161,7 @@ class DemoCluster:
         self.port = int(self._runner.addresses[0][1])
         self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         self.server.server_address = f"127.0.0.1:{self.port}"
+        self.server.registry_advert = self._registry_advert()
         self.kubeconfig_path = self._kubeconfig_arg.resolve() if self._kubeconfig_arg else folder / "kubeconfig"
         ca_pem = self.ca_path.read_bytes() if self.ca_path else None
         try:
@@ -192,25 +194,25 @@ class DemoCluster:
 
         The scenario's catalog hosts are served by this API server under ``/v2/<host>/…`` (or by the
         real registry the scenario names), so tag and digest checks ask what the kubelet pulls from.
+        The same routing a client connected through the kubeconfig gets from ``Cluster.registry_options``.
         """
+        advert = self.server.registry_advert
+        if advert is None:
+            return {}
+        ca_data = self.ca_path.read_text(encoding="ascii") if self.ca_path else None
+        return demo_registry_options(advert, server=self.url, hosts=advert["hosts"], ca_data=ca_data)
+
+    def _registry_advert(self) -> dict[str, Any] | None:
+        """What ``/version`` says about this cluster's registry (None: the simulation has no image catalog)."""
         url = self.scenario.registry.url
-        hosts = self.scenario.registry.catalog_hosts()
-        puller = getattr(self.sim, "puller", None)
-        if puller is not None and not url:
-            # Every registry the simulated world knows is answered here, sources included: the demo
-            # never sends a trainee's checks to a real registry.
-            hosts = sorted({*hosts, *(repo.split("/", 1)[0] for repo in puller.catalog)})
+        hosts = set(self.scenario.registry.catalog_hosts())
         if url:
-            endpoint = url.split("://", 1)[-1].rstrip("/")
-            insecure = [endpoint] if url.startswith("http://") else []
-            return {"mirrors": dict.fromkeys(hosts, endpoint), "insecure_registries": insecure}
-        endpoint = f"127.0.0.1:{self.port}"
-        options: dict[str, Any] = {"mirrors": registryapi.mirror_locations(hosts, endpoint)}
-        if self.ca_path:
-            options["ca_file"] = str(self.ca_path)
-        else:
-            options["insecure_registries"] = [endpoint]
-        return options
+            return advertisement(served=False, hosts=hosts, url=url)
+        if self.server.image_catalog is None:
+            return None
+        # Every registry the simulated world knows is answered here, sources included: the demo
+        # never sends a trainee's checks to a real registry.
+        return advertisement(served=True, hosts=hosts | {repo.split("/", 1)[0] for repo in self.server.image_catalog})
 
     def _mark_dirty(self) -> None:
         self._idle.clear()

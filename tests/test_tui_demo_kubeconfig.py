@@ -1,0 +1,30 @@
+"""The TUI connected to a demo cluster through its kubeconfig (``gpu-wizard demo serve`` elsewhere).
+
+Image checks must reach the demo's registry exactly as for an in-process demo: the Driver step shows
+the catalog's digest, never "host name does not resolve" for the simulated registry names.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from screens.app import WizardApp
+from tests.fixtures_demo import ClusterFactory
+from tests.snapshots.plugin import screen_text, wait_for
+from tests.test_tui_flows import SLE_DIGEST, next_to, on_step, set_field
+
+
+async def test_driver_step_checks_images_in_the_demo_registry(tui_env: Path, demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("sle-micro-precompiled")
+    app = WizardApp(kubeconfig=str(demo.kubeconfig_path), report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 30, "preflight")
+        assert app.state.info.demo and app._demo_cluster is None  # a demo, but not one this app started
+        await next_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
+        await set_field(pilot, "driver-repository", "registry.example.com/mlops")
+        await wait_for(pilot, lambda: bool(app.state.images), 20, "the registry check")
+        (status,) = app.state.images
+        assert status.target.state == "present" and status.target.digest == SLE_DIGEST
+        assert "present in target" in screen_text(app)
