@@ -288,6 +288,20 @@ class Gateway:
         args: dict[str, Any] = {"container": container, "tail_lines": tail_lines, "previous": previous or None}
         return str(await self.call(what, fn, pod, namespace, allow_missing=True, text=True, **args) or "")
 
+    async def configmap_exists(self, namespace: str, name: str) -> bool:
+        """Whether the ConfigMap exists (ApiError 403 when the user may not read it)."""
+        fn = self.raw(self.core, "read_namespaced_config_map")
+        return (
+            await self.call(f"reading configmap {namespace}/{name}", fn, name, namespace, allow_missing=True)
+            is not None
+        )
+
+    async def secret_type(self, namespace: str, name: str) -> str | None:
+        """A Secret's ``type``, or None when it does not exist; nothing of its data is kept or shown."""
+        fn = self.raw(self.core, "read_namespaced_secret")
+        found = await self.call(f"reading secret {namespace}/{name}", fn, name, namespace, allow_missing=True)
+        return None if found is None else str(found.get("type") or "Opaque")
+
     async def list_daemonsets(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
         """DaemonSets of one namespace matching the selector."""
         fn = self.raw(self.apps, "list_namespaced_daemon_set")
