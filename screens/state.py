@@ -125,6 +125,8 @@ class WizardState:
     rendered: Any = None
     """``wizard.render.Rendered`` of the current plan and facts."""
     images: list[Any] = field(default_factory=list)
+    references: list[Check] = field(default_factory=list)
+    """Whether the repoConfig ConfigMap and pull Secrets the plan names exist (checked in Preview)."""
     """``ImageStatus`` per (kernel, OS) group from the last image check."""
     prepared: Any = None
     """``ApplyPlan`` from the server dry-run (Preview)."""
@@ -164,6 +166,7 @@ class WizardState:
         set_path(self.answers, dotted, value)
         self.rendered = None
         self.prepared = None
+        self.references = []
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
 

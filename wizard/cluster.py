@@ -27,6 +27,7 @@ from wizard.kubeconfig import list_contexts
 from wizard.liveplan import plan_from_live
 from wizard.plan import Plan
 from wizard.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
+from wizard.preflight_refs import reference_checks
 from wizard.probe import manager_image
 from wizard.registry import RegistryClient
 from wizard.registry_routes import ADVERT_KEY, demo_registry_options
@@ -106,6 +107,7 @@ class Cluster:
             server=gateway.server,
             version=str(version.get("gitVersion") or ""),
             demo=_is_demo(version),
+            insecure=not gateway.configuration.verify_ssl,
         )
         advert = version.get(ADVERT_KEY) if info.demo else None
         return cls(gateway, info, demo_registry=advert if isinstance(advert, dict) else None)
@@ -128,6 +130,10 @@ class Cluster:
         """Permissions, CRDs, operator namespace and release, live ClusterPolicy / NVIDIADrivers."""
         self._preflight = await run_preflight(self.gateway, plan)
         return self._preflight
+
+    async def reference_checks(self, plan: Plan) -> list[Check]:
+        """Do the repoConfig ConfigMap and the pull Secrets the plan names exist in the operator namespace?"""
+        return await reference_checks(self.gateway, plan, await self.namespace(plan))
 
     async def namespace(self, plan: Plan | None = None) -> str:
         """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""

@@ -3,7 +3,8 @@
 Asks the API server (SelfSubjectAccessReview) for every verb the chosen action needs and names
 each one missing; checks that the GPU Operator's CRDs are served (else says how to install the
 operator); finds the operator's namespace (the live ClusterPolicy's ``status.namespace``, never a
-guess) and release (its Deployment's image tag); and reads the live ClusterPolicy and NVIDIADrivers
+guess) and release (its Deployment's image tag); checks that the ConfigMap and Secrets the plan
+names exist there (:mod:`wizard.preflight_refs`); and reads the live ClusterPolicy and NVIDIADrivers
 so an upgrade starts from what runs.
 """
 
@@ -17,6 +18,7 @@ from wizard.errors import ApiError
 from wizard.gateway import Gateway
 from wizard.naming import Release, image_tag
 from wizard.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, Mode, Plan
+from wizard.preflight_refs import reference_checks
 from wizard.results import Check, Status
 
 GROUP = "nvidia.com"
@@ -275,6 +277,8 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
     elif has_policy:
         checks.append(Check("cluster-policy", Status.PASS, "no ClusterPolicy yet: apply creates one"))
 
+    if plan is not None:
+        checks += await reference_checks(gateway, plan, namespace)
     missing = await missing_permissions(gateway, permissions(plan, namespace))
     for perm in missing:
         status = Status.FAIL if perm.required else Status.WARN

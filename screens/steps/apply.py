@@ -37,9 +37,10 @@ def changes(prepared: Any) -> list[str]:
 
 
 def warnings(state: Any) -> list[str]:
-    """What may go wrong: renderer warnings, images the cluster cannot pull, kernels nobody publishes."""
+    """What may go wrong: renderer warnings, missing ConfigMaps/Secrets, images the cluster cannot pull, kernels nobody publishes."""
     rendered = state.rendered
     found = [a.message for a in getattr(rendered, "advice", []) if a.level == "warning"]
+    found += [c.message for c in state.references if not c.ok or c.status.value == "warn"]
     unchecked = sorted({s.target.error for s in state.images if s.target.error})
     for error in unchecked:
         found.append(f"driver images could not be checked in the registry: {error}")

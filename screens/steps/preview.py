@@ -129,6 +129,7 @@ class Screen(StepScreen):
         self._verdict("[$accent]… server dry-run running[/]")
         self.refresh_nav()
         prepared = await state.cluster.prepare_apply(state.rendered)
+        state.references = list(await state.cluster.reference_checks(state.rendered.plan))
         state.prepared = prepared
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(state.rendered.plan) as registry:
@@ -147,10 +148,14 @@ class Screen(StepScreen):
         self.query_one("#tab-diff-code", CodeView).show(diff or "# no change against the live objects\n")
         if prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
-            self._verdict(f"[$success]✓ server dry-run accepted:[/] {escape(summary)}")
+            verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
-            self._verdict(f"[$error]✗ server dry-run rejected:[/] {escape(errors)}")
+            verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
+        for check in self.state.references:  # a missing ConfigMap or Secret the plan names
+            if check.status.value in ("fail", "warn"):
+                verdict += f"\n[$warning]! {escape(check.message)}[/]\n  [$text-muted]→ {escape(check.hint)}[/]"
+        self._verdict(verdict)
 
     def blocker(self) -> str:
         state = self.state
