@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -135,6 +136,7 @@ def register(sub: Any) -> None:
 
 def _sync(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        _warnings_to_stderr()
         try:
             return asyncio.run(func(args))
         except ClusterError as exc:
@@ -145,6 +147,19 @@ def _sync(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Cal
 
     run.__doc__ = func.__doc__
     return run
+
+
+class _Warnings(logging.Handler):
+    """The engine's warnings (an insecure registry, a broken auth file) as ``gpu-wizard: warning:`` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"gpu-wizard: warning: {record.getMessage()}\n")  # the stream of the moment (tests swap it)
+
+
+def _warnings_to_stderr() -> None:
+    engine = logging.getLogger("wizard")
+    if not any(isinstance(h, _Warnings) for h in engine.handlers):
+        engine.addHandler(_Warnings(logging.WARNING))  # with a handler here, logging's last resort stays silent
 
 
 @contextlib.asynccontextmanager
@@ -175,6 +190,11 @@ async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
 def _banner(info: ClusterInfo) -> None:
     demo = " — SIMULATED demo cluster" if info.demo else ""
     sys.stderr.write(f"cluster: context {info.context}, {info.server} ({info.version or 'unknown version'}){demo}\n")
+    if info.insecure:
+        sys.stderr.write(
+            f"gpu-wizard: warning: TLS verification is off for context {info.context} (insecure-skip-tls-verify "
+            "in the kubeconfig): the API server's identity is not checked\n"
+        )
 
 
 def _write_check(check: Check, out: TextIO | None = None) -> None:

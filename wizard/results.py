@@ -35,6 +35,8 @@ class ClusterInfo:
     version: str = ""
     demo: bool = False
     """True for the built-in simulated cluster (shown as such everywhere)."""
+    insecure: bool = False
+    """TLS verification of the API server is off (``insecure-skip-tls-verify`` in the kubeconfig): warn."""
 
 
 @dataclass(frozen=True)

@@ -215,6 +215,14 @@ class Screen(StepScreen):
         cluster = await module.Cluster.connect(kubeconfig=kubeconfig, context=context)
         await app.replace_cluster(cluster)
         state.context = cluster.info.context
+        if getattr(cluster.info, "insecure", False):
+            self.notify(
+                f"TLS verification is off for context {cluster.info.context} (insecure-skip-tls-verify in the "
+                "kubeconfig): the API server's identity is not checked.",
+                title="Insecure connection",
+                severity="warning",
+                timeout=15,
+            )
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
