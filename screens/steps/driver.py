@@ -170,6 +170,7 @@ class Screen(FormStep):
 
     def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
         event.stop()
+        event.prevent_default()  # Textual would also run FormStep's handler, storing the raw text over ours
         value: Any = event.value or None
         if event.field.path == "driver.imagePullSecrets":
             value = [s.strip() for s in event.value.split(",") if s.strip()] or None

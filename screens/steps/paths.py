@@ -100,6 +100,7 @@ class Screen(FormStep):
 
     def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
         event.stop()
+        event.prevent_default()  # Textual would also run FormStep's handler, storing the raw text over ours
         self.state.set(event.field.path, self._stored(event.field.path, event.value))
         self.answers_changed()
         self.workers.cancel_group(self, "paths")  # results for the old value would mislead
