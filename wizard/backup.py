@@ -154,7 +154,9 @@ def read_backup(path: Path) -> Backup:
         meta = json.loads(header)
         docs = [d for d in _yaml().load_all(text) if d]
     except (ValueError, YAMLError) as exc:
-        raise ClusterError(f"{path}: damaged backup ({exc.__class__.__name__})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ClusterError(f"{where}: damaged backup ({exc.__class__.__name__})") from None
     created = [ObjectRef(*map(str, item)) for item in meta.get("created") or []]
     for doc in docs:
         if not isinstance(doc, dict) or not doc.get("kind"):

@@ -33,6 +33,17 @@ DEFAULT_BACKUP_DIR = (
 )
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (argparse turns the error into exit 2 naming the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
 def _cluster_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("cluster")
     group.add_argument(
@@ -53,7 +64,7 @@ def _cluster_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--request-timeout",
         dest="cluster_timeout",
-        type=float,
+        type=seconds,
         default=10.0,
         metavar="SECONDS",
         help="limit for each API call (default 10)",
@@ -90,7 +101,7 @@ def register(sub: Any) -> None:
     registry_flags(apply)
     apply.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
     apply.add_argument(
-        "--wait-timeout", type=float, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
+        "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
     )
     apply.set_defaults(handler=_sync(cmd_apply))
 
@@ -102,7 +113,7 @@ def register(sub: Any) -> None:
     verify.add_argument("-o", "--output", choices=("text", "json"), default="text")
     verify.add_argument("--concurrency", type=int, default=16, metavar="N", help="nodes verified at once (default 16)")
     verify.add_argument(
-        "--timeout", type=float, default=30.0, metavar="SECONDS", help="limit for each node check (default 30)"
+        "--timeout", type=seconds, default=30.0, metavar="SECONDS", help="limit for each node check (default 30)"
     )
     verify.add_argument("--no-registry", action="store_true", help="skip the imageID-versus-registry digest check")
     verify.add_argument(

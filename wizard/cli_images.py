@@ -37,7 +37,12 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, hosts: list[str]
 
     options = cluster.registry_options(hosts)
     insecure = [*args.insecure_registry, *options.pop("insecure_registries", [])]
-    return RegistryClient(auth_file=args.registry_auth_file, insecure_registries=insecure, timeout=timeout, **options)
+    try:
+        return RegistryClient(
+            auth_file=args.registry_auth_file, insecure_registries=insecure, timeout=timeout, **options
+        )
+    except ValueError as exc:  # the auth file cannot be read or is not JSON: named, its content never shown
+        raise UsageError(f"--registry-auth-file: {exc}") from None
 
 
 def image_lines(statuses: list[ImageStatus]) -> list[str]:
