@@ -31,10 +31,11 @@ class Screen(FormStep):
 
     DEFAULT_CSS = """
     #modes { width: 1fr; height: auto; border: none; padding: 0; }
-    #release-row { height: 1; margin-top: 1; }
+    #release-row { height: auto; margin-top: 1; }
     #release-row > Label { width: 22; }
     #release { width: 16; }
-    #release-note { width: 1fr; padding-left: 2; }
+    #release-note { width: 1fr; height: auto; padding-left: 2; }
+    #release-note.-error { color: $error; }
     #reason { height: auto; }
     #diagram { height: auto; }
     #mode-facts { height: auto; }
@@ -64,8 +65,7 @@ class Screen(FormStep):
             if version not in releases:
                 options.append((version, version))
             yield Select(options, value=version, allow_blank=False, compact=True, id="release")
-            note = f"running in the cluster: {detected}" if detected else "no operator release detected"
-            yield Static(note, id="release-note", classes="hint", markup=False)
+            yield Static(self._release_hint(), id="release-note", classes="hint", markup=False)
 
     def _label(self, mode: str, recommended: bool) -> str:
         label = TITLES[mode]
@@ -85,6 +85,18 @@ class Screen(FormStep):
     def _detected_release(self) -> str:
         preflight = self.state.preflight
         return str(getattr(preflight, "operator_release", "") or "")
+
+    def _release_hint(self) -> str:
+        detected = self._detected_release()
+        return f"running in the cluster: {detected}" if detected else "no operator release detected"
+
+    def answers_changed(self) -> None:
+        """Also show the release's error beside its selector (an answers file may name an unknown one)."""
+        super().answers_changed()
+        error = self.field_errors().get("operator.version", "")
+        note = self.query_one("#release-note", Static)
+        note.update(f"✗ {error}" if error else self._release_hint())
+        note.set_class(bool(error), "-error")
 
     def _reason_text(self, recommended: tuple[str, str]) -> str:
         text = f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
