@@ -232,10 +232,31 @@ def cluster_facts(nodes: Iterable[Mapping[str, Any]]) -> ClusterFacts:
 
 
 def facts_from_nodelist(nodelist: Mapping[str, Any]) -> ClusterFacts:
-    """Facts from a NodeList document (or a single Node, or a ``kind: List`` of nodes)."""
+    """Facts from a NodeList document (or a single Node, or a ``kind: List`` of nodes).
+
+    A file is the user's input, not the API server's answer: ValueError naming the item when a node
+    in it has the wrong shape (``metadata`` that is not a mapping, labels that are not strings…).
+    """
     if nodelist.get("kind") == "Node":
-        return cluster_facts([nodelist])
-    items = nodelist.get("items")
-    if not isinstance(items, list):
-        raise ValueError("not a NodeList: no 'items' list (expected `kubectl get nodes -o json` output)")
-    return cluster_facts(i for i in items if isinstance(i, Mapping))
+        items: Any = [nodelist]
+    else:
+        items = nodelist.get("items")
+        if not isinstance(items, list):
+            raise ValueError("not a NodeList: no 'items' list (expected `kubectl get nodes -o json` output)")
+    found: list[NodeFacts] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        try:
+            facts = node_facts(item)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"items[{index}] is not a Node as kubectl prints it ({exc.__class__.__name__})") from None
+        if not facts.name or not isinstance(facts.name, str):
+            raise ValueError(f"items[{index}]: metadata.name must be the node's name (a string)")
+        texts = ("kernel", "os_version", "os_image", "gpu_product", "deploy_driver", "container_runtime")
+        wrong = [f for f in texts if not isinstance(getattr(facts, f), str)]
+        labels_ok = all(isinstance(v, str) for v in facts.labels.values())
+        if wrong or not labels_ok:
+            raise ValueError(f"items[{index}] ({facts.name}): labels and status.nodeInfo values must be strings")
+        found.append(facts)
+    return ClusterFacts(found)
