@@ -139,6 +139,7 @@ def test_cli_run_with_credentials_leaks_nothing(
     code, text = run("verify", "--answers", str(answers), *cluster, *creds, "-o", "json")
     (private_home / "report.json").write_text(text.split("\n", 1)[1])  # a report the user keeps
     assert code == 0 and f"{digest} matches the registry" in text, text
+    assert f"gpu-wizard: warning: TLS verification is off for {host}" in text  # --insecure-registry is said
     code, text = run(
         "verify", "--answers", str(answers), *cluster, "--registry-auth-file", str(wrong), "--insecure-registry", host
     )
