@@ -92,7 +92,7 @@ def _machine() -> str:
 
 
 def _cell_text(text: str) -> str:
-    return text.replace("|", "\\|")[:160]
+    return text.replace("|", "\\|")[:300]
 
 
 def markdown(results: list[CellResult]) -> str:
@@ -121,8 +121,8 @@ def markdown(results: list[CellResult]) -> str:
         "covered by `tests/test_reliability.py`.",
         "",
         "Limits: the demo server cancels a request whose client went away, so a write that timed out never lands",
-        "later; a real API server may still complete it. The wizard says so (`the server may or may not have",
-        "acted`) and keeps the backup for `gpu-wizard rollback`.",
+        "later; a real API server may still complete it. The wizard says so (`a request that timed out may",
+        "still be carried out by the server`) and names the backup to restore with `gpu-wizard rollback`.",
         "",
         "## Summary",
         "",
