@@ -43,7 +43,13 @@ async def test_every_step_at_80x24(tui_env: Path, snapshot: Snapshot) -> None:
         await snapshot.check(pilot, "4-driver")
         await next_to(pilot, "paths")
         await pilot.click("#check-paths")
-        await wait_for(pilot, lambda: "usable on all" in screen_text(app), 20, "the node-side path checks")
+        button = app.screen.query_one("#check-paths")
+        await wait_for(
+            pilot,
+            lambda: "usable on all" in screen_text(app) and not button.has_class("-active"),  # the press flash is over
+            20,
+            "the node-side path checks",
+        )
         await snapshot.check(pilot, "5-paths")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None and "accepted" in screen_text(app), what="dry-run")
