@@ -40,11 +40,14 @@ class Bare(App):
 Bare().run()
 """
 
-#: What is started: the ``gpu-wizard`` command as users run it, or the Textual app alone (``screens.app``).
+#: What is started: the ``gpu-wizard`` entry point as users run it, the installed console script
+#: itself (``script``: the same interpreter's ``bin/gpu-wizard``), or the Textual app alone.
 ENTRIES = {
     "cli": "import sys; from wizard.cli import main; sys.exit(main([]))",
+    "script": "",
     "app": "from screens.app import WizardApp; WizardApp().run()",
 }
+CONSOLE_SCRIPT = Path(sys.executable).parent / "gpu-wizard"
 
 
 def first_frame_seconds(code: str, marker: bytes, env: dict[str, str], timeout: float = 20.0) -> float:
@@ -53,7 +56,9 @@ def first_frame_seconds(code: str, marker: bytes, env: dict[str, str], timeout: 
     pid, fd = pty.fork()
     if pid == 0:  # child: become the app
         os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-c", code], env)
+        if code:
+            os.execve(sys.executable, [sys.executable, "-c", code], env)
+        os.execve(CONSOLE_SCRIPT, [str(CONSOLE_SCRIPT)], env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     seen = b""
     try:
@@ -110,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "--entry",
         choices=sorted(ENTRIES),
         default="cli",
-        help="cli: the gpu-wizard command (default); app: screens.app alone",
+        help="cli: the gpu-wizard entry point (default); script: the installed console script; app: screens.app alone",
     )
     args = parser.parse_args(argv)
     result: dict[str, object] = dict(measure(args.runs, args.entry))

@@ -83,11 +83,16 @@ class WizardApp(App[int]):
 
     # -- start-up ---------------------------------------------------------------------------
 
+    def get_default_screen(self) -> Screen[Any]:
+        """Starting at Connect, that step is the bottom screen: one screen to build before the first frame, not two."""
+        if self.start_step == "connect":
+            return step_named("connect").make_screen()
+        return super().get_default_screen()
+
     def on_mount(self) -> None:
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
         if self.start_step == "connect":
-            self.push_screen(step_named(self.start_step).make_screen())
             self.set_timer(FIRST_FRAME_GRACE, self._load_answers)
         else:  # a later step needs its answers before it is built
             self._load_answers()
@@ -143,8 +148,12 @@ class WizardApp(App[int]):
         self.state.step = name
         self.reached = max(self.reached, STEP_NAMES.index(name))
         current = self.screen
-        if isinstance(current, StepScreen):
+        if isinstance(current, StepScreen) and len(self.screen_stack) > 1:
             self.switch_screen(step.make_screen())
+        elif isinstance(current, StepScreen):
+            # the first Connect is the bottom screen (see get_default_screen): it stays, idle, under the others
+            self.workers.cancel_node(current)
+            self.push_screen(step.make_screen())
         else:
             self.push_screen(step.make_screen())
 

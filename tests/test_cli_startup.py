@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("pydantic", "kubernetes", "textual", "ruamel", "aiohttp", "jsonschema")
 
 PROBE = """
@@ -16,3 +18,17 @@ print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:])
 def test_parsing_loads_no_heavy_library() -> None:
     done = subprocess.run([sys.executable, "-c", PROBE, *HEAVY], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "", f"loaded before any work: {done.stdout.strip()}"
+
+
+def test_starting_the_tui_skips_the_subcommand_parsers_but_a_stray_word_gets_the_full_answer(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from wizard.cli import _starts_the_tui, main
+
+    assert _starts_the_tui([]) and _starts_the_tui(["--demo"]) and _starts_the_tui(["--demo", "airgapped"])
+    assert _starts_the_tui(["--answers", "verify", "--context", "prod"])  # option values, not commands
+    assert not _starts_the_tui(["verify"]) and not _starts_the_tui(["--help"])
+    with pytest.raises(SystemExit) as exited:
+        main(["vrify"])
+    assert exited.value.code == 2
+    assert "argument COMMAND: invalid choice: 'vrify' (choose from 'render'" in capsys.readouterr().err

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
+TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
+"""The top-level options that take a value: a word after one of them is not a subcommand."""
 
 
 class UsageError(Exception):
@@ -135,8 +137,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return serve.main(args.demo_args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand."""
+def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand (``commands=False``: the TUI's options only)."""
     parser = argparse.ArgumentParser(
         prog="gpu-wizard",
         description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
@@ -154,6 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
     parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
+    if not commands:
+        return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
@@ -192,6 +196,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _starts_the_tui(words: Sequence[str]) -> bool:
+    """No subcommand and no --help: the TUI's first frame is timed, so its parser skips the eight subcommands."""
+    previous = ""
+    for word in words:
+        if word in ("-h", "--help") or (not word.startswith("-") and previous not in TUI_VALUE_OPTIONS):
+            return False
+        previous = word
+    return True
+
+
 def run_tui(args: argparse.Namespace) -> int:
     """Start the interactive wizard; the engine never imports Textual, so it is loaded only here."""
     app_module = importlib.import_module("screens.app")
@@ -201,8 +215,9 @@ def run_tui(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-wizard`` command."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(commands=not _starts_the_tui(words))
+    args = parser.parse_args(words)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         handler = run_tui

@@ -3,18 +3,29 @@
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 
 def assets() -> Traversable:
-    """The root of the bundled assets: the installed package data, or the checkout's ``assets/``."""
+    """The root of the bundled assets: the installed package data, or the checkout's ``assets/``.
+
+    A package on disk is read as plain files: ``importlib.resources`` (and the ``zipfile`` it loads)
+    is needed only for a zipped install, and the TUI reads its stylesheet before the first frame.
+    """
     try:
-        return resources.files("wizard.assets")
+        import wizard.assets as package
     except ModuleNotFoundError:  # running from a checkout that was never installed
         return Path(__file__).resolve().parent.parent / "assets"
+    folder = Path(package.__file__ or "").parent
+    if package.__file__ and folder.is_dir():
+        return folder
+    from importlib import resources
+
+    return resources.files("wizard.assets")
 
 
 def asset_text(*parts: str) -> str:
