@@ -26,18 +26,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
-class Faults:
-    """The live fault settings (same fields as ``FaultSpec`` plus ``only``)."""
+class Faults(FaultSpec):
+    """The live fault settings: a scenario's ``FaultSpec`` plus filters, a budget and counters."""
 
-    latency_ms: int = 0
-    error_rate: float = 0.0
-    error_code: int = 500
-    retry_after_s: int = 1
-    drop_rate: float = 0.0
-    watch_expiry_s: float = 0.0
-    exec_fail_nodes: list[str] = field(default_factory=list)
-    exec_latency_ms: int = 0
-    seed: int = 0
     only: list[str] = field(default_factory=list)
     """Path prefixes the request faults apply to (``/apis/nvidia.com``); empty: every path."""
     methods: list[str] = field(default_factory=list)
