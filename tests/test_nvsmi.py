@@ -65,7 +65,5 @@ def test_query_csv_with_units_and_placeholders() -> None:
 
 
 def test_query_noheader() -> None:
-    rows = parse_query_noheader(
-        "580.126.09.1, NVIDIA H200\n580.126.09.1, NVIDIA H200\n", ["driver_version", "name"]
-    )
+    rows = parse_query_noheader("580.126.09.1, NVIDIA H200\n580.126.09.1, NVIDIA H200\n", ["driver_version", "name"])
     assert [r["name"] for r in rows] == ["NVIDIA H200", "NVIDIA H200"]
