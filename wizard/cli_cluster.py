@@ -317,7 +317,9 @@ async def cmd_apply(args: argparse.Namespace) -> int:
         if rendered.advice:
             sys.stderr.write(advice_text(rendered.advice))
         if not args.no_registry:
-            await _check_images(args, cluster, rendered)
+            from wizard.cli_images import check_images
+
+            await check_images(args, cluster, rendered)
         prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
         sys.stdout.write(prepared.diff or "no changes: the cluster already holds this plan\n")
         if not prepared.ok:
@@ -344,17 +346,6 @@ async def cmd_apply(args: argparse.Namespace) -> int:
             final = status
             sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
         return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
-
-
-async def _check_images(args: argparse.Namespace, cluster: Cluster, rendered: Any) -> None:
-    """Before applying: does each driver image exist where the cluster pulls from? (warnings only)."""
-    from wizard.cli_images import image_lines, registry_client
-    from wizard.registry_routes import registry_hosts
-
-    async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
-        statuses = await cluster.check_images(rendered, registry)
-    for line in image_lines(statuses):
-        sys.stderr.write(line + "\n")
 
 
 async def cmd_verify(args: argparse.Namespace) -> int:

@@ -70,6 +70,16 @@ def image_lines(statuses: list[ImageStatus]) -> list[str]:
     return lines
 
 
+async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Rendered) -> None:
+    """Before ``apply`` changes anything: does each driver image exist where the cluster pulls from? (warnings)."""
+    from wizard.registry_routes import registry_hosts
+
+    async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
+        statuses = await cluster.check_images(rendered, registry)
+    for line in image_lines(statuses):
+        sys.stderr.write(line + "\n")
+
+
 def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
     """Why ``mirror --run`` must not copy on this cluster ("" when it may)."""
     from wizard.naming import split_reference
