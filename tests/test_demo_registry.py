@@ -1,5 +1,6 @@
 """The demo cluster's registry: the scenario catalog over the distribution API, as the kubelet sees it."""
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,7 @@ import pytest
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory, Kubectl
 from wizard.cli import main
+from wizard.cluster import Cluster
 from wizard.registry import RegistryClient
 
 PRESENT = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
@@ -94,6 +96,8 @@ async def test_cluster_registry_options_route_every_host_to_the_demo(demo_cluste
     demo = demo_cluster("airgapped")
     async with connected(demo) as cluster:
         options = cluster.registry_options(["registry.airgap.local", "nvcr.io"])
+        real = Cluster(cluster.gateway, dataclasses.replace(cluster.info, demo=False))
+        assert real.registry_options(["registry.airgap.local"]) == {}  # a real cluster: ask the registries
     endpoint = demo.url.split("://", 1)[1]
     assert options["mirrors"] == {
         "nvcr.io": f"{endpoint}/nvcr.io",
