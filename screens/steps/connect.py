@@ -23,28 +23,15 @@ from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
 
-#: Offered when the scenario list cannot be read (kept in step with ``wizard.demo.scenario``).
-FALLBACK_SCENARIOS = (
-    "sle-micro-precompiled",
-    "ubuntu-upstream",
-    "preinstalled",
-    "mixed-os",
-    "missing-tuple",
-    "noexec-run",
-    "airgapped",
-    "existing-install",
-    "large",
-)
+#: The scenario a demo starts on unless the user picks another.
+DEFAULT_SCENARIO = "sle-micro-precompiled"
 
 
 def scenario_names() -> list[str]:
-    """The demo scenarios the engine ships."""
-    try:
-        module = importlib.import_module("wizard.demo.scenario")
-        names = list(module.scenario_names())
-    except (ImportError, AttributeError):
-        names = []
-    return names or list(FALLBACK_SCENARIOS)
+    """The demo scenarios the engine ships (imported on use: not needed for the first frame)."""
+    from wizard.demo.scenario import scenario_names as bundled
+
+    return bundled()
 
 
 class Screen(StepScreen):
@@ -141,7 +128,7 @@ class Screen(StepScreen):
         waiting.remove()
 
     def _show_scenarios(self, names: list[str]) -> None:
-        preferred = self.state.demo or FALLBACK_SCENARIOS[0]
+        preferred = self.state.demo or DEFAULT_SCENARIO
         current = preferred if preferred in names else names[0]
         if self.query("#scenario"):
             self._put_select("", "scenario", names, current, "demo scenario")
@@ -195,7 +182,7 @@ class Screen(StepScreen):
     @on(Button.Pressed, "#demo")
     def _demo_pressed(self) -> None:
         found = self.query("#scenario")
-        scenario = str(found.first(Select).value) if found else (self.state.demo or FALLBACK_SCENARIOS[0])
+        scenario = str(found.first(Select).value) if found else (self.state.demo or DEFAULT_SCENARIO)
         self.connect(demo=scenario)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
