@@ -14,10 +14,11 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from wizard.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, load_nodelist
 from wizard.errors import ClusterError
@@ -145,11 +146,53 @@ def register(sub: Any) -> None:
         _cluster_options(render)
 
 
+T = TypeVar("T")
+
+
+def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` where Ctrl-C always ends the command as interrupted (KeyboardInterrupt, exit 130).
+
+    The first Ctrl-C cancels the command once, so its clean-up (probe pods, sessions) still runs. A
+    cancellation that races a finishing network call can be lost inside a library; the command then
+    runs to its end, but it still reports the interruption instead of a normal exit.
+    """
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        interrupted = False
+
+        def on_sigint() -> None:
+            nonlocal interrupted
+            if interrupted or task is None:
+                raise KeyboardInterrupt  # a second Ctrl-C: stop now
+            interrupted = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            return await coro
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
+
+    return asyncio.run(main())
+
+
 def _sync(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         _warnings_to_stderr()
         try:
-            return asyncio.run(func(args))
+            return run_interruptibly(func(args))
         except ClusterError as exc:
             sys.stderr.write(f"gpu-wizard: error: {exc.message}\n")
             if exc.hint:
@@ -234,7 +277,7 @@ async def facts_for(args: argparse.Namespace) -> ClusterFacts:
 def render_facts(args: argparse.Namespace) -> ClusterFacts:
     """For ``gpu-wizard render`` without ``--nodes``: the facts of the cluster (ClusterError -> UsageError)."""
     try:
-        return asyncio.run(facts_for(args))
+        return run_interruptibly(facts_for(args))
     except ClusterError as exc:
         raise UsageError(f"{exc.message}{f' (hint: {exc.hint})' if exc.hint else ''}") from None
 
