@@ -204,3 +204,34 @@ def test_cli_rollback_restores_an_upgraded_policy_exactly(
     assert (code, out) == (0, "restored ClusterPolicy/cluster-policy\n"), err
     restored = demo.store.get("clusterpolicies", "cluster-policy")
     assert restored is not None and clean(restored) == clean(original)
+
+
+def test_rollback_retries_when_the_operator_updates_the_policy_in_between(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("existing-install")
+    original = demo.store.get("clusterpolicies", "cluster-policy")
+    assert original is not None
+    cluster = ["--kubeconfig", str(demo.kubeconfig_path)]
+    plan = Plan.model_validate(
+        {
+            "mode": "upstream",
+            "operator": {"version": "v26.3.3"},
+            "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"},
+        }
+    )
+    save_answers(tmp_path / "answers.yaml", plan)
+    code, _, err = run(
+        capsys, "apply", "--answers", str(tmp_path / "answers.yaml"), *cluster, "--yes", "--no-wait",
+        "--backup-dir", str(tmp_path / "backups"),
+    )  # fmt: skip
+    assert code == 0, err
+    (backup,) = (tmp_path / "backups").iterdir()
+    # The first PUT loses the race against a status update (409 Conflict), as on a busy real cluster.
+    demo.faults.methods, demo.faults.error_code, demo.faults.budget = ["PUT"], 409, 1
+    demo.faults.error_rate = 1.0
+    code, out, err = run(capsys, "rollback", "--backup", str(backup), *cluster)
+    assert demo.faults.injected["error"] == 1
+    assert (code, out) == (0, "restored ClusterPolicy/cluster-policy\n"), err
+    restored = demo.store.get("clusterpolicies", "cluster-policy")
+    assert restored is not None and clean(restored) == clean(original)

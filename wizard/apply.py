@@ -26,6 +26,9 @@ from wizard.preflight import POLICY, active_policy
 from wizard.render import Rendered, owned_paths, to_yaml, validate_against_crd
 from wizard.render_policy import patch_policy
 
+CONFLICT_ATTEMPTS = 5
+"""Tries to restore one object when the operator keeps updating it between our read and our write."""
+
 
 @dataclass
 class ApplyPlan:
@@ -272,6 +275,27 @@ async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool
     return True
 
 
+async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
+    """Put one saved object back; a write raced by the operator (its status updates) is re-read and retried."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        now = await _read(gateway, ref)
+        body = clean(saved)
+        if now is None:
+            await gateway.create_custom(*ref.api, body)
+            return f"re-created {ref.key}"
+        if clean(now) == body:
+            return f"{ref.key} already matches the backup"
+        body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
+        try:
+            await gateway.replace_custom(*ref.api, ref.name, body)
+        except ApiError as exc:
+            if exc.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+            continue  # modified between our read and our write: read again, like kubectl's retry on conflict
+        return f"restored {ref.key}"
+    raise AssertionError("unreachable")
+
+
 async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
     """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
     lines: list[str] = []
@@ -279,17 +303,7 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
         ref = ObjectRef.of(saved)
         if only is not None and ref.key not in only:
             continue
-        now = await _read(gateway, ref)
-        body = clean(saved)
-        if now is None:
-            await gateway.create_custom(*ref.api, body)
-            lines.append(f"re-created {ref.key}")
-        elif clean(now) != body:
-            body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
-            await gateway.replace_custom(*ref.api, ref.name, body)
-            lines.append(f"restored {ref.key}")
-        else:
-            lines.append(f"{ref.key} already matches the backup")
+        lines.append(await _restore_one(gateway, ref, saved))
         if clean(await _read(gateway, ref) or {}) != clean(saved):
             raise ClusterError(f"rollback: {ref.key} still differs from the backup after restoring it")
     for ref in backup.created:
