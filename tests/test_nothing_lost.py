@@ -176,31 +176,38 @@ def test_apply_cut_by_dropped_connections_is_all_or_nothing_and_says_which(
     assert _objects(demo) == {"clusterpolicies": [], "nvidiadrivers": []}
 
 
-def test_cli_rollback_restores_an_upgraded_policy_exactly(
-    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    demo = demo_cluster("existing-install")
+def _upgrade_existing_install(
+    demo: DemoClusterThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[dict[str, object], Path]:
+    """Apply a driver upgrade to ``existing-install`` with the CLI: (the policy before, the backup file)."""
     original = demo.store.get("clusterpolicies", "cluster-policy")
     assert original is not None
-    cluster = ["--kubeconfig", str(demo.kubeconfig_path)]
-    live = Plan.model_validate(
+    plan = Plan.model_validate(
         {
             "mode": "upstream",
             "operator": {"version": "v26.3.3"},
-            "driver": {"version": original["spec"]["driver"]["version"], "repository": "nvcr.io/nvidia"},
+            "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"},
         }
     )
-    upgraded = live.model_copy(update={"driver": live.driver.model_copy(update={"version": "580.126.20"})})
-    save_answers(tmp_path / "answers.yaml", Plan.model_validate(upgraded.model_dump()))
-    code, out, err = run(
-        capsys, "apply", "--answers", str(tmp_path / "answers.yaml"), *cluster, "--yes", "--no-wait",
-        "--backup-dir", str(tmp_path / "backups"),
+    assert original["spec"]["driver"]["version"] != "580.126.20"
+    save_answers(tmp_path / "answers.yaml", plan)
+    code, _, err = run(
+        capsys, "apply", "--answers", str(tmp_path / "answers.yaml"), "--kubeconfig", str(demo.kubeconfig_path),
+        "--yes", "--no-wait", "--backup-dir", str(tmp_path / "backups"),
     )  # fmt: skip
     assert code == 0, err
     changed = demo.store.get("clusterpolicies", "cluster-policy")
     assert changed is not None and changed["spec"]["driver"]["version"] == "580.126.20"
     (backup,) = (tmp_path / "backups").iterdir()
-    code, out, err = run(capsys, "rollback", "--backup", str(backup), *cluster)
+    return original, backup
+
+
+def test_cli_rollback_restores_an_upgraded_policy_exactly(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("existing-install")
+    original, backup = _upgrade_existing_install(demo, tmp_path, capsys)
+    code, out, err = run(capsys, "rollback", "--backup", str(backup), "--kubeconfig", str(demo.kubeconfig_path))
     assert (code, out) == (0, "restored ClusterPolicy/cluster-policy\n"), err
     restored = demo.store.get("clusterpolicies", "cluster-policy")
     assert restored is not None and clean(restored) == clean(original)
@@ -210,27 +217,11 @@ def test_rollback_retries_when_the_operator_updates_the_policy_in_between(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     demo = demo_cluster("existing-install")
-    original = demo.store.get("clusterpolicies", "cluster-policy")
-    assert original is not None
-    cluster = ["--kubeconfig", str(demo.kubeconfig_path)]
-    plan = Plan.model_validate(
-        {
-            "mode": "upstream",
-            "operator": {"version": "v26.3.3"},
-            "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"},
-        }
-    )
-    save_answers(tmp_path / "answers.yaml", plan)
-    code, _, err = run(
-        capsys, "apply", "--answers", str(tmp_path / "answers.yaml"), *cluster, "--yes", "--no-wait",
-        "--backup-dir", str(tmp_path / "backups"),
-    )  # fmt: skip
-    assert code == 0, err
-    (backup,) = (tmp_path / "backups").iterdir()
+    original, backup = _upgrade_existing_install(demo, tmp_path, capsys)
     # The first PUT loses the race against a status update (409 Conflict), as on a busy real cluster.
     demo.faults.methods, demo.faults.error_code, demo.faults.budget = ["PUT"], 409, 1
     demo.faults.error_rate = 1.0
-    code, out, err = run(capsys, "rollback", "--backup", str(backup), *cluster)
+    code, out, err = run(capsys, "rollback", "--backup", str(backup), "--kubeconfig", str(demo.kubeconfig_path))
     assert demo.faults.injected["error"] == 1
     assert (code, out) == (0, "restored ClusterPolicy/cluster-policy\n"), err
     restored = demo.store.get("clusterpolicies", "cluster-policy")

@@ -49,6 +49,13 @@ async def connected(pilot: Any) -> None:
     assert "✓ operator" in screen_text(app)
 
 
+async def walk_to(pilot: Any, *steps: str) -> None:
+    """Wait for the preflight, then Ctrl+N through ``steps`` in order."""
+    await connected(pilot)
+    for step in steps:
+        await next_to(pilot, step)
+
+
 async def next_to(pilot: Any, step: str) -> None:
     """Ctrl+N, then wait until ``step`` is on screen."""
     await pilot.press("ctrl+n")
@@ -128,9 +135,7 @@ async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> No
 async def test_preinstalled_host_driver(tui_env: Path) -> None:
     app = demo_app(tui_env, "preinstalled")
     async with app.run_test(size=(80, 24)) as pilot:
-        await connected(pilot)
-        await next_to(pilot, "nodes")
-        await next_to(pilot, "mode")
+        await walk_to(pilot, "nodes", "mode")
         await pilot.click("#mode-preinstalled")  # the host driver is known to the admin, not yet to the labels
         await pilot.pause()
         assert app.state.get("mode") == "preinstalled"
@@ -198,10 +203,7 @@ async def test_upstream_air_gapped(tui_env: Path) -> None:
 async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_env: Path) -> None:
     app = demo_app(tui_env, "missing-tuple")
     async with app.run_test(size=(80, 24)) as pilot:
-        await connected(pilot)
-        await next_to(pilot, "nodes")
-        await next_to(pilot, "mode")
-        await next_to(pilot, "driver")
+        await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-repository", "registry.example.com/mlops")
         await wait_for(pilot, lambda: app.screen.query_one("#support").display, what="the support request")
         support = str(app.screen.query_one("#support-text").content)
@@ -224,9 +226,7 @@ async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_
 async def test_existing_install_upgrade_shows_the_diff_and_the_rollout(tui_env: Path) -> None:
     app = demo_app(tui_env, "existing-install")
     async with app.run_test(size=(80, 24)) as pilot:
-        await connected(pilot)
-        await next_to(pilot, "nodes")
-        await next_to(pilot, "mode")
+        await walk_to(pilot, "nodes", "mode")
         assert app.state.get("mode") == "upstream"  # prefilled from the live ClusterPolicy
         assert "Running now: Upstream" in screen_text(app)
         await next_to(pilot, "driver")

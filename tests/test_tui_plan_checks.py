@@ -10,17 +10,14 @@ from pathlib import Path
 
 from screens.dialogs import ConfirmDialog
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import connected, demo_app, next_to, set_field
+from tests.test_tui_flows import demo_app, next_to, set_field, walk_to
 from wizard.probe import PROBE_LABEL
 
 
 async def test_check_on_nodes_shows_noexec_run_per_node(tui_env: Path) -> None:
     app = demo_app(tui_env, "noexec-run")
     async with app.run_test(size=(100, 40)) as pilot:
-        await connected(pilot)
-        await next_to(pilot, "nodes")
-        await next_to(pilot, "mode")
-        await next_to(pilot, "driver")
+        await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
         assert "press Check on nodes" in screen_text(app)
@@ -42,10 +39,7 @@ async def test_check_on_nodes_shows_noexec_run_per_node(tui_env: Path) -> None:
 async def test_preview_and_apply_warn_about_a_missing_repo_config(tui_env: Path) -> None:
     app = demo_app(tui_env, "airgapped")
     async with app.run_test(size=(100, 40)) as pilot:
-        await connected(pilot)
-        await next_to(pilot, "nodes")
-        await next_to(pilot, "mode")
-        await next_to(pilot, "driver")
+        await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await set_field(pilot, "driver-repository", "registry.airgap.local/nvidia")
         await pilot.click("#airgapped")
