@@ -62,7 +62,7 @@ def kubectl_list(kubeconfig: Path, home: str) -> int:
 
 
 async def measure(kubeconfig: Path, runs: int) -> dict[str, list[float]]:
-    from wizard.cluster import Cluster
+    from wizard.cluster.facade import Cluster
 
     server, token, ca = server_of(kubeconfig)
     cluster = await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60)
@@ -93,7 +93,7 @@ async def measure(kubeconfig: Path, runs: int) -> dict[str, list[float]]:
 
 async def engine_only(kubeconfig: Path, runs: int) -> None:
     """Connect and discover ``runs`` times, nothing else (for the engine's own peak RSS)."""
-    from wizard.cluster import Cluster
+    from wizard.cluster.facade import Cluster
 
     async with await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60) as cluster:
         for _ in range(runs):

@@ -18,14 +18,14 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from benchmarks.faultmatrix import REQUEST_TIMEOUT, SLOW_MS, Lab, Reported, Trial, clear_message
-from wizard.apply import contains
-from wizard.backup import ObjectRef, clean
-from wizard.cluster import Cluster
+from wizard.cluster.apply import contains
+from wizard.cluster.backup import ObjectRef, clean
+from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
-from wizard.plan import Plan
-from wizard.registry import Credentials, RegistryClient
-from wizard.render import render
-from wizard.results import Check, Status
+from wizard.engine.plan import Plan
+from wizard.engine.render import render
+from wizard.engine.results import Check, Status
+from wizard.registry.client import Credentials, RegistryClient
 
 
 class WrongResult(Exception):

@@ -8,8 +8,8 @@ unchanged), never crash and never leave half an apply behind. Faults that no ret
 slower than the timeout, a node whose exec is refused, a registry that is down or refuses the
 credentials) are expected to be reported either way.
 
-:func:`run_cell` runs one cell through the real engine facade (:class:`wizard.cluster.Cluster`,
-:class:`wizard.registry.RegistryClient`) against a demo cluster on loopback and records faults
+:func:`run_cell` runs one cell through the real engine facade (:class:`wizard.cluster.facade.Cluster`,
+:class:`wizard.registry.client.RegistryClient`) against a demo cluster on loopback and records faults
 injected (counted by the demo server), retries (counted by the clients), the outcome and, for apply,
 the cluster's state afterwards. The operations themselves live in :mod:`benchmarks.fault_ops`.
 """
@@ -239,8 +239,8 @@ def clear_message(text: str) -> bool:
 async def run_cell(lab: Lab, cell: Cell) -> CellResult:
     """Run one cell and classify what happened."""
     from benchmarks import fault_ops
-    from wizard.errors import ClusterError
-    from wizard.registry import RegistryError
+    from wizard.cluster.errors import ClusterError
+    from wizard.registry.client import RegistryError
 
     operation: Callable[[Lab, Trial], Awaitable[str]] = getattr(fault_ops, f"op_{cell.operation}")
     trial = Trial(cell, lab.read_demo)

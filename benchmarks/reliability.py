@@ -105,7 +105,7 @@ def markdown(results: list[CellResult]) -> str:
         "",
         f"Generated {when} on {_machine()}.",
         "",
-        "Each cell runs one engine operation through `wizard.cluster.Cluster` / `wizard.registry.RegistryClient`",
+        "Each cell runs one engine operation through `wizard.cluster.facade.Cluster` / `wizard.registry.client.RegistryClient`",
         "against the demo cluster on loopback (real HTTP, real TLS) while the demo server injects one fault.",
         f"*Transient* faults fail the first {TRANSIENT_BUDGET} matching requests (1 for a 429, apply's write and the watch),",
         "then clear; *persistent* ones never clear. Every request is bounded by a "

@@ -31,7 +31,7 @@ def scenario_file(folder: Path, nodes: int, latency_ms: int) -> Path:
     """The ``large`` scenario with ``nodes`` GPU nodes spread over its kernels and the exec latency fault."""
     from ruamel.yaml import YAML
 
-    from wizard.resources import asset_text
+    from wizard.engine.resources import asset_text
 
     yaml = YAML(typ="safe", pure=True)
     data = yaml.load(asset_text("scenarios", "large.yaml"))
@@ -57,10 +57,10 @@ async def settle(server: Served, limit: float = 120.0) -> None:
 
 
 async def measure(server: Served, concurrency: int) -> dict[str, float]:
-    from wizard.cluster import Cluster
-    from wizard.plan import Plan
-    from wizard.render import render
-    from wizard.results import Check
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.plan import Plan
+    from wizard.engine.render import render
+    from wizard.engine.results import Check
 
     plan = Plan.model_validate(
         {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}

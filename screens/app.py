@@ -2,7 +2,7 @@
 
 Started by ``gpu-wizard`` (current kube context) or ``gpu-wizard --demo [SCENARIO]`` through
 :func:`run`. The App holds one :class:`~screens.state.WizardState`, the connected
-``wizard.cluster.Cluster`` and, in demo mode, the built-in ``DemoCluster`` running on this very
+``wizard.cluster.facade.Cluster`` and, in demo mode, the built-in ``DemoCluster`` running on this very
 event loop. Step screens ask to move with :class:`~screens.steps.base.StepScreen.Navigate`; the App
 saves the answers and swaps the screen. Only Textual is imported before the first frame; the
 engine (pydantic, the Kubernetes client, aiohttp) is loaded afterwards.
@@ -217,7 +217,7 @@ class WizardApp(App[int]):
         preflight = state.preflight
         if preflight is None or preflight.cluster_policy is None or state.answers_given or state.get("mode"):
             return False
-        from wizard.liveplan import plan_from_live
+        from wizard.cluster.liveplan import plan_from_live
 
         try:
             plan = plan_from_live(
@@ -243,8 +243,8 @@ class WizardApp(App[int]):
         here or reached through a kubeconfig: its own registry for the simulated names (asking the
         real network about them would only measure this machine's DNS).
         """
-        from wizard.registry import RegistryClient
-        from wizard.registry_routes import registry_hosts
+        from wizard.engine.registry_routes import registry_hosts
+        from wizard.registry.client import RegistryClient
 
         cluster = self.state.cluster
         hosts = registry_hosts(plan) if plan is not None else []
@@ -343,7 +343,7 @@ class WizardApp(App[int]):
 
 
 def run(args: argparse.Namespace) -> int:
-    """Entry point used by ``gpu-wizard`` (see ``wizard.cli.run_tui``)."""
+    """Entry point used by ``gpu-wizard`` (see ``wizard.cli.main.run_tui``)."""
     app = WizardApp(
         demo=getattr(args, "demo", None),
         answers=getattr(args, "tui_answers", None),

@@ -1,7 +1,7 @@
 """The verification report, as Markdown (for people) and JSON (for machines), from the wizard state.
 
 Written by the Verify step's Export button and the palette's "Open report". The content is what
-the engine found (``wizard.results.Check`` and ``LogLine``); this module only lays it out.
+the engine found (``wizard.engine.results.Check`` and ``LogLine``); this module only lays it out.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def _cell(text: str) -> str:
 
 def write_report(state: WizardState, markdown_path: Path) -> tuple[Path, Path]:
     """Write ``<name>.md`` and ``<name>.json`` side by side; returns both paths."""
-    from wizard.answers import write_private
+    from wizard.engine.answers import write_private
 
     markdown_path = markdown_path.with_suffix(".md")
     json_path = markdown_path.with_suffix(".json")

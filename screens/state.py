@@ -2,7 +2,7 @@
 
 One :class:`WizardState` is owned by the App; step screens read it and write their answers into
 ``answers`` (the answers-file shape, a plain dict), which is validated through
-:class:`wizard.plan.Plan` so a field rule lives in one place for the TUI, the CLI and the file.
+:class:`wizard.engine.plan.Plan` so a field rule lives in one place for the TUI, the CLI and the file.
 Answers are saved atomically after each step, with the step name in a small state file beside
 them so an interrupted run can resume where it stopped.
 
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from wizard.answers import FieldError
-    from wizard.facts import ClusterFacts, NodeFacts
-    from wizard.plan import Plan
-    from wizard.results import Check, ClusterInfo
+    from wizard.engine.answers import FieldError
+    from wizard.engine.facts import ClusterFacts, NodeFacts
+    from wizard.engine.plan import Plan
+    from wizard.engine.results import Check, ClusterInfo
 
 #: Answers keys each step owns: a step is complete when none of its fields has an error.
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
@@ -100,7 +100,7 @@ class WizardState:
     """Everything the steps share; owned by the App, read and written by the step screens."""
 
     answers: dict[str, Any] = field(default_factory=lambda: {"version": 1})
-    """The plan being edited, in answers-file shape (validated through ``wizard.plan.Plan``)."""
+    """The plan being edited, in answers-file shape (validated through ``wizard.engine.plan.Plan``)."""
     answers_path: Path = field(default_factory=default_answers_path)
     """Where answers are saved after each step (the ``--answers`` file when given)."""
     answers_doc: Any = None
@@ -116,14 +116,14 @@ class WizardState:
     kubeconfig: str | None = None
     context: str | None = None
     cluster: Any = None
-    """The connected ``wizard.cluster.Cluster`` (owned by the App, closed on exit)."""
+    """The connected ``wizard.cluster.facade.Cluster`` (owned by the App, closed on exit)."""
     info: ClusterInfo | None = None
     preflight: Any = None
-    """``wizard.cluster.Preflight`` of the connected cluster."""
+    """``wizard.cluster.facade.Preflight`` of the connected cluster."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     """Facts per node, kept current by the Nodes step's watch."""
     rendered: Any = None
-    """``wizard.render.Rendered`` of the current plan and facts."""
+    """``wizard.engine.render.Rendered`` of the current plan and facts."""
     images: list[Any] = field(default_factory=list)
     references: list[Check] = field(default_factory=list)
     """Whether the repoConfig ConfigMap and pull Secrets the plan names exist (checked in Preview)."""
@@ -146,7 +146,7 @@ class WizardState:
         """Facts of every known node (None before discovery)."""
         if not self.nodes:
             return None
-        from wizard.facts import ClusterFacts
+        from wizard.engine.facts import ClusterFacts
 
         return ClusterFacts(list(self.nodes.values()))
 
@@ -174,8 +174,8 @@ class WizardState:
         """The plan if the answers are valid, else the field errors (each naming its field)."""
         from pydantic import ValidationError
 
-        from wizard.answers import plan_errors
-        from wizard.plan import Plan
+        from wizard.engine.answers import plan_errors
+        from wizard.engine.plan import Plan
 
         try:
             return Plan.model_validate(self.answers), []
@@ -202,7 +202,7 @@ class WizardState:
 
     def load(self, path: Path, *, given: bool) -> None:
         """Prefill from an answers file; a file with errors still prefills what it can."""
-        from wizard.answers import AnswersError, load_answers
+        from wizard.engine.answers import AnswersError, load_answers
 
         self.answers_path = path
         self.answers_given = given
@@ -223,7 +223,7 @@ class WizardState:
 
     def save(self, step: str) -> None:
         """Save the answers (valid or, mid-way, as far as they go) and the step reached."""
-        from wizard.answers import save_answers, write_private
+        from wizard.engine.answers import save_answers, write_private
 
         plan, _ = self.validate()
         if plan is not None:

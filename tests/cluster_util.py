@@ -10,11 +10,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from wizard.cluster import Cluster
-from wizard.demo.scenario import Scenario, load_scenario
+from wizard.cluster.facade import Cluster
+from wizard.demo.scenarios.scenario import Scenario, load_scenario
 from wizard.demo.serve import DemoClusterThread
-from wizard.plan import Plan
-from wizard.results import Check, LogLine
+from wizard.engine.plan import Plan
+from wizard.engine.results import Check, LogLine
 
 KERNEL = "5.14.21-150500.55.166-default"
 SLE_TAG = f"580.126.09.1-{KERNEL}-sle-micro5.5"

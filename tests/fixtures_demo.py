@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from wizard.demo.scenario import Scenario
+from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.serve import DemoClusterThread
 
 ClusterFactory = Callable[..., DemoClusterThread]

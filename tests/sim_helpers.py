@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.demo.scenario import load_scenario, scenario_from_dict
-from wizard.demo.simulation import Simulation
-from wizard.demo.store import Store
+from wizard.demo.api.store import Store
+from wizard.demo.scenarios.scenario import load_scenario, scenario_from_dict
+from wizard.demo.sim.simulation import Simulation
 
 NS = "gpu-operator"
 SLE_KERNEL = "5.14.21-150500.55.166-default"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard.answers import AnswersError, dump_answers, example_answers, load_answers, parse_answers, save_answers
-from wizard.plan import Mode, Plan
+from wizard.engine.answers import AnswersError, dump_answers, example_answers, load_answers, parse_answers, save_answers
+from wizard.engine.plan import Mode, Plan
 
 
 @pytest.mark.parametrize("mode", list(Mode))

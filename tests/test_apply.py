@@ -10,12 +10,12 @@ import pytest
 
 from tests.cluster_util import connected, preinstalled_plan, scenario, sle_plan
 from tests.fixtures_demo import ClusterFactory
-from wizard.apply import ApplyPlan
-from wizard.backup import clean, private, read_backup
-from wizard.cluster import Cluster, ClusterError
-from wizard.preflight import DRIVERS, POLICY
-from wizard.probe import PROBE_LABEL
-from wizard.render import render
+from wizard.cluster.apply import ApplyPlan
+from wizard.cluster.backup import clean, private, read_backup
+from wizard.cluster.facade import Cluster, ClusterError
+from wizard.cluster.preflight import DRIVERS, POLICY
+from wizard.cluster.probe import PROBE_LABEL
+from wizard.engine.render import render
 
 
 async def _policy(cluster: Cluster) -> dict | None:  # type: ignore[type-arg]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
-from wizard.cli import main
+from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
@@ -193,7 +193,7 @@ def test_catalogue_has_at_least_forty_cases() -> None:
 def test_nodelist_without_gpu_nodes_is_a_warning_not_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytest.importorskip("wizard.render")
+    pytest.importorskip("wizard.engine.render")
     nodes = json.loads(GOOD_NODES.read_text())
     nodes["items"] = [n for n in nodes["items"] if "nvidia.com/gpu.present" not in n["metadata"]["labels"]]
     path = tmp_path / "cpu-only.json"
@@ -290,7 +290,7 @@ def test_kubeconfig_server_refusing_or_not_trusted(
 ) -> None:
     from tests.cluster_util import kubeconfig
     from tests.fixtures_registry import free_port
-    from wizard.demo import tls
+    from wizard.demo.api import tls
 
     other_ca, _ = tls.make_certificate(tmp_path)  # a CA, but not the one that signed the server's certificate
     cases = [

@@ -15,7 +15,7 @@ import pytest
 from tests.cluster_util import SLE_TAG, scenario
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import RegistryServer
-from wizard.cli import main
+from wizard.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -9,8 +9,8 @@ HEAVY = ("pydantic", "kubernetes", "textual", "ruamel", "aiohttp", "jsonschema")
 
 PROBE = """
 import sys
-import wizard.cli
-wizard.cli.build_parser().parse_args(["render", "--answers", "a", "--nodes", "n"])
+import wizard.cli.main
+wizard.cli.main.build_parser().parse_args(["render", "--answers", "a", "--nodes", "n"])
 print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))))
 """
 
@@ -23,7 +23,7 @@ def test_parsing_loads_no_heavy_library() -> None:
 def test_starting_the_tui_skips_the_subcommand_parsers_but_a_stray_word_gets_the_full_answer(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from wizard.cli import _starts_the_tui, main
+    from wizard.cli.main import _starts_the_tui, main
 
     assert _starts_the_tui([]) and _starts_the_tui(["--demo"]) and _starts_the_tui(["--demo", "airgapped"])
     assert _starts_the_tui(["--answers", "verify", "--context", "prod"])  # option values, not commands

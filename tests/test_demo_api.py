@@ -22,7 +22,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
 from tests.fixtures_demo import ClusterFactory
-from wizard.demo.scenario import NodeSpec, RegistrySpec, Scenario
+from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
 from wizard.demo.serve import DemoClusterThread
 
 KERNEL = "5.14.21-150500.55.166-default"

@@ -9,8 +9,8 @@ import pytest
 
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
+from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
 from wizard.demo.serve import DemoClusterThread
-from wizard.errors import ApiError, ClusterError, ConnectionDropped
 
 
 @pytest.fixture(scope="module")

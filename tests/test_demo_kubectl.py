@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_demo import ClusterFactory, Kubectl
-from wizard.demo.scenario import NodeSpec, Scenario
+from wizard.demo.scenarios.scenario import NodeSpec, Scenario
 from wizard.demo.serve import DemoClusterThread
 
 KERNEL = "5.15.0-1048-nvidia"

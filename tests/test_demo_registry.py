@@ -9,9 +9,9 @@ import pytest
 
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory, Kubectl
-from wizard.cli import main
-from wizard.cluster import Cluster
-from wizard.registry import RegistryClient
+from wizard.cli.main import main
+from wizard.cluster.facade import Cluster
+from wizard.registry.client import RegistryClient
 
 PRESENT = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
 MISSING = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5"

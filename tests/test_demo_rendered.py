@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 from tests.fixtures_demo import ClusterFactory, Kubectl
-from wizard.answers import load_answers
-from wizard.facts import facts_from_nodelist
-from wizard.render import render, to_yaml
+from wizard.engine.answers import load_answers
+from wizard.engine.facts import facts_from_nodelist
+from wizard.engine.render import render, to_yaml
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "assets" / "examples" / "sle-micro-precompiled.answers.yaml"
 JSONPATH = (

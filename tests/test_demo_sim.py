@@ -25,12 +25,12 @@ from tests.sim_helpers import (
     waiting_reason,
     world,
 )
-from wizard.demo.scenario import load_scenario
-from wizard.demo.simulation import Simulation
-from wizard.demo.store import Store
-from wizard.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
-from wizard.naming import nvidiadriver_daemonset_name
-from wizard.nvsmi import parse_table
+from wizard.demo.api.store import Store
+from wizard.demo.scenarios.scenario import load_scenario
+from wizard.demo.sim.simulation import Simulation
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
+from wizard.engine.naming import nvidiadriver_daemonset_name
+from wizard.engine.nvsmi import parse_table
 
 
 async def test_precompiled_sle_micro_driver_pods_run_the_mirrored_tuple() -> None:

@@ -16,7 +16,7 @@ from tests.sim_helpers import (
     waiting_reason,
     world,
 )
-from wizard.nvsmi import parse_query_csv, parse_table
+from wizard.engine.nvsmi import parse_query_csv, parse_table
 
 
 async def test_exec_nvidia_smi_in_the_driver_container_parses() -> None:

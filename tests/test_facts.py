@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.test_render_golden import CP, SLE_KERNEL, node, nodelist
-from wizard.facts import (
+from wizard.engine.facts import (
     LABEL_GPU_PRESENT,
     LABEL_KERNEL,
     LABEL_OS_ID,
@@ -18,7 +18,7 @@ from wizard.facts import (
     node_facts,
     parse_os_image,
 )
-from wizard.plan import DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR
+from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 

@@ -12,12 +12,12 @@ import pytest
 from tests.cluster_util import connected, kubeconfig
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import free_port
-from wizard.cluster import Cluster, ClusterError, kube_contexts
+from wizard.cluster.errors import ApiError
+from wizard.cluster.facade import Cluster, ClusterError, kube_contexts
+from wizard.cluster.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
+from wizard.cluster.transport import ExecResult
 from wizard.demo.serve import DemoClusterThread
-from wizard.errors import ApiError
-from wizard.nodescript import Step, StepResult
-from wizard.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
-from wizard.transport import ExecResult
+from wizard.engine.nodescript import Step, StepResult
 
 
 @pytest.fixture(scope="module")

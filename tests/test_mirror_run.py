@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_registry import RegistryServer
-from wizard.mirror_run import MirrorError, MirrorOutcome, MirrorProgress, run_mirror, skopeo_available
-from wizard.registry_auth import Credentials
+from wizard.registry.auth import Credentials
+from wizard.registry.mirror_run import MirrorError, MirrorOutcome, MirrorProgress, run_mirror, skopeo_available
 
 
 @dataclass(frozen=True)

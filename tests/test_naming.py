@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.naming import (
+from wizard.engine.naming import (
     Release,
     driver_image,
     image_path,

@@ -19,11 +19,11 @@ from screens.state import resume_path
 from tests.fixtures_demo import ClusterFactory
 from tests.snapshots.plugin import wait_for
 from tests.test_tui_flows import on_step
-from wizard.answers import load_answers, save_answers
-from wizard.backup import clean, private
-from wizard.cli import main
+from wizard.cli.main import main
+from wizard.cluster.backup import clean, private
 from wizard.demo.serve import DemoClusterThread
-from wizard.plan import Plan
+from wizard.engine.answers import load_answers, save_answers
+from wizard.engine.plan import Plan
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR = "registry.example.com/mlops"
@@ -98,7 +98,7 @@ async def test_a_killed_wizard_resumes_with_its_answers_and_step(tui_env: Path) 
 
 KILL_WRITER = """
 import sys
-from wizard.answers import write_private
+from wizard.engine.answers import write_private
 texts = ["a: " + "1" * 3_000_000 + "\\n", "b: " + "2" * 3_000_000 + "\\n"]
 print("GO", flush=True)
 i = 0

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.nvsmi import parse_query_csv, parse_query_noheader, parse_table
+from wizard.engine.nvsmi import parse_query_csv, parse_query_noheader, parse_table
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "nvidia-smi"
 

@@ -8,11 +8,11 @@ import pytest
 
 from tests.cluster_util import connected, preinstalled_plan, sle_plan, upstream_plan
 from tests.fixtures_demo import ClusterFactory
-from wizard.cluster import Cluster
-from wizard.errors import ClusterError
-from wizard.plan import Plan
-from wizard.probe import PROBE_LABEL
-from wizard.results import Check, Status
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.facade import Cluster
+from wizard.cluster.probe import PROBE_LABEL
+from wizard.engine.plan import Plan
+from wizard.engine.results import Check, Status
 
 
 async def run(cluster: Cluster, plan: Plan, **kwargs: object) -> list[Check]:

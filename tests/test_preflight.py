@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
 from tests.fixtures_demo import ClusterFactory
-from wizard.demo.scenario import OperatorSpec
-from wizard.results import Status
+from wizard.demo.scenarios.scenario import OperatorSpec
+from wizard.engine.results import Status
 
 
 async def test_ready_cluster_passes_and_finds_the_operator(demo_cluster: ClusterFactory) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests.cluster_util import connected, scenario, upstream_plan
 from tests.fixtures_demo import ClusterFactory, Kubectl
-from wizard.plan import Plan
-from wizard.results import Check, Status
+from wizard.engine.plan import Plan
+from wizard.engine.results import Check, Status
 
 
 def airgapped_plan(**driver: object) -> Plan:

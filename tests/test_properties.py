@@ -5,8 +5,8 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from wizard.answers import AnswersError, dump_answers, parse_answers
-from wizard.naming import os_tag, precompiled_image, sanitize_kernel, split_reference, upstream_image
+from wizard.engine.answers import AnswersError, dump_answers, parse_answers
+from wizard.engine.naming import os_tag, precompiled_image, sanitize_kernel, split_reference, upstream_image
 
 versions = st.lists(st.integers(0, 999).map(str), min_size=1, max_size=4).map(".".join)
 kernels = st.text(string.ascii_lowercase + string.digits + ".-_", min_size=1, max_size=40).filter(

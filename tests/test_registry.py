@@ -15,9 +15,9 @@ import pytest
 from aiohttp import web
 
 from tests.fixtures_registry import RegistryServer, free_port, require_tools
-from wizard.naming import split_reference
-from wizard.registry import RegistryClient, RegistryError, TagStatus
-from wizard.registry_auth import Credentials, load_auth_file
+from wizard.engine.naming import split_reference
+from wizard.registry.auth import Credentials, load_auth_file
+from wizard.registry.client import RegistryClient, RegistryError, TagStatus
 
 
 def repo_name(prefix: str = "mlops/nvidia-driver") -> str:

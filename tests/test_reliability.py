@@ -20,7 +20,7 @@ from screens.dialogs import ErrorDialog
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import RegistryServer
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.cli import main
+from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread
 
 SAME_PATH = {"preflight", "prepare"}  # their persistent 500/429/drop take the same gateway path as discover's
@@ -143,7 +143,7 @@ def test_cli_survives_transient_faults_and_reports_a_refused_exec(
 def test_cli_on_a_demo_with_a_steady_fault_rate_never_crashes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wizard.resources import asset_text
+    from wizard.engine.resources import asset_text
 
     scenario = tmp_path / "flaky.yaml"
     text = asset_text("scenarios", "existing-install.yaml").replace("name: existing-install", "name: flaky")

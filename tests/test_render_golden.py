@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from wizard.facts import ClusterFacts, facts_from_nodelist
-from wizard.plan import Plan
-from wizard.render import (
+from wizard.engine.facts import ClusterFacts, facts_from_nodelist
+from wizard.engine.plan import Plan
+from wizard.engine.render import (
     Rendered,
     advice_text,
     apply_patch,

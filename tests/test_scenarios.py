@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from wizard.demo.scenario import ScenarioError, load_scenario, scenario_from_dict, scenario_names
-from wizard.demo.simulation import Simulation
-from wizard.demo.store import Store
-from wizard.facts import cluster_facts, node_facts
+from wizard.demo.api.store import Store
+from wizard.demo.scenarios.scenario import ScenarioError, load_scenario, scenario_from_dict, scenario_names
+from wizard.demo.sim.simulation import Simulation
+from wizard.engine.facts import cluster_facts, node_facts
 
 GOOD_NODE = {
     "name": "gpu-01",

@@ -21,8 +21,8 @@ from screens.app import WizardApp
 from tests.cluster_util import kubeconfig
 from tests.fixtures_demo import ClusterFactory
 from tests.snapshots.plugin import wait_for
-from wizard.cli import main
-from wizard.registry import RegistryClient
+from wizard.cli.main import main
+from wizard.registry.client import RegistryClient
 
 ROOT = Path(__file__).resolve().parent.parent
 SHELL_CALLS = {

@@ -11,7 +11,7 @@ from textual.widgets import Button, Static
 from screens.widgets.field import AnswerField
 from tests.snapshots.plugin import screen_text
 from tests.test_tui_offline import offline_app
-from wizard.answers import AnswersError, parse_answers
+from wizard.engine.answers import AnswersError, parse_answers
 
 ZERO_DIGEST = "sha256:" + "0" * 64
 

@@ -2,7 +2,7 @@
 
 Each test starts ``gpu-wizard --demo SCENARIO`` in-process (the demo cluster runs on the app's own
 event loop, ``step_delay=0``) and drives it like a user: keys, clicks, waiting for what the screen
-shows. Nothing is mocked: the app talks HTTP to the demo API server through ``wizard.cluster``.
+shows. Nothing is mocked: the app talks HTTP to the demo API server through ``wizard.cluster.facade``.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from screens.dialogs import ConfirmDialog, ErrorDialog, HelpDialog, PathDialog
 from screens.state import resume_path
 from screens.widgets.field import AnswerField
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.facts import facts_from_nodelist
+from wizard.engine.facts import facts_from_nodelist
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 
@@ -194,7 +194,7 @@ def test_a_bug_ends_with_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
 def test_first_frame_needs_no_engine_imports() -> None:
     code = (
         "import sys, screens.app\n"
-        "heavy = [m for m in ('kubernetes', 'pydantic', 'aiohttp', 'wizard.cluster', 'wizard.render') if m in sys.modules]\n"
+        "heavy = [m for m in ('kubernetes', 'pydantic', 'aiohttp', 'wizard.cluster.facade', 'wizard.engine.render') if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=30)

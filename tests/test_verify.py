@@ -20,13 +20,13 @@ from tests.cluster_util import (
 )
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import RegistryServer
-from wizard.cluster import Cluster
-from wizard.plan import Plan
-from wizard.probe import PROBE_LABEL
-from wizard.registry import RegistryClient
-from wizard.render import render
-from wizard.results import Check, Status
-from wizard.verify import policy_checks
+from wizard.cluster.facade import Cluster
+from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.verify import policy_checks
+from wizard.engine.plan import Plan
+from wizard.engine.render import render
+from wizard.engine.results import Check, Status
+from wizard.registry.client import RegistryClient
 
 
 async def _install(cluster: Cluster, plan: Plan, backups: Path) -> str:

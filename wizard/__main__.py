@@ -2,6 +2,6 @@
 
 import sys
 
-from wizard.cli import main
+from wizard.cli.main import main
 
 sys.exit(main())

@@ -48,7 +48,7 @@ def warnings(state: Any) -> list[str]:
         if not status.target.exists and not status.target.error:
             found.append(f"{status.image} is not in the target registry ({len(status.nodes)} node(s) cannot pull it)")
     if rendered is not None and rendered.plan.precompiled:
-        from wizard.catalog import tuple_status
+        from wizard.engine.catalog import tuple_status
 
         seen: set[str] = set()
         for entry in rendered.node_images:

@@ -29,7 +29,7 @@ DEFAULT_SCENARIO = "sle-micro-precompiled"
 
 def scenario_names() -> list[str]:
     """The demo scenarios the engine ships (imported on use: not needed for the first frame)."""
-    from wizard.demo.scenario import scenario_names as bundled
+    from wizard.demo.scenarios.scenario import scenario_names as bundled
 
     return bundled()
 
@@ -96,7 +96,7 @@ class Screen(StepScreen):
         state = self.state
         self.app.call_from_thread(self._show_scenarios, scenario_names())
         try:
-            cluster = importlib.import_module("wizard.cluster")
+            cluster = importlib.import_module("wizard.cluster.facade")
             contexts, current = cluster.kube_contexts(state.kubeconfig)
         except Exception as exc:  # no kubeconfig, unreadable file: offer the demo instead
             self.app.call_from_thread(self._no_contexts, exc, auto_connect)
@@ -191,7 +191,7 @@ class Screen(StepScreen):
         app = self.wizard
         state = self.state
         self._busy(f"Starting the demo cluster ({demo})…" if demo else f"Connecting to {context}…")
-        module = await asyncio.to_thread(importlib.import_module, "wizard.cluster")
+        module = await asyncio.to_thread(importlib.import_module, "wizard.cluster.facade")
         if demo:
             kubeconfig: str | None = await app.start_demo(demo)
             context = None

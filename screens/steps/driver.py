@@ -118,7 +118,7 @@ class Screen(FormStep):
         self._upstream = upstream
 
     def _catalog_options(self) -> list[tuple[str, str]]:
-        from wizard.catalog import driver_versions
+        from wizard.engine.catalog import driver_versions
 
         tags = self._tag_oses()
         choices = driver_versions(tags[0]) if len(tags) == 1 else []
@@ -139,7 +139,7 @@ class Screen(FormStep):
 
     def _prefill(self) -> None:
         """First visit: the mode's default source and image, the catalog's best version, pull from the source."""
-        from wizard.plan import MODE_DEFAULTS, Mode
+        from wizard.engine.plan import MODE_DEFAULTS, Mode
 
         state = self.state
         defaults = MODE_DEFAULTS[Mode(state.get("mode") or "precompiled")]
@@ -221,7 +221,7 @@ class Screen(FormStep):
             self._show_support(None, [])
             self.maybe_replay()
             return
-        from wizard.render import mirror_script, render
+        from wizard.engine.render import mirror_script, render
 
         rendered = render(plan, facts)
         state.rendered, state.images = rendered, []
@@ -254,7 +254,7 @@ class Screen(FormStep):
 
     def _catalog_marks(self, rendered: Any) -> dict[str, str]:
         """Image -> catalog status (precompiled tuples only)."""
-        from wizard.catalog import tuple_status
+        from wizard.engine.catalog import tuple_status
 
         plan = rendered.plan
         if not plan.precompiled:
@@ -267,7 +267,7 @@ class Screen(FormStep):
         if rendered is None or not rendered.plan.precompiled:
             box.display = False
             return
-        from wizard.catalog import support_request, tuple_status
+        from wizard.engine.catalog import support_request, tuple_status
 
         plan = rendered.plan
         status_of = {s.image: s for s in statuses}

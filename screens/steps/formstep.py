@@ -1,6 +1,6 @@
 """A step made of answer fields: edits go into the state, errors come back beside each field.
 
-Validation is the plan's own (``wizard.plan.Plan`` through ``WizardState.errors_for``), so the
+Validation is the plan's own (``wizard.engine.plan.Plan`` through ``WizardState.errors_for``), so the
 message next to a field is the one the answers file and the CLI would give for the same value.
 """
 

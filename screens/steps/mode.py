@@ -42,7 +42,7 @@ class Screen(FormStep):
     """
 
     def compose_body(self) -> ComposeResult:
-        from wizard.plan import KNOWN_RELEASES
+        from wizard.engine.plan import KNOWN_RELEASES
 
         state = self.state
         recommended = self._recommended()
@@ -121,7 +121,7 @@ class Screen(FormStep):
 
     def _set_mode(self, mode: str) -> None:
         """Change the mode, moving image defaults along when they were the old mode's defaults."""
-        from wizard.plan import MODE_DEFAULTS, Mode
+        from wizard.engine.plan import MODE_DEFAULTS, Mode
 
         state = self.state
         old = state.get("mode") or "precompiled"

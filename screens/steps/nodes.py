@@ -155,7 +155,7 @@ class Screen(StepScreen):
         return str(key.value) if key.value is not None else None
 
     def _release(self) -> str:
-        from wizard.plan import DEFAULT_RELEASE
+        from wizard.engine.plan import DEFAULT_RELEASE
 
         detected = getattr(self.state.preflight, "operator_release", "") or ""
         return detected or DEFAULT_RELEASE

@@ -33,7 +33,7 @@ class Screen(FormStep):
     """
 
     def compose_body(self) -> ComposeResult:
-        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+        from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR
 
         state = self.state
         toolkit_default, toolkit_reason = self._toolkit_default()
@@ -60,7 +60,7 @@ class Screen(FormStep):
             yield PathResults(self._idle_text(), id="path-checks")
 
     def _toolkit_default(self) -> tuple[str, str]:
-        from wizard.plan import DEFAULT_TOOLKIT_INSTALL_DIR
+        from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR
 
         facts = self.state.facts
         if facts is None:
@@ -92,7 +92,7 @@ class Screen(FormStep):
 
     def _stored(self, path: str, value: str) -> str | None:
         """driverInstallDir equal to the operator default is left out of the answers."""
-        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+        from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR
 
         if path == "hostPaths.driverInstallDir" and value == DEFAULT_DRIVER_INSTALL_DIR:
             return self.state.get(path)  # keep an explicit default from an answers file, add none
@@ -108,7 +108,7 @@ class Screen(FormStep):
 
     @on(Button.Pressed, "#defaults")
     def _restore(self) -> None:
-        from wizard.plan import DEFAULT_DRIVER_INSTALL_DIR
+        from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR
 
         values = {
             "toolkit.installDir": self._toolkit_default()[0],

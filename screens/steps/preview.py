@@ -3,7 +3,7 @@
 Tabs show the ClusterPolicy, the NVIDIADriver CRs, the mirror plan, the Helm values and the diff
 against the live objects. Above them: the server dry-run's verdict (``Cluster.prepare_apply``, run
 in a worker bound to this screen) and the renderer's warnings. Save writes the active tab to a file.
-Rendering is ``wizard.render.render(plan, facts)``; this screen only shows it.
+Rendering is ``wizard.engine.render.render(plan, facts)``; this screen only shows it.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Screen(StepScreen):
             self._verdict("[$error]✗ no node facts: connect to a cluster (step 1) first[/]")
             self.refresh_nav()
             return
-        from wizard.render import render
+        from wizard.engine.render import render
 
         try:
             state.rendered = render(plan, facts)
@@ -87,7 +87,7 @@ class Screen(StepScreen):
             self.dry_run()
 
     def _show_rendered(self) -> None:
-        from wizard.render import helm_yaml, mirror_script, to_yaml
+        from wizard.engine.render import helm_yaml, mirror_script, to_yaml
 
         rendered = self.state.rendered
         texts = {
@@ -184,13 +184,13 @@ class Screen(StepScreen):
         self.app.push_screen(PathDialog(f"Save {title} to", default), lambda path: self._save(path, tab_id))
 
     def _save(self, path: str | None, tab_id: str) -> None:
-        from wizard.answers import write_private
+        from wizard.engine.answers import write_private
 
         if not path:
             return
         text = self.query_one(f"#{tab_id}-code", CodeView).text
         if tab_id in ("tab-policy", "tab-nvd") and self.state.rendered is not None:
-            from wizard.render import to_yaml
+            from wizard.engine.render import to_yaml
 
             text = to_yaml(self.state.rendered.documents())
         try:

@@ -107,7 +107,7 @@ class Screen(StepScreen):
         self._summary()
         self.refresh_nav()
         plan = state.plan()
-        from wizard.results import Check
+        from wizard.engine.results import Check
 
         try:
             async with self.wizard.open_registry(plan) as registry:

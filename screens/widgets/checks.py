@@ -1,6 +1,6 @@
 """A list of check results: ``✓``/``✗``/``!`` per finding, and under each failure what to do.
 
-Fed with ``wizard.results.Check`` objects (preflight, node-side path checks); it only formats them.
+Fed with ``wizard.engine.results.Check`` objects (preflight, node-side path checks); it only formats them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ class CheckList(Static):
     """
 
     def show(self, checks: Iterable[Any], empty: str = "") -> None:
-        """Replace the list with ``checks`` (``wizard.results.Check``)."""
+        """Replace the list with ``checks`` (``wizard.engine.results.Check``)."""
         lines: list[str] = []
         for check in checks:
             status = str(getattr(check.status, "value", check.status))

@@ -2,7 +2,7 @@
 
 The field knows its dotted answers path (``driver.version``) and reports edits upward with
 :class:`AnswerField.Changed`; the step writes the value into the state, validates the whole plan
-through ``wizard.plan.Plan`` and hands each field its error with :meth:`AnswerField.show_error`.
+through ``wizard.engine.plan.Plan`` and hands each field its error with :meth:`AnswerField.show_error`.
 """
 
 from __future__ import annotations

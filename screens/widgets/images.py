@@ -1,6 +1,6 @@
 """Per (kernel, OS) group: the exact driver tag, the catalog's word on it, and its live registry status.
 
-Fed with the renderer's ``NodeImage`` list and, once the check ran, ``wizard.images.ImageStatus``
+Fed with the renderer's ``NodeImage`` list and, once the check ran, ``wizard.registry.images.ImageStatus``
 per image. Status words: *present* (with digest), *missing*, *only in source* (mirror it),
 *unknown* (the registry could not answer, with the reason).
 """
@@ -13,7 +13,7 @@ from typing import Any
 from rich.markup import escape
 from textual.widgets import Static
 
-from wizard.naming import image_tag
+from wizard.engine.naming import image_tag
 
 _CATALOG = {
     "validated": "[$success]✓ validated[/]",

@@ -1,6 +1,6 @@
 """The mirror plan: the skopeo commands to copy, and (when skopeo is installed) a run with progress.
 
-Running uses ``wizard.mirror_run.run_mirror`` in a worker owned by this widget, so leaving the step
+Running uses ``wizard.registry.mirror_run.run_mirror`` in a worker owned by this widget, so leaving the step
 cancels the copy. When the run ends, :class:`MirrorPanel.Finished` goes up and the step checks the
 registry again.
 """
@@ -56,14 +56,14 @@ class MirrorPanel(Vertical):
         yield Static("", id="mirror-status")
 
     def on_mount(self) -> None:
-        from wizard.mirror_run import skopeo_available
+        from wizard.registry.mirror_run import skopeo_available
 
         self._skopeo = skopeo_available()
         self.query_one("#mirror-run", Button).display = False
 
     def show(self, items: Sequence[Any], script: str, *, can_run: bool = True, note: str = "") -> None:
         """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered."""
-        from wizard.mirror import shell_command
+        from wizard.engine.mirror import shell_command
 
         self._items, self._script = list(items), script
         lines = []
@@ -94,7 +94,7 @@ class MirrorPanel(Vertical):
     @work(exclusive=True, group="mirror", exit_on_error=False)
     async def run_mirror(self) -> None:
         """Copy every image with skopeo, showing progress; errors stay per item."""
-        from wizard.mirror_run import MirrorProgress, run_mirror
+        from wizard.registry.mirror_run import MirrorProgress, run_mirror
 
         bar = self.query_one(ProgressBar)
         status = self.query_one("#mirror-status", Static)

@@ -1,6 +1,6 @@
 """Results of the node-side path checks: one row per node, then each distinct problem with what to do.
 
-Fed with ``wizard.results.Check`` objects from ``Cluster.check_paths`` as they arrive: a
+Fed with ``wizard.engine.results.Check`` objects from ``Cluster.check_paths`` as they arrive: a
 ``toolkit-dir`` and a ``driver-dir`` check per node (``data["short"]`` fills the table cell) and a
 final ``summary``. Nodes with the same problem share one explanation and one hint, so a thousand
 nodes with a ``noexec`` ``/run`` read as one finding.
@@ -47,7 +47,7 @@ class PathResults(Static):
     """
 
     def show(self, checks: Iterable[Any], empty: str = "") -> None:
-        """Replace the view with ``checks`` (``wizard.results.Check``)."""
+        """Replace the view with ``checks`` (``wizard.engine.results.Check``)."""
         rows: dict[str, dict[str, Any]] = {}
         problems: dict[tuple[str, str, str, str], list[str]] = {}
         general: list[Any] = []

@@ -27,13 +27,13 @@ from typing import Any, Protocol, Self
 
 from aiohttp import web
 
-from wizard.demo import tls
-from wizard.demo.bootstrap import CONTEXT, register_crds, write_kubeconfig
-from wizard.demo.faults import Faults
-from wizard.demo.scenario import Scenario
-from wizard.demo.server import ApiServer
-from wizard.demo.store import Store, WatchEvent
-from wizard.registry_routes import advertisement, demo_registry_options
+from wizard.demo.api import tls
+from wizard.demo.api.faults import Faults
+from wizard.demo.api.server import ApiServer
+from wizard.demo.api.store import Store, WatchEvent
+from wizard.demo.scenarios.bootstrap import CONTEXT, register_crds, write_kubeconfig
+from wizard.demo.scenarios.scenario import Scenario
+from wizard.engine.registry_routes import advertisement, demo_registry_options
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class DemoStartError(Exception):
 
 
 class SimulationLike(Protocol):
-    """What the cluster needs from the simulation (``wizard.demo.simulation.Simulation``)."""
+    """What the cluster needs from the simulation (``wizard.demo.sim.simulation.Simulation``)."""
 
     def seed(self) -> None: ...
 
@@ -65,13 +65,13 @@ def tls_available() -> bool:
 def _load(scenario: Scenario | str) -> Scenario:
     if isinstance(scenario, Scenario):
         return scenario
-    from wizard.demo.scenario import load_scenario
+    from wizard.demo.scenarios.scenario import load_scenario
 
     return load_scenario(scenario)
 
 
 def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
-    from wizard.demo.simulation import Simulation
+    from wizard.demo.sim.simulation import Simulation
 
     return Simulation(scenario, store)
 
@@ -190,7 +190,7 @@ class DemoCluster:
         return tls.client_context(self.ca_path) if self.ca_path else None
 
     def registry_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``wizard.registry.RegistryClient`` that reach this cluster's images.
+        """Keyword arguments for ``wizard.registry.client.RegistryClient`` that reach this cluster's images.
 
         The scenario's catalog hosts are served by this API server under ``/v2/<host>/…`` (or by the
         real registry the scenario names), so tag and digest checks ask what the kubelet pulls from.
@@ -333,7 +333,7 @@ class DemoClusterThread:
         return self.cluster.ssl_context()
 
     def registry_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``wizard.registry.RegistryClient`` that reach this cluster's images."""
+        """Keyword arguments for ``wizard.registry.client.RegistryClient`` that reach this cluster's images."""
         return self.cluster.registry_options()
 
 
@@ -389,7 +389,7 @@ async def _serve(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``gpu-wizard demo serve``: run the demo cluster in the foreground until Ctrl-C."""
     args = _parser().parse_args(argv)
-    from wizard.demo.scenario import ScenarioError
+    from wizard.demo.scenarios.scenario import ScenarioError
 
     try:
         return asyncio.run(_serve(args))

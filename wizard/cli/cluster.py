@@ -1,0 +1,446 @@
+"""``gpu-wizard discover | apply | verify | rollback | mirror``: the cluster engine on the command line.
+
+Every command takes ``--kubeconfig``, ``--context`` (kubectl's rules) or ``--demo SCENARIO``, which
+starts the built-in demo cluster in-process for the duration of the command. Exit codes: 0 all good,
+1 checks failed (verification, rollout, mirror copy), 2 bad input or an unusable cluster. Errors are
+one line plus a hint, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+from wizard.cli.main import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, load_nodelist
+from wizard.cluster.errors import ClusterError
+
+if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.facts import ClusterFacts
+    from wizard.engine.plan import Plan
+    from wizard.engine.results import Check, ClusterInfo
+
+DEFAULT_BACKUP_DIR = (
+    Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "gpu-wizard" / "backups"
+)
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (argparse turns the error into exit 2 naming the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def _cluster_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster")
+    group.add_argument(
+        "--kubeconfig",
+        dest="cluster_kubeconfig",
+        metavar="FILE",
+        help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)",
+    )
+    group.add_argument(
+        "--context", dest="cluster_context", metavar="NAME", help="kube context (default: the current one)"
+    )
+    group.add_argument(
+        "--demo", dest="cluster_demo", metavar="SCENARIO", help="use the built-in demo cluster with this scenario"
+    )
+    group.add_argument(
+        "--in-cluster", dest="cluster_in_cluster", action="store_true", help="use the pod's service account"
+    )
+    group.add_argument(
+        "--request-timeout",
+        dest="cluster_timeout",
+        type=seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="limit for each API call (default 10)",
+    )
+
+
+def register(sub: Any) -> None:
+    """Add the cluster subcommands to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`)."""
+    from wizard.cli.images import cmd_mirror, registry_flags
+
+    discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
+    _cluster_options(discover)
+    discover.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    discover.set_defaults(handler=_sync(cmd_discover))
+
+    apply = sub.add_parser("apply", help="preflight, diff, back up and apply the plan, then follow the rollout")
+    _cluster_options(apply)
+    apply.add_argument("--answers", required=True, metavar="FILE", help="answers file")
+    apply.add_argument("--dry-run", action="store_true", help="stop after the server-side dry-run and the diff")
+    apply.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    apply.add_argument(
+        "--backup-dir",
+        default=str(DEFAULT_BACKUP_DIR),
+        metavar="DIR",
+        help=f"where the backup goes (default {DEFAULT_BACKUP_DIR})",
+    )
+    apply.add_argument(
+        "--allow-unverified-preinstalled",
+        action="store_true",
+        help="apply pre-installed mode even where host nvidia-smi did not pass",
+    )
+    apply.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
+    apply.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
+    registry_flags(apply)
+    apply.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
+    apply.add_argument(
+        "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
+    )
+    apply.set_defaults(handler=_sync(cmd_apply))
+
+    verify = sub.add_parser("verify", help="prove the driver on every GPU node (streamed checks)")
+    _cluster_options(verify)
+    verify.add_argument(
+        "--answers", metavar="FILE", help="the plan to verify against (default: read from the live ClusterPolicy)"
+    )
+    verify.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    verify.add_argument("--concurrency", type=int, default=16, metavar="N", help="nodes verified at once (default 16)")
+    verify.add_argument(
+        "--timeout", type=seconds, default=30.0, metavar="SECONDS", help="limit for each node check (default 30)"
+    )
+    verify.add_argument("--no-registry", action="store_true", help="skip the imageID-versus-registry digest check")
+    verify.add_argument(
+        "--probe-image", metavar="IMAGE", help="image of the host probe pods (default: the driver manager image)"
+    )
+    verify.add_argument(
+        "-v", "--show-output", action="store_true", help="also print nvidia-smi output and image/imageID lines"
+    )
+    registry_flags(verify)
+    verify.set_defaults(handler=_sync(cmd_verify))
+
+    rollback = sub.add_parser("rollback", help="restore the custom resources exactly as a backup holds them")
+    _cluster_options(rollback)
+    rollback.add_argument("--backup", required=True, metavar="FILE", help="backup file written by `gpu-wizard apply`")
+    rollback.set_defaults(handler=_sync(cmd_rollback))
+
+    mirror = sub.add_parser(
+        "mirror", help="print the mirror plan for the cluster's GPU nodes; --run copies with skopeo"
+    )
+    _cluster_options(mirror)
+    mirror.add_argument("--answers", required=True, metavar="FILE", help="answers file")
+    mirror.add_argument("--nodes", metavar="NODELIST.json", help="read the nodes from a file instead of the cluster")
+    mirror.add_argument("--run", action="store_true", help="copy the images now (skopeo copy --all --preserve-digests)")
+    registry_flags(mirror)
+    mirror.set_defaults(handler=_sync(cmd_mirror))
+
+    render = sub.choices.get("render")
+    if render is not None:
+        _cluster_options(render)
+
+
+T = TypeVar("T")
+
+
+def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` where Ctrl-C always ends the command as interrupted (KeyboardInterrupt, exit 130).
+
+    The first Ctrl-C cancels the command once, so its clean-up (probe pods, sessions) still runs. A
+    cancellation that races a finishing network call can be lost inside a library; the command then
+    runs to its end, but it still reports the interruption instead of a normal exit.
+    """
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        interrupted = False
+
+        def on_sigint() -> None:
+            nonlocal interrupted
+            if interrupted or task is None:
+                raise KeyboardInterrupt  # a second Ctrl-C: stop now
+            interrupted = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            return await coro
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
+
+    return asyncio.run(main())
+
+
+def _sync(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        _warnings_to_stderr()
+        try:
+            return run_interruptibly(func(args))
+        except ClusterError as exc:
+            sys.stderr.write(f"gpu-wizard: error: {exc.message}\n")
+            if exc.hint:
+                sys.stderr.write(f"  hint: {exc.hint}\n")
+            return EXIT_INVALID
+
+    run.__doc__ = func.__doc__
+    return run
+
+
+class _Warnings(logging.Handler):
+    """The engine's warnings (an insecure registry, a broken auth file) as ``gpu-wizard: warning:`` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"gpu-wizard: warning: {record.getMessage()}\n")  # the stream of the moment (tests swap it)
+
+
+def _warnings_to_stderr() -> None:
+    engine = logging.getLogger("wizard")
+    if not any(isinstance(h, _Warnings) for h in engine.handlers):
+        engine.addHandler(_Warnings(logging.WARNING))  # with a handler here, logging's last resort stays silent
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
+    """Connect as the flags say; ``--demo`` starts the demo cluster in this process first."""
+    async with contextlib.AsyncExitStack() as stack:
+        kubeconfig, context = args.cluster_kubeconfig, args.cluster_context
+        if args.cluster_demo:
+            from wizard.demo.scenarios.scenario import ScenarioError
+            from wizard.demo.serve import DemoCluster
+
+            try:
+                demo = DemoCluster(args.cluster_demo)
+            except ScenarioError as exc:
+                raise UsageError(str(exc)) from None
+            await stack.enter_async_context(demo)
+            kubeconfig, context = str(demo.kubeconfig_path), None
+        from wizard.cluster.facade import Cluster
+
+        cluster = await Cluster.connect(
+            kubeconfig=kubeconfig, context=context, in_cluster=args.cluster_in_cluster, timeout=args.cluster_timeout
+        )
+        stack.push_async_callback(cluster.close)
+        _banner(cluster.info)
+        yield cluster
+
+
+def _banner(info: ClusterInfo) -> None:
+    demo = " — SIMULATED demo cluster" if info.demo else ""
+    sys.stderr.write(f"cluster: context {info.context}, {info.server} ({info.version or 'unknown version'}){demo}\n")
+    if info.insecure:
+        sys.stderr.write(
+            f"gpu-wizard: warning: TLS verification is off for context {info.context} (insecure-skip-tls-verify "
+            "in the kubeconfig): the API server's identity is not checked\n"
+        )
+
+
+def _write_check(check: Check, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(check.line() + "\n")
+    if not check.ok and check.hint:
+        out.write(f"    hint: {check.hint}\n")
+    out.flush()
+
+
+def load_plan(path: str) -> Plan:
+    from wizard.engine.answers import load_answers
+
+    plan, _ = load_answers(path)
+    return plan
+
+
+async def facts_for(args: argparse.Namespace) -> ClusterFacts:
+    """Node facts from ``--nodes FILE`` or, without it, from the cluster the flags name."""
+    if getattr(args, "nodes", None):
+        return load_nodelist(args.nodes)
+    async with open_cluster(args) as cluster:
+        return await cluster.discover()
+
+
+def render_facts(args: argparse.Namespace) -> ClusterFacts:
+    """For ``gpu-wizard render`` without ``--nodes``: the facts of the cluster (ClusterError -> UsageError)."""
+    try:
+        return run_interruptibly(facts_for(args))
+    except ClusterError as exc:
+        raise UsageError(f"{exc.message}{f' (hint: {exc.hint})' if exc.hint else ''}") from None
+
+
+async def cmd_discover(args: argparse.Namespace) -> int:
+    """``gpu-wizard discover``."""
+    async with open_cluster(args) as cluster:
+        facts = await cluster.discover()
+        info = cluster.info
+    from wizard.engine.plan import DEFAULT_RELEASE
+
+    mode = facts.recommend_mode()
+    groups = facts.groups(DEFAULT_RELEASE)
+    if args.output == "json":
+        doc = {
+            "context": info.context,
+            "server": info.server,
+            "demo": info.demo,
+            "nodes": [
+                {
+                    "name": n.name,
+                    "gpu": n.gpu,
+                    "gpuProduct": n.gpu_product,
+                    "gpuCount": n.gpu_count,
+                    "kernel": n.kernel,
+                    "os": f"{n.os_id}{n.os_version}",
+                    "deployDriver": n.deploy_driver,
+                }
+                for n in facts.nodes
+            ],
+            "groups": [{"kernel": g.kernel, "tagOS": g.tag_os, "nodes": [n.name for n in g.nodes]} for g in groups],
+            "recommendedMode": {"value": mode.value, "reason": mode.reason},
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return EXIT_OK
+    rows = [("NODE", "GPU", "KERNEL", "OS", "DRIVER-LABEL")]
+    rows += [
+        (
+            n.name,
+            f"{n.gpu_count} × {n.gpu_product}" if n.gpu else "-",
+            n.kernel,
+            f"{n.os_id} {n.os_version}",
+            n.deploy_driver or "-",
+        )
+        for n in facts.nodes
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n")
+    sys.stdout.write(
+        f"\n{len(facts.gpu_nodes)} GPU nodes of {len(facts.nodes)} in {len(groups)} (kernel, OS) groups:\n"
+    )
+    for group in groups:
+        sys.stdout.write(f"  {group.count:5d} × {group.tag_os} {group.kernel}\n")
+    sys.stdout.write(f"suggested mode: {mode.value} ({mode.reason})\n")
+    return EXIT_OK
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        raise UsageError("refusing to change the cluster without confirmation: stdin is not a terminal; pass --yes")
+    answer = input(f"{question} [y/N] ").strip().lower()
+    return answer in ("y", "yes")
+
+
+async def cmd_apply(args: argparse.Namespace) -> int:
+    """``gpu-wizard apply``."""
+    from wizard.engine.render import advice_text, render
+
+    plan = load_plan(args.answers)
+    async with open_cluster(args) as cluster:
+        preflight = await cluster.preflight(plan)
+        for check in preflight.checks:
+            if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
+                _write_check(check, sys.stderr)
+        if not preflight.ok:
+            sys.stderr.write("gpu-wizard: error: preflight failed; nothing applied\n")
+            return EXIT_INVALID
+        rendered = render(plan, await cluster.discover())
+        if rendered.advice:
+            sys.stderr.write(advice_text(rendered.advice))
+        if not args.no_registry:
+            from wizard.cli.images import check_images
+
+            await check_images(args, cluster, rendered)
+        prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
+        sys.stdout.write(prepared.diff or "no changes: the cluster already holds this plan\n")
+        if not prepared.ok:
+            for error in prepared.errors:
+                sys.stderr.write(f"✗ validation: {error}\n")
+            sys.stderr.write("gpu-wizard: error: validation failed; nothing applied\n")
+            return EXIT_INVALID
+        if args.dry_run:
+            sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
+            return EXIT_OK
+        if prepared.changed and not args.yes and not _confirm(f"Apply to context {cluster.info.context}?"):
+            sys.stderr.write("nothing applied\n")
+            return EXIT_OK
+        result = await cluster.apply(
+            prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
+        )
+        sys.stderr.write(f"{result.message}\nbackup: {result.backup_path}\n")
+        if not result.ok:
+            return EXIT_FAILED
+        if args.no_wait:
+            return EXIT_OK
+        final = None
+        async for status in cluster.rollout(plan, timeout=args.wait_timeout):
+            final = status
+            sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
+        return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
+
+
+async def cmd_verify(args: argparse.Namespace) -> int:
+    """``gpu-wizard verify``."""
+    from wizard.cli.images import registry_client
+    from wizard.engine.registry_routes import registry_hosts
+
+    if args.concurrency < 1:
+        raise UsageError(f"--concurrency: {args.concurrency} is not a positive number of nodes")
+    plan = load_plan(args.answers) if args.answers else None
+    from wizard.engine.results import LogLine
+
+    checks: list[Check] = []
+    output: dict[str, list[str]] = {}
+    async with open_cluster(args) as cluster, contextlib.AsyncExitStack() as stack:
+        if args.probe_image:
+            cluster.probe_image = args.probe_image
+        plan = plan or await cluster.live_plan()
+        registry = None
+        if not args.no_registry:
+            client = registry_client(args, cluster, registry_hosts(plan), timeout=args.timeout)
+            registry = await stack.enter_async_context(client)
+        stream = cluster.verify(plan, registry=registry, concurrency=args.concurrency, timeout=args.timeout)
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                if isinstance(item, LogLine):
+                    output.setdefault(item.node, []).append(item.text)
+                    if args.show_output and args.output == "text":
+                        sys.stdout.write(f"    {item.node} | {item.text}\n")
+                    continue
+                checks.append(item)
+                if args.output == "text":
+                    _write_check(item)
+        info = cluster.info
+    ok = all(c.ok for c in checks)
+    if args.output == "json":
+        report = {
+            "context": info.context,
+            "server": info.server,
+            "demo": info.demo,
+            "ok": ok,
+            "plan": plan.answers_dict(),
+            "checks": [c.as_dict() for c in checks],
+            "output": output,
+        }
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+async def cmd_rollback(args: argparse.Namespace) -> int:
+    """``gpu-wizard rollback``."""
+    async with open_cluster(args) as cluster:
+        for line in await cluster.rollback(args.backup):
+            sys.stdout.write(line + "\n")
+    return EXIT_OK

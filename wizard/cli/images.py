@@ -1,0 +1,140 @@
+"""Images on the command line: ``gpu-wizard mirror``, and the registry checks of ``apply`` and ``verify``.
+
+Every registry client built here is routed the way the connected cluster says
+(``Cluster.registry_options``): on a demo cluster, also one reached only through its kubeconfig,
+the simulated image names are answered by the demo's registry, never by the real hosts. Parsing
+the flags imports nothing heavy; the engine loads when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Any
+
+from wizard.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster, ImageStatus
+    from wizard.engine.render import Rendered
+
+
+def registry_flags(parser: argparse.ArgumentParser) -> None:
+    """``--registry-auth-file`` and ``--insecure-registry``."""
+    parser.add_argument("--registry-auth-file", metavar="FILE", help="docker/containers auth.json for the registry")
+    parser.add_argument(
+        "--insecure-registry",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="registry reached without TLS verification (repeatable)",
+    )
+
+
+def registry_client(args: argparse.Namespace, cluster: Cluster, hosts: list[str], timeout: float = 10.0) -> Any:
+    """A ``RegistryClient`` with the user's auth file and insecure registries, routed as ``cluster`` says."""
+    from wizard.registry.client import RegistryClient
+
+    options = cluster.registry_options(hosts)
+    insecure = [*args.insecure_registry, *options.pop("insecure_registries", [])]
+    try:
+        return RegistryClient(
+            auth_file=args.registry_auth_file, insecure_registries=insecure, timeout=timeout, **options
+        )
+    except ValueError as exc:  # the auth file cannot be read or is not JSON: named, its content never shown
+        raise UsageError(f"--registry-auth-file: {exc}") from None
+
+
+def image_lines(statuses: list[ImageStatus]) -> list[str]:
+    """What ``apply`` says about the driver images before it changes anything: problems, then a count."""
+    lines: list[str] = []
+    for status in statuses:
+        nodes = ", ".join(status.nodes[:3]) + (f" and {len(status.nodes) - 3} more" if len(status.nodes) > 3 else "")
+        if status.ok:
+            continue
+        if status.target.error:
+            lines.append(f"! image {status.image}: cannot check ({status.target.error})")
+        elif status.mirrorable and status.source is not None:
+            lines.append(
+                f"! image {status.image} is not in the registry yet; its source {status.source.reference} is: "
+                "run `gpu-wizard mirror --run` before the rollout needs it"
+            )
+        else:
+            lines.append(
+                f"✗ image {status.image} not found in the registry: the driver pods on {nodes} "
+                "would end in ImagePullBackOff"
+            )
+    present = sum(1 for s in statuses if s.ok)
+    if statuses:
+        lines.append(f"images: {present} of {len(statuses)} driver images present where the cluster pulls from")
+    return lines
+
+
+async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Rendered) -> None:
+    """Before ``apply`` changes anything: does each driver image exist where the cluster pulls from? (warnings)."""
+    from wizard.engine.registry_routes import registry_hosts
+
+    async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
+        statuses = await cluster.check_images(rendered, registry)
+    for line in image_lines(statuses):
+        sys.stderr.write(line + "\n")
+
+
+def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
+    """Why ``mirror --run`` must not copy on this cluster ("" when it may)."""
+    from wizard.engine.naming import split_reference
+
+    hosts: set[str] = set()
+    for item in rendered.mirror:
+        for reference in (item.source, item.target):
+            try:
+                hosts.add(split_reference(reference)[0])
+            except ValueError:
+                continue
+    routed = sorted(cluster.registry_options(sorted(hosts)).get("mirrors") or {})
+    if not routed:
+        return ""
+    return (
+        f"the demo cluster answers for {', '.join(routed)} from its simulated catalog: there is nothing to copy "
+        "(the image checks of apply and verify read that catalog)"
+    )
+
+
+async def cmd_mirror(args: argparse.Namespace) -> int:
+    """``gpu-wizard mirror``."""
+    from wizard.cli.cluster import load_plan, open_cluster
+    from wizard.engine.render import mirror_script, render
+    from wizard.registry.mirror_run import MirrorError, MirrorProgress, run_mirror
+
+    plan = load_plan(args.answers)
+    refusal = ""
+    if args.nodes:
+        from wizard.cli.main import load_nodelist
+
+        rendered = render(plan, load_nodelist(args.nodes))
+    else:
+        async with open_cluster(args) as cluster:
+            rendered = render(plan, await cluster.discover())
+            refusal = demo_refusal(cluster, rendered)
+    sys.stdout.write(mirror_script(rendered.mirror))
+    if not args.run:
+        return EXIT_OK
+    if refusal:
+        raise UsageError(f"--run: {refusal}")
+
+    def progress(event: MirrorProgress) -> None:
+        if event.event != "copying":
+            sys.stderr.write(f"[{event.index + 1}/{event.total}] {event.event}: {event.message}\n")
+
+    try:
+        outcomes = await run_mirror(
+            rendered.mirror,
+            authfile=args.registry_auth_file,
+            insecure_registries=args.insecure_registry,
+            on_progress=progress,
+        )
+    except MirrorError as exc:
+        raise UsageError(str(exc)) from None
+    failed = [o for o in outcomes if not o.ok]
+    sys.stderr.write(f"mirrored {len(outcomes) - len(failed)} of {len(outcomes)} images\n")
+    return EXIT_FAILED if failed else EXIT_OK

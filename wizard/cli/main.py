@@ -1,0 +1,245 @@
+"""The ``gpu-wizard`` command line: argument parsing and dispatch to the engine.
+
+Exit codes: 0 done, 1 checks failed, 2 invalid input or unusable cluster. User errors are one
+clear line each on stderr (field, file line, what is valid), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from wizard.engine.modes import Mode
+
+if TYPE_CHECKING:
+    from wizard.engine.facts import ClusterFacts
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
+OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
+TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
+"""The top-level options that take a value: a word after one of them is not a subcommand."""
+
+
+class UsageError(Exception):
+    """Bad input the user can fix; printed as one message, exit code 2."""
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpu-wizard")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, looking the version up only when asked (keeps start-up fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help, default=argparse.SUPPRESS)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        parser.exit(message=f"gpu-wizard {version()}\n")
+
+
+def load_nodelist(path: str) -> ClusterFacts:
+    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from wizard.engine.facts import facts_from_nodelist
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (expected `kubectl get nodes -o json` output)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the file ({exc.__class__.__name__})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_error:
+        try:
+            data = YAML(typ="safe", pure=True).load(text)
+        except YAMLError:
+            raise UsageError(
+                f"{path}:{json_error.lineno}: not valid JSON ({json_error.msg}); expected `kubectl get nodes -o json` output"
+            ) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a NodeList (expected `kubectl get nodes -o json` output)")
+    try:
+        return facts_from_nodelist(data)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
+    for item in advice:
+        stream.write(f"{item.level}: {item.message}\n  why: {item.reason}\n")
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
+    from wizard.engine.answers import load_answers
+
+    plan, _ = load_answers(args.answers)
+    if args.nodes:
+        facts = load_nodelist(args.nodes)
+    else:  # no NodeList: read the nodes from the cluster (--kubeconfig/--context/--demo, added by cli_cluster)
+        from wizard.cli.cluster import render_facts
+
+        facts = render_facts(args)
+    from wizard.engine import render as rendering
+
+    result = rendering.render(plan, facts)
+    out: TextIO = sys.stdout
+    if args.output == "yaml":
+        out.write(rendering.to_yaml(result.documents()))
+    elif args.output == "json":
+        doc = {"apiVersion": "v1", "kind": "List", "items": result.documents()}
+        out.write(json.dumps(doc, indent=2) + "\n")
+    elif args.output == "helm":
+        out.write(rendering.helm_yaml(result))
+    elif args.output == "mirror":
+        out.write(rendering.mirror_script(result.mirror))
+    elif args.output == "images":
+        out.write(rendering.images_table(result.node_images))
+    _emit_advice(result.advice, sys.stderr)
+    return EXIT_OK
+
+
+def cmd_answers_init(args: argparse.Namespace) -> int:
+    """``gpu-wizard answers init``: a commented example answers file."""
+    from wizard.engine.answers import example_answers, write_private
+
+    text = example_answers(Mode(args.mode))
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return EXIT_OK
+    target = Path(args.output)
+    if target.exists() and not args.force:
+        raise UsageError(f"{target}: already exists; pass --force to overwrite")
+    write_private(target, text)
+    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """``gpu-wizard demo serve``: the built-in demo cluster in the foreground."""
+    from wizard.demo import serve
+
+    return serve.main(args.demo_args)
+
+
+def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand (``commands=False``: the TUI's options only)."""
+    parser = argparse.ArgumentParser(
+        prog="gpu-wizard",
+        description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
+    )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    parser.add_argument(
+        "--demo",
+        nargs="?",
+        const="sle-micro-precompiled",
+        metavar="SCENARIO",
+        help="run the wizard on the built-in demo cluster (default scenario: sle-micro-precompiled)",
+    )
+    parser.add_argument(
+        "--answers", dest="tui_answers", metavar="FILE", help="prefill (and replay) from an answers file"
+    )
+    parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
+    parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
+    if not commands:
+        return parser
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    render = sub.add_parser("render", help="render manifests from an answers file and a NodeList")
+    render.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
+    render.add_argument(
+        "--nodes",
+        metavar="NODELIST.json",
+        help="`kubectl get nodes -o json` output (default: the nodes of the cluster)",
+    )
+    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
+    render.set_defaults(handler=cmd_render)
+
+    answers = sub.add_parser("answers", help="work with answers files")
+    answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
+    init = answers_sub.add_parser("init", help="write a commented example answers file")
+    init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    init.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    init.set_defaults(handler=cmd_answers_init)
+
+    demo = sub.add_parser("demo", help="the built-in demo cluster (simulated GPU Operator)")
+    demo_sub = demo.add_subparsers(dest="demo_command", metavar="ACTION", required=True)
+    serve = demo_sub.add_parser(
+        "serve", help="run it in the foreground and print the KUBECONFIG line", add_help=False, prefix_chars="\0"
+    )
+    serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
+    serve.set_defaults(handler=cmd_demo)
+
+    try:  # cluster commands (discover, apply, verify, rollback) live beside the cluster engine
+        cluster_commands = importlib.import_module("wizard.cli.cluster")
+    except ModuleNotFoundError as exc:
+        if exc.name != "wizard.cli.cluster":
+            raise
+    else:
+        cluster_commands.register(sub)
+    return parser
+
+
+def _starts_the_tui(words: Sequence[str]) -> bool:
+    """No subcommand and no --help: the TUI's first frame is timed, so its parser skips the eight subcommands."""
+    previous = ""
+    for word in words:
+        if word in ("-h", "--help") or (not word.startswith("-") and previous not in TUI_VALUE_OPTIONS):
+            return False
+        previous = word
+    return True
+
+
+def run_tui(args: argparse.Namespace) -> int:
+    """Start the interactive wizard; the engine never imports Textual, so it is loaded only here."""
+    app_module = importlib.import_module("screens.app")
+    result: int = app_module.run(args)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpu-wizard`` command."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(commands=not _starts_the_tui(words))
+    args = parser.parse_args(words)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        handler = run_tui
+    try:
+        return handler(args)
+    except UsageError as exc:
+        sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+        return EXIT_INVALID
+    except KeyboardInterrupt:
+        sys.stderr.write("gpu-wizard: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:
+        from wizard.engine.answers import AnswersError  # loaded only when something failed: start-up stays light
+
+        if not isinstance(exc, AnswersError):
+            raise
+        for error in exc.errors:
+            sys.stderr.write(f"gpu-wizard: error: {error.render(exc.source)}\n")
+        return EXIT_INVALID
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

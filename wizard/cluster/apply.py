@@ -1,0 +1,319 @@
+"""Preview, apply and roll back the rendered custom resources, without ever half-applying them.
+
+:func:`prepare_apply` validates locally against the release's CRD and on the server (server-side
+apply with ``dryRun=All`` and ``fieldValidation=Strict``), and diffs the server's answer against
+the live objects. :func:`apply` writes a backup of the live objects (0600, re-appliable YAML)
+before touching anything, then applies with field manager ``gpu-wizard``. A connection that drops
+mid-apply is resolved by re-reading: every object either holds what was applied or, after a
+rollback from the backup, what it held before; the result says which.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup, write_backup
+from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.preflight import POLICY, active_policy
+from wizard.engine.plan import Plan
+from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
+from wizard.engine.render_policy import patch_policy
+
+CONFLICT_ATTEMPTS = 5
+"""Tries to restore one object when the operator keeps updating it between our read and our write."""
+
+
+@dataclass
+class ApplyPlan:
+    """What an apply would do, checked by the server but not yet persisted."""
+
+    objects: list[dict[str, Any]]
+    """The server-side-apply bodies, in apply order (ClusterPolicy first)."""
+    live: dict[str, dict[str, Any] | None]
+    """Live object per ``Kind/name`` (None: the apply creates it)."""
+    diff: str
+    """Unified diff of YAML, live -> after apply (owned fields only for a patched ClusterPolicy)."""
+    errors: list[str]
+    dry_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The server's dry-run answer per ``Kind/name``."""
+    preinstalled: bool = False
+    """The ClusterPolicy disables the containerized driver (pre-installed host driver)."""
+    force_conflicts: bool = False
+    plan: Plan | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed(self) -> bool:
+        """Applying would change something."""
+        return bool(self.diff)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """How an apply ended."""
+
+    state: Literal["applied", "unchanged"]
+    """``applied``: every object holds the plan; ``unchanged``: the cluster is as before the apply."""
+    backup_path: Path
+    objects: list[str]
+    """``Kind/name`` of every object involved."""
+    created: list[str] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "applied"
+
+
+def _strip(obj: Mapping[str, Any] | None, only: Iterable[tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """The part of an object worth diffing: identity, labels, annotations and spec (optionally only some paths)."""
+    if not obj:
+        return {}
+    cleaned = clean(obj)
+    if only is None:
+        return cleaned
+    spec: dict[str, Any] = {}
+    for path in only:
+        node: Any = cleaned.get("spec") or {}
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        target = spec
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = node
+    return {k: v for k, v in cleaned.items() if k != "spec"} | {"spec": spec}
+
+
+def _yaml_lines(obj: Mapping[str, Any]) -> list[str]:
+    return to_yaml([obj]).splitlines(keepends=True) if obj else []
+
+
+def unified_diff(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> str:
+    """``diff -u`` of two objects' YAML."""
+    lines = difflib.unified_diff(
+        _yaml_lines(before), _yaml_lines(after), fromfile=f"live/{key}", tofile=f"planned/{key}"
+    )
+    return "".join(lines)
+
+
+def contains(live: Mapping[str, Any] | None, body: Mapping[str, Any]) -> bool:
+    """Every label, annotation and spec leaf of ``body`` has the same value in ``live``."""
+    if live is None:
+        return False
+
+    def sub(have: Any, want: Any) -> bool:
+        if isinstance(want, dict):
+            return isinstance(have, dict) and all(sub(have.get(k), v) for k, v in want.items())
+        return bool(have == want)
+
+    want = clean(body)
+    want["metadata"] = {k: v for k, v in want.get("metadata", {}).items() if k in ("labels", "annotations")}
+    have = clean(live)
+    return sub(have, want)
+
+
+async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
+    """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
+    plan = rendered.plan
+    bundle = plan.operator.bundle
+    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
+    for driver in rendered.nvidia_drivers:
+        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+
+    live_policy = active_policy(await gateway.list_custom(*POLICY))
+    owned: list[tuple[str, ...]] | None = None
+    if live_policy is not None:
+        body = patch_policy(plan, rendered.toolkit_install_dir)
+        body["metadata"]["name"] = live_policy["metadata"]["name"]
+        owned = owned_paths(plan)
+    else:
+        body = copy.deepcopy(rendered.cluster_policy)
+    objects = [body, *(copy.deepcopy(d) for d in rendered.nvidia_drivers)]
+
+    live: dict[str, dict[str, Any] | None] = {}
+    dry_run: dict[str, dict[str, Any]] = {}
+    diffs: list[str] = []
+    for obj in objects:
+        ref = ObjectRef.of(obj)
+        current = live_policy if ref.kind == "ClusterPolicy" else await gateway.get_custom(*ref.api, ref.name)
+        live[ref.key] = current
+        try:
+            answer = await gateway.apply_custom(*ref.api, ref.name, obj, dry_run=True, force=force_conflicts)
+        except ApiError as exc:
+            errors.append(_apply_error_text(ref.key, exc))
+            continue
+        dry_run[ref.key] = answer
+        only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
+        diffs.append(unified_diff(_strip(current, only), _strip(answer, only), ref.key))
+    driver_spec = (body.get("spec") or {}).get("driver") or {}
+    return ApplyPlan(
+        objects=objects,
+        live=live,
+        diff="".join(diffs),
+        errors=errors,
+        dry_run=dry_run,
+        preinstalled=driver_spec.get("enabled") is False,
+        force_conflicts=force_conflicts,
+        plan=plan,
+    )
+
+
+def _apply_error_text(key: str, exc: ApiError) -> str:
+    if exc.status == 409 and exc.field_managers:
+        fields = ", ".join(str(c.get("field") or "") for c in exc.causes if c.get("field"))
+        return (
+            f"{key}: conflict with field manager {', '.join(repr(m) for m in exc.field_managers)}"
+            f"{f' over {fields}' if fields else ''}; another tool manages these fields "
+            "(re-run with --force-conflicts to take them over)"
+        )
+    return f"{key}: {exc.message}"
+
+
+def default_backup_name(context: str) -> str:
+    """``backup-<context>-<UTC time>.yaml``."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in context) or "cluster"
+    return f"backup-{safe}-{stamp}.yaml"
+
+
+async def _read(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
+    return await gateway.get_custom(*ref.api, ref.name)
+
+
+async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path) -> ApplyResult:
+    """Back up the live objects, then server-side apply every body; never leave a partial apply behind."""
+    if not prepared.ok:
+        raise ClusterError(
+            "nothing applied: validation failed: " + "; ".join(prepared.errors),
+            "fix the answers (or resolve the conflict), then preview again",
+        )
+    refs = [ObjectRef.of(obj) for obj in prepared.objects]
+    current = {ref.key: await _read(gateway, ref) for ref in refs}
+    for ref in refs:
+        before, now = prepared.live.get(ref.key), current[ref.key]
+        if _version(before) != _version(now):
+            raise ClusterError(
+                f"nothing applied: {ref.key} changed on the server since the preview",
+                "preview again so that the diff you approve is the one applied",
+            )
+    created = [ref for ref in refs if current[ref.key] is None]
+    backup = Backup(
+        context=gateway.context,
+        server=gateway.server,
+        objects=[obj for obj in current.values() if obj is not None],
+        created=created,
+    )
+    path = write_backup(Path(backup_dir), default_backup_name(gateway.context), backup)
+    done: list[ObjectRef] = []
+    for ref, body in zip(refs, prepared.objects, strict=True):
+        try:
+            await _apply_one(gateway, ref, body, prepared.force_conflicts)
+        except ClusterError as exc:
+            restored = await _undo(gateway, backup, [*done, ref])
+            if isinstance(exc, ApiError) and exc.status == 409:
+                raise ClusterError(
+                    _apply_error_text(ref.key, exc), "nothing was changed; the backup is " + str(path)
+                ) from None
+            if restored:
+                late = (
+                    f"; a request that timed out may still be carried out by the server: check again, "
+                    f"and restore with gpu-wizard rollback --backup {path}"
+                    if isinstance(exc, TimedOut)
+                    else ""
+                )
+                return ApplyResult(
+                    "unchanged",
+                    path,
+                    [r.key for r in refs],
+                    message=f"apply failed ({exc.message}); rolled back, the cluster is unchanged{late}",
+                )
+            raise ClusterError(
+                f"apply failed ({exc.message}) and the rollback could not confirm the old state",
+                f"run: gpu-wizard rollback --backup {path}",
+            ) from None
+        done.append(ref)
+    message = f"applied {', '.join(r.key for r in refs)} (field manager gpu-wizard)"
+    return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in created], message)
+
+
+def _version(obj: Mapping[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], force: bool) -> None:
+    """Apply one object; on a dropped connection re-read: applied, or apply once more (SSA is idempotent)."""
+    for attempt in range(2):
+        try:
+            await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force)
+            return
+        except ConnectionDropped:
+            if contains(await _read(gateway, ref), body):
+                return
+            if attempt == 1:
+                raise
+            gateway.stats.retries += 1  # not applied: apply once more
+
+
+async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool:
+    """Put ``refs`` back to the backup; True when a re-read confirms each one."""
+    try:
+        await restore(gateway, backup, only={r.key for r in refs})
+    except ClusterError:
+        return False
+    return True
+
+
+async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
+    """Put one saved object back; a write raced by the operator (its status updates) is re-read and retried."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        now = await _read(gateway, ref)
+        body = clean(saved)
+        if now is None:
+            await gateway.create_custom(*ref.api, body)
+            return f"re-created {ref.key}"
+        if clean(now) == body:
+            return f"{ref.key} already matches the backup"
+        body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
+        try:
+            await gateway.replace_custom(*ref.api, ref.name, body)
+        except ApiError as exc:
+            if exc.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+            continue  # modified between our read and our write: read again, like kubectl's retry on conflict
+        return f"restored {ref.key}"
+    raise AssertionError("unreachable")
+
+
+async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
+    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
+    lines: list[str] = []
+    for saved in backup.objects:
+        ref = ObjectRef.of(saved)
+        if only is not None and ref.key not in only:
+            continue
+        lines.append(await _restore_one(gateway, ref, saved))
+        if clean(await _read(gateway, ref) or {}) != clean(saved):
+            raise ClusterError(f"rollback: {ref.key} still differs from the backup after restoring it")
+    for ref in backup.created:
+        if only is not None and ref.key not in only:
+            continue
+        gone = await gateway.delete_custom(*ref.api, ref.name)
+        lines.append(f"deleted {ref.key} (created by the apply)" if gone else f"{ref.key} already absent")
+    return lines
+
+
+async def rollback(gateway: Gateway, backup_path: str | Path) -> list[str]:
+    """Restore exactly what a backup file holds (see :func:`restore`)."""
+    return await restore(gateway, read_backup(Path(backup_path)))

@@ -1,0 +1,171 @@
+"""Backup files: the live custom resources as they were before an apply, in re-appliable YAML.
+
+A backup is multi-document YAML that ``kubectl replace -f`` (or ``gpu-wizard rollback``) accepts:
+each object without server-managed fields (resourceVersion, uid, managedFields, status…). A comment
+header records, as one JSON line, which objects the apply *created*, so that a rollback deletes
+them. Files are written 0600 through a temporary file and a rename.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from wizard.cluster.errors import ClusterError
+from wizard.engine.answers import write_private
+
+HEADER_KEY = "# gpu-wizard-backup: "
+_SERVER_FIELDS = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+)
+
+
+@dataclass(frozen=True)
+class ObjectRef:
+    """Identity of one cluster-scoped custom object."""
+
+    api_version: str
+    kind: str
+    name: str
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
+        """The identity of an object dict."""
+        return cls(
+            str(obj.get("apiVersion") or ""),
+            str(obj.get("kind") or ""),
+            str((obj.get("metadata") or {}).get("name") or ""),
+        )
+
+    @property
+    def key(self) -> str:
+        """``Kind/name``."""
+        return f"{self.kind}/{self.name}"
+
+    @property
+    def api(self) -> tuple[str, str, str]:
+        """(group, version, plural) for the custom-objects API."""
+        group, _, version = self.api_version.partition("/")
+        plural = {"ClusterPolicy": "clusterpolicies", "NVIDIADriver": "nvidiadrivers"}.get(self.kind)
+        if plural is None:
+            raise ClusterError(f"{self.key}: gpu-wizard only manages ClusterPolicy and NVIDIADriver objects")
+        return group, version, plural
+
+    def as_list(self) -> list[str]:
+        return [self.api_version, self.kind, self.name]
+
+
+def clean(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy without status and server-managed metadata (what a re-apply needs, nothing more)."""
+    data = json.loads(json.dumps(dict(obj)))
+    data.pop("status", None)
+    meta = data.get("metadata") or {}
+    for key in _SERVER_FIELDS:
+        meta.pop(key, None)
+    annotations = meta.get("annotations") or {}
+    annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    if "annotations" in meta and not annotations:
+        meta.pop("annotations")
+    data["metadata"] = meta
+    return data
+
+
+@dataclass
+class Backup:
+    """The saved objects plus the ones the apply is about to create."""
+
+    context: str
+    server: str
+    objects: list[dict[str, Any]]
+    created: list[ObjectRef] = field(default_factory=list)
+    written_at: str = ""
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.width = 4096
+    return yaml
+
+
+def render_backup(backup: Backup) -> str:
+    """The backup file's text."""
+    meta = {
+        "version": 1,
+        "context": backup.context,
+        "server": backup.server,
+        "writtenAt": backup.written_at,
+        "created": [ref.as_list() for ref in backup.created],
+    }
+    lines = [
+        f"# gpu-wizard backup of the GPU Operator custom resources, {backup.written_at}",
+        f"# context {backup.context} ({backup.server}); restore with: gpu-wizard rollback --backup THIS_FILE",
+        "# (or `kubectl replace -f THIS_FILE`, then delete the objects listed as created below)",
+        HEADER_KEY + json.dumps(meta, sort_keys=True),
+    ]
+    buffer = io.StringIO()
+    docs = [clean(obj) for obj in backup.objects]
+    if docs:
+        _yaml().dump_all(docs, buffer)
+    body = buffer.getvalue()
+    return "\n".join(lines) + "\n" + ("---\n" + body if body else "")
+
+
+def write_backup(directory: Path, name: str, backup: Backup) -> Path:
+    """Write the backup (directory 0700, file 0600); returns its path."""
+    backup.written_at = backup.written_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = directory / name
+        write_private(path, render_backup(backup))
+    except OSError as exc:
+        raise ClusterError(
+            f"cannot write the backup to {directory} ({exc.strerror}); nothing was applied",
+            "pass --backup-dir with a writable directory",
+        ) from None
+    return path
+
+
+def read_backup(path: Path) -> Backup:
+    """Parse a backup file written by :func:`write_backup`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClusterError(f"{path}: cannot read the backup ({exc.strerror})") from None
+    header = next((ln[len(HEADER_KEY) :] for ln in text.splitlines() if ln.startswith(HEADER_KEY)), None)
+    if header is None:
+        raise ClusterError(f"{path}: not a gpu-wizard backup (no '{HEADER_KEY.strip()}' line)")
+    try:
+        meta = json.loads(header)
+        docs = [d for d in _yaml().load_all(text) if d]
+    except (ValueError, YAMLError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ClusterError(f"{where}: damaged backup ({exc.__class__.__name__})") from None
+    created = [ObjectRef(*map(str, item)) for item in meta.get("created") or []]
+    for doc in docs:
+        if not isinstance(doc, dict) or not doc.get("kind"):
+            raise ClusterError(f"{path}: damaged backup (a document is not a Kubernetes object)")
+    return Backup(
+        str(meta.get("context") or ""), str(meta.get("server") or ""), docs, created, str(meta.get("writtenAt") or "")
+    )
+
+
+def private(path: Path) -> bool:
+    """Whether only the owner may read the file (mode 0600 or stricter)."""
+    return os.stat(path).st_mode & 0o077 == 0

@@ -1,0 +1,379 @@
+"""The cluster engine's front door: one object per connected cluster, used by the CLI and the TUI.
+
+``Cluster`` ties the pieces together: :mod:`wizard.cluster.gateway` (the only Kubernetes client user),
+:mod:`wizard.cluster.preflight`, :mod:`wizard.cluster.apply`, :mod:`wizard.cluster.rollout` and :mod:`wizard.cluster.verify`. All
+methods are coroutines or async iterators and bounded by timeouts; errors a user can fix come out
+as :class:`ClusterError` with a ``message`` and a ``hint``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from wizard.cluster import apply as applying
+from wizard.cluster import pathcheck
+from wizard.cluster import rollout as rollouts
+from wizard.cluster import verify as verifying
+from wizard.cluster.errors import ApiError, ClusterError
+from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.kubeconfig import list_contexts
+from wizard.cluster.liveplan import plan_from_live
+from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
+from wizard.cluster.preflight_refs import reference_checks
+from wizard.cluster.probe import manager_image
+from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
+from wizard.engine.plan import Plan
+from wizard.engine.registry_routes import ADVERT_KEY, demo_registry_options
+from wizard.engine.render import Rendered, render
+from wizard.engine.results import Check, ClusterInfo, LogLine, Status
+from wizard.registry.client import RegistryClient
+from wizard.registry.images import ImageStatus, check_images
+
+__all__ = [
+    "ApplyPlan",
+    "ApplyResult",
+    "Cluster",
+    "ClusterError",
+    "ImageStatus",
+    "Preflight",
+    "RolloutStatus",
+    "kube_contexts",
+]
+
+ApplyPlan = applying.ApplyPlan
+ApplyResult = applying.ApplyResult
+RolloutStatus = rollouts.RolloutStatus
+PAGE_SIZE = 500
+DEMO_MARKER = "gpu-wizard"
+
+
+def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]:
+    """Context names and the current context (KUBECONFIG lists merged like kubectl); ClusterError if unusable."""
+    return list_contexts(kubeconfig)
+
+
+def _is_demo(version: dict[str, Any]) -> bool:
+    return any(DEMO_MARKER in str(value).lower() for value in version.values())
+
+
+class Cluster:
+    """A connected cluster. ``async with await Cluster.connect(...) as cluster:`` or call :meth:`close`."""
+
+    def __init__(self, gateway: Gateway, info: ClusterInfo, *, demo_registry: dict[str, Any] | None = None) -> None:
+        self.gateway = gateway
+        self.info = info
+        self._demo_registry = demo_registry
+        """What a demo API server said about its registry in ``/version`` (:mod:`wizard.engine.registry_routes`)."""
+        self._nodes_rv = ""
+        self._known: dict[str, NodeFacts] = {}
+        self._preflight: Preflight | None = None
+        self.host_verified: set[str] = set()
+        """GPU nodes whose host nvidia-smi passed in this session (pre-installed mode)."""
+        self.probe_image = ""
+        """Image of the host probe pods; empty: the live driver-manager image, else the release default."""
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        in_cluster: bool = False,
+        timeout: float = 10.0,
+    ) -> Cluster:
+        """Load credentials like kubectl, then prove the server answers and accepts them."""
+        gateway = await Gateway.connect(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout)
+        try:
+            version = await gateway.version()
+            await gateway.access_review("list", "nodes")  # /version is public; this proves the credentials
+        except ApiError as exc:
+            await gateway.close()
+            if exc.status in (401, 403):
+                raise ClusterError(
+                    f"{gateway.server} rejected the credentials of context {gateway.context!r} ({exc.status})",
+                    "log in again: the token or client certificate is missing, expired or not accepted",
+                ) from None
+            raise
+        except BaseException:
+            await gateway.close()
+            raise
+        info = ClusterInfo(
+            context=gateway.context,
+            server=gateway.server,
+            version=str(version.get("gitVersion") or ""),
+            demo=_is_demo(version),
+            insecure=not gateway.configuration.verify_ssl,
+        )
+        advert = version.get(ADVERT_KEY) if info.demo else None
+        return cls(gateway, info, demo_registry=advert if isinstance(advert, dict) else None)
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self.gateway.close()
+
+    async def __aenter__(self) -> Cluster:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def preflight(self, plan: Plan | None = None) -> Preflight:
+        """Permissions, CRDs, operator namespace and release, live ClusterPolicy / NVIDIADrivers."""
+        self._preflight = await run_preflight(self.gateway, plan)
+        return self._preflight
+
+    async def reference_checks(self, plan: Plan) -> list[Check]:
+        """Do the repoConfig ConfigMap and the pull Secrets the plan names exist in the operator namespace?"""
+        return await reference_checks(self.gateway, plan, await self.namespace(plan))
+
+    async def namespace(self, plan: Plan | None = None) -> str:
+        """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""
+        policy = active_policy(await self.gateway.list_custom(*POLICY))
+        live = str(((policy or {}).get("status") or {}).get("namespace") or "")
+        if live:
+            return live
+        if self._preflight is None:
+            self._preflight = await run_preflight(self.gateway, plan)
+        return self._preflight.operator_namespace
+
+    async def live_plan(self) -> Plan:
+        """The plan the cluster runs now (live ClusterPolicy and default NVIDIADriver): an upgrade starts here."""
+        policy = active_policy(await self.gateway.list_custom(*POLICY))
+        drivers = await self.gateway.list_custom(*DRIVERS)
+        found = self._preflight or await self.preflight()
+        return plan_from_live(policy, drivers, release=found.operator_release, namespace=found.operator_namespace)
+
+    async def discover(self) -> ClusterFacts:
+        """Every node, listed in pages of 500, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
+        nodes: list[NodeFacts] = []
+        cont: str | None = None
+        while True:
+            page = await self.gateway.list_nodes_page(limit=PAGE_SIZE, cont=cont)
+            nodes.extend(node_facts(item) for item in page.get("items") or [])
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue") or None
+            if not cont:
+                self._nodes_rv = str(meta.get("resourceVersion") or "")
+                break
+        self._known = {n.name: n for n in nodes}
+        return ClusterFacts(nodes)
+
+    async def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
+        """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
+        if not self._nodes_rv:
+            for facts in (await self.discover()).nodes:
+                yield "ADDED", facts
+        failures = 0
+        while True:
+            try:
+                async with contextlib.aclosing(self.gateway.watch_nodes(self._nodes_rv)) as events:
+                    async for kind, obj in events:
+                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+                        self._nodes_rv = rv or self._nodes_rv
+                        if kind not in ("ADDED", "MODIFIED", "DELETED"):
+                            continue
+                        facts = node_facts(obj)
+                        if kind == "DELETED":
+                            self._known.pop(facts.name, None)
+                        else:
+                            self._known[facts.name] = facts
+                        failures = 0
+                        yield kind, facts
+            except Gone:
+                before = dict(self._known)
+                for facts in (await self.discover()).nodes:
+                    old = before.pop(facts.name, None)
+                    if old is None:
+                        yield "ADDED", facts
+                    elif old != facts:
+                        yield "MODIFIED", facts
+                for gone in before.values():
+                    yield "DELETED", gone
+            except ClusterError:
+                failures += 1
+                if failures > 5:
+                    raise
+                await asyncio.sleep(min(0.5 * 2**failures, 10.0))
+
+    def registry_options(self, hosts: Iterable[str]) -> dict[str, Any]:
+        """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster sees them.
+
+        ``{}`` for a real cluster (ask the registries themselves). For the demo cluster: mirrors that
+        send each host to the registry the demo's kubelet resolves against (its API server's ``/v2/``,
+        trusted through the kubeconfig's CA, or the real registry its scenario names), so a demo
+        reached through a kubeconfig checks the same digests as one started in-process.
+        """
+        if not self.info.demo:
+            return {}
+        configuration = self.gateway.configuration
+        ca_path, ca_data = getattr(configuration, "ssl_ca_cert", None), None
+        if ca_path:
+            with contextlib.suppress(OSError):  # the client library's copy of the kubeconfig's CA data
+                ca_data = Path(str(ca_path)).read_text(encoding="ascii")
+        return demo_registry_options(
+            self._demo_registry,
+            server=self.gateway.server,
+            hosts=hosts,
+            ca_data=ca_data,
+            verify=bool(getattr(configuration, "verify_ssl", True)),
+        )
+
+    async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
+        """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
+        return await check_images(rendered, registry)
+
+    # -- changing --------------------------------------------------------------------------------
+
+    async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
+        """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
+        return await applying.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+
+    async def apply(
+        self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False
+    ) -> ApplyResult:
+        """Back up, then server-side apply; pre-installed mode first needs nvidia-smi to pass on every GPU host."""
+        if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
+            await self._require_host_drivers(prepared)
+        return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
+
+    async def _require_host_drivers(self, prepared: ApplyPlan) -> None:
+        facts = await self.discover()
+        gpu = [n for n in facts.gpu_nodes if n.name not in self.host_verified]
+        if gpu:
+            plan = prepared.plan
+            if plan is None:
+                raise ClusterError(
+                    "pre-installed mode: cannot tell which release to probe with",
+                    "pass --allow-unverified-preinstalled",
+                )
+            ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
+            try:
+                pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+                async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, 16, pages)) as probes:
+                    async for _ in probes:
+                        pass
+            finally:
+                self.host_verified |= ctx.host_ok
+        missing = sorted(n.name for n in facts.gpu_nodes if n.name not in self.host_verified)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise ClusterError(
+                f"nothing applied: pre-installed mode needs a working host driver, but nvidia-smi did not pass on {shown}",
+                "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
+            )
+
+    async def rollback(self, backup_path: str | Path) -> list[str]:
+        """Restore exactly what the backup holds; delete the objects the apply created."""
+        return await applying.rollback(self.gateway, backup_path)
+
+    async def rollout(
+        self, plan: Plan, *, interval: float = 1.0, timeout: float = 1800.0
+    ) -> AsyncGenerator[RolloutStatus, None]:
+        """Rollout snapshots until ready, failed (e.g. ImagePullBackOff) or cancelled."""
+        namespace = await self.namespace(plan)
+        statuses = rollouts.follow(self.gateway, plan, namespace, interval=interval, timeout=timeout)
+        async with contextlib.aclosing(statuses):
+            async for status in statuses:
+                yield status
+
+    async def check_paths(
+        self,
+        plan: Plan,
+        *,
+        toolkit_install_dir: str | None = None,
+        nodes: list[str] | None = None,
+        concurrency: int = 16,
+        timeout: float = 30.0,
+    ) -> AsyncGenerator[Check, None]:
+        """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
+
+        ``toolkit_install_dir`` defaults to the plan's, else the OS profile's; ``nodes`` to every GPU
+        node. Per node a probe pod runs ``test``/``findmnt`` on the host (see :mod:`wizard.cluster.pathcheck`);
+        one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
+        """
+        facts = await self.discover()
+        targets, paths = pathcheck.prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
+        namespace = await self.namespace(plan) if targets else ""
+        policy = active_policy(await self.gateway.list_custom(*POLICY)) if targets else None
+        image = self.probe_image or manager_image(policy, plan.operator.bundle)
+        checks = pathcheck.run(
+            self.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+        )
+        async with contextlib.aclosing(checks):
+            async for check in checks:
+                yield check
+
+    # -- proving ---------------------------------------------------------------------------------
+
+    async def verify(
+        self,
+        plan: Plan,
+        rendered: Rendered | None = None,
+        *,
+        registry: RegistryClient | None = None,
+        concurrency: int = 16,
+        timeout: float = 30.0,
+    ) -> AsyncGenerator[Check | LogLine, None]:
+        """Stream every check: operator status, then each GPU node (concurrently), then a summary."""
+        policy = active_policy(await self.gateway.list_custom(*POLICY))
+        drivers = await self.gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
+        for check in verifying.policy_checks(plan, policy, drivers):
+            yield check
+        facts = await self.discover()
+        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+        if not gpu:
+            yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
+            return
+        rendered = rendered or render(plan, facts)
+        ctx = await self._verify_context(plan, rendered, registry=registry, timeout=timeout, policy=policy)
+        try:
+            pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+            async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, concurrency, pages)) as items:
+                async for item in items:
+                    yield item
+        finally:
+            self.host_verified |= ctx.host_ok
+        failed = ctx.failed
+        if failed:
+            shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
+            yield Check("summary", Status.FAIL, f"{len(failed)} of {len(gpu)} GPU nodes failed: {shown}")
+        else:
+            yield Check("summary", Status.PASS, f"all {len(gpu)} GPU nodes verified")
+
+    async def _verify_context(
+        self,
+        plan: Plan,
+        rendered: Rendered | None,
+        *,
+        registry: RegistryClient | None,
+        timeout: float,
+        policy: dict[str, Any] | None = None,
+    ) -> verifying.VerifyContext:
+        """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
+        namespace = await self.namespace(plan)
+        policy = policy or active_policy(await self.gateway.list_custom(*POLICY))
+        expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
+        digests = await registry.check_many(sorted({i for i in expected.values() if i})) if registry else {}
+        toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
+        return verifying.VerifyContext(
+            gateway=self.gateway,
+            plan=plan,
+            namespace=namespace,
+            expected=expected,
+            pods={},
+            digests=digests,
+            toolkit_dir=toolkit_dir,
+            driver_dir=driver_dir,
+            drop_in=drop_in,
+            probe_image=self.probe_image or manager_image(policy, plan.operator.bundle),
+            timeout=timeout,
+        )

@@ -1,0 +1,482 @@
+"""The one door to the Kubernetes API: the official client's asyncio flavour (``kubernetes.aio``).
+
+Nothing else in ``wizard/`` imports ``kubernetes``. Every call goes through the generated API's
+``*_without_preload_content`` variants and hands back plain JSON dicts: the engine reads nodes and
+custom resources as JSON (as :mod:`wizard.engine.facts` expects) and never builds thousands of pydantic
+models. Each call is bounded by a timeout; calls that are safe to repeat (reads, dry-runs, access
+reviews) are retried with backoff on 429/5xx and dropped connections, honouring ``Retry-After``; an
+exec the server refused before starting the command is retried too. ``Gateway.stats`` counts requests
+and retries. Errors come out as :class:`wizard.cluster.errors.ClusterError` subclasses worded for the user.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from typing import Any
+
+import aiohttp
+from kubernetes.aio import client, config, watch
+from kubernetes.aio.client.exceptions import ApiException
+from kubernetes.aio.config import ConfigException
+from kubernetes.aio.stream import WsApiClient
+
+from wizard.cluster.errors import ApiError, ClusterError
+from wizard.cluster.kubeconfig import choose_context, existing_paths
+from wizard.cluster.transport import (
+    DROPS,
+    ExecOutput,
+    ExecResult,
+    backoff,
+    dropped,
+    env_proxy,
+    status_error,
+    transport_error,
+)
+from wizard.engine.results import CallStats
+
+DEFAULT_TIMEOUT = 10.0
+MAX_ATTEMPTS = 4
+"""Attempts per retryable call (the first one plus three retries)."""
+SHOWN_COMMAND = 48
+"""Characters of an exec's command quoted in an error (the verification scripts are long)."""
+APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
+FIELD_MANAGER = "gpu-wizard"
+
+
+class Gone(ClusterError):
+    """A watch's resourceVersion is too old (410): list again, then watch from the new version."""
+
+
+async def _load_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple[client.Configuration, str]:
+    chosen = choose_context(kubeconfig, context)
+    configuration = client.Configuration()
+    try:
+        await config.load_kube_config(
+            config_file=existing_paths(kubeconfig),
+            context=chosen,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    except (ConfigException, KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise ClusterError(
+            f"context {chosen!r}: cannot load its cluster or credentials ({exc})",
+            "log in again (the credentials may be missing or expired) or fix the kubeconfig",
+        ) from None
+    except OSError as exc:
+        raise ClusterError(f"context {chosen!r}: cannot read a file it names ({exc})") from None
+    return configuration, chosen
+
+
+def _in_cluster_configuration() -> client.Configuration:
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)
+    except ConfigException as exc:
+        raise ClusterError(
+            f"in-cluster configuration unavailable ({exc})",
+            "--in-cluster works only inside a pod with a service account; use --kubeconfig/--context elsewhere",
+        ) from None
+    return configuration
+
+
+class Gateway:
+    """An authenticated connection to one API server; create with :meth:`connect`, end with :meth:`close`."""
+
+    def __init__(self, configuration: client.Configuration, *, context: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 128)
+        if not configuration.proxy and not env_proxy(configuration.host):
+            # The client's sessions trust the environment, which costs a proxy and .netrc lookup on every
+            # request (~0.7 ms, i.e. most of an exec's client CPU). With no proxy for this server, skip it.
+            configuration.client_session_kwargs = {**(configuration.client_session_kwargs or {}), "trust_env": False}
+        self.configuration = configuration
+        self.context = context
+        self.server: str = configuration.host
+        self.timeout = timeout
+        self.api = client.ApiClient(configuration)
+        self.core = client.CoreV1Api(self.api)
+        self.apps = client.AppsV1Api(self.api)
+        self.custom = client.CustomObjectsApi(self.api)
+        self.authz = client.AuthorizationV1Api(self.api)
+        self.versions = client.VersionApi(self.api)
+        self._ws: WsApiClient | None = None
+        self.stats = CallStats()
+        """Requests sent (every attempt) and retries made, for fault reports."""
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        in_cluster: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> Gateway:
+        """Load credentials like kubectl does (no request is made yet)."""
+        if in_cluster:
+            return cls(_in_cluster_configuration(), context="in-cluster", timeout=timeout)
+        configuration, chosen = await _load_kubeconfig(kubeconfig, context)
+        return cls(configuration, context=chosen, timeout=timeout)
+
+    async def close(self) -> None:
+        """Close the HTTP and websocket sessions."""
+        await self.api.close()
+        if self._ws is not None:
+            await self._ws.close()
+            self._ws = None
+
+    # -- the one request path -------------------------------------------------------------------
+
+    def _transport_error(self, exc: BaseException, what: str, timeout: float) -> ClusterError:
+        return transport_error(exc, what, self.server, timeout)
+
+    def _status_error(self, status: int, raw: bytes, headers: Mapping[str, str], what: str) -> ApiError:
+        return status_error(status, raw, headers, what, self.context)
+
+    async def call(
+        self,
+        what: str,
+        fn: Callable[..., Awaitable[aiohttp.ClientResponse]],
+        /,
+        *args: Any,
+        safe: bool = True,
+        allow_missing: bool = False,
+        timeout: float | None = None,
+        text: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        """Run one generated ``*_without_preload_content`` call and decode its JSON body.
+
+        ``safe`` calls (no side effect, or idempotent) are retried on 429/5xx and dropped connections;
+        any call is retried on 429 (the server did not act). ``allow_missing`` turns 404 into None;
+        ``text`` returns the body as text instead of decoding JSON.
+        """
+        limit = timeout or self.timeout
+        for attempt in range(MAX_ATTEMPTS):
+            last = attempt == MAX_ATTEMPTS - 1
+            self.stats.requests += 1
+            try:
+                async with asyncio.timeout(limit):
+                    response = await fn(*args, _request_timeout=float(limit), **kwargs)
+                    try:
+                        raw = await response.read()
+                    finally:
+                        response.release()
+            except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
+                # A timeout is the user's limit, not retried; a dropped connection is, when the call is safe.
+                if safe and dropped(exc) and not last:
+                    self.stats.retries += 1
+                    await asyncio.sleep(backoff(attempt, None))
+                    continue
+                raise self._transport_error(exc, what, limit) from None
+            status = response.status
+            if 200 <= status < 300:
+                if text:
+                    return raw.decode("utf-8", "replace")
+                return json.loads(raw) if raw else {}
+            if status == 404 and allow_missing:
+                return None
+            error = self._status_error(status, raw, response.headers, what)
+            if not last and (status == 429 or (safe and status >= 500)):
+                self.stats.retries += 1
+                await asyncio.sleep(backoff(attempt, error.retry_after))
+                continue
+            raise error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def version(self) -> dict[str, Any]:
+        """``GET /version``."""
+        return await self.call("reading the server version", self.versions.get_code_without_preload_content)
+
+    def raw(self, api: Any, operation: str) -> Callable[..., Awaitable[aiohttp.ClientResponse]]:
+        """A generated operation's ``*_without_preload_content`` variant: the raw response, no models built."""
+        method: Callable[..., Awaitable[aiohttp.ClientResponse]] = getattr(api, f"{operation}_without_preload_content")
+        return method
+
+    async def list_nodes_page(
+        self, *, limit: int | None = None, cont: str | None = None, label_selector: str | None = None
+    ) -> dict[str, Any]:
+        """One page of ``GET /api/v1/nodes?limit=…&continue=…`` as a NodeList dict."""
+        fn = self.raw(self.core, "list_node")
+        return await self.call("listing nodes", fn, limit=limit, _continue=cont, label_selector=label_selector)
+
+    async def watch(
+        self,
+        what: str,
+        fn: Callable[..., Any],
+        *args: Any,
+        resource_version: str,
+        timeout_seconds: int = 300,
+        **kwargs: Any,
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """``(type, object)`` events of a list call's watch after ``resource_version``, until the server ends
+        it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again)."""
+        stream = watch.Watch(return_type="object")
+        limit = float(timeout_seconds + 15)
+        try:
+            async for event in stream.stream(
+                fn,
+                *args,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_seconds,
+                _request_timeout=limit,
+                **kwargs,
+            ):
+                yield str(event["type"]), event["raw_object"]
+        except ApiException as exc:
+            if exc.status == 410:
+                raise Gone(f"{what}: the watch expired ({exc.reason})") from None
+            raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), {}, what) from None
+        except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
+            raise self._transport_error(exc, what, limit) from None
+        finally:
+            await stream.close()
+
+    def watch_nodes(
+        self, resource_version: str, *, timeout_seconds: int = 300
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """Node events after ``resource_version`` (see :meth:`watch`)."""
+        return self.watch(
+            "watching nodes", self.core.list_node, resource_version=resource_version, timeout_seconds=timeout_seconds
+        )
+
+    def watch_pods(
+        self, namespace: str, resource_version: str, *, label_selector: str | None = None, timeout_seconds: int = 300
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """Pod events of a namespace after ``resource_version`` (see :meth:`watch`)."""
+        what = f"watching pods in {namespace}"
+        return self.watch(
+            what,
+            self.core.list_namespaced_pod,
+            namespace,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            label_selector=label_selector,
+        )
+
+    async def list_pods(
+        self, namespace: str, *, label_selector: str | None = None, field_selector: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Pods of one namespace matching the selectors."""
+        fn = self.raw(self.core, "list_namespaced_pod")
+        found = await self.call(
+            f"listing pods in {namespace}", fn, namespace, label_selector=label_selector, field_selector=field_selector
+        )
+        return list(found.get("items") or [])
+
+    async def pod_pages(
+        self, namespace: str, *, label_selector: str | None = None, limit: int = 500
+    ) -> AsyncGenerator[tuple[list[dict[str, Any]], str], None]:
+        """``(pods, list resourceVersion)`` one page (``limit``) at a time, so a caller keeps only what it needs."""
+        fn = self.raw(self.core, "list_namespaced_pod")
+        what = f"listing pods in {namespace}"
+        cont: str | None = None
+        while True:
+            page = await self.call(what, fn, namespace, label_selector=label_selector, limit=limit, _continue=cont)
+            meta = page.get("metadata") or {}
+            yield list(page.get("items") or []), str(meta.get("resourceVersion") or "")
+            cont = meta.get("continue") or None
+            if not cont:
+                return
+
+    async def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One pod, or None."""
+        fn = self.raw(self.core, "read_namespaced_pod")
+        return await self.call(f"reading pod {namespace}/{name}", fn, name, namespace, allow_missing=True)
+
+    async def read_log(
+        self, namespace: str, pod: str, container: str, *, tail_lines: int = 20, previous: bool = False
+    ) -> str:
+        """The last lines of a container's log, or of its previous run ("" when there is none)."""
+        fn = self.raw(self.core, "read_namespaced_pod_log")
+        what = f"reading the log of {namespace}/{pod} ({container})"
+        args: dict[str, Any] = {"container": container, "tail_lines": tail_lines, "previous": previous or None}
+        return str(await self.call(what, fn, pod, namespace, allow_missing=True, text=True, **args) or "")
+
+    async def configmap_exists(self, namespace: str, name: str) -> bool:
+        """Whether the ConfigMap exists (ApiError 403 when the user may not read it)."""
+        fn = self.raw(self.core, "read_namespaced_config_map")
+        return (
+            await self.call(f"reading configmap {namespace}/{name}", fn, name, namespace, allow_missing=True)
+            is not None
+        )
+
+    async def secret_type(self, namespace: str, name: str) -> str | None:
+        """A Secret's ``type``, or None when it does not exist; nothing of its data is kept or shown."""
+        fn = self.raw(self.core, "read_namespaced_secret")
+        found = await self.call(f"reading secret {namespace}/{name}", fn, name, namespace, allow_missing=True)
+        return None if found is None else str(found.get("type") or "Opaque")
+
+    async def list_daemonsets(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """DaemonSets of one namespace matching the selector."""
+        fn = self.raw(self.apps, "list_namespaced_daemon_set")
+        found = await self.call(f"listing daemonsets in {namespace}", fn, namespace, label_selector=label_selector)
+        return list(found.get("items") or [])
+
+    async def list_deployments(self, namespace: str | None) -> list[dict[str, Any]]:
+        """Deployments of one namespace, or of all namespaces when None."""
+        if namespace is None:
+            found = await self.call("listing deployments", self.raw(self.apps, "list_deployment_for_all_namespaces"))
+        else:
+            fn = self.raw(self.apps, "list_namespaced_deployment")
+            found = await self.call(f"listing deployments in {namespace}", fn, namespace)
+        return list(found.get("items") or [])
+
+    async def api_resources(self, group: str, version: str) -> dict[str, Any] | None:
+        """Discovery of ``/apis/<group>/<version>`` (an APIResourceList), or None when not served."""
+        fn = self.raw(self.custom, "get_api_resources")
+        return await self.call(f"discovering {group}/{version}", fn, group, version, allow_missing=True)
+
+    async def get_custom(self, group: str, version: str, plural: str, name: str) -> dict[str, Any] | None:
+        """One cluster-scoped custom object, or None."""
+        fn = self.raw(self.custom, "get_cluster_custom_object")
+        return await self.call(f"reading {plural}/{name}", fn, group, version, plural, name, allow_missing=True)
+
+    async def list_custom(self, group: str, version: str, plural: str) -> list[dict[str, Any]]:
+        """Every cluster-scoped custom object of a kind ([] when the CRD is missing)."""
+        fn = self.raw(self.custom, "list_cluster_custom_object")
+        found = await self.call(f"listing {plural}", fn, group, version, plural, allow_missing=True)
+        return list((found or {}).get("items") or [])
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def apply_custom(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        name: str,
+        body: Mapping[str, Any],
+        *,
+        dry_run: bool,
+        force: bool = False,
+    ) -> dict[str, Any]:
+        """Server-side apply (field manager ``gpu-wizard``, strict field validation); dry-run when asked.
+
+        Only a dry-run is retried after a dropped connection: a real apply is re-read by the caller first.
+        """
+        fn = self.raw(self.custom, "patch_cluster_custom_object")
+        options: dict[str, Any] = {"dry_run": "All" if dry_run else None, "field_validation": "Strict", "force": force}
+        options |= {"field_manager": FIELD_MANAGER, "_content_type": APPLY_CONTENT_TYPE}
+        what = f"{'dry-run ' if dry_run else ''}applying {plural}/{name}"
+        return await self.call(what, fn, group, version, plural, name, dict(body), safe=dry_run, **options)
+
+    async def replace_custom(
+        self, group: str, version: str, plural: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """``PUT`` a whole custom object (its ``metadata.resourceVersion`` guards against lost updates)."""
+        fn = self.raw(self.custom, "replace_cluster_custom_object")
+        return await self.call(
+            f"replacing {plural}/{name}", fn, group, version, plural, name, dict(body), field_manager=FIELD_MANAGER
+        )
+
+    async def create_custom(self, group: str, version: str, plural: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """``POST`` a new cluster-scoped custom object."""
+        fn = self.raw(self.custom, "create_cluster_custom_object")
+        return await self.call(
+            f"creating {plural}", fn, group, version, plural, dict(body), field_manager=FIELD_MANAGER, safe=False
+        )
+
+    async def delete_custom(self, group: str, version: str, plural: str, name: str) -> bool:
+        """Delete a cluster-scoped custom object; False when it was already gone."""
+        fn = self.raw(self.custom, "delete_cluster_custom_object")
+        return (
+            await self.call(f"deleting {plural}/{name}", fn, group, version, plural, name, allow_missing=True)
+            is not None
+        )
+
+    async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a pod."""
+        fn = self.raw(self.core, "create_namespaced_pod")
+        return await self.call(
+            f"creating a pod in {namespace}", fn, namespace, dict(body), field_manager=FIELD_MANAGER, safe=False
+        )
+
+    async def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete a pod at once (grace period 0); a pod already gone is fine."""
+        fn = self.raw(self.core, "delete_namespaced_pod")
+        await self.call(
+            f"deleting pod {namespace}/{name}", fn, name, namespace, grace_period_seconds=0, allow_missing=True
+        )
+
+    async def access_review(
+        self, verb: str, resource: str, *, group: str = "", namespace: str = "", subresource: str = ""
+    ) -> tuple[bool, str]:
+        """SelfSubjectAccessReview: may the current user do this? (allowed, reason)."""
+        attributes = {"verb": verb, "resource": resource, "group": group}
+        if namespace:
+            attributes["namespace"] = namespace
+        if subresource:
+            attributes["subresource"] = subresource
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        }
+        result = await self.call(
+            f"checking permission {verb} {resource}",
+            self.authz.create_self_subject_access_review_without_preload_content,
+            body,
+        )
+        status = result.get("status") or {}
+        return bool(status.get("allowed")), str(status.get("reason") or status.get("evaluationError") or "")
+
+    # -- exec -----------------------------------------------------------------------------------
+
+    async def exec(
+        self,
+        namespace: str,
+        pod: str,
+        container: str,
+        command: list[str],
+        *,
+        on_line: Callable[[str, str], None] | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run a command in a container over the websocket exec API.
+
+        ``on_line(stream, line)`` is called for each complete stdout/stderr line as it arrives, so a
+        front end can show the output live. The whole exec is bounded by ``timeout``. A handshake the
+        server refuses with 429 or 5xx (kubelet unreachable, throttled) is retried: the command never ran.
+        """
+        limit = timeout or self.timeout
+        if self._ws is None:
+            self._ws = WsApiClient(configuration=self.configuration)
+        shown = " ".join(command)
+        if len(shown) > SHOWN_COMMAND:
+            shown = shown[: SHOWN_COMMAND - 1] + "…"
+        what = f"exec {shown} in {namespace}/{pod} ({container})"
+        try:
+            async with asyncio.timeout(limit):
+                for attempt in range(MAX_ATTEMPTS):
+                    self.stats.requests += 1
+                    try:
+                        return await self._exec_once(namespace, pod, container, command, ExecOutput(on_line))
+                    except aiohttp.WSServerHandshakeError as exc:
+                        if attempt == MAX_ATTEMPTS - 1 or not (exc.status == 429 or exc.status >= 500):
+                            raise ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})") from None
+                        self.stats.retries += 1
+                        await asyncio.sleep(backoff(attempt, None))
+        except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
+            raise self._transport_error(exc, what, limit) from None
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _exec_once(
+        self, namespace: str, pod: str, container: str, command: list[str], output: ExecOutput
+    ) -> ExecResult:
+        assert self._ws is not None
+        # WsApiClient answers with aiohttp's ws_connect context manager, not the annotated ClientResponse.
+        connection: Any = await client.CoreV1Api(self._ws).connect_get_namespaced_pod_exec_without_preload_content(
+            pod, namespace, command=command, container=container, stderr=True, stdin=False, stdout=True, tty=False
+        )
+        async with connection as ws:
+            async for message in ws:
+                if isinstance(message.data, bytes | str):
+                    output.frame(message.data)
+        return output.result()

@@ -1,0 +1,273 @@
+"""Node-side checks of the host paths a plan installs into, before anything is applied.
+
+The toolkit copies ``nvidia-container-runtime`` into ``toolkit.installDir`` and containerd then
+executes it from there; the containerized driver exposes its root at ``/run/nvidia/driver`` and
+the validator and toolkit execute ``nvidia-smi`` and libraries from it. So each folder (or, while
+it does not exist yet, its nearest existing parent, where the operand will create it) must be
+writable and on a mount without ``noexec``. A read-only ``/usr/local`` (SLE Micro, other immutable
+OSes) or a ``noexec`` ``/run`` breaks the install only after the rollout; checked here first.
+
+Per node, one short-lived probe pod (:class:`wizard.cluster.probe.ProbePod`: host ``/`` at ``/host``,
+deleted afterwards, also on cancellation) runs one script of ``chroot /host test -d|-w`` and
+``findmnt -T`` steps for each path and its parents; plain commands, no shell loops, so the same
+script runs on any host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import posixpath
+import uuid
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass
+
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.probe import ProbePod, sweep
+from wizard.engine.facts import ClusterFacts
+from wizard.engine.nodescript import Step, StepResult
+from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
+from wizard.engine.results import Check, Status
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """One host folder the plan puts operand files in, and what it must allow."""
+
+    check: str
+    """The check's name: ``toolkit-dir`` or ``driver-dir``."""
+    field: str
+    """The answers field that sets it."""
+    path: str
+    runs: str
+    """What must execute from there (the reason noexec fails)."""
+    must_exist: bool = False
+    """Pre-installed driver root: the host driver is there already, nothing creates it."""
+    writable: bool = True
+    """An operand creates or writes files there."""
+
+
+def host_paths(plan: Plan, toolkit_dir: str) -> list[HostPath]:
+    """The folders to check for ``plan`` (``toolkit_dir``: the installDir the toolkit will get)."""
+    paths = [HostPath("toolkit-dir", "toolkit.installDir", toolkit_dir, "the toolkit's nvidia-container-runtime")]
+    driver_dir = plan.hostPaths.driverInstallDir
+    if plan.driver_enabled:
+        paths.append(
+            HostPath(
+                "driver-dir",
+                "hostPaths.driverInstallDir",
+                driver_dir or DEFAULT_DRIVER_INSTALL_DIR,
+                "the containerized driver's nvidia-smi and libraries",
+            )
+        )
+    elif driver_dir:
+        paths.append(
+            HostPath(
+                "driver-dir",
+                "hostPaths.driverInstallDir",
+                driver_dir,
+                "the host driver's nvidia-smi",
+                must_exist=True,
+                writable=False,
+            )
+        )
+    return paths
+
+
+def lineage(path: str) -> list[str]:
+    """``path`` and each parent up to ``/``, nearest first."""
+    out = [posixpath.normpath(path)]
+    while out[-1] != "/":
+        out.append(posixpath.dirname(out[-1]))
+    return out
+
+
+def steps_for(paths: Sequence[HostPath]) -> list[Step]:
+    """The script of one node: ``test -e`` of each path, ``test -d``, ``test -w`` and ``findmnt`` of every folder on the way."""
+    steps = [Step(f"e {p.path}", ("test", "-e", p.path), host=True) for p in paths]
+    for folder in dict.fromkeys(f for p in paths for f in lineage(p.path)):
+        steps += [
+            Step(f"d {folder}", ("test", "-d", folder), host=True),
+            Step(f"w {folder}", ("test", "-w", folder), host=True),
+            Step(f"m {folder}", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", folder), host=True),
+        ]
+    return steps
+
+
+def _fix_hint(spec: HostPath, problem: str, mount: str) -> str:
+    """What to change for a folder that is read-only (``problem`` "ro") or noexec."""
+    if spec.check == "toolkit-dir":
+        if problem == "ro":
+            return f"set toolkit.installDir to a writable path: {IMMUTABLE_TOOLKIT_INSTALL_DIR} (the SLE Micro default) or /opt/nvidia"
+        return f"move toolkit.installDir to a folder on an exec mount (e.g. /opt/nvidia), or remount {mount} with exec"
+    if spec.must_exist:
+        return f"remount {mount} with exec, or correct hostPaths.driverInstallDir"
+    return (
+        f"remount {mount} with exec on the GPU nodes (the driver container always uses {DEFAULT_DRIVER_INSTALL_DIR}; "
+        "driverInstallDir does not move it), or use a pre-installed host driver"
+    )
+
+
+def finding(spec: HostPath, results: Mapping[str, StepResult], node: str) -> Check:
+    """The check of one folder on one node from its script's results.
+
+    ``data`` carries the facts (``exists``, ``nearest``, ``mount``, ``writable``, ``noexec``) and
+    ``short``: a few words for a table cell (``writable, exec``, ``noexec /run``, ``read-only /``).
+    """
+    ok = {name: r.exit_code == 0 for name, r in results.items()}
+    exists = ok.get(f"d {spec.path}", False)
+    nearest = next((f for f in lineage(spec.path) if ok.get(f"d {f}", False)), "")
+    data: dict[str, object] = {"path": spec.path, "exists": exists, "nearest": nearest}
+
+    def check(status: Status, short: str, message: str, hint: str = "") -> Check:
+        return Check(spec.check, status, message, node=node, hint=hint, data={**data, "short": short})
+
+    if not exists and ok.get(f"e {spec.path}", False):
+        return check(
+            Status.FAIL, "not a folder", f"{spec.path} exists but is not a folder", f"remove it or change {spec.field}"
+        )
+    if spec.must_exist and not exists:
+        hint = f"set {spec.field} to the root of the host driver (where usr/bin/nvidia-smi is), or leave it empty for /"
+        return check(
+            Status.FAIL, "missing", f"{spec.path} does not exist: {spec.field} must be the host driver's root", hint
+        )
+    mounted = results.get(f"m {nearest}")
+    fields = mounted.output.split() if mounted is not None else []
+    if not nearest or mounted is None or mounted.exit_code != 0 or len(fields) < 2:
+        shown = (mounted.output if mounted is not None else "")[:120]
+        return check(
+            Status.WARN, "mount unknown", f"cannot tell the mount of {spec.path} (findmnt: {shown or 'no answer'})"
+        )
+    target, options = fields[0], fields[-1].split(",")
+    writable, noexec = ok.get(f"w {nearest}", False), "noexec" in options
+    data.update(mount=target, options=",".join(options), writable=writable, noexec=noexec)
+    where = f"{spec.path} (exists)" if exists else f"{spec.path} (to be created in {nearest})"
+    problems: list[tuple[str, str]] = []
+    if spec.writable and not writable:
+        why = "mounted read-only" if "ro" in options else "test -w fails (immutable attribute?)"
+        problems.append((f"read-only {target}", f"not writable: {nearest} is on {target}, {why}"))
+    if noexec:
+        problems.append((f"noexec {target}", f"{target} is mounted noexec: {spec.runs} must execute from there"))
+    if problems:
+        hint = _fix_hint(spec, "ro" if spec.writable and not writable else "noexec", target)
+        shorts, texts = zip(*problems, strict=True)
+        return check(Status.FAIL, ", ".join(shorts), f"{where}: " + "; ".join(texts), hint)
+    allows = "writable, exec" if spec.writable else "exec"
+    flags = ",".join(o for o in options if o in ("rw", "ro"))
+    return check(Status.PASS, allows, f"{where}: on {target} ({flags or 'rw'}), {allows}")
+
+
+async def check_node(
+    gateway: Gateway,
+    node: str,
+    paths: Sequence[HostPath],
+    *,
+    namespace: str,
+    image: str,
+    timeout: float,
+    run_id: str,
+) -> list[Check]:
+    """Every path's check on one node (one probe pod, one exec); a probe that cannot run fails each path."""
+    steps = steps_for(paths)
+    try:
+        async with ProbePod(gateway, node, namespace, image, timeout=timeout, run_id=run_id) as shell:
+            results = await shell.run_steps(steps, lambda _stream, _line: None)
+    except ClusterError as exc:
+        hint = exc.hint or "check that the node is Ready and its kubelet reachable"
+        return [
+            Check(p.check, Status.FAIL, f"cannot check {p.path}: {exc.message}", node=node, hint=hint) for p in paths
+        ]
+    by_name = {step.check: result for step, result in zip(steps, results, strict=True)}
+    return [finding(p, by_name, node) for p in paths]
+
+
+async def check_nodes(
+    gateway: Gateway,
+    nodes: Sequence[str],
+    paths: Sequence[HostPath],
+    *,
+    namespace: str,
+    image: str,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check, None]:
+    """Check ``paths`` on ``nodes`` (``concurrency`` at once), yielding each node's checks as it finishes.
+
+    Closing the generator early (or cancelling its consumer) cancels the node tasks and deletes
+    every probe pod of this run, including one whose create was interrupted.
+    """
+    run_id = uuid.uuid4().hex[:12]
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(node: str) -> list[Check]:
+        async with semaphore:
+            return await check_node(
+                gateway, node, paths, namespace=namespace, image=image, timeout=timeout, run_id=run_id
+            )
+
+    tasks = [asyncio.create_task(one(node)) for node in nodes]
+    try:
+        for done in asyncio.as_completed(tasks):
+            for check in await done:
+                yield check
+    finally:
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(sweep(gateway, namespace, run_id))
+
+
+def prepare(
+    plan: Plan, facts: ClusterFacts, *, toolkit_install_dir: str | None, nodes: list[str] | None
+) -> tuple[list[str], list[HostPath]]:
+    """The nodes to check (every GPU node unless named) and the folders; ClusterError for a bad name or path.
+
+    The toolkit folder is ``toolkit_install_dir``, else the plan's, else the OS profile's default
+    (what the rendered ClusterPolicy will say).
+    """
+    known = {n.name for n in facts.nodes}
+    targets = sorted(nodes if nodes is not None else (n.name for n in facts.gpu_nodes))
+    unknown = [n for n in targets if n not in known]
+    if unknown:
+        raise ClusterError(f"no node named {unknown[0]!r} in the cluster", "pick nodes from `gpu-wizard discover`")
+    toolkit_dir = toolkit_install_dir or plan.toolkit.installDir or facts.recommend_toolkit_dir().value
+    try:
+        check_absolute_path(toolkit_dir)
+    except ValueError as exc:
+        raise ClusterError(f"toolkit.installDir: {exc}") from None
+    return targets, host_paths(plan, toolkit_dir)
+
+
+async def run(
+    gateway: Gateway,
+    nodes: Sequence[str],
+    paths: Sequence[HostPath],
+    *,
+    namespace: str,
+    image: str,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check, None]:
+    """:func:`check_nodes`, preceded by a note when the driver folder is not checked and followed by a summary."""
+    if not nodes:
+        yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
+        return
+    if not any(p.check == "driver-dir" for p in paths):
+        yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
+    failed: set[str] = set()
+    checks = check_nodes(
+        gateway, nodes, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+    )
+    async with contextlib.aclosing(checks):
+        async for check in checks:
+            if not check.ok:
+                failed.add(check.node)
+            yield check
+    if failed:
+        shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
+        yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(nodes)} nodes: {shown}")
+    else:
+        yield Check("summary", Status.PASS, f"host paths usable on all {len(nodes)} nodes")

@@ -1,0 +1,312 @@
+"""Preflight: may this user do what the wizard is about to do, and what does the cluster already run?
+
+Asks the API server (SelfSubjectAccessReview) for every verb the chosen action needs and names
+each one missing; checks that the GPU Operator's CRDs are served (else says how to install the
+operator); finds the operator's namespace (the live ClusterPolicy's ``status.namespace``, never a
+guess) and release (its Deployment's image tag); checks that the ConfigMap and Secrets the plan
+names exist there (:mod:`wizard.cluster.preflight_refs`); and reads the live ClusterPolicy and NVIDIADrivers
+so an upgrade starts from what runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.cluster.errors import ApiError
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.preflight_refs import reference_checks
+from wizard.engine.naming import Release, image_tag
+from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, Mode, Plan
+from wizard.engine.results import Check, Status
+
+GROUP = "nvidia.com"
+POLICY = (GROUP, "v1", "clusterpolicies")
+DRIVERS = (GROUP, "v1alpha1", "nvidiadrivers")
+HELM_REPO = "https://helm.ngc.nvidia.com/nvidia"
+
+
+@dataclass(frozen=True)
+class Permission:
+    """One verb on one resource the action needs."""
+
+    verb: str
+    resource: str
+    group: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    why: str = ""
+    required: bool = True
+    """False: missing it only limits something optional (shown as a warning)."""
+
+    def text(self) -> str:
+        """``create pods/exec in gpu-operator`` (kubectl auth can-i wording)."""
+        resource = f"{self.resource}.{self.group}" if self.group else self.resource
+        if self.subresource:
+            resource += f"/{self.subresource}"
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.verb} {resource}{where}"
+
+
+@dataclass
+class Preflight:
+    """Everything preflight learned; ``ok`` when no check failed."""
+
+    checks: list[Check]
+    crds: bool
+    """The ClusterPolicy CRD is served (NVIDIADriver too, when the plan uses it)."""
+    operator_namespace: str
+    operator_release: str
+    """The operator Deployment's image tag (``v26.7.0``), empty when no operator runs."""
+    cluster_policy: dict[str, Any] | None
+    nvidia_drivers: list[dict[str, Any]] = field(default_factory=list)
+    operator_image: str = ""
+    helm_release: str = ""
+    missing_permissions: list[Permission] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
+    """What discovery, apply, rollback and verification of ``plan`` need (reads only without a plan)."""
+    ns = namespace
+    needed = [
+        Permission("list", "nodes", why="discover GPU nodes"),
+        Permission("watch", "nodes", why="follow node changes", required=False),
+        Permission("list", "clusterpolicies", GROUP, why="read the live ClusterPolicy"),
+        Permission("list", "nvidiadrivers", GROUP, why="read live NVIDIADrivers", required=False),
+        Permission("list", "deployments", "apps", namespace=ns, why="find the operator release", required=False),
+        Permission("list", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
+        Permission("list", "pods", namespace=ns, why="find the driver pods"),
+    ]
+    if plan is None:
+        return needed
+    needed += [
+        Permission("get", "clusterpolicies", GROUP, why="diff against the live ClusterPolicy"),
+        Permission("create", "clusterpolicies", GROUP, why="apply a new ClusterPolicy"),
+        Permission("patch", "clusterpolicies", GROUP, why="apply the ClusterPolicy (server-side apply)"),
+        Permission("update", "clusterpolicies", GROUP, why="roll back from the backup", required=False),
+    ]
+    if plan.driver_enabled and plan.driver.useNvidiaDriverCRD:
+        needed += [
+            Permission("get", "nvidiadrivers", GROUP, why="diff against live NVIDIADrivers"),
+            Permission("create", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
+            Permission("patch", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
+            Permission("delete", "nvidiadrivers", GROUP, why="roll back created NVIDIADrivers", required=False),
+        ]
+    if plan.mode is Mode.PREINSTALLED:
+        needed += [
+            Permission("create", "pods", namespace=ns, why="run nvidia-smi on each host (probe pod)"),
+            Permission("delete", "pods", namespace=ns, why="remove the probe pods"),
+        ]
+    needed += [
+        Permission("get", "pods", namespace=ns, why="read driver pods"),
+        Permission("watch", "pods", namespace=ns, why="follow the rollout"),
+        Permission(
+            "get", "pods", subresource="log", namespace=ns, why="quote a failing container's log", required=False
+        ),
+        Permission("create", "pods", subresource="exec", namespace=ns, why="run nvidia-smi in the driver pods"),
+    ]
+    return needed
+
+
+async def missing_permissions(gateway: Gateway, needed: list[Permission]) -> list[Permission]:
+    """The permissions the API server denies (one SelfSubjectAccessReview each, concurrently)."""
+    unique = list(dict.fromkeys(needed))
+
+    async def denied(p: Permission) -> bool:
+        allowed, _ = await gateway.access_review(
+            p.verb, p.resource, group=p.group, namespace=p.namespace, subresource=p.subresource
+        )
+        return not allowed
+
+    answers = await asyncio.gather(*(denied(p) for p in unique))
+    return [p for p, no in zip(unique, answers, strict=True) if no]
+
+
+def install_hint(release: str) -> str:
+    """The helm commands that install the GPU Operator (and with it the CRDs)."""
+    return (
+        f"install the GPU Operator first: helm repo add nvidia {HELM_REPO} && helm repo update && "
+        f"helm install gpu-operator nvidia/gpu-operator -n {DEFAULT_NAMESPACE} --create-namespace --version {release}"
+    )
+
+
+def active_policy(policies: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ClusterPolicy the operator acts on: the oldest one (the others report ``ignored``)."""
+    if not policies:
+        return None
+    return min(
+        policies, key=lambda p: (str((p.get("metadata") or {}).get("creationTimestamp") or ""), p["metadata"]["name"])
+    )
+
+
+def _operator_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    containers = ((deployment.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [{}]
+    return next((c for c in containers if c.get("name") == "gpu-operator"), containers[0])
+
+
+def _is_operator(deployment: dict[str, Any]) -> bool:
+    meta = deployment.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return (
+        labels.get("app.kubernetes.io/component") == "gpu-operator"
+        or labels.get("app") == "gpu-operator"
+        or meta.get("name") == "gpu-operator"
+    )
+
+
+async def _find_operator(gateway: Gateway, namespace: str | None) -> dict[str, Any] | None:
+    """The operator Deployment (chart labels ``app.kubernetes.io/component`` / ``app`` = gpu-operator)."""
+    try:
+        found = [d for d in await gateway.list_deployments(namespace) if _is_operator(d)]
+    except ApiError as exc:
+        if exc.status == 403:
+            return None
+        raise
+    return found[0] if found else None
+
+
+def _release_check(plan: Plan | None, release: str) -> Check | None:
+    if plan is None or not release:
+        return None
+    try:
+        live = Release.parse(release)
+    except ValueError:
+        return Check(
+            "release",
+            Status.WARN,
+            f"operator image tag {release!r} is not a release version; naming rules of {plan.operator.version} assumed",
+        )
+    wanted = Release.parse(plan.operator.version)
+    if (live.major, live.minor) != (wanted.major, wanted.minor):
+        return Check(
+            "release",
+            Status.FAIL,
+            f"the cluster runs GPU Operator {live}, the plan targets {wanted}",
+            hint=f"set operator.version: {live} in the answers (image names and CRD fields differ between releases)",
+        )
+    if live != wanted:
+        return Check("release", Status.WARN, f"the cluster runs {live}, the plan targets {wanted} (same release line)")
+    return Check("release", Status.PASS, f"the plan targets the running release {live}")
+
+
+async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
+    """Run every preflight check for ``plan`` (or for read-only use when None)."""
+    checks: list[Check] = []
+    policy_api, drivers_api = await asyncio.gather(
+        gateway.api_resources(*POLICY[:2]), gateway.api_resources(*DRIVERS[:2])
+    )
+    has_policy = any(r.get("name") == POLICY[2] for r in (policy_api or {}).get("resources") or [])
+    has_drivers = any(r.get("name") == DRIVERS[2] for r in (drivers_api or {}).get("resources") or [])
+    release_hint = plan.operator.version if plan else DEFAULT_RELEASE
+    wants_drivers = bool(plan and plan.driver_enabled and plan.driver.useNvidiaDriverCRD)
+    if not has_policy:
+        checks.append(
+            Check(
+                "crd",
+                Status.FAIL,
+                "the ClusterPolicy CRD (clusterpolicies.nvidia.com) is not installed",
+                hint=install_hint(release_hint),
+            )
+        )
+    elif wants_drivers and not has_drivers:
+        checks.append(
+            Check(
+                "crd",
+                Status.FAIL,
+                "the NVIDIADriver CRD (nvidiadrivers.nvidia.com) is not installed",
+                hint=install_hint(release_hint),
+            )
+        )
+    else:
+        checks.append(Check("crd", Status.PASS, "GPU Operator CRDs installed"))
+
+    policies = await gateway.list_custom(*POLICY) if has_policy else []
+    drivers = await gateway.list_custom(*DRIVERS) if has_drivers else []
+    policy = active_policy(policies)
+    namespace = str(((policy or {}).get("status") or {}).get("namespace") or "")
+    deployment = await _find_operator(gateway, namespace or None)
+    if not namespace:
+        namespace = (
+            deployment["metadata"]["namespace"]
+            if deployment
+            else (plan.operator.namespace if plan else DEFAULT_NAMESPACE)
+        )
+    operator_image = str(_operator_container(deployment).get("image") or "") if deployment else ""
+    release = image_tag(operator_image) if operator_image else ""
+    helm_release = ""
+    if deployment:
+        meta = deployment["metadata"]
+        helm_release = str(
+            (meta.get("annotations") or {}).get("meta.helm.sh/release-name")
+            or (meta.get("labels") or {}).get("app.kubernetes.io/instance")
+            or ""
+        )
+        checks.append(
+            Check(
+                "operator",
+                Status.PASS,
+                f"GPU Operator {release or '(unknown release)'} runs in namespace {namespace}",
+                data={"image": operator_image},
+            )
+        )
+    elif has_policy:
+        checks.append(
+            Check(
+                "operator",
+                Status.WARN,
+                f"no GPU Operator Deployment found (namespace {namespace})",
+                hint="the ClusterPolicy has no effect until the operator runs; check `helm list -A`",
+            )
+        )
+    release_check = _release_check(plan, release)
+    if release_check:
+        checks.append(release_check)
+    if policy is not None:
+        state = str((policy.get("status") or {}).get("state") or "unknown")
+        extra = f"; {len(policies) - 1} more ClusterPolicy ignored by the operator" if len(policies) > 1 else ""
+        checks.append(
+            Check(
+                "cluster-policy", Status.PASS, f"live ClusterPolicy {policy['metadata']['name']} (state {state}){extra}"
+            )
+        )
+    elif has_policy:
+        checks.append(Check("cluster-policy", Status.PASS, "no ClusterPolicy yet: apply creates one"))
+
+    if plan is not None:
+        checks += await reference_checks(gateway, plan, namespace)
+    missing = await missing_permissions(gateway, permissions(plan, namespace))
+    for perm in missing:
+        status = Status.FAIL if perm.required else Status.WARN
+        checks.append(
+            Check(
+                "permission",
+                status,
+                f"missing permission: {perm.text()} (needed to {perm.why})",
+                hint="ask a cluster admin to grant it (RBAC)",
+                data={
+                    "verb": perm.verb,
+                    "resource": perm.resource,
+                    "group": perm.group,
+                    "subresource": perm.subresource,
+                    "namespace": perm.namespace,
+                },
+            )
+        )
+    if not missing:
+        checks.append(Check("permission", Status.PASS, f"all {len(permissions(plan, namespace))} permissions granted"))
+    return Preflight(
+        checks=checks,
+        crds=has_policy and (has_drivers or not wants_drivers),
+        operator_namespace=namespace,
+        operator_release=release,
+        cluster_policy=policy,
+        nvidia_drivers=drivers,
+        operator_image=operator_image,
+        helm_release=helm_release,
+        missing_permissions=missing,
+    )

@@ -1,0 +1,139 @@
+"""HTTP and websocket plumbing of the gateway that does not need the Kubernetes client.
+
+Wording of transport and status errors for the user, retry backoff, proxy detection, and the
+framing of exec output (channel bytes, line splitting, the status channel's exit code).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+
+from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
+
+MAX_RETRY_AFTER = 10.0
+DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionResetError)
+"""A connection lost after the request was sent (a connect error is not one)."""
+_CHANNELS = {1: "stdout", 2: "stderr"}
+_STATUS_CHANNEL = 3
+
+
+def dropped(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection lost mid-request (retried for safe calls; timeouts are not)."""
+    return isinstance(exc, DROPS) or (
+        isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError)
+    )
+
+
+def transport_error(exc: BaseException, what: str, server: str, timeout: float) -> ClusterError:
+    """A timeout, TLS failure, refused connection or dropped connection, worded with what to do."""
+    if isinstance(exc, TimeoutError):
+        return TimedOut(
+            f"{what}: no answer from {server} within {timeout:g}s",
+            "check that the API server is up and reachable (VPN, proxy, firewall)",
+        )
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
+        return ClusterError(
+            f"{what}: TLS verification of {server} failed ({exc})",
+            "check the context's certificate-authority and that the server address is right",
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ClusterError(
+            f"{what}: cannot connect to {server} ({exc.os_error.strerror or exc})",
+            "check that the cluster is running and the context points at the right server",
+        )
+    return ConnectionDropped(
+        f"{what}: the connection to {server} dropped ({exc.__class__.__name__})",
+        "the server may or may not have acted on the request; re-read before retrying",
+    )
+
+
+def status_error(status: int, raw: bytes, headers: Mapping[str, str], what: str, context: str) -> ApiError:
+    """An error answer (a ``metav1.Status``), with a hint for 401 and 403."""
+    hint = ""
+    if status == 401:
+        hint = f"the credentials of context {context!r} are missing, expired or rejected; log in again or refresh the kubeconfig"
+    elif status == 403:
+        hint = "ask a cluster admin for this permission (gpu-wizard's preflight lists every one it needs)"
+    elif status == 429:
+        hint = "the API server is overloaded and asked to slow down; try again in a minute"
+    elif status >= 500:
+        hint = (
+            "the API server failed on this request (retried where safe); try again, and check its health if it persists"
+        )
+    error = ApiError.from_response(status, raw, headers, what, hint=hint)
+    if status == 401:
+        error.message = f"{what}: unauthorized (401)"
+    return error
+
+
+def backoff(attempt: int, retry_after: float | None) -> float:
+    """Seconds before retry ``attempt`` (0-based): the server's Retry-After (capped), else exponential with jitter."""
+    if retry_after is not None:
+        return min(retry_after, MAX_RETRY_AFTER)
+    return min(0.2 * 2**attempt, 3.0) * (1.0 + 0.2 * random.random())
+
+
+def env_proxy(url: str) -> str:
+    """The proxy the environment (HTTPS_PROXY, NO_PROXY…) sets for ``url``, or ""."""
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme, "")
+    if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return ""
+    return proxy
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command run in a container produced."""
+
+    exit_code: int | None
+    """None when the server closed the stream without reporting a status."""
+    stdout: str
+    stderr: str
+
+
+class ExecOutput:
+    """Collects an exec's channel frames into lines (handed to ``on_line`` as they complete) and its exit code."""
+
+    def __init__(self, on_line: Callable[[str, str], None] | None) -> None:
+        self.on_line = on_line
+        self.partial = {"stdout": "", "stderr": ""}
+        self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self.exit_code: int | None = None
+
+    def frame(self, data: bytes | str) -> None:
+        """One websocket message: byte 0 the channel (1 stdout, 2 stderr, 3 status), then the payload."""
+        if isinstance(data, str):
+            data = data.encode()
+        if not data:
+            return
+        channel, payload = data[0], data[1:].decode("utf-8", "replace")
+        if channel in _CHANNELS:
+            self._feed(_CHANNELS[channel], payload)
+        elif channel == _STATUS_CHANNEL and payload:
+            status = json.loads(payload)
+            causes = (status.get("details") or {}).get("causes") or [{}]
+            self.exit_code = 0 if status.get("status") == "Success" else int(causes[0].get("message", 1))
+
+    def _feed(self, stream: str, text: str, final: bool = False) -> None:
+        *complete, self.partial[stream] = (self.partial[stream] + text).split("\n")
+        if final and self.partial[stream]:
+            complete.append(self.partial[stream])
+            self.partial[stream] = ""
+        for line in complete:
+            self.lines[stream].append(line)
+            if self.on_line is not None:
+                self.on_line(stream, line)
+
+    def result(self) -> ExecResult:
+        """Flush unterminated last lines; the result."""
+        self._feed("stdout", "", final=True)
+        self._feed("stderr", "", final=True)
+        return ExecResult(self.exit_code, "\n".join(self.lines["stdout"]), "\n".join(self.lines["stderr"]))

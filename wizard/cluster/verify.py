@@ -1,0 +1,387 @@
+"""Prove the driver works on every GPU node: streamed checks of each driver pod and host.
+
+The stream yields :class:`~wizard.engine.results.Check` and :class:`~wizard.engine.results.LogLine` items as they
+happen. Nodes are verified concurrently (an ``asyncio.Semaphore`` bounds how many at once), each
+with its own timeouts, so a slow or failing node never holds up the others. Per GPU node:
+
+* driver modes: the driver pod (``app.kubernetes.io/component=nvidia-driver``, containers by name),
+  its ``nvidia-driver-ctr`` spec image against the rendered image for that node, the running
+  ``imageID`` digest against the registry's digest of that tag (a tag re-pushed after the pull shows
+  up here), and ``nvidia-smi`` run in the container, its output streamed and parsed;
+* pre-installed mode: the ``nvidia.com/gpu.deploy.driver=pre-installed`` label and ``nvidia-smi`` on
+  the host through a short-lived probe pod;
+* every mode: the toolkit binary's mount (``noexec`` flagged), ``/run/nvidia/driver`` for the
+  containerized driver, and the containerd drop-in's ``BinaryName`` against the live installDir.
+
+A node's commands run as one script (:mod:`wizard.engine.nodescript`): one exec per node where the driver
+container sees the host root, else one in the driver container plus one in a probe pod, side by
+side. Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
+from wizard.cluster.probe import ProbePod, Shell, host_root_mount, sweep
+from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+from wizard.engine import nvsmi
+from wizard.engine.facts import NodeFacts
+from wizard.engine.nodescript import Step, StepResult, drop_in_finding, mount_finding
+from wizard.engine.plan import Plan
+from wizard.engine.results import Check, LogLine, Status
+from wizard.registry.client import TagStatus
+
+__all__ = [
+    "DEFAULT_DROP_IN",
+    "DriverPod",
+    "VerifyContext",
+    "driver_pod_pages",
+    "live_paths",
+    "policy_checks",
+    "verify_nodes",
+]
+
+Item = Check | LogLine
+Emit = Callable[[Item], None]
+
+
+@dataclass(frozen=True)
+class DriverPod:
+    """What verification needs from one driver pod (kept instead of the whole object: 5,000 pods add up)."""
+
+    name: str
+    node: str
+    image: str
+    """``nvidia-driver-ctr``'s spec image."""
+    image_id: str
+    state: str
+    """``running``, ``waiting``, ``terminated`` or "" (no status yet)."""
+    why: str
+    host_root: str
+    """Where ``nvidia-driver-ctr`` sees the host's ``/`` ("" when it does not)."""
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> DriverPod:
+        containers = (pod.get("spec") or {}).get("containers") or []
+        spec: dict[str, Any] = next((c for c in containers if c.get("name") == DRIVER_CONTAINER), {})
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        status: dict[str, Any] = next((c for c in statuses if c.get("name") == DRIVER_CONTAINER), {})
+        states = status.get("state") or {}
+        state = next((k for k in ("running", "waiting", "terminated") if k in states), "")
+        detail = states.get(state) or {}
+        why = f"{detail.get('reason') or state or 'not started'}: {detail.get('message') or ''}".rstrip(": ")
+        return cls(
+            name=str(pod["metadata"]["name"]),
+            node=str((pod.get("spec") or {}).get("nodeName") or ""),
+            image=str(spec.get("image") or ""),
+            image_id=str(status.get("imageID") or ""),
+            state=state,
+            why=why,
+            host_root=host_root_mount(pod, DRIVER_CONTAINER),
+        )
+
+
+@dataclass
+class VerifyContext:
+    """What every node's checks share."""
+
+    gateway: Gateway
+    plan: Plan
+    namespace: str
+    expected: dict[str, str]
+    """Node -> the driver image the node should run (rendered)."""
+    pods: dict[str, DriverPod]
+    digests: dict[str, TagStatus]
+    """Image -> the registry's answer (empty without a registry client)."""
+    toolkit_dir: str
+    driver_dir: str
+    drop_in: str
+    probe_image: str
+    timeout: float
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    failed: set[str] = field(default_factory=set)
+    host_ok: set[str] = field(default_factory=set)
+    """Nodes whose host ``nvidia-smi`` passed (pre-installed mode)."""
+
+
+def _digest_of(image_id: str) -> str:
+    return image_id.rsplit("@", 1)[-1] if "sha256:" in image_id else ""
+
+
+class NodeRun:
+    """The checks of one GPU node; findings go to ``emit`` as they are made."""
+
+    def __init__(self, ctx: VerifyContext, node: NodeFacts, emit: Emit) -> None:
+        self.ctx = ctx
+        self.node = node
+        self._emit = emit
+
+    def emit(self, check: str, status: Status, message: str, **extra: Any) -> None:
+        if status is Status.FAIL:
+            self.ctx.failed.add(self.node.name)
+        self._emit(Check(check, status, message, node=self.node.name, **extra))
+
+    def line(self, stream: str, text: str) -> None:
+        self._emit(LogLine(text, self.node.name, stream))
+
+    def path_steps(self, *, driver: bool) -> list[Step]:
+        """findmnt of the toolkit binary (and the driver root), grep of the containerd drop-in, all on the host."""
+        runtime = f"{self.ctx.toolkit_dir}/toolkit/nvidia-container-runtime"
+        steps = [Step("toolkit-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", runtime), host=True)]
+        if driver:
+            steps.append(
+                Step("driver-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", self.ctx.driver_dir), host=True)
+            )
+        steps.append(Step("containerd-config", ("grep", "BinaryName", self.ctx.drop_in), host=True))
+        return steps
+
+    async def run_steps(self, shell: Shell, steps: list[Step]) -> None:
+        """Run ``steps`` in one exec and report each; an exec that fails fails every one of its checks."""
+        try:
+            results = await shell.run_steps(steps, self.line)
+        except ClusterError as exc:
+            for step in steps:
+                self.emit(
+                    step.check,
+                    Status.FAIL,
+                    f"cannot run {step.argv[0]} in {shell.pod}: {exc.message}",
+                    hint=exc.hint or "check that the node's kubelet is reachable",
+                )
+            return
+        for step, result in zip(steps, results, strict=True):
+            self.report(step, result)
+
+    def report(self, step: Step, result: StepResult) -> None:
+        if step.check in ("nvidia-smi", "host-nvidia-smi"):
+            if self.smi_check(step.check, result).ok and step.check == "host-nvidia-smi":
+                self.ctx.host_ok.add(self.node.name)
+            return
+        if step.check == "containerd-config":
+            status, message, hint = drop_in_finding(result, self.ctx.drop_in, self.ctx.toolkit_dir)
+        else:
+            path, what = (
+                step.argv[-1],
+                "toolkit.installDir" if step.check == "toolkit-path" else "the driver install directory",
+            )
+            status, message, hint = mount_finding(result, path, what, writable=step.check == "toolkit-path")
+        self.emit(step.check, status, message, hint=hint, detail=result.output)
+
+    async def run(self) -> None:
+        if self.ctx.plan.driver_enabled:
+            await self.driver_mode()
+        else:
+            await self.preinstalled_mode()
+
+    async def driver_mode(self) -> None:
+        pod = self.ctx.pods.get(self.node.name)
+        if pod is None:
+            if self.node.preinstalled:
+                self.emit(
+                    "driver-pod",
+                    Status.FAIL,
+                    "no driver pod: the node is labelled nvidia.com/gpu.deploy.driver=pre-installed (a host driver was found)",
+                    hint="use pre-installed mode, or remove the host driver",
+                )
+            else:
+                label = self.node.deploy_driver or "unset"
+                self.emit(
+                    "driver-pod",
+                    Status.FAIL,
+                    f"no driver pod on the node (nvidia.com/gpu.deploy.driver={label})",
+                    hint="check the driver DaemonSets and the node's deploy label",
+                )
+            return
+        expected = self.ctx.expected.get(self.node.name, "")
+        if pod.image == expected:
+            self.emit("driver-image", Status.PASS, pod.image, data={"pod": pod.name})
+        else:
+            self.emit(
+                "driver-image",
+                Status.FAIL,
+                f"{pod.name} runs {pod.image or 'no nvidia-driver-ctr'}, expected {expected}",
+                hint="the operator rendered another image than planned: check the ClusterPolicy's driver fields and the node's OS/kernel labels",
+            )
+        if pod.state != "running":
+            self.emit(
+                "driver-pod",
+                Status.FAIL,
+                f"{pod.name}: nvidia-driver-ctr {pod.why}",
+                hint="see `kubectl describe pod` for the events",
+            )
+            return
+        self.digest_check(expected or pod.image, pod.image_id)
+        smi = Step("nvidia-smi", ("nvidia-smi",), stream=True)
+        driver_shell = Shell(
+            self.ctx.gateway, self.ctx.namespace, pod.name, DRIVER_CONTAINER, pod.host_root, self.ctx.timeout
+        )
+        if pod.host_root:
+            await self.run_steps(driver_shell, [smi, *self.path_steps(driver=True)])
+            return
+
+        async def on_the_host() -> None:
+            async with self.probe() as shell:
+                await self.run_steps(shell, self.path_steps(driver=True))
+
+        await asyncio.gather(self.run_steps(driver_shell, [smi]), on_the_host())
+
+    def probe(self) -> ProbePod:
+        ctx = self.ctx
+        return ProbePod(
+            ctx.gateway, self.node.name, ctx.namespace, ctx.probe_image, timeout=ctx.timeout, run_id=ctx.run_id
+        )
+
+    def digest_check(self, image: str, image_id: str) -> None:
+        answer = self.ctx.digests.get(image)
+        if answer is None:
+            return
+        running = _digest_of(image_id)
+        self.line("stdout", f"image:   {image}")
+        self.line("stdout", f"imageID: {image_id or '(none)'}")
+        self.line("stdout", f"registry digest: {answer.digest or answer.error or 'missing'}")
+        if answer.error:
+            self.emit("image-digest", Status.WARN, f"cannot read the registry digest of {image}: {answer.error}")
+        elif not answer.exists:
+            self.emit(
+                "image-digest",
+                Status.FAIL,
+                f"{image} no longer exists in the registry (the pod runs {running or 'an unknown digest'})",
+                hint="re-mirror the image; a restarted pod could not pull it",
+            )
+        elif running == answer.digest:
+            self.emit("image-digest", Status.PASS, f"{running} matches the registry", data={"digest": running})
+        else:
+            self.emit(
+                "image-digest",
+                Status.FAIL,
+                f"the pod runs {running or 'an unknown digest'}, the registry's {image} is now {answer.digest}",
+                hint="the tag was re-pushed after the pod pulled it: delete the driver pod (OnDelete) so it pulls again, if the new image is intended",
+                data={"running": running, "registry": answer.digest},
+            )
+
+    def smi_check(self, check: str, result: StepResult) -> nvsmi.SmiReport:
+        report = nvsmi.parse_table(result.output, result.exit_code if result.exit_code is not None else 1)
+        if not report.ok:
+            self.emit(
+                check,
+                Status.FAIL,
+                f"nvidia-smi failed: {report.error}",
+                hint="see the output above; the driver is not usable on this node",
+                detail=result.output,
+            )
+            return report
+        data = {"driver_version": report.driver_version, "gpus": list(report.gpus), "header": report.header_style}
+        wanted = self.ctx.plan.driver.version
+        branch = wanted.split(".", 1)[0] if wanted and not wanted.startswith("sha256:") else ""
+        if branch and report.driver_version.split(".", 1)[0] != branch:
+            self.emit(
+                check, Status.FAIL, f"{report.summary()}; the plan wants the {branch} branch ({wanted})", data=data
+            )
+        elif self.node.gpu_count and report.gpu_count < self.node.gpu_count:
+            self.emit(
+                check, Status.WARN, f"{report.summary()}; the node advertises {self.node.gpu_count} GPUs", data=data
+            )
+        else:
+            self.emit(check, Status.PASS, report.summary(), data=data)
+        return report
+
+    async def preinstalled_mode(self) -> None:
+        pod = self.ctx.pods.get(self.node.name)
+        if pod is not None:
+            self.emit(
+                "driver-pod",
+                Status.FAIL,
+                f"driver pod {pod.name} runs on a node meant to use its host driver",
+                hint="the ClusterPolicy must set driver.enabled: false",
+            )
+        if self.node.preinstalled:
+            self.emit("deploy-label", Status.PASS, "nvidia.com/gpu.deploy.driver=pre-installed")
+        else:
+            self.emit(
+                "deploy-label",
+                Status.WARN,
+                f"nvidia.com/gpu.deploy.driver={self.node.deploy_driver or 'unset'}, not pre-installed",
+                hint="with driver.enabled=false the driver manager never relabels the node (operator issue #982); the host nvidia-smi check below is what counts",
+            )
+        smi = Step("host-nvidia-smi", ("nvidia-smi",), host=True, stream=True)
+        async with self.probe() as shell:
+            await self.run_steps(shell, [smi, *self.path_steps(driver=bool(self.ctx.plan.hostPaths.driverInstallDir))])
+
+
+async def verify_nodes(
+    ctx: VerifyContext,
+    nodes: list[NodeFacts],
+    concurrency: int,
+    pod_pages: AsyncGenerator[list[DriverPod], None] | None = None,
+) -> AsyncGenerator[Item, None]:
+    """Verify ``nodes`` concurrently, yielding findings as they arrive; cleans up on cancellation.
+
+    With ``pod_pages`` the driver pods are read while the first nodes are already being checked: a
+    node starts as soon as its pod is known, the nodes without one once every page is read.
+    """
+    queue: asyncio.Queue[Item | None] = asyncio.Queue()
+    semaphore = asyncio.Semaphore(max(1, concurrency))
+    pending = {node.name: node for node in nodes}
+    tasks: list[asyncio.Task[None]] = []
+
+    async def one(node: NodeFacts) -> None:
+        async with semaphore:
+            run = NodeRun(ctx, node, queue.put_nowait)
+            try:
+                await run.run()
+            except ClusterError as exc:
+                run.emit("node", Status.FAIL, exc.message, hint=exc.hint)
+            except Exception as exc:  # a bug in one node's checks must not end the others
+                run.emit("node", Status.FAIL, f"unexpected error: {exc.__class__.__name__}: {exc}")
+
+    def start(name: str) -> None:
+        node = pending.pop(name, None)
+        if node is not None:
+            tasks.append(asyncio.create_task(one(node)))
+
+    async def feed() -> None:
+        try:
+            if pod_pages is not None:
+                async with contextlib.aclosing(pod_pages):
+                    async for page in pod_pages:
+                        for pod in page:
+                            if pod.node in pending:
+                                ctx.pods[pod.node] = pod
+                                start(pod.node)
+            for name in list(pending):
+                start(name)
+        except ClusterError as exc:
+            queue.put_nowait(
+                Check("driver-pod", Status.FAIL, f"cannot list the driver pods: {exc.message}", hint=exc.hint)
+            )
+            for name in list(pending):
+                ctx.failed.add(name)
+                pending.pop(name)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        queue.put_nowait(None)
+
+    feeder = asyncio.create_task(feed())
+    try:
+        while (item := await queue.get()) is not None:
+            yield item
+    finally:
+        for task in (feeder, *tasks):
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=ctx.timeout)
+        with contextlib.suppress(Exception):
+            await asyncio.shield(sweep(ctx.gateway, ctx.namespace, ctx.run_id))
+
+
+async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:
+    """The driver pods, summarised, one API page at a time (terminating pods left out)."""
+    async with contextlib.aclosing(gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR)) as pages:
+        async for page, _ in pages:
+            yield [DriverPod.of(pod) for pod in page if not pod["metadata"].get("deletionTimestamp")]

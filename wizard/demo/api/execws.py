@@ -1,0 +1,218 @@
+"""``pods/exec`` over websocket (``v5.channel.k8s.io``/``v4.channel.k8s.io``) and ``pods/log``.
+
+Frames are binary, byte 0 the channel: 0 stdin, 1 stdout, 2 stderr, 3 status (a ``metav1.Status``),
+4 resize, and in v5 255 = close a channel (``[255, 0]`` ends stdin). The command runs in the simulation
+(``sim.exec``); the server only does what the API server and kubelet do around it: find the pod and
+container, refuse what a real cluster refuses, frame the output and report the exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from aiohttp import WSMsgType, web
+
+from wizard.demo.api.faults import Faults
+from wizard.demo.api.status import ApiError, bad_request, not_found
+
+log = logging.getLogger(__name__)
+
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+"""Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
+FOLLOW_POLL_S = 0.5
+"""How often ``logs -f`` looks for new log lines."""
+STDIN_IDLE_S = 0.3
+"""v4 has no stdin close frame: after this long without stdin data, the input is taken as complete."""
+
+_WAITING_TEXT = {
+    "ErrImagePull": "trying and failing to pull image",
+    "ImagePullBackOff": "trying and failing to pull image",
+}
+
+
+class ExecRunner(Protocol):
+    """What the exec endpoint needs from the simulation."""
+
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> Any: ...
+
+    def logs(self, namespace: str, pod: str, container: str) -> str: ...
+
+
+def _container_names(pod: dict[str, Any]) -> tuple[list[str], list[str]]:
+    spec = pod.get("spec") or {}
+    return [c.get("name", "") for c in spec.get("containers") or []], [
+        c.get("name", "") for c in spec.get("initContainers") or []
+    ]
+
+
+def pick_container(pod: dict[str, Any], wanted: str | None) -> str:
+    """The container a request means, or the 400 a real API server gives."""
+    name = pod["metadata"]["name"]
+    main, init = _container_names(pod)
+    if not wanted:
+        if len(main) == 1:
+            return main[0]
+        hint = f" or one of the init containers: [{' '.join(init)}]" if init else ""
+        raise bad_request(f"a container name must be specified for pod {name}, choose one of: [{' '.join(main)}]{hint}")
+    if wanted not in main and wanted not in init:
+        raise bad_request(f"container {wanted} is not valid for pod {name}")
+    return wanted
+
+
+def _container_state(pod: dict[str, Any], container: str) -> dict[str, Any] | None:
+    status = pod.get("status") or {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if cs.get("name") == container:
+            state: dict[str, Any] = cs.get("state") or {}
+            return state
+    return None
+
+
+def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
+    """The stored pod or a 404."""
+    pod: dict[str, Any] | None = store_lookup("pods", name, namespace)
+    if pod is None:
+        raise not_found("pods", "", name)
+    return pod
+
+
+async def serve_logs(
+    request: web.Request,
+    pod: dict[str, Any],
+    runner: ExecRunner,
+    lookup: Callable[[str, str, str | None], dict[str, Any] | None],
+    closing: asyncio.Event,
+) -> web.StreamResponse:
+    """``GET .../pods/<name>/log?container=&tailLines=&follow=``: the container's log as text.
+
+    With ``follow=true`` the response stays open and carries new lines as the simulation writes
+    them, until the container stops, the pod goes away, the client leaves or the server stops.
+    """
+    container = pick_container(pod, request.query.get("container"))
+    state = _container_state(pod, container)
+    meta = pod["metadata"]
+    namespace, name = meta.get("namespace", ""), meta["name"]
+    if state is not None and "waiting" in state:
+        reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
+        raise bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
+        )
+    text = runner.logs(namespace, name, container)
+    shown = text
+    tail = request.query.get("tailLines")
+    if tail and tail.isdigit():
+        lines = text.splitlines(keepends=True)
+        shown = "".join(lines[-int(tail) :]) if int(tail) else ""
+    if request.query.get("follow") not in ("true", "1"):
+        return web.Response(text=shown, content_type="text/plain")
+    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    try:
+        await resp.write(shown.encode())
+        while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
+            await asyncio.sleep(FOLLOW_POLL_S)
+            current = lookup("pods", name, namespace)
+            if current is None or (current["metadata"].get("uid") != meta.get("uid")):
+                break
+            latest = runner.logs(namespace, name, container)
+            new = latest[len(text) :] if latest.startswith(text) else latest
+            if new:
+                await resp.write(new.encode())
+            text = latest
+            if "terminated" in (_container_state(current, container) or {}):
+                break
+        await resp.write_eof()
+    except ConnectionResetError:
+        pass  # the client stopped following
+    return resp
+
+
+def _exit_status(code: int) -> dict[str, Any]:
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": f"command terminated with non-zero exit code: error executing command, exit code {code}",
+        "reason": "NonZeroExitCode",
+        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]},
+    }
+
+
+def _choose_protocol(header: str) -> str | None:
+    offered = [p.strip() for p in header.split(",") if p.strip()]
+    return next((p for p in PROTOCOLS if p in offered), None)
+
+
+async def _read_stdin(ws: web.WebSocketResponse, v5: bool) -> bytes:
+    data = bytearray()
+    while True:
+        try:
+            msg = await ws.receive(timeout=None if v5 or not data else STDIN_IDLE_S)
+        except TimeoutError:
+            return bytes(data)
+        if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+            return bytes(data)
+        payload = msg.data if msg.type == WSMsgType.BINARY else str(msg.data).encode()
+        if not payload:
+            continue
+        if payload[0] == 0:
+            data += payload[1:]
+        elif payload[0] == 255 and payload[1:2] == b"\x00":
+            return bytes(data)
+
+
+async def serve_exec(
+    request: web.Request,
+    pod: dict[str, Any],
+    runner: ExecRunner,
+    faults: Faults,
+    node_ip: Callable[[str], str],
+) -> web.StreamResponse:
+    """Run one command in a simulated container and stream its output over a websocket."""
+    query = request.query
+    meta = pod["metadata"]
+    container = pick_container(pod, query.get("container"))
+    argv = query.getall("command", [])
+    if not argv:
+        raise bad_request("you must specify at least 1 command")
+    node = (pod.get("spec") or {}).get("nodeName") or ""
+    if not node:
+        raise bad_request(f"pod {meta['name']} does not have a host assigned")
+    if node in faults.exec_fail_nodes and faults.take("exec_fail"):
+        raise ApiError(500, f"error dialing backend: dial tcp {node_ip(node)}:10250: connect: connection refused")
+    state = _container_state(pod, container)
+    if state is not None and "running" not in state:
+        raise ApiError(500, f'container not found ("{container}")')
+    protocol = _choose_protocol(request.headers.get("Sec-WebSocket-Protocol", ""))
+    if request.method != "GET" or request.headers.get("Upgrade", "").lower() != "websocket":
+        raise bad_request("Upgrade request required (the gpu-wizard demo serves exec over websockets only)")
+    ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), autoping=True)
+    await ws.prepare(request)
+    v5 = protocol == "v5.channel.k8s.io"
+    stdin = await _read_stdin(ws, v5) if query.get("stdin") in ("true", "1") else b""
+    if faults.exec_latency_ms > 0 and faults.take("exec_latency"):
+        await asyncio.sleep(faults.exec_latency_ms / 1000)
+    try:
+        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)
+        stdout, stderr, status = bytes(result.stdout), bytes(result.stderr), _exit_status(int(result.exit_code))
+    except Exception as exc:  # a simulation bug must still end the session the way a runtime error does
+        log.exception("simulated exec of %s in %s/%s failed", argv, meta["name"], container)
+        stdout, stderr = b"", f"error executing command in container: {exc}\n".encode()
+        status = _exit_status(126)
+    try:
+        if stdout and query.get("stdout", "true") in ("true", "1"):
+            await ws.send_bytes(b"\x01" + stdout)
+        if stderr and query.get("stderr", "true") in ("true", "1"):
+            channel = b"\x01" if query.get("tty") in ("true", "1") else b"\x02"
+            await ws.send_bytes(channel + stderr)
+        await ws.send_bytes(b"\x03" + json.dumps(status).encode())
+    except ConnectionResetError:
+        pass  # the client hung up before reading the output
+    await ws.close()
+    return ws

@@ -1,0 +1,60 @@
+"""What a fresh demo cluster needs before it serves: the operator's real CRDs, and a kubeconfig to reach it.
+
+The CRDs come from the operator release bundle the scenario names (``wizard.engine.resources.operator_crd``),
+stored Established as the API server would report them. The kubeconfig names cluster, user and context
+``gpu-wizard-demo`` and carries the bearer token, so it is written readable by its owner only.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+from pathlib import Path
+
+from wizard.demo.api.store import Store
+from wizard.engine.plan import OperatorSpec
+from wizard.engine.resources import operator_crd
+
+CONTEXT = "gpu-wizard-demo"
+
+
+def register_crds(store: Store, release: str) -> None:
+    """Store the operator release's real ClusterPolicy and NVIDIADriver CRDs, Established."""
+    bundle = OperatorSpec(version=release).bundle
+    for plural in ("clusterpolicies", "nvidiadrivers"):
+        crd = copy.deepcopy(operator_crd(bundle, plural))
+        names = crd["spec"]["names"]
+        crd["status"] = {
+            "acceptedNames": names,
+            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+            "conditions": [
+                {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                for t, r, m in (
+                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                )
+            ],
+        }
+        store.create("customresourcedefinitions", crd)
+
+
+def kubeconfig_text(url: str, token: str, ca_pem: bytes | None = None) -> str:
+    """A kubeconfig with cluster, user and context ``gpu-wizard-demo`` (and the CA for https)."""
+    ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
+    return (
+        "apiVersion: v1\nkind: Config\n"
+        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}"
+        f"users:\n- name: {CONTEXT}\n  user:\n    token: {json.dumps(token)}\n"
+        f"contexts:\n- name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n"
+        f"current-context: {CONTEXT}\npreferences: {{}}\n"
+    )
+
+
+def write_kubeconfig(path: Path, url: str, token: str, ca_pem: bytes | None = None) -> None:
+    """Write the kubeconfig readable by the owner only (it holds the token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(kubeconfig_text(url, token, ca_pem))
+    os.chmod(path, 0o600)

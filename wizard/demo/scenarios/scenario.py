@@ -1,0 +1,224 @@
+"""Demo-cluster scenarios: the nodes, registry, RBAC and faults of one simulated cluster.
+
+A scenario is a YAML file in ``assets/scenarios/`` (or any path); ``assets/scenarios/README.md``
+documents every field. This module defines the shape and loads it: :func:`load_scenario` reads a
+file by name or path, checks every field strictly (unknown keys, wrong types and impossible values
+raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``nodelist:`` into nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
+from wizard.demo.scenarios.scenario_check import (
+    ScenarioError,
+    build_dataclass,
+    check_scenario,
+    nodes_from_nodelist,
+)
+from wizard.engine.resources import assets
+
+__all__ = [
+    "FaultSpec",
+    "NodeSpec",
+    "OperatorSpec",
+    "RegistrySpec",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "scenario_names",
+]
+
+
+@dataclass
+class NodeSpec:
+    """One simulated node (or ``count`` generated copies named ``<name>-<i>``)."""
+
+    name: str
+    os_id: str
+    os_version: str
+    os_image: str
+    """``status.nodeInfo.osImage``; the loader fills the OS's PRETTY_NAME when the file omits it."""
+    kernel: str
+    arch: str = "amd64"
+    gpu_product: str = ""
+    """e.g. ``NVIDIA-H200``; empty for a CPU-only node."""
+    gpu_count: int = 0
+    host_driver: str = ""
+    """Version of a working driver installed on the host (pre-installed mode); empty when none."""
+    host_driver_broken: bool = False
+    """A host driver is installed but nvidia-smi fails on it."""
+    nfd: bool = True
+    """NFD labels present (else only status.nodeInfo tells the kernel and OS)."""
+    runtime: str = "containerd://1.7.23"
+    noexec_mounts: list[str] = field(default_factory=list)
+    """Mount points mounted noexec (e.g. ``/run``)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    count: int = 1
+    kubelet_version: str = "v1.31.4"
+
+    @property
+    def gpu(self) -> bool:
+        """Whether the node carries NVIDIA GPUs."""
+        return bool(self.gpu_product) and self.gpu_count > 0
+
+
+@dataclass
+class RegistrySpec:
+    """Where the simulated kubelet pulls from."""
+
+    url: str = ""
+    """A real OCI registry (``http://127.0.0.1:5055``) standing in for the catalog's hosts; empty: catalog only."""
+    catalog: dict[str, dict[str, str]] = field(default_factory=dict)
+    """``{"host/path/image": {"tag": "sha256:…"}}``: published tags and their digests."""
+    hosts: list[str] = field(default_factory=list)
+    """Registry hosts the catalog speaks for; images elsewhere are treated as public and pullable."""
+    public: bool = True
+    """Public registries (any host outside ``hosts``) are reachable; false for an air-gapped cluster."""
+
+    def catalog_hosts(self) -> list[str]:
+        """The hosts the catalog (or the real registry at ``url``) answers for."""
+        hosts = list(self.hosts) or sorted({repo.split("/", 1)[0] for repo in self.catalog})
+        if self.url:
+            netloc = self.url.split("://", 1)[-1].rstrip("/")
+            if netloc not in hosts:
+                hosts.append(netloc)
+        return hosts
+
+
+@dataclass
+class FaultSpec:
+    """Injected failures, per scenario or by flag."""
+
+    latency_ms: int = 0
+    error_rate: float = 0.0
+    error_code: int = 500
+    retry_after_s: int = 1
+    drop_rate: float = 0.0
+    watch_expiry_s: float = 0.0
+    """Watches older than this many seconds get a 410 Gone; 0 disables."""
+    exec_fail_nodes: list[str] = field(default_factory=list)
+    exec_latency_ms: int = 0
+    seed: int = 0
+
+
+@dataclass
+class OperatorSpec:
+    """The GPU Operator as installed in the scenario."""
+
+    release: str = "v26.7.0"
+    namespace: str = "gpu-operator"
+    installed: bool = True
+    """Operator Deployment present (it reconciles ClusterPolicy / NVIDIADriver)."""
+    crds: bool = True
+    """The ClusterPolicy and NVIDIADriver CRDs are registered."""
+    cluster_policy: dict[str, Any] | None = None
+    """A ClusterPolicy already running (``existing-install``), as a full object."""
+    repository: str = ""
+    """Where the operator and its default operand images come from (``nvcr.io/nvidia`` when empty);
+    an air-gapped install points this at its mirror."""
+
+
+@dataclass
+class Scenario:
+    """One simulated cluster."""
+
+    name: str
+    description: str = ""
+    operator: OperatorSpec = field(default_factory=OperatorSpec)
+    nodes: list[NodeSpec] = field(default_factory=list)
+    registry: RegistrySpec = field(default_factory=RegistrySpec)
+    rbac_deny: list[dict[str, str]] = field(default_factory=list)
+    """Denied permissions: ``{"verb": "patch", "resource": "clusterpolicies", "group": "nvidia.com"}``."""
+    faults: FaultSpec = field(default_factory=FaultSpec)
+    nodelist: str = ""
+    """A ``kubectl get nodes -o json`` file (relative to the scenario file) whose nodes are added."""
+
+    def expanded_nodes(self) -> list[NodeSpec]:
+        """Every concrete node: ``count: N`` entries become ``<name>-01`` … ``<name>-N``."""
+        out: list[NodeSpec] = []
+        for spec in self.nodes:
+            if spec.count == 1:
+                out.append(spec)
+                continue
+            width = max(2, len(str(spec.count)))
+            for i in range(1, spec.count + 1):
+                copy = NodeSpec(**{**spec.__dict__, "name": f"{spec.name}-{i:0{width}d}", "count": 1})
+                copy.labels = dict(spec.labels)
+                copy.noexec_mounts = list(spec.noexec_mounts)
+                out.append(copy)
+        return out
+
+
+def _scenario_dir() -> Path:
+    return Path(str(assets().joinpath("scenarios")))
+
+
+def scenario_names() -> list[str]:
+    """Names of the bundled scenarios (``assets/scenarios/*.yaml``), sorted."""
+    folder = assets().joinpath("scenarios")
+    return sorted(p.name.rsplit(".", 1)[0] for p in folder.iterdir() if p.name.endswith((".yaml", ".yml")))
+
+
+def _resolve_path(name_or_path: str) -> Path:
+    candidate = Path(name_or_path).expanduser()
+    looks_like_path = "/" in name_or_path or name_or_path.endswith((".yaml", ".yml", ".json"))
+    if looks_like_path or candidate.is_file():
+        if not candidate.is_file():
+            raise ScenarioError(f"scenario file {name_or_path!r} does not exist")
+        return candidate
+    path = _scenario_dir() / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise ScenarioError(
+            f"unknown scenario {name_or_path!r}; bundled scenarios: {', '.join(scenario_names())} "
+            "(or give a path to a scenario .yaml file)"
+        )
+    return path
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load, check and expand a scenario given by bundled name (``sle-micro-precompiled``) or path.
+
+    Raises ScenarioError with a message naming the file and the offending field.
+    """
+    path = _resolve_path(name_or_path)
+    try:
+        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
+    except YAMLError as exc:
+        raise ScenarioError(f"scenario {str(path)!r} is not valid YAML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"scenario {str(path)!r} cannot be read: {exc}") from None
+    return scenario_from_dict(data, source=str(path), base_dir=path.parent)
+
+
+def scenario_from_dict(data: Any, *, source: str = "<dict>", base_dir: Path | None = None) -> Scenario:
+    """Build a checked Scenario from already-parsed YAML/JSON data."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"scenario {source!r}: the top level must be a mapping of fields, not {_kind(data)}")
+    where = f"scenario {source!r}"
+    scenario: Scenario = build_dataclass(Scenario, data, where, "")
+    if scenario.nodelist:
+        scenario.nodes[:0] = _load_nodelist(scenario.nodelist, base_dir or Path.cwd(), where)
+    check_scenario(scenario, where)
+    return scenario
+
+
+def _load_nodelist(ref: str, base_dir: Path, where: str) -> list[NodeSpec]:
+    path = (base_dir / ref).expanduser()
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{where}: nodelist: file {str(path)!r} does not exist") from None
+    except (OSError, ValueError) as exc:
+        raise ScenarioError(f"{where}: nodelist: {str(path)!r} is not a JSON NodeList: {exc}") from None
+    return [NodeSpec(**fields) for fields in nodes_from_nodelist(document, f"{where}: nodelist {ref!r}")]
+
+
+def _kind(value: Any) -> str:
+    return "a list" if isinstance(value, list) else f"a {type(value).__name__}"

@@ -1,0 +1,246 @@
+"""Strict loading and checking of scenario files, so a typo names its field instead of crashing later.
+
+:func:`build_dataclass` turns parsed YAML into the scenario dataclasses by their type hints (unknown
+keys, missing required keys and wrong types are errors); :func:`check_scenario` adds the rules that
+span fields (unique node names, a GPU count with a product, digests that look like digests, a known
+operator release). :func:`nodes_from_nodelist` reads nodes back from ``kubectl get nodes -o json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from wizard.demo.sim.hostos import pretty_name
+from wizard.engine.facts import node_facts
+from wizard.engine.naming import Release
+from wizard.engine.plan import K8S_NAME_RE, KNOWN_RELEASES
+
+if TYPE_CHECKING:
+    from wizard.demo.scenarios.scenario import Scenario
+
+DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
+_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+_URL_RE = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d+)?/?$")
+_ARCHES = ("amd64", "arm64")
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be used; the message names the file and the field."""
+
+
+def _type_name(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is list:
+        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+    if origin is dict:
+        return "a mapping"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
+
+
+def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
+    """``value`` checked against type hint ``tp``; ScenarioError naming ``path`` otherwise."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _convert(inner[0], value, where, path)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return build_dataclass(tp, value, where, path)
+    if origin is list:
+        if not isinstance(value, list):
+            raise ScenarioError(f"{where}: {path}: must be {_type_name(tp)}")
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v, where, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ScenarioError(f"{where}: {path}: must be a mapping")
+        _, val_tp = typing.get_args(tp)
+        out = {}
+        for key, val in value.items():
+            if not isinstance(key, str):
+                raise ScenarioError(f"{where}: {path}: key {key!r} must be a string; quote it")
+            out[key] = _convert(val_tp, val, where, f"{path}.{key}")
+        return out
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(f"{where}: {path}: must be true or false, not {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ScenarioError(f"{where}: {path}: must be an integer, not {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ScenarioError(f"{where}: {path}: must be a number, not {value!r}")
+        return float(value)
+    if tp is str:
+        if isinstance(value, bool | int | float):
+            raise ScenarioError(f'{where}: {path}: must be a string; quote it ("{value}") so YAML keeps it as written')
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where}: {path}: must be a string, not {type(value).__name__}")
+        return value
+    raise ScenarioError(f"{where}: {path}: unsupported field type {tp!r}")  # a bug in the dataclasses
+
+
+def build_dataclass(cls: Any, data: Any, where: str, path: str) -> Any:
+    """An instance of dataclass ``cls`` from a mapping, every field checked by its type hint."""
+    label = path or "top level"
+    if not isinstance(data, Mapping):
+        raise ScenarioError(f"{where}: {label}: must be a mapping of fields")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in data if k not in fields]
+    if unknown:
+        raise ScenarioError(
+            f"{where}: {path + '.' if path else ''}{unknown[0]}: unknown field; valid fields: {', '.join(fields)}"
+        )
+    values: dict[str, Any] = {}
+    for name, spec in fields.items():
+        sub = f"{path}.{name}" if path else name
+        if name in data:
+            values[name] = _convert(hints[name], data[name], where, sub)
+        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
+            if name == "os_image":  # filled from the OS's PRETTY_NAME below
+                continue
+            raise ScenarioError(f"{where}: {sub}: required field missing")
+    if cls.__name__ == "NodeSpec" and "os_image" not in values:
+        values["os_image"] = pretty_name(values["os_id"], values["os_version"])
+    return cls(**values)
+
+
+def _check_nodes(scenario: Scenario, where: str) -> set[str]:
+    names: set[str] = set()
+    for i, spec in enumerate(scenario.nodes):
+        at = f"nodes[{i}]"
+        if not K8S_NAME_RE.match(spec.name) or len(spec.name) > 253:
+            raise ScenarioError(f"{where}: {at}.name: {spec.name!r} is not a node name (lower-case, digits, - .)")
+        if spec.count < 1:
+            raise ScenarioError(f"{where}: {at}.count: must be 1 or more, not {spec.count}")
+        if spec.arch not in _ARCHES:
+            raise ScenarioError(f"{where}: {at}.arch: {spec.arch!r} is not one of {', '.join(_ARCHES)}")
+        for key in ("os_id", "os_version", "kernel"):
+            if not getattr(spec, key).strip():
+                raise ScenarioError(f"{where}: {at}.{key}: must not be empty")
+        if spec.gpu_count < 0:
+            raise ScenarioError(f"{where}: {at}.gpu_count: must not be negative")
+        if spec.gpu_product and spec.gpu_count == 0:
+            raise ScenarioError(f"{where}: {at}.gpu_count: must be 1 or more when gpu_product is set")
+        if spec.gpu_count and not spec.gpu_product:
+            raise ScenarioError(f"{where}: {at}.gpu_product: required when gpu_count is set (e.g. NVIDIA-H200)")
+        if (spec.host_driver or spec.host_driver_broken) and not spec.gpu:
+            raise ScenarioError(f"{where}: {at}.host_driver: only a GPU node can have a host driver")
+        if spec.host_driver and not re.match(r"^\d+\.\d+(\.\d+)?$", spec.host_driver):
+            raise ScenarioError(f"{where}: {at}.host_driver: {spec.host_driver!r} is not a version like 580.126.20")
+        if "://" not in spec.runtime:
+            raise ScenarioError(f"{where}: {at}.runtime: {spec.runtime!r} must look like containerd://1.7.23")
+        for mount in spec.noexec_mounts:
+            if not mount.startswith("/"):
+                raise ScenarioError(f"{where}: {at}.noexec_mounts: {mount!r} is not an absolute path")
+    for spec in scenario.expanded_nodes():
+        if spec.name in names:
+            raise ScenarioError(f"{where}: nodes: node name {spec.name!r} appears twice")
+        names.add(spec.name)
+    return names
+
+
+def _check_registry(scenario: Scenario, where: str) -> None:
+    registry = scenario.registry
+    if registry.url and not _URL_RE.match(registry.url):
+        raise ScenarioError(f"{where}: registry.url: {registry.url!r} must look like http://127.0.0.1:5055")
+    for repo, tags in registry.catalog.items():
+        host, _, rest = repo.partition("/")
+        if not rest or not ("." in host or ":" in host or host == "localhost"):
+            raise ScenarioError(
+                f"{where}: registry.catalog.{repo}: key must be host/path/image "
+                "(e.g. registry.example.com/mlops/nvidia-driver)"
+            )
+        for tag, digest in tags.items():
+            if not _TAG_RE.match(tag):
+                raise ScenarioError(f"{where}: registry.catalog.{repo}.{tag}: not a valid image tag")
+            if not DIGEST_RE.match(digest):
+                raise ScenarioError(
+                    f"{where}: registry.catalog.{repo}.{tag}: {digest!r} is not sha256: + 64 hex digits"
+                )
+
+
+def check_scenario(scenario: Scenario, where: str) -> None:
+    """Rules spanning fields; raises ScenarioError naming the field."""
+    if not K8S_NAME_RE.match(scenario.name):
+        raise ScenarioError(f"{where}: name: {scenario.name!r} must be lower-case letters, digits and -")
+    op = scenario.operator
+    try:
+        release = Release.parse(op.release)
+    except ValueError:
+        release = None
+    if release is None or f"{release.major}.{release.minor}" not in KNOWN_RELEASES:
+        raise ScenarioError(
+            f"{where}: operator.release: {op.release!r} is not a known release; valid: "
+            f"{', '.join(KNOWN_RELEASES.values())}"
+        )
+    if not K8S_NAME_RE.match(op.namespace) or "." in op.namespace:
+        raise ScenarioError(f"{where}: operator.namespace: {op.namespace!r} is not a namespace name")
+    if op.cluster_policy is not None:
+        if not op.installed:
+            raise ScenarioError(f"{where}: operator.cluster_policy: needs operator.installed: true")
+        if op.cluster_policy.get("kind") != "ClusterPolicy" or not isinstance(op.cluster_policy.get("spec"), dict):
+            raise ScenarioError(f"{where}: operator.cluster_policy: must be a ClusterPolicy object with a spec")
+    names = _check_nodes(scenario, where)
+    _check_registry(scenario, where)
+    faults = scenario.faults
+    for key in ("error_rate", "drop_rate"):
+        if not 0.0 <= getattr(faults, key) <= 1.0:
+            raise ScenarioError(f"{where}: faults.{key}: must be between 0 and 1")
+    for node in faults.exec_fail_nodes:
+        if node not in names:
+            raise ScenarioError(f"{where}: faults.exec_fail_nodes: {node!r} is not a node of this scenario")
+    for i, rule in enumerate(scenario.rbac_deny):
+        if not rule.get("verb") or not rule.get("resource"):
+            raise ScenarioError(f"{where}: rbac_deny[{i}]: needs verb and resource")
+
+
+def nodes_from_nodelist(document: Any, where: str) -> list[dict[str, Any]]:
+    """NodeSpec fields for each node of a NodeList (``kubectl get nodes -o json``)."""
+    if isinstance(document, Mapping) and document.get("kind") == "Node":
+        items: Any = [document]
+    else:
+        items = document.get("items") if isinstance(document, Mapping) else None
+    if not isinstance(items, list):
+        raise ScenarioError(f"{where}: not a NodeList (no 'items' list)")
+    out = []
+    for i, node in enumerate(items):
+        if not isinstance(node, Mapping):
+            raise ScenarioError(f"{where}: items[{i}] is not a Node object")
+        facts = node_facts(node)
+        if not facts.name or not facts.kernel or not facts.os_id:
+            raise ScenarioError(f"{where}: items[{i}] lacks a name, kernel or recognisable OS")
+        info = (node.get("status") or {}).get("nodeInfo") or {}
+        out.append(
+            {
+                "name": facts.name,
+                "os_id": facts.os_id,
+                "os_version": facts.os_version,
+                "os_image": facts.os_image,
+                "kernel": facts.kernel,
+                "arch": info.get("architecture", "amd64"),
+                "gpu_product": facts.gpu_product if facts.gpu else "",
+                "gpu_count": max(facts.gpu_count, 1) if facts.gpu and facts.gpu_product else 0,
+                "nfd": facts.kernel_source == "nfd",
+                "runtime": facts.container_runtime or "containerd://1.7.23",
+                "kubelet_version": info.get("kubeletVersion", "v1.31.4"),
+                "labels": dict(facts.labels),
+            }
+        )
+    return out

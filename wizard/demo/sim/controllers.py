@@ -1,0 +1,271 @@
+"""Kubernetes' own controllers, simulated: DaemonSets, Deployments and garbage collection.
+
+The DaemonSet controller creates one pod per matching node (labels ``controller-revision-hash`` and
+``pod-template-generation``, ``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
+on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
+waits for someone to delete them) and writes the DaemonSet status. Also here: what node agents do
+to their Node (the driver manager's ``pre-installed`` label, the device plugin's ``nvidia.com/gpu``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from wizard.demo.sim.nodes import set_gpu_capacity
+from wizard.demo.sim.operands import MANAGER_CTR
+from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, now, read, stable_suffix, template_hash, thaw
+from wizard.demo.sim.world import NodeView, container_status, is_running, pod_ready
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER
+
+#: Tolerations the DaemonSet controller adds to every pod it creates.
+DS_TOLERATIONS = [
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": effect}
+    for taint, effect in (
+        ("not-ready", "NoExecute"),
+        ("unreachable", "NoExecute"),
+        ("disk-pressure", "NoSchedule"),
+        ("memory-pressure", "NoSchedule"),
+        ("pid-pressure", "NoSchedule"),
+        ("unschedulable", "NoSchedule"),
+    )
+]
+
+
+def matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
+    """A nodeSelector matches when every key has exactly that value."""
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _pod_from_template(
+    template: dict[str, Any], namespace: str, name: str, labels: dict[str, str], owner: dict[str, Any]
+) -> dict[str, Any]:
+    meta = template.get("metadata") or {}
+    spec = dict(template.get("spec") or {})
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": name[:-5],
+            "namespace": namespace,
+            "labels": {**(meta.get("labels") or {}), **labels},
+            "annotations": dict(meta.get("annotations") or {}),
+            "ownerReferences": [owner],
+        },
+        "spec": {"schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30, **spec},
+    }
+
+
+def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Create, delete and replace DaemonSet pods; write every DaemonSet's status."""
+    store = writer.store
+    by_owner: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        by_owner.setdefault(controller_uid(pod), []).append(pod)
+    for ds in read(store, "daemonsets"):
+        meta = ds["metadata"]
+        namespace = meta.get("namespace", "default")
+        template = ds["spec"]["template"]
+        selector = (template.get("spec") or {}).get("nodeSelector") or {}
+        revision = template_hash(template)
+        generation = str(meta.get("generation", 1))
+        eligible = {n["metadata"]["name"] for n in nodes if matches(labels_of(n), selector)}
+        on_node: dict[str, dict[str, Any]] = {}
+        for pod in by_owner.get(meta.get("uid", ""), []):
+            node = pod["spec"].get("nodeName", "")
+            if node not in eligible or node in on_node:
+                writer.delete("pods", pod["metadata"]["name"], namespace)
+            else:
+                on_node[node] = pod
+        owner = _owner("DaemonSet", "apps/v1", meta["name"], meta.get("uid", ""))
+        for node in sorted(eligible - set(on_node)):
+            seed = f"{meta.get('uid')}/{node}/{store.resource_version}"
+            name = f"{meta['name']}-{stable_suffix(seed)}"
+            pod = _pod_from_template(
+                template,
+                namespace,
+                name,
+                {"controller-revision-hash": revision, "pod-template-generation": generation},
+                owner,
+            )
+            pod["spec"]["nodeName"] = node
+            pod["spec"]["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                        ]
+                    }
+                }
+            }
+            pod["spec"]["tolerations"] = list(pod["spec"].get("tolerations") or []) + DS_TOLERATIONS
+            created = writer.create("pods", pod)
+            if created is not None:
+                on_node[node] = created
+        outdated = [p for p in on_node.values() if labels_of(p).get("controller-revision-hash") != revision]
+        rolling = ds["spec"].get("updateStrategy", {}).get("type") != "OnDelete"
+        if rolling and outdated and all(pod_ready(p) for p in on_node.values() if p not in outdated):
+            victim = outdated[0]
+            writer.delete("pods", victim["metadata"]["name"], namespace)
+            on_node.pop(victim["spec"]["nodeName"], None)
+        ready = sum(1 for p in on_node.values() if pod_ready(p))
+        updated = sum(1 for p in on_node.values() if labels_of(p).get("controller-revision-hash") == revision)
+        status = {
+            "currentNumberScheduled": len(on_node),
+            "desiredNumberScheduled": len(eligible),
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "numberAvailable": ready,
+            "observedGeneration": meta.get("generation", 1),
+            "updatedNumberScheduled": updated,
+        }
+        if len(eligible) - ready:
+            status["numberUnavailable"] = len(eligible) - ready
+        if ds.get("status") != status:
+            writer.update("daemonsets", {**ds, "status": status})
+
+
+def schedule(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Bind pods without ``spec.nodeName`` to the first schedulable node their nodeSelector matches."""
+    ready = [n for n in nodes if not (n.get("spec") or {}).get("unschedulable")]
+    for pod in pods:
+        spec = pod.get("spec") or {}
+        if spec.get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        selector = spec.get("nodeSelector") or {}
+        fits = [n["metadata"]["name"] for n in ready if matches(labels_of(n), selector)]
+        if fits:
+            writer.update("pods", {**pod, "spec": {**spec, "nodeName": fits[0]}})
+            continue
+        message = (
+            f"0/{len(nodes)} nodes are available: {len(nodes)} node(s) didn't match Pod's node affinity/selector. "
+            f"preemption: 0/{len(nodes)} nodes are available: {len(nodes)} Preemption is not helpful for scheduling."
+        )
+        conditions = (pod.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "PodScheduled" and c.get("message") == message for c in conditions):
+            continue
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message,
+            "lastProbeTime": None,
+            "lastTransitionTime": now(),
+        }
+        writer.update(
+            "pods", {**pod, "status": {"phase": "Pending", "qosClass": "BestEffort", "conditions": [condition]}}
+        )
+
+
+def replicaset_uid(deployment: dict[str, Any], revision: str) -> str:
+    """The uid of the (unstored) ReplicaSet that owns a Deployment's pods."""
+    return str(uuid.uuid5(uuid.NAMESPACE_OID, f"{deployment['metadata'].get('uid')}/{revision}"))
+
+
+def reconcile_deployments(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> set[str]:
+    """Keep each Deployment's replicas as pods (scheduled on the first fitting node); returns the owner uids."""
+    owners: set[str] = set()
+    by_owner: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        by_owner.setdefault(controller_uid(pod), []).append(pod)
+    schedulable = [n for n in nodes if not n.get("spec", {}).get("unschedulable")]
+    for dep in read(writer.store, "deployments"):
+        meta = dep["metadata"]
+        template = dep["spec"].get("template") or {}
+        revision = template_hash(template)
+        rs_uid = replicaset_uid(dep, revision)
+        owners.add(rs_uid)
+        mine = by_owner.get(rs_uid, [])
+        want = int(dep["spec"].get("replicas", 1))
+        selector = (template.get("spec") or {}).get("nodeSelector") or {}
+        fits = [n["metadata"]["name"] for n in schedulable if matches(labels_of(n), selector)]
+        rs_name = f"{meta['name']}-{revision}"
+        for i in range(len(mine), want):
+            if not fits:
+                break
+            seed = f"{rs_uid}/{i}/{writer.store.resource_version}"
+            name = f"{rs_name}-{stable_suffix(seed)}"
+            pod = _pod_from_template(
+                template,
+                meta.get("namespace", "default"),
+                name,
+                {"pod-template-hash": revision},
+                _owner("ReplicaSet", "apps/v1", rs_name, rs_uid),
+            )
+            pod["spec"].setdefault("nodeName", fits[i % len(fits)])
+            created = writer.create("pods", pod)
+            if created is not None:
+                mine.append(created)
+        ready = sum(1 for p in mine if pod_ready(p))
+        status = {
+            "observedGeneration": meta.get("generation", 1),
+            "replicas": len(mine),
+            "updatedReplicas": len(mine),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "conditions": [
+                {
+                    "type": "Available",
+                    "status": "True" if ready >= want else "False",
+                    "reason": "MinimumReplicasAvailable" if ready >= want else "MinimumReplicasUnavailable",
+                    "message": "Deployment has minimum availability."
+                    if ready >= want
+                    else "Deployment does not have minimum availability.",
+                }
+            ],
+        }
+        if ready < want:
+            status["unavailableReplicas"] = want - ready
+        if dep.get("status") != status:
+            writer.update("deployments", {**dep, "status": status})
+    return owners
+
+
+def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids: set[str]) -> None:
+    """Delete DaemonSets whose ClusterPolicy/NVIDIADriver is gone and pods whose controller is gone."""
+    store = writer.store
+    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers") for cr in read(store, res)}
+    for ds in read(store, "daemonsets"):
+        refs = ds["metadata"].get("ownerReferences") or []
+        if refs and not any(r.get("uid") in crs for r in refs):
+            writer.delete("daemonsets", ds["metadata"]["name"], ds["metadata"].get("namespace"))
+    live = live_owner_uids | {ds["metadata"].get("uid") for ds in read(store, "daemonsets")}
+    for pod in pods:
+        owner = controller_uid(pod)
+        if owner and owner not in live:
+            writer.delete("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+
+
+def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, NodeView]) -> None:
+    """What node agents write to their Node: driver-manager's label, the device plugin's GPUs."""
+    for node in nodes:
+        view = views.get(node["metadata"]["name"])
+        if view is None:
+            continue
+        manager = container_status(view.driver_pod, MANAGER_CTR) if view.driver_pod else {}
+        label = (
+            view.host_driver_ok and is_running(manager) and labels_of(node).get(LABEL_DEPLOY_DRIVER) != "pre-installed"
+        )
+        capacity = (node.get("status") or {}).get("capacity") or {}
+        advertised = view.plugin_pod is not None and pod_ready(view.plugin_pod)
+        gpus = advertised and capacity.get("nvidia.com/gpu") != str(view.spec.gpu_count)
+        if not (label or gpus):
+            continue
+        node = thaw(node)
+        if label:
+            labels_of(node)[LABEL_DEPLOY_DRIVER] = "pre-installed"
+        if gpus:
+            set_gpu_capacity(node, view.spec.gpu_count)
+        writer.update("nodes", node)

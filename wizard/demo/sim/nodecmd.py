@@ -1,0 +1,401 @@
+"""A tiny shell for commands run inside simulated containers (``kubectl exec`` and command pods).
+
+Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
+``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``, ``test``/``[``, ``ls``, ``echo``, ``true``,
+``false``, ``env``, ``hostname``, ``sleep``, ``lsmod``, ``head``/``tail``/``wc``, ``chroot DIR CMD``
+and ``sh -c`` scripts with ``;``, ``&&``, ``||``, ``|`` and ``>/dev/null`` / ``2>&1``. Anything
+else exits 127 with ``sh: <cmd>: command not found``. Paths under the container's host-root mount
+(``/host``) and its hostPath mounts resolve to the node's files.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from wizard.demo.sim import smi
+from wizard.demo.sim.nodefs import container_files, host_dirs, host_files
+from wizard.demo.sim.operands import DRIVER_CTR
+from wizard.demo.sim.world import NodeView, driver_version_of
+
+Result = tuple[int, str, str]
+_STDERR_NULL = re.compile(r"\s2>\s*/dev/null")
+_STDOUT_NULL = re.compile(r"\s1?>\s*/dev/null")
+_MERGE = re.compile(r"\s2>&1")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where a command runs: a container of a pod on a node, or (after chroot) the host or driver root."""
+
+    view: NodeView
+    pod: dict[str, Any]
+    container: str
+    root: str = "container"
+    """``container``, ``host`` (chroot /host) or ``driver`` (chroot into the driver install dir)."""
+    mounts: dict[str, str] = field(default_factory=dict)
+    """Container path -> host path, from the pod's hostPath volumes."""
+
+    @property
+    def is_driver_ctr(self) -> bool:
+        return self.root == "driver" or (self.root == "container" and self.container == DRIVER_CTR)
+
+
+def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
+    """The context of one container, with its hostPath mounts."""
+    spec = pod.get("spec") or {}
+    host_paths = {
+        v["name"]: v["hostPath"]["path"] for v in spec.get("volumes") or [] if isinstance(v.get("hostPath"), dict)
+    }
+    mounts: dict[str, str] = {}
+    for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        if ctr.get("name") != container:
+            continue
+        for vm in ctr.get("volumeMounts") or []:
+            if vm.get("name") in host_paths:
+                mounts[vm["mountPath"].rstrip("/") or "/"] = host_paths[vm["name"]]
+    return Ctx(view, pod, container, mounts=mounts)
+
+
+def _host_path(ctx: Ctx, path: str) -> str | None:
+    """The host path a path in this context refers to, or None for the container's own files."""
+    path = posixpath.normpath(path) if path else "/"
+    if ctx.root in ("host", "driver"):
+        return path if ctx.root == "host" else posixpath.join(ctx.view.driver_install_dir, path.lstrip("/"))
+    for mount, host in sorted(ctx.mounts.items(), key=lambda kv: -len(kv[0])):
+        if path == mount or path.startswith(mount + "/"):
+            return posixpath.normpath(host + path[len(mount) :]) if host != "/" else (path[len(mount) :] or "/")
+    return None
+
+
+def _image_os(ctx: Ctx) -> tuple[str, str]:
+    image = next(
+        (c.get("image", "") for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), ""
+    )
+    tag = str(image).rsplit("/", 1)[-1].partition(":")[2]
+    match = re.search(r"-(ubuntu|rhel|rocky|sles|sle-micro|sl-micro|rhcos)(\d+(?:\.\d+)?)$", tag)
+    if match:
+        return match[1], match[2]
+    return "rhel", "9.6"  # the operator's images are UBI 9 based
+
+
+def read_file(ctx: Ctx, path: str) -> str | None:
+    """File content in this context, or None."""
+    host = _host_path(ctx, path)
+    if host is not None:
+        return host_files(ctx.view).get(host)
+    extra = {}
+    if ctx.container == DRIVER_CTR:
+        extra["/usr/bin/nvidia-smi"] = "\x7fELF"
+    os_id, version = _image_os(ctx)
+    return container_files(os_id, version, extra).get(posixpath.normpath(path))
+
+
+def is_dir(ctx: Ctx, path: str) -> bool:
+    """Whether ``path`` is a directory in this context."""
+    host = _host_path(ctx, path)
+    if host is not None:
+        return host in host_dirs(ctx.view)
+    norm = posixpath.normpath(path)
+    return (
+        norm in {"/", "/etc", "/usr", "/usr/bin", "/bin", "/tmp", "/var", "/proc", "/dev", "/run"} or norm in ctx.mounts
+    )
+
+
+def _nvidia_smi(ctx: Ctx, args: list[str]) -> Result:
+    view = ctx.view
+    gpus = smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count)
+    if ctx.is_driver_ctr:
+        if not view.driver_loaded:
+            return 9, smi.FAILED, ""
+        image = next(
+            (
+                c.get("image", "")
+                for c in (view.driver_pod or ctx.pod)["spec"]["containers"]
+                if c.get("name") == DRIVER_CTR
+            ),
+            "",
+        )
+        return smi.run(args, driver_version_of(str(image)), gpus)
+    if ctx.root == "host" and view.spec.host_driver:
+        if view.spec.host_driver_broken:
+            return 9, smi.FAILED, ""
+        return smi.run(args, view.spec.host_driver, gpus)
+    return 127, "", "sh: nvidia-smi: command not found\n"
+
+
+def _findmnt(ctx: Ctx, args: list[str]) -> Result:
+    target, columns, header = "", ["TARGET", "SOURCE", "FSTYPE", "OPTIONS"], True
+    it = iter(args)
+    for arg in it:
+        if arg in ("-T", "--target"):
+            target = next(it, "")
+        elif arg in ("-n", "--noheadings"):
+            header = False
+        elif arg in ("-o", "--output"):
+            columns = [c.strip().upper() for c in next(it, "").split(",") if c.strip()]
+        elif not arg.startswith("-"):
+            target = arg
+    host = _host_path(ctx, target or "/")
+    if host is None:
+        row = {
+            "TARGET": "/",
+            "SOURCE": "overlay",
+            "FSTYPE": "overlay",
+            "OPTIONS": "rw,relatime,lowerdir=/var/lib/containerd/l",
+        }
+    else:
+        mount = ctx.view.mount(host)
+        shown = mount.target
+        for cpath, hpath in ctx.mounts.items():  # show the mount point as the container sees it
+            if hpath == "/" and ctx.root == "container":
+                shown = posixpath.normpath(cpath + mount.target)
+        row = {"TARGET": shown, "SOURCE": mount.source, "FSTYPE": mount.fstype, "OPTIONS": mount.options}
+    unknown = [c for c in columns if c not in row]
+    if unknown:
+        return 1, "", f"findmnt: unknown column: {unknown[0]}\n"
+    widths = {c: max(len(c), len(row[c])) for c in columns}
+    lines = []
+    if header:
+        lines.append(" ".join(c.ljust(widths[c]) for c in columns).rstrip())
+    lines.append(" ".join(row[c].ljust(widths[c]) for c in columns).rstrip())
+    return 0, "\n".join(lines) + "\n", ""
+
+
+def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    flags: set[str] = set()
+    rest: list[str] = []
+    for arg in args:
+        if arg.startswith("-") and len(arg) > 1 and not rest:
+            flags.update(arg[1:])
+        else:
+            rest.append(arg)
+    if not rest:
+        return 2, "", "Usage: grep [OPTION]... PATTERNS [FILE]...\n"
+    pattern = re.compile(rest[0] if "F" not in flags else re.escape(rest[0]), re.I if "i" in flags else 0)
+    sources = [(f, read_file(ctx, f)) for f in rest[1:]] or [("", stdin)]
+    out, err, found = [], "", False
+    for name, text in sources:
+        if text is None:
+            err += f"grep: {name}: No such file or directory\n"
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if bool(pattern.search(line)) != ("v" in flags):
+                found = True
+                prefix = (f"{name}:" if len(sources) > 1 else "") + (f"{number}:" if "n" in flags else "")
+                out.append(prefix + line)
+    if "c" in flags:
+        out = [str(len(out))]
+    if "q" in flags:
+        out = []
+    code = 0 if found else (2 if err else 1)
+    return code, "".join(f"{line}\n" for line in out), err
+
+
+def _test(ctx: Ctx, args: list[str]) -> Result:
+    if args and args[-1] == "]":
+        args = args[:-1]
+    if len(args) == 1:
+        return (0 if args[0] else 1), "", ""
+    if len(args) != 2:
+        return 2, "", "sh: test: unsupported expression\n"
+    op, path = args
+    exists_file = read_file(ctx, path) is not None
+    exists_dir = is_dir(ctx, path)
+    host = _host_path(ctx, path)
+    if op == "-f":
+        ok = exists_file
+    elif op == "-d":
+        ok = exists_dir
+    elif op == "-e":
+        ok = exists_file or exists_dir
+    elif op == "-w":
+        ok = (exists_file or exists_dir) and (host is None or ctx.view.mount(host).writable)
+    elif op == "-x":
+        ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
+    elif op in ("-n", "-z"):
+        ok = bool(path) == (op == "-n")
+    else:
+        return 2, "", f"sh: test: {op}: unary operator expected\n"
+    return (0 if ok else 1), "", ""
+
+
+def _ls(ctx: Ctx, args: list[str]) -> Result:
+    paths = [a for a in args if not a.startswith("-")] or ["."]
+    out, err, code = [], "", 0
+    for path in paths:
+        if read_file(ctx, path) is not None:
+            out.append(path)
+        elif is_dir(ctx, path):
+            host = _host_path(ctx, path)
+            names: set[str] = set()
+            if host is not None:
+                prefix = host.rstrip("/") + "/"
+                for entry in list(host_files(ctx.view)) + sorted(host_dirs(ctx.view)):
+                    if entry.startswith(prefix) and entry != host:
+                        names.add(entry[len(prefix) :].split("/", 1)[0])
+            out.extend(sorted(names))
+        else:
+            err += f"ls: cannot access '{path}': No such file or directory\n"
+            code = 2
+    return code, "".join(f"{line}\n" for line in out), err
+
+
+def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    if len(args) < 2:
+        return 125, "", "chroot: missing operand\n"
+    target, command = args[0], args[1:]
+    host = _host_path(ctx, target)
+    if host == "/":
+        new = replace(ctx, root="host", mounts={})
+    elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
+        if ctx.view.mount(host).noexec:
+            return 126, "", f"chroot: failed to run command '{command[0]}': Permission denied\n"
+        new = replace(ctx, root="driver", mounts={})
+    else:
+        return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
+    code, out, err = run_argv(new, command, stdin)
+    if code == 127 and "command not found" in err:
+        return 127, out, f"chroot: failed to run command '{command[0]}': No such file or directory\n"
+    return code, out, err
+
+
+def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
+    """Run one command (no shell syntax) in a context: (exit code, stdout, stderr)."""
+    if not argv:
+        return 0, "", ""
+    cmd, args = posixpath.basename(argv[0]), argv[1:]
+    view = ctx.view
+    if cmd in ("sh", "bash", "ash") and args[:1] == ["-c"] and len(args) >= 2:
+        return run_script(ctx, args[1], stdin)
+    if cmd == "nvidia-smi":
+        return _nvidia_smi(ctx, args)
+    if cmd == "uname":
+        value = {"-r": view.spec.kernel, "-m": "x86_64" if view.spec.arch == "amd64" else "aarch64", "-s": "Linux"}
+        if args and args[0] == "-a":
+            return 0, f"Linux {view.spec.name} {view.spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
+        return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
+    if cmd == "cat":
+        if not args:
+            return 0, stdin, ""
+        out, err = "", ""
+        for path in args:
+            text = read_file(ctx, path)
+            if text is None:
+                err += f"cat: {path}: {'Is a directory' if is_dir(ctx, path) else 'No such file or directory'}\n"
+            else:
+                out += text
+        return (1 if err else 0), out, err
+    if cmd == "grep":
+        return _grep(ctx, args, stdin)
+    if cmd == "findmnt":
+        return _findmnt(ctx, args)
+    if cmd in ("test", "["):
+        return _test(ctx, args)
+    if cmd == "ls":
+        return _ls(ctx, args)
+    if cmd == "chroot":
+        return _chroot(ctx, args, stdin)
+    if cmd in ("true", "sleep", ":"):
+        return 0, "", ""
+    if cmd == "false":
+        return 1, "", ""
+    if cmd == "echo":
+        newline = args[:1] != ["-n"]
+        words = args[1:] if not newline else args
+        return 0, " ".join(words) + ("\n" if newline else ""), ""
+    if cmd in ("env", "printenv"):
+        env = next(
+            (c.get("env") or [] for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), []
+        )
+        lines = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", f"HOSTNAME={view.spec.name}"]
+        lines += [f"{e['name']}={e.get('value', '')}" for e in env if "value" in e]
+        return 0, "".join(f"{line}\n" for line in lines), ""
+    if cmd == "hostname":
+        return (
+            0,
+            f"{view.spec.name if ctx.root == 'host' or ctx.pod['spec'].get('hostNetwork') else ctx.pod['metadata']['name']}\n",
+            "",
+        )
+    if cmd == "id":
+        return 0, "0\n" if args[:1] == ["-u"] else "uid=0(root) gid=0(root) groups=0(root)\n", ""
+    if cmd == "lsmod":
+        loaded = view.driver_version != ""
+        body = "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\nnvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
+        return 0, "Module                  Size  Used by\n" + (body if loaded else ""), ""
+    if cmd in ("head", "tail") or cmd == "wc":
+        return _filter(cmd, args, stdin)
+    return 127, "", f"sh: {argv[0]}: command not found\n"
+
+
+def _filter(cmd: str, args: list[str], stdin: str) -> Result:
+    lines = stdin.splitlines(keepends=True)
+    if cmd == "wc":
+        return 0, f"{len(lines)}\n", ""
+    count = 10
+    for i, arg in enumerate(args):
+        if arg == "-n" and i + 1 < len(args) and args[i + 1].isdigit():
+            count = int(args[i + 1])
+        elif arg.startswith("-") and arg[1:].isdigit():
+            count = int(arg[1:])
+    picked = lines[:count] if cmd == "head" else lines[-count:] if count else []
+    return 0, "".join(picked), ""
+
+
+def _split(script: str) -> list[tuple[str, str]]:
+    """Split a script on ``;``, ``&&`` and ``||`` (outside quotes): [(operator before, command text)]."""
+    parts, current, op, quote, i = [], "", ";", "", 0
+    while i < len(script):
+        ch = script[i]
+        if quote:
+            quote = "" if ch == quote else quote
+            current += ch
+        elif ch in "'\"":
+            quote = ch
+            current += ch
+        elif script.startswith(("&&", "||"), i):
+            parts.append((op, current))
+            op, current = script[i : i + 2], ""
+            i += 1
+        elif ch in ";\n":
+            parts.append((op, current))
+            op, current = ";", ""
+        else:
+            current += ch
+        i += 1
+    parts.append((op, current))
+    return [(o, c.strip()) for o, c in parts if c.strip()]
+
+
+def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
+    """Run an ``sh -c`` script."""
+    code, out, err = 0, "", ""
+    for op, text in _split(script):
+        if (op == "&&" and code != 0) or (op == "||" and code == 0):
+            continue
+        text = text.replace("$?", str(code))
+        text = " " + text
+        merge = bool(_MERGE.search(text))
+        text = _MERGE.sub(" ", text)
+        drop_err = bool(_STDERR_NULL.search(text))
+        text = _STDERR_NULL.sub(" ", text)
+        drop_out = bool(_STDOUT_NULL.search(text))
+        clean = _STDOUT_NULL.sub(" ", text)
+        data = stdin
+        step_err = ""
+        for stage in [s for s in re.split(r"(?<!\|)\|(?!\|)", clean) if s.strip()]:
+            try:
+                argv = shlex.split(stage)
+            except ValueError as exc:
+                return 2, out, err + f"sh: syntax error: {exc}\n"
+            code, data, stage_err = run_argv(ctx, argv, data)
+            step_err += stage_err
+        if merge:
+            data, step_err = data + step_err, ""
+            drop_err = drop_err or drop_out
+        out += "" if drop_out else data
+        err += "" if drop_err else step_err
+    return code, out, err

@@ -1,0 +1,149 @@
+"""The files and directories a simulated node (or container) shows to ``cat``, ``grep``, ``test`` and ``ls``.
+
+Host files follow the node's state: ``/etc/containerd/conf.d/99-nvidia.toml`` appears once the
+toolkit runs there, ``/run/nvidia/validations/*-ready`` once the validator's checks pass,
+``/proc/driver/nvidia/version`` once a driver is loaded.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from wizard.demo.sim.hostos import os_release
+from wizard.demo.sim.world import NodeView
+
+HOST_DIRS = (
+    "/",
+    "/bin",
+    "/dev",
+    "/etc",
+    "/etc/containerd",
+    "/home",
+    "/lib",
+    "/lib/modules",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/local/bin",
+    "/usr/sbin",
+    "/var",
+    "/var/lib",
+    "/var/lib/kubelet",
+    "/var/log",
+)
+
+
+def _cri_plugin(runtime: str) -> tuple[int, str]:
+    """containerd config version and CRI plugin key for the node's containerd."""
+    version = runtime.split("://", 1)[-1]
+    if version.startswith("2."):
+        return 3, "io.containerd.cri.v1.runtime"
+    return 2, "io.containerd.grpc.v1.cri"
+
+
+def drop_in(view: NodeView) -> str:
+    """The containerd drop-in the toolkit writes (``BinaryName`` on its 12th line)."""
+    config_version, plugin = _cri_plugin(view.spec.runtime)
+    base = f"{view.toolkit_install_dir}/toolkit"
+    return (
+        f"version = {config_version}\n"
+        "\n"
+        f'[plugins."{plugin}"]\n'
+        "  enable_cdi = true\n"
+        "\n"
+        f'  [plugins."{plugin}".containerd]\n'
+        "\n"
+        f'    [plugins."{plugin}".containerd.runtimes.nvidia]\n'
+        '      runtime_type = "io.containerd.runc.v2"\n'
+        "\n"
+        f'      [plugins."{plugin}".containerd.runtimes.nvidia.options]\n'
+        f'        BinaryName = "{base}/nvidia-container-runtime"\n'
+        "\n"
+        f'    [plugins."{plugin}".containerd.runtimes.nvidia-cdi]\n'
+        '      runtime_type = "io.containerd.runc.v2"\n'
+        "\n"
+        f'      [plugins."{plugin}".containerd.runtimes.nvidia-cdi.options]\n'
+        f'        BinaryName = "{base}/nvidia-container-runtime.cdi"\n'
+        "\n"
+        f'    [plugins."{plugin}".containerd.runtimes.nvidia-legacy]\n'
+        '      runtime_type = "io.containerd.runc.v2"\n'
+        "\n"
+        f'      [plugins."{plugin}".containerd.runtimes.nvidia-legacy.options]\n'
+        f'        BinaryName = "{base}/nvidia-container-runtime.legacy"\n'
+    )
+
+
+def driver_ready_file(view: NodeView) -> str:
+    """``/run/nvidia/validations/driver-ready`` as the validator writes it."""
+    if view.host_driver_ok and view.driver_pod is None:
+        root, ctr = "/", "/host"
+    else:
+        root, ctr = view.driver_install_dir, "/driver-root"
+    return (
+        f"IS_HOST_DRIVER={'true' if root == '/' else 'false'}\n"
+        f"NVIDIA_DRIVER_ROOT={root}\nDRIVER_ROOT_CTR_PATH={ctr}\nNVIDIA_DEV_ROOT={root}\nDEV_ROOT_CTR_PATH={ctr}\n"
+    )
+
+
+def host_files(view: NodeView) -> dict[str, str]:
+    """Every file the host shows, path -> content."""
+    spec = view.spec
+    files = {
+        "/etc/os-release": os_release(spec.os_id, spec.os_version),
+        "/etc/hostname": f"{spec.name}\n",
+        "/proc/version": f"Linux version {spec.kernel} (geeko@buildhost) (gcc (SUSE Linux) 7.5.0) #1 SMP\n",
+        "/etc/containerd/config.toml": f"version = {_cri_plugin(spec.runtime)[0]}\n"
+        + ('imports = ["/etc/containerd/conf.d/*.toml"]\n' if view.toolkit_installed else ""),
+    }
+    version = view.driver_version
+    if version:
+        files["/proc/driver/nvidia/version"] = (
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  "
+            "(dvs-builder@U22-I3-AE18-09-3)  Wed Jan  7 22:59:30 UTC 2026\nGCC version:  gcc version 12.3.0\n"
+        )
+    if view.toolkit_installed:
+        files[view.drop_in_path] = drop_in(view)
+        files["/run/nvidia/toolkit/toolkit.pid"] = "4242\n"
+    if view.driver_loaded:
+        files["/run/nvidia/validations/.driver-ctr-ready"] = ""
+        files[f"{view.driver_install_dir}/usr/bin/nvidia-smi"] = "\x7fELF"
+    if view.validated("driver"):
+        files["/run/nvidia/validations/driver-ready"] = driver_ready_file(view)
+    for component in ("toolkit", "cuda", "plugin"):
+        if view.validated(component):
+            files[f"/run/nvidia/validations/{component}-ready"] = ""
+    if spec.host_driver:
+        files["/usr/bin/nvidia-smi"] = "\x7fELF"
+    return files
+
+
+def host_dirs(view: NodeView) -> set[str]:
+    """Every directory the host shows."""
+    dirs = set(HOST_DIRS) | {f"/lib/modules/{view.spec.kernel}"}
+    for path in host_files(view):
+        parent = posixpath.dirname(path)
+        while parent not in dirs:
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    if view.driver_pod is not None or view.toolkit_pod is not None:
+        dirs |= {"/run/nvidia", "/run/nvidia/validations"}
+    if view.driver_loaded:
+        dirs.add(view.driver_install_dir)
+    if view.toolkit_installed:
+        dirs |= {view.toolkit_install_dir, f"{view.toolkit_install_dir}/toolkit"}
+    return dirs
+
+
+def container_files(os_id: str, os_version: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A container image's files (its own os-release)."""
+    files = {"/etc/os-release": os_release(os_id, os_version), "/etc/hostname": "container\n"}
+    files.update(extra or {})
+    return files

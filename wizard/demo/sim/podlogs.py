@@ -1,0 +1,182 @@
+"""Container logs of the simulated operator pods, worded like the real components print them.
+
+``k8s-driver-manager`` (logrus lines, ``driver is pre-installed on host``), the driver container's
+install script, the validator's ``Attempting to validate a pre-installed driver on the host`` /
+``Detected a pre-installed driver on the host`` / ``No pre-installed driver detected on the host``
+lines (facts doc §4), the toolkit installer and the device plugin. Failures end with the reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from wizard.demo.sim import smi
+from wizard.demo.sim.operands import DRIVER_CTR, MANAGER_CTR
+from wizard.demo.sim.simutil import now
+from wizard.demo.sim.workloads import init_outcome, main_outcome
+from wizard.demo.sim.world import NodeView, container_status, driver_version_of, is_running
+from wizard.engine.naming import Release
+
+
+def _logrus(lines: list[str], level: str = "info") -> str:
+    stamp = now()
+    return "".join(f'time="{stamp}" level={level} msg="{line}"\n' for line in lines)
+
+
+def _manager(view: NodeView) -> str:
+    head = [
+        "Getting current value of the 'nvidia.com/gpu.deploy.operator-validator' node label",
+        "Current value of 'nvidia.com/gpu.deploy.operator-validator=true'",
+        "Getting current value of the 'nvidia.com/gpu.deploy.container-toolkit' node label",
+        "Current value of 'nvidia.com/gpu.deploy.container-toolkit=true'",
+    ]
+    if view.host_driver_ok:
+        return _logrus([*head, "driver is pre-installed on host"])
+    return _logrus(
+        [
+            *head,
+            "Shutting down all GPU clients on the current node by disabling their component-specific nodeSelector labels",
+            "Unloading NVIDIA driver kernel modules...",
+            "NVIDIA driver kernel modules are not loaded",
+            "Unmounting NVIDIA driver rootfs...",
+            "Rescheduling all GPU clients on the current node by enabling their component-specific nodeSelector labels",
+        ]
+    )
+
+
+def _driver(pod: dict[str, Any], view: NodeView, release: Release) -> str:
+    image = next((str(c.get("image", "")) for c in pod["spec"]["containers"] if c.get("name") == DRIVER_CTR), "")
+    version = driver_version_of(image)
+    kernel = view.spec.kernel
+    precompiled = any(e.get("name") == "PRECOMPILED" for c in pod["spec"]["containers"] for e in c.get("env") or [])
+    lines = [
+        "DRIVER_ARCH is x86_64",
+        f"Creating directory NVIDIA-Linux-x86_64-{version}",
+        f"Starting installation of NVIDIA driver version {version} for Linux kernel version {kernel}",
+        "",
+        "Stopping NVIDIA persistence daemon...",
+        "Unloading NVIDIA driver kernel modules...",
+        "Unmounting NVIDIA driver rootfs...",
+        "Checking NVIDIA driver packages...",
+    ]
+    verdict = main_outcome(pod, DRIVER_CTR, view, release)
+    if verdict.outcome == "crash":
+        return "\n".join([*lines, verdict.reason, "Stopping NVIDIA persistence daemon...", ""])
+    if precompiled:
+        lines += [f"Found precompiled kernel modules for kernel {kernel}", "Installing NVIDIA driver kernel modules..."]
+    else:
+        lines += [
+            "Updating the package cache...",
+            "Resolving Linux kernel version...",
+            f"Proceeding with Linux kernel version {kernel}",
+            "Installing Linux kernel headers...",
+            "Installing Linux kernel module files...",
+            "Generating Linux kernel version string...",
+            "Compiling NVIDIA driver kernel modules...",
+            "Relinking NVIDIA driver kernel modules...",
+            f"Building NVIDIA driver package nvidia-modules-{kernel}...",
+            "Installing NVIDIA driver kernel modules...",
+        ]
+    if not view.driver_loaded:
+        return "\n".join(lines) + "\n"
+    lines += [
+        "Loading ipmi and i2c_core kernel modules...",
+        "Loading NVIDIA driver kernel modules...",
+        "+ modprobe nvidia",
+        "+ modprobe nvidia-uvm",
+        "+ modprobe nvidia-modeset",
+        "+ set +o xtrace -o nounset",
+        "Starting NVIDIA persistence daemon...",
+        "Mounting NVIDIA driver rootfs...",
+        "Done, now waiting for signal",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _validation(container: str, pod: dict[str, Any], view: NodeView) -> str:
+    verdict = init_outcome(pod, container, view)
+    lines = ["version: 10ee5b36, commit: 10ee5b3"]
+    if container == "driver-validation":
+        lines.append("Attempting to validate a pre-installed driver on the host")
+        if view.host_driver_ok:
+            lines.append("Detected a pre-installed driver on the host")
+            table = smi.table(
+                view.spec.host_driver, smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count), _now()
+            )
+            return _logrus(lines) + "running command chroot with args [/host nvidia-smi]\n" + table
+        code = 9 if view.spec.host_driver_broken else 14
+        lines.append(f"No pre-installed driver detected on the host: exit status {code}")
+        if view.driver_pod is not None:
+            lines.append(
+                "Driver is not pre-installed on the host and is managed by GPU Operator. Checking driver container status."
+            )
+    if verdict.outcome == "fail":
+        return _logrus(lines) + _logrus([verdict.reason], "error")
+    if verdict.outcome == "wait":
+        return _logrus([*lines, verdict.reason])
+    if container == "driver-validation" and view.driver_loaded:
+        gpus = smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count)
+        body = smi.table(view.driver_version, gpus, _now())
+        return _logrus(lines) + f"running command chroot with args [{view.driver_install_dir} nvidia-smi]\n" + body
+    return _logrus([*lines, verdict.reason])
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now()
+
+
+def _toolkit(view: NodeView) -> str:
+    base = f"{view.toolkit_install_dir}/toolkit"
+    if not view.mount(view.toolkit_install_dir).writable:
+        return _logrus(["Parsing arguments", "Starting nvidia-toolkit", "Verifying Flags"]) + _logrus(
+            [
+                f"error running nvidia-toolkit: unable to install toolkit: mkdir {view.toolkit_install_dir}: read-only file system"
+            ],
+            "error",
+        )
+    return _logrus(
+        [
+            "Parsing arguments",
+            "Starting nvidia-toolkit",
+            "Verifying Flags",
+            f"Installing NVIDIA container toolkit to '{base}'",
+            f"Installing NVIDIA container toolkit config '{base}/.config/nvidia-container-runtime/config.toml'",
+            f"Flushing config to {view.drop_in_path}",
+            "Sending SIGHUP signal to containerd",
+            "Successfully signaled containerd",
+            "Completed 'setup' for containerd",
+            "Waiting for signal",
+        ]
+    )
+
+
+def container_log(pod: dict[str, Any], container: str, view: NodeView | None, release: Release) -> str:
+    """The log of one operator container (empty for containers the simulation knows nothing about)."""
+    if view is None:
+        return ""
+    cs = container_status(pod, container)
+    if container == MANAGER_CTR:
+        return _manager(view)
+    if container == DRIVER_CTR:
+        return _driver(pod, view, release)
+    if container.endswith("-validation"):
+        return _validation(container, pod, view)
+    if container == "nvidia-container-toolkit-ctr":
+        return _toolkit(view)
+    if container == "nvidia-device-plugin":
+        return _logrus(
+            [
+                "Starting FS watcher.",
+                "Starting OS watcher.",
+                "Starting Plugins.",
+                "Loading configuration.",
+                "Retrieving plugins.",
+                "Starting GRPC server for 'nvidia.com/gpu'",
+                "Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock",
+                "Registered device plugin for 'nvidia.com/gpu' with Kubelet",
+            ]
+        )
+    if container == "nvidia-operator-validator" and is_running(cs):
+        return "all validations are successful\n"
+    return ""

@@ -1,0 +1,314 @@
+"""The demo cluster's simulated world: nodes, the GPU Operator, kubelet and what runs in containers.
+
+The API server (``server.py``) stores objects; :class:`Simulation` seeds the scenario into that store
+and, on every :meth:`Simulation.tick`, runs one step of each controller: the GPU Operator
+(ClusterPolicy, NVIDIADriver, driver upgrades), Kubernetes' DaemonSet/Deployment controllers and
+garbage collector, and the kubelet (pulls, container starts, readiness). :meth:`Simulation.exec`
+and :meth:`Simulation.logs` answer ``kubectl exec`` and ``kubectl logs`` as the node would.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.demo.api.store import Store
+from wizard.demo.scenarios.scenario import Scenario
+from wizard.demo.sim import controllers, nodecmd
+from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
+from wizard.demo.sim.nodes import node_object
+from wizard.demo.sim.nvd_sim import NVIDIADriverController
+from wizard.demo.sim.operands import ENV_NAMES
+from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
+from wizard.demo.sim.podlogs import container_log
+from wizard.demo.sim.pull import Puller, PullResult
+from wizard.demo.sim.simutil import Writer, labels_of, read
+from wizard.demo.sim.upgrade_sim import UpgradeController
+from wizard.demo.sim.world import NodeView, build_views
+from wizard.engine.naming import Release
+from wizard.engine.plan import KNOWN_RELEASES
+from wizard.engine.resources import operator_values
+
+_SEED_ROUNDS = 200
+
+
+@dataclass
+class ExecResult:
+    """What a command run in a container produced."""
+
+    stdout: bytes
+    stderr: bytes
+    exit_code: int
+
+
+def operator_deployment(scenario: Scenario) -> dict[str, Any]:
+    """The GPU Operator Deployment as Helm installs it, with each operand's default image in its env."""
+    spec = scenario.operator
+    release = Release.parse(spec.release)
+    values = operator_values(KNOWN_RELEASES[f"{release.major}.{release.minor}"])
+    repo = spec.repository or "nvcr.io/nvidia"
+
+    def default(section: dict[str, Any], version: str | None = None) -> str:
+        base = section.get("repository", "nvcr.io/nvidia")
+        if spec.repository:  # a mirror keeps the path below the registry's namespace
+            base = repo + base.removeprefix("nvcr.io/nvidia")
+        return f"{base}/{section['image']}:{version or section.get('version') or spec.release}"
+
+    env = {
+        ENV_NAMES["driver"]: default(values["driver"]),
+        ENV_NAMES["manager"]: default(values["driver"]["manager"]),
+        ENV_NAMES["toolkit"]: default(values["toolkit"]),
+        ENV_NAMES["validator"]: default(values["validator"], spec.release),
+        ENV_NAMES["devicePlugin"]: default(values["devicePlugin"]),
+    }
+    labels = {
+        "app": "gpu-operator",
+        "app.kubernetes.io/component": "gpu-operator",
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+    container = {
+        "name": "gpu-operator",
+        "image": f"{repo}/gpu-operator:{spec.release}",
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["gpu-operator"],
+        "args": ["--leader-elect", "--zap-time-encoding=epoch", "--zap-log-level=info"],
+        "env": [
+            {"name": "WATCH_NAMESPACE", "value": ""},
+            {"name": "OPERATOR_NAMESPACE", "value": spec.namespace},
+            *({"name": k, "value": v} for k, v in env.items()),
+        ],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "gpu-operator", "namespace": spec.namespace, "labels": dict(labels)},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "gpu-operator"}},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "serviceAccountName": "gpu-operator",
+                    "priorityClassName": "system-node-critical",
+                    "containers": [container],
+                    "nodeSelector": {},
+                },
+            },
+        },
+    }
+
+
+def published_images(scenario: Scenario) -> list[str]:
+    """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
+    refs = []
+    mirror = scenario.operator.repository
+    for bundle in KNOWN_RELEASES.values():
+        values = operator_values(bundle)
+        sections = [
+            values["driver"]["manager"],
+            values["toolkit"],
+            values["devicePlugin"],
+            values["validator"],
+            values["operator"],
+        ]
+        for section in sections:
+            base = section.get("repository", "nvcr.io/nvidia")
+            tag = section.get("version") or bundle
+            refs.append(f"{base}/{section['image']}:{tag}")
+            if mirror:
+                refs.append(f"{mirror}{base.removeprefix('nvcr.io/nvidia')}/{section['image']}:{tag}")
+    return refs
+
+
+class Simulation:
+    """One simulated cluster behind the demo API server."""
+
+    def __init__(self, scenario: Scenario, store: Store) -> None:
+        self.scenario = scenario
+        self.store = store
+        self.specs = {spec.name: spec for spec in scenario.expanded_nodes()}
+        self.puller = Puller(scenario.registry, published_images(scenario))
+        self.policies = ClusterPolicyController(scenario.operator.release)
+        self.nvidiadrivers = NVIDIADriverController()
+        self.upgrades = UpgradeController()
+        self._release = Release.parse(scenario.operator.release)
+        self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
+        self._pod_index: dict[str, list[dict[str, Any]]] = {}
+        self._pod_index_version: int | None = None
+
+    # -- seeding ----------------------------------------------------------------------------------
+
+    def seed(self) -> None:
+        """Put the scenario's nodes, namespaces, operator and existing ClusterPolicy into the store."""
+        for index, spec in enumerate(self.specs.values()):
+            self.store.create("nodes", node_object(spec, index))
+        names = ["default", "kube-system", "kube-public", "kube-node-lease", self.scenario.operator.namespace]
+        for name in dict.fromkeys(names):
+            if self.store.get("namespaces", name) is None:
+                self.store.create(
+                    "namespaces",
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                        "spec": {"finalizers": ["kubernetes"]},
+                        "status": {"phase": "Active"},
+                    },
+                )
+        if not self.scenario.operator.installed:
+            return
+        self.store.create("deployments", operator_deployment(self.scenario))
+        if self.scenario.operator.cluster_policy:
+            policy = dict(self.scenario.operator.cluster_policy)
+            policy.setdefault("apiVersion", "nvidia.com/v1")
+            self.store.create("clusterpolicies", policy)
+        for _ in range(_SEED_ROUNDS):  # what was already running before the demo started comes up at once
+            writer = Writer(self.store)
+            pods, views, keys, requests = self._control(writer)
+            results = {req: self.puller.resolve_offline(req[0]) for req in requests}
+            self._kubelet(writer, pods, views, keys, results)
+            if not writer.changed:
+                break
+
+    # -- ticking ----------------------------------------------------------------------------------
+
+    async def tick(self) -> bool:
+        """One step of operator reconcile and kubelet progress; True while something changed."""
+        writer = Writer(self.store)
+        pods, views, keys, requests = self._control(writer)
+        results = await self.puller.resolve_many(requests) if requests else {}
+        self._kubelet(writer, pods, views, keys, results)
+        return writer.changed
+
+    def _operator(self) -> OperatorInfo | None:
+        info = find_operator(read(self.store, "deployments"), self.scenario.operator.release)
+        if info is not None:
+            self._release = info.release
+        return info
+
+    def _control(
+        self, writer: Writer
+    ) -> tuple[list[dict[str, Any]], dict[str, NodeView], dict[str, dict[str, PullKey]], set[PullKey]]:
+        """Controllers, then which pulls the kubelet will need this tick."""
+        operator = self._operator()
+        if operator is not None:
+            self.policies.reconcile(writer, operator)
+            self.nvidiadrivers.reconcile(writer, operator)
+            singleton = self.store.lookup("clusterpolicies", self.policies.singleton) or {}
+            upgrade_policy = ((singleton.get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
+            self.upgrades.reconcile(writer, operator.namespace, upgrade_policy)
+        nodes = read(self.store, "nodes")
+        pods = read(self.store, "pods")
+        controllers.reconcile_daemonsets(writer, nodes, pods)
+        owners = controllers.reconcile_deployments(writer, nodes, pods)
+        controllers.schedule(writer, nodes, read(self.store, "pods"))
+        controllers.collect_garbage(writer, pods, owners)
+        pods = read(self.store, "pods")
+        views = build_views(nodes, pods, read(self.store, "daemonsets"), self.specs)
+        secrets: dict[tuple[str, str], dict[str, Any]] = {}
+        if any(p.get("spec", {}).get("imagePullSecrets") for p in pods):
+            secrets = {
+                (s["metadata"].get("namespace", ""), s["metadata"]["name"]): s for s in read(self.store, "secrets")
+            }
+        keys: dict[str, dict[str, PullKey]] = {}
+        requests: set[PullKey] = set()
+        for pod in pods:
+            node = pod.get("spec", {}).get("nodeName", "")
+            for container in self.kubelet.pull_targets(pod):
+                if self.kubelet.cached(node, container):
+                    continue
+                key = self.kubelet.pull_key(pod, container, secrets)
+                keys.setdefault(pod["metadata"]["uid"], {})[container["name"]] = key
+                requests.add(key)
+        return pods, views, keys, requests
+
+    def _kubelet(
+        self,
+        writer: Writer,
+        pods: list[dict[str, Any]],
+        views: dict[str, NodeView],
+        keys: dict[str, dict[str, PullKey]],
+        results: dict[PullKey, PullResult],
+    ) -> None:
+        configmaps = {
+            (c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")
+        }
+        for pod in pods:
+            node = pod.get("spec", {}).get("nodeName", "")
+            if not node or node not in views:
+                continue
+            namespace = pod["metadata"].get("namespace", "")
+            volumes_ok = all(
+                (namespace, v["configMap"].get("name", "")) in configmaps or v["configMap"].get("optional")
+                for v in pod["spec"].get("volumes") or []
+                if isinstance(v.get("configMap"), dict)
+            )
+            self.kubelet.step(writer, pod, views[node], results, keys.get(pod["metadata"]["uid"], {}), volumes_ok)
+        nodes = read(self.store, "nodes")
+        views = build_views(nodes, read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
+        controllers.node_agents(writer, nodes, views)
+
+    # -- exec and logs ----------------------------------------------------------------------------
+
+    def _context(self, namespace: str, pod_name: str) -> tuple[dict[str, Any], NodeView] | None:
+        pod = self.store.get("pods", pod_name, namespace)
+        if pod is None:
+            return None
+        node = pod.get("spec", {}).get("nodeName", "")
+        node_obj = self.store.get("nodes", node) if node else None
+        if node_obj is None:
+            return None
+        views = build_views([node_obj], self._pods_on(node), read(self.store, "daemonsets"), self.specs)
+        return pod, views[node]
+
+    def _pods_on(self, node: str) -> list[dict[str, Any]]:
+        """Pods bound to ``node``, from an index rebuilt only when the store has changed.
+
+        Verification execs into every node while nothing is written; scanning every pod per exec
+        made 1,000 execs cost seconds of the server's single event loop.
+        """
+        version = self.store.resource_version
+        if self._pod_index_version != version:
+            by_node: dict[str, list[dict[str, Any]]] = {}
+            for pod in self.store.iter_objects("pods"):
+                by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
+            self._pod_index, self._pod_index_version = by_node, version
+        return self._pod_index.get(node, [])
+
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
+        """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""
+        found = self._context(namespace, pod)
+        if found is None:
+            return ExecResult(b"", f'Error from server (NotFound): pods "{pod}" not found\n'.encode(), 1)
+        obj, view = found
+        if view.spec.name in self.scenario.faults.exec_fail_nodes:
+            message = f"error: unable to upgrade connection: error dialing backend: dial tcp {view.ip}:10250: connect: connection refused\n"
+            return ExecResult(b"", message.encode(), 1)
+        ctx = nodecmd.make_ctx(view, obj, container)
+        code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
+        return ExecResult(out.encode(), err.encode(), code)
+
+    def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str]:
+        """A run-to-completion container's command, run on its node: (exit code, combined output)."""
+        argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+        found = self._context(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        if not argv or found is None:
+            return 0, ""
+        _, view = found
+        code, out, err = nodecmd.run_argv(nodecmd.make_ctx(view, pod, container["name"]), argv)
+        return code, out + err
+
+    def logs(self, namespace: str, pod: str, container: str) -> str:
+        """The log of one container (operator components, or a finished command's output)."""
+        found = self._context(namespace, pod)
+        if found is None:
+            return ""
+        obj, view = found
+        output = self.kubelet.outputs.get((obj["metadata"].get("uid", ""), container))
+        if output is not None:
+            return output
+        if labels_of(obj).get("app") == "gpu-operator":
+            stamp = dt.datetime.now(dt.UTC).timestamp()
+            return f'{{"level":"info","ts":{stamp:.3f},"logger":"controllers.ClusterPolicy","msg":"Reconciliate ClusterPolicies after node label update"}}\n'
+        return container_log(obj, container, view, self._release)

@@ -1,0 +1,145 @@
+"""The operator's driver upgrade controller, simulated one state per node per tick.
+
+Driver DaemonSets use ``updateStrategy: OnDelete``: a new driver version only reaches a node when its
+old driver pod is deleted. With ``driver.upgradePolicy.autoUpgrade`` (the chart default) the operator
+walks each outdated node through ``nvidia.com/gpu-driver-upgrade-state``:
+upgrade-required -> cordon-required -> wait-for-jobs-required -> pod-deletion-required ->
+drain-required -> pod-restart-required -> validation-required -> uncordon-required -> upgrade-done
+(``upgrade-failed`` when the new pod cannot start), at most ``maxParallelUpgrades`` nodes at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wizard.demo.sim.operands import COMPONENT_DRIVER, DRIVER_CTR
+from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, template_hash, thaw
+from wizard.engine.facts import LABEL_UPGRADE_STATE
+
+UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
+STEPS = {
+    "upgrade-required": "cordon-required",
+    "cordon-required": "wait-for-jobs-required",
+    "wait-for-jobs-required": "pod-deletion-required",
+    "pod-deletion-required": "drain-required",
+    "drain-required": "pod-restart-required",
+    "pod-restart-required": "validation-required",
+    "validation-required": "uncordon-required",
+    "uncordon-required": "upgrade-done",
+}
+IN_PROGRESS = frozenset(STEPS) - {"upgrade-required"}
+_FAILED_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff", "InvalidImageName"})
+
+
+def pod_ready(pod: dict[str, Any]) -> bool:
+    """The pod's Ready condition is True."""
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
+
+
+def pod_failing(pod: dict[str, Any]) -> bool:
+    """A container of the pod is stuck on a pull or crash loop."""
+    status = pod.get("status") or {}
+    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        if ((cs.get("state") or {}).get("waiting") or {}).get("reason") in _FAILED_REASONS:
+            return True
+    return False
+
+
+class UpgradeController:
+    """Steps outdated driver nodes through the upgrade states."""
+
+    def reconcile(self, writer: Writer, namespace: str, policy: dict[str, Any]) -> None:
+        """One step for every node that has a driver pod (or is mid-upgrade), per ``driver.upgradePolicy``."""
+        store = writer.store
+        auto = policy.get("autoUpgrade", True) is not False
+        if not auto:
+            return
+        max_parallel = int(policy.get("maxParallelUpgrades", 1) or 0)
+        daemonsets = {
+            ds["metadata"]["uid"]: ds
+            for ds in read(store, "daemonsets", namespace)
+            if labels_of(ds).get("app.kubernetes.io/component") == COMPONENT_DRIVER
+        }
+        if not daemonsets:
+            return
+        revisions = {uid: template_hash(ds["spec"]["template"]) for uid, ds in daemonsets.items()}
+        driver_pods: dict[str, dict[str, Any]] = {}
+        for candidate in read(store, "pods", namespace):
+            uid = controller_uid(candidate)
+            if uid in daemonsets and candidate.get("spec", {}).get("nodeName"):
+                driver_pods[candidate["spec"]["nodeName"]] = candidate
+        nodes = read(store, "nodes")
+        busy = sum(1 for n in nodes if labels_of(n).get(LABEL_UPGRADE_STATE) in IN_PROGRESS)
+        for node in nodes:
+            name = node["metadata"]["name"]
+            labels = labels_of(node)
+            state = labels.get(LABEL_UPGRADE_STATE, "")
+            pod: dict[str, Any] | None = driver_pods.get(name)
+            if pod is None and state in ("", "upgrade-done"):
+                continue
+            ds = daemonsets.get(controller_uid(pod)) if pod else None
+            current = (
+                ds is not None
+                and pod is not None
+                and labels_of(pod).get("controller-revision-hash") == revisions[ds["metadata"]["uid"]]
+            )
+            new_state, unschedulable = self._next(state, pod, current, writer, namespace)
+            if new_state == "cordon-required" and state == "upgrade-required":
+                if max_parallel and busy >= max_parallel:
+                    continue
+                busy += 1
+            annotations = node["metadata"].get("annotations") or {}
+            cordon_change = (
+                unschedulable is not None and bool(node.get("spec", {}).get("unschedulable")) != unschedulable
+            )
+            if new_state == state and annotations.get(UPGRADE_ENABLED_ANNOTATION) == "true" and not cordon_change:
+                continue
+            node = thaw(node)
+            node["metadata"].setdefault("annotations", {})[UPGRADE_ENABLED_ANNOTATION] = "true"
+            labels_of(node)[LABEL_UPGRADE_STATE] = new_state
+            if cordon_change:
+                if unschedulable:
+                    node.setdefault("spec", {})["unschedulable"] = True
+                else:
+                    node.setdefault("spec", {}).pop("unschedulable", None)
+            writer.update("nodes", node)
+
+    @staticmethod
+    def _next(
+        state: str, pod: dict[str, Any] | None, current: bool, writer: Writer, namespace: str
+    ) -> tuple[str, bool | None]:
+        """The node's next upgrade state and whether it must be (un)cordoned (None: leave it)."""
+        if state in ("", "upgrade-done"):
+            if pod is not None and not current:
+                return "upgrade-required", None
+            return ("upgrade-done" if pod is not None and pod_ready(pod) else state), None
+        if state == "upgrade-failed":
+            return ("uncordon-required", None) if pod is not None and current and pod_ready(pod) else (state, None)
+        if state == "upgrade-required":
+            return "cordon-required", None
+        if state == "cordon-required":
+            return STEPS[state], True
+        if state == "pod-restart-required":
+            if pod is not None and not current:
+                writer.delete("pods", pod["metadata"]["name"], namespace)
+            return STEPS[state], None
+        if state == "validation-required":
+            if pod is None or not current:
+                return state, None  # the DaemonSet controller has not recreated the pod yet
+            if pod_failing(pod):
+                return "upgrade-failed", None
+            return (STEPS[state], None) if pod_ready(pod) else (state, None)
+        if state == "uncordon-required":
+            return STEPS[state], False
+        return STEPS.get(state, state), None
+
+
+def driver_container_image(pod: dict[str, Any]) -> str:
+    """The image of a driver pod's ``nvidia-driver-ctr`` container, or ""."""
+    for container in pod.get("spec", {}).get("containers") or []:
+        if container.get("name") == DRIVER_CTR:
+            return str(container.get("image", ""))
+    return ""

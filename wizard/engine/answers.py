@@ -1,0 +1,252 @@
+"""The answers file: the plan's YAML form, loaded and saved with comments and key order kept.
+
+Loading validates through :class:`wizard.engine.plan.Plan` and turns every problem into a
+:class:`FieldError` that names the field, the file line and what is valid. Saving goes through a
+temporary file and a rename, mode 0600, so a crash never leaves half a file behind.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from wizard.engine.plan import Mode, Plan
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one field: where it is and what is valid instead."""
+
+    field: str
+    """Dotted path such as ``driver.version``; empty for the file as a whole."""
+    message: str
+    line: int | None = None
+    """1-based line in the answers file, when known."""
+
+    def render(self, source: str = "") -> str:
+        where = f"{source}:{self.line}: " if source and self.line else (f"{source}: " if source else "")
+        return f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
+
+
+class AnswersError(ValueError):
+    """The answers (file, flags or form) are invalid; carries every field error found."""
+
+    def __init__(self, errors: Sequence[FieldError], source: str = "") -> None:
+        self.errors = list(errors)
+        self.source = source
+        super().__init__("\n".join(e.render(source) for e in self.errors))
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096
+    return yaml
+
+
+def _line_of(doc: Any, path: Sequence[str | int]) -> int | None:
+    """The 1-based line of the deepest existing key on ``path`` in a round-trip document."""
+    line: int | None = None
+    node = doc
+    for part in path:
+        if isinstance(node, CommentedMap) and isinstance(part, str) and part in node:
+            line = node.lc.key(part)[0] + 1
+            node = node[part]
+        elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            line = node.lc.item(part)[0] + 1
+            node = node[part]
+        else:
+            break
+    return line
+
+
+def _valid_keys(path: Sequence[str | int]) -> list[str]:
+    model: Any = Plan
+    for part in path:
+        field = getattr(model, "model_fields", {}).get(part)
+        if field is None:
+            return []
+        model = field.annotation
+    return list(getattr(model, "model_fields", {}))
+
+
+def plan_errors(exc: ValidationError, doc: Any = None) -> list[FieldError]:
+    """Turn pydantic's errors into field errors (with file lines when the YAML document is given)."""
+    errors: list[FieldError] = []
+    for err in exc.errors():
+        loc: list[str | int] = [p for p in err["loc"] if isinstance(p, (str, int))]
+        message = str(err["msg"])
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        # Cross-field rules raise "<dotted.path>: <message>" from the model validator.
+        head, sep, rest = message.partition(": ")
+        if not loc and sep and " " not in head and "." in head:
+            loc, message = [*head.split(".")], rest
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            valid = _valid_keys(loc[:-1])
+            message = "unknown key" + (f"; valid keys here: {', '.join(valid)}" if valid else "")
+        elif kind == "string_type" and isinstance(err.get("input"), (int, float)):
+            message = f"{message}; YAML read {err['input']!r} as a number: quote it"
+        dotted = ".".join(str(p) for p in loc)
+        errors.append(FieldError(dotted, message, _line_of(doc, loc) if doc is not None else None))
+    return errors
+
+
+def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
+    """Parse and validate answers text; returns the plan and the round-trip document."""
+    try:
+        doc = _yaml().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "malformed YAML"
+        raise AnswersError([FieldError("", f"malformed YAML: {problem}", line)], source) from None
+    except YAMLError as exc:
+        raise AnswersError([FieldError("", f"malformed YAML: {exc}")], source) from None
+    if doc is None:
+        doc = CommentedMap()
+    if not isinstance(doc, CommentedMap):
+        raise AnswersError(
+            [FieldError("", "the answers file must be a mapping (version: 1, mode: …, driver: …)", 1)], source
+        )
+    if "version" not in doc:
+        raise AnswersError([FieldError("version", "missing; the answers format version, currently 1", 1)], source)
+    try:
+        plan = Plan.model_validate(_plain(doc))
+    except ValidationError as exc:
+        raise AnswersError(plan_errors(exc, doc), source) from None
+    return plan, doc
+
+
+def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
+    """Read and validate an answers file; AnswersError names every bad field and its line."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AnswersError([FieldError("", "no such file")], source) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AnswersError([FieldError("", f"cannot read the file: {exc.__class__.__name__}")], source) from None
+    return parse_answers(text, source)
+
+
+def _plain(node: Any) -> Any:
+    if isinstance(node, Mapping):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def _merge(target: CommentedMap, data: Mapping[str, Any]) -> None:
+    """Write ``data`` into ``target`` in place, keeping comments and the order of existing keys."""
+    for key, value in data.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), CommentedMap):
+            _merge(target[key], value)
+        elif target.get(key) != value:
+            target[key] = value
+    for key in [k for k in target if k not in data]:
+        del target[key]
+
+
+def dump_answers(plan: Plan, doc: CommentedMap | None = None) -> str:
+    """The plan as answers YAML; with ``doc`` (as loaded) its comments and key order are kept."""
+    data = plan.answers_dict()
+    target = doc if doc is not None else CommentedMap()
+    _merge(target, data)
+    buffer = io.StringIO()
+    _yaml().dump(target, buffer)
+    return buffer.getvalue()
+
+
+def write_private(path: str | os.PathLike[str], text: str) -> None:
+    """Write a file atomically (temporary file in the same folder, then rename), mode 0600."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_answers(path: str | os.PathLike[str], plan: Plan, doc: CommentedMap | None = None) -> None:
+    """Save the plan to an answers file atomically, keeping the comments of ``doc`` when given."""
+    write_private(path, dump_answers(plan, doc))
+
+
+_EXAMPLE_HEADER = """\
+# gpu-wizard answers file (format version 1).
+# Validate and render with:  gpu-wizard render --answers THIS_FILE --nodes nodes.json
+version: 1
+operator:
+  version: v26.7.0            # target GPU Operator release: decides naming rules and chart defaults
+  namespace: gpu-operator     # the live ClusterPolicy's status.namespace wins when present
+"""
+
+_EXAMPLE_BODY: dict[Mode, str] = {
+    Mode.PRECOMPILED: """\
+mode: precompiled             # precompiled | preinstalled | upstream
+driver:
+  version: "580.126.09.1"     # driver version only: the operator appends -<kernel>-<os> itself
+  repository: registry.example.com/mlops   # where the cluster pulls from -> spec.driver.repository
+  image: nvidia-driver
+  source: docker.io/alaudadockerhub        # where the mirror plan copies from
+  useNvidiaDriverCRD: false   # true: one NVIDIADriver CR instead of ClusterPolicy's driver section
+  imagePullSecrets: []
+toolkit:
+  installDir: /run/nvidia/toolkit-install  # SLE Micro: /usr/local is read-only
+hostPaths:
+  driverInstallDir: /run/nvidia/driver
+""",
+    Mode.UPSTREAM: """\
+mode: upstream                # NVIDIA's image compiles the driver on each node
+driver:
+  version: "580.126.20"       # driver version only (or a sha256: digest); the operator appends -<os>
+  repository: registry.example.com/nvidia  # where the cluster pulls from -> spec.driver.repository
+  image: driver
+  source: nvcr.io/nvidia                   # where the mirror plan copies from
+  useNvidiaDriverCRD: false
+  airgapped: true             # nodes cannot reach public package repositories
+  repoConfig:
+    configMapName: repo-config   # ConfigMap with apt/yum/zypper repo files for kernel headers
+  imagePullSecrets: []
+toolkit:
+  installDir: /usr/local/nvidia
+hostPaths:
+  driverInstallDir: /run/nvidia/driver
+""",
+    Mode.PREINSTALLED: """\
+mode: preinstalled            # the host already runs a driver: driver.enabled=false
+driver:
+  useNvidiaDriverCRD: false
+toolkit:
+  installDir: /usr/local/nvidia
+hostPaths: {}                 # set driverInstallDir only for a host driver in a non-standard root
+""",
+}
+
+
+def example_answers(mode: Mode = Mode.PRECOMPILED) -> str:
+    """A commented example answers file for a mode (valid as it stands)."""
+    return _EXAMPLE_HEADER + _EXAMPLE_BODY[mode]

@@ -1,0 +1,262 @@
+"""Node facts: what the wizard learns from a NodeList and how it groups GPU nodes.
+
+Input is plain Kubernetes JSON (``kubectl get nodes -o json`` or the API's NodeList). Per node we
+read the kernel and OS the operator itself would read (NFD labels first, ``status.nodeInfo``
+otherwise, recording which), whether it has an NVIDIA GPU, and the labels that tell the current
+driver state. GPU nodes are grouped by (kernel, OS tag): one driver image per group.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.engine.naming import os_tag
+from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
+
+NFD = "feature.node.kubernetes.io"
+LABEL_KERNEL = f"{NFD}/kernel-version.full"
+LABEL_OS_ID = f"{NFD}/system-os_release.ID"
+LABEL_OS_VERSION = f"{NFD}/system-os_release.VERSION_ID"
+LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
+LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
+LABEL_GPU_COUNT = "nvidia.com/gpu.count"
+LABEL_DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
+LABEL_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+PCI_NVIDIA_LABELS = (
+    f"{NFD}/pci-10de.present",
+    f"{NFD}/pci-0302_10de.present",
+    f"{NFD}/pci-0300_10de.present",
+)
+
+#: OSes whose /usr/local is read-only, so the toolkit must install elsewhere (issue #575, #2382).
+IMMUTABLE_OS_IDS = frozenset({"sle-micro", "sl-micro", "talos", "flatcar"})
+#: OSes for which NVIDIA (or SUSE) publishes precompiled driver images.
+PRECOMPILED_OS_IDS = frozenset({"sle-micro", "sl-micro"})
+
+# osImage patterns, checked in order: (regex, ID, how VERSION_ID is built from the match).
+_OS_IMAGE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"SUSE Linux Enterprise Micro (\d+)\.(\d+)", re.I), "sle-micro"),
+    (re.compile(r"SUSE Linux Micro (\d+)\.(\d+)", re.I), "sl-micro"),
+    (re.compile(r"SUSE Linux Enterprise Server (\d+)(?: SP(\d+))?", re.I), "sles"),
+    (re.compile(r"Red Hat Enterprise Linux CoreOS (\d)(\d+)", re.I), "rhcos"),
+    (re.compile(r"Red Hat Enterprise Linux(?: Server)? (\d+)(?:\.(\d+))?", re.I), "rhel"),
+    (re.compile(r"Rocky Linux (\d+)(?:\.(\d+))?", re.I), "rocky"),
+    (re.compile(r"Oracle Linux Server (\d+)(?:\.(\d+))?", re.I), "ol"),
+    (re.compile(r"CentOS(?: Stream| Linux)? (\d+)", re.I), "centos"),
+    (re.compile(r"Ubuntu (\d+\.\d+)", re.I), "ubuntu"),
+    (re.compile(r"Debian GNU/Linux (\d+)", re.I), "debian"),
+    (re.compile(r"Flatcar Container Linux.* (\d+\.\d+\.\d+)", re.I), "flatcar"),
+    (re.compile(r"Talos \(v?(\d+\.\d+)", re.I), "talos"),
+]
+
+
+def parse_os_image(os_image: str) -> tuple[str, str] | None:
+    """``status.nodeInfo.osImage`` ("Ubuntu 22.04.4 LTS") to (ID, VERSION_ID), or None if unknown."""
+    for pattern, os_id in _OS_IMAGE_PATTERNS:
+        match = pattern.search(os_image)
+        if not match:
+            continue
+        groups = [g for g in match.groups() if g is not None]
+        return os_id, ".".join(groups)
+    return None
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() == "true"
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What one node tells about its kernel, OS, GPU and driver state."""
+
+    name: str
+    kernel: str
+    kernel_source: str
+    """``nfd`` (kernel-version.full label) or ``nodeInfo`` (status.nodeInfo.kernelVersion)."""
+    os_id: str
+    os_version: str
+    os_source: str
+    """``nfd`` (system-os_release labels), ``nodeInfo`` (parsed osImage) or ``unknown``."""
+    os_image: str
+    gpu: bool
+    gpu_product: str
+    gpu_count: int
+    deploy_driver: str
+    """The ``nvidia.com/gpu.deploy.driver`` label: ``true``, ``pre-installed``, ``false`` or empty."""
+    container_runtime: str
+    upgrade_state: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def preinstalled(self) -> bool:
+        """The driver manager found a working host driver on this node."""
+        return self.deploy_driver == "pre-installed"
+
+    def tag_os(self, operator_release: str) -> str:
+        """The OS tag the given operator release derives for this node."""
+        return os_tag(self.os_id, self.os_version, operator_release) if self.os_id else "unknown"
+
+
+def node_facts(node: Mapping[str, Any]) -> NodeFacts:
+    """Facts of one node from its Kubernetes JSON (camelCase keys, as the API serves them)."""
+    metadata = node.get("metadata") or {}
+    labels: Mapping[str, str] = metadata.get("labels") or {}
+    status = node.get("status") or {}
+    info = status.get("nodeInfo") or {}
+    capacity = status.get("capacity") or {}
+
+    kernel, kernel_source = labels.get(LABEL_KERNEL, ""), "nfd"
+    if not kernel:
+        kernel, kernel_source = info.get("kernelVersion", ""), "nodeInfo"
+
+    os_image = info.get("osImage", "")
+    os_id, os_version, os_source = labels.get(LABEL_OS_ID, ""), labels.get(LABEL_OS_VERSION, ""), "nfd"
+    if not (os_id and os_version):
+        parsed = parse_os_image(os_image)
+        os_id, os_version, os_source = (*parsed, "nodeInfo") if parsed else ("", "", "unknown")
+
+    gpu_present = labels.get(LABEL_GPU_PRESENT)
+    gpu = _truthy(gpu_present) if gpu_present is not None else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
+    count_text = str(capacity.get("nvidia.com/gpu") or labels.get(LABEL_GPU_COUNT) or "0")
+    return NodeFacts(
+        name=metadata.get("name", ""),
+        kernel=kernel,
+        kernel_source=kernel_source,
+        os_id=os_id.lower(),
+        os_version=os_version,
+        os_source=os_source,
+        os_image=os_image,
+        gpu=gpu,
+        gpu_product=labels.get(LABEL_GPU_PRODUCT, ""),
+        gpu_count=int(count_text) if count_text.isdigit() else 0,
+        deploy_driver=labels.get(LABEL_DEPLOY_DRIVER, ""),
+        container_runtime=info.get("containerRuntimeVersion", ""),
+        upgrade_state=labels.get(LABEL_UPGRADE_STATE, ""),
+        labels=dict(labels),
+    )
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """GPU nodes sharing one (kernel, OS tag): they need the same driver image."""
+
+    kernel: str
+    os_id: str
+    os_version: str
+    tag_os: str
+    nodes: tuple[NodeFacts, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def products(self) -> list[str]:
+        """Distinct GPU products in the group, in first-seen order."""
+        return list(dict.fromkeys(n.gpu_product for n in self.nodes if n.gpu_product))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A suggested value and why."""
+
+    value: str
+    reason: str
+
+
+@dataclass
+class ClusterFacts:
+    """Facts of every node, with GPU nodes grouped and a recommended mode."""
+
+    nodes: list[NodeFacts]
+
+    @property
+    def gpu_nodes(self) -> list[NodeFacts]:
+        return [n for n in self.nodes if n.gpu]
+
+    def groups(self, operator_release: str) -> list[NodeGroup]:
+        """GPU nodes grouped by (kernel, OS tag), largest group first, then by name."""
+        buckets: dict[tuple[str, str], list[NodeFacts]] = {}
+        for node in self.gpu_nodes:
+            buckets.setdefault((node.kernel, node.tag_os(operator_release)), []).append(node)
+        groups = [
+            NodeGroup(kernel, members[0].os_id, members[0].os_version, tag, tuple(members))
+            for (kernel, tag), members in buckets.items()
+        ]
+        return sorted(groups, key=lambda g: (-g.count, g.tag_os, g.kernel))
+
+    def os_tags(self, operator_release: str) -> list[str]:
+        """Distinct OS tags among GPU nodes."""
+        return sorted({n.tag_os(operator_release) for n in self.gpu_nodes})
+
+    def recommend_mode(self) -> Recommendation:
+        """The driver mode these nodes suggest, with the reason."""
+        gpu = self.gpu_nodes
+        if not gpu:
+            return Recommendation(Mode.UPSTREAM.value, "no GPU nodes found; upstream is the operator's default")
+        if all(n.preinstalled for n in gpu):
+            return Recommendation(
+                Mode.PREINSTALLED.value,
+                "every GPU node is labelled nvidia.com/gpu.deploy.driver=pre-installed: a host driver already works",
+            )
+        immutable = sorted({f"{n.os_id} {n.os_version}" for n in gpu if n.os_id in PRECOMPILED_OS_IDS})
+        if immutable:
+            return Recommendation(
+                Mode.PRECOMPILED.value,
+                f"{', '.join(immutable)} is immutable: the driver cannot be compiled on the node, so use an image "
+                "built for each node's exact kernel",
+            )
+        names = sorted({n.os_id or "unknown OS" for n in gpu})
+        return Recommendation(
+            Mode.UPSTREAM.value,
+            f"{', '.join(names)}: NVIDIA's driver image compiles the module on the node for any kernel",
+        )
+
+    def recommend_toolkit_dir(self) -> Recommendation:
+        """The toolkit installDir profile default for these GPU nodes' OS."""
+        immutable = sorted({n.os_id for n in self.gpu_nodes if n.os_id in IMMUTABLE_OS_IDS})
+        if immutable:
+            return Recommendation(
+                IMMUTABLE_TOOLKIT_INSTALL_DIR,
+                f"{', '.join(immutable)} mounts /usr/local read-only; the toolkit installs under /run instead",
+            )
+        return Recommendation(DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default; /usr/local is writable here")
+
+
+def cluster_facts(nodes: Iterable[Mapping[str, Any]]) -> ClusterFacts:
+    """Facts of every node in a NodeList's ``items``."""
+    return ClusterFacts([node_facts(n) for n in nodes])
+
+
+def facts_from_nodelist(nodelist: Mapping[str, Any]) -> ClusterFacts:
+    """Facts from a NodeList document (or a single Node, or a ``kind: List`` of nodes).
+
+    A file is the user's input, not the API server's answer: ValueError naming the item when a node
+    in it has the wrong shape (``metadata`` that is not a mapping, labels that are not strings…).
+    """
+    if nodelist.get("kind") == "Node":
+        items: Any = [nodelist]
+    else:
+        items = nodelist.get("items")
+        if not isinstance(items, list):
+            raise ValueError("not a NodeList: no 'items' list (expected `kubectl get nodes -o json` output)")
+    found: list[NodeFacts] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            continue
+        try:
+            facts = node_facts(item)
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"items[{index}] is not a Node as kubectl prints it ({exc.__class__.__name__})") from None
+        if not facts.name or not isinstance(facts.name, str):
+            raise ValueError(f"items[{index}]: metadata.name must be the node's name (a string)")
+        texts = ("kernel", "os_version", "os_image", "gpu_product", "deploy_driver", "container_runtime")
+        wrong = [f for f in texts if not isinstance(getattr(facts, f), str)]
+        labels_ok = all(isinstance(v, str) for v in facts.labels.values())
+        if wrong or not labels_ok:
+            raise ValueError(f"items[{index}] ({facts.name}): labels and status.nodeInfo values must be strings")
+        found.append(facts)
+    return ClusterFacts(found)

@@ -1,0 +1,289 @@
+"""The install plan: one pydantic model holding every answer and every field's rules.
+
+The TUI, the CLI flags and the answers file all validate through :class:`Plan`, so a rule lives in
+exactly one place. Field names are the public contract of the answers file (``version: 1``).
+Mode-dependent defaults (source registry, image name) are filled in before validation so that an
+answers file only needs to say what differs from the defaults.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from wizard.engine.modes import Mode
+from wizard.engine.naming import DIGEST_PREFIX, Release
+
+#: Operator release lines whose CRDs and chart values ship with gpu-wizard.
+KNOWN_RELEASES: dict[str, str] = {"25.10": "v25.10.1", "26.3": "v26.3.3", "26.7": "v26.7.0"}
+DEFAULT_RELEASE = "v26.7.0"
+DEFAULT_NAMESPACE = "gpu-operator"
+DEFAULT_DRIVER_INSTALL_DIR = "/run/nvidia/driver"
+DEFAULT_TOOLKIT_INSTALL_DIR = "/usr/local/nvidia"
+IMMUTABLE_TOOLKIT_INSTALL_DIR = "/run/nvidia/toolkit-install"
+
+
+MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
+    Mode.PRECOMPILED: {"source": "docker.io/alaudadockerhub", "image": "nvidia-driver"},
+    Mode.UPSTREAM: {"source": "nvcr.io/nvidia", "image": "driver"},
+    Mode.PREINSTALLED: {"source": "", "image": ""},
+}
+
+# Image-reference grammar (distribution/reference): host[:port] then path components.
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REPOSITORY_RE = re.compile(rf"^{_HOST}(?:/{_COMPONENT})*$")
+IMAGE_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
+K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DRIVER_VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,3}$")
+DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
+_OS_WORDS = ("ubuntu", "rhel", "rhcos", "rocky", "sles", "sle-micro", "sl-micro", "centos", "ol", "debian")
+
+VERSION_HELP = "a driver version such as 580.126.09.1 or a branch such as 580"
+
+
+def check_driver_version(value: str, mode: Mode) -> str:
+    """Validate ``driver.version`` for a mode; return the normalised value or raise ValueError."""
+    value = value.strip()
+    if value.startswith(DIGEST_PREFIX):
+        if mode is Mode.PRECOMPILED:
+            raise ValueError(
+                "a sha256 digest is not supported in precompiled mode (the operator appends the kernel "
+                f"and OS to the tag); give {VERSION_HELP}"
+            )
+        if not DIGEST_RE.match(value):
+            raise ValueError("a digest must be sha256: followed by 64 lower-case hex digits")
+        return value
+    if DRIVER_VERSION_RE.match(value):
+        return value
+    head, sep, tail = value.partition("-")
+    if sep and DRIVER_VERSION_RE.match(head):
+        lowered = tail.lower()
+        what = "an OS" if any(lowered.startswith(w) or f"-{w}" in lowered for w in _OS_WORDS) else "a kernel/OS"
+        raise ValueError(
+            f"{value!r} carries {what} suffix ({tail!r}); give the driver version only ({head!r}): the "
+            "operator appends the kernel and OS itself, and a suffixed version pulls a tag that does not "
+            "exist (operator issue #1200)"
+        )
+    raise ValueError(f"{value!r} is not {VERSION_HELP}" + (" or a sha256: digest" if mode is Mode.UPSTREAM else ""))
+
+
+def check_absolute_path(value: str) -> str:
+    """An absolute, normalised POSIX path (``/run/nvidia/driver``), else ValueError."""
+    if not value.startswith("/"):
+        raise ValueError(f"{value!r} is not an absolute path; give a path starting with /")
+    normal = posixpath.normpath(value)
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    if normal != value:
+        raise ValueError(f"{value!r} is not normalised; write it as {normal!r}")
+    return value
+
+
+def check_repository(value: str) -> str:
+    """A registry host with an optional path (``registry.example.com/mlops``), else ValueError."""
+    value = value.strip().rstrip("/")
+    if "://" in value:
+        raise ValueError(f"{value!r} has a URL scheme; give host[:port]/path without http:// or docker://")
+    if not REPOSITORY_RE.match(value):
+        raise ValueError(
+            f"{value!r} is not a registry/repository like registry.example.com/mlops "
+            "(lower-case path components, no tag)"
+        )
+    return value
+
+
+def check_image_name(value: str) -> str:
+    """An image name without registry or tag (``nvidia-driver``), else ValueError."""
+    if ":" in value or "@" in value:
+        raise ValueError(f"{value!r} carries a tag or digest; give the name only, the version goes in driver.version")
+    if not IMAGE_RE.match(value):
+        raise ValueError(f"{value!r} is not an image name like nvidia-driver (lower case, digits, . _ -)")
+    return value
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+
+
+class OperatorSpec(_Section):
+    """Which GPU Operator release is targeted and where it runs."""
+
+    version: str = DEFAULT_RELEASE
+    """Target release: decides naming rules, CRD schema and chart defaults."""
+    namespace: str = DEFAULT_NAMESPACE
+    """The operator's namespace (the live ClusterPolicy's ``status.namespace`` wins when present)."""
+
+    @field_validator("version")
+    @classmethod
+    def _known_release(cls, value: str) -> str:
+        try:
+            release = Release.parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc}; valid: {', '.join(KNOWN_RELEASES.values())}") from None
+        if f"{release.major}.{release.minor}" not in KNOWN_RELEASES:
+            raise ValueError(
+                f"{value!r} is not a release gpu-wizard knows; valid: {', '.join(KNOWN_RELEASES.values())}"
+            )
+        return str(release)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not K8S_NAME_RE.match(value) or len(value) > 63 or "." in value:
+            raise ValueError(f"{value!r} is not a Kubernetes namespace name (lower-case letters, digits, -)")
+        return value
+
+    @property
+    def bundle(self) -> str:
+        """The shipped release bundle (CRDs + chart values) for this release line."""
+        release = Release.parse(self.version)
+        return KNOWN_RELEASES[f"{release.major}.{release.minor}"]
+
+
+class RepoConfig(_Section):
+    """Upstream only: a ConfigMap of package-repository files for kernel headers (air-gapped)."""
+
+    configMapName: str = ""
+
+    @field_validator("configMapName")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if value and not K8S_NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not a ConfigMap name (lower-case letters, digits, - and .)")
+        return value
+
+
+class DriverSpec(_Section):
+    """The driver image and how the cluster pulls it."""
+
+    version: str = ""
+    """Driver version only (``580.126.09.1`` or branch ``580``); a digest only in upstream mode."""
+    repository: str = ""
+    """Where the cluster pulls from (``spec.driver.repository``)."""
+    image: str = ""
+    source: str = ""
+    """Where the mirror plan copies from."""
+    useNvidiaDriverCRD: bool = False
+    repoConfig: RepoConfig = Field(default_factory=RepoConfig)
+    imagePullSecrets: list[str] = Field(default_factory=list)
+    airgapped: bool = False
+    """Upstream only: nodes cannot reach public package repositories (kernel headers need repoConfig)."""
+
+    @field_validator("repository", "source")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        return check_repository(value) if value else value
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        return check_image_name(value) if value else value
+
+    @field_validator("imagePullSecrets")
+    @classmethod
+    def _secrets(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not K8S_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not a Secret name (lower-case letters, digits, - and .)")
+        return value
+
+
+class ToolkitSpec(_Section):
+    """Container toolkit placement."""
+
+    installDir: str | None = None
+    """``spec.toolkit.installDir``; empty means the OS profile's default."""
+
+    @field_validator("installDir")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        return check_absolute_path(value) if value else None
+
+
+class HostPaths(_Section):
+    """Host paths the operator's operands use."""
+
+    driverInstallDir: str | None = None
+    """``spec.hostPaths.driverInstallDir``; empty means the operator default ``/run/nvidia/driver``."""
+
+    @field_validator("driverInstallDir")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        return check_absolute_path(value) if value else None
+
+
+class Plan(_Section):
+    """Every answer the wizard needs; the answers file is this model's YAML form."""
+
+    version: Literal[1] = 1
+    operator: OperatorSpec = Field(default_factory=OperatorSpec)
+    mode: Mode = Mode.PRECOMPILED
+    driver: DriverSpec = Field(default_factory=DriverSpec)
+    toolkit: ToolkitSpec = Field(default_factory=ToolkitSpec)
+    hostPaths: HostPaths = Field(default_factory=HostPaths)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _mode_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        try:
+            mode = Mode(data.get("mode", Mode.PRECOMPILED))
+        except ValueError:
+            return data  # the field validator reports the bad mode
+        driver = data.get("driver")
+        if driver is None:
+            driver = {}
+        if isinstance(driver, dict):
+            driver = dict(driver)
+            for key, default in MODE_DEFAULTS[mode].items():
+                if not driver.get(key):
+                    driver[key] = default
+            data = {**data, "driver": driver}
+        return data
+
+    @model_validator(mode="after")
+    def _cross_field_rules(self) -> Plan:
+        driver = self.driver
+        if self.mode is Mode.PREINSTALLED:
+            return self
+        if not driver.version:
+            raise ValueError(f"driver.version: required in {self.mode.value} mode; give {VERSION_HELP}")
+        try:
+            check_driver_version(driver.version, self.mode)
+        except ValueError as exc:
+            raise ValueError(f"driver.version: {exc}") from None
+        if not driver.repository:
+            raise ValueError(
+                f"driver.repository: required in {self.mode.value} mode; give the registry the cluster "
+                "pulls from, like registry.example.com/mlops"
+            )
+        if self.mode is Mode.PRECOMPILED and driver.repoConfig.configMapName:
+            raise ValueError(
+                "driver.repoConfig.configMapName: only used in upstream mode (precompiled images carry "
+                "the kernel modules); remove it"
+            )
+        return self
+
+    @property
+    def driver_enabled(self) -> bool:
+        """``spec.driver.enabled``: false only for a pre-installed host driver."""
+        return self.mode is not Mode.PREINSTALLED
+
+    @property
+    def precompiled(self) -> bool:
+        """``spec.driver.usePrecompiled``."""
+        return self.mode is Mode.PRECOMPILED
+
+    def answers_dict(self) -> dict[str, Any]:
+        """The plan as answers-file data (mode defaults included, empty optionals left out)."""
+        data = self.model_dump(mode="json", exclude_none=True)
+        if self.mode is Mode.PREINSTALLED:
+            for key in ("source", "image", "version", "repository"):
+                if not data["driver"].get(key):
+                    data["driver"].pop(key, None)
+        return data

@@ -1,0 +1,154 @@
+"""Rendering: everything the wizard produces from a plan and the cluster's node facts.
+
+Pure functions only (the one input besides the arguments is the bundled chart/CRD data of the
+plan's operator release): the ClusterPolicy for a fresh install and the minimal server-side-apply
+patch for an existing one, the NVIDIADriver CRs, the expected driver image per GPU node, the mirror
+plan, the equivalent Helm values, and the warnings and notes. The pieces live in
+:mod:`wizard.engine.render_policy`, :mod:`wizard.engine.mirror`, :mod:`wizard.engine.advice` and
+:mod:`wizard.engine.crd_schema`; this module is the public face and re-exports what callers need.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ruamel.yaml import YAML
+from yaml.nodes import ScalarNode
+from yaml.resolver import Resolver
+
+from wizard.engine.advice import Advice, advice_text, advise
+from wizard.engine.crd_schema import validate_against_crd
+from wizard.engine.facts import ClusterFacts
+from wizard.engine.mirror import (
+    MirrorItem,
+    NodeImage,
+    images_table,
+    mirror_items,
+    mirror_script,
+    node_images,
+    shell_command,
+)
+from wizard.engine.plan import Plan
+from wizard.engine.render_policy import (
+    DEFAULT_NVIDIADRIVER_NAME,
+    cluster_policy,
+    helm_values,
+    nvidia_drivers,
+    owned_values,
+    patch_policy,
+    toolkit_install_dir,
+)
+
+__all__ = [
+    "Advice",
+    "MirrorItem",
+    "NodeImage",
+    "Rendered",
+    "advice_text",
+    "apply_patch",
+    "helm_yaml",
+    "images_table",
+    "mirror_script",
+    "owned_paths",
+    "render",
+    "shell_command",
+    "to_yaml",
+    "validate_against_crd",
+]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """Everything rendered for one plan on one cluster."""
+
+    plan: Plan
+    cluster_policy: dict[str, Any]
+    """The complete ClusterPolicy for a fresh install."""
+    nvidia_drivers: list[dict[str, Any]]
+    """NVIDIADriver CRs (empty unless ``driver.useNvidiaDriverCRD``)."""
+    node_images: list[NodeImage]
+    mirror: list[MirrorItem]
+    helm_values: dict[str, Any]
+    advice: list[Advice]
+    toolkit_install_dir: str
+
+    def documents(self) -> list[dict[str, Any]]:
+        """The objects to apply: the ClusterPolicy, then the NVIDIADrivers."""
+        return [self.cluster_policy, *self.nvidia_drivers]
+
+
+def render(plan: Plan, facts: ClusterFacts) -> Rendered:
+    """Render every output of ``plan`` for the nodes in ``facts``."""
+    toolkit_dir = toolkit_install_dir(plan, facts)
+    drivers = nvidia_drivers(plan, facts)
+    images = node_images(plan, facts)
+    mirror = mirror_items(plan, images)
+    return Rendered(
+        plan=plan,
+        cluster_policy=cluster_policy(plan, toolkit_dir),
+        nvidia_drivers=drivers,
+        node_images=images,
+        mirror=mirror,
+        helm_values=helm_values(plan, toolkit_dir, drivers),
+        advice=advise(plan, facts, images, mirror),
+        toolkit_install_dir=toolkit_dir,
+    )
+
+
+def apply_patch(plan: Plan, facts: ClusterFacts) -> dict[str, Any]:
+    """Minimal server-side-apply patch for an existing ClusterPolicy: only the fields the wizard owns."""
+    return patch_policy(plan, toolkit_install_dir(plan, facts))
+
+
+def owned_paths(plan: Plan) -> list[tuple[str, ...]]:
+    """The ClusterPolicy fields the wizard owns, as paths under ``spec`` (``("driver", "version")``)."""
+    return [path for path, _ in owned_values(plan, "")]
+
+
+_YAML11 = Resolver()
+
+
+def _represent_str(representer: Any, value: str) -> Any:
+    # kubectl and Helm read YAML 1.1, where an unquoted off/yes/0755/1:20 is not a string: quote those.
+    if _YAML11.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+        return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")
+    return representer.represent_str(value)
+
+
+def _yaml() -> YAML:
+    yaml = YAML(typ="rt", pure=True)
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    yaml.width = 4096  # never fold long image references or messages
+    yaml.representer.add_representer(str, _represent_str)
+    return yaml
+
+
+def to_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
+    """Multi-document YAML with ``---`` separators, keys in the order the renderer built them."""
+    docs = [dict(d) for d in docs]
+    if not docs:
+        return ""
+    buffer = io.StringIO()
+    _yaml().dump_all(docs, buffer)
+    return buffer.getvalue()
+
+
+def helm_yaml(rendered: Rendered) -> str:
+    """The Helm values as a ``--values`` file, with a header saying how to use it."""
+    plan = rendered.plan
+    header = [
+        f"# gpu-wizard: Helm values for the NVIDIA GPU Operator {plan.operator.version} chart ({plan.mode.value} mode).",
+        f"#   helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.operator.version} \\",
+        f"#     --namespace {plan.operator.namespace} --create-namespace --values helm-values.yaml",
+    ]
+    extra = [
+        d["metadata"]["name"] for d in rendered.nvidia_drivers if d["metadata"]["name"] != DEFAULT_NVIDIADRIVER_NAME
+    ]
+    if extra:
+        header.append(f"# Then apply the other NVIDIADriver CRs from nvidiadrivers.yaml: {', '.join(extra)}.")
+    buffer = io.StringIO()
+    _yaml().dump(rendered.helm_values, buffer)
+    return "\n".join(header) + "\n" + buffer.getvalue()

@@ -1,0 +1,451 @@
+"""Does each image the GPU nodes need exist in the registry, and what is its digest?
+
+An async client for the OCI distribution v2 API on aiohttp (the engine runs on Textual's asyncio
+loop). ``HEAD /v2/<repo>/manifests/<tag>`` always carries the full Accept list: without the OCI type
+an OCI manifest reads as 404, and without the docker v2 type a v2s2 manifest is down-converted to
+schema1 with another digest. Authentication follows the registry's ``WWW-Authenticate`` challenge
+(bearer token via realm/service/scope, or Basic). TLS verification is on unless the user lists the
+registry as insecure. Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
+honouring ``Retry-After``). No error or log line produced here contains a credential.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import logging
+import re
+import socket
+import ssl
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+from multidict import CIMultiDictProxy
+from yarl import URL
+
+from wizard.engine.naming import split_reference
+from wizard.engine.results import CallStats
+from wizard.registry.auth import (
+    Challenge,
+    Credentials,
+    canonical_host,
+    endpoint_host,
+    load_auth_file,
+    lookup,
+    normalize_auth_key,
+    parse_challenge,
+    scrub,
+    secrets_of,
+)
+
+__all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
+
+log = logging.getLogger(__name__)
+
+MANIFEST_MEDIA_TYPES = (
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
+MANIFEST_ACCEPT = ", ".join(MANIFEST_MEDIA_TYPES)
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_MAX_ATTEMPTS = 3
+_MAX_RETRY_AFTER = 10.0
+_DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, ConnectionResetError)
+
+
+class RegistryError(Exception):
+    """A registry problem worded for the user; the message never contains a credential."""
+
+
+@dataclass(frozen=True)
+class TagStatus:
+    """What the registry said about one image reference.
+
+    ``exists`` False with an empty ``error`` means the registry answered that the tag is missing;
+    a non-empty ``error`` means the question could not be answered (auth, network, server).
+    """
+
+    reference: str
+    exists: bool
+    digest: str = ""
+    media_type: str = ""
+    error: str = ""
+
+    @property
+    def state(self) -> Literal["present", "missing", "error"]:
+        """``present``, ``missing`` (the registry said so) or ``error`` (unknown)."""
+        if self.error:
+            return "error"
+        return "present" if self.exists else "missing"
+
+
+@dataclass(frozen=True)
+class _Response:
+    status: int
+    headers: CIMultiDictProxy[str]
+    body: bytes
+
+
+def _retry_delay(headers: Mapping[str, str], attempt: int) -> float:
+    value = headers.get("Retry-After", "").strip()
+    if value.isdigit():
+        return min(float(value), _MAX_RETRY_AFTER)
+    if value:
+        try:
+            when = email.utils.parsedate_to_datetime(value).timestamp()
+            return max(0.0, min(when - time.time(), _MAX_RETRY_AFTER))
+        except (TypeError, ValueError):
+            pass
+    return 0.5 * 2**attempt
+
+
+class RegistryClient:
+    """Async OCI registry client; use as ``async with RegistryClient(...) as client``.
+
+    Credentials given here win over those of ``auth_file`` (or, when it is None, of the usual
+    docker/containers auth files); keys are ``host`` or ``host/repository-prefix``. Registries in
+    ``insecure_registries`` are reached over unverified https, falling back to plain http, and a
+    warning is recorded in :attr:`warnings`. ValueError (naming the file, never its content) when
+    an explicit ``auth_file`` cannot be read. ``mirrors`` maps a registry host to the endpoint that
+    answers for it (``host[:port][/prefix]``, a pull-through cache or the demo cluster's registry);
+    ``ca_file`` (a PEM file) and ``ca_data`` (PEM text, e.g. a kubeconfig's CA) add CAs to trust.
+    """
+
+    def __init__(
+        self,
+        *,
+        credentials: dict[str, Credentials] | None = None,
+        auth_file: str | None = None,
+        insecure_registries: Iterable[str] = (),
+        timeout: float = 10.0,
+        concurrency: int = 16,
+        mirrors: Mapping[str, str] | None = None,
+        ca_file: str | None = None,
+        ca_data: str | None = None,
+    ) -> None:
+        creds = load_auth_file(auth_file)
+        creds.update({normalize_auth_key(k): v for k, v in (credentials or {}).items()})
+        self._credentials = creds
+        self._secrets = secrets_of(creds.values())
+        self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
+        # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
+        self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
+        self._ssl: ssl.SSLContext | bool = True
+        if ca_file or ca_data:
+            context = ssl.create_default_context()
+            context.load_verify_locations(cafile=ca_file, cadata=ca_data)
+            self._ssl = context
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._timeout_s = timeout
+        self._concurrency = max(1, concurrency)
+        self._semaphore = asyncio.Semaphore(self._concurrency)
+        self._session: aiohttp.ClientSession | None = None
+        self._base_urls: dict[str, str] = {}
+        self._challenges: dict[str, Challenge] = {}
+        self._tokens: dict[tuple[str, str], tuple[str, float]] = {}
+        self._locks: dict[object, asyncio.Lock] = {}
+        self.stats = CallStats()
+        """Requests sent and retries made (every attempt counts as a request)."""
+        self.warnings: list[str] = [
+            f"TLS verification is off for {host}: its identity is not checked (listed as insecure)"
+            for host in sorted(self._insecure)
+        ]
+        for warning in self.warnings:
+            log.warning(warning)
+
+    async def __aenter__(self) -> RegistryClient:
+        self._session = aiohttp.ClientSession(
+            timeout=self._timeout,
+            connector=aiohttp.TCPConnector(limit=self._concurrency),
+            trust_env=True,  # honour HTTPS_PROXY/NO_PROXY as skopeo does
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # -- public API ---------------------------------------------------------------------------------
+
+    async def check(self, reference: str) -> TagStatus:
+        """HEAD the manifest of ``reference``: exists or not, its digest and media type, or an error."""
+        try:
+            host, repo, tag = split_reference(reference)
+        except ValueError as exc:
+            return TagStatus(reference, False, error=f"invalid reference: {exc}")
+        host, repo = self._route(host, repo)
+        async with self._semaphore:
+            try:
+                path = f"/v2/{repo}/manifests/{tag}"
+                resp = await self._send("HEAD", host, repo, path, {"Accept": MANIFEST_ACCEPT})
+                if resp.status == 200:
+                    digest = resp.headers.get("Docker-Content-Digest", "")
+                    if not digest:  # some registries omit it on HEAD: hash the manifest itself
+                        full = await self._send("GET", host, repo, path, {"Accept": MANIFEST_ACCEPT})
+                        digest = "sha256:" + hashlib.sha256(full.body).hexdigest()
+                    media = resp.headers.get("Content-Type", "").split(";", 1)[0].strip()
+                    return TagStatus(reference, True, digest=digest, media_type=media)
+                if resp.status == 404:
+                    return TagStatus(reference, False)
+                return TagStatus(reference, False, error=self._status_error(resp, host, repo))
+            except RegistryError as exc:
+                return TagStatus(reference, False, error=str(exc))
+
+    async def check_many(self, references: Iterable[str]) -> dict[str, TagStatus]:
+        """:meth:`check` for many references at once (at most ``concurrency`` in flight), input order kept."""
+        unique = list(dict.fromkeys(references))
+        results = await asyncio.gather(*(self.check(ref) for ref in unique))
+        return dict(zip(unique, results, strict=True))
+
+    async def list_tags(self, repository_ref: str) -> list[str]:
+        """All tags of a repository (``host/path/name``; a tag in it is ignored); ``[]`` if it does not exist.
+
+        Raises RegistryError when the registry cannot be asked (auth, network, server error).
+        """
+        try:
+            host, repo, _ = split_reference(repository_ref)
+        except ValueError as exc:
+            raise RegistryError(f"invalid reference: {exc}") from None
+        host, repo = self._route(host, repo)
+        tags: list[str] = []
+        path: str | None = f"/v2/{repo}/tags/list?n=1000"
+        async with self._semaphore:
+            while path:
+                resp = await self._send("GET", host, repo, path, {"Accept": "application/json"})
+                if resp.status == 404:
+                    return tags
+                if resp.status != 200:
+                    raise RegistryError(self._status_error(resp, host, repo))
+                try:
+                    data = _json(resp.body)
+                    tags.extend(t for t in data.get("tags") or [] if isinstance(t, str))
+                except (ValueError, AttributeError):
+                    raise RegistryError(f"registry error: {host} sent a tag list that is not JSON") from None
+                path = _next_link(resp.headers.get("Link", ""))
+        return tags
+
+    # -- transport ----------------------------------------------------------------------------------
+
+    def _route(self, host: str, repo: str) -> tuple[str, str]:
+        """The endpoint host and repository path that answer for ``host/repo`` (mirrors applied)."""
+        location = self._mirrors.get(canonical_host(host))
+        if not location:
+            return host, repo
+        endpoint, _, prefix = location.partition("/")
+        return endpoint, f"{prefix}/{repo}" if prefix else repo
+
+    def _lock(self, key: object) -> asyncio.Lock:
+        return self._locks.setdefault(key, asyncio.Lock())
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, [*self._secrets, *(tok for tok, _ in self._tokens.values())])
+
+    async def _send(self, method: str, host: str, repo: str, path: str, headers: dict[str, str]) -> _Response:
+        """One request with auth: cached credentials first, then the challenge flow after a 401."""
+        base = await self._base_url(host)
+        auth = await self._cached_auth(host, repo)
+        resp = await self._fetch(method, base + path, host, {**headers, **auth})
+        if resp.status != 401:
+            return resp
+        challenge = parse_challenge(resp.headers.get("WWW-Authenticate", ""))
+        if challenge is None or challenge.scheme not in {"basic", "bearer"}:
+            raise RegistryError(f"unauthorized: {host} asks for an authentication scheme the wizard cannot use")
+        self._challenges[canonical_host(host)] = challenge
+        auth = await self._authorize(host, repo, challenge, refresh=bool(auth))
+        resp = await self._fetch(method, base + path, host, {**headers, **auth})
+        if resp.status == 401:
+            who = lookup(self._credentials, host, repo)
+            detail = _registry_message(resp.body)
+            raise RegistryError(
+                f"unauthorized: {host} refused access to {repo}"
+                + (f" for user {who.username}" if who else " without credentials (private, or no such repository)")
+                + (f" ({detail})" if detail else "")
+            )
+        return resp
+
+    async def _base_url(self, host: str) -> str:
+        canonical = canonical_host(host)
+        if canonical not in self._insecure:
+            return f"https://{endpoint_host(host)}"
+        async with self._lock(("base", canonical)):
+            if canonical not in self._base_urls:
+                self._base_urls[canonical] = await self._probe_insecure(endpoint_host(host))
+            return self._base_urls[canonical]
+
+    async def _probe_insecure(self, host: str) -> str:
+        """Unverified https if the host speaks TLS at all, else plain http (what skopeo does too)."""
+        assert self._session is not None, "use RegistryClient as an async context manager"
+        try:
+            async with self._session.get(f"https://{host}/v2/", ssl=False) as resp:
+                await resp.read()
+            return f"https://{host}"
+        except (aiohttp.ClientError, TimeoutError):
+            return f"http://{host}"
+
+    async def _fetch(self, method: str, url: str, host: str, headers: dict[str, str]) -> _Response:
+        """One HTTP exchange with bounded retries on 429/5xx; network failures become RegistryError.
+
+        ``host`` is the registry the exchange is for: its insecure setting also covers its token service.
+        """
+        if self._session is None:
+            raise RuntimeError("use RegistryClient as an async context manager")
+        verify = self._ssl if canonical_host(host) not in self._insecure else False
+        for attempt in range(_MAX_ATTEMPTS):
+            last = attempt == _MAX_ATTEMPTS - 1
+            self.stats.requests += 1
+            try:
+                async with self._session.request(method, url, headers=headers, ssl=verify) as resp:
+                    body = await resp.read() if method != "HEAD" else b""
+                    result = _Response(resp.status, resp.headers, body)
+            except aiohttp.ClientConnectorCertificateError as exc:
+                raise RegistryError(
+                    f"TLS verification failed for {host}: {self._scrub(str(exc.certificate_error))}; "
+                    "list it as an insecure registry only if you trust it"
+                ) from None
+            except aiohttp.ClientSSLError as exc:
+                if "WRONG_VERSION_NUMBER" in str(exc):
+                    raise RegistryError(
+                        f"TLS error talking to {host}: it does not speak https (plain http?); "
+                        "list it as an insecure registry only if you trust it"
+                    ) from None
+                raise RegistryError(f"TLS error talking to {host}: {self._scrub(str(exc))}") from None
+            except aiohttp.ClientConnectorError as exc:
+                raise RegistryError(f"registry unreachable: {host}: {_os_reason(exc.os_error)}") from None
+            except _DROPS as exc:  # the connection broke mid-exchange: a read is simply asked again
+                if last:
+                    raise RegistryError(
+                        f"registry unreachable: {host}: connection dropped ({type(exc).__name__})"
+                    ) from None
+                self.stats.retries += 1
+                await asyncio.sleep(0.2 * 2**attempt)
+                continue
+            except TimeoutError:
+                raise RegistryError(f"registry unreachable: {host}: no answer within {self._timeout_s:g} s") from None
+            except aiohttp.ClientError as exc:
+                raise RegistryError(f"registry unreachable: {host}: {self._scrub(str(exc))}") from None
+            if result.status not in _RETRY_STATUSES or last:
+                return result
+            self.stats.retries += 1
+            await asyncio.sleep(_retry_delay(result.headers, attempt))
+        raise AssertionError("unreachable")
+
+    # -- authentication -----------------------------------------------------------------------------
+
+    async def _cached_auth(self, host: str, repo: str) -> dict[str, str]:
+        """An Authorization header from what earlier challenges taught us about this host, if any."""
+        challenge = self._challenges.get(canonical_host(host))
+        if challenge is None:
+            return {}
+        if challenge.scheme == "basic":
+            creds = lookup(self._credentials, host, repo)
+            return {"Authorization": creds.basic()} if creds else {}
+        return await self._authorize(host, repo, challenge, refresh=False)
+
+    async def _authorize(self, host: str, repo: str, challenge: Challenge, *, refresh: bool) -> dict[str, str]:
+        creds = lookup(self._credentials, host, repo)
+        if challenge.scheme == "basic":
+            if creds is None:
+                raise RegistryError(
+                    f"unauthorized: {host} requires credentials and none were found for it "
+                    "(give them to the wizard or log in with `skopeo login` / `docker login`)"
+                )
+            return {"Authorization": creds.basic()}
+        scope = f"repository:{repo}:pull"
+        key = (canonical_host(host), scope)
+        async with self._lock(("token", key)):
+            cached = self._tokens.get(key)
+            if cached and not refresh and cached[1] > time.monotonic():
+                return {"Authorization": f"Bearer {cached[0]}"}
+            token, lifetime = await self._fetch_token(host, challenge, scope, creds)
+            self._tokens[key] = (token, time.monotonic() + max(lifetime - 10.0, 1.0))
+            return {"Authorization": f"Bearer {token}"}
+
+    async def _fetch_token(
+        self, host: str, challenge: Challenge, scope: str, creds: Credentials | None
+    ) -> tuple[str, float]:
+        realm = challenge.params.get("realm", "")
+        if not realm.startswith(("https://", "http://")):
+            raise RegistryError(f"unauthorized: {host} sent a token challenge without a usable realm")
+        if realm.startswith("http://") and creds and canonical_host(host) not in self._insecure:
+            raise RegistryError(
+                f"unauthorized: {host} wants credentials sent to a plain-http token service; refused "
+                "(list the registry as insecure only if you trust that network)"
+            )
+        params = {"scope": scope}
+        if service := challenge.params.get("service"):
+            params["service"] = service
+        headers = {"Authorization": creds.basic()} if creds else {}
+        resp = await self._fetch("GET", str(URL(realm).update_query(params)), host, headers)
+        if resp.status in {401, 403}:
+            raise RegistryError(
+                f"unauthorized: the token service of {host} refused "
+                + (f"the credentials of user {creds.username}" if creds else "anonymous access; credentials are needed")
+            )
+        if resp.status != 200:
+            raise RegistryError(f"registry error: the token service of {host} answered HTTP {resp.status}")
+        try:
+            data = _json(resp.body)
+            token = data.get("token") or data.get("access_token")
+            lifetime = float(data.get("expires_in") or 60)
+        except (ValueError, AttributeError, TypeError):
+            token = None
+        if not isinstance(token, str) or not token:
+            raise RegistryError(f"registry error: the token service of {host} sent no token")
+        return token, lifetime
+
+    def _status_error(self, resp: _Response, host: str, repo: str) -> str:
+        detail = _registry_message(resp.body)
+        suffix = f" ({self._scrub(detail)})" if detail else ""
+        if resp.status == 403:
+            return f"forbidden: {host} denies access to {repo}{suffix}"
+        if resp.status == 429:
+            return f"registry error: {host} keeps answering 429 Too Many Requests; try again later"
+        return f"registry error: {host} answered HTTP {resp.status} for {repo}{suffix}"
+
+
+def _os_reason(error: OSError) -> str:
+    """A short reason for a failed connection, without the address tuple Python adds."""
+    if isinstance(error, ConnectionRefusedError):
+        return "connection refused (nothing listens on that port)"
+    if isinstance(error, socket.gaierror):
+        return "host name does not resolve"
+    return error.strerror or type(error).__name__
+
+
+def _json(body: bytes) -> dict[str, Any]:
+    data = json.loads(body.decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    return data
+
+
+def _registry_message(body: bytes) -> str:
+    """The first ``errors[].message`` of a distribution error body, if there is one."""
+    try:
+        errors = _json(body).get("errors")
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        code, message = errors[0].get("code", ""), errors[0].get("message", "")
+        return f"{code}: {message}".strip(": ") if code or message else ""
+    return ""
+
+
+def _next_link(header: str) -> str | None:
+    """The path of a ``Link: </v2/…?last=…>; rel="next"`` pagination header."""
+    match = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', header)
+    if not match:
+        return None
+    target = match[1]
+    return re.sub(r"^https?://[^/]+", "", target)

@@ -1,0 +1,70 @@
+"""Do the driver images the GPU nodes need exist where the cluster pulls from, and where they are copied from?
+
+One :class:`ImageStatus` per distinct driver image: the registry's answer for the target (the
+reference the operator will put in the driver pods), for the mirror source when the image is
+copied from elsewhere, and what the bundled catalog knows about the (driver, kernel, OS) tuple.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wizard.engine.catalog import TupleStatus, tuple_status
+from wizard.engine.render import Rendered
+from wizard.registry.client import RegistryClient, TagStatus
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    """What is known about one driver image and the nodes that need it."""
+
+    image: str
+    nodes: tuple[str, ...]
+    kernel: str
+    tag_os: str
+    target: TagStatus
+    """The registry's answer for the image the cluster pulls."""
+    source: TagStatus | None = None
+    """The registry's answer for the mirror source (None when the image is not mirrored)."""
+    catalog: TupleStatus | str = ""
+    """``validated``/``published``/``unknown`` for precompiled tuples; empty otherwise."""
+
+    @property
+    def ok(self) -> bool:
+        """The cluster can pull the image now."""
+        return self.target.exists
+
+    @property
+    def mirrorable(self) -> bool:
+        """The target is missing but its source exists: running the mirror plan fixes it."""
+        return not self.target.exists and self.source is not None and self.source.exists
+
+
+async def check_images(rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
+    """Ask the registry about every distinct driver image (and its mirror source) of ``rendered``."""
+    plan = rendered.plan
+    by_image: dict[str, list[str]] = {}
+    tuples: dict[str, tuple[str, str]] = {}
+    for entry in rendered.node_images:
+        if entry.image:
+            by_image.setdefault(entry.image, []).append(entry.node)
+            tuples.setdefault(entry.image, (entry.kernel, entry.tag_os))
+    sources = {item.target: item.source for item in rendered.mirror}
+    answers = await registry.check_many([*by_image, *sources.values()])
+    out: list[ImageStatus] = []
+    for image, nodes in sorted(by_image.items()):
+        kernel, tag_os = tuples[image]
+        source_ref = sources.get(image)
+        catalog = tuple_status(plan.driver.version, kernel, tag_os) if plan.precompiled else ""
+        out.append(
+            ImageStatus(
+                image=image,
+                nodes=tuple(sorted(nodes)),
+                kernel=kernel,
+                tag_os=tag_os,
+                target=answers[image],
+                source=answers[source_ref] if source_ref else None,
+                catalog=catalog,
+            )
+        )
+    return out
