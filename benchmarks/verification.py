@@ -31,7 +31,7 @@ def scenario_file(folder: Path, nodes: int, latency_ms: int) -> Path:
     """The ``large`` scenario with ``nodes`` GPU nodes spread over its kernels and the exec latency fault."""
     from ruamel.yaml import YAML
 
-    from wizard.engine.resources import asset_text
+    from wizard.bundled import asset_text
 
     yaml = YAML(typ="safe", pure=True)
     data = yaml.load(asset_text("scenarios", "large.yaml"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from pathlib import Path
@@ -22,7 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from screens.state import WizardState, display_path, state_dir
+from screens.state import WizardState, display_path, import_facade, state_dir
 from screens.steps import STEP_NAMES, STEPS, step_named
 from screens.steps.base import StepScreen
 from screens.styles import app_css
@@ -186,10 +185,9 @@ class WizardApp(App[int]):
     async def start_demo(self, scenario: str) -> str:
         """Start (or restart) the built-in demo cluster on this loop; returns its kubeconfig."""
         await self.stop_demo()
-        serve = await asyncio.to_thread(importlib.import_module, "wizard.demo.serve")
-        demo = serve.DemoCluster(scenario, port=0, step_delay=self.step_delay)
-        await demo.__aenter__()
-        self._demo_cluster = demo
+        facade = await asyncio.to_thread(import_facade)
+        self._demo_cluster = await facade.start_demo(scenario, step_delay=self.step_delay)
+        demo = self._demo_cluster
         self.state.demo = scenario
         return str(demo.kubeconfig_path)
 
@@ -217,7 +215,7 @@ class WizardApp(App[int]):
         preflight = state.preflight
         if preflight is None or preflight.cluster_policy is None or state.answers_given or state.get("mode"):
             return False
-        from wizard.cluster.liveplan import plan_from_live
+        from wizard.cluster.facade import plan_from_live
 
         try:
             plan = plan_from_live(
@@ -243,8 +241,8 @@ class WizardApp(App[int]):
         here or reached through a kubeconfig: its own registry for the simulated names (asking the
         real network about them would only measure this machine's DNS).
         """
+        from wizard.cluster.facade import open_registry
         from wizard.engine.registry_routes import registry_hosts
-        from wizard.registry.client import RegistryClient
 
         cluster = self.state.cluster
         hosts = registry_hosts(plan) if plan is not None else []
@@ -252,7 +250,7 @@ class WizardApp(App[int]):
         if self.state.is_demo and not options:
             yield None
             return
-        async with RegistryClient(**options) as client:
+        async with open_registry(cluster, hosts) as client:
             yield client
 
     async def on_unmount(self) -> None:

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from wizard.cluster.facade import Cluster
     from wizard.engine.answers import FieldError
     from wizard.engine.facts import ClusterFacts, NodeFacts
     from wizard.engine.plan import Plan
@@ -30,6 +33,14 @@ STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "driver": ("driver",),
     "paths": ("toolkit", "hostPaths"),
 }
+
+
+def import_facade() -> ModuleType:
+    """:mod:`wizard.cluster.facade`, the TUI's one door to the cluster (it loads the Kubernetes client:
+    call it in a thread, ``await asyncio.to_thread(import_facade)``, so the event loop never waits)."""
+    from wizard.cluster import facade
+
+    return facade
 
 
 def config_dir() -> Path:
@@ -115,8 +126,8 @@ class WizardState:
     """Demo scenario name when running on the built-in simulated cluster."""
     kubeconfig: str | None = None
     context: str | None = None
-    cluster: Any = None
-    """The connected ``wizard.cluster.facade.Cluster`` (owned by the App, closed on exit)."""
+    cluster: Cluster | None = None
+    """The connected cluster (owned by the App, closed on exit)."""
     info: ClusterInfo | None = None
     preflight: Any = None
     """``wizard.cluster.facade.Preflight`` of the connected cluster."""

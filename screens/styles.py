@@ -1,4 +1,4 @@
-"""The app's stylesheet, read from the bundled ``assets/styles/*.tcss`` through ``wizard.engine.resources``."""
+"""The app's stylesheet, read from the bundled ``assets/styles/*.tcss`` through ``wizard.bundled``."""
 
 from __future__ import annotations
 
@@ -7,6 +7,6 @@ STYLESHEETS = ("app.tcss",)
 
 def app_css() -> str:
     """All stylesheets of the app, concatenated in order."""
-    from wizard.engine.resources import asset_text
+    from wizard.bundled import asset_text
 
     return "\n".join(asset_text("styles", name) for name in STYLESHEETS)

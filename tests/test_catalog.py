@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from wizard.bundled import asset_text
 from wizard.engine.catalog import catalog_entries, driver_versions, parse_catalog, support_request, tuple_status
 from wizard.engine.naming import precompiled_image, split_reference
-from wizard.engine.resources import asset_text
 
 SLE_KERNEL = "5.14.21-150500.55.166-default"
 

@@ -23,11 +23,11 @@ def test_parsing_loads_no_heavy_library() -> None:
 def test_starting_the_tui_skips_the_subcommand_parsers_but_a_stray_word_gets_the_full_answer(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from wizard.cli.main import _starts_the_tui, main
+    from wizard.launch import main, starts_the_tui
 
-    assert _starts_the_tui([]) and _starts_the_tui(["--demo"]) and _starts_the_tui(["--demo", "airgapped"])
-    assert _starts_the_tui(["--answers", "verify", "--context", "prod"])  # option values, not commands
-    assert not _starts_the_tui(["verify"]) and not _starts_the_tui(["--help"])
+    assert starts_the_tui([]) and starts_the_tui(["--demo"]) and starts_the_tui(["--demo", "airgapped"])
+    assert starts_the_tui(["--answers", "verify", "--context", "prod"])  # option values, not commands
+    assert not starts_the_tui(["verify"]) and not starts_the_tui(["--help"])
     with pytest.raises(SystemExit) as exited:
         main(["vrify"])
     assert exited.value.code == 2

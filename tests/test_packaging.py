@@ -37,7 +37,7 @@ def _run(site: Path, code: str, cwd: Path) -> str:
 def test_wheel_finds_assets_without_the_repository(installed_wheel: Path, tmp_path: Path) -> None:
     out = _run(
         installed_wheel,
-        "import wizard, wizard.engine.resources as r;"
+        "import wizard, wizard.bundled as r;"
         "print(wizard.__file__);"
         "print(r.asset_names('examples'));"
         "print(sorted(r.operator_values('v26.7.0'))[:3]);"

@@ -143,7 +143,7 @@ def test_cli_survives_transient_faults_and_reports_a_refused_exec(
 def test_cli_on_a_demo_with_a_steady_fault_rate_never_crashes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from wizard.engine.resources import asset_text
+    from wizard.bundled import asset_text
 
     scenario = tmp_path / "flaky.yaml"
     text = asset_text("scenarios", "existing-install.yaml").replace("name: existing-install", "name: flaky")

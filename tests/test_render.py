@@ -11,6 +11,7 @@ import yaml as yaml11
 from ruamel.yaml import YAML
 
 from tests.test_render_golden import CASES, CP, DIGEST, SLE_KERNEL, facts, node
+from wizard.bundled import asset_text, operator_values
 from wizard.engine.facts import facts_from_nodelist
 from wizard.engine.plan import Plan
 from wizard.engine.render import (
@@ -25,7 +26,6 @@ from wizard.engine.render import (
     to_yaml,
     validate_against_crd,
 )
-from wizard.engine.resources import asset_text, operator_values
 
 BUNDLES = ("v26.7.0", "v26.3.3", "v25.10.1")
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"

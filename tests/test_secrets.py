@@ -23,8 +23,8 @@ from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import RegistryServer
 from tests.snapshots.plugin import screen_text, wait_for
 from tests.test_tui_flows import apply_and_roll_out, connected, next_to, set_field, verified
+from wizard.bundled import asset_text
 from wizard.cli.main import main
-from wizard.engine.resources import asset_text
 
 PULL_SECRET = "regcred"
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from wizard.cli.main import main
+from wizard.launch import main
 
 sys.exit(main())

@@ -8,7 +8,6 @@ When no cluster is reachable the built-in demo cluster is offered right here.
 from __future__ import annotations
 
 import asyncio
-import importlib
 from typing import Any
 
 from textual import on, work
@@ -18,7 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
-from screens.state import tildify
+from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
@@ -29,9 +28,7 @@ DEFAULT_SCENARIO = "sle-micro-precompiled"
 
 def scenario_names() -> list[str]:
     """The demo scenarios the engine ships (imported on use: not needed for the first frame)."""
-    from wizard.demo.scenarios.scenario import scenario_names as bundled
-
-    return bundled()
+    return import_facade().demo_scenarios()
 
 
 class Screen(StepScreen):
@@ -96,8 +93,7 @@ class Screen(StepScreen):
         state = self.state
         self.app.call_from_thread(self._show_scenarios, scenario_names())
         try:
-            cluster = importlib.import_module("wizard.cluster.facade")
-            contexts, current = cluster.kube_contexts(state.kubeconfig)
+            contexts, current = import_facade().kube_contexts(state.kubeconfig)
         except Exception as exc:  # no kubeconfig, unreadable file: offer the demo instead
             self.app.call_from_thread(self._no_contexts, exc, auto_connect)
             return
@@ -191,7 +187,7 @@ class Screen(StepScreen):
         app = self.wizard
         state = self.state
         self._busy(f"Starting the demo cluster ({demo})…" if demo else f"Connecting to {context}…")
-        module = await asyncio.to_thread(importlib.import_module, "wizard.cluster.facade")
+        module = await asyncio.to_thread(import_facade)
         if demo:
             kubeconfig: str | None = await app.start_demo(demo)
             context = None

@@ -7,7 +7,6 @@ clear line each on stderr (field, file line, what is valid), never a traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -21,8 +20,6 @@ if TYPE_CHECKING:
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
-TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
-"""The top-level options that take a value: a word after one of them is not a subcommand."""
 
 
 class UsageError(Exception):
@@ -186,41 +183,29 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
     serve.set_defaults(handler=cmd_demo)
 
-    try:  # cluster commands (discover, apply, verify, rollback) live beside the cluster engine
-        cluster_commands = importlib.import_module("wizard.cli.cluster")
-    except ModuleNotFoundError as exc:
-        if exc.name != "wizard.cli.cluster":
-            raise
-    else:
-        cluster_commands.register(sub)
+    from wizard.cli.cluster import register as register_cluster_commands
+
+    register_cluster_commands(sub)  # discover, apply, verify, rollback, mirror
     return parser
 
 
-def _starts_the_tui(words: Sequence[str]) -> bool:
-    """No subcommand and no --help: the TUI's first frame is timed, so its parser skips the eight subcommands."""
-    previous = ""
-    for word in words:
-        if word in ("-h", "--help") or (not word.startswith("-") and previous not in TUI_VALUE_OPTIONS):
-            return False
-        previous = word
-    return True
-
-
-def run_tui(args: argparse.Namespace) -> int:
-    """Start the interactive wizard; the engine never imports Textual, so it is loaded only here."""
-    app_module = importlib.import_module("screens.app")
-    result: int = app_module.run(args)
-    return result
+def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
+    """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), parsed."""
+    return build_parser(commands=False).parse_args(words)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gpu-wizard`` command."""
+    """The subcommands of ``gpu-wizard`` (:mod:`wizard.launch` sends everything else to the TUI)."""
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(commands=not _starts_the_tui(words))
+    parser = build_parser()
     args = parser.parse_args(words)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        handler = run_tui
+    if handler is None:  # the interactive wizard is started by wizard.launch, never from here
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(
+            "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
+        )
+        return EXIT_INVALID
     try:
         return handler(args)
     except UsageError as exc:

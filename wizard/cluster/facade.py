@@ -57,6 +57,44 @@ def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]
     return list_contexts(kubeconfig)
 
 
+def demo_scenarios() -> list[str]:
+    """The built-in demo cluster's scenario names (the front ends offer them; they never import the demo)."""
+    from wizard.demo.scenarios.scenario import scenario_names
+
+    return scenario_names()
+
+
+def open_registry(
+    cluster: Cluster | None,
+    hosts: Iterable[str],
+    *,
+    auth_file: str | None = None,
+    insecure_registries: Iterable[str] = (),
+    timeout: float = 10.0,
+) -> RegistryClient:
+    """The one way a front end gets a registry client: the user's auth file and insecure hosts, routed as ``cluster`` pulls.
+
+    Without a cluster the registries are asked directly. ValueError when the auth file cannot be read
+    (named, its content never shown).
+    """
+    options = cluster.registry_options(hosts) if cluster is not None else {}
+    insecure = [*insecure_registries, *options.pop("insecure_registries", [])]
+    return RegistryClient(auth_file=auth_file, insecure_registries=insecure, timeout=timeout, **options)
+
+
+async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
+    """Start the built-in demo cluster on this loop; the caller leaves it with ``await demo.__aexit__(...)``.
+
+    The returned object's ``kubeconfig_path`` is what :meth:`Cluster.connect` is then given, so the
+    front end reaches the demo exactly as it reaches a real cluster.
+    """
+    from wizard.demo.serve import DemoCluster
+
+    demo = DemoCluster(scenario, port=0, step_delay=step_delay)
+    await demo.__aenter__()
+    return demo
+
+
 def _is_demo(version: dict[str, Any]) -> bool:
     return any(DEMO_MARKER in str(value).lower() for value in version.values())
 
@@ -226,6 +264,17 @@ class Cluster:
             ca_data=ca_data,
             verify=bool(getattr(configuration, "verify_ssl", True)),
         )
+
+    def open_registry(
+        self,
+        hosts: Iterable[str],
+        *,
+        auth_file: str | None = None,
+        insecure_registries: Iterable[str] = (),
+        timeout: float = 10.0,
+    ) -> RegistryClient:
+        """A registry client routed as this cluster pulls (see :func:`open_registry`)."""
+        return open_registry(self, hosts, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout)
 
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.bundled import operator_values
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.naming import image_path
 from wizard.engine.nodescript import Step, StepResult, StepSplitter, script
-from wizard.engine.resources import operator_values
 
 PROBE_CONTAINER = "probe"
 HOST_MOUNT = "/host"

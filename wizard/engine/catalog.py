@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from wizard.engine.resources import asset_text
+from wizard.bundled import asset_text
 
 __all__ = [
     "CatalogEntry",

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
-from wizard.engine.resources import operator_crd
+from wizard.bundled import operator_crd
 
 #: kind -> CRD plural, for the custom resources the wizard renders.
 CRD_PLURALS: dict[str, str] = {"ClusterPolicy": "clusterpolicies", "NVIDIADriver": "nvidiadrivers"}

@@ -14,9 +14,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from wizard.bundled import operator_crd, operator_values
 from wizard.engine.facts import LABEL_OS_ID, ClusterFacts
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
-from wizard.engine.resources import operator_crd, operator_values
 
 CLUSTER_POLICY_NAME = "cluster-policy"
 DEFAULT_NVIDIADRIVER_NAME = "default"

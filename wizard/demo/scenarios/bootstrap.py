@@ -1,6 +1,6 @@
 """What a fresh demo cluster needs before it serves: the operator's real CRDs, and a kubeconfig to reach it.
 
-The CRDs come from the operator release bundle the scenario names (``wizard.engine.resources.operator_crd``),
+The CRDs come from the operator release bundle the scenario names (``wizard.bundled.operator_crd``),
 stored Established as the API server would report them. The kubeconfig names cluster, user and context
 ``gpu-wizard-demo`` and carries the bearer token, so it is written readable by its owner only.
 """
@@ -13,9 +13,9 @@ import json
 import os
 from pathlib import Path
 
+from wizard.bundled import operator_crd
 from wizard.demo.api.store import Store
 from wizard.engine.plan import OperatorSpec
-from wizard.engine.resources import operator_crd
 
 CONTEXT = "gpu-wizard-demo"
 

@@ -16,13 +16,13 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
+from wizard.bundled import assets
 from wizard.demo.scenarios.scenario_check import (
     ScenarioError,
     build_dataclass,
     check_scenario,
     nodes_from_nodelist,
 )
-from wizard.engine.resources import assets
 
 __all__ = [
     "FaultSpec",

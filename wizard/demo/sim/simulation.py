@@ -13,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.bundled import operator_values
 from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim import controllers, nodecmd
@@ -28,7 +29,6 @@ from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, build_views
 from wizard.engine.naming import Release
 from wizard.engine.plan import KNOWN_RELEASES
-from wizard.engine.resources import operator_values
 
 _SEED_ROUNDS = 200
 

@@ -1,4 +1,4 @@
-"""Locating the bundled assets (package data ``wizard.assets``) in any kind of install."""
+"""The bundled assets (package data ``wizard.assets``: CRDs, chart values, scenarios, styles), found in any kind of install; every room reads them through here."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def assets() -> Traversable:
     try:
         import wizard.assets as package
     except ModuleNotFoundError:  # running from a checkout that was never installed
-        return Path(__file__).resolve().parents[2] / "assets"
+        return Path(__file__).resolve().parent.parent / "assets"
     folder = Path(package.__file__ or "").parent
     if package.__file__ and folder.is_dir():
         return folder

@@ -1,0 +1,42 @@
+"""The ``gpu-wizard`` entry point: the interactive wizard (``screens``) or a subcommand (``wizard.cli``).
+
+The CLI and the TUI are peers that never import each other; this is the one module above both. It
+decides from the words alone, so the TUI's first frame never waits for the subcommand parsers.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
+"""The top-level options that take a value: a word after one of them is not a subcommand."""
+
+
+def starts_the_tui(words: Sequence[str]) -> bool:
+    """No subcommand and no --help/--version: the interactive wizard."""
+    previous = ""
+    for word in words:
+        if word in ("-h", "--help", "--version") or (not word.startswith("-") and previous not in TUI_VALUE_OPTIONS):
+            return False
+        previous = word
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpu-wizard`` command."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if not starts_the_tui(words):
+        from wizard.cli.main import main as cli_main
+
+        return cli_main(words)
+    from wizard.cli.main import tui_arguments
+
+    args = tui_arguments(words)
+    from screens.app import run
+
+    return run(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
