@@ -21,8 +21,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
 from screens.state import WizardState, display_path, import_facade, state_dir
-from screens.steps import STEP_NAMES, STEPS, step_named
+from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
 
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     import argparse
 
 #: Engine work (pydantic, the Kubernetes client) waits this long so the first frame is drawn first.
-FIRST_FRAME_GRACE = 0.08
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
@@ -85,7 +85,7 @@ class WizardApp(App[int]):
     def get_default_screen(self) -> Screen[Any]:
         """Starting at Connect, that step is the bottom screen: one screen to build before the first frame, not two."""
         if self.start_step == "connect":
-            return step_named("connect").make_screen()
+            return make_screen("connect")
         return super().get_default_screen()
 
     def on_mount(self) -> None:
@@ -95,7 +95,7 @@ class WizardApp(App[int]):
             self.set_timer(FIRST_FRAME_GRACE, self._load_answers)
         else:  # a later step needs its answers before it is built
             self._load_answers()
-            self.push_screen(step_named(self.start_step).make_screen())
+            self.push_screen(make_screen(self.start_step))
 
     def _load_answers(self) -> None:
         """Prefill from ``--answers`` (replay) or the saved answers (offer to resume)."""
@@ -148,13 +148,13 @@ class WizardApp(App[int]):
         self.reached = max(self.reached, STEP_NAMES.index(name))
         current = self.screen
         if isinstance(current, StepScreen) and len(self.screen_stack) > 1:
-            self.switch_screen(step.make_screen())
+            self.switch_screen(make_screen(step.name))
         elif isinstance(current, StepScreen):
             # the first Connect is the bottom screen (see get_default_screen): it stays, idle, under the others
             self.workers.cancel_node(current)
-            self.push_screen(step.make_screen())
+            self.push_screen(make_screen(step.name))
         else:
-            self.push_screen(step.make_screen())
+            self.push_screen(make_screen(step.name))
 
     def save_progress(self, step: str) -> None:
         """Save answers and the resume point; a failure is reported, never fatal."""

@@ -197,6 +197,24 @@ class WizardState:
         """The validated plan, or None while some answer is invalid."""
         return self.validate()[0]
 
+    def connected(self) -> Cluster:
+        """The connected cluster; a step that needs one is only reachable after Connect (ClusterError otherwise)."""
+        if self.cluster is None:
+            from wizard.cluster.errors import ClusterError
+
+            raise ClusterError("not connected to a cluster", "go back to Connect and connect first")
+        return self.cluster
+
+    def valid_plan(self) -> Plan:
+        """The validated plan; steps past Paths are only reachable with one (a FieldError-worded error otherwise)."""
+        plan, errors = self.validate()
+        if plan is None:
+            from wizard.cluster.errors import ClusterError
+
+            first = errors[0].message if errors else "the answers are incomplete"
+            raise ClusterError(f"the plan is not valid: {first}", "go back to the step that owns that field")
+        return plan
+
     def errors_for(self, prefixes: Iterable[str]) -> dict[str, str]:
         """Field errors under the given answers keys, by dotted field name."""
         wanted = tuple(prefixes)

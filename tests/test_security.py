@@ -74,7 +74,7 @@ def test_a_crash_log_is_private(tmp_path: Path) -> None:
     old.chmod(0o644)  # a log left by an older version: replaced, not reused with its mode
     code = (
         "import screens.steps.paths as m\n"
-        "m.Screen.on_mount = lambda self: 1 / 0\n"
+        "m.PathsStep.on_mount = lambda self: 1 / 0\n"
         "from screens.app import WizardApp\n"
         "app = WizardApp(start_step='paths')\n"
         "app.run(headless=True)\n"

@@ -177,7 +177,7 @@ async def test_an_unreachable_cluster_is_a_dialog_saying_what_to_do(tui_env: Pat
 def test_a_bug_ends_with_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
     code = (
         "import screens.steps.paths as m\n"
-        "m.Screen.on_mount = lambda self: 1 / 0\n"
+        "m.PathsStep.on_mount = lambda self: 1 / 0\n"
         "from screens.app import WizardApp\n"
         "app = WizardApp(start_step='paths')\n"
         "app.run(headless=True)\n"

@@ -1,85 +1,45 @@
-"""The ordered steps of the wizard and the rule deciding whether each applies.
-
-Design (subiquity-style): the wizard is an ordered list of :class:`Step` objects, each with an
-``applies(state)`` hook; Back/Next move through the list and pass over steps that do not apply,
-in both directions. Every step is its **own Screen**, swapped in with ``App.switch_screen``: the
-cluster work a step starts (node watch, image checks, rollout, verification) runs in workers bound
-to that screen, so Textual cancels it the moment the user leaves the step. State that must survive
-Back lives in the App's :class:`~screens.state.WizardState`, never in the widgets, so a screen is
-rebuilt from it each time (a ContentSwitcher would keep every step mounted and its workers alive).
-Step modules are imported only when first shown, which keeps the first frame fast.
-"""
+"""The step screens, one module each; :func:`make_screen` imports a step's module only when it is first shown."""
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from screens.state import WizardState
     from screens.steps.base import StepScreen
 
 
-def _always(state: WizardState) -> bool:
-    return True
+def make_screen(name: str) -> StepScreen:
+    """A fresh screen for the step called ``name`` (a name from :data:`screens.flow.STEPS`)."""
+    if name == "connect":
+        from screens.steps.connect import ConnectStep
 
+        return ConnectStep()
+    if name == "nodes":
+        from screens.steps.nodes import NodesStep
 
-def _driver_applies(state: WizardState) -> bool:
-    """A host driver needs no image, version or registry: Driver & registry is skipped."""
-    return state.get("mode", "precompiled") != "preinstalled"
+        return NodesStep()
+    if name == "mode":
+        from screens.steps.mode import ModeStep
 
+        return ModeStep()
+    if name == "driver":
+        from screens.steps.driver import DriverStep
 
-def _verify_applies(state: WizardState) -> bool:
-    """Verification follows an apply (or an install already there)."""
-    return True
+        return DriverStep()
+    if name == "paths":
+        from screens.steps.paths import PathsStep
 
+        return PathsStep()
+    if name == "preview":
+        from screens.steps.preview import PreviewStep
 
-@dataclass(frozen=True)
-class Step:
-    """One step: its name (used in answers, resume and the palette), title and screen."""
+        return PreviewStep()
+    if name == "apply":
+        from screens.steps.apply import ApplyStep
 
-    name: str
-    title: str
-    module: str
-    """Module under ``screens.steps`` holding the screen class ``Screen``."""
-    applies: Callable[[WizardState], bool] = _always
+        return ApplyStep()
+    if name == "verify":
+        from screens.steps.verify import VerifyStep
 
-    def make_screen(self) -> StepScreen:
-        """A fresh screen for this step (the module is imported on first use)."""
-        module = importlib.import_module(f"screens.steps.{self.module}")
-        screen: StepScreen = module.Screen()
-        return screen
-
-
-STEPS: tuple[Step, ...] = (
-    Step("connect", "Connect", "connect"),
-    Step("nodes", "Nodes", "nodes"),
-    Step("mode", "Mode", "mode"),
-    Step("driver", "Driver & registry", "driver", _driver_applies),
-    Step("paths", "Paths", "paths"),
-    Step("preview", "Preview", "preview"),
-    Step("apply", "Apply", "apply"),
-    Step("verify", "Verify", "verify", _verify_applies),
-)
-
-STEP_NAMES: tuple[str, ...] = tuple(s.name for s in STEPS)
-
-
-def step_named(name: str) -> Step:
-    """The step called ``name``; KeyError for an unknown name."""
-    for step in STEPS:
-        if step.name == name:
-            return step
+        return VerifyStep()
     raise KeyError(name)
-
-
-def neighbour(name: str, direction: int, state: WizardState) -> Step | None:
-    """The next (+1) or previous (-1) step that applies, or None past either end."""
-    index = STEP_NAMES.index(name) + direction
-    while 0 <= index < len(STEPS):
-        if STEPS[index].applies(state):
-            return STEPS[index]
-        index += direction
-    return None

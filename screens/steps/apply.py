@@ -63,7 +63,7 @@ def warnings(state: Any) -> list[str]:
     return found
 
 
-class Screen(StepScreen):
+class ApplyStep(StepScreen):
     """Apply the plan and watch the operator roll it out."""
 
     STEP = "apply"
@@ -169,7 +169,7 @@ class Screen(StepScreen):
         self.query_one("#rollout-state", Static).update("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
         try:
-            state.applied = await state.cluster.apply(
+            state.applied = await state.connected().apply(
                 state.prepared, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
             )
         finally:
@@ -196,7 +196,7 @@ class Screen(StepScreen):
     async def _follow(self) -> None:
         state = self.state
         self._rollout = None
-        async for status in state.cluster.rollout(state.plan()):
+        async for status in state.connected().rollout(state.valid_plan()):
             self._rollout = status
             self._show_rollout(status)
             self.refresh_nav()

@@ -9,7 +9,7 @@ becomes an :class:`~screens.dialogs.ErrorDialog` saying what to do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from screens.errors import describe_error
-from screens.steps import STEPS, neighbour, step_named
+from screens.flow import STEPS, neighbour, step_named
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ class StepScreen(Screen[None]):
     """One wizard step. Subclasses set ``STEP`` and ``HELP`` and implement ``compose_body``."""
 
     STEP: ClassVar[str] = ""
-    """The step's name in :data:`screens.steps.STEPS`."""
+    """The step's name in :data:`screens.flow.STEPS`."""
     HELP: ClassVar[str] = ""
     """Markdown shown by F1."""
     NEXT_LABEL: ClassVar[str] = "Next ▶"
@@ -59,11 +59,7 @@ class StepScreen(Screen[None]):
     @property
     def wizard(self) -> WizardApp:
         """The App, typed."""
-        from screens.app import WizardApp
-
-        app = self.app
-        assert isinstance(app, WizardApp)
-        return app
+        return cast("WizardApp", self.app)
 
     @property
     def state(self) -> WizardState:

@@ -17,6 +17,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
+from screens.flow import FIRST_FRAME_GRACE
 from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
@@ -31,7 +32,7 @@ def scenario_names() -> list[str]:
     return import_facade().demo_scenarios()
 
 
-class Screen(StepScreen):
+class ConnectStep(StepScreen):
     """Choose the cluster and check that the wizard can work on it."""
 
     STEP = "connect"
@@ -65,8 +66,6 @@ class Screen(StepScreen):
             yield CheckList("not connected yet", id="preflight")
 
     def on_mount(self) -> None:
-        from screens.app import FIRST_FRAME_GRACE
-
         self.refresh_nav()
         # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
         self.set_timer(FIRST_FRAME_GRACE, self._start)

@@ -29,7 +29,7 @@ DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry 
 CHECK_DELAY = 0.5
 
 
-class Screen(FormStep):
+class DriverStep(FormStep):
     """Which driver image, from where, and does every node's tag exist?"""
 
     STEP = "driver"

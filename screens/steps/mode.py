@@ -23,7 +23,7 @@ TITLES = {"precompiled": "Precompiled", "upstream": "Upstream", "preinstalled": 
 UNVALIDATED = "configurable, not validated in this release"
 
 
-class Screen(FormStep):
+class ModeStep(FormStep):
     """Choose the driver mode and the operator release."""
 
     STEP = "mode"

@@ -33,7 +33,7 @@ def gpu_text(count: int, product: str) -> str:
     return f"{count}×{name}" if count else name
 
 
-class Screen(StepScreen):
+class NodesStep(StepScreen):
     """What the cluster's GPU nodes run, live."""
 
     STEP = "nodes"
@@ -75,7 +75,7 @@ class Screen(StepScreen):
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
         state = self.state
-        cluster = state.cluster
+        cluster = state.connected()
         if refresh:
             facts = await cluster.discover()
             state.nodes = {n.name: n for n in facts.nodes}

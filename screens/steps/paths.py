@@ -20,7 +20,7 @@ from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 
 
-class Screen(FormStep):
+class PathsStep(FormStep):
     """Where the toolkit and the driver live on the host."""
 
     STEP = "paths"
@@ -139,7 +139,7 @@ class Screen(FormStep):
         results = self.query_one("#path-checks", PathResults)
         results.update("starting a probe pod on each GPU node…")
         checks: list[Any] = []
-        stream = self.state.cluster.check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
+        stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
         async with contextlib.aclosing(stream):
             async for check in stream:
                 checks.append(check)

@@ -31,7 +31,7 @@ TABS: dict[str, tuple[str, Language, str]] = {
 }
 
 
-class Screen(StepScreen):
+class PreviewStep(StepScreen):
     """Review the rendered resources and the server's dry-run verdict."""
 
     STEP = "preview"
@@ -128,13 +128,14 @@ class Screen(StepScreen):
         state = self.state
         self._verdict("[$accent]… server dry-run running[/]")
         self.refresh_nav()
-        prepared = await state.cluster.prepare_apply(state.rendered)
-        state.references = list(await state.cluster.reference_checks(state.rendered.plan))
+        cluster = state.connected()
+        prepared = await cluster.prepare_apply(state.rendered)
+        state.references = list(await cluster.reference_checks(state.rendered.plan))
         state.prepared = prepared
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(state.rendered.plan) as registry:
                 if registry is not None:
-                    state.images = list(await state.cluster.check_images(state.rendered, registry))
+                    state.images = list(await cluster.check_images(state.rendered, registry))
         self._show_prepared(prepared)
         self.refresh_nav()
         self.maybe_replay()

@@ -43,7 +43,7 @@ def cell(check: Any) -> str:
     return f"{check.status.symbol} {text}"
 
 
-class Screen(StepScreen):
+class VerifyStep(StepScreen):
     """Prove the install, node by node."""
 
     STEP = "verify"
@@ -106,12 +106,12 @@ class Screen(StepScreen):
         self._verifying = True
         self._summary()
         self.refresh_nav()
-        plan = state.plan()
+        plan = state.valid_plan()
         from wizard.engine.results import Check
 
         try:
             async with self.wizard.open_registry(plan) as registry:
-                async for item in state.cluster.verify(plan, state.rendered, registry=registry):
+                async for item in state.connected().verify(plan, state.rendered, registry=registry):
                     if isinstance(item, Check):
                         state.checks.append(item)
                         self._add_check(table, item)

@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
-from screens.steps import STEPS
+from screens.flow import STEPS
 
 
 class TopBar(Widget):

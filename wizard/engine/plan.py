@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from wizard.engine.modes import Mode
+from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
 
 #: Operator release lines whose CRDs and chart values ship with gpu-wizard.
