@@ -33,9 +33,10 @@ test: $(VENV)/.installed-test system-deps
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check wizard screens tests benchmarks
 	$(BIN)/ruff format --check wizard screens tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: $(VENV)/.installed-test
-	$(BIN)/mypy wizard
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
