@@ -186,6 +186,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.cluster import register as register_cluster_commands
 
     register_cluster_commands(sub)  # discover, apply, verify, rollback, mirror
+    from wizard.cli.upgrade import register as register_upgrade_commands
+
+    register_upgrade_commands(sub)  # upgrade, check-kernel
     return parser
 
 

@@ -283,6 +283,21 @@ class Gateway:
             if not cont:
                 return
 
+    async def all_pod_pages(
+        self, *, field_selector: str | None = None, limit: int = 500
+    ) -> AsyncGenerator[list[dict[str, Any]], None]:
+        """Pods of every namespace, one page (``limit``) at a time (the workloads on GPU nodes)."""
+        fn = self.raw(self.core, "list_pod_for_all_namespaces")
+        cont: str | None = None
+        while True:
+            page = await self.call(
+                "listing pods in all namespaces", fn, field_selector=field_selector, limit=limit, _continue=cont
+            )
+            yield list(page.get("items") or [])
+            cont = (page.get("metadata") or {}).get("continue") or None
+            if not cont:
+                return
+
     async def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One pod, or None."""
         fn = self.raw(self.core, "read_namespaced_pod")

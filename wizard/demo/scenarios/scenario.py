@@ -126,6 +126,18 @@ class OperatorSpec:
 
 
 @dataclass
+class WorkloadSpec:
+    """A user's pod already running on a node (e.g. a training job using GPUs, which an upgrade evicts)."""
+
+    name: str
+    node: str
+    namespace: str = "default"
+    gpus: int = 1
+    """``nvidia.com/gpu`` the pod's container asks for (0: a pod that uses no GPU)."""
+    image: str = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04"
+
+
+@dataclass
 class Scenario:
     """One simulated cluster."""
 
@@ -137,6 +149,8 @@ class Scenario:
     rbac_deny: list[dict[str, str]] = field(default_factory=list)
     """Denied permissions: ``{"verb": "patch", "resource": "clusterpolicies", "group": "nvidia.com"}``."""
     faults: FaultSpec = field(default_factory=FaultSpec)
+    workloads: list[WorkloadSpec] = field(default_factory=list)
+    """Pods of the cluster's users, already running when the demo starts."""
     nodelist: str = ""
     """A ``kubectl get nodes -o json`` file (relative to the scenario file) whose nodes are added."""
 

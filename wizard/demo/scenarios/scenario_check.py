@@ -206,6 +206,11 @@ def check_scenario(scenario: Scenario, where: str) -> None:
     for node in faults.exec_fail_nodes:
         if node not in names:
             raise ScenarioError(f"{where}: faults.exec_fail_nodes: {node!r} is not a node of this scenario")
+    for i, workload in enumerate(scenario.workloads):
+        if workload.node not in names:
+            raise ScenarioError(f"{where}: workloads[{i}].node: {workload.node!r} is not a node of this scenario")
+        if workload.gpus < 0:
+            raise ScenarioError(f"{where}: workloads[{i}].gpus: must be 0 or more")
     for i, rule in enumerate(scenario.rbac_deny):
         if not rule.get("verb") or not rule.get("resource"):
             raise ScenarioError(f"{where}: rbac_deny[{i}]: needs verb and resource")

@@ -15,7 +15,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.demo.api.store import Store
-from wizard.demo.scenarios.scenario import Scenario
+from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
@@ -144,6 +144,7 @@ class Simulation:
         for index, spec in enumerate(self.specs.values()):
             self.store.create("nodes", node_object(spec, index))
         names = ["default", "kube-system", "kube-public", "kube-node-lease", self.scenario.operator.namespace]
+        names += [w.namespace for w in self.scenario.workloads]
         for name in dict.fromkeys(names):
             if self.store.get("namespaces", name) is None:
                 self.store.create(
@@ -156,6 +157,8 @@ class Simulation:
                         "status": {"phase": "Active"},
                     },
                 )
+        for workload in self.scenario.workloads:
+            self.store.create("pods", workload_pod(workload))
         if not self.scenario.operator.installed:
             return
         self.store.create("deployments", operator_deployment(self.scenario))
@@ -312,3 +315,18 @@ class Simulation:
             stamp = dt.datetime.now(dt.UTC).timestamp()
             return f'{{"level":"info","ts":{stamp:.3f},"logger":"controllers.ClusterPolicy","msg":"Reconciliate ClusterPolicies after node label update"}}\n'
         return container_log(obj, container, view, self._release)
+
+
+def workload_pod(spec: WorkloadSpec) -> dict[str, Any]:
+    """A user's pod bound to its node; the kubelet starts it like any other (its image is in the catalog)."""
+    resources = {"limits": {"nvidia.com/gpu": str(spec.gpus)}} if spec.gpus else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": {"app": spec.name}},
+        "spec": {
+            "nodeName": spec.node,
+            "restartPolicy": "Always",
+            "containers": [{"name": "main", "image": spec.image, "resources": resources}],
+        },
+    }

@@ -1,0 +1,257 @@
+"""``gpu-wizard upgrade`` (a driver upgrade planned node group by node group) and ``check-kernel``.
+
+``upgrade`` reads the running plan from the live ClusterPolicy (or ``--answers``), shows per node group
+the current and the new image with both tags' status in the registry, the OS-tag changes a new
+operator release brings, the upgradePolicy in force, the GPU workloads that will be evicted and an
+estimate of the duration; it refuses while a new image is missing. ``check-kernel`` says, before an OS
+update, whether the precompiled image for the new kernel exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+from wizard.cli.cluster import _cluster_options, _sync, load_plan, open_cluster
+from wizard.cli.images import registry_client, registry_flags
+from wizard.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+
+KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
+"""A kernel release that can stand in an image tag (with the version and OS tag around it)."""
+
+if TYPE_CHECKING:
+    from wizard.cluster.upgrades import UpgradeReport
+    from wizard.registry.images import ImageStatus
+
+
+def register(sub: Any) -> None:
+    """Add ``upgrade`` and ``check-kernel`` to ``gpu-wizard``'s subparsers."""
+    upgrade = sub.add_parser(
+        "upgrade", help="plan a driver upgrade per node group (images, evictions, duration); apply it unless --dry-run"
+    )
+    _cluster_options(upgrade)
+    upgrade.add_argument("--driver", required=True, metavar="VERSION", help="the new driver version")
+    upgrade.add_argument("--operator", metavar="vX.Y.Z", help="the operator release after the upgrade (naming rules)")
+    upgrade.add_argument("--answers", metavar="FILE", help="the running plan (default: read from the live policy)")
+    upgrade.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
+    upgrade.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    upgrade.add_argument("--no-registry", action="store_true", help="do not ask the registry about the images")
+    upgrade.add_argument(
+        "--allow-missing-images", action="store_true", help="go ahead although a new image is not in the registry"
+    )
+    upgrade.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    registry_flags(upgrade)
+    upgrade.set_defaults(handler=_sync(cmd_upgrade))
+
+    check = sub.add_parser(
+        "check-kernel", help="before an OS update: does the precompiled driver image for KERNEL exist?"
+    )
+    _cluster_options(check)
+    check.add_argument("kernel", metavar="KERNEL", help="the kernel release after the update (uname -r)")
+    check.add_argument("--os", metavar="ID:VERSION", help="OS of the nodes, e.g. sles:15.5 (default: the GPU nodes')")
+    check.add_argument("--answers", metavar="FILE", help="the plan (default: read from the live policy)")
+    registry_flags(check)
+    check.set_defaults(handler=_sync(cmd_check_kernel))
+
+
+def _status_word(status: ImageStatus | None, checked: bool) -> str:
+    if not checked:
+        return "SKIPPED (registry not asked: --no-registry)"
+    if status is None:
+        return "-"
+    if status.ok:
+        return "✓ in the registry"
+    if status.target.error:
+        return f"SKIPPED (cannot check: {status.target.error})"
+    if status.mirrorable:
+        return "✗ not in the registry yet; its mirror source exists"
+    return "✗ missing"
+
+
+def report_lines(report: UpgradeReport) -> list[str]:
+    """The upgrade plan as text, one line each."""
+    plan = report.plan
+    current, target = plan.current, plan.target
+    lines = [
+        f"Upgrade plan: driver {current.driver.version} → {target.driver.version} "
+        f"(operator {current.operator.version}"
+        + (f" → {target.operator.version})" if target.operator.version != current.operator.version else ")")
+    ]
+    why = report.ownership.why_not_apply()
+    if why:
+        lines.append(f"Owner: {why}")
+    lines.append("Node groups:")
+    for group in plan.groups:
+        shown = ", ".join(group.nodes[:3]) + (f" and {len(group.nodes) - 3} more" if len(group.nodes) > 3 else "")
+        lines.append(f"  kernel {group.kernel or '-'} · {len(group.nodes)} node(s): {shown}")
+        old = report.old_images.get(group.old_image)
+        new = report.new_images.get(group.new_image)
+        lines.append(f"    now    {group.old_image or '(none)'}  {_status_word(old, report.registry_checked)}")
+        if group.changes:
+            lines.append(f"    after  {group.new_image}  {_status_word(new, report.registry_checked)}")
+        else:
+            lines.append("    after  unchanged")
+    tag_changes = plan.os_tag_changes()
+    lines.append("OS tags: " + ("; ".join(tag_changes) if tag_changes else "unchanged"))
+    policy = plan.policy
+    lines.append(
+        f"upgradePolicy: autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
+        f"{policy.max_parallel_upgrades or 'no limit'} · maxUnavailable {policy.max_unavailable} · drain "
+        f"{'on' if policy.drain_enabled else 'off'} · podDeletion timeout {policy.pod_deletion_timeout_seconds}s"
+    )
+    if plan.evictions:
+        lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")
+        for node, pods in sorted(plan.evictions.items()):
+            lines.append(f"  {node}: {', '.join(pods)}")
+    else:
+        lines.append("GPU workloads evicted: none found on the nodes that change")
+    nodes = len(plan.changing_nodes)
+    if nodes:
+        parallel = policy.parallel(nodes)
+        lines.append(
+            f"Estimated duration: about {plan.estimate_minutes():g} min ({nodes} node(s), {parallel} at a time; "
+            "an estimate from typical per-node times, not a promise)"
+        )
+    else:
+        lines.append("Nothing changes: every GPU node already runs the new image")
+    lines += [f"note: {note}" for note in plan.notes]
+    return lines
+
+
+def report_json(report: UpgradeReport) -> dict[str, Any]:
+    """The upgrade plan as JSON."""
+    plan = report.plan
+
+    def image(status: ImageStatus | None) -> dict[str, Any] | None:
+        if status is None:
+            return None
+        return {"exists": status.ok, "error": status.target.error or None, "mirrorable": status.mirrorable}
+
+    return {
+        "driver": {"from": plan.current.driver.version, "to": plan.target.driver.version},
+        "operator": {"from": plan.current.operator.version, "to": plan.target.operator.version},
+        "owner": {"manager": report.ownership.manager, "release": report.ownership.release},
+        "registryChecked": report.registry_checked,
+        "groups": [
+            {
+                "kernel": g.kernel,
+                "nodes": list(g.nodes),
+                "from": g.old_image,
+                "to": g.new_image,
+                "changes": g.changes,
+                "fromStatus": image(report.old_images.get(g.old_image)),
+                "toStatus": image(report.new_images.get(g.new_image)),
+            }
+            for g in plan.groups
+        ],
+        "osTagChanges": plan.os_tag_changes(),
+        "upgradePolicy": plan.policy.__dict__,
+        "evictions": plan.evictions,
+        "estimateMinutes": plan.estimate_minutes(),
+        "notes": plan.notes,
+    }
+
+
+async def cmd_upgrade(args: argparse.Namespace) -> int:
+    """``gpu-wizard upgrade``."""
+    from pydantic import ValidationError
+
+    from wizard.cluster.upgrades import prepare_upgrade
+    from wizard.engine.answers import plan_errors
+    from wizard.engine.registry_routes import registry_hosts
+    from wizard.engine.upgrade import UpgradePolicyError
+
+    current = load_plan(args.answers) if args.answers else None
+    async with open_cluster(args) as cluster:
+        try:
+            running = current or await cluster.live_plan()
+            if args.no_registry:
+                report = await prepare_upgrade(
+                    cluster, driver_version=args.driver, operator_release=args.operator, current=running
+                )
+            else:
+                async with registry_client(args, cluster, registry_hosts(running)) as registry:
+                    report = await prepare_upgrade(
+                        cluster,
+                        driver_version=args.driver,
+                        operator_release=args.operator,
+                        current=running,
+                        registry=registry,
+                    )
+        except ValidationError as exc:
+            first = plan_errors(exc)[0]
+            raise UsageError(f"--driver/--operator: {first.field or 'driver'}: {first.message}") from None
+        except UpgradePolicyError as exc:
+            raise UsageError(f"the live ClusterPolicy's {exc}") from None
+    if args.output == "json":
+        sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
+    else:
+        sys.stdout.write("\n".join(report_lines(report)) + "\n")
+    missing = report.missing
+    if missing and not args.allow_missing_images:
+        for status in missing:
+            sys.stderr.write(f"✗ new image {status.image} cannot be pulled ({_status_word(status, True)})\n")
+        sys.stderr.write(
+            "gpu-wizard: error: the upgrade is refused while a new image is missing: mirror it first "
+            "(`gpu-wizard mirror --answers FILE --run` with the new version), or pass --allow-missing-images\n"
+        )
+        return EXIT_FAILED
+    if args.dry_run:
+        sys.stderr.write("dry run: nothing was changed\n")
+        return EXIT_OK
+    sys.stderr.write(
+        "to carry it out, write the new version into the answers file and run `gpu-wizard apply --answers FILE`\n"
+    )
+    return EXIT_OK
+
+
+async def cmd_check_kernel(args: argparse.Namespace) -> int:
+    """``gpu-wizard check-kernel KERNEL``."""
+    from wizard.engine.catalog import support_request, tuple_status
+    from wizard.engine.naming import os_tag, precompiled_image
+    from wizard.engine.registry_routes import registry_hosts
+
+    if not KERNEL_RE.fullmatch(args.kernel):
+        raise UsageError(
+            f"KERNEL: {args.kernel!r} is not a kernel release as `uname -r` prints it (ASCII letters, digits, '.', '_', '-')"
+        )
+    current = load_plan(args.answers) if args.answers else None
+    async with open_cluster(args) as cluster:
+        plan = current or await cluster.live_plan()
+        if not plan.precompiled:
+            raise UsageError(
+                f"check-kernel: the plan is in {plan.mode.value} mode; only precompiled images are built per kernel"
+            )
+        if args.os:
+            os_id, _, version_id = args.os.partition(":")
+            if not re.fullmatch(r"[a-z][a-z0-9-]*:[0-9][0-9a-z.]*", args.os, re.ASCII):
+                raise UsageError(f"--os: {args.os!r} is not ID:VERSION (e.g. sles:15.5)")
+            tags = {os_tag(os_id, version_id, plan.operator.version)}
+        else:
+            facts = await cluster.discover()
+            tags = set(facts.os_tags(plan.operator.version))
+            if not tags:
+                raise UsageError("check-kernel: no GPU node to read the OS from; pass --os ID:VERSION")
+        spec = plan.driver
+        images = {tag: precompiled_image(spec.repository, spec.image, spec.version, args.kernel, tag) for tag in tags}
+        async with registry_client(args, cluster, registry_hosts(plan)) as registry:
+            answers = await registry.check_many(list(images.values()))
+    failed = False
+    for tag, image in sorted(images.items()):
+        answer = answers[image]
+        catalog = tuple_status(spec.version, args.kernel, tag)
+        if answer.exists:
+            sys.stdout.write(f"✓ {image}: in the registry (catalog: {catalog})\n")
+            continue
+        failed = True
+        state = f"cannot check ({answer.error})" if answer.error else "not in the registry"
+        sys.stdout.write(f"✗ {image}: {state} (catalog: {catalog})\n")
+        if catalog != "validated":
+            checked = [f"{image}: {state}"]
+            sys.stdout.write(
+                support_request("(after the OS update)", args.kernel, tag, "", spec.version, checked=checked)
+            )
+    return EXIT_FAILED if failed else EXIT_OK
