@@ -34,7 +34,8 @@ async def _install(cluster: Cluster, plan: Plan, backups: Path) -> str:
     assert prepared.ok, prepared.errors
     assert (await cluster.apply(prepared, backup_dir=backups, allow_unverified_preinstalled=True)).ok
     final = None
-    async for status in cluster.rollout(plan, interval=0.05, timeout=20):
+    # the demo's crash loops are real ones (noexec /run never heals): judged over 2 s, not the default 300 s
+    async for status in cluster.rollout(plan, interval=0.05, timeout=20, crash_window=2.0):
         final = status
     assert final is not None
     return f"{final.phase}: {final.message}"

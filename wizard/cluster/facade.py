@@ -325,11 +325,25 @@ class Cluster:
         return await applying.rollback(self.gateway, backup_path)
 
     async def rollout(
-        self, plan: Plan, *, interval: float = 1.0, timeout: float = 1800.0
+        self,
+        plan: Plan,
+        *,
+        interval: float = 1.0,
+        timeout: float = 1800.0,
+        crash_window: float = 300.0,
+        stall_window: float | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
-        """Rollout snapshots until ready, failed (e.g. ImagePullBackOff) or cancelled."""
+        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled."""
         namespace = await self.namespace(plan)
-        statuses = rollouts.follow(self.gateway, plan, namespace, interval=interval, timeout=timeout)
+        statuses = rollouts.follow(
+            self.gateway,
+            plan,
+            namespace,
+            interval=interval,
+            timeout=timeout,
+            crash_window=crash_window,
+            stall_window=stall_window,
+        )
         async with contextlib.aclosing(statuses):
             async for status in statuses:
                 yield status

@@ -236,6 +236,57 @@ class Gateway:
         finally:
             await stream.close()
 
+    def _listing(
+        self, resource: str | tuple[str, str, str], namespace: str | None
+    ) -> tuple[str, Any, str, tuple[Any, ...]]:
+        """``(what, api, list operation, leading arguments)`` of a kind: ``nodes``, ``pods``, ``daemonsets`` or a
+        custom resource ``(group, version, plural)`` (cluster-scoped)."""
+        if isinstance(resource, tuple):
+            return f"listing {resource[2]}", self.custom, "list_cluster_custom_object", resource
+        where = f" in {namespace}" if namespace else ""
+        if resource == "nodes":
+            return "listing nodes", self.core, "list_node", ()
+        if resource == "pods":
+            return f"listing pods{where}", self.core, "list_namespaced_pod", (namespace,)
+        if resource == "daemonsets":
+            return f"listing daemonsets{where}", self.apps, "list_namespaced_daemon_set", (namespace,)
+        raise ValueError(f"no listing for {resource!r}")
+
+    async def list_page(
+        self,
+        resource: str | tuple[str, str, str],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        limit: int | None = None,
+        cont: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list (with its ``metadata.resourceVersion`` and ``continue``), for list-then-watch caches."""
+        what, api, operation, args = self._listing(resource, namespace)
+        fn = self.raw(api, operation)
+        found = await self.call(what, fn, *args, label_selector=label_selector, limit=limit, _continue=cont)
+        return dict(found or {})
+
+    def watch_resource(
+        self,
+        resource: str | tuple[str, str, str],
+        resource_version: str,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
+        """Events of a kind after ``resource_version`` (see :meth:`watch`)."""
+        what, api, operation, args = self._listing(resource, namespace)
+        return self.watch(
+            what.replace("listing", "watching", 1),
+            getattr(api, operation),
+            *args,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            label_selector=label_selector,
+        )
+
     def watch_nodes(
         self, resource_version: str, *, timeout_seconds: int = 300
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:

@@ -1,10 +1,18 @@
 """Follow a driver rollout after an apply until it is ready, has failed, or the caller stops it.
 
-Each poll reads the ClusterPolicy's state and conditions, the NVIDIADrivers, the driver
-DaemonSets (desired / ready / updated), the per-node upgrade state label and the driver pods'
-waiting reasons. ``ready`` needs the policy ready for a real reason (``NoGPUNodes`` and
-``NFDLabelsMissing`` also report ready) and every driver DaemonSet fully rolled out; an image that
-cannot be pulled, a crash loop, a reconcile error or an upgrade-failed node ends it as ``failed``.
+Everything is followed by watches, never by periodic full lists: the ClusterPolicy, the NVIDIADrivers,
+the driver DaemonSets, the operator's pods and the nodes carrying the
+``nvidia.com/gpu-driver-upgrade-state`` label each live in a :class:`Cache` (one paged list, then a
+watch from its resourceVersion, listed again on 410). A snapshot is computed from the caches whenever
+an event arrives (and once a second for the clocks), so the API server sees a handful of long-lived
+watches whatever the node count.
+
+``ready`` needs the policy ready for a real reason (``NoGPUNodes`` and ``NFDLabelsMissing`` also
+report ready) and every driver DaemonSet fully rolled out; an image that cannot be pulled, a
+reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
+through on their way (a driver container restarting while the module loads, a node waiting in a
+state) are judged on time windows, not on samples: a container crash-looping for ``crash_window``
+seconds, or nothing changing for ``stall_window`` seconds, fails the rollout.
 """
 
 from __future__ import annotations
@@ -72,6 +80,8 @@ class RolloutStatus:
     nvidia_drivers: dict[str, str] = field(default_factory=dict)
     """NVIDIADriver name -> state."""
     elapsed: float = 0.0
+    time_in_state: dict[str, float] = field(default_factory=dict)
+    """Node -> seconds in its current upgrade state (as seen by this follower)."""
 
     @property
     def done(self) -> bool:
@@ -103,50 +113,75 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     return out
 
 
-class PodWatch:
-    """The waiting operand containers of a namespace, kept current by one paged list and then a watch.
+class Cache:
+    """Objects of one kind kept current by one paged list and then a watch (listed again on 410).
 
-    Listing every pod at each poll would cost the API server a full serialisation of thousands of
-    pods per second on a large cluster; a watch sends only what changed.
+    ``changed`` is set on every event so a follower wakes up only when something happened.
     """
 
-    def __init__(self, gateway: Gateway, namespace: str) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        resource: str | tuple[str, str, str],
+        changed: asyncio.Event,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> None:
         self.gateway = gateway
+        self.resource = resource
         self.namespace = namespace
-        self.waiting: dict[str, list[PodStatus]] = {}
+        self.label_selector = label_selector
+        self.changed = changed
+        self.objects: dict[str, dict[str, Any]] = {}
         self.listed = asyncio.Event()
+        self.lists = 0
+        """How many times the kind was listed (1 unless watches expired)."""
 
-    def pods(self) -> list[PodStatus]:
-        """Every waiting container now, by pod name."""
-        return [entry for name in sorted(self.waiting) for entry in self.waiting[name]]
+    def items(self) -> list[dict[str, Any]]:
+        return [self.objects[name] for name in sorted(self.objects)]
 
-    def _update(self, kind: str, pod: dict[str, Any]) -> None:
-        name = str(pod["metadata"].get("name") or "")
-        entries = [] if kind == "DELETED" else waiting_pods(pod)
-        if entries:
-            self.waiting[name] = entries
-        else:
-            self.waiting.pop(name, None)
+    async def _list(self) -> str:
+        objects: dict[str, dict[str, Any]] = {}
+        rv, cont = "", None
+        while True:
+            page = await self.gateway.list_page(
+                self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=500, cont=cont
+            )
+            for item in page.get("items") or []:
+                objects[str(item["metadata"]["name"])] = item
+            meta = page.get("metadata") or {}
+            rv = str(meta.get("resourceVersion") or rv)
+            cont = meta.get("continue") or None
+            if not cont:
+                break
+        self.objects = objects
+        self.lists += 1
+        self.listed.set()
+        self.changed.set()
+        return rv
 
     async def run(self) -> None:
-        """List, then follow the watch; list again when it expires (410). Runs until cancelled."""
+        """List, then follow the watch; list again when it expires. Runs until cancelled."""
         failures = 0
         while True:
             try:
-                self.waiting.clear()
-                rv = ""
-                async with contextlib.aclosing(self.gateway.pod_pages(self.namespace)) as pages:
-                    async for items, page_rv in pages:
-                        rv = page_rv
-                        for pod in items:
-                            self._update("ADDED", pod)
-                self.listed.set()
+                rv = await self._list()
                 while True:
-                    async with contextlib.aclosing(self.gateway.watch_pods(self.namespace, rv)) as events:
-                        async for kind, obj in events:
-                            rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                            if kind in ("ADDED", "MODIFIED", "DELETED"):
-                                self._update(kind, obj)
+                    events = self.gateway.watch_resource(
+                        self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
+                    )
+                    async with contextlib.aclosing(events) as stream:
+                        async for kind, obj in stream:
+                            meta = obj.get("metadata") or {}
+                            rv = str(meta.get("resourceVersion") or rv)
+                            if kind == "DELETED":
+                                self.objects.pop(str(meta.get("name")), None)
+                            elif kind in ("ADDED", "MODIFIED"):
+                                self.objects[str(meta.get("name"))] = obj
+                            else:
+                                continue  # BOOKMARK: only the resourceVersion moves on
+                            self.changed.set()
                             failures = 0
             except Gone:
                 continue
@@ -157,14 +192,24 @@ class PodWatch:
                 await asyncio.sleep(min(0.5 * 2**failures, 10.0))
 
 
-async def snapshot(
-    gateway: Gateway, plan: Plan, namespace: str, started: float, pods: list[PodStatus]
-) -> RolloutStatus:
-    """Read the policy, NVIDIADrivers, driver DaemonSets and upgrade states once; classify with ``pods``."""
-    policy = active_policy(await gateway.list_custom(*POLICY))
-    drivers = await gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
-    daemonsets = await gateway.list_daemonsets(namespace, label_selector=DRIVER_SELECTOR)
-    upgrading = await gateway.list_nodes_page(label_selector=LABEL_UPGRADE_STATE)
+@dataclass
+class Followed:
+    """The caches one rollout follows."""
+
+    policies: Cache
+    drivers: Cache | None
+    daemonsets: Cache
+    nodes: Cache
+    pods: Cache
+
+    def all(self) -> list[Cache]:
+        return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
+
+
+def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock) -> RolloutStatus:
+    """Classify what the caches hold now (no API call)."""
+    policy = active_policy(followed.policies.items())
+    drivers = followed.drivers.items() if followed.drivers is not None else []
     state = str(((policy or {}).get("status") or {}).get("state") or "")
     ds_status = [
         DaemonSetStatus(
@@ -173,16 +218,64 @@ async def snapshot(
             int((d.get("status") or {}).get("numberReady") or 0),
             int((d.get("status") or {}).get("updatedNumberScheduled") or 0),
         )
-        for d in daemonsets
+        for d in followed.daemonsets.items()
+        if _is_driver_daemonset(d)
     ]
     upgrade = {
-        n["metadata"]["name"]: n["metadata"]["labels"].get(LABEL_UPGRADE_STATE, "")
-        for n in upgrading.get("items") or []
+        n["metadata"]["name"]: str((n["metadata"].get("labels") or {}).get(LABEL_UPGRADE_STATE, ""))
+        for n in followed.nodes.items()
     }
+    pods = [entry for pod in followed.pods.items() for entry in waiting_pods(pod)]
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
+    now = time.monotonic()
+    clock.observe(upgrade, pods, now)
     phase, message = _classify(plan, policy, state, ds_status, pods, upgrade, nvd)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
-    return RolloutStatus(phase, message, state, conditions, ds_status, upgrade, pods, nvd, time.monotonic() - started)
+    return RolloutStatus(
+        phase,
+        message,
+        state,
+        conditions,
+        ds_status,
+        upgrade,
+        pods,
+        nvd,
+        now - started,
+        {node: round(now - since, 1) for node, (_, since) in clock.states.items()},
+    )
+
+
+def _is_driver_daemonset(daemonset: dict[str, Any]) -> bool:
+    labels = (daemonset.get("metadata") or {}).get("labels") or {}
+    key, _, value = DRIVER_SELECTOR.partition("=")
+    return labels.get(key) == value
+
+
+class UpgradeClock:
+    """When each node entered its upgrade state, and since when each container has been crash-looping."""
+
+    def __init__(self) -> None:
+        self.states: dict[str, tuple[str, float]] = {}
+        self.crashing: dict[tuple[str, str], float] = {}
+
+    def observe(self, upgrade: dict[str, str], pods: list[PodStatus], now: float) -> None:
+        for node, state in upgrade.items():
+            if self.states.get(node, ("", 0.0))[0] != state:
+                self.states[node] = (state, now)
+        for node in set(self.states) - set(upgrade):
+            del self.states[node]
+        looping = {(p.name, p.container) for p in pods if p.reason == "CrashLoopBackOff"}
+        for key in looping:
+            self.crashing.setdefault(key, now)
+        for key in set(self.crashing) - looping:
+            del self.crashing[key]
+
+    def crash_looping_for(self, window: float, now: float) -> tuple[str, str] | None:
+        """A container that has been crash-looping for at least ``window`` seconds, if any."""
+        for key, since in sorted(self.crashing.items(), key=lambda item: item[1]):
+            if now - since >= window:
+                return key
+        return None
 
 
 def _classify(
@@ -219,7 +312,7 @@ def _classify(
     crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]
     if crashing:
         first = crashing[0]
-        return "progressing", f"{first.name} on {first.node} ({first.container}) is crash-looping"
+        return "progressing", f"{first.name} on {first.node} ({first.container}) is restarting (CrashLoopBackOff)"
     pending = [d for d in daemonsets if not d.done]
     if plan.driver_enabled:
         if not daemonsets:
@@ -248,31 +341,53 @@ async def _crash_message(gateway: Gateway, namespace: str, pod: PodStatus) -> st
 
 
 async def follow(
-    gateway: Gateway, plan: Plan, namespace: str, *, interval: float = 1.0, timeout: float = 1800.0
+    gateway: Gateway,
+    plan: Plan,
+    namespace: str,
+    *,
+    interval: float = 1.0,
+    timeout: float = 1800.0,
+    crash_window: float = 300.0,
+    stall_window: float | None = None,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """Yield a snapshot whenever it changes, until ready, failed or ``timeout`` seconds.
 
-    A crash loop seen in two polls in a row ends the rollout as failed (a single one may be a
-    container restarting while the driver loads); the message quotes the container's last log line.
+    Wakes on watch events, and every ``interval`` seconds for the clocks. A container crash-looping
+    for ``crash_window`` seconds ends the rollout as failed, quoting its last log line (a driver
+    container restarting during a normal upgrade recovers well within it). Nothing changing for
+    ``stall_window`` seconds (default: the whole ``timeout``) ends it as failed, naming where it stopped.
     """
     started = time.monotonic()
+    changed = asyncio.Event()
+    followed = Followed(
+        policies=Cache(gateway, POLICY, changed),
+        drivers=Cache(gateway, DRIVERS, changed) if plan.driver.useNvidiaDriverCRD else None,
+        daemonsets=Cache(gateway, "daemonsets", changed, namespace=namespace),
+        nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE),
+        pods=Cache(gateway, "pods", changed, namespace=namespace),
+    )
+    tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
+    clock = UpgradeClock()
     last: tuple[Any, ...] | None = None
-    crashing_before: set[tuple[str, str]] = set()
-    pods = PodWatch(gateway, namespace)
-    watcher = asyncio.create_task(pods.run())
+    last_change = started
+    stall = timeout if stall_window is None else stall_window
     try:
-        listed = asyncio.create_task(pods.listed.wait())
-        await asyncio.wait([watcher, listed], return_when=asyncio.FIRST_COMPLETED)
-        listed.cancel()
+        listed: asyncio.Future[Any] = asyncio.gather(*(cache.listed.wait() for cache in followed.all()))
+        waiting: list[asyncio.Future[Any]] = [*tasks, listed]
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        if not listed.done():
+            listed.cancel()
         while True:
-            if watcher.done():
-                watcher.result()  # the pod watch gave up: raise its error
-            status = await snapshot(gateway, plan, namespace, started, pods.pods())
-            crashing = {(p.name, p.container) for p in status.pods if p.reason == "CrashLoopBackOff"}
-            repeated = [p for p in status.pods if (p.name, p.container) in crashing & crashing_before]
-            crashing_before = crashing
-            if repeated and not status.done:
-                status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, repeated[0]))
+            for task in tasks:
+                if task.done():
+                    task.result()  # a cache gave up: raise its error
+            changed.clear()
+            status = snapshot(followed, plan, started, clock)
+            now = time.monotonic()
+            looping = clock.crash_looping_for(crash_window, now) if not status.done else None
+            if looping is not None:
+                pod = next(p for p in status.pods if (p.name, p.container) == looping)
+                status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, pod))
             key = (
                 status.phase,
                 status.message,
@@ -282,15 +397,21 @@ async def follow(
                 tuple(sorted(status.upgrade_states.items())),
             )
             if key != last or status.done:
-                last = key
+                last, last_change = key, now
                 yield status
             if status.done:
                 return
             if status.elapsed > timeout:
                 yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
                 return
-            await asyncio.sleep(interval)
+            if now - last_change > stall:
+                yield replace(status, phase="failed", message=f"stalled for {stall:g}s: {status.message}")
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), interval)
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError, ClusterError):
-            await watcher
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                await task
