@@ -41,7 +41,7 @@ async def test_an_upgrade_is_followed_by_watches_not_polls(demo_cluster: Cluster
             timed = timed or any(seconds >= 0 for seconds in status.time_in_state.values())
         requests = cluster.gateway.stats.requests - before
     assert statuses[-1].phase == "ready", statuses[-1].message
-    assert {"upgrade-done"} <= seen_states and len(seen_states) > 1 and timed
+    assert "upgrade-done" in seen_states and timed
     # 5 kinds listed once (+ preflight's reads for the namespace) however long the rollout ran;
     # a poll every 50 ms would have made hundreds of requests.
     assert len(statuses) > 3 and requests <= 15, requests
