@@ -47,10 +47,23 @@ class DaemonSetStatus:
     desired: int
     ready: int
     updated: int
+    image: str = ""
+    """The driver container's image in the DaemonSet's pod template."""
+    observed: bool = True
+    """The DaemonSet controller has seen the latest template (``status.observedGeneration``)."""
 
     @property
     def done(self) -> bool:
-        return self.desired > 0 and self.ready == self.desired and self.updated == self.desired
+        return self.observed and self.desired > 0 and self.ready == self.desired and self.updated == self.desired
+
+    def runs(self, version: str) -> bool:
+        """The template runs driver ``version`` (tag ``<version>-…`` or the digest itself)."""
+        if not self.image or not version:
+            return True  # nothing to compare (a DaemonSet without the driver container)
+        if version.startswith("sha256:"):
+            return self.image.endswith("@" + version)
+        tag = self.image.rsplit(":", 1)[-1] if "@" not in self.image else ""
+        return tag == version or tag.startswith(version + "-")
 
 
 @dataclass(frozen=True)
@@ -217,6 +230,9 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
             int((d.get("status") or {}).get("desiredNumberScheduled") or 0),
             int((d.get("status") or {}).get("numberReady") or 0),
             int((d.get("status") or {}).get("updatedNumberScheduled") or 0),
+            _driver_image(d),
+            int((d.get("status") or {}).get("observedGeneration") or 0)
+            >= int((d.get("metadata") or {}).get("generation") or 0),
         )
         for d in followed.daemonsets.items()
         if _is_driver_daemonset(d)
@@ -243,6 +259,11 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         now - started,
         {node: round(now - since, 1) for node, (_, since) in clock.states.items()},
     )
+
+
+def _driver_image(daemonset: dict[str, Any]) -> str:
+    containers = ((((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
+    return next((str(c.get("image") or "") for c in containers if c.get("name") == DRIVER_CONTAINER), "")
 
 
 def _is_driver_daemonset(daemonset: dict[str, Any]) -> bool:
@@ -317,6 +338,9 @@ def _classify(
     if plan.driver_enabled:
         if not daemonsets:
             return "progressing", "waiting for the operator to create the driver DaemonSets"
+        stale = [d for d in daemonsets if not d.runs(plan.driver.version)]
+        if stale:  # the operator has not reconciled the new spec yet: the old pods' readiness proves nothing
+            return "progressing", f"waiting for the operator to move {stale[0].name} to driver {plan.driver.version}"
         if pending:
             counts = ", ".join(f"{d.name} {d.ready}/{d.desired}" for d in pending)
             return "progressing", f"driver pods ready: {counts}"
