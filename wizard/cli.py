@@ -215,12 +215,26 @@ def run_tui(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-wizard`` command."""
+    from wizard.textsafe import PrintableStream
+
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(commands=not _starts_the_tui(words))
-    args = parser.parse_args(words)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:
-        handler = run_tui
+    streams = sys.stdout, sys.stderr
+    # Every line a command prints (argparse's errors echoing argv included) passes the control-character guard.
+    sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        parser = build_parser(commands=not _starts_the_tui(words))
+        args = parser.parse_args(words)
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:
+            sys.stdout, sys.stderr = streams  # Textual owns the terminal and writes its own escape sequences
+            return run_tui(args)
+        return _run_command(handler, args)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one subcommand, turning the user's errors into one line each and an exit code."""
     try:
         return handler(args)
     except UsageError as exc:
@@ -233,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:
         from wizard.answers import AnswersError  # loaded only when something failed: start-up stays light
+        from wizard.facts import NodeFactsError
 
+        if isinstance(exc, NodeFactsError):  # a live cluster's node breaks a grammar: refuse to plan for it
+            sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+            return EXIT_INVALID
         if not isinstance(exc, AnswersError):
             raise
         for error in exc.errors:
