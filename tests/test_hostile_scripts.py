@@ -190,3 +190,37 @@ def test_hostile_node_case(case: Any, tmp_path: Path, capsys: pytest.CaptureFixt
         assert_safe_script(out)
     if code == 2:
         assert err.count("\n") == 1, err
+
+
+def test_live_cluster_node_with_hostile_kernel_is_refused_before_planning(
+    demo_cluster: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kubelet's nodeInfo is free text on a real API server too: render from the cluster names the node."""
+    scenario = tmp_path / "hostile.yaml"
+    scenario.write_text(
+        "name: hostile-kernel\nnodes:\n  - name: gpu-0\n    os_id: sle-micro\n    os_version: '5.5'\n"
+        '    kernel: "5.14.21-default\\ntouch /tmp/pwned #"\n    gpu_product: NVIDIA-H200\n    gpu_count: 1\n'
+        "    nfd: false\n    labels: {nvidia.com/gpu.present: 'true'}\n"
+    )
+    from wizard.demo.scenario import load_scenario
+
+    demo = demo_cluster(load_scenario(str(scenario)))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(PRECOMPILED)
+    argv = ["render", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "-o", "mirror"]
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code == 2 and "touch" not in out
+    assert "gpu-wizard: error: node 'gpu-0': status.nodeInfo.kernelVersion '5.14.21-default\\x0atouch" in err
+
+
+def test_demo_refuses_labels_a_real_api_server_would_refuse(tmp_path: Path) -> None:
+    from wizard.demo.scenario import ScenarioError, load_scenario
+
+    scenario = tmp_path / "bad-label.yaml"
+    scenario.write_text(
+        "name: bad-label\nnodes:\n  - name: gpu-0\n    os_id: ubuntu\n    os_version: '22.04'\n"
+        "    kernel: '5.15.0;touch x'\n    gpu_product: NVIDIA-H200\n    gpu_count: 1\n"
+    )
+    with pytest.raises(ScenarioError, match=r"nodes\[0\]\.kernel: .* is not a label value"):
+        load_scenario(str(scenario))
