@@ -126,7 +126,10 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    from wizard.textsafe import shell_command
+
+    then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
+    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: {then} ...\n")
     return EXIT_OK
 
 
