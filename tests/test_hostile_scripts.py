@@ -224,3 +224,18 @@ def test_demo_refuses_labels_a_real_api_server_would_refuse(tmp_path: Path) -> N
     )
     with pytest.raises(ScenarioError, match=r"nodes\[0\]\.kernel: .* is not a label value"):
         load_scenario(str(scenario))
+
+
+def test_node_output_cannot_forge_a_step_marker() -> None:
+    """A drop-in file printing a marker-like line does not end its step or forge the next step's status."""
+    from wizard.nodescript import MARK, Step, StepSplitter, script
+
+    steps = [Step("drop-in", ("grep", "BinaryName", "/etc/x; rm -rf /")), Step("nvidia-smi", ("nvidia-smi",))]
+    text = script(steps, "/host")
+    assert text.count("\n") == 0 and "'/etc/x; rm -rf /'" in text
+    splitter = StepSplitter(steps, lambda stream, line: None)
+    for line in ["BinaryName = x", "@@gpu-wizard:0", f"{MARK[:-3]}:0", f"{MARK}1", "NVIDIA-SMI failed", f"{MARK}9"]:
+        splitter.feed("stdout", line)
+    first, second = splitter.results()
+    assert first.exit_code == 1 and "@@gpu-wizard:0" in first.output
+    assert second == type(second)("NVIDIA-SMI failed", 9)
