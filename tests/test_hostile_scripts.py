@@ -239,3 +239,13 @@ def test_node_output_cannot_forge_a_step_marker() -> None:
     first, second = splitter.results()
     assert first.exit_code == 1 and "@@gpu-wizard:0" in first.output
     assert second == type(second)("NVIDIA-SMI failed", 9)
+
+
+def test_kubelet_free_text_is_kept_printable_in_the_facts() -> None:
+    facts = node_facts(
+        {
+            "metadata": {"name": "gpu-0"},
+            "status": {"nodeInfo": {"osImage": "Ubuntu\x1b[2K", "containerRuntimeVersion": "c\r"}},
+        }
+    )
+    assert (facts.os_image, facts.container_runtime) == ("Ubuntu\\x1b[2K", "c\\x0d")

@@ -138,6 +138,10 @@ def node_fact_errors(node: NodeFacts) -> list[str]:
     return errors
 
 
+def _shown(value: Any) -> Any:
+    return printable(value) if isinstance(value, str) else value  # a non-string is refused by the loader
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() == "true"
 
@@ -197,7 +201,8 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     if not kernel:
         kernel, kernel_source = info.get("kernelVersion", ""), "nodeInfo"
 
-    os_image = info.get("osImage", "")
+    # free text the kubelet reports, only ever shown: made printable here, once (kernelVersion is checked instead)
+    os_image = _shown(info.get("osImage", ""))
     os_id, os_version, os_source = labels.get(LABEL_OS_ID, ""), labels.get(LABEL_OS_VERSION, ""), "nfd"
     if not (os_id and os_version):
         parsed = parse_os_image(os_image)
@@ -220,7 +225,7 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         gpu_product=labels.get(LABEL_GPU_PRODUCT, ""),
         gpu_count=int(count_text) if count_text.isdigit() else 0,
         deploy_driver=labels.get(LABEL_DEPLOY_DRIVER, ""),
-        container_runtime=info.get("containerRuntimeVersion", ""),
+        container_runtime=_shown(info.get("containerRuntimeVersion", "")),
         upgrade_state=labels.get(LABEL_UPGRADE_STATE, ""),
         labels=dict(labels),
         arch=labels.get(LABEL_ARCH) or info.get("architecture", ""),
