@@ -220,6 +220,25 @@ CASES: list[HostileCase] = [
         answers=PRECOMPILED,
         stderr_has=("disagree", "5.14.21-150500.55.170-default"),
     ),
+    HostileCase(
+        name="nodes: mirror command with a newline in a node name",
+        argv=("mirror", "--answers", "{dir}/answers.yaml", "--nodes", "{dir}/nodes.json"),
+        expect_exit=2,
+        files={"answers.yaml": UPSTREAM_AIRGAPPED, "nodes.json": json.dumps({"items": [node(f"gpu-1\n{INJECTED}")]})},
+        stderr_has=(NAME_RULE,),
+        stdout_lacks=(f"\n{INJECTED}",),
+    ),
+    HostileCase(
+        name="nodes: mirror command warns about a node left out",
+        argv=("mirror", "--answers", "{dir}/answers.yaml", "--nodes", "{dir}/nodes.json"),
+        expect_exit=0,
+        files={
+            "answers.yaml": UPSTREAM_AIRGAPPED,
+            "nodes.json": json.dumps({"items": [node(os_id=None, os_version=None)]}),
+        },
+        stderr_has=("warning: No driver image can be predicted for gpu-0",),
+        stdout_has=("# nothing to mirror",),
+    ),
     _case(
         "air-gapped upstream docker fallback stays commented",
         [node("gpu-0"), node("gpu-1")],
