@@ -203,13 +203,11 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
 
     # free text the kubelet reports, only ever shown: made printable here, once (kernelVersion is checked instead)
     os_image = _shown(info.get("osImage", ""))
+    parsed_info = parse_os_image(os_image) if isinstance(os_image, str) else None
     os_id, os_version, os_source = labels.get(LABEL_OS_ID, ""), labels.get(LABEL_OS_VERSION, ""), "nfd"
     if not (os_id and os_version):
-        parsed = parse_os_image(os_image)
-        os_id, os_version, os_source = (*parsed, "nodeInfo") if parsed else ("", "", "unknown")
+        os_id, os_version, os_source = (*parsed_info, "nodeInfo") if parsed_info else ("", "", "unknown")
 
-    parsed_info = parse_os_image(os_image) if isinstance(os_image, str) else None
-    info_kernel = info.get("kernelVersion", "")
     gpu_present = labels.get(LABEL_GPU_PRESENT)
     gpu = _truthy(gpu_present) if gpu_present is not None else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
     count_text = str(capacity.get("nvidia.com/gpu") or labels.get(LABEL_GPU_COUNT) or "0")
@@ -229,7 +227,7 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         upgrade_state=labels.get(LABEL_UPGRADE_STATE, ""),
         labels=dict(labels),
         arch=labels.get(LABEL_ARCH) or info.get("architecture", ""),
-        info_kernel=info_kernel,
+        info_kernel=info.get("kernelVersion", ""),
         info_os="".join(parsed_info) if parsed_info else "",
     )
 
@@ -321,6 +319,18 @@ class ClusterFacts:
         return Recommendation(DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default; /usr/local is writable here")
 
 
+_TEXT_FACTS = (
+    "kernel",
+    "info_kernel",
+    "os_version",
+    "os_image",
+    "gpu_product",
+    "deploy_driver",
+    "container_runtime",
+    "arch",
+)
+
+
 def cluster_facts(nodes: Iterable[Mapping[str, Any]]) -> ClusterFacts:
     """Facts of every node in a NodeList's ``items``."""
     return ClusterFacts([node_facts(n) for n in nodes])
@@ -348,8 +358,7 @@ def facts_from_nodelist(nodelist: Mapping[str, Any]) -> ClusterFacts:
             raise ValueError(f"items[{index}] is not a Node as kubectl prints it ({exc.__class__.__name__})") from None
         if not facts.name or not isinstance(facts.name, str):
             raise ValueError(f"items[{index}]: metadata.name must be the node's name (a string)")
-        texts = ("kernel", "os_version", "os_image", "gpu_product", "deploy_driver", "container_runtime")
-        wrong = [f for f in texts if not isinstance(getattr(facts, f), str)]
+        wrong = [f for f in _TEXT_FACTS if not isinstance(getattr(facts, f), str)]
         labels_ok = all(isinstance(k, str) and isinstance(v, str) for k, v in facts.labels.items())
         if wrong or not labels_ok:
             raise ValueError(
