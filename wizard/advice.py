@@ -129,7 +129,7 @@ def _driver_install_dir(plan: Plan, facts: ClusterFacts) -> Advice | None:
     )
 
 
-def _unplaced(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
+def _unplaced(facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
     by_reason: dict[str, list[str]] = {}
     for entry in images:
         if entry.unplaced:
@@ -161,7 +161,7 @@ def _unplaced(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> A
     )
 
 
-def _predicted(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
+def _predicted(facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
     if any(n.nfd_labelled for n in facts.nodes) or not any(entry.image for entry in images):
         return None
     return Advice(
@@ -261,8 +261,8 @@ def _node_advice(
 ) -> list[Advice]:
     """Warnings about the GPU nodes themselves: unplaceable, unsupported OS or architecture, stale labels."""
     found = [
-        _unplaced(plan, facts, images),
-        _predicted(plan, facts, images),
+        _unplaced(facts, images),
+        _predicted(facts, images),
         _os_without_image(plan, facts),
         _architecture(plan, facts, mirror),
         _nfd_disagrees(facts),
