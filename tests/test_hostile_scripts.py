@@ -98,7 +98,7 @@ hostile_nodes = st.lists(
 PLANS = [p for p in (_plan(UPSTREAM_AIRGAPPED), _plan(PRECOMPILED), _plan(PRECOMPILED, useNvidiaDriverCRD=True)) if p]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hostile_nodes, st.sampled_from(PLANS))
 def test_hostile_nodelists_are_refused_or_render_safe_scripts(nodes: list[dict[str, Any]], plan: Plan) -> None:
     try:
