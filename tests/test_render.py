@@ -320,7 +320,7 @@ def test_repoconfig_unsupported_quotes_the_operator() -> None:
         ("NVIDIA-GeForce-RTX-4090", True),
         ("NVIDIA-TITAN-RTX", True),
         ("NVIDIA-RTX-3080", True),
-        ("NVIDIA GeForce RTX 5080", True),
+        ("NVIDIA-GeForce-RTX-5080", True),
         ("NVIDIA-H200", False),
         ("NVIDIA-RTX-A6000", False),
         ("NVIDIA-RTX-6000-Ada-Generation", False),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -84,10 +83,10 @@ def test_sle_micro_scenario_is_the_documented_tuple() -> None:
     assert scenario.registry.catalog["docker.io/alaudadockerhub/nvidia-driver"] == tags
 
 
-def test_large_scenario_seeds_five_thousand_gpu_nodes_quickly() -> None:
+def test_large_scenario_seeds_five_thousand_gpu_nodes() -> None:
+    # how fast is measured by benchmarks/demo_server.py (docs/benchmarks.md), not asserted under a loaded CI machine
     scenario = load_scenario("large")
     store = Store()
-    started = time.monotonic()
     Simulation(scenario, store).seed()
     nodes = store.list("nodes")
     facts = cluster_facts(nodes)
@@ -95,7 +94,6 @@ def test_large_scenario_seeds_five_thousand_gpu_nodes_quickly() -> None:
     assert len(facts.groups("v26.7.0")) == 4
     assert nodes[0]["metadata"]["name"] == "cp-01"
     assert any(n["metadata"]["name"] == "gpu-k1063-1250" for n in nodes)
-    assert time.monotonic() - started < 10
 
 
 def test_nodelist_scenario_takes_nodes_from_the_json_file() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
@@ -223,7 +224,12 @@ class DriverStep(FormStep):
             return
         from wizard.engine.render import mirror_script, render
 
-        rendered = render(plan, facts)
+        try:
+            rendered = render(plan, facts)
+        except ValueError as exc:  # a node whose facts break Kubernetes' grammars (NodeFactsError): say which
+            groups.update(f"[$error]✗ {escape(str(exc))}[/]")
+            self.refresh_nav()
+            return
         state.rendered, state.images = rendered, []
         catalog = self._catalog_marks(rendered)
         groups.show(

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Label, Static
 
 from screens.steps.base import StepScreen
+from wizard.engine.textsafe import printable
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -116,7 +117,7 @@ class NodesStep(StepScreen):
         for number, group in enumerate(groups, start=1):
             products = ", ".join(p.removeprefix("NVIDIA-") for p in group.products) or "GPU"
             lines.append(
-                f"[b]{number}[/] {group.count:>3} × [$accent]{escape(group.kernel)}[/]  "
+                f"[b]{number}[/] {group.count:>3} × [$accent]{escape(printable(group.kernel))}[/]  "
                 f"[b]{escape(group.tag_os)}[/]  {escape(products)}"
             )
         others = len(facts.nodes) - len(facts.gpu_nodes)

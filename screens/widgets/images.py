@@ -63,14 +63,19 @@ class ImageGroups(Static):
     ) -> None:
         """``images``: NodeImage list; ``statuses``: ImageStatus list; ``catalog``: image -> tuple status."""
         by_image: dict[str, list[Any]] = {}
-        for entry in images:
-            by_image.setdefault(entry.image, []).append(entry)
+        for entry in images:  # nodes without an image are grouped by why (host driver, or each unplaced reason)
+            by_image.setdefault(entry.image or f"?{entry.unplaced}", []).append(entry)
         status_of = {s.image: s for s in statuses}
         lines: list[str] = []
-        for number, (image, entries) in enumerate(by_image.items(), start=1):
+        for number, entries in enumerate(by_image.values(), start=1):
             first = entries[0]
+            image = first.image
             count = len(entries)
             nodes = f"{count} node{'s' if count != 1 else ''}"
+            if not image and first.unplaced:
+                names = ", ".join(e.node for e in entries)
+                lines.append(f"[b]{number}[/] [$warning]! no image for {escape(names)}:[/] {escape(first.unplaced)}")
+                continue
             if not image:
                 lines.append(
                     f"[b]{number}[/] {escape(first.tag_os)} {escape(first.kernel)} · {nodes}: host driver, no image"

@@ -117,6 +117,9 @@ async def cmd_mirror(args: argparse.Namespace) -> int:
             rendered = render(plan, await cluster.discover())
             refusal = demo_refusal(cluster, rendered)
     sys.stdout.write(mirror_script(rendered.mirror))
+    for advice in rendered.advice:  # a GPU node left out of the script must not go unnoticed
+        if advice.code == "node-unplaced":
+            sys.stderr.write(f"warning: {advice.message}\n")
     if not args.run:
         return EXIT_OK
     if refusal:

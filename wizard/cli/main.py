@@ -123,7 +123,10 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force:
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    from wizard.engine.textsafe import shell_command
+
+    then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
+    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: {then} ...\n")
     return EXIT_OK
 
 
@@ -199,16 +202,29 @@ def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The subcommands of ``gpu-wizard`` (:mod:`wizard.launch` sends everything else to the TUI)."""
+    from wizard.engine.textsafe import PrintableStream
+
     words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    args = parser.parse_args(words)
-    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
-    if handler is None:  # the interactive wizard is started by wizard.launch, never from here
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(
-            "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
-        )
-        return EXIT_INVALID
+    streams = sys.stdout, sys.stderr
+    # Every line a command prints (argparse's errors echoing argv included) passes the control-character guard.
+    sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)  # type: ignore[assignment]
+    try:
+        parser = build_parser()
+        args = parser.parse_args(words)
+        handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+        if handler is None:  # the interactive wizard is started by wizard.launch, never from here
+            parser.print_usage(sys.stderr)
+            sys.stderr.write(
+                "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
+            )
+            return EXIT_INVALID
+        return _run_command(handler, args)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run one subcommand, turning the user's errors into one line each and an exit code."""
     try:
         return handler(args)
     except UsageError as exc:
@@ -221,7 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:
         from wizard.engine.answers import AnswersError  # loaded only when something failed: start-up stays light
+        from wizard.engine.facts import NodeFactsError
 
+        if isinstance(exc, NodeFactsError):  # a live cluster's node breaks a grammar: refuse to plan for it
+            sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+            return EXIT_INVALID
         if not isinstance(exc, AnswersError):
             raise
         for error in exc.errors:

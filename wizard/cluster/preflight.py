@@ -20,6 +20,7 @@ from wizard.cluster.preflight_refs import reference_checks
 from wizard.engine.naming import Release, image_tag
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, Mode, Plan
 from wizard.engine.results import Check, Status
+from wizard.engine.textsafe import shell_command
 
 GROUP = "nvidia.com"
 POLICY = (GROUP, "v1", "clusterpolicies")
@@ -129,9 +130,10 @@ async def missing_permissions(gateway: Gateway, needed: list[Permission]) -> lis
 
 def install_hint(release: str) -> str:
     """The helm commands that install the GPU Operator (and with it the CRDs)."""
+    install = ["helm", "install", "gpu-operator", "nvidia/gpu-operator", "-n", DEFAULT_NAMESPACE, "--create-namespace"]
     return (
-        f"install the GPU Operator first: helm repo add nvidia {HELM_REPO} && helm repo update && "
-        f"helm install gpu-operator nvidia/gpu-operator -n {DEFAULT_NAMESPACE} --create-namespace --version {release}"
+        f"install the GPU Operator first: {shell_command(['helm', 'repo', 'add', 'nvidia', HELM_REPO])} && "
+        f"helm repo update && {shell_command([*install, '--version', release])}"
     )
 
 

@@ -9,12 +9,12 @@ exist in the operator's namespace before apply. A Secret is only asked for its e
 from __future__ import annotations
 
 import asyncio
-import shlex
 
 from wizard.cluster.errors import ApiError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.results import Check, Status
+from wizard.engine.textsafe import shell_command
 
 PULL_SECRET_TYPES = frozenset({"kubernetes.io/dockerconfigjson", "kubernetes.io/dockercfg"})
 
@@ -29,11 +29,12 @@ async def _repo_config(gateway: Gateway, name: str, namespace: str) -> Check:
             "repo-config",
             Status.WARN,
             f"cannot check the repoConfig ConfigMap {name}: no permission to get configmaps in {namespace}",
-            hint=f"make sure it exists before apply: kubectl get configmap -n {namespace} {name}",
+            hint=f"make sure it exists before apply: {shell_command(['kubectl', 'get', 'configmap', '-n', namespace, name])}",
         )
     if found:
         return Check("repo-config", Status.PASS, f"repoConfig ConfigMap {name} found in {namespace}")
-    create = f"kubectl create configmap {shlex.quote(name)} -n {shlex.quote(namespace)} --from-file=<repo file>"
+    # the placeholder stays unquoted: it is for the reader to replace
+    create = f"{shell_command(['kubectl', 'create', 'configmap', name, '-n', namespace])} --from-file=<repo file>"
     return Check(
         "repo-config",
         Status.FAIL,
@@ -54,11 +55,11 @@ async def _pull_secret(gateway: Gateway, name: str, namespace: str) -> Check:
             "pull-secret",
             Status.WARN,
             f"cannot check the pull Secret {name}: no permission to get secrets in {namespace}",
-            hint=f"make sure it exists before apply: kubectl get secret -n {namespace} {name}",
+            hint=f"make sure it exists before apply: {shell_command(['kubectl', 'get', 'secret', '-n', namespace, name])}",
         )
     if kind is None:
         create = (
-            f"kubectl create secret docker-registry {shlex.quote(name)} -n {shlex.quote(namespace)} "
+            f"{shell_command(['kubectl', 'create', 'secret', 'docker-registry', name, '-n', namespace])} "
             "--docker-server=REGISTRY --docker-username=USER --docker-password=…"
         )
         return Check(

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from wizard.engine.facts import ClusterFacts
+from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, ClusterFacts, quoted
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
@@ -129,6 +129,147 @@ def _driver_install_dir(plan: Plan, facts: ClusterFacts) -> Advice | None:
     )
 
 
+def _unplaced(facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
+    by_reason: dict[str, list[str]] = {}
+    for entry in images:
+        if entry.unplaced:
+            by_reason.setdefault(entry.unplaced, []).append(entry.node)
+    if not by_reason:
+        return None
+    nfd = any(n.nfd_labelled for n in facts.nodes)
+    reasons = "; ".join(f"{_names(nodes)}: {reason}" for reason, nodes in sorted(by_reason.items()))
+    if nfd:
+        consequence = (
+            "The operator reads a node's kernel and OS only from Node Feature Discovery labels, so it runs no "
+            "driver pod there (and when the first GPU node lacks them, it cannot reconcile the driver at all). "
+            "Fix: make sure an nfd-worker pod runs on those nodes with its kernel and system sources enabled, "
+            "wait for the labels, then render again."
+        )
+    else:
+        consequence = (
+            "NFD is not running yet, so this is from status.nodeInfo, which does not say it either; once the "
+            "operator's NFD labels the nodes the operator reads the labels. Fix: render again after NFD has "
+            "labelled the nodes (it comes with the operator), or check the node's OS and kernel."
+        )
+    return Advice(
+        "warning",
+        "node-unplaced",
+        f"No driver image can be predicted for {reasons}. {consequence}",
+        "The operator builds the image tag from feature.node.kubernetes.io/kernel-version.full and "
+        "system-os_release.ID/VERSION_ID; gpu-wizard never renders an image with an empty kernel or an "
+        "'-unknown' OS.",
+    )
+
+
+def _predicted(facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
+    if any(n.nfd_labelled for n in facts.nodes) or not any(entry.image for entry in images):
+        return None
+    return Advice(
+        "note",
+        "predicted-from-nodeinfo",
+        "No node carries Node Feature Discovery labels yet, so the images are a prediction from each node's "
+        "status.nodeInfo (kernelVersion, osImage). Render again once the operator's NFD has labelled the "
+        "nodes to confirm them.",
+        "The operator reads only NFD labels; before NFD runs they are absent everywhere, and the kubelet's "
+        "nodeInfo reports the same kernel (uname -r) and OS release NFD will label.",
+    )
+
+
+def _os_without_image(plan: Plan, facts: ClusterFacts) -> Advice | None:
+    if not plan.driver_enabled or plan.mode is Mode.PREINSTALLED:
+        return None
+    by_os: dict[str, list[str]] = {}
+    for node in facts.gpu_nodes:
+        if node.os_id in NO_DRIVER_IMAGE_OSES:
+            by_os.setdefault(node.os_id, []).append(node.name)
+    if not by_os:
+        return None
+    found = "; ".join(f"{NO_DRIVER_IMAGE_OSES[os_id]} on {_names(nodes)}" for os_id, nodes in sorted(by_os.items()))
+    return Advice(
+        "warning",
+        "os-without-driver-image",
+        f"No driver container exists for these OSes in {plan.mode.value} mode or any other: {found}. Their "
+        "driver pods would fail with ErrImagePull. Install the driver with the OS itself and use the "
+        "pre-installed mode (or label those nodes nvidia.com/gpu.deploy.driver=false).",
+        "NVIDIA publishes upstream driver images for Ubuntu, RHEL, RHCOS and a few others, precompiled ones "
+        "for Ubuntu (SUSE for SLE Micro); Bottlerocket, Talos, Flatcar, COS and Amazon Linux carry the driver "
+        "in the host image or a system extension instead.",
+    )
+
+
+def _architecture(plan: Plan, facts: ClusterFacts, mirror: Sequence[MirrorItem]) -> Advice | None:
+    if not plan.driver_enabled or plan.mode is Mode.PREINSTALLED:
+        return None
+    by_arch: dict[str, list[str]] = {}
+    for node in facts.gpu_nodes:
+        if node.arch and node.arch != PRECOMPILED_ARCH:
+            by_arch.setdefault(node.arch, []).append(node.name)
+    if not by_arch:
+        return None
+    found = "; ".join(f"{quoted(arch)} on {_names(nodes)}" for arch, nodes in sorted(by_arch.items()))
+    if plan.precompiled:
+        return Advice(
+            "warning",
+            "precompiled-amd64-only",
+            f"GPU nodes that are not amd64: {found}. Precompiled driver images are built for x86_64 only, so "
+            "their driver pods fail (no image for their platform). Use the upstream mode for them (with "
+            "driver.useNvidiaDriverCRD: true, one NVIDIADriver per node pool) or a host driver.",
+            "NVIDIA's precompiled driver documentation limits precompiled containers to the x86_64 architecture.",
+        )
+    if set(by_arch) == {"arm64"} and not mirror:
+        return None
+    copy = (
+        " The mirror script copies every platform (skopeo copy --all); its docker fallback copies only the "
+        "platform of the machine it runs on, so run that from an arm64 host or not at all."
+        if mirror
+        else ""
+    )
+    return Advice(
+        "warning" if set(by_arch) - {"arm64"} else "note",
+        "gpu-node-architecture",
+        f"GPU nodes that are not amd64: {found}. NVIDIA's driver images exist for amd64 and arm64 only; check "
+        f"that the image has a variant for each of these platforms.{copy}",
+        "A container image index lists one manifest per platform; a node pulls the one for its own "
+        "kubernetes.io/arch, and fails when there is none.",
+    )
+
+
+def _nfd_disagrees(facts: ClusterFacts) -> Advice | None:
+    found: list[str] = []
+    for node in sorted(facts.gpu_nodes, key=lambda n: n.name):
+        nfd_os = f"{node.os_id}{node.os_version}"
+        if node.kernel_source == "nfd" and node.info_kernel and node.info_kernel != node.kernel:
+            found.append(f"{node.name} kernel: NFD {quoted(node.kernel)}, nodeInfo {quoted(node.info_kernel)}")
+        if node.os_source == "nfd" and node.info_os and node.info_os != nfd_os:
+            found.append(f"{node.name} OS: NFD {quoted(nfd_os)}, nodeInfo {quoted(node.info_os)}")
+    if not found:
+        return None
+    shown = "; ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    return Advice(
+        "warning",
+        "nfd-disagrees",
+        f"Node Feature Discovery labels and the kubelet's nodeInfo disagree ({shown}). The images follow the NFD "
+        "labels, as the operator does; if a node was just upgraded or rebooted, wait until NFD relabels it "
+        "(its default interval is 60 s) and render again, else check the nfd-worker pod on that node.",
+        "The operator selects and tags driver images by the NFD labels only; stale or hand-set labels "
+        "give an image built for another kernel or OS, whose module will not load.",
+    )
+
+
+def _node_advice(
+    plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror: Sequence[MirrorItem]
+) -> list[Advice]:
+    """Warnings about the GPU nodes themselves: unplaceable, unsupported OS or architecture, stale labels."""
+    found = [
+        _unplaced(facts, images),
+        _predicted(facts, images),
+        _os_without_image(plan, facts),
+        _architecture(plan, facts, mirror),
+        _nfd_disagrees(facts),
+    ]
+    return [a for a in found if a is not None]
+
+
 def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror: Sequence[MirrorItem]) -> list[Advice]:
     """Every warning and note that applies to this plan on these nodes, in a fixed order."""
     out: list[Advice] = []
@@ -191,6 +332,7 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
                 "GPUs; the GeForce/TITAN software licence excludes data-center use (blockchain processing aside).",
             )
         )
+    out += _node_advice(plan, facts, images, mirror)
     if not facts.gpu_nodes:
         out.append(
             Advice(

@@ -15,6 +15,7 @@ from typing import Any
 
 from wizard.engine.naming import os_tag
 from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
+from wizard.engine.textsafe import printable
 
 NFD = "feature.node.kubernetes.io"
 LABEL_KERNEL = f"{NFD}/kernel-version.full"
@@ -25,6 +26,7 @@ LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
 LABEL_GPU_COUNT = "nvidia.com/gpu.count"
 LABEL_DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
 LABEL_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+LABEL_ARCH = "kubernetes.io/arch"
 PCI_NVIDIA_LABELS = (
     f"{NFD}/pci-10de.present",
     f"{NFD}/pci-0302_10de.present",
@@ -35,6 +37,17 @@ PCI_NVIDIA_LABELS = (
 IMMUTABLE_OS_IDS = frozenset({"sle-micro", "sl-micro", "talos", "flatcar"})
 #: OSes for which NVIDIA (or SUSE) publishes precompiled driver images.
 PRECOMPILED_OS_IDS = frozenset({"sle-micro", "sl-micro"})
+#: OSes for which no driver container exists in any mode: the host image carries the driver (or a
+#: system extension adds it), so only the pre-installed mode works there.
+NO_DRIVER_IMAGE_OSES: Mapping[str, str] = {
+    "bottlerocket": "Bottlerocket (use its -nvidia variant)",
+    "talos": "Talos (add the nvidia system extensions)",
+    "flatcar": "Flatcar (install the driver on the host, e.g. with a sysext)",
+    "cos": "Container-Optimized OS (install the driver with GKE's installer DaemonSet)",
+    "amzn": "Amazon Linux (use an AMI with the driver, e.g. the EKS GPU-optimised AMI)",
+}
+#: The architecture NVIDIA builds precompiled driver images for (the operator docs: "x86_64 only").
+PRECOMPILED_ARCH = "amd64"
 
 # osImage patterns, checked in order: (regex, ID, how VERSION_ID is built from the match).
 _OS_IMAGE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
@@ -50,6 +63,9 @@ _OS_IMAGE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Debian GNU/Linux (\d+)", re.I), "debian"),
     (re.compile(r"Flatcar Container Linux.* (\d+\.\d+\.\d+)", re.I), "flatcar"),
     (re.compile(r"Talos \(v?(\d+\.\d+)", re.I), "talos"),
+    (re.compile(r"Bottlerocket OS (\d+\.\d+\.\d+)", re.I), "bottlerocket"),
+    (re.compile(r"Amazon Linux (\d+)", re.I), "amzn"),
+    (re.compile(r"Container-Optimized OS from Google()", re.I), "cos"),
 ]
 
 
@@ -62,6 +78,68 @@ def parse_os_image(os_image: str) -> tuple[str, str] | None:
         groups = [g for g in match.groups() if g is not None]
         return os_id, ".".join(groups)
     return None
+
+
+_DNS_SUBDOMAIN_RE = re.compile(r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*")
+_LABEL_VALUE_RE = re.compile(r"(?:(?:[A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+NODE_NAME_RULE = (
+    "a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', alphanumeric at both ends, at most 253 characters"
+)
+LABEL_VALUE_RULE = "a label value: at most 63 letters, digits, '-', '_' and '.', alphanumeric at both ends"
+LABEL_KEY_RULE = "a label key: [DNS-1123 subdomain/]name, the name at most 63 letters, digits, '-', '_' and '.'"
+
+
+class NodeFactsError(ValueError):
+    """A node fact that breaks a Kubernetes or image grammar; the message names node, field and what is valid."""
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """A value for a one-line message: control characters escaped, long values cut."""
+    text = printable(str(value))
+    return f"'{text[:limit]}…'" if len(text) > limit else f"'{text}'"
+
+
+def is_node_name(text: str) -> bool:
+    """Kubernetes' rule for node names (a DNS-1123 subdomain of at most 253 characters)."""
+    return len(text) <= 253 and _DNS_SUBDOMAIN_RE.fullmatch(text) is not None
+
+
+def is_label_value(text: str) -> bool:
+    """Kubernetes' rule for label values (at most 63 characters, ASCII alphanumerics and ``-_.`` inside)."""
+    return len(text) <= 63 and _LABEL_VALUE_RE.fullmatch(text) is not None
+
+
+def is_label_key(text: str) -> bool:
+    """Kubernetes' rule for label keys: an optional DNS-1123 subdomain prefix and ``/``, then a name."""
+    prefix, slash, name = text.rpartition("/")
+    if slash and not (prefix and len(prefix) <= 253 and _DNS_SUBDOMAIN_RE.fullmatch(prefix)):
+        return False
+    return bool(name) and is_label_value(name)
+
+
+def node_fact_errors(node: NodeFacts) -> list[str]:
+    """What in ``node`` breaks Kubernetes' grammars, one line each naming node, field and what is valid.
+
+    An API server enforces the name and label rules itself, but a NodeList file is hand-editable and
+    ``status.nodeInfo`` is free text the kubelet reports: its kernel is used as the NFD label would be
+    (NFD writes ``uname -r`` into a label), so it must be a valid label value too.
+    """
+    who = f"node {quoted(node.name)}"
+    if not is_node_name(node.name):
+        return [f"{who}: metadata.name is not {NODE_NAME_RULE}"]
+    errors = []
+    for key, value in node.labels.items():
+        if not is_label_key(key):
+            errors.append(f"{who}: label {quoted(key)} is not {LABEL_KEY_RULE}")
+        elif not is_label_value(value):
+            errors.append(f"{who}: label {key} value {quoted(value)} is not {LABEL_VALUE_RULE}")
+    if node.kernel_source == "nodeInfo" and node.kernel and not is_label_value(node.kernel):
+        errors.append(f"{who}: status.nodeInfo.kernelVersion {quoted(node.kernel)} is not {LABEL_VALUE_RULE}")
+    return errors
+
+
+def _shown(value: Any) -> Any:
+    return printable(value) if isinstance(value, str) else value  # a non-string is refused by the loader
 
 
 def _truthy(value: str | None) -> bool:
@@ -89,6 +167,17 @@ class NodeFacts:
     container_runtime: str
     upgrade_state: str = ""
     labels: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    arch: str = ""
+    """``kubernetes.io/arch`` (``status.nodeInfo.architecture`` without it): ``amd64``, ``arm64``…"""
+    info_kernel: str = ""
+    """``status.nodeInfo.kernelVersion``, what the kubelet reports, to compare with the NFD label."""
+    info_os: str = ""
+    """ID+VERSION_ID parsed from ``status.nodeInfo.osImage`` (``ubuntu22.04``), empty when not recognised."""
+
+    @property
+    def nfd_labelled(self) -> bool:
+        """Node Feature Discovery has labelled this node (any ``feature.node.kubernetes.io/`` label)."""
+        return any(key.startswith(f"{NFD}/") for key in self.labels)
 
     @property
     def preinstalled(self) -> bool:
@@ -112,11 +201,12 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     if not kernel:
         kernel, kernel_source = info.get("kernelVersion", ""), "nodeInfo"
 
-    os_image = info.get("osImage", "")
+    # free text the kubelet reports, only ever shown: made printable here, once (kernelVersion is checked instead)
+    os_image = _shown(info.get("osImage", ""))
+    parsed_info = parse_os_image(os_image) if isinstance(os_image, str) else None
     os_id, os_version, os_source = labels.get(LABEL_OS_ID, ""), labels.get(LABEL_OS_VERSION, ""), "nfd"
     if not (os_id and os_version):
-        parsed = parse_os_image(os_image)
-        os_id, os_version, os_source = (*parsed, "nodeInfo") if parsed else ("", "", "unknown")
+        os_id, os_version, os_source = (*parsed_info, "nodeInfo") if parsed_info else ("", "", "unknown")
 
     gpu_present = labels.get(LABEL_GPU_PRESENT)
     gpu = _truthy(gpu_present) if gpu_present is not None else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
@@ -133,9 +223,12 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         gpu_product=labels.get(LABEL_GPU_PRODUCT, ""),
         gpu_count=int(count_text) if count_text.isdigit() else 0,
         deploy_driver=labels.get(LABEL_DEPLOY_DRIVER, ""),
-        container_runtime=info.get("containerRuntimeVersion", ""),
+        container_runtime=_shown(info.get("containerRuntimeVersion", "")),
         upgrade_state=labels.get(LABEL_UPGRADE_STATE, ""),
         labels=dict(labels),
+        arch=labels.get(LABEL_ARCH) or info.get("architecture", ""),
+        info_kernel=info.get("kernelVersion", ""),
+        info_os="".join(parsed_info) if parsed_info else "",
     )
 
 
@@ -226,6 +319,18 @@ class ClusterFacts:
         return Recommendation(DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default; /usr/local is writable here")
 
 
+_TEXT_FACTS = (
+    "kernel",
+    "info_kernel",
+    "os_version",
+    "os_image",
+    "gpu_product",
+    "deploy_driver",
+    "container_runtime",
+    "arch",
+)
+
+
 def cluster_facts(nodes: Iterable[Mapping[str, Any]]) -> ClusterFacts:
     """Facts of every node in a NodeList's ``items``."""
     return ClusterFacts([node_facts(n) for n in nodes])
@@ -253,10 +358,14 @@ def facts_from_nodelist(nodelist: Mapping[str, Any]) -> ClusterFacts:
             raise ValueError(f"items[{index}] is not a Node as kubectl prints it ({exc.__class__.__name__})") from None
         if not facts.name or not isinstance(facts.name, str):
             raise ValueError(f"items[{index}]: metadata.name must be the node's name (a string)")
-        texts = ("kernel", "os_version", "os_image", "gpu_product", "deploy_driver", "container_runtime")
-        wrong = [f for f in texts if not isinstance(getattr(facts, f), str)]
-        labels_ok = all(isinstance(v, str) for v in facts.labels.values())
+        wrong = [f for f in _TEXT_FACTS if not isinstance(getattr(facts, f), str)]
+        labels_ok = all(isinstance(k, str) and isinstance(v, str) for k, v in facts.labels.items())
         if wrong or not labels_ok:
-            raise ValueError(f"items[{index}] ({facts.name}): labels and status.nodeInfo values must be strings")
+            raise ValueError(
+                f"items[{index}] ({quoted(facts.name)}): labels and status.nodeInfo values must be strings"
+            )
+        errors = node_fact_errors(facts)
+        if errors:
+            raise NodeFactsError(f"items[{index}]: {errors[0]}")
         found.append(facts)
     return ClusterFacts(found)

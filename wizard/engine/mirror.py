@@ -5,20 +5,39 @@ node (the API lists nodes by name) is used cluster-wide, so in a mixed-OS cluste
 image built for another OS; under NVIDIADriver every node pool gets its own OS tag. Verification
 compares the running driver pods against these images, so they must match what will really run.
 Commands are argv tuples, never shell strings; :func:`shell_command` renders one for display.
+
+A GPU node the operator cannot place (no OS or kernel it could read) gets no image, never one
+ending in ``-unknown`` or with an empty kernel: :attr:`NodeImage.unplaced` says why, and
+:mod:`wizard.engine.advice` turns it into a warning. Node facts that would make an invalid reference
+raise :class:`~wizard.engine.facts.NodeFactsError` here, the one step both a NodeList and a live cluster
+pass through before anything is rendered.
 """
 
 from __future__ import annotations
 
-import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from wizard.engine.facts import ClusterFacts, NodeFacts
-from wizard.engine.naming import DIGEST_PREFIX, driver_image
+from wizard.engine.facts import (
+    LABEL_KERNEL,
+    LABEL_OS_ID,
+    LABEL_OS_VERSION,
+    ClusterFacts,
+    NodeFacts,
+    NodeFactsError,
+    node_fact_errors,
+    quoted,
+)
+from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image, image_tag, is_tag
 from wizard.engine.plan import Mode, Plan
+from wizard.engine.textsafe import printable, shell_command
+
+__all__ = ["MirrorItem", "NodeImage", "images_table", "mirror_items", "mirror_script", "node_images", "shell_command"]
 
 #: images_table's placeholder for a node that runs no driver image (pre-installed host driver).
 NO_IMAGE = "-"
+#: images_table's placeholder for a GPU node whose image cannot be predicted (see NodeImage.unplaced).
+UNPLACED = "?"
 
 
 @dataclass(frozen=True)
@@ -30,6 +49,8 @@ class NodeImage:
     tag_os: str
     """The OS tag in the image: the node's own, or the first GPU node's under ClusterPolicy."""
     image: str
+    unplaced: str = ""
+    """Why the operator cannot place a driver image on this GPU node (then ``image`` is empty)."""
 
 
 @dataclass(frozen=True)
@@ -49,19 +70,54 @@ def first_gpu_node(facts: ClusterFacts) -> NodeFacts | None:
     return gpu[0] if gpu else None
 
 
+def _unplaced(plan: Plan, node: NodeFacts, os_node: NodeFacts | None, nfd_running: bool) -> str:
+    """Why the operator could not work out this node's image; ``os_node`` is the node whose OS tag it uses."""
+    needs_os = DIGEST_PREFIX not in plan.driver.version  # a digest reference carries no OS suffix
+    if nfd_running:  # the operator reads only NFD labels: a node NFD has not labelled is not placed
+        if plan.precompiled and node.kernel_source != "nfd":
+            return f"no {LABEL_KERNEL} label, which the per-kernel driver DaemonSet selects on"
+        if needs_os and os_node is not None and os_node.os_source != "nfd":
+            whose = "" if os_node is node else f" on {os_node.name} (the first GPU node, whose OS is used cluster-wide)"
+            return f"no {LABEL_OS_ID} and {LABEL_OS_VERSION} labels{whose}"
+        return ""
+    if plan.precompiled and not node.kernel:
+        return "no kernel: neither the NFD label nor status.nodeInfo.kernelVersion"
+    if needs_os and os_node is not None and not os_node.os_id:
+        return f"no NFD OS labels and status.nodeInfo.osImage {quoted(os_node.os_image)} is not a known OS"
+    return ""
+
+
+def _check_tag(node: NodeFacts, image: str) -> None:
+    tag = image_tag(image)
+    if DIGEST_PREFIX in image or is_tag(tag):
+        return
+    raise NodeFactsError(
+        f"node {node.name}: kernel {quoted(node.kernel)} ({node.kernel_source}) and OS {quoted(node.os_id + node.os_version)} "
+        f"give the image tag {quoted(tag)}, which is not {TAG_RULE}"
+    )
+
+
 def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
-    """The expected driver image for every GPU node, sorted by node name."""
+    """The expected driver image for every GPU node, sorted by node name.
+
+    NodeFactsError when a GPU node's facts break Kubernetes' grammars or would give an invalid tag.
+    """
     release = plan.operator.version
     first = first_gpu_node(facts)
     cluster_tag = first.tag_os(release) if first else ""
+    nfd_running = any(n.nfd_labelled for n in facts.nodes)
     driver = plan.driver
+    per_pool = driver.useNvidiaDriverCRD or plan.mode is Mode.PREINSTALLED
     out: list[NodeImage] = []
     for node in sorted(facts.gpu_nodes, key=lambda n: n.name):
-        own_tag = node.tag_os(release)
-        per_pool = driver.useNvidiaDriverCRD or plan.mode is Mode.PREINSTALLED
-        tag = own_tag if per_pool else cluster_tag
-        image = ""
+        errors = node_fact_errors(node)
+        if errors:
+            raise NodeFactsError(errors[0])
+        tag = node.tag_os(release) if per_pool else cluster_tag
+        image, unplaced = "", ""
         if plan.driver_enabled:
+            unplaced = _unplaced(plan, node, node if per_pool else first, nfd_running)
+        if plan.driver_enabled and not unplaced:
             image = driver_image(
                 precompiled=plan.precompiled,
                 repository=driver.repository,
@@ -70,7 +126,8 @@ def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
                 kernel=node.kernel,
                 tag_os=tag,
             )
-        out.append(NodeImage(node=node.name, kernel=node.kernel, tag_os=tag, image=image))
+            _check_tag(node, image)
+        out.append(NodeImage(node=node.name, kernel=node.kernel, tag_os=tag, image=image, unplaced=unplaced))
     return out
 
 
@@ -108,11 +165,6 @@ def mirror_items(plan: Plan, images: Iterable[NodeImage]) -> list[MirrorItem]:
     return items
 
 
-def shell_command(argv: Sequence[str]) -> str:
-    """One argv list as a copy-pasteable, shell-quoted line."""
-    return shlex.join(argv)
-
-
 def mirror_script(items: Iterable[MirrorItem]) -> str:
     """A POSIX shell script running the skopeo commands; the docker form is shown as comments."""
     lines = [
@@ -125,17 +177,20 @@ def mirror_script(items: Iterable[MirrorItem]) -> str:
     if not items:
         lines += ["", "# nothing to mirror: no driver image to pull, or the cluster pulls it from its source registry"]
     for item in items:
-        lines += ["", f"# nodes: {', '.join(item.nodes)}"]
+        lines += ["", f"# nodes: {printable(', '.join(item.nodes))}"]
         for argv in item.commands:
             if argv[0] == "docker":
                 if argv[1] == "pull":
                     lines.append("# without skopeo (copies one platform only; the tag stays the same):")
-                lines.append(f"#   {shell_command(argv)}")
+                lines.append(f"#   {shell_command(argv)}")  # one line: shell_command escapes line breaks
             else:
                 lines.append(shell_command(argv))
     return "\n".join(lines) + "\n"
 
 
 def images_table(images: Iterable[NodeImage]) -> str:
-    """``NODE<TAB>IMAGE`` lines, one per GPU node (``-`` where no driver image runs)."""
-    return "".join(f"{entry.node}\t{entry.image or NO_IMAGE}\n" for entry in images)
+    """``NODE<TAB>IMAGE`` lines, one per GPU node (``-`` where no driver image runs, ``?`` where none can be placed)."""
+    return "".join(
+        f"{printable(entry.node)}\t{printable(entry.image) or (UNPLACED if entry.unplaced else NO_IMAGE)}\n"
+        for entry in images
+    )

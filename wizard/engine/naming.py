@@ -16,11 +16,18 @@ from functools import total_ordering
 DIGEST_PREFIX = "sha256:"
 COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
 
-_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", re.ASCII)
 _ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
-_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
-_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,}$")
-_PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$")
+# \Z, not $: "$" also matches before a final newline, which would let "tag\n" through.
+_TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
+_DIGEST_RE = re.compile(r"^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[A-Za-z0-9=_-]{32,}\Z")
+_PATH_COMPONENT_RE = re.compile(r"^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*\Z")
+TAG_RULE = "an image tag: at most 128 letters, digits, '_', '.' and '-', not starting with '.' or '-'"
+
+
+def is_tag(text: str) -> bool:
+    """The OCI distribution spec's tag grammar ``[A-Za-z0-9_][A-Za-z0-9._-]{0,127}``."""
+    return _TAG_RE.match(text) is not None
 
 
 @total_ordering

@@ -2,19 +2,23 @@
 
 Every exec costs a websocket (and a TLS handshake) on the client, the API server and the kubelet,
 so a node's commands run as one script: each step's output (stderr folded in) is followed by a
-marker line carrying its exit status, ``@@gpu-wizard:<status>``. :func:`split_steps` cuts the output
-back into steps; the ``*_finding`` functions turn a step into a check result.
+marker line carrying its exit status, ``@@gpu-wizard:<nonce>:<status>``. :class:`StepSplitter` cuts
+the output back into steps; the ``*_finding`` functions turn a step into a check result. The nonce
+is random per process: a file or program output on the node that prints a marker-like line cannot
+end a step early or forge its exit status. Arguments are quoted with ``shlex.join``, so a value
+(a path from the answers) stays one argument of one command.
 """
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from wizard.engine.results import Status
 
-MARK = "@@gpu-wizard:"
+MARK = f"@@gpu-wizard:{secrets.token_hex(8)}:"
 
 
 @dataclass(frozen=True)

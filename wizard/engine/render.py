@@ -22,15 +22,7 @@ from yaml.resolver import Resolver
 from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
 from wizard.engine.facts import ClusterFacts
-from wizard.engine.mirror import (
-    MirrorItem,
-    NodeImage,
-    images_table,
-    mirror_items,
-    mirror_script,
-    node_images,
-    shell_command,
-)
+from wizard.engine.mirror import MirrorItem, NodeImage, images_table, mirror_items, mirror_script, node_images
 from wizard.engine.plan import Plan
 from wizard.engine.render_policy import (
     DEFAULT_NVIDIADRIVER_NAME,
@@ -41,6 +33,7 @@ from wizard.engine.render_policy import (
     patch_policy,
     toolkit_install_dir,
 )
+from wizard.engine.textsafe import printable, shell_command
 
 __all__ = [
     "Advice",
@@ -139,16 +132,28 @@ def to_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
 def helm_yaml(rendered: Rendered) -> str:
     """The Helm values as a ``--values`` file, with a header saying how to use it."""
     plan = rendered.plan
+    release = printable(plan.operator.version)
+    upgrade = [
+        "helm",
+        "upgrade",
+        "--install",
+        "gpu-operator",
+        "nvidia/gpu-operator",
+        "--version",
+        plan.operator.version,
+    ]
     header = [
-        f"# gpu-wizard: Helm values for the NVIDIA GPU Operator {plan.operator.version} chart ({plan.mode.value} mode).",
-        f"#   helm upgrade --install gpu-operator nvidia/gpu-operator --version {plan.operator.version} \\",
-        f"#     --namespace {plan.operator.namespace} --create-namespace --values helm-values.yaml",
+        f"# gpu-wizard: Helm values for the NVIDIA GPU Operator {release} chart ({plan.mode.value} mode).",
+        f"#   {shell_command(upgrade)} \\",
+        f"#     {shell_command(['--namespace', plan.operator.namespace])} --create-namespace --values helm-values.yaml",
     ]
     extra = [
         d["metadata"]["name"] for d in rendered.nvidia_drivers if d["metadata"]["name"] != DEFAULT_NVIDIADRIVER_NAME
     ]
     if extra:
-        header.append(f"# Then apply the other NVIDIADriver CRs from nvidiadrivers.yaml: {', '.join(extra)}.")
+        header.append(
+            f"# Then apply the other NVIDIADriver CRs from nvidiadrivers.yaml: {printable(', '.join(extra))}."
+        )
     buffer = io.StringIO()
     _yaml().dump(rendered.helm_values, buffer)
     return "\n".join(header) + "\n" + buffer.getvalue()

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wizard.demo.sim.hostos import pretty_name
-from wizard.engine.facts import node_facts
+from wizard.engine.facts import LABEL_VALUE_RULE, is_label_value, node_facts
 from wizard.engine.naming import Release
 from wizard.engine.plan import K8S_NAME_RE, KNOWN_RELEASES
 
@@ -134,6 +134,13 @@ def _check_nodes(scenario: Scenario, where: str) -> set[str]:
         for key in ("os_id", "os_version", "kernel"):
             if not getattr(spec, key).strip():
                 raise ScenarioError(f"{where}: {at}.{key}: must not be empty")
+        # a real API server refuses a label value outside Kubernetes' grammar; nodeInfo (nfd: false) is free text
+        labelled = {"gpu_product": spec.gpu_product, **{f"labels.{k}": v for k, v in spec.labels.items()}}
+        if spec.nfd:
+            labelled |= {"kernel": spec.kernel, "os_id": spec.os_id, "os_version": spec.os_version}
+        for key, value in labelled.items():
+            if not is_label_value(value):
+                raise ScenarioError(f"{where}: {at}.{key}: {value!r} is not {LABEL_VALUE_RULE}")
         if spec.gpu_count < 0:
             raise ScenarioError(f"{where}: {at}.gpu_count: must not be negative")
         if spec.gpu_product and spec.gpu_count == 0:
