@@ -41,19 +41,24 @@ def exec_kubeconfig(path: Path, server: str, ca: Path, exec_block: str) -> Path:
     return path
 
 
-async def test_provide_cluster_info_reaches_the_plugin(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+async def test_provide_cluster_info_reaches_the_plugin(
+    demo_cluster: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     demo = demo_cluster("preinstalled")
     assert demo.ca_path is not None
     seen = tmp_path / "exec-info.json"
-    script = plugin(
-        tmp_path / "token-plugin",
+    (tmp_path / "bin").mkdir()
+    monkeypatch.chdir(tmp_path / "bin")  # a relative command is relative to the kubeconfig, not the current folder
+    plugin(
+        tmp_path / "bin" / "token-plugin",
         f"open({str(seen)!r}, 'w').write(os.environ['KUBERNETES_EXEC_INFO'])\n"
+        "assert sys.argv[1:] == ['token', '--cluster', 'demo'] and os.environ['PLUGIN_MODE'] == 'test'\n"
         "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential',"
         f" 'status': {{'token': {demo.token!r}}}}}))",
     )
     block = (
         "      apiVersion: client.authentication.k8s.io/v1\n"
-        f"      command: {script}\n      args: [token, --cluster, demo]\n"
+        "      command: bin/token-plugin\n      args: [token, --cluster, demo]\n"
         "      env: [{name: PLUGIN_MODE, value: test}]\n"
         "      interactiveMode: Never\n      provideClusterInfo: true\n"
     )

@@ -202,8 +202,13 @@ def context_kubeconfig(kubeconfig: str | None, name: str) -> dict[str, Any]:
 
     cluster_body = absolute(cluster, ("certificate-authority",))
     user_body = absolute(user, ("client-certificate", "client-key", "tokenFile"))
-    if isinstance(user_body.get("exec"), dict) and user is not None:
-        user_body["exec"] = {**user_body["exec"], "_base": os.path.dirname(os.path.abspath(user[0]))}
+    plugin = user_body.get("exec")
+    if isinstance(plugin, dict) and user is not None:
+        # kubectl: a command with a path separator is relative to the kubeconfig; a bare name is looked up on PATH
+        user_body["exec"] = plugin = dict(plugin)
+        command = plugin.get("command")
+        if isinstance(command, str) and os.sep in command and not os.path.isabs(os.path.expanduser(command)):
+            plugin["command"] = os.path.join(os.path.dirname(os.path.abspath(user[0])), command)
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -241,10 +246,12 @@ def exec_cluster_info(cluster: dict[str, Any]) -> dict[str, Any]:
 
 
 def _interactive(mode: str, plugin: str) -> bool:
-    """Whether the plugin may talk to the user (kubectl: only with a terminal on stdin)."""
+    """Whether the plugin may talk to the user (kubectl: only with a terminal on stdin). Not while
+    something else owns the terminal's output (the TUI replaces ``sys.stdout``): a prompt there
+    would be lost and the plugin would wait for an answer that never comes."""
     if mode == "Never":
         return False
-    terminal = sys.stdin is not None and sys.stdin.isatty()
+    terminal = sys.stdin is not None and sys.stdin.isatty() and sys.stdout is sys.__stdout__
     if mode == "Always" and not terminal:
         raise ClusterError(
             f"exec plugin {plugin}: it needs a terminal (interactiveMode: Always) and standard input is not one",
@@ -254,14 +261,12 @@ def _interactive(mode: str, plugin: str) -> bool:
 
 
 def _plugin_command(exec_config: dict[str, Any]) -> tuple[list[str], str]:
-    """argv of the plugin (a relative path with a ``/`` is relative to the kubeconfig, like kubectl) and its name."""
-    command = str(exec_config.get("command") or "")
+    """argv of the plugin and its name as shown in messages."""
+    command = os.path.expanduser(str(exec_config.get("command") or ""))
     if not command:
         raise ClusterError("exec plugin: the kubeconfig's user names no command", "set users[].user.exec.command")
-    if os.sep in command and not os.path.isabs(command):
-        command = os.path.join(str(exec_config.get("_base") or "."), command)
     args = [str(a) for a in exec_config.get("args") or []]
-    return [command, *args], one_line(str(exec_config.get("command")), 200)
+    return [command, *args], one_line(command, 200)
 
 
 async def exec_credential(document: dict[str, Any]) -> dict[str, Any]:
@@ -288,9 +293,10 @@ async def exec_credential(document: dict[str, Any]) -> dict[str, Any]:
         proc = await asyncio.create_subprocess_exec(
             *argv,
             env=env,
+            # interactive: the plugin's prompts (a device code, a password) reach the user as with kubectl
             stdin=None if interactive else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stderr=None if interactive else asyncio.subprocess.PIPE,
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         hint = one_line(str(exec_config.get("installHint") or ""), 500)
@@ -309,7 +315,7 @@ async def exec_credential(document: dict[str, Any]) -> dict[str, Any]:
         if proc.returncode is None:  # cancelled (Ctrl-C): do not leave the plugin running
             proc.kill()
     if proc.returncode != 0:
-        said = one_line(err) or one_line(out) or "no error output"
+        said = one_line(err or b"") or one_line(out) or ("see its output above" if interactive else "no error output")
         raise ClusterError(
             f"exec plugin {plugin} failed (exit code {proc.returncode}): {said}",
             "log in again with the cloud's CLI, or check the plugin's configuration in the kubeconfig",
