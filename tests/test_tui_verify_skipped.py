@@ -1,8 +1,9 @@
-"""The TUI's Verify step never says "verified" when a check could not run.
+"""The TUI's Verify step never says "verified" when a check could not run, nor hides a probe pod left behind.
 
 A demo cluster that simulates no registry (no registry advertisement) gives the Verify step no
 registry client: the digest checks are SKIPPED with that reason, the table shows SKIPPED, the
-summary counts them, the report is not ok, and the exit code is 1.
+summary counts them, the report is not ok, and the exit code is 1. Host probe pods whose DELETE
+fails (the demo's fault injection) are notified and reported with their ``kubectl delete`` command.
 """
 
 from __future__ import annotations
@@ -44,3 +45,31 @@ async def test_verify_without_a_registry_shows_skipped_not_verified(tui_env: Pat
     assert data["ok"] is False and len(data["skipped"]) == 2
     assert "✗ not verified (2 checks SKIPPED: they could not run)" in report_markdown(app.state)
     assert "| gpu-h200-01 | image-digest | - SKIPPED registry digest not checked:" in report_markdown(app.state)
+
+
+async def test_a_probe_pod_left_behind_is_notified_and_reported(tui_env: Path) -> None:
+    app = demo_app(tui_env, "preinstalled")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await walk_to(pilot, "nodes", "mode")
+        await pilot.click("#mode-preinstalled")
+        await pilot.pause()
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await next_to(pilot, "apply")
+        await apply_and_roll_out(pilot)
+        faults = app._demo_cluster.faults  # the host probe pods cannot be deleted
+        faults.only, faults.methods = ["/api/v1/namespaces/gpu-operator/pods/gpu-wizard-probe-"], ["DELETE"]
+        faults.error_rate = 1.0
+        try:
+            await verified(pilot)
+        finally:
+            faults.clear()
+    notified = " ".join(n.message for n in app._notifications if n.title == "Probe pod left behind")
+    probes = [c for c in app.state.checks if c.check == "probe-pod"]
+    assert sorted(c.node for c in probes) == ["gpu-l40s-01", "gpu-l40s-02"]
+    markdown = report_markdown(app.state)
+    for check in probes:
+        command = f"kubectl delete pod -n gpu-operator {check.data['pod']}"
+        assert command in check.message and check.message in notified
+        assert f"| {check.node} | probe-pod | ! privileged probe pod gpu-operator/{check.data['pod']}" in markdown
