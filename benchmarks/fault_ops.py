@@ -145,7 +145,7 @@ async def op_verify(lab: Lab, trial: Trial) -> str:
                 trial.retries = retries_of(cluster.gateway, registry) - before
                 trial.injected_outside = _outside(trial, registry)
     known = {(c.check, c.node): c.status for c in baseline}
-    flagged = (Status.FAIL, Status.WARN)
+    flagged = (Status.FAIL, Status.WARN, Status.SKIP)  # a check that could not run is reported, not passed
     problems = [c for c in checks if c.status in flagged and known.get((c.check, c.node)) != c.status]
     if problems:
         unclear = [c.line() for c in problems if not clear_message(c.line())]

@@ -31,7 +31,12 @@ def report_data(state: WizardState) -> dict[str, Any]:
         },
         "plan": plan.answers_dict() if plan else state.answers,
         "backup": str(state.applied.backup_path) if state.applied is not None else "",
-        "ok": bool(state.checks) and all(c.ok for c in state.checks),
+        "ok": bool(state.checks) and all(c.ok and c.status.value != "skipped" for c in state.checks),
+        "skipped": [
+            {"check": c.check, "node": c.node, "reason": str(c.data.get("reason") or c.message)}
+            for c in state.checks
+            if c.status.value == "skipped" and c.check != "summary"
+        ],
         "checks": checks,
         "log": [{"node": line.node, "stream": line.stream, "text": line.text} for line in state.log_lines],
     }
@@ -42,7 +47,10 @@ def report_markdown(state: WizardState) -> str:
     data = report_data(state)
     cluster = data["cluster"]
     plan = data["plan"]
+    skipped = len(data["skipped"])
     verdict = "✓ verified" if data["ok"] else "✗ not verified"
+    if skipped:
+        verdict += f" ({skipped} checks SKIPPED: they could not run)"
     lines = [
         "# gpu-wizard verification report",
         "",
@@ -62,7 +70,8 @@ def report_markdown(state: WizardState) -> str:
         lines += ["", "## Nodes", "", "| node | check | result |", "|---|---|---|"]
         for node in sorted(by_node):
             for check in by_node[node]:
-                lines.append(f"| {node} | {check.check} | {check.status.symbol} {_cell(check.message)} |")
+                word = "SKIPPED " if check.status.value == "skipped" else ""
+                lines.append(f"| {node} | {check.check} | {check.status.symbol} {word}{_cell(check.message)} |")
     if cluster_wide:
         lines += ["", "## Cluster", ""]
         lines += [f"* {c.line()}" + (f" — {c.hint}" if c.hint and not c.ok else "") for c in cluster_wide]

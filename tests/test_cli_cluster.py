@@ -97,7 +97,7 @@ def test_verify_on_missing_tuple_names_the_node_and_the_tag(
     missing = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5"
     failed = [line for line in out.splitlines() if line.startswith("✗ driver-pod gpu-b-01:")]
     assert failed and missing in failed[0] and "ImagePullBackOff" in failed[0]
-    assert out.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-b-01\n")
+    assert out.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-b-01 (2 checks SKIPPED)\n")
 
 
 def test_apply_dry_run_and_preflight_failures(

@@ -42,7 +42,8 @@ async def test_an_upgrade_is_followed_by_watches_not_polls(demo_cluster: Cluster
         requests = cluster.gateway.stats.requests - before
     assert statuses[-1].phase == "ready", statuses[-1].message
     assert "upgrade-done" in seen_states and timed
-    # 5 kinds listed once (+ preflight's reads for the namespace) however long the rollout ran;
-    # a poll every 50 ms would have made hundreds of requests.
-    assert len(statuses) > 3 and requests <= 15, requests
+    # 5 kinds listed once (+ preflight's reads for the namespace) however long the rollout ran (the demo
+    # may finish before the first list, or walk every node through its states first); a poll every
+    # 50 ms would have made hundreds of requests.
+    assert requests <= 15, requests
     print(f"rollout followed with {requests} requests, {len(statuses)} snapshots")

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
+import json
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.cluster_util import (
     SLE_TAG,
@@ -18,12 +22,15 @@ from tests.cluster_util import (
     sle_plan,
     upstream_plan,
 )
-from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_demo import ClusterFactory, Kubectl
 from tests.fixtures_registry import RegistryServer
+from tests.test_secrets import PULL_SECRET, add_pull_secret
+from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.probe import PROBE_LABEL
 from wizard.cluster.verify import policy_checks
 from wizard.engine.plan import Plan
+from wizard.engine.registry_routes import registry_hosts
 from wizard.engine.render import render
 from wizard.engine.results import Check, Status
 from wizard.registry.client import RegistryClient
@@ -45,8 +52,13 @@ async def test_precompiled_install_verifies(demo_cluster: ClusterFactory, tmp_pa
     demo = demo_cluster("sle-micro-precompiled")
     async with connected(demo) as cluster:
         assert (await _install(cluster, sle_plan(), tmp_path)).startswith("ready")
-        checks, lines = await collect(cluster.verify(sle_plan()))
-    assert all(c.ok for c in checks), [c.line() for c in checks if not c.ok]
+        # the demo advertises its registry: the digest checks really run
+        options = cluster.registry_options(registry_hosts(sle_plan()))
+        async with RegistryClient(**options) as registry:
+            checks, lines = await collect(cluster.verify(sle_plan(), registry=registry))
+        unasked, _ = await collect(cluster.verify(sle_plan(), no_registry="--no-registry was given"))
+    assert all(c.status in (Status.PASS, Status.WARN) for c in checks), [c.line() for c in checks if not c.ok]
+    assert {c.status for c in by_node(checks, "image-digest").values()} == {Status.PASS}
     image = f"registry.example.com/mlops/nvidia-driver:{SLE_TAG}"
     assert by_node(checks, "driver-image")["gpu-h200-01"].line() == f"✓ driver-image gpu-h200-01: {image}"
     smi = by_node(checks, "nvidia-smi")
@@ -55,6 +67,17 @@ async def test_precompiled_install_verifies(demo_cluster: ClusterFactory, tmp_pa
     assert any("Driver Version: 580.126.09" in line.text and line.node == "gpu-h200-02" for line in lines)
     assert set(by_node(checks, "containerd-config")) == {"gpu-h200-01", "gpu-h200-02"}
     assert checks[-1].line() == "✓ summary: all 2 GPU nodes verified"
+    # without a registry the digest checks could not run: SKIPPED with the reason, never "all verified"
+    skipped = by_node(unasked, "image-digest")
+    assert skipped["gpu-h200-01"].line() == (
+        "- SKIPPED image-digest gpu-h200-01: registry digest not checked: --no-registry was given"
+    )
+    assert skipped["gpu-h200-02"].as_dict()["status"] == "skipped"
+    passed = sum(1 for c in unasked if c.node and c.status is not Status.SKIP)
+    assert unasked[-1].status is Status.SKIP
+    assert unasked[-1].message == (
+        f"2 GPU nodes: {passed} checks passed, 2 SKIPPED (image-digest: --no-registry was given)"
+    )
 
 
 async def test_image_digest_against_the_registry_catches_a_repushed_tag(
@@ -99,7 +122,7 @@ async def test_missing_tag_is_named_per_node(demo_cluster: ClusterFactory, tmp_p
     assert pod.status is Status.FAIL and "ImagePullBackOff" in pod.message
     assert "nvidia-driver:580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5" in pod.message
     assert by_node(checks, "nvidia-smi").keys() == {"gpu-a-01", "gpu-a-02"}
-    assert checks[-1].line() == "✗ summary: 1 of 3 GPU nodes failed: gpu-b-01"
+    assert checks[-1].line() == "✗ summary: 1 of 3 GPU nodes failed: gpu-b-01 (2 checks SKIPPED)"
 
 
 async def test_noexec_run_is_flagged(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
@@ -125,7 +148,7 @@ async def test_a_failing_node_does_not_hold_up_the_others(demo_cluster: ClusterF
     smi = by_node(checks, "nvidia-smi")
     assert smi["gpu-h200-01"].status is Status.FAIL and "HTTP 500" in smi["gpu-h200-01"].message
     assert smi["gpu-h200-02"].status is Status.PASS
-    assert checks[-1].line() == "✗ summary: 1 of 2 GPU nodes failed: gpu-h200-01"
+    assert checks[-1].line() == "✗ summary: 1 of 2 GPU nodes failed: gpu-h200-01 (2 checks SKIPPED)"
 
 
 async def test_preinstalled_hosts_are_probed_and_cleaned_up(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
@@ -193,3 +216,109 @@ async def test_image_check_names_a_missing_tag_and_its_mirror_source(
     assert missing.source is not None and missing.source.digest == source and missing.mirrorable
     assert missing.catalog in ("validated", "published")
     assert present.ok and present.target.digest == source and not present.mirrorable
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_verify_with_a_wrong_registry_password_is_skipped_not_verified(
+    demo_cluster: ClusterFactory,
+    oci_registry_auth: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    registry = oci_registry_auth
+    host = registry.host
+    registry.push_image("skiptest/nvidia-driver", SLE_TAG, content=b"skip test")
+    world = scenario("sle-micro-precompiled")
+    world.registry = dataclasses.replace(world.registry, url=registry.url)
+    demo = demo_cluster(world)
+    add_pull_secret(demo.store, host, registry.username, registry.password)  # the kubelet pulls with it
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(
+        f"version: 1\nmode: precompiled\ndriver:\n  version: '580.126.09.1'\n  repository: {host}/skiptest\n"
+        f"  imagePullSecrets: [{PULL_SECRET}]\n"
+    )
+    wrong = tmp_path / "wrong.json"
+    token = base64.b64encode(f"{registry.username}:wrong-password".encode()).decode()
+    wrong.write_text(json.dumps({"auths": {host: {"auth": token}}}))
+    cluster = ["--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path)]
+    code, _, err = _cli(capsys, "apply", *cluster, "--yes", "--no-registry", "--backup-dir", str(tmp_path / "b"))
+    assert code == 0, err
+    image = f"{host}/skiptest/nvidia-driver:{SLE_TAG}"
+
+    creds = ["--registry-auth-file", str(wrong), "--insecure-registry", host]
+    code, out, err = _cli(capsys, "verify", *cluster, *creds)
+    assert code == 1, out + err
+    skipped = [line for line in out.splitlines() if line.startswith("- SKIPPED image-digest")]
+    assert len(skipped) == 2 and f"cannot read the registry digest of {image}: " in skipped[0]
+    assert f"unauthorized: {host} refused access to skiptest/nvidia-driver" in skipped[0]
+    assert "✓ driver-image gpu-h200-01" in out and "verified" not in out.splitlines()[-1]
+    assert out.splitlines()[-2].startswith("- SKIPPED summary: 2 GPU nodes: ")
+    assert ", 2 SKIPPED (image-digest: cannot read the registry digest of" in out.splitlines()[-2]
+    assert "pass --allow-skipped to accept them" in err
+
+    code, out, err = _cli(capsys, "verify", *cluster, *creds, "--allow-skipped")
+    assert code == 0 and out.count("- SKIPPED image-digest") == 2, out + err
+    assert "2 checks SKIPPED; exit 0 because of --allow-skipped" in err
+
+    code, out, _ = _cli(capsys, "verify", *cluster, *creds, "-o", "json")
+    report = json.loads(out)
+    assert code == 1 and report["ok"] is False and report["verified"] is False
+    digests = [c for c in report["checks"] if c["check"] == "image-digest"]
+    assert {c["status"] for c in digests} == {"skipped"}
+    assert {s["node"] for s in report["skipped"]} == {"gpu-h200-01", "gpu-h200-02"}
+    assert all(s["reason"].startswith(f"cannot read the registry digest of {image}") for s in report["skipped"])
+
+    code, out, _ = _cli(capsys, "verify", *cluster, "--no-registry", "-o", "json")
+    report = json.loads(out)
+    assert code == 1 and [s["reason"] for s in report["skipped"]] == ["--no-registry was given"] * 2
+    code, out, _ = _cli(capsys, "verify", *cluster, "--no-registry", "--allow-skipped", "-o", "json")
+    assert code == 0 and json.loads(out)["ok"] is True and json.loads(out)["verified"] is False
+
+    good = tmp_path / "good.json"
+    token = base64.b64encode(f"{registry.username}:{registry.password}".encode()).decode()
+    good.write_text(json.dumps({"auths": {host: {"auth": token}}}))
+    code, out, err = _cli(capsys, "verify", *cluster, "--registry-auth-file", str(good), "--insecure-registry", host)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+
+
+def test_a_probe_pod_that_cannot_be_deleted_is_a_warning_with_the_kubectl_command(
+    demo_cluster: ClusterFactory, kubectl: Kubectl, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("preinstalled")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("version: 1\nmode: preinstalled\n")
+    argv = ["--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path)]
+    apply = ["--yes", "--backup-dir", str(tmp_path / "b"), "--no-wait", "--allow-unverified-preinstalled"]
+    code, _, err = _cli(capsys, "apply", *argv, *apply)
+    assert code == 0, err
+    faults = demo.faults
+    faults.only, faults.methods, faults.error_rate = (
+        ["/api/v1/namespaces/gpu-operator/pods/gpu-wizard-probe-"],
+        ["DELETE"],
+        1.0,
+    )
+    try:
+        code, out, err = _cli(capsys, "verify", *argv)
+    finally:
+        faults.clear()
+    assert code == 0, out + err  # the checks passed; the pods left behind are warnings, not hidden
+    left = json.loads(kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", PROBE_LABEL, "-o", "json").stdout)
+    names = {pod["spec"]["nodeName"]: pod["metadata"]["name"] for pod in left["items"]}
+    assert sorted(names) == ["gpu-l40s-01", "gpu-l40s-02"]
+    for node, name in names.items():
+        command = f"kubectl delete pod -n gpu-operator {name}"
+        warning = f"gpu-wizard: warning: privileged probe pod gpu-operator/{name} on {node} could not be deleted ("
+        assert warning in err and f"; delete it: {command}\n" in err
+        assert f"! probe-pod {node}: privileged probe pod gpu-operator/{name} on {node}" in out
+        assert out.count(f"delete it: {command}") == 1  # reported once, not again by the final sweep
+    for name in names.values():  # the printed command works as written
+        kubectl(demo, "delete", "pod", "-n", "gpu-operator", name)
+    assert (
+        json.loads(kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", PROBE_LABEL, "-o", "json").stdout)["items"]
+        == []
+    )

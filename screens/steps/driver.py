@@ -26,6 +26,11 @@ from screens.widgets.mirror import MirrorPanel
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
+#: Why the mirror cannot run on the demo cluster, and what to do on a real one.
+DEMO_NO_MIRROR = (
+    "demo cluster: its images are simulated, so no mirror runs from here (a run would copy real images). "
+    "On a real cluster, Run mirror copies these images with skopeo, or copy the commands and run them yourself."
+)
 #: Pause after the last keystroke before the registry is asked.
 CHECK_DELAY = 0.5
 
@@ -240,7 +245,7 @@ class DriverStep(FormStep):
             rendered.mirror,
             mirror_script(rendered.mirror),
             can_run=not simulated,
-            note="demo: the images are simulated, there is nothing to copy for real" if simulated else "",
+            note=DEMO_NO_MIRROR if simulated else "",
         )
         self._show_support(rendered, [])
         if state.cluster is None:

@@ -32,7 +32,9 @@ CELL_WIDTH = 13
 def cell(check: Any) -> str:
     """A short table cell: ``✓ as rendered``, ``✓ e6da525dc70…`` (digest), ``✓ 580.126.09.1``, ``✗ <reason>``."""
     text = str(check.message)
-    if check.ok and check.check == "driver-image":
+    if check.status.value == "skipped":
+        text = "SKIPPED"  # the reason is in the summary and the report
+    elif check.ok and check.check == "driver-image":
         text = "as rendered"
     elif check.ok and check.check == "image-digest" and check.data.get("digest"):
         text = str(check.data["digest"]).removeprefix("sha256:")[: CELL_WIDTH - 2] + "…"
@@ -111,8 +113,12 @@ class VerifyStep(StepScreen):
 
         try:
             async with self.wizard.open_registry(plan) as registry:
-                async for item in state.connected().verify(plan, state.rendered, registry=registry):
+                no_registry = "" if registry is not None else "this demo cluster simulates no registry to ask"
+                stream = state.connected().verify(plan, state.rendered, registry=registry, no_registry=no_registry)
+                async for item in stream:
                     if isinstance(item, Check):
+                        if item.check == "probe-pod":  # a privileged pod left on a node: say it where it is seen
+                            self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
                         state.checks.append(item)
                         self._add_check(table, item)
                         self._summary()
@@ -152,14 +158,16 @@ class VerifyStep(StepScreen):
         table.update_cell(check.node, "host", text)
 
     def verified(self) -> bool:
-        """Every finding passed (warnings allowed) and at least one was made."""
+        """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made."""
         checks = self.state.checks
-        return bool(checks) and all(c.ok for c in checks)
+        return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
     def _summary(self) -> None:
         checks = self.state.checks
         nodes = {c.node for c in checks if c.node}
         failed = [c for c in checks if not c.ok]
+        skipped = [c for c in checks if c.status.value == "skipped" and c.check != "summary"]
+        passed = sum(1 for c in checks if c.ok and c.status.value != "skipped" and c.check != "summary")
         lines = []
         if self._verifying:
             lines.append(f"[$accent]… verifying[/] {len(nodes)} node(s) so far")
@@ -167,14 +175,22 @@ class VerifyStep(StepScreen):
             lines.append("[$text-muted]no findings[/]")
         elif failed:
             bad = sorted({c.node or "cluster" for c in failed})
-            lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}")
+            also = f", {len(skipped)} SKIPPED" if skipped else ""
+            lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}{also}")
+        elif skipped:
+            reason = str(skipped[0].data.get("reason") or skipped[0].message)
+            lines.append(
+                f"[$warning]- not verified:[/] {len(nodes)} GPU node(s), {passed} checks passed, "
+                f"{len(skipped)} SKIPPED ({escape(skipped[0].check)}: {escape(reason)})"
+            )
         else:
-            lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {len(checks)} checks passed")
+            lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {passed} checks passed")
         for check in checks:
             if not check.node and check.check != "summary":
                 symbol_style = "$success" if check.ok else "$error"
                 lines.append(f"[{symbol_style}]{check.status.symbol}[/] {escape(check.check)}: {escape(check.message)}")
-        for check in [c for c in checks if c.status.value in ("fail", "warn") and c.node][:2]:
+        shown = ("fail", "warn", "skipped")
+        for check in [c for c in checks if c.status.value in shown and c.node][:2]:
             lines.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )

@@ -11,7 +11,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-_STYLE = {"pass": "$success", "fail": "$error", "warn": "$warning", "skip": "$text-muted", "running": "$accent"}
+_STYLE = {"pass": "$success", "fail": "$error", "warn": "$warning", "skipped": "$text-muted", "running": "$accent"}
 
 
 class CheckList(Static):

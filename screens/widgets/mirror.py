@@ -45,6 +45,9 @@ class MirrorPanel(Vertical):
         super().__init__(id=id)
         self._items: list[Any] = []
         self._script = ""
+        self._can_run = False
+        self._skopeo = False
+        """Whether this cluster may be mirrored for real (never on the demo: its images are simulated)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="mirror-head"):
@@ -62,10 +65,14 @@ class MirrorPanel(Vertical):
         self.query_one("#mirror-run", Button).display = False
 
     def show(self, items: Sequence[Any], script: str, *, can_run: bool = True, note: str = "") -> None:
-        """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered."""
+        """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered.
+
+        With ``can_run`` False (the demo cluster) there is no Run button at all and ``note`` says why;
+        a click must never copy real images for a simulated cluster.
+        """
         from wizard.engine.mirror import shell_command
 
-        self._items, self._script = list(items), script
+        self._items, self._script, self._can_run = list(items), script, can_run
         lines = []
         for item in self._items:
             for argv in item.commands:
@@ -74,12 +81,15 @@ class MirrorPanel(Vertical):
         commands = self.query_one("#mirror-commands", Static)
         commands.update("\n".join(lines) or "[$text-muted]nothing to mirror: the cluster pulls from the source[/]")
         self.query_one("#mirror-copy", Button).display = bool(lines)
-        runnable = bool(self._items) and self._skopeo and not self.has_class("-running")
-        self.query_one("#mirror-run", Button).display = runnable
-        if not self._skopeo and self._items:
-            self.query_one("#mirror-status", Static).update(
-                "skopeo is not installed here: copy the commands and run them"
-            )
+        self.query_one("#mirror-run", Button).display = self._runnable() and not self.has_class("-running")
+        status = self.query_one("#mirror-status", Static)
+        if note and self._items:
+            status.update(escape(note))
+        elif not self._skopeo and self._items:
+            status.update("skopeo is not installed here: copy the commands and run them")
+
+    def _runnable(self) -> bool:
+        return bool(self._items) and self._skopeo and self._can_run
 
     @on(Button.Pressed, "#mirror-copy")
     def _copy(self) -> None:
@@ -88,13 +98,16 @@ class MirrorPanel(Vertical):
 
     @on(Button.Pressed, "#mirror-run")
     def _run_pressed(self) -> None:
-        if self._items:
+        if self._runnable():
             self.run_mirror()
 
     @work(exclusive=True, group="mirror", exit_on_error=False)
     async def run_mirror(self) -> None:
         """Copy every image with skopeo, showing progress; errors stay per item."""
         from wizard.registry.mirror_run import MirrorProgress, run_mirror
+
+        if not self._runnable():
+            return
 
         bar = self.query_one(ProgressBar)
         status = self.query_one("#mirror-status", Static)
@@ -113,7 +126,7 @@ class MirrorPanel(Vertical):
             outcomes = await run_mirror(self._items, on_progress=progress)
         finally:
             self.remove_class("-running")
-            self.query_one("#mirror-run", Button).display = True
+            self.query_one("#mirror-run", Button).display = self._runnable()
         failed = [o for o in outcomes if not o.ok]
         status.update(
             f"✗ {len(failed)} of {len(outcomes)} copies failed: {failed[0].error}"

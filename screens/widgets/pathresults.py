@@ -14,7 +14,7 @@ from typing import Any
 from rich.markup import escape
 from textual.widgets import Static
 
-_STYLE = {"pass": "$success", "fail": "$error", "warn": "$warning", "skip": "$text-muted", "running": "$accent"}
+_STYLE = {"pass": "$success", "fail": "$error", "warn": "$warning", "skipped": "$text-muted", "running": "$accent"}
 COLUMNS = (("toolkit-dir", "toolkit installDir"), ("driver-dir", "driverInstallDir"))
 NODE_WIDTH = 16
 CELL_WIDTH = 28

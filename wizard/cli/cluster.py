@@ -116,7 +116,16 @@ def register(sub: Any) -> None:
     verify.add_argument(
         "--timeout", type=seconds, default=30.0, metavar="SECONDS", help="limit for each node check (default 30)"
     )
-    verify.add_argument("--no-registry", action="store_true", help="skip the imageID-versus-registry digest check")
+    verify.add_argument(
+        "--no-registry",
+        action="store_true",
+        help="do not ask the registry: the imageID-versus-registry digest checks are SKIPPED (exit 1 unless --allow-skipped)",
+    )
+    verify.add_argument(
+        "--allow-skipped",
+        action="store_true",
+        help="exit 0 when checks were SKIPPED (could not run) and none failed; the skips are still listed",
+    )
     verify.add_argument(
         "--probe-image", metavar="IMAGE", help="image of the host probe pods (default: the driver manager image)"
     )
@@ -254,7 +263,7 @@ def _banner(info: ClusterInfo) -> None:
 def _write_check(check: Check, out: TextIO | None = None) -> None:
     out = out or sys.stdout
     out.write(check.line() + "\n")
-    if not check.ok and check.hint:
+    if (not check.ok or check.status.value == "skipped") and check.hint:
         out.write(f"    hint: {check.hint}\n")
     out.flush()
 
@@ -411,7 +420,13 @@ async def cmd_verify(args: argparse.Namespace) -> int:
         if not args.no_registry:
             client = registry_client(args, cluster, registry_hosts(plan), timeout=args.timeout)
             registry = await stack.enter_async_context(client)
-        stream = cluster.verify(plan, registry=registry, concurrency=args.concurrency, timeout=args.timeout)
+        stream = cluster.verify(
+            plan,
+            registry=registry,
+            no_registry="--no-registry was given" if args.no_registry else "",
+            concurrency=args.concurrency,
+            timeout=args.timeout,
+        )
         async with contextlib.aclosing(stream):
             async for item in stream:
                 if isinstance(item, LogLine):
@@ -423,18 +438,32 @@ async def cmd_verify(args: argparse.Namespace) -> int:
                 if args.output == "text":
                     _write_check(item)
         info = cluster.info
-    ok = all(c.ok for c in checks)
+    from wizard.engine.results import Status
+
+    skipped = [c for c in checks if c.status is Status.SKIP and c.check != "summary"]
+    ok = all(c.ok for c in checks) and (args.allow_skipped or not skipped)
     if args.output == "json":
         report = {
             "context": info.context,
             "server": info.server,
             "demo": info.demo,
             "ok": ok,
+            "verified": ok and not skipped,
+            "skipped": [
+                {"check": c.check, "node": c.node, "reason": str(c.data.get("reason") or c.message)} for c in skipped
+            ],
             "plan": plan.answers_dict(),
             "checks": [c.as_dict() for c in checks],
             "output": output,
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    elif skipped and ok:
+        sys.stderr.write(f"gpu-wizard: warning: {len(skipped)} checks SKIPPED; exit 0 because of --allow-skipped\n")
+    elif skipped and all(c.ok for c in checks):
+        sys.stderr.write(
+            f"gpu-wizard: {len(skipped)} checks could not run (SKIPPED): not verified; "
+            "fix their cause, or pass --allow-skipped to accept them\n"
+        )
     return EXIT_OK if ok else EXIT_FAILED
 
 

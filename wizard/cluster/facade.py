@@ -383,10 +383,14 @@ class Cluster:
         rendered: Rendered | None = None,
         *,
         registry: RegistryClient | None = None,
+        no_registry: str = "",
         concurrency: int = 16,
         timeout: float = 30.0,
     ) -> AsyncGenerator[Check | LogLine, None]:
-        """Stream every check: operator status, then each GPU node (concurrently), then a summary."""
+        """Stream every check: operator status, then each GPU node (concurrently), then a summary.
+
+        Without ``registry`` the digest checks are SKIPPED with ``no_registry`` as the reason.
+        """
         policy = active_policy(await self.gateway.list_custom(*POLICY))
         drivers = await self.gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
         for check in verifying.policy_checks(plan, policy, drivers):
@@ -398,6 +402,8 @@ class Cluster:
             return
         rendered = rendered or render(plan, facts)
         ctx = await self._verify_context(plan, rendered, registry=registry, timeout=timeout, policy=policy)
+        if registry is None:
+            ctx.no_registry = no_registry or "no registry client was given"
         try:
             pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
             async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, concurrency, pages)) as items:
@@ -405,12 +411,7 @@ class Cluster:
                     yield item
         finally:
             self.host_verified |= ctx.host_ok
-        failed = ctx.failed
-        if failed:
-            shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
-            yield Check("summary", Status.FAIL, f"{len(failed)} of {len(gpu)} GPU nodes failed: {shown}")
-        else:
-            yield Check("summary", Status.PASS, f"all {len(gpu)} GPU nodes verified")
+        yield verifying.summary(ctx, len(gpu))
 
     async def _verify_context(
         self,
@@ -434,6 +435,7 @@ class Cluster:
             expected=expected,
             pods={},
             digests=digests,
+            no_registry="",
             toolkit_dir=toolkit_dir,
             driver_dir=driver_dir,
             drop_in=drop_in,

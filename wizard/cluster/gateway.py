@@ -23,7 +23,13 @@ from kubernetes.aio.config import ConfigException
 from kubernetes.aio.stream import WsApiClient
 
 from wizard.cluster.errors import ApiError, ClusterError
-from wizard.cluster.kubeconfig import choose_context, existing_paths
+from wizard.cluster.kubeconfig import (
+    choose_context,
+    context_kubeconfig,
+    exec_credential,
+    existing_paths,
+    with_credential,
+)
 from wizard.cluster.transport import (
     DROPS,
     ExecOutput,
@@ -52,13 +58,23 @@ class Gone(ClusterError):
 async def _load_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple[client.Configuration, str]:
     chosen = choose_context(kubeconfig, context)
     configuration = client.Configuration()
+    document = context_kubeconfig(kubeconfig, chosen)
+    users = document["users"]
     try:
-        await config.load_kube_config(
-            config_file=existing_paths(kubeconfig),
-            context=chosen,
-            client_configuration=configuration,
-            persist_config=False,
-        )
+        if users and isinstance(users[0]["user"].get("exec"), dict):
+            # The plugin runs here, as kubectl runs it (cluster info, install hint, its errors as text);
+            # the client library only gets the credential it returned.
+            credential = with_credential(document, await exec_credential(document))
+            await config.load_kube_config_from_dict(
+                config_dict=credential, context=chosen, client_configuration=configuration
+            )
+        else:
+            await config.load_kube_config(
+                config_file=existing_paths(kubeconfig),
+                context=chosen,
+                client_configuration=configuration,
+                persist_config=False,
+            )
     except (ConfigException, KeyError, ValueError, TypeError, AttributeError) as exc:
         raise ClusterError(
             f"context {chosen!r}: cannot load its cluster or credentials ({exc})",

@@ -6,11 +6,23 @@ a context picker before anything connects. Before the Kubernetes client loads a 
 checked here so that a broken kubeconfig is one clear line: the cluster and user it names exist,
 the server is an http(s) URL, and the files it points at (CA, client certificate and key, token
 file) are there.
+
+Exec credential plugins (``aws eks get-token``, ``gke-gcloud-auth-plugin``, ``kubelogin``) are run
+here, as kubectl runs them: ``KUBERNETES_EXEC_INFO`` with ``spec.interactive`` per
+``interactiveMode`` and, with ``provideClusterInfo: true``, ``spec.cluster`` (server, CA data, TLS
+and proxy settings, the ``client.authentication.k8s.io/exec`` extension as ``config``). A plugin
+that is missing shows its ``installHint``; one that fails shows its own error output as one clean
+line naming the plugin, never as a rejected credential.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import json
 import os
+import re
+import sys
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -143,3 +155,196 @@ def choose_context(kubeconfig: str | None, context: str | None) -> str:
         raise ClusterError(f"context {chosen!r} is not in the kubeconfig", f"valid contexts: {valid}")
     check_context(kubeconfig, chosen)
     return chosen
+
+
+# -- exec credential plugins (EKS, GKE, AKS, OIDC helpers) ---------------------------------------
+
+EXEC_INFO_CONFIG = "client.authentication.k8s.io/exec"
+"""The cluster ``extensions`` entry whose ``extension`` is handed to the plugin as ``spec.cluster.config``."""
+PLUGIN_TIMEOUT = 60.0
+"""Seconds a credential plugin may take (a browser login, a cloud CLI's token refresh)."""
+PLUGIN_TEXT = 300
+"""Characters of a plugin's error output shown in the one error line."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+"""Terminal escape sequences (colours, cursor moves, titles): dropped whole, not just their ESC."""
+
+
+def one_line(text: str | bytes, limit: int = PLUGIN_TEXT) -> str:
+    """``text`` as one printable line: decoded, control characters (ESC, CR, NUL…) and runs of
+    whitespace turned into single spaces, trimmed to ``limit`` characters."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    flat = " ".join(_CONTROL.sub(" ", _ESCAPES.sub("", text)).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def context_kubeconfig(kubeconfig: str | None, name: str) -> dict[str, Any]:
+    """A self-contained kubeconfig for context ``name``: its context, cluster and user (first file wins,
+    like kubectl), with every file path made absolute against the file that named it."""
+    documents = _documents(kubeconfig)
+    found = _entry(documents, "contexts", name)
+    context = dict(found[1]) if found else {}
+    cluster_name, user_name = str(context.get("cluster") or ""), str(context.get("user") or "")
+    cluster = _entry(documents, "clusters", cluster_name)
+    user = _entry(documents, "users", user_name) if user_name else None
+
+    def absolute(entry: tuple[str, dict[str, Any]] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+        if entry is None:
+            return {}
+        path, body = entry
+        body = dict(body)
+        for key in keys:
+            value = body.get(key)
+            if isinstance(value, str) and value:
+                body[key] = os.path.join(os.path.dirname(os.path.abspath(path)), os.path.expanduser(value))
+        return body
+
+    cluster_body = absolute(cluster, ("certificate-authority",))
+    user_body = absolute(user, ("client-certificate", "client-key", "tokenFile"))
+    plugin = user_body.get("exec")
+    if isinstance(plugin, dict) and user is not None:
+        # kubectl: a command with a path separator is relative to the kubeconfig; a bare name is looked up on PATH
+        user_body["exec"] = plugin = dict(plugin)
+        command = plugin.get("command")
+        if isinstance(command, str) and os.sep in command and not os.path.isabs(os.path.expanduser(command)):
+            plugin["command"] = os.path.join(os.path.dirname(os.path.abspath(user[0])), command)
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": name,
+        "contexts": [{"name": name, "context": context}],
+        "clusters": [{"name": cluster_name, "cluster": cluster_body}],
+        "users": [{"name": user_name, "user": user_body}] if user_name else [],
+    }
+
+
+def exec_cluster_info(cluster: dict[str, Any]) -> dict[str, Any]:
+    """``spec.cluster`` of ``KUBERNETES_EXEC_INFO`` (``provideClusterInfo: true``), as kubectl builds it."""
+    info: dict[str, Any] = {"server": str(cluster.get("server") or "")}
+    if cluster.get("tls-server-name"):
+        info["tls-server-name"] = str(cluster["tls-server-name"])
+    if cluster.get("insecure-skip-tls-verify"):
+        info["insecure-skip-tls-verify"] = True
+    ca_data = str(cluster.get("certificate-authority-data") or "")
+    ca_file = str(cluster.get("certificate-authority") or "")
+    if not ca_data and ca_file:
+        try:
+            ca_data = base64.b64encode(Path(ca_file).read_bytes()).decode("ascii")
+        except OSError as exc:
+            raise ClusterError(f"cannot read the certificate-authority {ca_file} ({exc.strerror})") from None
+    if ca_data:
+        info["certificate-authority-data"] = ca_data
+    if cluster.get("proxy-url"):
+        info["proxy-url"] = str(cluster["proxy-url"])
+    if cluster.get("disable-compression"):
+        info["disable-compression"] = True
+    for extension in cluster.get("extensions") or []:
+        if isinstance(extension, dict) and extension.get("name") == EXEC_INFO_CONFIG:
+            info["config"] = extension.get("extension")
+    return info
+
+
+def _interactive(mode: str, plugin: str) -> bool:
+    """Whether the plugin may talk to the user (kubectl: only with a terminal on stdin). Not while
+    something else owns the terminal's output (the TUI replaces ``sys.stdout``): a prompt there
+    would be lost and the plugin would wait for an answer that never comes."""
+    if mode == "Never":
+        return False
+    terminal = sys.stdin is not None and sys.stdin.isatty() and sys.stdout is sys.__stdout__
+    if mode == "Always" and not terminal:
+        raise ClusterError(
+            f"exec plugin {plugin}: it needs a terminal (interactiveMode: Always) and standard input is not one",
+            "run gpu-wizard in a terminal, or log in first so the plugin has a cached credential",
+        )
+    return terminal
+
+
+def _plugin_command(exec_config: dict[str, Any]) -> tuple[list[str], str]:
+    """argv of the plugin and its name as shown in messages."""
+    command = os.path.expanduser(str(exec_config.get("command") or ""))
+    if not command:
+        raise ClusterError("exec plugin: the kubeconfig's user names no command", "set users[].user.exec.command")
+    args = [str(a) for a in exec_config.get("args") or []]
+    return [command, *args], one_line(command, 200)
+
+
+async def exec_credential(document: dict[str, Any]) -> dict[str, Any]:
+    """Run the user's exec plugin of a :func:`context_kubeconfig` document; returns its ``status``
+    (``token``, or ``clientCertificateData`` and ``clientKeyData``). Every failure is one ClusterError
+    line naming the plugin: not found (with its ``installHint``), its own error output, a bad answer."""
+    exec_config: dict[str, Any] = document["users"][0]["user"]["exec"]
+    argv, plugin = _plugin_command(exec_config)
+    api_version = str(exec_config.get("apiVersion") or "")
+    if not api_version.startswith("client.authentication.k8s.io/"):
+        raise ClusterError(f"exec plugin {plugin}: apiVersion {api_version!r} is not client.authentication.k8s.io/v1")
+    mode = str(exec_config.get("interactiveMode") or ("IfAvailable" if api_version.endswith("beta1") else ""))
+    interactive = _interactive(mode, plugin)
+    spec: dict[str, Any] = {"interactive": interactive}
+    if exec_config.get("provideClusterInfo"):
+        spec["cluster"] = exec_cluster_info(document["clusters"][0]["cluster"])
+    info = {"apiVersion": api_version, "kind": "ExecCredential", "spec": spec}
+    env = dict(os.environ)
+    for item in exec_config.get("env") or []:
+        if isinstance(item, dict) and item.get("name"):
+            env[str(item["name"])] = str(item.get("value") or "")
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(info)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            env=env,
+            # interactive: the plugin's prompts (a device code, a password) reach the user as with kubectl
+            stdin=None if interactive else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=None if interactive else asyncio.subprocess.PIPE,
+        )
+    except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        hint = one_line(str(exec_config.get("installHint") or ""), 500)
+        what = "not found" if isinstance(exc, FileNotFoundError) else f"cannot be run ({exc.strerror})"
+        raise ClusterError(
+            f"exec plugin {plugin} {what}", hint or f"install {plugin} or fix users[].user.exec.command"
+        ) from None
+    try:
+        async with asyncio.timeout(PLUGIN_TIMEOUT):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise ClusterError(f"exec plugin {plugin} did not answer within {PLUGIN_TIMEOUT:g}s") from None
+    finally:
+        if proc.returncode is None:  # cancelled (Ctrl-C): do not leave the plugin running
+            proc.kill()
+    if proc.returncode != 0:
+        said = one_line(err or b"") or one_line(out) or ("see its output above" if interactive else "no error output")
+        raise ClusterError(
+            f"exec plugin {plugin} failed (exit code {proc.returncode}): {said}",
+            "log in again with the cloud's CLI, or check the plugin's configuration in the kubeconfig",
+        )
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        raise ClusterError(
+            f"exec plugin {plugin} printed no ExecCredential JSON: {one_line(out) or '(nothing)'}"
+        ) from None
+    status = answer.get("status") if isinstance(answer, dict) else None
+    if not isinstance(status, dict) or answer.get("kind") != "ExecCredential":
+        raise ClusterError(f"exec plugin {plugin} printed no ExecCredential with a status")
+    if answer.get("apiVersion") != api_version:
+        raise ClusterError(
+            f"exec plugin {plugin} answered with apiVersion {one_line(str(answer.get('apiVersion')), 80)!r}, "
+            f"the kubeconfig asks for {api_version}"
+        )
+    if not status.get("token") and not (status.get("clientCertificateData") and status.get("clientKeyData")):
+        raise ClusterError(f"exec plugin {plugin} returned neither a token nor a client certificate and key")
+    return status
+
+
+def with_credential(document: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with its user's exec replaced by the credential the plugin returned."""
+    user: dict[str, Any] = {}
+    if status.get("token"):
+        user["token"] = str(status["token"])
+    else:
+        user["client-certificate-data"] = base64.b64encode(str(status["clientCertificateData"]).encode()).decode()
+        user["client-key-data"] = base64.b64encode(str(status["clientKeyData"]).encode()).decode()
+    return {**document, "users": [{"name": document["users"][0]["name"], "user": user}]}

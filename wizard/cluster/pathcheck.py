@@ -170,16 +170,17 @@ async def check_node(
 ) -> list[Check]:
     """Every path's check on one node (one probe pod, one exec); a probe that cannot run fails each path."""
     steps = steps_for(paths)
+    probe = ProbePod(gateway, node, namespace, image, timeout=timeout, run_id=run_id)
     try:
-        async with ProbePod(gateway, node, namespace, image, timeout=timeout, run_id=run_id) as shell:
+        async with probe as shell:
             results = await shell.run_steps(steps, lambda _stream, _line: None)
     except ClusterError as exc:
         hint = exc.hint or "check that the node is Ready and its kubelet reachable"
         return [
             Check(p.check, Status.FAIL, f"cannot check {p.path}: {exc.message}", node=node, hint=hint) for p in paths
-        ]
+        ] + ([probe.leftover.check()] if probe.leftover else [])
     by_name = {step.check: result for step, result in zip(steps, results, strict=True)}
-    return [finding(p, by_name, node) for p in paths]
+    return [finding(p, by_name, node) for p in paths] + ([probe.leftover.check()] if probe.leftover else [])
 
 
 async def check_nodes(

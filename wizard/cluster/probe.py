@@ -4,13 +4,16 @@ A driver container that mounts the host's ``/`` can ``chroot`` into it directly.
 operator's real ``nvidia-driver-ctr`` does not; pre-installed mode has no driver pod at all) a
 probe pod is created on the node: ``nodeName`` pinned, privileged, host ``/`` at ``/host``,
 ``activeDeadlineSeconds`` so that a crash of the wizard cannot leave it running forever, and deleted
-as soon as the node's checks are done, also on cancellation.
+as soon as the node's checks are done, also on cancellation. A pod that could not be deleted is
+never passed over in silence: it becomes a :class:`Leftover`, logged as a warning (the CLI prints it
+on stderr) and reported by the caller with the exact ``kubectl delete pod`` command.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
+import shlex
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +24,9 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.naming import image_path
 from wizard.engine.nodescript import Step, StepResult, StepSplitter, script
+from wizard.engine.results import Check, Status
+
+log = logging.getLogger(__name__)
 
 PROBE_CONTAINER = "probe"
 HOST_MOUNT = "/host"
@@ -115,6 +121,39 @@ def _probe_state(pod: Mapping[str, Any]) -> tuple[str, str]:
     return "waiting", str(status.get("phase") or "Pending")
 
 
+@dataclass(frozen=True)
+class Leftover:
+    """A privileged probe pod that could not be deleted: the user must delete it."""
+
+    namespace: str
+    name: str
+    node: str
+    why: str
+
+    @property
+    def command(self) -> str:
+        return shlex.join(["kubectl", "delete", "pod", "-n", self.namespace, self.name])
+
+    @property
+    def message(self) -> str:
+        on = f" on {self.node}" if self.node else ""
+        return (
+            f"privileged probe pod {self.namespace}/{self.name}{on} could not be deleted ({self.why}); "
+            f"delete it: {self.command}"
+        )
+
+    def check(self) -> Check:
+        """The warning a verification or path check reports."""
+        data = {"namespace": self.namespace, "pod": self.name, "command": self.command}
+        return Check("probe-pod", Status.WARN, self.message, node=self.node, hint=f"run: {self.command}", data=data)
+
+
+def _left(namespace: str, name: str, node: str, exc: ClusterError) -> Leftover:
+    leftover = Leftover(namespace, name, node, exc.message)
+    log.warning(leftover.message)
+    return leftover
+
+
 @dataclass
 class Shell:
     """A container to run a node's check script in; ``root`` is where it sees the host's ``/`` ("": it does not)."""
@@ -158,6 +197,8 @@ class ProbePod:
         self.timeout = timeout
         self.poll = poll
         self.name = ""
+        self.leftover: Leftover | None = None
+        """Set when the pod could not be deleted on the way out."""
 
     async def __aenter__(self) -> Shell:
         created = await self.gateway.create_pod(
@@ -187,18 +228,34 @@ class ProbePod:
             await asyncio.shield(self._delete())
 
     async def _delete(self) -> None:
-        with contextlib.suppress(ClusterError):
+        try:
             await self.gateway.delete_pod(self.namespace, self.name)
+        except ClusterError as exc:
+            self.leftover = _left(self.namespace, self.name, self.node, exc)
 
 
-async def sweep(gateway: Gateway, namespace: str, run_id: str) -> int:
-    """Delete probe pods of one run that are still there (a create interrupted after the server acted)."""
+async def sweep(gateway: Gateway, namespace: str, run_id: str, *, known: set[str] | None = None) -> list[Leftover]:
+    """Delete probe pods of one run that are still there (a create interrupted after the server acted);
+    the ones that could not be deleted are returned (and logged). ``known`` pods already failed to
+    delete and were reported: they are not tried again."""
     try:
         pods = await gateway.list_pods(namespace, label_selector=PROBE_LABEL)
-    except ClusterError:
-        return 0
+    except ClusterError as exc:
+        log.warning(
+            "cannot check for leftover probe pods (%s); look with: %s",
+            exc.message,
+            shlex.join(["kubectl", "get", "pods", "-n", namespace, "-l", PROBE_LABEL]),
+        )
+        return []
     mine = [p for p in pods if ((p["metadata"].get("annotations") or {}).get("gpu-wizard/run")) == run_id]
+    leftovers = []
     for pod in mine:
-        with contextlib.suppress(ClusterError):
-            await gateway.delete_pod(namespace, pod["metadata"]["name"])
-    return len(mine)
+        name = str(pod["metadata"]["name"])
+        if name in (known or set()):
+            continue
+        try:
+            await gateway.delete_pod(namespace, name)
+        except ClusterError as exc:
+            node = str((pod["metadata"].get("annotations") or {}).get("gpu-wizard/node") or "")
+            leftovers.append(_left(namespace, name, node, exc))
+    return leftovers

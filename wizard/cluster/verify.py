@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
-from wizard.cluster.probe import ProbePod, Shell, host_root_mount, sweep
+from wizard.cluster.probe import Leftover, ProbePod, Shell, host_root_mount, sweep
 from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 Item = Check | LogLine
+log = logging.getLogger(__name__)
 Emit = Callable[[Item], None]
 
 
@@ -101,6 +103,8 @@ class VerifyContext:
     pods: dict[str, DriverPod]
     digests: dict[str, TagStatus]
     """Image -> the registry's answer (empty without a registry client)."""
+    no_registry: str
+    """Why no registry was asked ("" when one was): every digest check is SKIPPED with this reason."""
     toolkit_dir: str
     driver_dir: str
     drop_in: str
@@ -110,6 +114,12 @@ class VerifyContext:
     failed: set[str] = field(default_factory=set)
     host_ok: set[str] = field(default_factory=set)
     """Nodes whose host ``nvidia-smi`` passed (pre-installed mode)."""
+    passed: int = 0
+    """Node checks that passed (warnings included: they ran)."""
+    skipped: list[Check] = field(default_factory=list)
+    """Node checks that could not run: never counted as passed."""
+    leftovers: dict[str, Leftover] = field(default_factory=dict)
+    """Probe pods that could not be deleted, by name (reported as warnings naming ``kubectl delete``)."""
 
 
 def _digest_of(image_id: str) -> str:
@@ -125,9 +135,14 @@ class NodeRun:
         self._emit = emit
 
     def emit(self, check: str, status: Status, message: str, **extra: Any) -> None:
+        finding = Check(check, status, message, node=self.node.name, **extra)
         if status is Status.FAIL:
             self.ctx.failed.add(self.node.name)
-        self._emit(Check(check, status, message, node=self.node.name, **extra))
+        elif status is Status.SKIP:
+            self.ctx.skipped.append(finding)
+        else:
+            self.ctx.passed += 1
+        self._emit(finding)
 
     def line(self, stream: str, text: str) -> None:
         self._emit(LogLine(text, self.node.name, stream))
@@ -232,22 +247,48 @@ class NodeRun:
 
         await asyncio.gather(self.run_steps(driver_shell, [smi]), on_the_host())
 
-    def probe(self) -> ProbePod:
+    @contextlib.asynccontextmanager
+    async def probe(self) -> AsyncIterator[Shell]:
+        """A probe pod on the node for the block; one that could not be deleted is reported as a warning."""
         ctx = self.ctx
-        return ProbePod(
+        pod = ProbePod(
             ctx.gateway, self.node.name, ctx.namespace, ctx.probe_image, timeout=ctx.timeout, run_id=ctx.run_id
         )
+        try:
+            async with pod as shell:
+                yield shell
+        finally:
+            if pod.leftover is not None:
+                self.ctx.leftovers[pod.leftover.name] = pod.leftover
+                self._emit(pod.leftover.check())
 
     def digest_check(self, image: str, image_id: str) -> None:
+        """The running ``imageID`` against the registry's digest of the tag; SKIPPED (never passed) when
+        the registry was not asked or did not answer."""
         answer = self.ctx.digests.get(image)
-        if answer is None:
-            return
         running = _digest_of(image_id)
         self.line("stdout", f"image:   {image}")
         self.line("stdout", f"imageID: {image_id or '(none)'}")
+        if answer is None:
+            reason = self.ctx.no_registry or f"the registry was not asked about {image}"
+            self.emit(
+                "image-digest",
+                Status.SKIP,
+                f"registry digest not checked: {reason}",
+                hint="run verify with registry access to compare the running digest with the registry's",
+                data={"running": running, "reason": reason},
+            )
+            return
         self.line("stdout", f"registry digest: {answer.digest or answer.error or 'missing'}")
         if answer.error:
-            self.emit("image-digest", Status.WARN, f"cannot read the registry digest of {image}: {answer.error}")
+            reason = f"cannot read the registry digest of {image}: {answer.error}"
+            self.emit(
+                "image-digest",
+                Status.SKIP,
+                reason,
+                hint="check the registry credentials (--registry-auth-file) and that the registry is reachable",
+                data={"running": running, "reason": reason},
+            )
         elif not answer.exists:
             self.emit(
                 "image-digest",
@@ -315,6 +356,28 @@ class NodeRun:
             await self.run_steps(shell, [smi, *self.path_steps(driver=bool(self.ctx.plan.hostPaths.driverInstallDir))])
 
 
+def summary(ctx: VerifyContext, total: int) -> Check:
+    """The last line: failed nodes, else the passed checks and the SKIPPED ones with their reasons."""
+    counts = {"passed": ctx.passed, "skipped": len(ctx.skipped), "nodes": total}
+    if ctx.failed:
+        shown = ", ".join(sorted(ctx.failed)[:10]) + ("…" if len(ctx.failed) > 10 else "")
+        skipped = f" ({len(ctx.skipped)} checks SKIPPED)" if ctx.skipped else ""
+        return Check(
+            "summary", Status.FAIL, f"{len(ctx.failed)} of {total} GPU nodes failed: {shown}{skipped}", data=counts
+        )
+    if ctx.skipped:
+        reasons = list(dict.fromkeys(f"{c.check}: {c.data.get('reason') or c.message}" for c in ctx.skipped))
+        why = reasons[0] + (f"; and {len(reasons) - 1} other reasons" if len(reasons) > 1 else "")
+        return Check(
+            "summary",
+            Status.SKIP,
+            f"{total} GPU nodes: {ctx.passed} checks passed, {len(ctx.skipped)} SKIPPED ({why})",
+            hint="a check that could not run is not a pass: fix its cause and verify again",
+            data=counts,
+        )
+    return Check("summary", Status.PASS, f"all {total} GPU nodes verified", data=counts)
+
+
 async def verify_nodes(
     ctx: VerifyContext,
     nodes: list[NodeFacts],
@@ -330,6 +393,8 @@ async def verify_nodes(
     semaphore = asyncio.Semaphore(max(1, concurrency))
     pending = {node.name: node for node in nodes}
     tasks: list[asyncio.Task[None]] = []
+    swept = False
+    """The final sweep ran (else the clean-up runs it)."""
 
     async def one(node: NodeFacts) -> None:
         async with semaphore:
@@ -365,6 +430,11 @@ async def verify_nodes(
                 ctx.failed.add(name)
                 pending.pop(name)
         await asyncio.gather(*tasks, return_exceptions=True)
+        nonlocal swept
+        for leftover in await sweep(ctx.gateway, ctx.namespace, ctx.run_id, known=set(ctx.leftovers)):
+            ctx.leftovers[leftover.name] = leftover
+            queue.put_nowait(leftover.check())
+        swept = True
         queue.put_nowait(None)
 
     feeder = asyncio.create_task(feed())
@@ -376,8 +446,11 @@ async def verify_nodes(
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=ctx.timeout)
-        with contextlib.suppress(Exception):
-            await asyncio.shield(sweep(ctx.gateway, ctx.namespace, ctx.run_id))
+        if not swept:  # cancelled: the sweep logs what it could not delete (the CLI prints it on stderr)
+            try:
+                await asyncio.shield(sweep(ctx.gateway, ctx.namespace, ctx.run_id, known=set(ctx.leftovers)))
+            except Exception as exc:  # a bug in the clean-up must not hide the reason of the cancellation
+                log.warning("cleaning up the probe pods failed: %s: %s", exc.__class__.__name__, exc)
 
 
 async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:

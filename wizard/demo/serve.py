@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import shlex
 import signal
 import ssl
 import subprocess
@@ -347,8 +348,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port; default 6443)")
     parser.add_argument("--step-delay", type=float, default=0.5, help="seconds between simulation steps (default 0.5)")
-    parser.add_argument("--kubeconfig", default="gpu-wizard-demo.kubeconfig", help="where to write the kubeconfig")
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help=f"where to write the kubeconfig, which holds the demo's token (default {default_kubeconfig_path()})",
+    )
     return parser
+
+
+def default_kubeconfig_path() -> Path:
+    """The state folder's ``demo.kubeconfig``: a token-bearing file does not belong in the current folder."""
+    from screens.state import state_dir  # the one state-path helper (no Textual import behind it)
+
+    return state_dir() / "demo.kubeconfig"
 
 
 def _banner(cluster: DemoCluster) -> str:
@@ -363,7 +375,7 @@ def _banner(cluster: DemoCluster) -> str:
             f"  kubeconfig:  {cluster.kubeconfig_path} (context {CONTEXT})",
             "",
             "In another shell, point kubectl or gpu-wizard at it:",
-            f"  export KUBECONFIG={cluster.kubeconfig_path}",
+            f"  export KUBECONFIG={shlex.quote(str(cluster.kubeconfig_path))}",
             "",
             "Press Ctrl-C to stop.",
         ]
@@ -376,8 +388,14 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    kubeconfig = Path(args.kubeconfig) if args.kubeconfig else default_kubeconfig_path()
+    if not args.kubeconfig:
+        try:
+            kubeconfig.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DemoStartError(f"cannot create the state folder {kubeconfig.parent}: {exc.strerror or exc}") from None
     async with DemoCluster(
-        args.scenario, port=args.port, step_delay=args.step_delay, kubeconfig_path=args.kubeconfig
+        args.scenario, port=args.port, step_delay=args.step_delay, kubeconfig_path=kubeconfig
     ) as cluster:
         print(_banner(cluster), flush=True)
         started = time.monotonic()

@@ -18,12 +18,13 @@ class Status(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     WARN = "warn"
-    SKIP = "skip"
+    SKIP = "skipped"
+    """The check could not run (no registry answer, not applicable): never a pass, shown with its reason."""
     RUNNING = "running"
 
     @property
     def symbol(self) -> str:
-        return {"pass": "✓", "fail": "✗", "warn": "!", "skip": "-", "running": "…"}[self.value]
+        return {"pass": "✓", "fail": "✗", "warn": "!", "skipped": "-", "running": "…"}[self.value]
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,11 @@ class Check:
         return self.status in (Status.PASS, Status.SKIP, Status.WARN)
 
     def line(self) -> str:
-        """One human line: ``✓ nvidia-smi gpu-1: driver 580.126.09.1, 8 × NVIDIA H200``."""
+        """One human line: ``✓ nvidia-smi gpu-1: driver 580.126.09.1, 8 × NVIDIA H200``; a check that could
+        not run says so: ``- SKIPPED image-digest gpu-1: …``."""
         where = f" {self.node}" if self.node else ""
-        return f"{self.status.symbol} {self.check}{where}: {self.message}"
+        skipped = "SKIPPED " if self.status is Status.SKIP else ""
+        return f"{self.status.symbol} {skipped}{self.check}{where}: {self.message}"
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
