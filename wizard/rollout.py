@@ -21,6 +21,7 @@ from wizard.facts import LABEL_UPGRADE_STATE
 from wizard.gateway import Gateway, Gone
 from wizard.plan import Plan
 from wizard.preflight import DRIVERS, POLICY, active_policy
+from wizard.retry import Reconnects
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
@@ -130,7 +131,7 @@ class PodWatch:
 
     async def run(self) -> None:
         """List, then follow the watch; list again when it expires (410). Runs until cancelled."""
-        failures = 0
+        reconnects = Reconnects()
         while True:
             try:
                 self.waiting.clear()
@@ -147,14 +148,11 @@ class PodWatch:
                             rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
                             if kind in ("ADDED", "MODIFIED", "DELETED"):
                                 self._update(kind, obj)
-                            failures = 0
+                            reconnects.progressed()
             except Gone:
                 continue
-            except ClusterError:
-                failures += 1
-                if failures > 5:
-                    raise
-                await asyncio.sleep(min(0.5 * 2**failures, 10.0))
+            except ClusterError as exc:
+                await reconnects.failed(exc)
 
 
 async def snapshot(
