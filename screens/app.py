@@ -22,10 +22,11 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from screens.state import WizardState, display_path, state_dir
+from screens.state import WizardState, display_path
 from screens.steps import STEP_NAMES, STEPS, step_named
 from screens.steps.base import StepScreen
 from screens.styles import app_css
+from wizard.paths import backups_dir, state_dir
 
 if TYPE_CHECKING:
     import argparse
@@ -66,7 +67,7 @@ class WizardApp(App[int]):
         self.answers_file = Path(answers).expanduser() if answers else None
         self.step_delay = step_delay
         """Pace of the demo cluster's simulated operator."""
-        self.backup_dir = backup_dir or state_dir() / "backups"
+        self.backup_dir = backup_dir or backups_dir()
         """Where Apply writes the live objects it replaces."""
         self.report_dir = report_dir or Path.cwd()
         """Default folder for exported reports and manifests."""

@@ -13,15 +13,14 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from wizard.cli import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, load_nodelist
 from wizard.errors import ClusterError
+from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
     from wizard.cluster import Cluster
@@ -29,9 +28,7 @@ if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a comma
     from wizard.plan import Plan
     from wizard.results import Check, ClusterInfo
 
-DEFAULT_BACKUP_DIR = (
-    Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "gpu-wizard" / "backups"
-)
+DEFAULT_BACKUP_DIR = backups_dir()
 
 
 def seconds(text: str) -> float:

@@ -15,7 +15,6 @@ import logging
 import secrets
 import signal
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -57,11 +56,6 @@ class SimulationLike(Protocol):
 SimulationFactory = Callable[[Scenario, Store], SimulationLike]
 
 
-def tls_available() -> bool:
-    """Whether the demo can serve https (it needs the ``openssl`` command)."""
-    return tls.openssl_available()
-
-
 def _load(scenario: Scenario | str) -> Scenario:
     if isinstance(scenario, Scenario):
         return scenario
@@ -79,7 +73,7 @@ def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
 class DemoCluster:
     """A running demo cluster, as an async context manager.
 
-    ``tls`` (default: when ``openssl`` is installed) serves https with an ephemeral certificate,
+    ``tls`` (default on) serves https with an ephemeral certificate,
     which kubectl needs to send the token at all; ``ca_path`` is then that certificate.
     """
 
@@ -108,7 +102,7 @@ class DemoCluster:
         if puller is not None and not self.scenario.registry.url:
             self.server.image_catalog = puller.catalog
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
-        self.tls = tls_available() if tls is None else tls
+        self.tls = True if tls is None else tls
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self.ca_path: Path | None = None
         self.kubeconfig_path: Path = Path()
@@ -146,7 +140,7 @@ class DemoCluster:
         if self.tls:
             try:
                 self.ca_path, key = tls.make_certificate(folder)
-            except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            except (OSError, ValueError) as exc:
                 raise DemoStartError(f"cannot create the TLS certificate: {exc}") from None
             context = tls.server_context(self.ca_path, key)
         self._runner = web.AppRunner(
