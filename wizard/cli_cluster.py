@@ -9,7 +9,6 @@ one line plus a hint, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -153,6 +152,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
     cancellation that races a finishing network call can be lost inside a library; the command then
     runs to its end, but it still reports the interruption instead of a normal exit.
     """
+    import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
