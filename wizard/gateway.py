@@ -5,8 +5,8 @@ Nothing else in ``wizard/`` imports ``kubernetes``. Every call goes through the 
 custom resources as JSON (as :mod:`wizard.facts` expects) and never builds thousands of pydantic
 models. Each call is bounded by a timeout; calls that are safe to repeat (reads, dry-runs, access
 reviews) are retried on 5xx and dropped connections, any call on 429, honouring ``Retry-After``; an
-exec the server refused before starting the command is retried too (policy: :mod:`wizard.retry`). ``Gateway.stats`` counts requests
-and retries. Errors come out as :class:`wizard.errors.ClusterError` subclasses worded for the user.
+exec the server refused before starting the command is retried too (the policy: :mod:`wizard.retry`).
+``Gateway.stats`` counts requests and retries. Errors come out as :class:`wizard.errors.ClusterError` subclasses worded for the user.
 """
 
 from __future__ import annotations

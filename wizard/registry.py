@@ -6,7 +6,8 @@ an OCI manifest reads as 404, and without the docker v2 type a v2s2 manifest is 
 schema1 with another digest. Authentication follows the registry's ``WWW-Authenticate`` challenge
 (bearer token via realm/service/scope, or Basic). TLS verification is on unless the user lists the
 registry as insecure. Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
-honouring ``Retry-After``; policy: :mod:`wizard.retry`). No error or log line produced here contains a credential.
+honouring ``Retry-After``; the policy: :mod:`wizard.retry`). No error or log line produced here
+contains a credential.
 """
 
 from __future__ import annotations
