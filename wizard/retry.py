@@ -105,7 +105,8 @@ class Retryable(Exception):
     """
 
     def __init__(self, outcome: Any, *, retry_after: float | None = None) -> None:
-        super().__init__(str(outcome))
+        # A value outcome (a response) is not quoted: its body could be anything.
+        super().__init__(str(outcome) if isinstance(outcome, BaseException) else type(outcome).__name__)
         self.outcome = outcome
         self.retry_after = retry_after
 
