@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck system-deps bench clean
+.PHONY: demo test lint typecheck system-deps bench clean data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ system-deps:
 ## test: install test extras and system packages, then run the whole suite
 test: $(VENV)/.installed-test system-deps
 	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+
+## data: regenerate the JSON twins of the bundled operator YAML (read at run time; a test checks they are current)
+data: $(VENV)/.installed
+	$(BIN)/python -m wizard.bundled
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check wizard screens tests benchmarks

@@ -22,10 +22,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
-from screens.state import WizardState, display_path, import_facade, state_dir
+from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
+from wizard.paths import backups_dir, state_dir
 
 if TYPE_CHECKING:
     import argparse
@@ -65,7 +66,7 @@ class WizardApp(App[int]):
         self.answers_file = Path(answers).expanduser() if answers else None
         self.step_delay = step_delay
         """Pace of the demo cluster's simulated operator."""
-        self.backup_dir = backup_dir or state_dir() / "backups"
+        self.backup_dir = backup_dir or backups_dir()
         """Where Apply writes the live objects it replaces."""
         self.report_dir = report_dir or Path.cwd()
         """Default folder for exported reports and manifests."""

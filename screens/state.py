@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.paths import config_dir
+
 if TYPE_CHECKING:
     from types import ModuleType
 
@@ -41,18 +43,6 @@ def import_facade() -> ModuleType:
     from wizard.cluster import facade
 
     return facade
-
-
-def config_dir() -> Path:
-    """``$XDG_CONFIG_HOME/gpu-wizard`` (``~/.config/gpu-wizard`` by default)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gpu-wizard"
-
-
-def state_dir() -> Path:
-    """``$XDG_STATE_HOME/gpu-wizard`` (``~/.local/state/gpu-wizard``): backups and reports."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "gpu-wizard"
 
 
 def default_answers_path() -> Path:

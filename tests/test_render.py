@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml as yaml11
 from ruamel.yaml import YAML
+from ruamel.yaml.resolver import VersionedResolver
 
 from tests.test_render_golden import CASES, CP, DIGEST, SLE_KERNEL, facts, node
 from wizard.bundled import asset_text, operator_values
@@ -28,6 +28,23 @@ from wizard.engine.render import (
 )
 
 BUNDLES = ("v26.7.0", "v26.3.3", "v25.10.1")
+
+
+class _Yaml11Resolver(VersionedResolver):
+    """YAML 1.1 for every document of a stream (ruamel forgets a loader's version after a ``---``)."""
+
+    @property
+    def processing_version(self) -> Any:
+        return (1, 1)
+
+
+def yaml11_load_all(text: str) -> list[Any]:
+    """The documents as a YAML 1.1 reader (kubectl, Helm) sees them."""
+    reader = YAML(typ="safe", pure=True)
+    reader.Resolver = _Yaml11Resolver
+    return list(reader.load_all(text))
+
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
 
 
@@ -77,8 +94,8 @@ def test_every_mode_validates_against_each_release_crd(bundle: str, mode: str, u
         assert validate_against_crd(doc, bundle) == []
     assert bool(result.nvidia_drivers) == (use_crd and mode != "preinstalled")
     # kubectl and Helm parse YAML 1.1: what they read back must be exactly what was validated.
-    assert list(yaml11.safe_load_all(to_yaml(result.documents()))) == result.documents()
-    assert yaml11.safe_load(helm_yaml(result)) == result.helm_values
+    assert yaml11_load_all(to_yaml(result.documents())) == result.documents()
+    assert yaml11_load_all(helm_yaml(result)) == [result.helm_values]
 
 
 def test_cluster_policy_starts_from_the_release_chart_defaults() -> None:
@@ -386,3 +403,12 @@ def test_shipped_examples_render_valid_documents(name: str) -> None:
     for doc in result.documents():
         assert validate_against_crd(doc, result.plan.operator.bundle) == []
     assert result.node_images and all(i.node.startswith("gpu-") for i in result.node_images)
+
+
+def test_strings_a_yaml_1_1_reader_would_not_read_as_strings_are_quoted() -> None:
+    tricky = {"off": "off", "yes": "Yes", "y": "y", "octal": "0755", "sexagesimal": "1:20", "float": "1e3", "null": "~"}
+    text = to_yaml([{"data": {**tricky, "plain": "driver"}}])
+    assert "plain: driver\n" in text
+    for value in tricky.values():
+        assert f"'{value}'" in text
+    assert yaml11_load_all(text) == [{"data": {**tricky, "plain": "driver"}}]

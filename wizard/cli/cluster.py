@@ -9,19 +9,17 @@ one line plus a hint, never a traceback.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from wizard.cli.main import EXIT_FAILED, EXIT_INVALID, EXIT_OK, UsageError, load_nodelist
 from wizard.cluster.errors import ClusterError
+from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
     from wizard.cluster.facade import Cluster
@@ -29,9 +27,7 @@ if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a comma
     from wizard.engine.plan import Plan
     from wizard.engine.results import Check, ClusterInfo
 
-DEFAULT_BACKUP_DIR = (
-    Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "gpu-wizard" / "backups"
-)
+DEFAULT_BACKUP_DIR = backups_dir()
 
 
 def seconds(text: str) -> float:
@@ -165,6 +161,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
     cancellation that races a finishing network call can be lost inside a library; the command then
     runs to its end, but it still reports the interruption instead of a normal exit.
     """
+    import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
 
     async def main() -> T:
         loop = asyncio.get_running_loop()

@@ -25,6 +25,7 @@ from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
 from wizard.engine.render_policy import patch_policy
+from wizard.retry import APPLY, Retryable, retrying
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
@@ -254,16 +255,15 @@ def _version(obj: Mapping[str, Any] | None) -> str:
 
 async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], force: bool) -> None:
     """Apply one object; on a dropped connection re-read: applied, or apply once more (SSA is idempotent)."""
-    for attempt in range(2):
+
+    async def attempt() -> None:
         try:
             await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force)
-            return
-        except ConnectionDropped:
-            if contains(await _read(gateway, ref), body):
-                return
-            if attempt == 1:
-                raise
-            gateway.stats.retries += 1  # not applied: apply once more
+        except ConnectionDropped as exc:
+            if not contains(await _read(gateway, ref), body):
+                raise Retryable(exc) from None  # not applied: apply once more
+
+    await retrying(APPLY, attempt, stats=gateway.stats)
 
 
 async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool:

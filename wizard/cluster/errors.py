@@ -66,16 +66,14 @@ class ApiError(ClusterError):
         except ValueError:
             pass
         detail = str(body.get("message") or raw[:200].decode("utf-8", "replace").strip() or f"HTTP {status}")
-        retry_after: float | None = None
-        value = headers.get("Retry-After", "").strip()
-        if value.isdigit():
-            retry_after = float(value)
+        from wizard.retry import retry_after_seconds  # errors stays importable without aiohttp
+
         return cls(
             status,
             f"{what}: {detail}",
             reason=str(body.get("reason") or ""),
             body=body,
-            retry_after=retry_after,
+            retry_after=retry_after_seconds(headers),
             hint=hint,
         )
 

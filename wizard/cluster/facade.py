@@ -8,7 +8,6 @@ as :class:`ClusterError` with a ``message`` and a ``hint``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Iterable
 from pathlib import Path
@@ -33,6 +32,7 @@ from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
+from wizard.retry import Reconnects
 
 __all__ = [
     "ApplyPlan",
@@ -210,7 +210,7 @@ class Cluster:
         if not self._nodes_rv:
             for facts in (await self.discover()).nodes:
                 yield "ADDED", facts
-        failures = 0
+        reconnects = Reconnects()
         while True:
             try:
                 async with contextlib.aclosing(self.gateway.watch_nodes(self._nodes_rv)) as events:
@@ -224,7 +224,7 @@ class Cluster:
                             self._known.pop(facts.name, None)
                         else:
                             self._known[facts.name] = facts
-                        failures = 0
+                        reconnects.progressed()
                         yield kind, facts
             except Gone:
                 before = dict(self._known)
@@ -236,11 +236,8 @@ class Cluster:
                         yield "MODIFIED", facts
                 for gone in before.values():
                     yield "DELETED", gone
-            except ClusterError:
-                failures += 1
-                if failures > 5:
-                    raise
-                await asyncio.sleep(min(0.5 * 2**failures, 10.0))
+            except ClusterError as exc:
+                await reconnects.failed(exc)
 
     def registry_options(self, hosts: Iterable[str]) -> dict[str, Any]:
         """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster sees them.

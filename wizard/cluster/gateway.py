@@ -4,9 +4,9 @@ Nothing else in ``wizard/`` imports ``kubernetes``. Every call goes through the 
 ``*_without_preload_content`` variants and hands back plain JSON dicts: the engine reads nodes and
 custom resources as JSON (as :mod:`wizard.engine.facts` expects) and never builds thousands of pydantic
 models. Each call is bounded by a timeout; calls that are safe to repeat (reads, dry-runs, access
-reviews) are retried with backoff on 429/5xx and dropped connections, honouring ``Retry-After``; an
-exec the server refused before starting the command is retried too. ``Gateway.stats`` counts requests
-and retries. Errors come out as :class:`wizard.cluster.errors.ClusterError` subclasses worded for the user.
+reviews) are retried on 5xx and dropped connections, any call on 429, honouring ``Retry-After``; an
+exec the server refused before starting the command is retried too (the policy: :mod:`wizard.retry`).
+``Gateway.stats`` counts requests and retries. Errors come out as :class:`wizard.cluster.errors.ClusterError` subclasses worded for the user.
 """
 
 from __future__ import annotations
@@ -30,21 +30,11 @@ from wizard.cluster.kubeconfig import (
     existing_paths,
     with_credential,
 )
-from wizard.cluster.transport import (
-    DROPS,
-    ExecOutput,
-    ExecResult,
-    backoff,
-    dropped,
-    env_proxy,
-    status_error,
-    transport_error,
-)
+from wizard.cluster.transport import ExecOutput, ExecResult, env_proxy, status_error, transport_error
 from wizard.engine.results import CallStats
+from wizard.retry import API_CALL, DROPS, EXEC, Retryable, dropped, retryable_status, retrying
 
 DEFAULT_TIMEOUT = 10.0
-MAX_ATTEMPTS = 4
-"""Attempts per retryable call (the first one plus three retries)."""
 SHOWN_COMMAND = 48
 """Characters of an exec's command quoted in an error (the verification scripts are long)."""
 APPLY_CONTENT_TYPE = "application/apply-patch+yaml"
@@ -169,8 +159,8 @@ class Gateway:
         ``text`` returns the body as text instead of decoding JSON.
         """
         limit = timeout or self.timeout
-        for attempt in range(MAX_ATTEMPTS):
-            last = attempt == MAX_ATTEMPTS - 1
+
+        async def attempt() -> Any:
             self.stats.requests += 1
             try:
                 async with asyncio.timeout(limit):
@@ -181,11 +171,10 @@ class Gateway:
                         response.release()
             except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
                 # A timeout is the user's limit, not retried; a dropped connection is, when the call is safe.
-                if safe and dropped(exc) and not last:
-                    self.stats.retries += 1
-                    await asyncio.sleep(backoff(attempt, None))
-                    continue
-                raise self._transport_error(exc, what, limit) from None
+                error = self._transport_error(exc, what, limit)
+                if safe and dropped(exc):
+                    raise Retryable(error) from None
+                raise error from None
             status = response.status
             if 200 <= status < 300:
                 if text:
@@ -193,13 +182,12 @@ class Gateway:
                 return json.loads(raw) if raw else {}
             if status == 404 and allow_missing:
                 return None
-            error = self._status_error(status, raw, response.headers, what)
-            if not last and (status == 429 or (safe and status >= 500)):
-                self.stats.retries += 1
-                await asyncio.sleep(backoff(attempt, error.retry_after))
-                continue
-            raise error
-        raise AssertionError("unreachable")  # pragma: no cover
+            failure = self._status_error(status, raw, response.headers, what)
+            if retryable_status(status, safe=safe):
+                raise Retryable(failure, retry_after=failure.retry_after)
+            raise failure
+
+        return await retrying(API_CALL, attempt, stats=self.stats)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -532,22 +520,24 @@ class Gateway:
         if len(shown) > SHOWN_COMMAND:
             shown = shown[: SHOWN_COMMAND - 1] + "…"
         what = f"exec {shown} in {namespace}/{pod} ({container})"
+
+        async def attempt() -> ExecResult:
+            self.stats.requests += 1
+            try:
+                return await self._exec_once(namespace, pod, container, command, ExecOutput(on_line))
+            except aiohttp.WSServerHandshakeError as exc:
+                refused = ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})")
+                if retryable_status(exc.status, safe=True):  # refused before the command started
+                    raise Retryable(refused) from None
+                raise refused from None
+
         try:
             async with asyncio.timeout(limit):
-                for attempt in range(MAX_ATTEMPTS):
-                    self.stats.requests += 1
-                    try:
-                        return await self._exec_once(namespace, pod, container, command, ExecOutput(on_line))
-                    except aiohttp.WSServerHandshakeError as exc:
-                        if attempt == MAX_ATTEMPTS - 1 or not (exc.status == 429 or exc.status >= 500):
-                            raise ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})") from None
-                        self.stats.retries += 1
-                        await asyncio.sleep(backoff(attempt, None))
+                return await retrying(EXEC, attempt, stats=self.stats)
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _exec_once(
         self, namespace: str, pod: str, container: str, command: list[str], output: ExecOutput

@@ -29,6 +29,7 @@ from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
+from wizard.retry import Reconnects
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
@@ -176,7 +177,7 @@ class Cache:
 
     async def run(self) -> None:
         """List, then follow the watch; list again when it expires. Runs until cancelled."""
-        failures = 0
+        reconnects = Reconnects()
         while True:
             try:
                 rv = await self._list()
@@ -195,14 +196,11 @@ class Cache:
                             else:
                                 continue  # BOOKMARK: only the resourceVersion moves on
                             self.changed.set()
-                            failures = 0
+                            reconnects.progressed()
             except Gone:
                 continue
-            except ClusterError:
-                failures += 1
-                if failures > 5:
-                    raise
-                await asyncio.sleep(min(0.5 * 2**failures, 10.0))
+            except ClusterError as exc:
+                await reconnects.failed(exc)
 
 
 @dataclass

@@ -1,13 +1,12 @@
 """HTTP and websocket plumbing of the gateway that does not need the Kubernetes client.
 
-Wording of transport and status errors for the user, retry backoff, proxy detection, and the
+Wording of transport and status errors for the user, proxy detection, and the
 framing of exec output (channel bytes, line splitting, the status channel's exit code).
 """
 
 from __future__ import annotations
 
 import json
-import random
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
@@ -17,18 +16,8 @@ import aiohttp
 
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 
-MAX_RETRY_AFTER = 10.0
-DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionResetError)
-"""A connection lost after the request was sent (a connect error is not one)."""
 _CHANNELS = {1: "stdout", 2: "stderr"}
 _STATUS_CHANNEL = 3
-
-
-def dropped(exc: BaseException) -> bool:
-    """Whether ``exc`` is a connection lost mid-request (retried for safe calls; timeouts are not)."""
-    return isinstance(exc, DROPS) or (
-        isinstance(exc, aiohttp.ClientOSError) and not isinstance(exc, aiohttp.ClientConnectorError)
-    )
 
 
 def transport_error(exc: BaseException, what: str, server: str, timeout: float) -> ClusterError:
@@ -71,13 +60,6 @@ def status_error(status: int, raw: bytes, headers: Mapping[str, str], what: str,
     if status == 401:
         error.message = f"{what}: unauthorized (401)"
     return error
-
-
-def backoff(attempt: int, retry_after: float | None) -> float:
-    """Seconds before retry ``attempt`` (0-based): the server's Retry-After (capped), else exponential with jitter."""
-    if retry_after is not None:
-        return min(retry_after, MAX_RETRY_AFTER)
-    return min(0.2 * 2**attempt, 3.0) * (1.0 + 0.2 * random.random())
 
 
 def env_proxy(url: str) -> str:

@@ -16,7 +16,6 @@ import secrets
 import shlex
 import signal
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -58,11 +57,6 @@ class SimulationLike(Protocol):
 SimulationFactory = Callable[[Scenario, Store], SimulationLike]
 
 
-def tls_available() -> bool:
-    """Whether the demo can serve https (it needs the ``openssl`` command)."""
-    return tls.openssl_available()
-
-
 def _load(scenario: Scenario | str) -> Scenario:
     if isinstance(scenario, Scenario):
         return scenario
@@ -80,7 +74,7 @@ def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
 class DemoCluster:
     """A running demo cluster, as an async context manager.
 
-    ``tls`` (default: when ``openssl`` is installed) serves https with an ephemeral certificate,
+    ``tls`` (default on) serves https with an ephemeral certificate,
     which kubectl needs to send the token at all; ``ca_path`` is then that certificate.
     """
 
@@ -109,7 +103,7 @@ class DemoCluster:
         if puller is not None and not self.scenario.registry.url:
             self.server.image_catalog = puller.catalog
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
-        self.tls = tls_available() if tls is None else tls
+        self.tls = True if tls is None else tls
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self.ca_path: Path | None = None
         self.kubeconfig_path: Path = Path()
@@ -147,7 +141,7 @@ class DemoCluster:
         if self.tls:
             try:
                 self.ca_path, key = tls.make_certificate(folder)
-            except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            except (OSError, ValueError) as exc:
                 raise DemoStartError(f"cannot create the TLS certificate: {exc}") from None
             context = tls.server_context(self.ca_path, key)
         self._runner = web.AppRunner(
@@ -358,7 +352,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def default_kubeconfig_path() -> Path:
     """The state folder's ``demo.kubeconfig``: a token-bearing file does not belong in the current folder."""
-    from screens.state import state_dir  # the one state-path helper (no Textual import behind it)
+    from wizard.paths import state_dir  # the one state-path helper
 
     return state_dir() / "demo.kubeconfig"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
-from yaml.nodes import ScalarNode
-from yaml.resolver import Resolver
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
 
 from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
@@ -101,11 +101,11 @@ def owned_paths(plan: Plan) -> list[tuple[str, ...]]:
     return [path for path, _ in owned_values(plan, "")]
 
 
-_YAML11 = Resolver()
+_YAML11 = VersionedResolver(version=(1, 1))
 
 
 def _represent_str(representer: Any, value: str) -> Any:
-    # kubectl and Helm read YAML 1.1, where an unquoted off/yes/0755/1:20 is not a string: quote those.
+    # kubectl and Helm read YAML 1.1, where an unquoted off/yes/y/0755/1:20 is not a string: quote those.
     if _YAML11.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
         return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")
     return representer.represent_str(value)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wizard.paths import xdg_config_home
+
 log = logging.getLogger(__name__)
 
 DOCKER_HUB = "docker.io"
@@ -121,8 +123,7 @@ def auth_file_paths() -> list[Path]:
         paths.append(Path(env))
     if runtime := os.environ.get("XDG_RUNTIME_DIR"):
         paths.append(Path(runtime) / "containers" / "auth.json")
-    config_home = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    paths.append(Path(config_home) / "containers" / "auth.json")
+    paths.append(xdg_config_home() / "containers" / "auth.json")
     docker_dir = os.environ.get("DOCKER_CONFIG") or str(Path.home() / ".docker")
     paths.append(Path(docker_dir) / "config.json")
     return paths

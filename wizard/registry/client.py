@@ -6,13 +6,13 @@ an OCI manifest reads as 404, and without the docker v2 type a v2s2 manifest is 
 schema1 with another digest. Authentication follows the registry's ``WWW-Authenticate`` challenge
 (bearer token via realm/service/scope, or Basic). TLS verification is on unless the user lists the
 registry as insecure. Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
-honouring ``Retry-After``). No error or log line produced here contains a credential.
+honouring ``Retry-After``; the policy: :mod:`wizard.retry`). No error or log line produced here
+contains a credential.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import logging
@@ -43,6 +43,7 @@ from wizard.registry.auth import (
     scrub,
     secrets_of,
 )
+from wizard.retry import DROPS, REGISTRY_FETCH, Retryable, dropped, retry_after_seconds, retryable_status, retrying
 
 __all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
 
@@ -55,10 +56,6 @@ MANIFEST_MEDIA_TYPES = (
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
 MANIFEST_ACCEPT = ", ".join(MANIFEST_MEDIA_TYPES)
-_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-_MAX_ATTEMPTS = 3
-_MAX_RETRY_AFTER = 10.0
-_DROPS = (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError, ConnectionResetError)
 
 
 class RegistryError(Exception):
@@ -92,19 +89,6 @@ class _Response:
     status: int
     headers: CIMultiDictProxy[str]
     body: bytes
-
-
-def _retry_delay(headers: Mapping[str, str], attempt: int) -> float:
-    value = headers.get("Retry-After", "").strip()
-    if value.isdigit():
-        return min(float(value), _MAX_RETRY_AFTER)
-    if value:
-        try:
-            when = email.utils.parsedate_to_datetime(value).timestamp()
-            return max(0.0, min(when - time.time(), _MAX_RETRY_AFTER))
-        except (TypeError, ValueError):
-            pass
-    return 0.5 * 2**attempt
 
 
 class RegistryClient:
@@ -298,14 +282,15 @@ class RegistryClient:
 
         ``host`` is the registry the exchange is for: its insecure setting also covers its token service.
         """
-        if self._session is None:
+        session = self._session
+        if session is None:
             raise RuntimeError("use RegistryClient as an async context manager")
         verify = self._ssl if canonical_host(host) not in self._insecure else False
-        for attempt in range(_MAX_ATTEMPTS):
-            last = attempt == _MAX_ATTEMPTS - 1
+
+        async def attempt() -> _Response:
             self.stats.requests += 1
             try:
-                async with self._session.request(method, url, headers=headers, ssl=verify) as resp:
+                async with session.request(method, url, headers=headers, ssl=verify) as resp:
                     body = await resp.read() if method != "HEAD" else b""
                     result = _Response(resp.status, resp.headers, body)
             except aiohttp.ClientConnectorCertificateError as exc:
@@ -322,23 +307,18 @@ class RegistryClient:
                 raise RegistryError(f"TLS error talking to {host}: {self._scrub(str(exc))}") from None
             except aiohttp.ClientConnectorError as exc:
                 raise RegistryError(f"registry unreachable: {host}: {_os_reason(exc.os_error)}") from None
-            except _DROPS as exc:  # the connection broke mid-exchange: a read is simply asked again
-                if last:
-                    raise RegistryError(
-                        f"registry unreachable: {host}: connection dropped ({type(exc).__name__})"
-                    ) from None
-                self.stats.retries += 1
-                await asyncio.sleep(0.2 * 2**attempt)
-                continue
             except TimeoutError:
                 raise RegistryError(f"registry unreachable: {host}: no answer within {self._timeout_s:g} s") from None
-            except aiohttp.ClientError as exc:
+            except (aiohttp.ClientError, *DROPS) as exc:
+                if dropped(exc):  # the connection broke mid-exchange: a read is simply asked again
+                    reason = f"connection dropped ({type(exc).__name__})"
+                    raise Retryable(RegistryError(f"registry unreachable: {host}: {reason}")) from None
                 raise RegistryError(f"registry unreachable: {host}: {self._scrub(str(exc))}") from None
-            if result.status not in _RETRY_STATUSES or last:
-                return result
-            self.stats.retries += 1
-            await asyncio.sleep(_retry_delay(result.headers, attempt))
-        raise AssertionError("unreachable")
+            if retryable_status(result.status, safe=True):  # the last such answer is worded by the caller
+                raise Retryable(result, retry_after=retry_after_seconds(result.headers))
+            return result
+
+        return await retrying(REGISTRY_FETCH, attempt, stats=self.stats)
 
     # -- authentication -----------------------------------------------------------------------------
 

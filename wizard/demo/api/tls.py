@@ -2,41 +2,77 @@
 
 client-go (kubectl) applies a kubeconfig's user credentials only to ``https://`` servers: over plain
 HTTP it sends no token at all, and a server that checks tokens can then never be used. The demo
-therefore serves TLS with a certificate made at start (``openssl``, ~10 ms, EC P-256, valid for
-127.0.0.1 and localhost) whose PEM goes into the kubeconfig as ``certificate-authority-data``.
+therefore serves TLS with a certificate made at start with ``cryptography`` (EC P-256, valid for
+127.0.0.1 and localhost, its own CA) whose PEM goes into the kubeconfig as ``certificate-authority-data``.
 """
 
 from __future__ import annotations
 
-import shutil
+import datetime
+import ipaddress
+import os
 import ssl
-import subprocess
 from pathlib import Path
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-def openssl_available() -> bool:
-    """Whether the ``openssl`` command needed for TLS is installed."""
-    return shutil.which("openssl") is not None
+COMMON_NAME = "gpu-wizard-demo"
+
+
+def _certificate(key: ec.EllipticCurvePrivateKey, days: int) -> x509.Certificate:
+    """Self-signed, a CA for itself (kubectl trusts it as the context's certificate-authority) and a server."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, COMMON_NAME)])
+    now = datetime.datetime.now(datetime.UTC)
+    public = key.public_key()
+    return (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))  # a client clock a little behind still accepts it
+        .not_valid_after(now + datetime.timedelta(days=days))
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(public), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]),
+            critical=False,
+        )
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
 
 
 def make_certificate(folder: Path, days: int = 30) -> tuple[Path, Path]:
-    """Create ``tls.crt`` and ``tls.key`` (owner-only) in ``folder``; returns their paths.
-
-    Raises RuntimeError with openssl's message when it fails.
-    """
-    cert, key = folder / "tls.crt", folder / "tls.key"
-    command = [
-        "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", str(key), "-out", str(cert), "-days", str(days), "-subj", "/CN=gpu-wizard-demo",
-        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        "-addext", "keyUsage=critical,digitalSignature,keyCertSign",
-        "-addext", "extendedKeyUsage=serverAuth",
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"openssl could not create the demo certificate: {done.stderr.strip()}")
-    key.chmod(0o600)
-    return cert, key
+    """Create ``tls.crt`` and ``tls.key`` (owner-only from the start) in ``folder``; returns their paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert_path, key_path = folder / "tls.crt", folder / "tls.key"
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(key_pem)
+    cert_path.write_bytes(_certificate(key, days).public_bytes(serialization.Encoding.PEM))
+    return cert_path, key_path
 
 
 def server_context(cert: Path, key: Path) -> ssl.SSLContext:
