@@ -126,12 +126,23 @@ def render_backup(backup: Backup) -> str:
     return "\n".join(lines) + "\n" + ("---\n" + body if body else "")
 
 
+def _unused(directory: Path, name: str) -> Path:
+    """``directory/name``, or ``name-2``, ``name-3``… when taken: a backup never replaces an earlier one."""
+    path = directory / name
+    stem, suffix = path.stem, path.suffix
+    number = 1
+    while path.exists():
+        number += 1
+        path = directory / f"{stem}-{number}{suffix}"
+    return path
+
+
 def write_backup(directory: Path, name: str, backup: Backup) -> Path:
-    """Write the backup (directory 0700, file 0600); returns its path."""
+    """Write the backup (directory 0700, file 0600) under a name no earlier backup holds; returns its path."""
     backup.written_at = backup.written_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / name
+        path = _unused(directory, name)
         write_private(path, render_backup(backup))
     except OSError as exc:
         raise ClusterError(
