@@ -93,7 +93,15 @@ def test_verify_on_missing_tuple_names_the_node_and_the_tag(
     code, _, err = run(capsys, "apply", "--answers", str(plan), *cluster, "--yes", "--backup-dir", str(tmp_path))
     assert code == 1 and "nothing applied" in err and "--allow-missing-images" in err  # refused: the image is missing
     code, _, err = run(
-        capsys, "apply", "--answers", str(plan), *cluster, "--yes", "--backup-dir", str(tmp_path), "--allow-missing-images"
+        capsys,
+        "apply",
+        "--answers",
+        str(plan),
+        *cluster,
+        "--yes",
+        "--backup-dir",
+        str(tmp_path),
+        "--allow-missing-images",
     )
     assert code == 1 and "rollout: failed:" in err and "gpu-b-01" in err
     code, out, _ = run(capsys, "verify", "--answers", str(plan), *cluster, "--no-registry")
