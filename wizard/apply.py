@@ -393,6 +393,6 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
     return lines
 
 
-async def rollback(gateway: Gateway, backup_path: str | Path) -> list[str]:
-    """Restore exactly what a backup file holds (see :func:`restore`)."""
-    return await restore(gateway, read_backup(Path(backup_path)))
+async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
+    """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
+    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))

@@ -493,7 +493,10 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
 async def cmd_rollback(args: argparse.Namespace) -> int:
     """``gpu-wizard rollback``."""
+    from wizard.backup import read_backup
+
+    backup = read_backup(Path(args.backup))  # a damaged or foreign file is refused before connecting
     async with open_cluster(args) as cluster:
-        for line in await cluster.rollback(args.backup):
+        for line in await cluster.rollback(backup):
             sys.stdout.write(line + "\n")
     return EXIT_OK

@@ -19,6 +19,7 @@ from wizard import apply as applying
 from wizard import pathcheck
 from wizard import rollout as rollouts
 from wizard import verify as verifying
+from wizard.backup import Backup
 from wizard.errors import ApiError, ClusterError
 from wizard.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.gateway import Gateway, Gone
@@ -271,9 +272,9 @@ class Cluster:
                 "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
             )
 
-    async def rollback(self, backup_path: str | Path) -> list[str]:
-        """Restore exactly what the backup holds; delete the objects the apply created."""
-        return await applying.rollback(self.gateway, backup_path)
+    async def rollback(self, backup: Backup | str | Path) -> list[str]:
+        """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
+        return await applying.rollback(self.gateway, backup)
 
     async def rollout(
         self, plan: Plan, *, interval: float = 1.0, timeout: float = 1800.0
