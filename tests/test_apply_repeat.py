@@ -77,7 +77,14 @@ async def _create_by_hand(demo: DemoClusterThread, plan: Plan) -> None:
         await gateway.call("creating by hand", create, *POLICY, body, field_manager="kubectl-create", safe=False)
 
 
-@pytest.mark.parametrize("origin", ["gpu-wizard", "helm", "hand-made"])
+async def _create_as_before(demo: DemoClusterThread, plan: Plan) -> None:
+    """What gpu-wizard did before ``gpu-wizard-create``: the whole policy applied as ``gpu-wizard``."""
+    async with connected(demo) as cluster:
+        body = render(plan, await cluster.discover()).cluster_policy
+        await cluster.gateway.apply_custom(*POLICY, "cluster-policy", body, dry_run=False)
+
+
+@pytest.mark.parametrize("origin", ["gpu-wizard", "helm", "hand-made", "earlier-gpu-wizard"])
 def test_apply_again_after_an_install(
     origin: str, demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,6 +98,8 @@ def test_apply_again_after_an_install(
         assert managers == {(CREATE_MANAGER, "Apply")}
     elif origin == "hand-made":
         asyncio.run(_create_by_hand(demo, first))
+    elif origin == "earlier-gpu-wizard":
+        asyncio.run(_create_as_before(demo, first))
     else:  # the first apply over Helm's policy adds the one field upstream mode always owns, even empty
         code, out, err = _apply(demo, tmp_path, capsys, first)
         assert code == 0 and "+    repoConfig:\n+      configMapName: ''\n" in out, err

@@ -33,7 +33,7 @@ from wizard.interrupts import run_to_end
 from wizard.plan import Plan
 from wizard.preflight import POLICY, active_policy
 from wizard.render import Rendered, owned_paths, to_yaml, validate_against_crd
-from wizard.render_policy import patch_policy
+from wizard.render_policy import owned_values, patch_policy, set_path
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
@@ -176,6 +176,13 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         body = patch_policy(plan, rendered.toolkit_install_dir)
         body["metadata"]["name"] = live_policy["metadata"]["name"]
         owned = owned_paths(plan)
+        if _created_whole_by_wizard(live_policy):
+            # An earlier gpu-wizard created the policy as gpu-wizard: sending only the plan's fields
+            # would drop the chart's. Keep sending what that manager owns, at the live values.
+            spec = clean(live_policy).get("spec") or {}
+            for path, value in owned_values(plan, rendered.toolkit_install_dir):
+                set_path(spec, path, value)
+            body["spec"] = spec
     else:  # created whole by a manager that never applies again (see the module's docstring)
         body = copy.deepcopy(rendered.cluster_policy)
         managers[ObjectRef.of(body).key] = CREATE_MANAGER
@@ -222,6 +229,16 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         managers=managers,
         takeover=takeover,
     )
+
+
+def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
+    """Whether ``gpu-wizard`` applied the chart's fields too (a policy created before ``gpu-wizard-create``)."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+            if "f:daemonsets" in spec:
+                return True
+    return False
 
 
 def _own_conflict(exc: ApiError) -> bool:
