@@ -228,6 +228,11 @@ _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9]
 
 def _check_structure(text: str, path: Path) -> None:
     """Refuse anchors and aliases (a backup never has them; they can expand without bound) and deep nesting."""
+    # The YAML scanner looks up to 1024 characters ahead at every '[' or '{' of one line: quadratic.
+    # No backup line opens more flow collections than it may nest, so count them before parsing.
+    for number, text_line in enumerate(text.splitlines(), 1):
+        if text_line.count("[") + text_line.count("{") > MAX_DEPTH:
+            raise ClusterError(f"{path}:{number}: refused: nested deeper than {MAX_DEPTH} levels")
     depth = 0
     for event in _yaml().parse(text):
         if isinstance(event, AliasEvent) or (isinstance(event, NodeEvent) and event.anchor):
