@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,7 +42,7 @@ async def test_fresh_install_dry_run_diff_backup_apply(demo_cluster: ClusterFact
         live = await _policy(cluster)
         assert live is not None and live["spec"]["driver"]["version"] == "580.126.09.1"
         managers = {(m["manager"], m["operation"]) for m in live["metadata"]["managedFields"]}
-        assert ("gpu-wizard", "Apply") in managers
+        assert managers == {("gpu-wizard-create", "Apply")}  # created whole by a manager that never applies again
 
         assert await cluster.rollback(result.backup_path) == [
             "deleted ClusterPolicy/cluster-policy (created by the apply)"
@@ -191,3 +192,38 @@ async def test_preinstalled_is_refused_until_nvidia_smi_passes(demo_cluster: Clu
         assert await cluster.gateway.list_pods("gpu-operator", label_selector=PROBE_LABEL) == []
         result = await cluster.apply(prepared, backup_dir=tmp_path, allow_unverified_preinstalled=True)
         assert result.state == "applied"
+
+
+@pytest.mark.parametrize("undo_fails", [False, True], ids=["undone", "undo-failed"])
+async def test_conflict_on_a_later_object_reports_what_the_undo_did(
+    demo_cluster: ClusterFactory, tmp_path: Path, undo_fails: bool
+) -> None:
+    demo = demo_cluster("sle-micro-precompiled")
+    async with connected(demo) as cluster:
+        prepared = await cluster.prepare_apply(render(sle_plan(useNvidiaDriverCRD=True), await cluster.discover()))
+        assert list(prepared.live) == ["ClusterPolicy/cluster-policy", "NVIDIADriver/default"]
+
+        def faulted(request: Any) -> bool:  # the NVIDIADriver's real apply loses a race (409); the undo's delete too
+            if request.method == "PATCH":
+                return "nvidiadrivers" in request.path and "dryRun" not in request.query
+            return undo_fails and request.method == "DELETE"
+
+        demo.faults.when, demo.faults.error_rate, demo.faults.error_code = faulted, 1.0, 409
+        with pytest.raises(ClusterError) as err:
+            await cluster.apply(prepared, backup_dir=tmp_path)
+        (backup,) = tmp_path.iterdir()
+        policy = await _policy(cluster)
+        if undo_fails:  # never "nothing was changed": the policy the apply created is still there
+            assert "the rollback could not confirm the old state" in err.value.message
+            assert "nothing was changed" not in err.value.message and str(backup) in err.value.message
+            assert err.value.hint == f"run: gpu-wizard rollback --backup {backup}"
+            assert policy is not None
+            demo.faults.clear()
+            assert await cluster.rollback(backup) == [
+                "deleted ClusterPolicy/cluster-policy (created by the apply)",
+                "NVIDIADriver/default already absent",
+            ]
+        else:
+            assert "nothing was changed (rolled back and read back)" in err.value.message
+            assert policy is None
+        assert await _policy(cluster) is None

@@ -91,6 +91,18 @@ def test_verify_on_missing_tuple_names_the_node_and_the_tag(
     cluster = ["--kubeconfig", str(demo.kubeconfig_path)]
     plan = answers(tmp_path / "answers.yaml", "registry.example.com/mlops", "docker.io/alaudadockerhub")
     code, _, err = run(capsys, "apply", "--answers", str(plan), *cluster, "--yes", "--backup-dir", str(tmp_path))
+    assert code == 1 and "nothing applied" in err and "--allow-missing-images" in err  # refused: the image is missing
+    code, _, err = run(
+        capsys,
+        "apply",
+        "--answers",
+        str(plan),
+        *cluster,
+        "--yes",
+        "--backup-dir",
+        str(tmp_path),
+        "--allow-missing-images",
+    )
     assert code == 1 and "rollout: failed:" in err and "gpu-b-01" in err
     code, out, _ = run(capsys, "verify", "--answers", str(plan), *cluster, "--no-registry")
     assert code == 1

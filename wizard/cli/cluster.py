@@ -95,6 +95,11 @@ def register(sub: Any) -> None:
     )
     apply.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
     apply.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
+    apply.add_argument(
+        "--allow-missing-images",
+        action="store_true",
+        help="apply even when a driver image is missing from the registry or could not be checked",
+    )
     registry_flags(apply)
     apply.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
     apply.add_argument(
@@ -155,11 +160,13 @@ T = TypeVar("T")
 
 
 def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run`` where Ctrl-C always ends the command as interrupted (KeyboardInterrupt, exit 130).
+    """``asyncio.run`` where Ctrl-C or SIGTERM always ends the command as interrupted (KeyboardInterrupt, exit 130).
 
-    The first Ctrl-C cancels the command once, so its clean-up (probe pods, sessions) still runs. A
+    The first interrupt cancels the command once, so its clean-up (probe pods, sessions) still runs. A
     cancellation that races a finishing network call can be lost inside a library; the command then
-    runs to its end, but it still reports the interruption instead of a normal exit.
+    runs to its end, but it still reports the interruption instead of a normal exit. A second
+    interrupt stops at once, except while an apply writes to the cluster (:mod:`wizard.cluster.interrupts`):
+    stopping there would leave it half-changed.
     """
     import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
 
@@ -168,15 +175,21 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
         task = asyncio.current_task()
         interrupted = False
 
-        def on_sigint() -> None:
+        def on_interrupt() -> None:
             nonlocal interrupted
             if interrupted or task is None:
+                from wizard.cluster import interrupts
+
+                if interrupts.active():
+                    sys.stderr.write("gpu-wizard: finishing the apply first, so that no object is left half-changed\n")
+                    return
                 raise KeyboardInterrupt  # a second Ctrl-C: stop now
             interrupted = True
             task.cancel()
 
         try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, on_interrupt)
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             return await coro
         try:
@@ -186,7 +199,8 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
                 raise KeyboardInterrupt from None
             raise
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
         if interrupted:
             raise KeyboardInterrupt
         return result
@@ -342,15 +356,43 @@ async def cmd_discover(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _confirm(question: str) -> bool:
+async def _confirm(question: str) -> bool:
+    """Ask on the terminal without blocking the event loop: Ctrl-C ends the command at once; EOF is no."""
     if not sys.stdin.isatty():
         raise UsageError("refusing to change the cluster without confirmation: stdin is not a terminal; pass --yes")
-    answer = input(f"{question} [y/N] ").strip().lower()
-    return answer in ("y", "yes")
+    import asyncio  # only where a loop runs: parsing the flags stays light
+    import os
+
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[bytes] = loop.create_future()
+    stdin = sys.stdin.fileno()
+
+    def readable() -> None:
+        if not answer.done():
+            try:
+                answer.set_result(os.read(stdin, 4096))
+            except OSError:
+                answer.set_result(b"")  # the terminal went away: no answer is no
+
+    loop.add_reader(stdin, readable)
+    try:
+        line = await answer
+    finally:
+        loop.remove_reader(stdin)
+    if not line:
+        sys.stderr.write("\n")  # EOF (Ctrl-D): end the prompt's line
+    return line.decode("utf-8", "replace").strip().lower() in ("y", "yes")
+
+
+EXIT_INTERRUPTED = 130
+NO_CHANGES = "no changes: the cluster already holds this plan"
 
 
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
+    from wizard.cluster.apply import ApplyInterrupted
     from wizard.engine.render import advice_text, render
 
     plan = load_plan(args.answers)
@@ -365,26 +407,40 @@ async def cmd_apply(args: argparse.Namespace) -> int:
         rendered = render(plan, await cluster.discover())
         if rendered.advice:
             sys.stderr.write(advice_text(rendered.advice))
-        if not args.no_registry:
-            from wizard.cli.images import check_images
+        if args.no_registry:
+            sys.stderr.write("! images: not checked (--no-registry)\n")
+        else:
+            from wizard.cli.images import check_images, missing_images_refusal
 
-            await check_images(args, cluster, rendered)
+            problems = await check_images(args, cluster, rendered)
+            if problems and not args.allow_missing_images:
+                message, hint = missing_images_refusal(problems)
+                sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
+                return EXIT_FAILED
         prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
-        sys.stdout.write(prepared.diff or "no changes: the cluster already holds this plan\n")
         if not prepared.ok:
             for error in prepared.errors:
                 sys.stderr.write(f"✗ validation: {error}\n")
             sys.stderr.write("gpu-wizard: error: validation failed; nothing applied\n")
             return EXIT_INVALID
+        if not prepared.changed:  # nothing to write: no backup, no apply
+            sys.stdout.write(NO_CHANGES + "\n")
+            sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
+            return EXIT_OK
+        sys.stdout.write(prepared.diff)
         if args.dry_run:
             sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
             return EXIT_OK
-        if prepared.changed and not args.yes and not _confirm(f"Apply to context {cluster.info.context}?"):
+        if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}?"):
             sys.stderr.write("nothing applied\n")
             return EXIT_OK
-        result = await cluster.apply(
-            prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
-        )
+        try:
+            result = await cluster.apply(
+                prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
+            )
+        except ApplyInterrupted as exc:
+            sys.stderr.write(f"gpu-wizard: {exc.message}\nbackup: {exc.result.backup_path}\n  hint: {exc.hint}\n")
+            return EXIT_INTERRUPTED  # run_interruptibly then reports the interrupt itself
         sys.stderr.write(f"{result.message}\nbackup: {result.backup_path}\n")
         if not result.ok:
             return EXIT_FAILED
@@ -466,7 +522,12 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
 async def cmd_rollback(args: argparse.Namespace) -> int:
     """``gpu-wizard rollback``."""
+    from pathlib import Path
+
+    from wizard.cluster.backup import read_backup
+
+    backup = read_backup(Path(args.backup))  # a damaged or foreign file is refused before connecting
     async with open_cluster(args) as cluster:
-        for line in await cluster.rollback(args.backup):
+        for line in await cluster.rollback(backup):
             sys.stdout.write(line + "\n")
     return EXIT_OK

@@ -70,14 +70,33 @@ def image_lines(statuses: list[ImageStatus]) -> list[str]:
     return lines
 
 
-async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Rendered) -> None:
-    """Before ``apply`` changes anything: does each driver image exist where the cluster pulls from? (warnings)."""
+async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Rendered) -> list[ImageStatus]:
+    """Before ``apply`` changes anything: does each driver image exist where the cluster pulls from?
+
+    Prints what it found; returns the images that are not known to be there (missing, or not
+    checkable: an image check that could not run is no proof the image exists).
+    """
     from wizard.engine.registry_routes import registry_hosts
 
     async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
         statuses = await cluster.check_images(rendered, registry)
     for line in image_lines(statuses):
         sys.stderr.write(line + "\n")
+    return [s for s in statuses if not s.ok]
+
+
+def missing_images_refusal(problems: list[ImageStatus]) -> tuple[str, str]:
+    """Why ``apply`` stops for these images, and what to do: (message, hint)."""
+    names = ", ".join(p.image for p in problems[:3]) + (f" and {len(problems) - 3} more" if len(problems) > 3 else "")
+    unchecked = [p for p in problems if p.target.error]
+    if unchecked and len(unchecked) == len(problems):
+        what = f"could not check {len(problems)} driver image(s) the plan needs ({unchecked[0].target.error}): {names}"
+    else:
+        what = f"{len(problems)} driver image(s) the plan needs are not where the cluster pulls from: {names}"
+    return (
+        f"{what}; nothing applied",
+        "push or mirror them first (gpu-wizard mirror --run), or pass --allow-missing-images to apply anyway",
+    )
 
 
 def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:

@@ -3,9 +3,17 @@
 :func:`prepare_apply` validates locally against the release's CRD and on the server (server-side
 apply with ``dryRun=All`` and ``fieldValidation=Strict``), and diffs the server's answer against
 the live objects. :func:`apply` writes a backup of the live objects (0600, re-appliable YAML)
-before touching anything, then applies with field manager ``gpu-wizard``. A connection that drops
-mid-apply is resolved by re-reading: every object either holds what was applied or, after a
-rollback from the backup, what it held before; the result says which.
+before touching anything, then applies. A connection that drops mid-apply is resolved by
+re-reading: every object either holds what was applied or, after a rollback from the backup, what
+it held before; the result says which. An interrupt does not cut the writes in half (see
+:mod:`wizard.cluster.interrupts`).
+
+Field ownership (``docs/safety.md``): a ClusterPolicy the wizard creates is applied whole by the
+manager ``gpu-wizard-create``, which never applies again; every later apply sends only the plan's
+fields as ``gpu-wizard``. Server-side apply removes the fields a manager stops sending, so the
+chart's fields must never belong to ``gpu-wizard``. A conflict with the wizard's own create or
+rollback writes is taken over without ``--force-conflicts``, guarded by the resourceVersion seen
+in the preview; a conflict with any other manager needs ``--force-conflicts``.
 """
 
 from __future__ import annotations
@@ -20,15 +28,20 @@ from typing import Any, Literal
 
 from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup, write_backup
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
-from wizard.cluster.gateway import Gateway
+from wizard.cluster.gateway import FIELD_MANAGER, Gateway
+from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
-from wizard.engine.render_policy import patch_policy
+from wizard.engine.render_policy import owned_values, patch_policy, set_path
 from wizard.retry import APPLY, Retryable, retrying
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
+CREATE_MANAGER = "gpu-wizard-create"
+"""The field manager of the one apply that creates a ClusterPolicy whole (chart defaults included)."""
+OWN_MANAGERS = frozenset({FIELD_MANAGER, CREATE_MANAGER})
+"""Managers whose fields are the wizard's own: its create, and its rollbacks (``gpu-wizard`` updates)."""
 
 
 @dataclass
@@ -48,6 +61,10 @@ class ApplyPlan:
     """The ClusterPolicy disables the containerized driver (pre-installed host driver)."""
     force_conflicts: bool = False
     plan: Plan | None = None
+    managers: dict[str, str] = field(default_factory=dict)
+    """The field manager per ``Kind/name`` (default ``gpu-wizard``; a new ClusterPolicy: ``gpu-wizard-create``)."""
+    takeover: set[str] = field(default_factory=set)
+    """``Kind/name`` whose fields the wizard takes back from its own create or rollback writes (forced apply)."""
 
     @property
     def ok(self) -> bool:
@@ -74,6 +91,26 @@ class ApplyResult:
     @property
     def ok(self) -> bool:
         return self.state == "applied"
+
+
+class ApplyInterrupted(ClusterError):
+    """An interrupt arrived during the writes; they were carried to their end first (``result`` says how)."""
+
+    def __init__(self, result: ApplyResult) -> None:
+        undo = rollback_command(result.backup_path)
+        if result.ok:
+            message = f"interrupted during the apply, which was completed first ({result.message})"
+            hint = f"to undo it: {undo}"
+        else:
+            message = f"interrupted during the apply: {result.message}"
+            hint = f"the backup is {result.backup_path} ({undo})"
+        super().__init__(message, hint)
+        self.result = result
+
+
+def rollback_command(backup_path: Path) -> str:
+    """The command that restores a backup."""
+    return f"gpu-wizard rollback --backup {backup_path}"
 
 
 def _strip(obj: Mapping[str, Any] | None, only: Iterable[tuple[str, ...]] | None = None) -> dict[str, Any]:
@@ -135,23 +172,45 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
 
     live_policy = active_policy(await gateway.list_custom(*POLICY))
     owned: list[tuple[str, ...]] | None = None
+    managers: dict[str, str] = {}
     if live_policy is not None:
         body = patch_policy(plan, rendered.toolkit_install_dir)
         body["metadata"]["name"] = live_policy["metadata"]["name"]
         owned = owned_paths(plan)
-    else:
+        if _created_whole_by_wizard(live_policy):
+            # An earlier gpu-wizard created the policy as gpu-wizard: sending only the plan's fields
+            # would drop the chart's. Keep sending what that manager owns, at the live values.
+            spec = clean(live_policy).get("spec") or {}
+            for path, value in owned_values(plan, rendered.toolkit_install_dir):
+                set_path(spec, path, value)
+            body["spec"] = spec
+    else:  # created whole by a manager that never applies again (see the module's docstring)
         body = copy.deepcopy(rendered.cluster_policy)
+        managers[ObjectRef.of(body).key] = CREATE_MANAGER
     objects = [body, *(copy.deepcopy(d) for d in rendered.nvidia_drivers)]
 
     live: dict[str, dict[str, Any] | None] = {}
     dry_run: dict[str, dict[str, Any]] = {}
+    takeover: set[str] = set()
     diffs: list[str] = []
     for obj in objects:
         ref = ObjectRef.of(obj)
         current = live_policy if ref.kind == "ClusterPolicy" else await gateway.get_custom(*ref.api, ref.name)
         live[ref.key] = current
+        manager = managers.get(ref.key, FIELD_MANAGER)
         try:
-            answer = await gateway.apply_custom(*ref.api, ref.name, obj, dry_run=True, force=force_conflicts)
+            try:
+                answer = await gateway.apply_custom(
+                    *ref.api, ref.name, obj, dry_run=True, force=force_conflicts, field_manager=manager
+                )
+            except ApiError as exc:
+                if not _own_conflict(exc) or current is None:
+                    raise
+                # Fields the wizard itself wrote (its create, a rollback): take them back, but only
+                # from the object the preview saw (a resourceVersion precondition).
+                obj.setdefault("metadata", {})["resourceVersion"] = _version(current)
+                takeover.add(ref.key)
+                answer = await gateway.apply_custom(*ref.api, ref.name, obj, dry_run=True, force=True)
         except ApiError as exc:
             errors.append(_apply_error_text(ref.key, exc))
             continue
@@ -168,7 +227,24 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         preinstalled=driver_spec.get("enabled") is False,
         force_conflicts=force_conflicts,
         plan=plan,
+        managers=managers,
+        takeover=takeover,
     )
+
+
+def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
+    """Whether ``gpu-wizard`` applied the chart's fields too (a policy created before ``gpu-wizard-create``)."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+            if "f:daemonsets" in spec:
+                return True
+    return False
+
+
+def _own_conflict(exc: ApiError) -> bool:
+    """A server-side-apply conflict with the wizard's own managers only."""
+    return exc.status == 409 and bool(exc.field_managers) and set(exc.field_managers) <= OWN_MANAGERS
 
 
 def _apply_error_text(key: str, exc: ApiError) -> str:
@@ -194,7 +270,11 @@ async def _read(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
 
 
 async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path) -> ApplyResult:
-    """Back up the live objects, then server-side apply every body; never leave a partial apply behind."""
+    """Back up the live objects, then server-side apply every body; never leave a partial apply behind.
+
+    Once the backup is being written, an interrupt (the caller's cancellation) waits until every
+    object is applied or restored, then surfaces as :class:`ApplyInterrupted` naming the backup.
+    """
     if not prepared.ok:
         raise ClusterError(
             "nothing applied: validation failed: " + "; ".join(prepared.errors),
@@ -216,49 +296,65 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
         objects=[obj for obj in current.values() if obj is not None],
         created=created,
     )
-    path = write_backup(Path(backup_dir), default_backup_name(gateway.context), backup)
+    result, interrupted = await run_to_end(_write_phase(gateway, prepared, refs, backup, Path(backup_dir)))
+    if interrupted:
+        raise ApplyInterrupted(result)
+    return result
+
+
+async def _write_phase(
+    gateway: Gateway, prepared: ApplyPlan, refs: list[ObjectRef], backup: Backup, backup_dir: Path
+) -> ApplyResult:
+    """Write the backup, apply each object in order; on a failure restore the applied ones and say how it ended."""
+    path = write_backup(backup_dir, default_backup_name(gateway.context), backup)
     done: list[ObjectRef] = []
     for ref, body in zip(refs, prepared.objects, strict=True):
+        force = prepared.force_conflicts or ref.key in prepared.takeover
+        manager = prepared.managers.get(ref.key, FIELD_MANAGER)
         try:
-            await _apply_one(gateway, ref, body, prepared.force_conflicts)
+            await _apply_one(gateway, ref, body, force, manager)
         except ClusterError as exc:
             restored = await _undo(gateway, backup, [*done, ref])
-            if isinstance(exc, ApiError) and exc.status == 409:
+            conflict = isinstance(exc, ApiError) and exc.status == 409
+            failure = _apply_error_text(ref.key, exc) if isinstance(exc, ApiError) else exc.message
+            if not restored:
                 raise ClusterError(
-                    _apply_error_text(ref.key, exc), "nothing was changed; the backup is " + str(path)
+                    f"apply failed ({failure}) and the rollback could not confirm the old state: the cluster "
+                    f"may hold part of the change; the backup is {path}",
+                    f"run: {rollback_command(path)}",
                 ) from None
-            if restored:
-                late = (
-                    f"; a request that timed out may still be carried out by the server: check again, "
-                    f"and restore with gpu-wizard rollback --backup {path}"
-                    if isinstance(exc, TimedOut)
-                    else ""
-                )
-                return ApplyResult(
-                    "unchanged",
-                    path,
-                    [r.key for r in refs],
-                    message=f"apply failed ({exc.message}); rolled back, the cluster is unchanged{late}",
-                )
-            raise ClusterError(
-                f"apply failed ({exc.message}) and the rollback could not confirm the old state",
-                f"run: gpu-wizard rollback --backup {path}",
-            ) from None
+            if conflict:
+                raise ClusterError(
+                    f"{failure}; nothing was changed (rolled back and read back)", f"the backup is {path}"
+                ) from None
+            late = (
+                f"; a request that timed out may still be carried out by the server: check again, "
+                f"and restore with {rollback_command(path)}"
+                if isinstance(exc, TimedOut)
+                else ""
+            )
+            return ApplyResult(
+                "unchanged",
+                path,
+                [r.key for r in refs],
+                message=f"apply failed ({failure}); rolled back, the cluster is unchanged{late}",
+            )
         done.append(ref)
-    message = f"applied {', '.join(r.key for r in refs)} (field manager gpu-wizard)"
-    return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in created], message)
+    managers = sorted({prepared.managers.get(r.key, FIELD_MANAGER) for r in refs})
+    message = f"applied {', '.join(r.key for r in refs)} (field manager {', '.join(managers)})"
+    return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message)
 
 
 def _version(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
 
 
-async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], force: bool) -> None:
+async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], force: bool, manager: str) -> None:
     """Apply one object; on a dropped connection re-read: applied, or apply once more (SSA is idempotent)."""
 
     async def attempt() -> None:
         try:
-            await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force)
+            await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force, field_manager=manager)
         except ConnectionDropped as exc:
             if not contains(await _read(gateway, ref), body):
                 raise Retryable(exc) from None  # not applied: apply once more
@@ -314,6 +410,6 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
     return lines
 
 
-async def rollback(gateway: Gateway, backup_path: str | Path) -> list[str]:
-    """Restore exactly what a backup file holds (see :func:`restore`)."""
-    return await restore(gateway, read_backup(Path(backup_path)))
+async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
+    """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
+    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))

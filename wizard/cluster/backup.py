@@ -4,6 +4,10 @@ A backup is multi-document YAML that ``kubectl replace -f`` (or ``gpu-wizard rol
 each object without server-managed fields (resourceVersion, uid, managedFields, status…). A comment
 header records, as one JSON line, which objects the apply *created*, so that a rollback deletes
 them. Files are written 0600 through a temporary file and a rename.
+
+A backup is read as untrusted input (a rollback replaces cluster objects with what it holds): at most
+1 MiB of UTF-8, no YAML anchors or aliases (the writer never makes them), nesting bounded, and only
+the two kinds gpu-wizard manages, each with a name.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,11 +24,18 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
 
 from wizard.cluster.errors import ClusterError
 from wizard.engine.answers import write_private
 
 HEADER_KEY = "# gpu-wizard-backup: "
+MAX_BACKUP_BYTES = 1024 * 1024
+"""A backup holds a ClusterPolicy and a few NVIDIADrivers (tens of KiB); anything larger is not one."""
+MAX_DEPTH = 64
+"""Nesting a backup may have (the CRDs' objects stay under 15 levels)."""
+KINDS = {"ClusterPolicy": ("nvidia.com", "clusterpolicies"), "NVIDIADriver": ("nvidia.com", "nvidiadrivers")}
+"""The kinds gpu-wizard manages, with their API group and plural: a backup may hold nothing else."""
 _SERVER_FIELDS = (
     "resourceVersion",
     "uid",
@@ -61,10 +73,10 @@ class ObjectRef:
     def api(self) -> tuple[str, str, str]:
         """(group, version, plural) for the custom-objects API."""
         group, _, version = self.api_version.partition("/")
-        plural = {"ClusterPolicy": "clusterpolicies", "NVIDIADriver": "nvidiadrivers"}.get(self.kind)
-        if plural is None:
-            raise ClusterError(f"{self.key}: gpu-wizard only manages ClusterPolicy and NVIDIADriver objects")
-        return group, version, plural
+        known = KINDS.get(self.kind)
+        if known is None or known[0] != group or not version:
+            raise ClusterError(f"{self.key}: gpu-wizard only manages nvidia.com ClusterPolicy and NVIDIADriver objects")
+        return group, version, known[1]
 
     def as_list(self) -> list[str]:
         return [self.api_version, self.kind, self.name]
@@ -126,12 +138,23 @@ def render_backup(backup: Backup) -> str:
     return "\n".join(lines) + "\n" + ("---\n" + body if body else "")
 
 
+def _unused(directory: Path, name: str) -> Path:
+    """``directory/name``, or ``name-2``, ``name-3``… when taken: a backup never replaces an earlier one."""
+    path = directory / name
+    stem, suffix = path.stem, path.suffix
+    number = 1
+    while path.exists():
+        number += 1
+        path = directory / f"{stem}-{number}{suffix}"
+    return path
+
+
 def write_backup(directory: Path, name: str, backup: Backup) -> Path:
-    """Write the backup (directory 0700, file 0600); returns its path."""
+    """Write the backup (directory 0700, file 0600) under a name no earlier backup holds; returns its path."""
     backup.written_at = backup.written_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     try:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / name
+        path = _unused(directory, name)
         write_private(path, render_backup(backup))
     except OSError as exc:
         raise ClusterError(
@@ -142,28 +165,85 @@ def write_backup(directory: Path, name: str, backup: Backup) -> Path:
 
 
 def read_backup(path: Path) -> Backup:
-    """Parse a backup file written by :func:`write_backup`."""
+    """Parse a backup file written by :func:`write_backup`; anything else is refused with one line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BACKUP_BYTES + 1)
     except OSError as exc:
         raise ClusterError(f"{path}: cannot read the backup ({exc.strerror})") from None
+    if len(raw) > MAX_BACKUP_BYTES:
+        raise ClusterError(f"{path}: not a gpu-wizard backup (larger than {MAX_BACKUP_BYTES // 1024} KiB)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ClusterError(f"{path}: not a gpu-wizard backup (not UTF-8 text)") from None
     header = next((ln[len(HEADER_KEY) :] for ln in text.splitlines() if ln.startswith(HEADER_KEY)), None)
     if header is None:
         raise ClusterError(f"{path}: not a gpu-wizard backup (no '{HEADER_KEY.strip()}' line)")
     try:
         meta = json.loads(header)
+        _check_structure(text, path)
         docs = [d for d in _yaml().load_all(text) if d]
-    except (ValueError, YAMLError) as exc:
+    except (ValueError, YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
         raise ClusterError(f"{where}: damaged backup ({exc.__class__.__name__})") from None
-    created = [ObjectRef(*map(str, item)) for item in meta.get("created") or []]
+    if not isinstance(meta, dict):
+        raise ClusterError(f"{path}: damaged backup (the {HEADER_KEY.strip()} line is not a JSON object)")
+    created = [_ref(item, path) for item in _list(meta.get("created"), path)]
     for doc in docs:
-        if not isinstance(doc, dict) or not doc.get("kind"):
+        if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
             raise ClusterError(f"{path}: damaged backup (a document is not a Kubernetes object)")
+        ref = _ref([doc.get("apiVersion"), doc.get("kind"), doc["metadata"].get("name")], path)
+        doc["apiVersion"], doc["kind"], doc["metadata"]["name"] = ref.as_list()
     return Backup(
         str(meta.get("context") or ""), str(meta.get("server") or ""), docs, created, str(meta.get("writtenAt") or "")
     )
+
+
+def _list(value: Any, path: Path) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ClusterError(f"{path}: damaged backup (created is not a list)")
+    return value
+
+
+def _ref(item: Any, path: Path) -> ObjectRef:
+    """An object identity from a backup, only of a kind gpu-wizard manages."""
+    if not (isinstance(item, list) and len(item) == 3 and all(isinstance(v, str) and v for v in item)):
+        raise ClusterError(f"{path}: damaged backup (an object without apiVersion, kind and name)")
+    ref = ObjectRef(*item)
+    try:
+        ref.api  # noqa: B018 - raises for a kind, group or name gpu-wizard does not manage
+    except ClusterError as exc:
+        raise ClusterError(f"{path}: refused: {exc.message}") from None
+    if not _NAME.fullmatch(ref.name):
+        raise ClusterError(f"{path}: refused: {ref.kind} name {ref.name!r} is not a DNS subdomain name")
+    return ref
+
+
+_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _check_structure(text: str, path: Path) -> None:
+    """Refuse anchors and aliases (a backup never has them; they can expand without bound) and deep nesting."""
+    # The YAML scanner looks up to 1024 characters ahead at every '[' or '{' of one line: quadratic.
+    # No backup line opens more flow collections than it may nest, so count them before parsing.
+    for number, text_line in enumerate(text.splitlines(), 1):
+        if text_line.count("[") + text_line.count("{") > MAX_DEPTH:
+            raise ClusterError(f"{path}:{number}: refused: nested deeper than {MAX_DEPTH} levels")
+    depth = 0
+    for event in _yaml().parse(text):
+        if isinstance(event, AliasEvent) or (isinstance(event, NodeEvent) and event.anchor):
+            line = event.start_mark.line + 1 if event.start_mark else 0
+            raise ClusterError(f"{path}:{line}: refused: YAML anchors and aliases have no place in a backup")
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ClusterError(f"{path}: refused: nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
 
 
 def private(path: Path) -> bool:

@@ -18,6 +18,7 @@ from wizard.cluster import apply as applying
 from wizard.cluster import pathcheck
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
+from wizard.cluster.backup import Backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.kubeconfig import list_contexts
@@ -317,9 +318,9 @@ class Cluster:
                 "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
             )
 
-    async def rollback(self, backup_path: str | Path) -> list[str]:
-        """Restore exactly what the backup holds; delete the objects the apply created."""
-        return await applying.rollback(self.gateway, backup_path)
+    async def rollback(self, backup: Backup | str | Path) -> list[str]:
+        """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
+        return await applying.rollback(self.gateway, backup)
 
     async def rollout(
         self,

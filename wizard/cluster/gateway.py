@@ -424,14 +424,15 @@ class Gateway:
         *,
         dry_run: bool,
         force: bool = False,
+        field_manager: str = FIELD_MANAGER,
     ) -> dict[str, Any]:
-        """Server-side apply (field manager ``gpu-wizard``, strict field validation); dry-run when asked.
+        """Server-side apply (field manager ``gpu-wizard`` unless told, strict field validation); dry-run when asked.
 
         Only a dry-run is retried after a dropped connection: a real apply is re-read by the caller first.
         """
         fn = self.raw(self.custom, "patch_cluster_custom_object")
         options: dict[str, Any] = {"dry_run": "All" if dry_run else None, "field_validation": "Strict", "force": force}
-        options |= {"field_manager": FIELD_MANAGER, "_content_type": APPLY_CONTENT_TYPE}
+        options |= {"field_manager": field_manager, "_content_type": APPLY_CONTENT_TYPE}
         what = f"{'dry-run ' if dry_run else ''}applying {plural}/{name}"
         return await self.call(what, fn, group, version, plural, name, dict(body), safe=dry_run, **options)
 
