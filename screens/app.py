@@ -282,18 +282,15 @@ class WizardApp(App[int]):
     @staticmethod
     def _write_crash_log(error: BaseException) -> str:
         """The traceback in ``crash.log`` (0600: it may name the cluster and its objects)."""
-        import os
         import traceback
+
+        from wizard.atomic_write import write_private
 
         path = state_dir() / "crash.log"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            path.unlink(missing_ok=True)  # a new file gets the mode below, whatever the old one had
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write("".join(traceback.format_exception(error)))
-        except OSError:
-            return "(could not write the crash log)"
+            write_private(path, "".join(traceback.format_exception(error)))
+        except OSError as exc:
+            return f"(could not write the crash log: {exc})"
         return display_path(path)
 
     # -- commands ---------------------------------------------------------------------------

@@ -223,7 +223,8 @@ class WizardState:
 
     def save(self, step: str) -> None:
         """Save the answers (valid or, mid-way, as far as they go) and the step reached."""
-        from wizard.answers import save_answers, write_private
+        from wizard.answers import save_answers
+        from wizard.atomic_write import write_private
 
         plan, _ = self.validate()
         if plan is not None:

@@ -116,14 +116,15 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
-    from wizard.answers import example_answers, write_private
+    from wizard.answers import example_answers
+    from wizard.atomic_write import write_private
 
     text = example_answers(Mode(args.mode))
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
     target = Path(args.output)
-    if target.exists() and not args.force:
+    if target.exists() and not args.force and not target.is_dir():  # a folder: write_private says so
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
     sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
@@ -233,7 +234,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:
         from wizard.answers import AnswersError  # loaded only when something failed: start-up stays light
+        from wizard.atomic_write import WriteError
 
+        if isinstance(exc, WriteError):
+            sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+            return EXIT_INVALID
         if not isinstance(exc, AnswersError):
             raise
         for error in exc.errors:

@@ -184,7 +184,7 @@ class Screen(StepScreen):
         self.app.push_screen(PathDialog(f"Save {title} to", default), lambda path: self._save(path, tab_id))
 
     def _save(self, path: str | None, tab_id: str) -> None:
-        from wizard.answers import write_private
+        from wizard.atomic_write import write_private
 
         if not path:
             return
