@@ -116,7 +116,7 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
-    from wizard.answers import example_answers
+    from wizard.answers import example_answers, printable
     from wizard.atomic_write import write_private
 
     text = example_answers(Mode(args.mode))
@@ -127,7 +127,8 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     if target.exists() and not args.force and not target.is_dir():  # a folder: write_private says so
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: gpu-wizard render --answers {target} ...\n")
+    shown = printable(str(target))
+    sys.stderr.write(f"wrote {shown} ({args.mode} mode); edit it, then: gpu-wizard render --answers {shown} ...\n")
     return EXIT_OK
 
 
@@ -208,10 +209,43 @@ def _starts_the_tui(words: Sequence[str]) -> bool:
 
 
 def run_tui(args: argparse.Namespace) -> int:
-    """Start the interactive wizard; the engine never imports Textual, so it is loaded only here."""
+    """Start the interactive wizard; the engine never imports Textual, so it is loaded only here.
+
+    Refused before Textual loads: a demo scenario that does not exist (the demo would fail inside
+    the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
+    stderr; without a TTY it would wait forever for keys that never come).
+    """
+    if args.demo:
+        from wizard.demo.scenario import ScenarioError, load_scenario
+
+        try:
+            load_scenario(args.demo)
+        except ScenarioError as exc:
+            raise UsageError(f"--demo: {exc}") from None
+    missing = [name for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__)) if not _is_tty(stream)]
+    if missing:
+        raise UsageError(
+            f"the interactive wizard needs a terminal, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one; in scripts use the subcommands "
+            "(render, discover, apply, verify, rollback: see gpu-wizard --help)"
+        )
     app_module = importlib.import_module("screens.app")
     result: int = app_module.run(args)
     return result
+
+
+def _printable(text: str) -> str:
+    """A message quoting user input, control characters escaped (loaded only when something failed)."""
+    from wizard.answers import printable
+
+    return printable(text)
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except UsageError as exc:
-        sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+        sys.stderr.write(f"gpu-wizard: error: {_printable(str(exc))}\n")
         return EXIT_INVALID
     except KeyboardInterrupt:
         sys.stderr.write("gpu-wizard: interrupted\n")
@@ -237,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard.atomic_write import WriteError
 
         if isinstance(exc, WriteError):
-            sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+            sys.stderr.write(f"gpu-wizard: error: {_printable(str(exc))}\n")
             return EXIT_INVALID
         if not isinstance(exc, AnswersError):
             raise

@@ -1,0 +1,36 @@
+"""The hostile-input catalogue: every case of every ``tests/hostile_cases_*.py`` run as the real CLI.
+
+Each case must end with its exit code and message, with no traceback and no control character in
+its output, within 2 s and 200 MB peak RSS. All cases run first, two at a time (one fixture), then
+one test per case reports its own result. A case over 2 s is run once more alone before it fails:
+this machine's cores are shared, and the bound is about the program, not a neighbour's build.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.hostile_runner import MAX_SECONDS, CaseResult, collect_cases, problems, run_all, run_case
+
+CASES = collect_cases()
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, CaseResult]:
+    return {f"{r.module}/{r.case.name}": r for r in run_all(CASES, workers=2)}
+
+
+@pytest.mark.parametrize(("area", "case"), CASES, ids=[f"{area}/{case.name}" for area, case in CASES])
+def test_hostile_case(results: dict[str, CaseResult], area: str, case: object) -> None:
+    result = results[f"{area}/{getattr(case, 'name', '')}"]
+    found = problems(result)
+    if found and result.seconds > MAX_SECONDS and all(p.startswith("took ") for p in found):
+        result = run_case(area, result.case)  # alone this time
+        found = problems(result)
+    assert not found, f"{'; '.join(found)}\nstdout: {result.stdout[-800:]!r}\nstderr: {result.stderr[-800:]!r}"
+
+
+def test_the_catalogue_is_large_enough() -> None:
+    """Issue 9: at least 90 hostile inputs, the answers area's own included."""
+    assert len(CASES) >= 90
+    assert sum(area == "answers" for area, _ in CASES) >= 90
