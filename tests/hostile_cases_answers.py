@@ -221,6 +221,7 @@ GRAMMARS: list[HostileCase] = [
     bad_path("installdir-lib64", "toolkit.installDir", "/lib64", "is a system folder"),
     bad_path("installdir-usr-lib", "toolkit.installDir", "/usr/lib", "is a system folder"),
     bad_path("installdir-boot", "toolkit.installDir", "/boot", "is a system folder"),
+    bad_path("driverdir-root", "hostPaths.driverInstallDir", "/", "leave driverInstallDir unset"),
     bad_path("driverdir-sys", "hostPaths.driverInstallDir", "/sys", "is a system folder"),
     bad_path("driverdir-proc-sub", "hostPaths.driverInstallDir", "/proc/1/root", "pseudo file system"),
     bad_path("driverdir-dev-shm", "hostPaths.driverInstallDir", "/dev/shm", "pseudo file system"),

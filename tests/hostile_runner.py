@@ -47,6 +47,7 @@ class CaseResult:
     stdout: str
     stderr: str
     seconds: float
+    cpu_seconds: float
     peak_rss_mb: float
 
     @property
@@ -118,9 +119,10 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
         case=case,
         module=area,
         exit_code=child.returncode,
-        stdout=out.decode("utf-8", "backslashreplace"),
-        stderr=err.decode("utf-8", "backslashreplace"),
+        stdout=out.decode("utf-8", "backslashreplace").replace(folder, "{dir}"),
+        stderr=err.decode("utf-8", "backslashreplace").replace(folder, "{dir}"),
         seconds=seconds,
+        cpu_seconds=usage.ru_utime + usage.ru_stime,
         peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
     )
 
@@ -173,6 +175,8 @@ def problems(result: CaseResult) -> list[str]:
     control = CONTROL_CHARACTER.search(both)
     if control:
         found.append(f"a control character {control.group()!r} reached the output")
+    if result.cpu_seconds > MAX_SECONDS:
+        found.append(f"used {result.cpu_seconds:.2f} s of CPU (bound {MAX_SECONDS:g} s)")
     if result.seconds > MAX_SECONDS:
         found.append(f"took {result.seconds:.2f} s (bound {MAX_SECONDS:g} s)")
     if result.peak_rss_mb > MAX_RSS_MB:

@@ -142,3 +142,15 @@ def test_backup_write_failure_is_one_line_and_nothing_applied(tmp_path: Path) ->
     with pytest.raises(ClusterError) as failed:
         write_backup(tmp_path, "b.yaml", Backup(context="c", server="s", objects=[]))
     assert "nothing was applied" in str(failed.value) and "it is a folder" in str(failed.value)
+
+
+def test_the_tui_words_a_failed_write_as_one_line(tmp_path: Path) -> None:
+    """The dialog text for a failed write (the Preview save, report export, crash log use it)."""
+    from screens.errors import describe_error
+
+    with pytest.raises(WriteError) as failed:
+        write_private(tmp_path, "x")
+    title, message, hint = describe_error(failed.value)
+    assert title == "File not written" and "\n" not in message
+    assert message.endswith("cannot write: it is a folder; give a file name; the previous file (if any) is unchanged")
+    assert hint

@@ -1,16 +1,20 @@
 """The hostile-input catalogue: every case of every ``tests/hostile_cases_*.py`` run as the real CLI.
 
 Each case must end with its exit code and message, with no traceback and no control character in
-its output, within 2 s and 200 MB peak RSS. All cases run first, two at a time (one fixture), then
-one test per case reports its own result. A case over 2 s is run once more alone before it fails:
-this machine's cores are shared, and the bound is about the program, not a neighbour's build.
+its output, within 2 s (wall and CPU) and 200 MB peak RSS. All cases run first, two at a time (one
+fixture), then one test per case reports its own result. A case over 2 s of wall time is run once
+more alone; if it is still over while the machine is overloaded (load average above its CPU count)
+and its CPU time is within the bound, the wall-time check could not be made: it is SKIPPED with the
+figures, never passed.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from tests.hostile_runner import MAX_SECONDS, CaseResult, collect_cases, problems, run_all, run_case
+from tests.hostile_runner import CaseResult, collect_cases, problems, run_all, run_case
 
 CASES = collect_cases()
 
@@ -24,9 +28,15 @@ def results() -> dict[str, CaseResult]:
 def test_hostile_case(results: dict[str, CaseResult], area: str, case: object) -> None:
     result = results[f"{area}/{getattr(case, 'name', '')}"]
     found = problems(result)
-    if found and result.seconds > MAX_SECONDS and all(p.startswith("took ") for p in found):
+    if found and all(p.startswith("took ") for p in found):
         result = run_case(area, result.case)  # alone this time
         found = problems(result)
+        load, cpus = os.getloadavg()[0], os.cpu_count() or 1
+        if found and all(p.startswith("took ") for p in found) and load > cpus:
+            pytest.skip(
+                f"SKIPPED wall-time bound: {result.seconds:.2f} s with load average {load:.1f} on {cpus} CPUs; "
+                f"CPU time {result.cpu_seconds:.2f} s and {result.peak_rss_mb:.0f} MB are within the bounds"
+            )
     assert not found, f"{'; '.join(found)}\nstdout: {result.stdout[-800:]!r}\nstderr: {result.stderr[-800:]!r}"
 
 

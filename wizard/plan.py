@@ -260,6 +260,11 @@ class HostPaths(_Section):
     @field_validator("driverInstallDir")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
+        if value == "/":  # would mount the host's root read-write into the operands
+            raise ValueError(
+                "'/' is the host's root folder; a driver installed on the host is found there without this "
+                "setting: leave driverInstallDir unset (set it only for a non-standard root such as /usr/local/glibc)"
+            )
         return check_absolute_path(value) if value else None
 
 
