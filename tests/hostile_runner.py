@@ -18,8 +18,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,12 +145,6 @@ def _read_all(child: subprocess.Popen[bytes], started: float) -> tuple[bytes, by
     child.stdout.close()
     child.stderr.close()
     return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
-
-
-def run_all(cases: Iterable[tuple[str, HostileCase]], workers: int = 2) -> list[CaseResult]:
-    """Every case, ``workers`` at a time; results in the order of ``cases``."""
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda item: run_case(*item), cases))
 
 
 def problems(result: CaseResult) -> list[str]:

@@ -1,11 +1,11 @@
 """The hostile-input catalogue: every case of every ``tests/hostile_cases_*.py`` run as the real CLI.
 
 Each case must end with its exit code and message, with no traceback and no control character in
-its output, within 2 s (wall and CPU) and 200 MB peak RSS. All cases run first, two at a time (one
-fixture), then one test per case reports its own result. A case over 2 s of wall time is run once
-more alone; if it is still over while the machine is overloaded (load average above its CPU count)
-and its CPU time is within the bound, the wall-time check could not be made: it is SKIPPED with the
-figures, never passed.
+its output, within 2 s (wall and CPU) and 200 MB peak RSS. One test per case (``make test``'s
+xdist workers spread them over the cores). A case over 2 s of wall time is run once more; if it is
+still over while the machine is overloaded (load average above its CPU count) and its CPU time is
+within the bound, the wall-time check could not be made: it is SKIPPED with the figures, never
+passed.
 """
 
 from __future__ import annotations
@@ -14,22 +14,18 @@ import os
 
 import pytest
 
-from tests.hostile_runner import CaseResult, collect_cases, problems, run_all, run_case
+from tests.hostile import HostileCase
+from tests.hostile_runner import collect_cases, problems, run_case
 
 CASES = collect_cases()
 
 
-@pytest.fixture(scope="module")
-def results() -> dict[str, CaseResult]:
-    return {f"{r.module}/{r.case.name}": r for r in run_all(CASES, workers=2)}
-
-
 @pytest.mark.parametrize(("area", "case"), CASES, ids=[f"{area}/{case.name}" for area, case in CASES])
-def test_hostile_case(results: dict[str, CaseResult], area: str, case: object) -> None:
-    result = results[f"{area}/{getattr(case, 'name', '')}"]
+def test_hostile_case(area: str, case: HostileCase) -> None:
+    result = run_case(area, case)
     found = problems(result)
     if found and all(p.startswith("took ") for p in found):
-        result = run_case(area, result.case)  # alone this time
+        result = run_case(area, case)
         found = problems(result)
         load, cpus = os.getloadavg()[0], os.cpu_count() or 1
         if found and all(p.startswith("took ") for p in found) and load > cpus:
