@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import (
     AliasEvent,
     CollectionEndEvent,
@@ -88,7 +88,8 @@ def check_text(text: str, limits: Limits = ANSWERS_LIMITS) -> None:
             comment_chars += len(line) - found.start()
             if comment_chars > limits.max_comment_chars:
                 raise BoundsError(
-                    f"the comments exceed {limits.max_comment_chars // 1024} KiB; shorten or remove them", number
+                    f"the comments exceed {limits.max_comment_chars // 1024} KiB by this line; shorten or remove them",
+                    number,
                 )
 
 
@@ -125,10 +126,8 @@ def check_events(text: str, limits: Limits = ANSWERS_LIMITS) -> None:
             if len(path) >= limits.max_depth:
                 raise BoundsError(f"nested deeper than {limits.max_depth} levels", line, where)
             path.append(_Open(mapping=isinstance(event, MappingStartEvent)))
-    except MarkedYAMLError:
-        return  # the loader reports malformed YAML with its line
     except YAMLError:
-        return
+        return  # malformed YAML: the loader reports it with its line
 
 
 def _check_scalar(event: ScalarEvent, line: int | None, where: str, path: list[_Open], limits: Limits) -> None:
@@ -137,7 +136,7 @@ def _check_scalar(event: ScalarEvent, line: int | None, where: str, path: list[_
     if frame is not None and frame.mapping and frame.expecting_key:
         frame.key, frame.expecting_key = value[:64], False  # a key: the next node is its value
         if len(value) > limits.max_scalar_chars:
-            raise BoundsError(f"a key of {len(value)} characters", line, where)
+            raise BoundsError(f"a key of {len(value)} characters; keys are short names such as driver", line, where)
         return
     if len(value) > limits.max_scalar_chars:
         raise BoundsError(
