@@ -157,16 +157,17 @@ class WizardApp(App[int]):
         else:
             self.push_screen(step.make_screen())
 
-    def save_progress(self, step: str) -> None:
-        """Save answers and the resume point; a failure is reported, never fatal."""
+    def save_progress(self, step: str) -> bool:
+        """Save answers and the resume point; a failure is a dialog (after the next screen is up), never fatal."""
         try:
             self.state.save(step)
         except OSError as exc:
-            self.notify(
-                f"Could not save answers to {display_path(self.state.answers_path)}: {exc.strerror or exc}",
-                title="Answers not saved",
-                severity="error",
-            )
+            from screens.dialogs import ErrorDialog
+            from screens.errors import describe_error
+
+            self.call_after_refresh(self.push_screen, ErrorDialog(*describe_error(exc)))
+            return False
+        return True
 
     def finish(self) -> None:
         """Past the last step: leave with 0 when verification passed."""
@@ -296,8 +297,8 @@ class WizardApp(App[int]):
     # -- commands ---------------------------------------------------------------------------
 
     def action_save_answers(self) -> None:
-        self.save_progress(self.state.step)
-        self.notify(f"Saved to {display_path(self.state.answers_path)}", title="Answers")
+        if self.save_progress(self.state.step):
+            self.notify(f"Saved to {display_path(self.state.answers_path)}", title="Answers")
 
     def action_save_answers_as(self) -> None:
         from screens.dialogs import PathDialog

@@ -154,3 +154,23 @@ def test_the_tui_words_a_failed_write_as_one_line(tmp_path: Path) -> None:
     assert title == "File not written" and "\n" not in message
     assert message.endswith("cannot write: it is a folder; give a file name; the previous file (if any) is unchanged")
     assert hint
+
+
+async def test_the_tui_shows_a_failed_answers_save_in_a_dialog(tui_env: Path) -> None:
+    """Saving the answers onto a folder: the dialog names it, the wizard goes on, no 'Saved to'."""
+    from screens.app import WizardApp
+    from screens.dialogs import ErrorDialog
+    from tests.snapshots.plugin import screen_text, wait_for
+
+    app = WizardApp(start_step="mode", report_dir=tui_env)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.state.answers_path = tui_env
+        app.action_save_answers()
+        await wait_for(pilot, lambda: isinstance(app.screen, ErrorDialog), 10, "the error dialog")
+        text = screen_text(app)
+        assert "File not written" in text and "it is a folder" in text, text
+        assert "Traceback" not in text
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, ErrorDialog)
