@@ -1,12 +1,17 @@
-"""Run the fault matrix and write ``docs/reliability.md``: faults injected per operation, survived, retried, reported.
+"""Run the fault matrix and the hostile-input catalogue; write ``docs/reliability.md``.
 
-Starts a demo cluster (``existing-install``) for the read-only operations, a fresh one per apply cell,
-and, when ``docker-registry`` and ``htpasswd`` are installed, a real registry behind htpasswd on
-loopback for the 401 cells. Every figure in the document comes from this run.
+The fault matrix: faults injected per operation, survived, retried, reported. Starts a demo cluster
+(``existing-install``) for the read-only operations, a fresh one per apply cell, and, when
+``docker-registry`` and ``htpasswd`` are installed, a real registry behind htpasswd on loopback for
+the 401 cells. The hostile input table: every case of ``tests/hostile_cases_*.py`` run as the real
+CLI, one at a time (``tests/hostile_runner.py``): exit code, seconds, CPU seconds, peak RSS. Every
+figure in the document comes from this run; with ``--only``, the part not run is kept from the
+existing document.
 
-    .venv/bin/python -m benchmarks.reliability [--write docs/reliability.md] [--only discover,apply]
+    .venv/bin/python -m benchmarks.reliability [--write docs/reliability.md] [--only discover,apply,hostile]
 
-Exit status 1 when a cell did not end as a correct engine must (a crash, a missed retry, half an apply).
+Exit status 1 when a cell did not end as a correct engine must (a crash, a missed retry, half an
+apply), or a hostile case broke its exit code, message or bounds (2 s, 200 MB).
 """
 
 from __future__ import annotations
@@ -38,8 +43,11 @@ from benchmarks.faultmatrix import (
     cells,
     run_cell,
 )
+from tests.hostile_runner import MAX_RSS_MB, MAX_SECONDS, CaseResult, collect_cases, problems, run_case
 from wizard.demo.serve import DemoClusterThread
 
+HOSTILE = "hostile"
+HOSTILE_MARKER = "<!-- hostile input: generated from tests/hostile_cases_*.py -->"
 AUTH_REPO = "mlops/nvidia-driver"
 AUTH_TAG = "580.126.09.1-fault-matrix"
 
@@ -178,20 +186,86 @@ def markdown(results: list[CellResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def hostile_markdown(results: list[CaseResult]) -> str:
+    """The *hostile input* table: one row per case, the bounds checked on each."""
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = os.getloadavg()[0]
+    broken = [r for r in results if problems(r)]
+    lines = [
+        HOSTILE_MARKER,
+        "",
+        "# Hostile input",
+        "",
+        f"Generated {when} on {_machine()} (load average {load:.1f} at the end).",
+        "",
+        "Every case of `tests/hostile_cases_*.py`, run one at a time as the real CLI (`python -m wizard ARGV`,",
+        "stdin not a terminal, its own temporary folder and `HOME`, RLIMIT_AS 4 GiB) by `tests/hostile_runner.py`,",
+        "the runner `tests/test_hostile_catalog.py` uses too. A case passes when it ends with the expected exit",
+        "code and message, prints no traceback and no control character, and stays within "
+        f"{MAX_SECONDS:g} s (wall and CPU) and {MAX_RSS_MB:g} MB peak RSS (the child's `ru_maxrss` from `wait4`).",
+        "",
+        f"Cases: **{len(results)}**; outside their bounds or expectations: **{len(broken)}**; slowest "
+        f"{max((r.seconds for r in results), default=0):.2f} s wall, {max((r.cpu_seconds for r in results), default=0):.2f} s CPU; "
+        f"largest {max((r.peak_rss_mb for r in results), default=0):.0f} MB.",
+        "",
+        "| area | case | exit | seconds | CPU s | peak RSS MB | result | first line of output |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in results:
+        found = problems(r)
+        verdict = "ok" if not found else "**" + _cell_text("; ".join(found)) + "**"
+        message = _cell_text(r.message).replace("`", "'")[:140]
+        lines.append(
+            f"| {r.module} | {r.case.name} | {r.exit_code} | {r.seconds:.2f} | {r.cpu_seconds:.2f} | "
+            f"{r.peak_rss_mb:.0f} | {verdict} | `{message}` |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def compose(existing: str, matrix: str | None, hostile: str | None) -> str:
+    """The document: the parts run now, the others kept from ``existing``."""
+    old_matrix, marker, old_hostile = existing.partition(HOSTILE_MARKER)
+    first = matrix if matrix is not None else old_matrix.rstrip("\n") + "\n"
+    second = hostile if hostile is not None else (marker + old_hostile if marker else "")
+    return first + ("\n" + second if second else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the matrix, print one line per cell, optionally write the Markdown report."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", metavar="FILE", help="write the Markdown report here (docs/reliability.md)")
-    parser.add_argument("--only", metavar="OPS", help=f"comma-separated operations ({', '.join(OPERATIONS)})")
+    parser.add_argument(
+        "--only", metavar="OPS", help=f"comma-separated parts: operations ({', '.join(OPERATIONS)}) and/or {HOSTILE}"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)  # the registry client's insecure-registry warnings are expected here
-    operations = tuple(args.only.split(",")) if args.only else None
-    with tempfile.TemporaryDirectory(prefix="gpu-wizard-faults-") as workdir:
-        results = asyncio.run(run_matrix(operations, Path(workdir)))
+    wanted = tuple(args.only.split(",")) if args.only else None
+    operations = tuple(op for op in wanted if op != HOSTILE) if wanted else None
+    results: list[CellResult] = []
+    if operations is None or operations:
+        with tempfile.TemporaryDirectory(prefix="gpu-wizard-faults-") as workdir:
+            results = asyncio.run(run_matrix(operations, Path(workdir)))
+    hostile: list[CaseResult] | None = None
+    if wanted is None or HOSTILE in wanted:
+        hostile = []
+        for area, case in collect_cases():  # one at a time: each case's seconds are its own
+            r = run_case(area, case)
+            hostile.append(r)
+            found = problems(r)
+            print(
+                f"{'ok ' if not found else 'BAD'} {r.module}/{r.case.name:<40} exit {r.exit_code} "
+                f"{r.seconds:5.2f}s {r.cpu_seconds:5.2f}s CPU {r.peak_rss_mb:4.0f} MB {'; '.join(found)}",
+                flush=True,
+            )
     if args.write:
-        Path(args.write).write_text(markdown(results), encoding="utf-8")
+        path = Path(args.write)
+        existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        matrix = markdown(results) if results else None
+        text = compose(existing, matrix, hostile_markdown(hostile) if hostile is not None else None)
+        path.write_text(text, encoding="utf-8")
         print(f"wrote {args.write}")
-    return 0 if all(r.ok for r in results) else 1
+    hostile_ok = hostile is None or not any(problems(r) for r in hostile)
+    return 0 if all(r.ok for r in results) and hostile_ok else 1
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def render_command() -> list[str]:
     """The installed console script, as a user runs it (else the same entry point through ``python -c``)."""
     if CONSOLE_SCRIPT.exists():
         return [str(CONSOLE_SCRIPT), *RENDER]
-    return [sys.executable, "-c", "import sys; from wizard.cli.main import main; sys.exit(main())", *RENDER]
+    return [sys.executable, "-c", "import sys; from wizard.launch import main; sys.exit(main())", *RENDER]
 
 
 def seconds(command: list[str]) -> tuple[float, float]:

@@ -43,7 +43,7 @@ Bare().run()
 #: What is started: the ``gpu-wizard`` entry point as users run it, the installed console script
 #: itself (``script``: the same interpreter's ``bin/gpu-wizard``), or the Textual app alone.
 ENTRIES = {
-    "cli": "import sys; from wizard.cli.main import main; sys.exit(main([]))",
+    "cli": "import sys; from wizard.launch import main; sys.exit(main([]))",
     "script": "",
     "app": "from screens.app import WizardApp; WizardApp().run()",
 }

@@ -157,16 +157,17 @@ class WizardApp(App[int]):
         else:
             self.push_screen(make_screen(step.name))
 
-    def save_progress(self, step: str) -> None:
-        """Save answers and the resume point; a failure is reported, never fatal."""
+    def save_progress(self, step: str) -> bool:
+        """Save answers and the resume point; a failure is a dialog (after the next screen is up), never fatal."""
         try:
             self.state.save(step)
         except OSError as exc:
-            self.notify(
-                f"Could not save answers to {display_path(self.state.answers_path)}: {exc.strerror or exc}",
-                title="Answers not saved",
-                severity="error",
-            )
+            from screens.dialogs import ErrorDialog
+            from screens.errors import describe_error
+
+            self.call_after_refresh(self.push_screen, ErrorDialog(*describe_error(exc)))
+            return False
+        return True
 
     def finish(self) -> None:
         """Past the last step: leave with 0 when verification passed."""
@@ -281,25 +282,22 @@ class WizardApp(App[int]):
     @staticmethod
     def _write_crash_log(error: BaseException) -> str:
         """The traceback in ``crash.log`` (0600: it may name the cluster and its objects)."""
-        import os
         import traceback
+
+        from wizard.atomic_write import write_private
 
         path = state_dir() / "crash.log"
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            path.unlink(missing_ok=True)  # a new file gets the mode below, whatever the old one had
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write("".join(traceback.format_exception(error)))
-        except OSError:
-            return "(could not write the crash log)"
+            write_private(path, "".join(traceback.format_exception(error)))
+        except OSError as exc:
+            return f"(could not write the crash log: {exc})"
         return display_path(path)
 
     # -- commands ---------------------------------------------------------------------------
 
     def action_save_answers(self) -> None:
-        self.save_progress(self.state.step)
-        self.notify(f"Saved to {display_path(self.state.answers_path)}", title="Answers")
+        if self.save_progress(self.state.step):
+            self.notify(f"Saved to {display_path(self.state.answers_path)}", title="Answers")
 
     def action_save_answers_as(self) -> None:
         from screens.dialogs import PathDialog

@@ -25,6 +25,10 @@ def describe_error(error: BaseException) -> tuple[str, str, str]:
         return "Cluster error", message, hint
     if "RegistryError" in kinds:
         return "Registry error", message, hint or "check the registry address, credentials and network."
+    if "ScenarioError" in kinds:
+        return "Demo scenario", message, hint or "pick a bundled scenario or fix the scenario file named above."
+    if "WriteError" in kinds:  # one line already: the path, why, and that the old file is unchanged
+        return "File not written", message, hint or "choose another file or folder, then save again."
     if "AnswersError" in kinds:
         return "Invalid answers", message, hint or "fix the fields named above; each says what is valid."
     if isinstance(error, (TimeoutError,)):

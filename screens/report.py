@@ -88,7 +88,7 @@ def _cell(text: str) -> str:
 
 def write_report(state: WizardState, markdown_path: Path) -> tuple[Path, Path]:
     """Write ``<name>.md`` and ``<name>.json`` side by side; returns both paths."""
-    from wizard.engine.answers import write_private
+    from wizard.atomic_write import write_private
 
     markdown_path = markdown_path.with_suffix(".md")
     json_path = markdown_path.with_suffix(".json")

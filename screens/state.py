@@ -242,7 +242,8 @@ class WizardState:
 
     def save(self, step: str) -> None:
         """Save the answers (valid or, mid-way, as far as they go) and the step reached."""
-        from wizard.engine.answers import save_answers, write_private
+        from wizard.atomic_write import write_private
+        from wizard.engine.answers import save_answers
 
         plan, _ = self.validate()
         if plan is not None:

@@ -1,13 +1,15 @@
 """The answers file: round-trip with comments, field errors with lines, atomic private saves."""
 
+import contextlib
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
 
 from wizard.engine.answers import AnswersError, dump_answers, example_answers, load_answers, parse_answers, save_answers
-from wizard.engine.plan import Mode, Plan
+from wizard.engine.plan import Mode, Plan, check_absolute_path, check_driver_version, check_repository
 
 
 @pytest.mark.parametrize("mode", list(Mode))
@@ -136,3 +138,109 @@ def test_save_is_atomic_and_private(tmp_path: Path) -> None:
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert load_answers(path)[0] == plan
     assert [p.name for p in path.parent.iterdir()] == ["answers.yaml"]
+
+
+# -- bounds: what the loader refuses before ruamel's round-trip loader sees it, and how fast --------------
+
+PRE = "version: 1\nmode: preinstalled\n"
+
+
+def _cpu_seconds(text: str) -> float:
+    """CPU time (not wall: the test machine is shared) to parse or refuse ``text``."""
+    started = time.process_time()
+    with contextlib.suppress(AnswersError):
+        parse_answers(text, "a.yaml")
+    return time.process_time() - started
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("5 MB of comment lines", PRE + "# comment\n" * 500_000),
+        ("one 5 MB comment line", PRE + "#" + "x" * 5_000_000 + "\n"),
+        ("1 MiB of comment lines", PRE + "# c\n" * 262_000),
+        ("40k comment lines", PRE + "# a comment line\n" * 40_000),
+    ],
+)
+def test_huge_files_answer_within_a_second(name: str, text: str) -> None:
+    assert _cpu_seconds(text) < 1.0, name
+
+
+def test_the_largest_accepted_file_parses_within_a_second() -> None:
+    """Just inside every bound: 500 lines of 1,000 characters (blanks and 64 KiB of comments)."""
+    text = PRE + "#" + "c" * 999 + "\n" + "operator:\n  namespace: gpu\n" + (" " * 1000 + "\n") * 490
+    assert len(text) < 1 << 20
+    started = time.process_time()
+    plan, _ = parse_answers(text)
+    assert time.process_time() - started < 1.0
+    assert plan.operator.namespace == "gpu"
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "line", "words"),
+    [
+        ('a: &x "v"\nb: *x\n', "a", 1, "anchors and aliases"),
+        (
+            PRE + "toolkit: {installDir: " + "[" * 20 + "]" * 20 + "}\n",
+            "toolkit.installDir.0.0.0.0.0.0.0.0.0.0.0.0.0.0",
+            3,
+            "deeper than 16",
+        ),
+        (
+            PRE + "driver:\n  imagePullSecrets:\n    - " + "9" * 200 + "\n",
+            "driver.imagePullSecrets.0",
+            5,
+            "a number of 200",
+        ),
+        (PRE + "x: !!binary aGk=\n", "x", 3, "YAML tags"),
+        ("version: 1.0\n", "version", 1, "must be the integer 1"),
+        ("version: yes\n", "version", 1, "must be the integer 1"),
+    ],
+)
+def test_bounds_name_field_and_line(text: str, field: str, line: int, words: str) -> None:
+    with pytest.raises(AnswersError) as caught:
+        parse_answers(text, "a.yaml")
+    error = caught.value.errors[0]
+    assert (error.field, error.line) == (field, line) and words in error.message, error
+
+
+def test_a_bounded_read_of_an_endless_file() -> None:
+    with pytest.raises(AnswersError, match="more than 1,048,576 bytes"):
+        load_answers("/dev/zero")
+
+
+def test_messages_escape_control_characters() -> None:
+    with pytest.raises(AnswersError) as caught:
+        parse_answers('version: 1\n"\\e[2J\\x9b": 1\n', "a\x1b.yaml")
+    assert "\x1b" not in str(caught.value) and "\x9b" not in str(caught.value)
+    assert "a\\x1b.yaml:2: \\x1b[2J\\x9b: unknown key" in str(caught.value)
+
+
+# -- grammars: what stays valid ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "repository",
+    [
+        "nvcr.io/nvidia",
+        "nvidia",
+        "localhost:5000/mlops",
+        "Registry.Example.com/a/b-c",
+        "10.0.0.1:5000/x",
+        "docker.io/a__b",
+    ],
+)
+def test_valid_repositories(repository: str) -> None:
+    assert check_repository(repository) == repository
+
+
+@pytest.mark.parametrize(
+    "path", ["/usr/local/nvidia", "/run/nvidia/toolkit-install", "/opt/nvidia", "/usr/local/glibc", "/var/lib/nv_1.2+x"]
+)
+def test_valid_host_paths(path: str) -> None:
+    assert check_absolute_path(path) == path
+
+
+@pytest.mark.parametrize("version", ["580", "580.126.09.1", "570.195.03"])
+def test_valid_driver_versions(version: str) -> None:
+    assert check_driver_version(version, Mode.PRECOMPILED) == version

@@ -98,7 +98,7 @@ async def test_a_killed_wizard_resumes_with_its_answers_and_step(tui_env: Path) 
 
 KILL_WRITER = """
 import sys
-from wizard.engine.answers import write_private
+from wizard.atomic_write import write_private
 texts = ["a: " + "1" * 3_000_000 + "\\n", "b: " + "2" * 3_000_000 + "\\n"]
 print("GO", flush=True)
 i = 0

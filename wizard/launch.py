@@ -30,9 +30,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard.cli.main import main as cli_main
 
         return cli_main(words)
-    from wizard.cli.main import tui_arguments
+    from wizard.cli.main import EXIT_INVALID, UsageError, tui_arguments
 
-    args = tui_arguments(words)
+    try:
+        args = tui_arguments(words)
+    except UsageError as exc:  # a scenario typo, no terminal: one line before Textual loads
+        from wizard.engine.textsafe import printable
+
+        sys.stderr.write(f"gpu-wizard: error: {printable(str(exc))}\n")
+        return EXIT_INVALID
     from screens.app import run
 
     return run(args)

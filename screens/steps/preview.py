@@ -185,7 +185,7 @@ class PreviewStep(StepScreen):
         self.app.push_screen(PathDialog(f"Save {title} to", default), lambda path: self._save(path, tab_id))
 
     def _save(self, path: str | None, tab_id: str) -> None:
-        from wizard.engine.answers import write_private
+        from wizard.atomic_write import write_private
 
         if not path:
             return

@@ -113,14 +113,15 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
-    from wizard.engine.answers import example_answers, write_private
+    from wizard.atomic_write import write_private
+    from wizard.engine.answers import example_answers
 
     text = example_answers(Mode(args.mode))
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
     target = Path(args.output)
-    if target.exists() and not args.force:
+    if target.exists() and not args.force and not target.is_dir():  # a folder: write_private says so
         raise UsageError(f"{target}: already exists; pass --force to overwrite")
     write_private(target, text)
     from wizard.engine.textsafe import shell_command
@@ -196,8 +197,42 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
 
 
 def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
-    """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), parsed."""
-    return build_parser(commands=False).parse_args(words)
+    """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), checked.
+
+    UsageError before Textual loads: a demo scenario that does not exist (the demo would fail inside
+    the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
+    stderr; without a TTY it would wait forever for keys that never come).
+    """
+    args = build_parser(commands=False).parse_args(words)
+    if args.demo:
+        from wizard.demo.scenarios.scenario import ScenarioError, load_scenario
+
+        try:
+            load_scenario(args.demo)
+        except ScenarioError as exc:
+            raise UsageError(f"--demo: {exc}") from None
+    missing = [name for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__)) if not _is_tty(stream)]
+    if missing:
+        raise UsageError(
+            f"the interactive wizard needs a terminal, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one; in scripts use the subcommands "
+            "(render, discover, apply, verify, rollback: see gpu-wizard --help)"
+        )
+    return args
+
+
+def _printable(text: str) -> str:
+    """A message quoting user input, control characters escaped (loaded only when something failed)."""
+    from wizard.engine.textsafe import printable
+
+    return printable(text)
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -228,7 +263,7 @@ def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Na
     try:
         return handler(args)
     except UsageError as exc:
-        sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+        sys.stderr.write(f"gpu-wizard: error: {_printable(str(exc))}\n")
         return EXIT_INVALID
     except KeyboardInterrupt:
         sys.stderr.write("gpu-wizard: interrupted\n")
@@ -236,11 +271,13 @@ def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Na
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:
+        from wizard.atomic_write import WriteError
         from wizard.engine.answers import AnswersError  # loaded only when something failed: start-up stays light
         from wizard.engine.facts import NodeFactsError
+        from wizard.engine.textsafe import printable
 
-        if isinstance(exc, NodeFactsError):  # a live cluster's node breaks a grammar: refuse to plan for it
-            sys.stderr.write(f"gpu-wizard: error: {exc}\n")
+        if isinstance(exc, (NodeFactsError, WriteError)):  # a node breaking a grammar; a file that cannot be written
+            sys.stderr.write(f"gpu-wizard: error: {printable(str(exc))}\n")
             return EXIT_INVALID
         if not isinstance(exc, AnswersError):
             raise

@@ -26,8 +26,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
 
+from wizard.atomic_write import write_private
 from wizard.cluster.errors import ClusterError
-from wizard.engine.answers import write_private
 
 HEADER_KEY = "# gpu-wizard-backup: "
 MAX_BACKUP_BYTES = 1024 * 1024

@@ -1,18 +1,16 @@
 """The answers file: the plan's YAML form, loaded and saved with comments and key order kept.
 
-Loading validates through :class:`wizard.engine.plan.Plan` and turns every problem into a
-:class:`FieldError` that names the field, the file line and what is valid. Saving goes through a
-temporary file and a rename, mode 0600, so a crash never leaves half a file behind.
+Loading is bounded (:mod:`wizard.engine.yaml_bounds`: size, depth, no aliases, linear time), validates
+through :class:`wizard.engine.plan.Plan` and turns every problem into a :class:`FieldError` that names the
+field, the file line and what is valid. Saving goes through :func:`wizard.atomic_write.write_private`.
 """
 
 from __future__ import annotations
 
 import io
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,7 +18,21 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from wizard.atomic_write import write_private
 from wizard.engine.plan import Mode, Plan
+from wizard.engine.textsafe import printable
+from wizard.engine.yaml_bounds import ANSWERS_LIMITS, BoundsError, check_events, check_text
+
+__all__ = [
+    "AnswersError",
+    "FieldError",
+    "dump_answers",
+    "example_answers",
+    "load_answers",
+    "parse_answers",
+    "save_answers",
+    "write_private",  # re-exported: older callers import the one atomic-write helper from here
+]
 
 
 @dataclass(frozen=True)
@@ -35,7 +47,8 @@ class FieldError:
 
     def render(self, source: str = "") -> str:
         where = f"{source}:{self.line}: " if source and self.line else (f"{source}: " if source else "")
-        return f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
+        text = f"{where}{self.field}: {self.message}" if self.field else f"{where}{self.message}"
+        return printable(text.replace("\n", "\\n"))
 
 
 class AnswersError(ValueError):
@@ -106,6 +119,13 @@ def plan_errors(exc: ValidationError, doc: Any = None) -> list[FieldError]:
 
 def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
     """Parse and validate answers text; returns the plan and the round-trip document."""
+    if len(text) > ANSWERS_LIMITS.max_bytes:
+        raise AnswersError([FieldError("", _too_large(len(text)))], source)
+    try:
+        check_text(text)
+        check_events(text)
+    except BoundsError as exc:
+        raise AnswersError([FieldError(exc.field, exc.message, exc.line)], source) from None
     try:
         doc = _yaml().load(text)
     except MarkedYAMLError as exc:
@@ -115,6 +135,8 @@ def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
         raise AnswersError([FieldError("", f"malformed YAML: {problem}", line)], source) from None
     except YAMLError as exc:
         raise AnswersError([FieldError("", f"malformed YAML: {exc}")], source) from None
+    except (ValueError, RecursionError) as exc:  # past the bounds above, a constructor limit we did not foresee
+        raise AnswersError([FieldError("", f"a value YAML cannot read: {exc.__class__.__name__}")], source) from None
     if doc is None:
         doc = CommentedMap()
     if not isinstance(doc, CommentedMap):
@@ -134,12 +156,29 @@ def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
     """Read and validate an answers file; AnswersError names every bad field and its line."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as handle:  # bounded read: also safe on /dev/zero or a FIFO
+            data = handle.read(ANSWERS_LIMITS.max_bytes + 1)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise AnswersError([FieldError("", "no such file")], source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersError([FieldError("", f"cannot read the file: {exc.__class__.__name__}")], source) from None
+    except IsADirectoryError:
+        raise AnswersError([FieldError("", "is a folder; give the answers file")], source) from None
+    except UnicodeDecodeError as exc:
+        raise AnswersError(
+            [FieldError("", f"cannot read the file: not UTF-8 text (byte {exc.start})")], source
+        ) from None
+    except OSError as exc:
+        raise AnswersError(
+            [FieldError("", f"cannot read the file: {exc.strerror or exc.__class__.__name__}")], source
+        ) from None
+    if len(data) > ANSWERS_LIMITS.max_bytes:
+        raise AnswersError([FieldError("", _too_large(len(data), more=True))], source)
     return parse_answers(text, source)
+
+
+def _too_large(size: int, *, more: bool = False) -> str:
+    limit = ANSWERS_LIMITS.max_bytes
+    return f"{'more than ' if more else ''}{size - (1 if more else 0):,} bytes; an answers file may hold at most {limit:,} bytes (1 MiB)"
 
 
 def _plain(node: Any) -> Any:
@@ -171,23 +210,6 @@ def dump_answers(plan: Plan, doc: CommentedMap | None = None) -> str:
     buffer = io.StringIO()
     _yaml().dump(target, buffer)
     return buffer.getvalue()
-
-
-def write_private(path: str | os.PathLike[str], text: str) -> None:
-    """Write a file atomically (temporary file in the same folder, then rename), mode 0600."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_answers(path: str | os.PathLike[str], plan: Plan, doc: CommentedMap | None = None) -> None:

@@ -32,14 +32,30 @@ MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
     Mode.PREINSTALLED: {"source": "", "image": ""},
 }
 
-# Image-reference grammar (distribution/reference): host[:port] then path components.
-_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
+# Every grammar below is ASCII-only (re.ASCII, explicit classes) and anchored with \A…\Z: Python's
+# ``$`` also matches before a trailing newline, and ``\d`` matches full-width and Arabic-Indic digits.
+# Image-reference grammar (distribution/reference): host[:port] then lower-case path components.
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?)"
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-REPOSITORY_RE = re.compile(rf"^{_HOST}(?:/{_COMPONENT})*$")
-IMAGE_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
-K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-DRIVER_VERSION_RE = re.compile(r"^\d+(?:\.\d+){0,3}$")
-DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
+HOST_RE = re.compile(rf"\A{_HOST}\Z", re.ASCII)
+REPOSITORY_RE = re.compile(rf"\A{_HOST}(?:/{_COMPONENT})*\Z", re.ASCII)
+IMAGE_RE = re.compile(rf"\A{_COMPONENT}(?:/{_COMPONENT})*\Z", re.ASCII)
+K8S_NAME_RE = re.compile(r"\A[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\Z", re.ASCII)
+DRIVER_VERSION_RE = re.compile(r"\A[0-9]{1,8}(?:\.[0-9]{1,8}){0,3}\Z", re.ASCII)
+DIGEST_RE = re.compile(r"\Asha256:[a-f0-9]{64}\Z", re.ASCII)
+MAX_REFERENCE_NAME = 255
+"""distribution/reference: a repository name (host and path) is at most 255 characters."""
+# A host path's components: the POSIX portable filename characters plus '+'. No space, quote, '$',
+# backtick, ';', '&', '|', '*', '?', '~', '#' or control character: the path goes into manifests
+# and printed commands, and none of those has a place in a driver or toolkit folder.
+_PATH_RE = re.compile(r"\A(?:/[A-Za-z0-9._+-]+)+\Z", re.ASCII)
+MAX_PATH = 1024
+SYSTEM_FOLDERS = frozenset(
+    {"/etc", "/usr", "/bin", "/sbin", "/boot", "/proc", "/sys", "/dev", "/var", "/run", "/home", "/root", "/tmp"}
+    | {"/usr/bin", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/var/run"}
+)
+"""Folders an operand must never own: installing there would overwrite or hide the host's own files."""
+PSEUDO_FILESYSTEMS = ("/proc/", "/sys/", "/dev/")
 _OS_WORDS = ("ubuntu", "rhel", "rhcos", "rocky", "sles", "sle-micro", "sl-micro", "centos", "ol", "debian")
 
 VERSION_HELP = "a driver version such as 580.126.09.1 or a branch such as 580"
@@ -47,7 +63,6 @@ VERSION_HELP = "a driver version such as 580.126.09.1 or a branch such as 580"
 
 def check_driver_version(value: str, mode: Mode) -> str:
     """Validate ``driver.version`` for a mode; return the normalised value or raise ValueError."""
-    value = value.strip()
     if value.startswith(DIGEST_PREFIX):
         if mode is Mode.PRECOMPILED:
             raise ValueError(
@@ -71,15 +86,34 @@ def check_driver_version(value: str, mode: Mode) -> str:
     raise ValueError(f"{value!r} is not {VERSION_HELP}" + (" or a sha256: digest" if mode is Mode.UPSTREAM else ""))
 
 
+PATH_HELP = "an absolute folder such as /run/nvidia/driver (letters, digits, . _ + - and /)"
+
+
 def check_absolute_path(value: str) -> str:
-    """An absolute, normalised POSIX path (``/run/nvidia/driver``), else ValueError."""
+    """An absolute, normalised host folder of safe characters that is no system folder, else ValueError."""
+    if len(value) > MAX_PATH:
+        raise ValueError(f"a path of {len(value)} characters; give {PATH_HELP}, at most {MAX_PATH} characters")
     if not value.startswith("/"):
-        raise ValueError(f"{value!r} is not an absolute path; give a path starting with /")
+        raise ValueError(f"{value!r} is not an absolute path; give {PATH_HELP}")
     normal = posixpath.normpath(value)
     if normal.startswith("//"):
         normal = "/" + normal.lstrip("/")
     if normal != value:
         raise ValueError(f"{value!r} is not normalised; write it as {normal!r}")
+    if value == "/":
+        raise ValueError(f"'/' is the host's root folder; give {PATH_HELP}")
+    if not _PATH_RE.match(value):
+        bad = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c in "._+-/"))})
+        shown = " ".join(repr(c) for c in bad[:5])
+        raise ValueError(f"{value!r} contains {shown}, not allowed in a host path; give {PATH_HELP}")
+    top = value.split("/")[1]
+    system = value in SYSTEM_FOLDERS or (value.count("/") == 1 and top.startswith("lib"))
+    if system or (value.startswith("/usr/lib") and value.count("/") == 2):
+        raise ValueError(
+            f"{value!r} is a system folder the operator would write into; give a folder of its own, {PATH_HELP}"
+        )
+    if value.startswith(PSEUDO_FILESYSTEMS):
+        raise ValueError(f"{value!r} is on the kernel's /{top} pseudo file system; give {PATH_HELP}")
     return value
 
 
@@ -88,10 +122,21 @@ def check_repository(value: str) -> str:
     value = value.strip().rstrip("/")
     if "://" in value:
         raise ValueError(f"{value!r} has a URL scheme; give host[:port]/path without http:// or docker://")
-    if not REPOSITORY_RE.match(value):
+    if len(value) > MAX_REFERENCE_NAME:
+        raise ValueError(f"a repository of {len(value)} characters; image references allow {MAX_REFERENCE_NAME}")
+    first, _, rest = value.partition("/")
+    # As in distribution/reference: the first component is a registry host only when it has a '.'
+    # or a ':' or is "localhost"; otherwise (Docker Hub) every component is a lower-case path part.
+    is_host = "." in first or ":" in first or first == "localhost"
+    valid = (
+        bool(HOST_RE.match(first)) and (not rest or bool(IMAGE_RE.match(rest)))
+        if is_host
+        else bool(IMAGE_RE.match(value))
+    )
+    if not valid:
         raise ValueError(
             f"{value!r} is not a registry/repository like registry.example.com/mlops "
-            "(lower-case path components, no tag)"
+            "(a host, then lower-case path components of letters, digits, . _ -; no tag)"
         )
     return value
 
@@ -120,6 +165,8 @@ class OperatorSpec(_Section):
     @field_validator("version")
     @classmethod
     def _known_release(cls, value: str) -> str:
+        if len(value) > 32:
+            raise ValueError(f"a release of {len(value)} characters; valid: {', '.join(KNOWN_RELEASES.values())}")
         try:
             release = Release.parse(value)
         except ValueError as exc:
@@ -152,7 +199,7 @@ class RepoConfig(_Section):
     @field_validator("configMapName")
     @classmethod
     def _name(cls, value: str) -> str:
-        if value and not K8S_NAME_RE.match(value):
+        if value and (not K8S_NAME_RE.match(value) or len(value) > 253):
             raise ValueError(f"{value!r} is not a ConfigMap name (lower-case letters, digits, - and .)")
         return value
 
@@ -187,7 +234,7 @@ class DriverSpec(_Section):
     @classmethod
     def _secrets(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not K8S_NAME_RE.match(name):
+            if not K8S_NAME_RE.match(name) or len(name) > 253:
                 raise ValueError(f"{name!r} is not a Secret name (lower-case letters, digits, - and .)")
         return value
 
@@ -213,6 +260,11 @@ class HostPaths(_Section):
     @field_validator("driverInstallDir")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
+        if value == "/":  # would mount the host's root read-write into the operands
+            raise ValueError(
+                "'/' is the host's root folder; a driver installed on the host is found there without this "
+                "setting: leave driverInstallDir unset (set it only for a non-standard root such as /usr/local/glibc)"
+            )
         return check_absolute_path(value) if value else None
 
 
@@ -220,11 +272,20 @@ class Plan(_Section):
     """Every answer the wizard needs; the answers file is this model's YAML form."""
 
     version: Literal[1] = 1
+    """The answers format version: exactly the integer 1 (not true, not 1.0, not "1")."""
     operator: OperatorSpec = Field(default_factory=OperatorSpec)
     mode: Mode = Mode.PRECOMPILED
     driver: DriverSpec = Field(default_factory=DriverSpec)
     toolkit: ToolkitSpec = Field(default_factory=ToolkitSpec)
     hostPaths: HostPaths = Field(default_factory=HostPaths)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _format_version(cls, value: Any) -> Any:
+        if type(value) is not int or value != 1:  # bool is an int subclass: YAML's true would pass as 1
+            shown = str(value).lower() if isinstance(value, bool) else repr(value)
+            raise ValueError(f"must be the integer 1 (the answers format version), not {shown}")
+        return value
 
     @model_validator(mode="before")
     @classmethod

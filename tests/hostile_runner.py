@@ -1,0 +1,176 @@
+"""Runs the hostile-input catalogue: every ``CASES`` entry of ``tests/hostile_cases_*.py`` as a real CLI process.
+
+Used by ``tests/test_hostile_catalog.py`` (which fails on any broken bound or message) and by
+``benchmarks/reliability.py`` (which writes the *hostile input* table of ``docs/reliability.md``).
+Each case runs as ``python -m wizard ARGV`` (through ``runpy``, after setting RLIMIT_AS) in its own temporary folder (its files written there,
+``HOME`` pointed inside it so nothing lands in the real state folder), with stdin closed to a
+``/dev/null`` that is no terminal, under an address-space limit so that a runaway case fails
+instead of taking the machine down. Its peak RSS comes from the kernel (``os.wait4``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.hostile import HostileCase
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_SECONDS = 2.0
+MAX_RSS_MB = 200.0
+ADDRESS_SPACE_LIMIT = 4 << 30
+"""RLIMIT_AS for a case: far above what 200 MB of RSS needs (Python maps much more than it touches),
+low enough that a billion-laughs expansion dies with MemoryError instead of swapping the machine."""
+KILL_AFTER = 20.0
+"""A case still running after this is killed (and reported as over time)."""
+# C0 and C1 controls and DEL, except newline and tab.
+CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """What one case did: exit code, output, wall time and the child's peak RSS."""
+
+    case: HostileCase
+    module: str
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    cpu_seconds: float
+    peak_rss_mb: float
+
+    @property
+    def message(self) -> str:
+        """The first line the user saw (stderr first), for the table."""
+        for line in (self.stderr + "\n" + self.stdout).splitlines():
+            if line.strip():
+                return line.strip()
+        return ""
+
+
+def collect_cases() -> list[tuple[str, HostileCase]]:
+    """``(module name, case)`` for every case of every ``tests/hostile_cases_*.py``, in file order."""
+    found: list[tuple[str, HostileCase]] = []
+    for path in sorted((ROOT / "tests").glob("hostile_cases_*.py")):
+        module = importlib.import_module(f"tests.{path.stem}")
+        for case in getattr(module, "CASES", []):
+            found.append((path.stem.removeprefix("hostile_cases_"), case))
+    names = [f"{area}/{case.name}" for area, case in found]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"hostile cases with the same name: {', '.join(sorted(duplicates))}")
+    return found
+
+
+# The child sets its own limit before loading anything: a preexec_fn would run between fork and
+# exec, which is unsafe while the pool's other threads hold locks.
+_LIMITED_MAIN = (
+    "import resource, runpy, sys; "
+    f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT})); "
+    "sys.argv[0] = 'gpu-wizard'; runpy.run_module('wizard', run_name='__main__', alter_sys=True)"
+)
+
+
+def run_case(area: str, case: HostileCase) -> CaseResult:
+    """Run one case as a child process and measure it."""
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-hostile-") as folder:
+        for name, content in case.files.items():
+            target = Path(folder) / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
+        argv = [arg.replace("{dir}", folder) for arg in case.argv]
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("KUBECONFIG", "PYTEST", "COV_"))},
+            "HOME": folder,
+            "XDG_STATE_HOME": f"{folder}/.state",
+            "XDG_CONFIG_HOME": f"{folder}/.config",
+            "PYTHONPATH": str(ROOT),
+            "NO_COLOR": "1",
+            **case.env,
+        }
+        started = time.monotonic()
+        child = subprocess.Popen(
+            [sys.executable, "-c", _LIMITED_MAIN, *argv],
+            cwd=folder,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = _read_all(child, started)
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.monotonic() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return CaseResult(
+        case=case,
+        module=area,
+        exit_code=child.returncode,
+        stdout=out.decode("utf-8", "backslashreplace").replace(folder, "{dir}"),
+        stderr=err.decode("utf-8", "backslashreplace").replace(folder, "{dir}"),
+        seconds=seconds,
+        cpu_seconds=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+    )
+
+
+def _read_all(child: subprocess.Popen[bytes], started: float) -> tuple[bytes, bytes]:
+    """Both pipes to the end (without ``communicate``, which would reap the child before wait4)."""
+    assert child.stdout is not None and child.stderr is not None
+    out_fd, err_fd = child.stdout.fileno(), child.stderr.fileno()
+    chunks: dict[int, list[bytes]] = {out_fd: [], err_fd: []}
+    with selectors.DefaultSelector() as selector:
+        selector.register(out_fd, selectors.EVENT_READ)
+        selector.register(err_fd, selectors.EVENT_READ)
+        while selector.get_map():
+            if time.monotonic() - started > KILL_AFTER:
+                child.kill()
+            for key, _ in selector.select(timeout=1.0):
+                data = os.read(key.fd, 65536)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    selector.unregister(key.fd)
+    child.stdout.close()
+    child.stderr.close()
+    return b"".join(chunks[out_fd]), b"".join(chunks[err_fd])
+
+
+def problems(result: CaseResult) -> list[str]:
+    """What the case did wrong (empty: all good), each as one sentence."""
+    case, found = result.case, []
+    both = result.stdout + result.stderr
+    if result.exit_code != case.expect_exit:
+        found.append(f"exit {result.exit_code}, expected {case.expect_exit}")
+    for text in case.stderr_has:
+        if text not in result.stderr:
+            found.append(f"stderr lacks {text!r}")
+    for text in case.stdout_has:
+        if text not in result.stdout:
+            found.append(f"stdout lacks {text!r}")
+    for text in case.stdout_lacks:
+        if text in result.stdout:
+            found.append(f"stdout has {text!r}")
+    if "Traceback" in both:
+        found.append("a traceback reached the output")
+    control = CONTROL_CHARACTER.search(both)
+    if control:
+        found.append(f"a control character {control.group()!r} reached the output")
+    if result.cpu_seconds > MAX_SECONDS:
+        found.append(f"used {result.cpu_seconds:.2f} s of CPU (bound {MAX_SECONDS:g} s)")
+    if result.seconds > MAX_SECONDS:
+        found.append(f"took {result.seconds:.2f} s (bound {MAX_SECONDS:g} s)")
+    if result.peak_rss_mb > MAX_RSS_MB:
+        found.append(f"peak RSS {result.peak_rss_mb:.0f} MB (bound {MAX_RSS_MB:g} MB)")
+    return found
