@@ -1,6 +1,6 @@
 """The mirror plan: the skopeo commands to copy, and (when skopeo is installed) a run with progress.
 
-Running uses ``wizard.registry.mirror_run.run_mirror`` in a worker owned by this widget, so leaving the step
+Running uses ``run_mirror`` (through :mod:`wizard.cluster.facade`) in a worker owned by this widget, so leaving the step
 cancels the copy. When the run ends, :class:`MirrorPanel.Finished` goes up and the step checks the
 registry again.
 """
@@ -59,7 +59,7 @@ class MirrorPanel(Vertical):
         yield Static("", id="mirror-status")
 
     def on_mount(self) -> None:
-        from wizard.registry.mirror_run import skopeo_available
+        from wizard.cluster.facade import skopeo_available
 
         self._skopeo = skopeo_available()
         self.query_one("#mirror-run", Button).display = False
@@ -104,7 +104,7 @@ class MirrorPanel(Vertical):
     @work(exclusive=True, group="mirror", exit_on_error=False)
     async def run_mirror(self) -> None:
         """Copy every image with skopeo, showing progress; errors stay per item."""
-        from wizard.registry.mirror_run import MirrorProgress, run_mirror
+        from wizard.cluster.facade import MirrorProgress, run_mirror
 
         if not self._runnable():
             return

@@ -12,7 +12,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError, load_nodelist
+from wizard.cli.session import load_plan, open_cluster
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster, ImageStatus
@@ -121,15 +122,12 @@ def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
 
 async def cmd_mirror(args: argparse.Namespace) -> int:
     """``gpu-wizard mirror``."""
-    from wizard.cli.cluster import load_plan, open_cluster
     from wizard.engine.render import mirror_script, render
     from wizard.registry.mirror_run import MirrorError, MirrorProgress, run_mirror
 
     plan = load_plan(args.answers)
     refusal = ""
     if args.nodes:
-        from wizard.cli.main import load_nodelist
-
         rendered = render(plan, load_nodelist(args.nodes))
     else:
         async with open_cluster(args) as cluster:

@@ -13,27 +13,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, load_nodelist, version
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
-    from wizard.engine.facts import ClusterFacts
+    pass
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
-
-
-class UsageError(Exception):
-    """Bad input the user can fix; printed as one message, exit code 2."""
-
-
-def version() -> str:
-    """The installed distribution's version."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("gpu-wizard")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
 
 
 class _VersionAction(argparse.Action):
@@ -44,36 +30,6 @@ class _VersionAction(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         parser.exit(message=f"gpu-wizard {version()}\n")
-
-
-def load_nodelist(path: str) -> ClusterFacts:
-    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from wizard.engine.facts import facts_from_nodelist
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file (expected `kubectl get nodes -o json` output)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the file ({exc.__class__.__name__})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as json_error:
-        try:
-            data = YAML(typ="safe", pure=True).load(text)
-        except YAMLError:
-            raise UsageError(
-                f"{path}:{json_error.lineno}: not valid JSON ({json_error.msg}); expected `kubectl get nodes -o json` output"
-            ) from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{path}: not a NodeList (expected `kubectl get nodes -o json` output)")
-    try:
-        return facts_from_nodelist(data)
-    except ValueError as exc:
-        raise UsageError(f"{path}: {exc}") from None
 
 
 def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
@@ -89,7 +45,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.nodes:
         facts = load_nodelist(args.nodes)
     else:  # no NodeList: read the nodes from the cluster (--kubeconfig/--context/--demo, added by cli_cluster)
-        from wizard.cli.cluster import render_facts
+        from wizard.cli.session import render_facts
 
         facts = render_facts(args)
     from wizard.engine import render as rendering

@@ -15,9 +15,9 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.cluster import _cluster_options, _sync, load_plan, open_cluster
+from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
-from wizard.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster
 
 KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
 """A kernel release that can stand in an image tag (with the version and OS tag around it)."""
@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
     upgrade = sub.add_parser(
         "upgrade", help="plan a driver upgrade per node group (images, evictions, duration); apply it unless --dry-run"
     )
-    _cluster_options(upgrade)
+    cluster_options(upgrade)
     upgrade.add_argument("--driver", required=True, metavar="VERSION", help="the new driver version")
     upgrade.add_argument("--operator", metavar="vX.Y.Z", help="the operator release after the upgrade (naming rules)")
     upgrade.add_argument("--answers", metavar="FILE", help="the running plan (default: read from the live policy)")
@@ -44,17 +44,17 @@ def register(sub: Any) -> None:
     )
     upgrade.add_argument("-o", "--output", choices=("text", "json"), default="text")
     registry_flags(upgrade)
-    upgrade.set_defaults(handler=_sync(cmd_upgrade))
+    upgrade.set_defaults(handler=command(cmd_upgrade))
 
     check = sub.add_parser(
         "check-kernel", help="before an OS update: does the precompiled driver image for KERNEL exist?"
     )
-    _cluster_options(check)
+    cluster_options(check)
     check.add_argument("kernel", metavar="KERNEL", help="the kernel release after the update (uname -r)")
     check.add_argument("--os", metavar="ID:VERSION", help="OS of the nodes, e.g. sles:15.5 (default: the GPU nodes')")
     check.add_argument("--answers", metavar="FILE", help="the plan (default: read from the live policy)")
     registry_flags(check)
-    check.set_defaults(handler=_sync(cmd_check_kernel))
+    check.set_defaults(handler=command(cmd_check_kernel))
 
 
 def _status_word(status: ImageStatus | None, checked: bool) -> str:

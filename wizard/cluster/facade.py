@@ -33,6 +33,7 @@ from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
+from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
 from wizard.retry import Reconnects
 
 __all__ = [
@@ -43,7 +44,10 @@ __all__ = [
     "ImageStatus",
     "Preflight",
     "RolloutStatus",
+    "MirrorProgress",
     "kube_contexts",
+    "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
+    "skopeo_available",
 ]
 
 ApplyPlan = applying.ApplyPlan

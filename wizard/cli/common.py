@@ -1,0 +1,59 @@
+"""What every command of the ``gpu-wizard`` command line shares: exit codes, the usage error, reading a NodeList.
+
+Exit codes: 0 done, 1 checks failed, 2 invalid input or an unusable cluster, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wizard.engine.facts import ClusterFacts
+
+EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad input the user can fix; printed as one message, exit code 2."""
+
+
+def version() -> str:
+    """The installed distribution's version."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpu-wizard")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def load_nodelist(path: str) -> ClusterFacts:
+    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from wizard.engine.facts import facts_from_nodelist
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file (expected `kubectl get nodes -o json` output)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the file ({exc.__class__.__name__})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as json_error:
+        try:
+            data = YAML(typ="safe", pure=True).load(text)
+        except YAMLError:
+            raise UsageError(
+                f"{path}:{json_error.lineno}: not valid JSON ({json_error.msg}); expected `kubectl get nodes -o json` output"
+            ) from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a NodeList (expected `kubectl get nodes -o json` output)")
+    try:
+        return facts_from_nodelist(data)
+    except ValueError as exc:
+        raise UsageError(f"{path}: {exc}") from None

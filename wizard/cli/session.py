@@ -1,0 +1,209 @@
+"""A cluster command's session: the cluster flags, connecting (or starting the demo), Ctrl-C and errors.
+
+Every cluster command (``discover``, ``apply``, ``verify``, ``rollback``, ``mirror``, ``upgrade``,
+``check-kernel``) takes ``--kubeconfig``, ``--context`` (kubectl's rules) or ``--demo SCENARIO``, runs
+as one coroutine under :func:`run_interruptibly` and turns a ClusterError into one line plus a hint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+from wizard.cli.common import EXIT_INVALID, UsageError, load_nodelist
+from wizard.cluster.errors import ClusterError
+
+if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.facts import ClusterFacts
+    from wizard.engine.plan import Plan
+    from wizard.engine.results import Check, ClusterInfo
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds (argparse turns the error into exit 2 naming the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of seconds")
+    return value
+
+
+def cluster_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("cluster")
+    group.add_argument(
+        "--kubeconfig",
+        dest="cluster_kubeconfig",
+        metavar="FILE",
+        help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)",
+    )
+    group.add_argument(
+        "--context", dest="cluster_context", metavar="NAME", help="kube context (default: the current one)"
+    )
+    group.add_argument(
+        "--demo", dest="cluster_demo", metavar="SCENARIO", help="use the built-in demo cluster with this scenario"
+    )
+    group.add_argument(
+        "--in-cluster", dest="cluster_in_cluster", action="store_true", help="use the pod's service account"
+    )
+    group.add_argument(
+        "--request-timeout",
+        dest="cluster_timeout",
+        type=seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="limit for each API call (default 10)",
+    )
+
+
+T = TypeVar("T")
+
+
+def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
+    """``asyncio.run`` where Ctrl-C or SIGTERM always ends the command as interrupted (KeyboardInterrupt, exit 130).
+
+    The first interrupt cancels the command once, so its clean-up (probe pods, sessions) still runs. A
+    cancellation that races a finishing network call can be lost inside a library; the command then
+    runs to its end, but it still reports the interruption instead of a normal exit. A second
+    interrupt stops at once, except while an apply writes to the cluster (:mod:`wizard.cluster.interrupts`):
+    stopping there would leave it half-changed.
+    """
+    import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
+
+    async def main() -> T:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        interrupted = False
+
+        def on_interrupt() -> None:
+            nonlocal interrupted
+            if interrupted or task is None:
+                from wizard.cluster import interrupts
+
+                if interrupts.active():
+                    sys.stderr.write("gpu-wizard: finishing the apply first, so that no object is left half-changed\n")
+                    return
+                raise KeyboardInterrupt  # a second Ctrl-C: stop now
+            interrupted = True
+            task.cancel()
+
+        try:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, on_interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            return await coro
+        try:
+            result = await coro
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
+
+    return asyncio.run(main())
+
+
+def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        warnings_to_stderr()
+        try:
+            return run_interruptibly(func(args))
+        except ClusterError as exc:
+            sys.stderr.write(f"gpu-wizard: error: {exc.message}\n")
+            if exc.hint:
+                sys.stderr.write(f"  hint: {exc.hint}\n")
+            return EXIT_INVALID
+
+    run.__doc__ = func.__doc__
+    return run
+
+
+class _Warnings(logging.Handler):
+    """The engine's warnings (an insecure registry, a broken auth file) as ``gpu-wizard: warning:`` lines."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(f"gpu-wizard: warning: {record.getMessage()}\n")  # the stream of the moment (tests swap it)
+
+
+def warnings_to_stderr() -> None:
+    engine = logging.getLogger("wizard")
+    if not any(isinstance(h, _Warnings) for h in engine.handlers):
+        engine.addHandler(_Warnings(logging.WARNING))  # with a handler here, logging's last resort stays silent
+
+
+@contextlib.asynccontextmanager
+async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
+    """Connect as the flags say; ``--demo`` starts the demo cluster in this process first."""
+    async with contextlib.AsyncExitStack() as stack:
+        kubeconfig, context = args.cluster_kubeconfig, args.cluster_context
+        if args.cluster_demo:
+            from wizard.demo.scenarios.scenario import ScenarioError
+            from wizard.demo.serve import DemoCluster
+
+            try:
+                demo = DemoCluster(args.cluster_demo)
+            except ScenarioError as exc:
+                raise UsageError(str(exc)) from None
+            await stack.enter_async_context(demo)
+            kubeconfig, context = str(demo.kubeconfig_path), None
+        from wizard.cluster.facade import Cluster
+
+        cluster = await Cluster.connect(
+            kubeconfig=kubeconfig, context=context, in_cluster=args.cluster_in_cluster, timeout=args.cluster_timeout
+        )
+        stack.push_async_callback(cluster.close)
+        banner(cluster.info)
+        yield cluster
+
+
+def banner(info: ClusterInfo) -> None:
+    demo = " — SIMULATED demo cluster" if info.demo else ""
+    sys.stderr.write(f"cluster: context {info.context}, {info.server} ({info.version or 'unknown version'}){demo}\n")
+    if info.insecure:
+        sys.stderr.write(
+            f"gpu-wizard: warning: TLS verification is off for context {info.context} (insecure-skip-tls-verify "
+            "in the kubeconfig): the API server's identity is not checked\n"
+        )
+
+
+def write_check(check: Check, out: TextIO | None = None) -> None:
+    out = out or sys.stdout
+    out.write(check.line() + "\n")
+    if (not check.ok or check.status.value == "skipped") and check.hint:
+        out.write(f"    hint: {check.hint}\n")
+    out.flush()
+
+
+def load_plan(path: str) -> Plan:
+    from wizard.engine.answers import load_answers
+
+    plan, _ = load_answers(path)
+    return plan
+
+
+async def facts_for(args: argparse.Namespace) -> ClusterFacts:
+    """Node facts from ``--nodes FILE`` or, without it, from the cluster the flags name."""
+    if getattr(args, "nodes", None):
+        return load_nodelist(args.nodes)
+    async with open_cluster(args) as cluster:
+        return await cluster.discover()
+
+
+def render_facts(args: argparse.Namespace) -> ClusterFacts:
+    """For ``gpu-wizard render`` without ``--nodes``: the facts of the cluster (ClusterError -> UsageError)."""
+    try:
+        return run_interruptibly(facts_for(args))
+    except ClusterError as exc:
+        raise UsageError(f"{exc.message}{f' (hint: {exc.hint})' if exc.hint else ''}") from None
