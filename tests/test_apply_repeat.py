@@ -44,7 +44,9 @@ def _apply(
     answers = tmp_path / "answers.yaml"
     save_answers(answers, plan)
     argv = ["apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--yes", "--no-wait"]
-    code = main([*argv, "--no-registry", "--backup-dir", str(tmp_path / "backups"), *flags])
+    # --override-helm: these tests are about field ownership under server-side apply; what Helm's own
+    # path does instead is tests/test_apply_helm.py
+    code = main([*argv, "--no-registry", "--override-helm", "--backup-dir", str(tmp_path / "backups"), *flags])
     out, err = capsys.readouterr()
     return code, out, err
 

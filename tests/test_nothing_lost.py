@@ -179,7 +179,7 @@ def test_apply_cut_by_dropped_connections_is_all_or_nothing_and_says_which(
 def _upgrade_existing_install(
     demo: DemoClusterThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> tuple[dict[str, object], Path]:
-    """Apply a driver upgrade to ``existing-install`` with the CLI: (the policy before, the backup file)."""
+    """Apply a driver upgrade to ``existing-install-plain`` with the CLI: (the policy before, the backup file)."""
     original = demo.store.get("clusterpolicies", "cluster-policy")
     assert original is not None
     plan = Plan.model_validate(
@@ -205,7 +205,7 @@ def _upgrade_existing_install(
 def test_cli_rollback_restores_an_upgraded_policy_exactly(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = demo_cluster("existing-install")
+    demo = demo_cluster("existing-install-plain")
     original, backup = _upgrade_existing_install(demo, tmp_path, capsys)
     code, out, err = run(capsys, "rollback", "--backup", str(backup), "--kubeconfig", str(demo.kubeconfig_path))
     assert (code, out) == (0, "restored ClusterPolicy/cluster-policy\n"), err
@@ -216,7 +216,7 @@ def test_cli_rollback_restores_an_upgraded_policy_exactly(
 def test_rollback_retries_when_the_operator_updates_the_policy_in_between(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = demo_cluster("existing-install")
+    demo = demo_cluster("existing-install-plain")
     original, backup = _upgrade_existing_install(demo, tmp_path, capsys)
     # The first PUT loses the race against a status update (409 Conflict), as on a busy real cluster.
     demo.faults.methods, demo.faults.error_code, demo.faults.budget = ["PUT"], 409, 1

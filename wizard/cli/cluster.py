@@ -12,9 +12,11 @@ import argparse
 import contextlib
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
+from wizard.cli.images import registry_flags
 from wizard.cli.session import (
     cluster_options,
     command,
@@ -26,6 +28,10 @@ from wizard.cli.session import (
 from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.ownership import Ownership
+    from wizard.engine.plan import Plan
+    from wizard.engine.render import Rendered
     from wizard.engine.results import Check
 
 DEFAULT_BACKUP_DIR = backups_dir()
@@ -33,7 +39,7 @@ DEFAULT_BACKUP_DIR = backups_dir()
 
 def register(sub: Any) -> None:
     """Add the cluster subcommands to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`)."""
-    from wizard.cli.images import cmd_mirror, registry_flags
+    from wizard.cli.images import cmd_mirror
 
     discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
     cluster_options(discover)
@@ -43,31 +49,7 @@ def register(sub: Any) -> None:
     apply = sub.add_parser("apply", help="preflight, diff, back up and apply the plan, then follow the rollout")
     cluster_options(apply)
     apply.add_argument("--answers", required=True, metavar="FILE", help="answers file")
-    apply.add_argument("--dry-run", action="store_true", help="stop after the server-side dry-run and the diff")
-    apply.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    apply.add_argument(
-        "--backup-dir",
-        default=str(DEFAULT_BACKUP_DIR),
-        metavar="DIR",
-        help=f"where the backup goes (default {DEFAULT_BACKUP_DIR})",
-    )
-    apply.add_argument(
-        "--allow-unverified-preinstalled",
-        action="store_true",
-        help="apply pre-installed mode even where host nvidia-smi did not pass",
-    )
-    apply.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
-    apply.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
-    apply.add_argument(
-        "--allow-missing-images",
-        action="store_true",
-        help="apply even when a driver image is missing from the registry or could not be checked",
-    )
-    registry_flags(apply)
-    apply.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
-    apply.add_argument(
-        "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
-    )
+    apply_flags(apply)
     apply.set_defaults(handler=command(cmd_apply))
 
     verify = sub.add_parser("verify", help="prove the driver on every GPU node (streamed checks)")
@@ -208,65 +190,161 @@ NO_CHANGES = "no changes: the cluster already holds this plan"
 
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
-    from wizard.cluster.apply import ApplyInterrupted
-    from wizard.engine.render import advice_text, render
-
     plan = load_plan(args.answers)
     async with open_cluster(args) as cluster:
-        preflight = await cluster.preflight(plan)
-        for check in preflight.checks:
-            if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
-                write_check(check, sys.stderr)
-        if not preflight.ok:
-            sys.stderr.write("gpu-wizard: error: preflight failed; nothing applied\n")
-            return EXIT_INVALID
-        rendered = render(plan, await cluster.discover())
-        if rendered.advice:
-            sys.stderr.write(advice_text(rendered.advice))
-        if args.no_registry:
-            sys.stderr.write("! images: not checked (--no-registry)\n")
-        else:
-            from wizard.cli.images import check_images, missing_images_refusal
+        return await apply_plan(args, cluster, plan)
 
-            problems = await check_images(args, cluster, rendered)
-            if problems and not args.allow_missing_images:
-                message, hint = missing_images_refusal(problems)
-                sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
-                return EXIT_FAILED
-        prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
-        if not prepared.ok:
-            for error in prepared.errors:
-                sys.stderr.write(f"✗ validation: {error}\n")
-            sys.stderr.write("gpu-wizard: error: validation failed; nothing applied\n")
-            return EXIT_INVALID
-        if not prepared.changed:  # nothing to write: no backup, no apply
-            sys.stdout.write(NO_CHANGES + "\n")
-            sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
-            return EXIT_OK
-        sys.stdout.write(prepared.diff)
-        if args.dry_run:
-            sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
-            return EXIT_OK
-        if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}?"):
-            sys.stderr.write("nothing applied\n")
-            return EXIT_OK
-        try:
-            result = await cluster.apply(
-                prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
-            )
-        except ApplyInterrupted as exc:
-            sys.stderr.write(f"gpu-wizard: {exc.message}\nbackup: {exc.result.backup_path}\n  hint: {exc.hint}\n")
-            return EXIT_INTERRUPTED  # run_interruptibly then reports the interrupt itself
-        sys.stderr.write(f"{result.message}\nbackup: {result.backup_path}\n")
-        if not result.ok:
+
+async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> int:
+    """Preflight, render, image checks, ownership, dry-run and diff, then (confirmed) back up, apply and follow.
+
+    Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
+    """
+    from wizard.cluster.apply import ApplyInterrupted
+    from wizard.engine.ownership import ownership_of
+    from wizard.engine.render import advice_text, render
+
+    preflight = await cluster.preflight(plan)
+    for check in preflight.checks:
+        if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
+            write_check(check, sys.stderr)
+    if not preflight.ok:
+        sys.stderr.write("gpu-wizard: error: preflight failed; nothing applied\n")
+        return EXIT_INVALID
+    rendered = render(plan, await cluster.discover())
+    if rendered.advice:
+        sys.stderr.write(advice_text(rendered.advice))
+    if args.no_registry:
+        sys.stderr.write("! images: not checked (--no-registry)\n")
+    else:
+        from wizard.cli.images import check_images, missing_images_refusal
+
+        problems = await check_images(args, cluster, rendered)
+        if problems and not args.allow_missing_images:
+            message, hint = missing_images_refusal(problems)
+            sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
-        if args.no_wait:
-            return EXIT_OK
-        final = None
-        async for status in cluster.rollout(plan, timeout=args.wait_timeout):
-            final = status
-            sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
-        return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
+    owner = ownership_of(preflight.cluster_policy)
+    if owner.helm and not args.override_helm:
+        return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
+    if owner.manager != "none":
+        sys.stderr.write(f"! owner: {owner.why_not_apply()}\n")
+    prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
+    if not prepared.ok:
+        for error in prepared.errors:
+            sys.stderr.write(f"✗ validation: {error}\n")
+        sys.stderr.write("gpu-wizard: error: validation failed; nothing applied\n")
+        return EXIT_INVALID
+    if not prepared.changed:  # nothing to write: no backup, no apply
+        sys.stdout.write(NO_CHANGES + "\n")
+        sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
+        return EXIT_OK
+    sys.stdout.write(prepared.diff)
+    if args.dry_run:
+        sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
+        return EXIT_OK
+    if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}?"):
+        sys.stderr.write("nothing applied\n")
+        return EXIT_OK
+    try:
+        result = await cluster.apply(
+            prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
+        )
+    except ApplyInterrupted as exc:
+        sys.stderr.write(f"gpu-wizard: {exc.message}\nbackup: {exc.result.backup_path}\n  hint: {exc.hint}\n")
+        return EXIT_INTERRUPTED  # run_interruptibly then reports the interrupt itself
+    sys.stderr.write(f"{result.message}\nbackup: {result.backup_path}\n")
+    if not result.ok:
+        return EXIT_FAILED
+    if args.no_wait:
+        return EXIT_OK
+    final = None
+    async for status in cluster.rollout(plan, timeout=args.wait_timeout, crash_window=args.crash_window):
+        final = status
+        sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
+    return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
+
+
+def _through_helm(
+    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
+) -> int:
+    """A Helm-owned policy: write the change as the release's values and print the ``helm upgrade`` that carries it."""
+    from wizard.atomic_write import write_private
+    from wizard.engine.ownership import helm_upgrade_command
+    from wizard.engine.render import release_values, values_yaml
+
+    target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
+    command = helm_upgrade_command(owner, rendered.plan.operator.version, str(target))
+    header = [
+        f"gpu-wizard: values for Helm release {owner.release} (namespace {owner.namespace}), operator "
+        f"{rendered.plan.operator.version}, {rendered.plan.mode.value} mode.",
+        "Only the fields gpu-wizard owns; --reuse-values keeps everything else the release holds. Apply with:",
+        command,
+    ]
+    text = values_yaml(release_values(rendered, live), header)
+    write_private(target, text)
+    sys.stdout.write(text)
+    sys.stderr.write(
+        f"! owner: {owner.why_not_apply()}\n"
+        f"not applied: the change is in {target}; carry it out with:\n  {command}\n"
+        "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
+    )
+    return EXIT_OK
+
+
+def helm_values_path(context: str) -> Path:
+    """Where the Helm values for a context go unless ``--helm-values`` says: the state folder."""
+    from wizard.engine.textsafe import printable
+    from wizard.paths import state_dir
+
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in printable(context)) or "cluster"
+    return state_dir() / "helm" / f"gpu-wizard-values-{safe}.yaml"
+
+
+def apply_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of every command that applies a plan (``apply``, ``upgrade``)."""
+    parser.add_argument("--dry-run", action="store_true", help="stop after the server-side dry-run and the diff")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument(
+        "--backup-dir",
+        default=str(DEFAULT_BACKUP_DIR),
+        metavar="DIR",
+        help=f"where the backup goes (default {DEFAULT_BACKUP_DIR})",
+    )
+    parser.add_argument(
+        "--allow-unverified-preinstalled",
+        action="store_true",
+        help="apply pre-installed mode even where host nvidia-smi did not pass",
+    )
+    parser.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
+    parser.add_argument(
+        "--override-helm",
+        action="store_true",
+        help="apply directly although a Helm release owns the ClusterPolicy (its next upgrade reverts the change)",
+    )
+    parser.add_argument(
+        "--helm-values",
+        metavar="FILE",
+        help="where the Helm values go when Helm owns the policy (default: state folder)",
+    )
+    parser.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
+    parser.add_argument(
+        "--allow-missing-images",
+        action="store_true",
+        help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
+    )
+    registry_flags(parser)
+    parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
+    parser.add_argument(
+        "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
+    )
+    parser.add_argument(
+        "--crash-window",
+        type=seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="a driver container crash-looping this long fails the rollout (default 300)",
+    )
 
 
 async def cmd_verify(args: argparse.Namespace) -> int:

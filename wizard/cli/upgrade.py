@@ -15,6 +15,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli.cluster import apply_flags, apply_plan
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster
@@ -36,14 +37,8 @@ def register(sub: Any) -> None:
     upgrade.add_argument("--driver", required=True, metavar="VERSION", help="the new driver version")
     upgrade.add_argument("--operator", metavar="vX.Y.Z", help="the operator release after the upgrade (naming rules)")
     upgrade.add_argument("--answers", metavar="FILE", help="the running plan (default: read from the live policy)")
-    upgrade.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    upgrade.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    upgrade.add_argument("--no-registry", action="store_true", help="do not ask the registry about the images")
-    upgrade.add_argument(
-        "--allow-missing-images", action="store_true", help="go ahead although a new image is not in the registry"
-    )
     upgrade.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    registry_flags(upgrade)
+    apply_flags(upgrade)  # --dry-run prints the plan and changes nothing; otherwise the same path as apply
     upgrade.set_defaults(handler=command(cmd_upgrade))
 
     check = sub.add_parser(
@@ -186,26 +181,26 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
             raise UsageError(f"--driver/--operator: {first.field or 'driver'}: {first.message}") from None
         except UpgradePolicyError as exc:
             raise UsageError(f"the live ClusterPolicy's {exc}") from None
-    if args.output == "json":
-        sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
-    else:
-        sys.stdout.write("\n".join(report_lines(report)) + "\n")
-    missing = report.missing
-    if missing and not args.allow_missing_images:
-        for status in missing:
-            sys.stderr.write(f"✗ new image {status.image} cannot be pulled ({_status_word(status, True)})\n")
-        sys.stderr.write(
-            "gpu-wizard: error: the upgrade is refused while a new image is missing: mirror it first "
-            "(`gpu-wizard mirror --answers FILE --run` with the new version), or pass --allow-missing-images\n"
-        )
-        return EXIT_FAILED
-    if args.dry_run:
-        sys.stderr.write("dry run: nothing was changed\n")
-        return EXIT_OK
-    sys.stderr.write(
-        "to carry it out, write the new version into the answers file and run `gpu-wizard apply --answers FILE`\n"
-    )
-    return EXIT_OK
+        if args.output == "json":
+            sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
+        else:
+            sys.stdout.write("\n".join(report_lines(report)) + "\n")
+        missing = report.missing
+        if missing and not args.allow_missing_images:
+            for status in missing:
+                sys.stderr.write(f"✗ new image {status.image} cannot be pulled ({_status_word(status, True)})\n")
+            sys.stderr.write(
+                "gpu-wizard: error: the upgrade is refused while a new image is missing: mirror it first "
+                "(`gpu-wizard mirror --answers FILE --run` with the new version), or pass --allow-missing-images\n"
+            )
+            return EXIT_FAILED
+        if args.dry_run:
+            sys.stderr.write("dry run: nothing was changed\n")
+            return EXIT_OK
+        if not report.plan.changing_nodes:
+            sys.stderr.write("nothing to upgrade: no GPU node changes image\n")
+            return EXIT_OK
+        return await apply_plan(args, cluster, report.plan.target)
 
 
 async def cmd_check_kernel(args: argparse.Namespace) -> int:

@@ -42,9 +42,9 @@ __all__ = [
     "Cluster",
     "ClusterError",
     "ImageStatus",
+    "MirrorProgress",
     "Preflight",
     "RolloutStatus",
-    "MirrorProgress",
     "kube_contexts",
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",

@@ -10,6 +10,7 @@ plan, the equivalent Helm values, and the warnings and notes. The pieces live in
 
 from __future__ import annotations
 
+import copy
 import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.mirror import MirrorItem, NodeImage, images_table, mirror_items, mirror_script, node_images
-from wizard.engine.plan import Plan
+from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Plan
 from wizard.engine.render_policy import (
     DEFAULT_NVIDIADRIVER_NAME,
     cluster_policy,
@@ -157,3 +158,36 @@ def helm_yaml(rendered: Rendered) -> str:
     buffer = io.StringIO()
     _yaml().dump(rendered.helm_values, buffer)
     return "\n".join(header) + "\n" + buffer.getvalue()
+
+
+def release_values(rendered: Rendered, live_policy: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Helm values that carry this plan into an existing release with ``helm upgrade --reuse-values -f``.
+
+    ``--reuse-values`` keeps every value the release holds, so every field the plan owns is written
+    out explicitly (not only where it differs from the chart's default), and what the live policy
+    holds but the plan drops (a repoConfig, pull secrets) is cleared. Derived from the plan and the
+    live object only; Helm's release Secrets are never read.
+    """
+    values = copy.deepcopy(rendered.helm_values)
+    plan = rendered.plan
+    values["toolkit"] = {**values.get("toolkit", {}), "installDir": rendered.toolkit_install_dir}
+    values["hostPaths"] = {
+        **values.get("hostPaths", {}),
+        "driverInstallDir": plan.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR,
+    }
+    live_driver = (((live_policy or {}).get("spec") or {}).get("driver")) or {}
+    driver = values.setdefault("driver", {})
+    if plan.driver_enabled:
+        if (live_driver.get("repoConfig") or {}).get("configMapName") and "repoConfig" not in driver:
+            driver["repoConfig"] = {"configMapName": ""}
+        if live_driver.get("imagePullSecrets") and "imagePullSecrets" not in driver:
+            driver["imagePullSecrets"] = []
+    return values
+
+
+def values_yaml(values: Mapping[str, Any], header: Iterable[str] = ()) -> str:
+    """Helm values as YAML (quoted for YAML 1.1 like the manifests), after ``# ``-comment header lines."""
+    buffer = io.StringIO()
+    _yaml().dump(dict(values), buffer)
+    lines = [f"# {printable(line)}" for line in header]
+    return "".join(f"{line}\n" for line in lines) + buffer.getvalue()

@@ -1,0 +1,92 @@
+"""A ClusterPolicy that a Helm release owns: the change goes into the release's values, not a direct apply.
+
+A server-side apply on such an object is reverted by the next ``helm upgrade`` (Helm's three-way
+merge); ``apply`` and ``upgrade`` write the values file and print the exact ``helm upgrade`` instead,
+unless ``--override-helm``. The demo's ``existing-install`` carries Helm's labels and annotations;
+``existing-install-plain`` is the same policy made by hand.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+from ruamel.yaml import YAML
+
+from tests.fixtures_demo import ClusterFactory
+from wizard.cli.main import main
+
+ANSWERS = "version: 1\noperator: {version: v26.3.3}\nmode: upstream\ndriver: {version: 580.126.20, repository: nvcr.io/nvidia}\n"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_apply_on_a_helm_release_writes_values_and_the_helm_command(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("existing-install")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(ANSWERS)
+    values = tmp_path / "my values.yaml"
+    before = demo.store.get("clusterpolicies", "cluster-policy")
+    for extra in (["--dry-run"], ["--yes"]):  # a dry run and a real one both go through Helm
+        code, out, err = _run(
+            capsys, "apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path),
+            "--helm-values", str(values), "--backup-dir", str(tmp_path / "backups"), *extra,
+        )  # fmt: skip
+        assert code == 0, err
+        assert "Helm release gpu-operator (namespace gpu-operator) manages ClusterPolicy cluster-policy" in err
+        command = next(line.strip() for line in err.splitlines() if line.strip().startswith("helm upgrade"))
+        assert shlex.split(command) == [
+            "helm", "upgrade", "gpu-operator", "nvidia/gpu-operator", "-n", "gpu-operator",
+            "--version", "v26.3.3", "--reuse-values", "-f", str(values),
+        ]  # fmt: skip
+        written = YAML(typ="safe").load(values.read_text())
+        assert written["driver"]["version"] == "580.126.20" and written["toolkit"]["installDir"]
+        assert values.stat().st_mode & 0o777 == 0o600 and out == values.read_text()
+    assert demo.store.get("clusterpolicies", "cluster-policy") == before  # nothing applied
+    assert not (tmp_path / "backups").exists()  # and so no backup
+
+    code, _, err = _run(
+        capsys, "apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--yes",
+        "--no-wait", "--override-helm", "--force-conflicts", "--backup-dir", str(tmp_path / "backups"),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "! owner: Helm release" in err and "applied" in err  # said, then done as asked
+    after = demo.store.get("clusterpolicies", "cluster-policy")
+    assert after is not None and after["spec"]["driver"]["version"] == "580.126.20"
+
+
+def test_upgrade_on_a_policy_nobody_owns_applies_and_rolls_out(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("existing-install-plain")
+    code, out, err = _run(
+        capsys, "upgrade", "--driver", "580.126.20", "--kubeconfig", str(demo.kubeconfig_path), "--yes",
+        "--backup-dir", str(tmp_path / "backups"), "--wait-timeout", "60",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "after  nvcr.io/nvidia/driver:580.126.20-ubuntu22.04  ✓ in the registry" in out
+    assert "-    version: 570.195.03\n+    version: 580.126.20" in out  # the diff
+    assert "rollout: ready" in err and "backup:" in err
+    live = demo.store.get("clusterpolicies", "cluster-policy")
+    assert live is not None and live["spec"]["driver"]["version"] == "580.126.20"
+
+
+def test_upgrade_on_a_helm_release_ends_with_the_helm_command(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("existing-install")
+    code, out, err = _run(
+        capsys, "upgrade", "--driver", "580.126.20", "--kubeconfig", str(demo.kubeconfig_path), "--yes",
+        "--helm-values", str(tmp_path / "v.yaml"),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Upgrade plan: driver 570.195.03 → 580.126.20" in out and "not applied: the change is in" in err
+    live = demo.store.get("clusterpolicies", "cluster-policy")
+    assert live is not None and live["spec"]["driver"]["version"] == "570.195.03"
