@@ -7,9 +7,12 @@ The engine's rules are tested as tables; the commands run against the demo clust
 from __future__ import annotations
 
 import json
+import time
+from pathlib import Path
 
 import pytest
 
+from tests.fixtures_demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.mirror import NodeImage
@@ -229,3 +232,45 @@ def test_check_kernel(capsys: pytest.CaptureFixture[str]) -> None:
 def test_check_kernel_refuses_what_cannot_be_a_tag(capsys: pytest.CaptureFixture[str], kernel: str) -> None:
     code, out, err = run(capsys, "check-kernel", kernel, "--demo", "sle-micro-precompiled")
     assert code == 2 and not out and err.startswith("gpu-wizard: error: KERNEL:")
+
+
+def test_kernel_drift_rules() -> None:
+    from wizard.engine.upgrade import kernel_drift
+
+    nodes = ClusterFacts([_node("gpu-1", True), _node("gpu-2", True), _node("gpu-3", True)])
+    images = {
+        "gpu-1": ("r.io/d:580.126.09.1-5.15.0-ubuntu22.04", ""),  # the node's kernel: fine
+        "gpu-2": ("r.io/d:580.126.09.1-5.15.0-1048-nvidia-ubuntu22.04", ""),  # another kernel (a prefix is no match)
+        "gpu-3": ("r.io/d:580.126.20-ubuntu22.04", "ImagePullBackOff"),  # upstream: never a kernel question
+    }
+    assert [(d.node, d.pull_failed) for d in kernel_drift(nodes, images)] == [("gpu-2", False)]
+    images["gpu-1"] = (images["gpu-1"][0], "ImagePullBackOff")  # built for the kernel, but not there
+    assert [(d.node, d.pull_failed) for d in kernel_drift(nodes, images)] == [("gpu-1", True), ("gpu-2", False)]
+
+
+def test_discover_names_a_node_whose_kernel_moved_under_its_driver(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("sle-micro-precompiled")
+    answers = "assets/examples/sle-micro-precompiled.answers.yaml"
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, _, err = run(capsys, "apply", "--answers", answers, *kube, "--yes", "--backup-dir", str(tmp_path))
+    assert code == 0, err
+    code, _, err = run(capsys, "discover", *kube)
+    assert code == 0 and "kernel drift" not in err
+    node = demo.store.get("nodes", "gpu-h200-01")
+    assert node is not None
+    new = "5.14.21-150500.55.171-default"  # an OS update the driver image was not built for
+    node["status"]["nodeInfo"]["kernelVersion"] = new
+    node["metadata"]["labels"]["feature.node.kubernetes.io/kernel-version.full"] = new
+    demo.store.update("nodes", node)
+    # the operator moves the node to a DaemonSet for its new kernel, whose image is not in the registry
+    deadline = time.monotonic() + 30
+    while True:
+        code, out, err = run(capsys, "discover", *kube, "-o", "json")
+        drift = json.loads(out)["kernelDrift"]
+        if drift or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert code == 0 and [d["node"] for d in drift] == ["gpu-h200-01"] and drift[0]["kernel"] == new
+    assert f"! kernel drift: gpu-h200-01 runs kernel {new}" in err and f"check-kernel {new}" in err

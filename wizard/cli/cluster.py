@@ -103,9 +103,17 @@ def register(sub: Any) -> None:
 
 async def cmd_discover(args: argparse.Namespace) -> int:
     """``gpu-wizard discover``."""
+    from wizard.cluster.upgrades import running_driver_images
+    from wizard.engine.upgrade import kernel_drift
+
     async with open_cluster(args) as cluster:
         facts = await cluster.discover()
         info = cluster.info
+        preflight = await cluster.preflight()
+        running = await running_driver_images(cluster, preflight.operator_namespace) if preflight.crds else {}
+    drift = kernel_drift(facts, running)
+    for item in drift:
+        sys.stderr.write(f"! kernel drift: {item.message()}\n")
     from wizard.engine.plan import DEFAULT_RELEASE
 
     mode = facts.recommend_mode()
@@ -129,6 +137,7 @@ async def cmd_discover(args: argparse.Namespace) -> int:
             ],
             "groups": [{"kernel": g.kernel, "tagOS": g.tag_os, "nodes": [n.name for n in g.nodes]} for g in groups],
             "recommendedMode": {"value": mode.value, "reason": mode.reason},
+            "kernelDrift": [{"node": d.node, "kernel": d.kernel, "image": d.image} for d in drift],
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return EXIT_OK

@@ -75,3 +75,32 @@ async def prepare_upgrade(
         report.new_images = {s.image: s for s in await check_images(after, registry)}
         report.registry_checked = True
     return report
+
+
+async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
+    """``node -> (image, waiting reason)`` of the driver container of every driver pod (the driver DaemonSets)."""
+    from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+
+    found: dict[str, tuple[str, str]] = {}
+    for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        image = next(
+            (
+                str(c.get("image") or "")
+                for c in (pod.get("spec") or {}).get("containers") or []
+                if c.get("name") == DRIVER_CONTAINER
+            ),
+            "",
+        )
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        waiting = next(
+            (
+                str(((s.get("state") or {}).get("waiting") or {}).get("reason") or "")
+                for s in statuses
+                if s.get("name") == DRIVER_CONTAINER
+            ),
+            "",
+        )
+        if node and image:
+            found[node] = (image, waiting)
+    return found

@@ -1,0 +1,139 @@
+"""Rollout benchmark: following a driver upgrade of N GPU nodes by watches, with the API requests it costs.
+
+The ``large`` demo scenario (cut to ``--nodes`` GPU nodes) gets an upstream driver installed, then an
+upgrade to another version with ``upgradePolicy.maxParallelUpgrades: 0`` and ``maxUnavailable: 100%``
+(all nodes at once, so the demo finishes in minutes). The upgrade's rollout is followed by
+``Cluster.rollout`` — five kinds listed once, then watched — and the client's requests are counted
+(``Gateway.stats``). For comparison the same run measures what one round of the former poll cost
+(the four lists, the label-selected node list among them, which carries every GPU node once the
+operator labels them), i.e. what a 1-second poll would have added per second.
+
+    .venv/bin/python benchmarks/rollout.py [--nodes 5000] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.demo_server import Served, machine, served
+
+OLD, NEW = "580.126.20", "595.91.07"
+
+
+def scenario_file(folder: Path, nodes: int) -> Path:
+    """The ``large`` scenario with ``nodes`` GPU nodes and a second upstream version to upgrade to."""
+    from ruamel.yaml import YAML
+
+    from wizard.bundled import asset_text
+
+    yaml = YAML(typ="safe", pure=True)
+    data = yaml.load(asset_text("scenarios", "large.yaml"))
+    gpu = [n for n in data["nodes"] if n.get("gpu_count")]
+    for index, node in enumerate(gpu):
+        node["count"] = nodes // len(gpu) + (1 if index < nodes % len(gpu) else 0)
+    data["name"] = f"large-{nodes}"
+    tag = f"{NEW}-ubuntu22.04"
+    digest = hashlib.sha256(f"nvcr.io/nvidia/driver:{tag}".encode()).hexdigest()
+    data["registry"]["catalog"]["nvcr.io/nvidia/driver"][tag] = f"sha256:{digest}"
+    path = folder / "scenario.yaml"
+    with path.open("w") as handle:
+        yaml.dump(data, handle)
+    return path
+
+
+def _plan(version: str) -> Any:
+    from wizard.engine.plan import Plan
+
+    return Plan.model_validate({"mode": "upstream", "driver": {"version": version, "repository": "nvcr.io/nvidia"}})
+
+
+async def _apply_and_follow(cluster: Any, plan: Any, backups: str) -> tuple[float, int, int, str]:
+    """Apply ``plan``, follow its rollout: (seconds, requests, snapshots, final phase)."""
+    from wizard.engine.render import render
+
+    prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+    await cluster.apply(prepared, backup_dir=backups)
+    before, start, snapshots, final = cluster.gateway.stats.requests, time.perf_counter(), 0, None
+    async with contextlib.aclosing(cluster.rollout(plan, interval=1.0, timeout=1200)) as rollout:
+        async for status in rollout:
+            snapshots += 1
+            final = status
+    return time.perf_counter() - start, cluster.gateway.stats.requests - before, snapshots, final.phase
+
+
+async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
+    """What one round of the former 1-second poll cost: (seconds, bytes of JSON received)."""
+    from wizard.cluster.preflight import POLICY
+    from wizard.cluster.rollout import DRIVER_SELECTOR
+    from wizard.engine.facts import LABEL_UPGRADE_STATE
+
+    gateway = cluster.gateway
+    start = time.perf_counter()
+    found = [
+        await gateway.list_custom(*POLICY),
+        await gateway.list_daemonsets(namespace, label_selector=DRIVER_SELECTOR),
+        await gateway.list_nodes_page(label_selector=LABEL_UPGRADE_STATE),
+        await gateway.list_pods(namespace),
+    ]
+    return time.perf_counter() - start, len(json.dumps(found))
+
+
+async def measure(server: Served) -> dict[str, Any]:
+    from wizard.cluster.facade import Cluster
+    from wizard.cluster.preflight import POLICY
+
+    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=60) as cluster:
+        with tempfile.TemporaryDirectory() as backups:
+            install = await _apply_and_follow(cluster, _plan(OLD), backups)
+            policy = await cluster.gateway.get_custom(*POLICY, "cluster-policy")
+            policy["spec"]["driver"]["upgradePolicy"].update(maxParallelUpgrades=0, maxUnavailable="100%")
+            await cluster.gateway.replace_custom(*POLICY, "cluster-policy", policy)
+            seconds, requests, snapshots, phase = await _apply_and_follow(cluster, _plan(NEW), backups)
+        poll_seconds, poll_bytes = await _one_poll(cluster, await cluster.namespace(_plan(NEW)))
+    return {
+        "install_seconds": round(install[0], 1),
+        "install_requests": install[1],
+        "upgrade_seconds": round(seconds, 1),
+        "upgrade_requests": requests,
+        "upgrade_requests_per_second": round(requests / seconds, 3) if seconds else 0.0,
+        "snapshots": snapshots,
+        "phase": phase,
+        "poll_round_seconds": round(poll_seconds, 3),
+        "poll_round_mb": round(poll_bytes / 1e6, 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as folder, served(str(scenario_file(Path(folder), args.nodes))) as server:
+        result = asyncio.run(measure(server))
+    result = {"nodes": args.nodes, **result, "machine": machine()}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(
+            f"{args.nodes} GPU nodes: upgrade {OLD} → {NEW} followed by watches in {result['upgrade_seconds']} s "
+            f"with {result['upgrade_requests']} API requests ({result['upgrade_requests_per_second']}/s), "
+            f"{result['snapshots']} snapshots, ended {result['phase']}.\n"
+            f"One round of the former 1 s poll: 4 requests, {result['poll_round_mb']} MB, "
+            f"{result['poll_round_seconds']} s — i.e. 4 requests/s and {result['poll_round_mb']} MB/s while it ran."
+        )
+    return 0 if result["phase"] == "ready" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
