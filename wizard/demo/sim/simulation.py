@@ -15,6 +15,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.demo.api.store import Store
+from wizard.demo.rules.operator_rules import OperatorRelease, bundle_of, bundled_releases
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
@@ -27,8 +28,6 @@ from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Writer, labels_of, read
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, build_views
-from wizard.engine.naming import Release
-from wizard.engine.plan import KNOWN_RELEASES
 
 _SEED_ROUNDS = 200
 
@@ -45,8 +44,7 @@ class ExecResult:
 def operator_deployment(scenario: Scenario) -> dict[str, Any]:
     """The GPU Operator Deployment as Helm installs it, with each operand's default image in its env."""
     spec = scenario.operator
-    release = Release.parse(spec.release)
-    values = operator_values(KNOWN_RELEASES[f"{release.major}.{release.minor}"])
+    values = operator_values(bundle_of(spec.release))
     repo = spec.repository or "nvcr.io/nvidia"
 
     def default(section: dict[str, Any], version: str | None = None) -> str:
@@ -103,7 +101,7 @@ def published_images(scenario: Scenario) -> list[str]:
     """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
     refs = []
     mirror = scenario.operator.repository
-    for bundle in KNOWN_RELEASES.values():
+    for bundle in bundled_releases().values():
         values = operator_values(bundle)
         sections = [
             values["driver"]["manager"],
@@ -132,7 +130,7 @@ class Simulation:
         self.policies = ClusterPolicyController(scenario.operator.release)
         self.nvidiadrivers = NVIDIADriverController()
         self.upgrades = UpgradeController()
-        self._release = Release.parse(scenario.operator.release)
+        self._release = OperatorRelease.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
         self._pod_index: dict[str, list[dict[str, Any]]] = {}
         self._pod_index_version: int | None = None
