@@ -15,7 +15,7 @@ it imports nothing from ``wizard.engine`` on purpose, so that the demo can disag
   of the CR UID (+ ``-kernel``), spelt with Kubernetes' ``SafeEncodeString`` alphabet, the prefix cut
   so the name stays within 63 characters;
 * image paths (``internal/image/image.go`` ``ImagePath``, ``resolveDriverTag``,
-  ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``);
+  ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``, which also parse the result);
 * ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only).
 """
 
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from wizard.bundled import assets
+from wizard.demo.rules.imageref import parse_reference
 
 NFD = "feature.node.kubernetes.io"
 LABEL_KERNEL = f"{NFD}/kernel-version.full"
@@ -286,8 +287,14 @@ def nvidiadriver_image(
     if precompiled:
         if DIGEST_MARK in path:
             raise RuleError("specifying image digest is not supported when precompiled is enabled")
-        return f"{path}-{kernel}-{os_tag}"
-    return path if DIGEST_MARK in path else f"{path}-{os_tag}"
+        path = f"{path}-{kernel}-{os_tag}"
+    elif DIGEST_MARK not in path:
+        path = f"{path}-{os_tag}"
+    try:
+        parse_reference(path)  # ref.New()
+    except ValueError as exc:
+        raise RuleError(f"failed to parse driver image path: {exc}") from None
+    return path
 
 
 # -- per-release mounts ------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.rules.operator_rules import OperatorRelease
-from wizard.demo.sim.imageref import parse_reference
 from wizard.demo.sim.pull import Puller, PullResult, basic_auth_for
 from wizard.demo.sim.simutil import Writer, now, thaw
 from wizard.demo.sim.workloads import Verdict, init_outcome, main_outcome

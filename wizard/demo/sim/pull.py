@@ -19,8 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.scenarios.scenario import RegistrySpec
-from wizard.demo.sim.imageref import parse_reference
 
 MANIFEST_ACCEPT = ", ".join(
     (
