@@ -159,14 +159,30 @@ class Simulation:
         self.upgrades = UpgradeController()
         self._release = OperatorRelease.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
-        self._pod_index: dict[str, list[dict[str, Any]]] = {}
-        self._pod_index_version: int | None = None
+        self._pods_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        """Stored pods by ``spec.nodeName``, kept current by the store listener (exec and bare ticks read it)."""
         self._others_changed = True
         """Something other than a bare pod changed since the last full tick began."""
         self._bare_touched: set[tuple[str, str]] = set()
-        store.subscribe(self._on_change)
+        with store.lock:
+            for pod in store.iter_objects("pods"):
+                self._index_pod(pod, add=True)
+            store.subscribe(self._on_change)
+
+    def _index_pod(self, pod: dict[str, Any], *, add: bool) -> None:
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        if add:
+            self._pods_by_node.setdefault(node, {})[key] = pod
+        else:
+            self._pods_by_node.get(node, {}).pop(key, None)
 
     def _on_change(self, event: WatchEvent) -> None:
+        if event.resource == "pods":
+            if event.old is not None:
+                self._index_pod(event.old, add=False)
+            if event.type != "DELETED":
+                self._index_pod(event.obj, add=True)
         if event.resource == "pods" and _bare(event.obj) and (event.old is None or _bare(event.old)):
             meta = event.obj["metadata"]
             self._bare_touched.add((meta.get("namespace", ""), meta["name"]))
@@ -211,8 +227,9 @@ class Simulation:
 
     async def tick(self) -> bool:
         """One step of operator reconcile and kubelet progress; True while something changed."""
-        if not self._others_changed and self._bare_touched:
-            return await self._bare_tick()
+        if not self._others_changed:
+            # Nothing but bare pods changed since a full tick that found the world stable.
+            return await self._bare_tick() if self._bare_touched else False
         self._others_changed = False
         self._bare_touched.clear()
         writer = Writer(self.store)
@@ -323,18 +340,13 @@ class Simulation:
         return pod, views[node]
 
     def _pods_on(self, node: str) -> list[dict[str, Any]]:
-        """Pods bound to ``node``, from an index rebuilt only when the store has changed.
+        """Pods bound to ``node`` (stored objects, by namespace and name), from the listener's index.
 
-        Verification execs into every node while nothing is written; scanning every pod per exec
-        made 1,000 execs cost seconds of the server's single event loop.
+        Verification execs into every node and starts a probe pod on each; scanning every pod per
+        exec (or rebuilding an index after every write) cost seconds of the server's event loop.
         """
-        version = self.store.resource_version
-        if self._pod_index_version != version:
-            by_node: dict[str, list[dict[str, Any]]] = {}
-            for pod in self.store.iter_objects("pods"):
-                by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
-            self._pod_index, self._pod_index_version = by_node, version
-        return self._pod_index.get(node, [])
+        pods = self._pods_by_node.get(node, {})
+        return [pods[key] for key in sorted(pods)]
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""
