@@ -37,7 +37,7 @@ _PRETTY_NAMES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^Debian GNU/Linux (\d+)"), "debian"),
     (re.compile(r"^CentOS Stream (\d+)"), "centos"),
 ]
-_GENERIC_PRETTY = re.compile(r"^([A-Za-z][A-Za-z0-9._-]*) (\S+)$")
+_GENERIC_PRETTY = re.compile(r"^([A-Za-z][A-Za-z0-9._-]*) ([A-Za-z0-9][A-Za-z0-9._-]*)$")
 """What ``hostos.pretty_name`` writes for an OS it has no os-release text for: ``<Id> <VERSION_ID>``."""
 
 
