@@ -26,10 +26,9 @@ from tests.sim_helpers import (
     world,
 )
 from wizard.demo.api.store import Store
+from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE, nvidiadriver_app_name
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.demo.sim.simulation import Simulation
-from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
-from wizard.engine.naming import nvidiadriver_daemonset_name
 from wizard.engine.nvsmi import parse_table
 
 
@@ -189,8 +188,10 @@ async def test_mixed_os_precompiled_names_the_pool_right_but_tags_it_wrong() -> 
     )
     await settle(sim)
     rhel_kernel = "5.14.0-427.13.1.el9_4.x86_64"
-    ds = store.get("daemonsets", "nvidia-driver-daemonset-5.14.0-427.13.1.el9.4-rhel9", NS)
+    # The name takes the node's NFD ID + full VERSION_ID (getKernelVersionsMap), not the release's OS tag.
+    ds = store.get("daemonsets", "nvidia-driver-daemonset-5.14.0-427.13.1.el9.4-rhel9.4", NS)
     assert ds is not None
+    assert ds["metadata"]["labels"]["app"] == "nvidia-driver-daemonset"
     image = ds["spec"]["template"]["spec"]["containers"][0]["image"]
     assert image == f"nvcr.io/nvidia/driver:580-{rhel_kernel}-ubuntu22.04"
     assert store.get("daemonsets", "nvidia-driver-daemonset-5.15.0-1048-nvidia-ubuntu22.04", NS) is not None
@@ -222,7 +223,7 @@ async def test_mixed_os_nvidiadriver_gets_one_pool_per_os() -> None:
     assert ("notReady", "Waiting for driver pod to be ready") in reasons
     uid = nvd["metadata"]["uid"]
     for tag in ("ubuntu22.04", "rhel9"):
-        ds = store.get("daemonsets", nvidiadriver_daemonset_name("gpu", tag, uid, ""), NS)
+        ds = store.get("daemonsets", nvidiadriver_app_name("gpu", tag, uid), NS)
         assert ds["metadata"]["labels"]["nvidia.com/node.os-version"] == tag
         assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == f"nvcr.io/nvidia/driver:580.126.20-{tag}"
     driver = pods_of(store)
@@ -263,21 +264,13 @@ async def test_nvidiadriver_is_disabled_without_the_clusterpolicy_switch() -> No
         ),
         (
             {
-                "usePrecompiled": True,
-                "repository": "nvcr.io/nvidia",
-                "image": "driver",
-                "version": "sha256:" + "a" * 64,
-            },
-            "Failed to reconcile state-driver: specifying image digest is not supported when precompiled is enabled",
-        ),
-        (
-            {
                 "repository": "nvcr.io/nvidia",
                 "image": "driver",
                 "version": "580.126.20",
                 "repoConfig": {"configMapName": "repos"},
             },
-            "Failed to reconcile state-driver: repository configuration not supported for distribution sle-micro5.5",
+            "Failed to reconcile state-driver: ERROR: failed to get destination directory for custom repo config: "
+            "repository configuration not supported for distribution sle-micro5.5",
         ),
     ],
 )
@@ -290,6 +283,21 @@ async def test_invalid_clusterpolicy_is_reconcile_failed(driver: dict[str, Any],
     assert condition(policy, "Ready")["status"] == "False"
     error = condition(policy, "Error")
     assert (error["reason"], error["message"].split(" (")[0]) == ("ReconcileFailed", message)
+
+
+async def test_precompiled_digest_in_a_clusterpolicy_renders_an_unpullable_reference() -> None:
+    """Only the NVIDIADriver refuses a digest with precompiled; resolveDriverTag appends the kernel to it."""
+    sim, store = world("sle-micro-precompiled")
+    digest = "sha256:" + "a" * 64
+    store.create(
+        "clusterpolicies",
+        cluster_policy(usePrecompiled=True, repository="nvcr.io/nvidia", image="driver", version=digest),
+    )
+    await settle(sim)
+    ds = store.get("daemonsets", f"nvidia-driver-daemonset-{SLE_KERNEL}-sle-micro5.5", NS)
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == f"nvcr.io/nvidia/driver:{digest}-{SLE_KERNEL}"
+    assert {waiting_reason(p, "nvidia-driver-ctr") for p in pods_of(store).values()} == {"InvalidImageName"}
+    assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "notReady"
 
 
 async def test_second_clusterpolicy_is_ignored() -> None:

@@ -47,8 +47,11 @@ async def test_exec_nvidia_smi_in_the_driver_container_parses() -> None:
     listing = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "-L"]).stdout.decode()
     assert listing.startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
     assert sim.exec(NS, pod, "nvidia-driver-ctr", ["uname", "-r"]).stdout == f"{SLE_KERNEL}\n".encode()
-    os_release = sim.exec(NS, pod, "nvidia-driver-ctr", ["cat", "/host/etc/os-release"]).stdout.decode()
+    os_release = sim.exec(NS, pod, "nvidia-driver-ctr", ["cat", "/host-etc/os-release"]).stdout.decode()
     assert 'ID="sle-micro"' in os_release and 'VERSION_ID="5.5"' in os_release
+    # As on a real cluster, nvidia-driver-ctr does not mount the host's / (only the driver manager does).
+    no_host = sim.exec(NS, pod, "nvidia-driver-ctr", ["chroot", "/host", "true"])
+    assert no_host.exit_code == 125 and b"cannot change root directory to '/host'" in no_host.stderr
     bad = sim.exec(NS, pod, "nvidia-driver-ctr", ["kubectl", "version"])
     assert (bad.exit_code, bad.stderr) == (127, b"sh: kubectl: command not found\n")
     field = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "--query-gpu=bogus", "--format=csv"])
@@ -142,7 +145,7 @@ async def test_noexec_run_fails_the_driver_validation() -> None:
         NS,
         driver["metadata"]["name"],
         "nvidia-driver-ctr",
-        ["chroot", "/host", "chroot", "/run/nvidia/driver", "nvidia-smi"],
+        ["chroot", "/run/nvidia/driver", "nvidia-smi"],
     )
     assert chroot.exit_code == 126
     assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "notReady"

@@ -29,6 +29,7 @@ from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.probe import PROBE_LABEL
 from wizard.cluster.verify import policy_checks
+from wizard.demo.api.store import WatchEvent
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import registry_hosts
 from wizard.engine.render import render
@@ -50,13 +51,28 @@ async def _install(cluster: Cluster, plan: Plan, backups: Path) -> str:
 
 async def test_precompiled_install_verifies(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("sle-micro-precompiled")
+    probes: list[str] = []  # nvidia-driver-ctr has no host root: host checks need a probe pod, as on a real cluster
+
+    def record(event: WatchEvent) -> None:
+        if (
+            event.resource == "pods"
+            and event.type == "ADDED"
+            and event.obj["metadata"]["name"].startswith("gpu-wizard-probe")
+        ):
+            probes.append(event.obj["spec"]["nodeName"])
+
+    demo.call(lambda: demo.cluster.store.subscribe(record))
     async with connected(demo) as cluster:
         assert (await _install(cluster, sle_plan(), tmp_path)).startswith("ready")
         # the demo advertises its registry: the digest checks really run
         options = cluster.registry_options(registry_hosts(sle_plan()))
         async with RegistryClient(**options) as registry:
             checks, lines = await collect(cluster.verify(sle_plan(), registry=registry))
+        leftovers = await cluster.gateway.list_pods("gpu-operator", label_selector=PROBE_LABEL)
+        probes_of_one_run = sorted(probes)
         unasked, _ = await collect(cluster.verify(sle_plan(), no_registry="--no-registry was given"))
+    assert probes_of_one_run == ["gpu-h200-01", "gpu-h200-02"] and leftovers == []
+    assert {c.status for c in by_node(checks, "toolkit-path").values()} == {Status.PASS}
     assert all(c.status in (Status.PASS, Status.WARN) for c in checks), [c.line() for c in checks if not c.ok]
     assert {c.status for c in by_node(checks, "image-digest").values()} == {Status.PASS}
     image = f"registry.example.com/mlops/nvidia-driver:{SLE_TAG}"

@@ -1,8 +1,7 @@
-"""Running commands on a GPU node's host: in a container that has the host root, or in a short-lived probe pod.
+"""Running commands on a GPU node's host, in a short-lived probe pod.
 
-A driver container that mounts the host's ``/`` can ``chroot`` into it directly. Otherwise (the
-operator's real ``nvidia-driver-ctr`` does not; pre-installed mode has no driver pod at all) a
-probe pod is created on the node: ``nodeName`` pinned, privileged, host ``/`` at ``/host``,
+The operator's ``nvidia-driver-ctr`` does not mount the host's ``/`` (and pre-installed mode has no
+driver pod at all), so a probe pod is created on the node: ``nodeName`` pinned, privileged, host ``/`` at ``/host``,
 ``activeDeadlineSeconds`` so that a crash of the wizard cannot leave it running forever, and deleted
 as soon as the node's checks are done, also on cancellation. A pod that could not be deleted is
 never passed over in silence: it becomes a :class:`Leftover`, logged as a warning (the CLI prints it
@@ -50,18 +49,6 @@ def manager_image(policy: Mapping[str, Any] | None, bundle: str) -> str:
             except ValueError:
                 continue
     return "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
-
-
-def host_root_mount(pod: Mapping[str, Any], container: str) -> str:
-    """Where ``container`` of ``pod`` sees the host's ``/`` (a hostPath ``/`` volume), or ""."""
-    spec = pod.get("spec") or {}
-    roots = {v.get("name") for v in spec.get("volumes") or [] if (v.get("hostPath") or {}).get("path") == "/"}
-    for ctr in spec.get("containers") or []:
-        if ctr.get("name") == container:
-            for mount in ctr.get("volumeMounts") or []:
-                if mount.get("name") in roots:
-                    return str(mount.get("mountPath") or "")
-    return ""
 
 
 def probe_pod(node: str, namespace: str, image: str, *, run_id: str = "", deadline_s: int = 600) -> dict[str, Any]:

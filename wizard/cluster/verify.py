@@ -13,9 +13,10 @@ with its own timeouts, so a slow or failing node never holds up the others. Per 
 * every mode: the toolkit binary's mount (``noexec`` flagged), ``/run/nvidia/driver`` for the
   containerized driver, and the containerd drop-in's ``BinaryName`` against the live installDir.
 
-A node's commands run as one script (:mod:`wizard.engine.nodescript`): one exec per node where the driver
-container sees the host root, else one in the driver container plus one in a probe pod, side by
-side. Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
+A node's commands run as scripts (:mod:`wizard.engine.nodescript`): ``nvidia-smi`` in the driver
+container, the host checks in a probe pod, side by side. The operator's ``nvidia-driver-ctr`` has no
+host root, so the host checks always take the probe path, the same on the demo as on a real
+cluster. Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
-from wizard.cluster.probe import Leftover, ProbePod, Shell, host_root_mount, sweep
+from wizard.cluster.probe import Leftover, ProbePod, Shell, sweep
 from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
@@ -67,8 +68,6 @@ class DriverPod:
     state: str
     """``running``, ``waiting``, ``terminated`` or "" (no status yet)."""
     why: str
-    host_root: str
-    """Where ``nvidia-driver-ctr`` sees the host's ``/`` ("" when it does not)."""
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> DriverPod:
@@ -87,7 +86,6 @@ class DriverPod:
             image_id=str(status.get("imageID") or ""),
             state=state,
             why=why,
-            host_root=host_root_mount(pod, DRIVER_CONTAINER),
         )
 
 
@@ -234,12 +232,7 @@ class NodeRun:
             return
         self.digest_check(expected or pod.image, pod.image_id)
         smi = Step("nvidia-smi", ("nvidia-smi",), stream=True)
-        driver_shell = Shell(
-            self.ctx.gateway, self.ctx.namespace, pod.name, DRIVER_CONTAINER, pod.host_root, self.ctx.timeout
-        )
-        if pod.host_root:
-            await self.run_steps(driver_shell, [smi, *self.path_steps(driver=True)])
-            return
+        driver_shell = Shell(self.ctx.gateway, self.ctx.namespace, pod.name, DRIVER_CONTAINER, "", self.ctx.timeout)
 
         async def on_the_host() -> None:
             async with self.probe() as shell:

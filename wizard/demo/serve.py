@@ -28,10 +28,10 @@ from typing import Any, Protocol, Self
 from aiohttp import web
 
 from wizard.demo.api import tls
+from wizard.demo.api.bootstrap import CONTEXT, register_crds, write_kubeconfig
 from wizard.demo.api.faults import Faults
 from wizard.demo.api.server import ApiServer
 from wizard.demo.api.store import Store, WatchEvent
-from wizard.demo.scenarios.bootstrap import CONTEXT, register_crds, write_kubeconfig
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.engine.registry_routes import advertisement, demo_registry_options
 

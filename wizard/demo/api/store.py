@@ -99,6 +99,8 @@ class Store:
         self._compacted_rv = 0
         self._listeners: list[Listener] = []
         self._rand = random.Random()
+        self._owned: dict[str, set[tuple[str, Key]]] = {}
+        """Owner uid -> (resource, key) of the objects whose ownerReferences name it (the GC's lookup)."""
 
     # -- reads used by the simulation (deep copies) ---------------------------------------------
 
@@ -136,6 +138,7 @@ class Store:
             self._rv += 1
             meta["resourceVersion"] = str(self._rv)
             bucket[key] = new
+            self._index_owners(resource, key, new, None)
             self._sorted.pop(resource, None)
             self._emit(resource, "ADDED", new, None)
             return clone(new)
@@ -176,6 +179,7 @@ class Store:
             self._rv += 1
             meta["resourceVersion"] = str(self._rv)
             self._objects[resource][key] = new
+            self._index_owners(resource, key, new, old)
             self._encoded.get(resource, {}).pop(key, None)
             self._emit(resource, "MODIFIED", new, old)
             return clone(new)
@@ -187,12 +191,35 @@ class Store:
             old = self._objects.get(resource, {}).pop(key, None)
             if old is None:
                 return None
+            self._index_owners(resource, key, None, old)
             self._sorted.pop(resource, None)
             self._encoded.get(resource, {}).pop(key, None)
             self._rv += 1
             gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(self._rv)}}
             self._emit(resource, "DELETED", gone, old)
             return clone(gone)
+
+    def dependents(self, uid: str) -> builtins.list[tuple[str, dict[str, Any]]]:
+        """(resource, stored object) of every object with an ownerReference to ``uid``; do not mutate."""
+        with self._lock:
+            return [
+                (resource, self._objects[resource][key])
+                for resource, key in sorted(self._owned.get(uid, ()))
+                if key in self._objects.get(resource, {})
+            ]
+
+    def _index_owners(self, resource: str, key: Key, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        for obj, add in ((old, False), (new, True)):
+            for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
+                uid = ref.get("uid") if isinstance(ref, dict) else None
+                if not isinstance(uid, str):
+                    continue
+                if add:
+                    self._owned.setdefault(uid, set()).add((resource, key))
+                elif uid in self._owned:
+                    self._owned[uid].discard((resource, key))
+                    if not self._owned[uid]:
+                        del self._owned[uid]
 
     # -- hot paths for the HTTP layer (no copies: callers must not mutate) ----------------------
 

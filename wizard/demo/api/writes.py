@@ -301,17 +301,6 @@ def _apply(store: Store, request: web.Request, target: Target, old: dict[str, An
     return json_response(result, 201 if old is None else 200, warnings)
 
 
-def _dependents(store: Store, uid: str) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    with store.lock:
-        for resource in store.resources():
-            for obj in store.iter_objects(resource):
-                refs = obj["metadata"].get("ownerReferences") or []
-                if any(ref.get("uid") == uid for ref in refs):
-                    out.append((resource, obj))
-    return out
-
-
 def cascade(store: Store, deleted: dict[str, Any], resource: str) -> None:
     """Delete what the garbage collector would: dependents by owner uid, a namespace's content, a CRD's objects."""
     meta = deleted["metadata"]
@@ -329,7 +318,7 @@ def cascade(store: Store, deleted: dict[str, Any], resource: str) -> None:
         plural = str(((deleted.get("spec") or {}).get("names") or {}).get("plural") or "")
         for obj in list(store.iter_objects(plural)):
             store.delete(plural, obj["metadata"]["name"], obj["metadata"].get("namespace"))
-    for res, obj in _dependents(store, meta.get("uid", "")):
+    for res, obj in store.dependents(meta.get("uid", "")):
         gone = store.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
         if gone is not None:
             cascade(store, gone, res)

@@ -15,10 +15,9 @@ import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wizard.demo.sim.hostos import pretty_name
-from wizard.engine.facts import LABEL_VALUE_RULE, is_label_value, node_facts
-from wizard.engine.naming import Release
-from wizard.engine.plan import K8S_NAME_RE, KNOWN_RELEASES
+from wizard.demo.rules.hostos import pretty_name
+from wizard.demo.rules.nodeinfo import read_node
+from wizard.demo.rules.operator_rules import OperatorRelease, bundled_releases
 
 if TYPE_CHECKING:
     from wizard.demo.scenarios.scenario import Scenario
@@ -27,6 +26,17 @@ DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _URL_RE = re.compile(r"^https?://[A-Za-z0-9.-]+(:\d+)?/?$")
 _ARCHES = ("amd64", "arm64")
+#: A DNS subdomain name (RFC 1123), what the API server accepts for a node or namespace name.
+LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", re.ASCII)
+LABEL_VALUE_RULE = "a label value (at most 63 letters, digits, '-', '_' or '.', starting and ending alphanumeric)"
+"""The API server's own rule for label values: a real one refuses a node that breaks it."""
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= 63 and LABEL_VALUE_RE.fullmatch(value) is not None
+
+
+K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 class ScenarioError(ValueError):
@@ -189,13 +199,13 @@ def check_scenario(scenario: Scenario, where: str) -> None:
         raise ScenarioError(f"{where}: name: {scenario.name!r} must be lower-case letters, digits and -")
     op = scenario.operator
     try:
-        release = Release.parse(op.release)
+        release = OperatorRelease.parse(op.release)
     except ValueError:
         release = None
-    if release is None or f"{release.major}.{release.minor}" not in KNOWN_RELEASES:
+    if release is None or f"{release.major}.{release.minor}" not in bundled_releases():
         raise ScenarioError(
             f"{where}: operator.release: {op.release!r} is not a known release; valid: "
-            f"{', '.join(KNOWN_RELEASES.values())}"
+            f"{', '.join(bundled_releases().values())}"
         )
     if not K8S_NAME_RE.match(op.namespace) or "." in op.namespace:
         raise ScenarioError(f"{where}: operator.namespace: {op.namespace!r} is not a namespace name")
@@ -235,24 +245,23 @@ def nodes_from_nodelist(document: Any, where: str) -> list[dict[str, Any]]:
     for i, node in enumerate(items):
         if not isinstance(node, Mapping):
             raise ScenarioError(f"{where}: items[{i}] is not a Node object")
-        facts = node_facts(node)
-        if not facts.name or not facts.kernel or not facts.os_id:
+        node_read = read_node(node)
+        if not node_read.name or not node_read.kernel or not node_read.os_id:
             raise ScenarioError(f"{where}: items[{i}] lacks a name, kernel or recognisable OS")
-        info = (node.get("status") or {}).get("nodeInfo") or {}
         out.append(
             {
-                "name": facts.name,
-                "os_id": facts.os_id,
-                "os_version": facts.os_version,
-                "os_image": facts.os_image,
-                "kernel": facts.kernel,
-                "arch": info.get("architecture", "amd64"),
-                "gpu_product": facts.gpu_product if facts.gpu else "",
-                "gpu_count": max(facts.gpu_count, 1) if facts.gpu and facts.gpu_product else 0,
-                "nfd": facts.kernel_source == "nfd",
-                "runtime": facts.container_runtime or "containerd://1.7.23",
-                "kubelet_version": info.get("kubeletVersion", "v1.31.4"),
-                "labels": dict(facts.labels),
+                "name": node_read.name,
+                "os_id": node_read.os_id,
+                "os_version": node_read.os_version,
+                "os_image": node_read.os_image,
+                "kernel": node_read.kernel,
+                "arch": node_read.arch,
+                "gpu_product": node_read.gpu_product if node_read.gpu else "",
+                "gpu_count": max(node_read.gpu_count, 1) if node_read.gpu and node_read.gpu_product else 0,
+                "nfd": node_read.kernel_from_nfd,
+                "runtime": node_read.runtime or "containerd://1.7.23",
+                "kubelet_version": node_read.kubelet_version,
+                "labels": dict(node_read.labels),
             }
         )
     return out

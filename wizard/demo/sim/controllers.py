@@ -12,11 +12,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
 from wizard.demo.sim.nodes import set_gpu_capacity
 from wizard.demo.sim.operands import MANAGER_CTR
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, now, read, stable_suffix, template_hash, thaw
 from wizard.demo.sim.world import NodeView, container_status, is_running, pod_ready
-from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 
 #: Tolerations the DaemonSet controller adds to every pod it creates.
 DS_TOLERATIONS = [

@@ -13,11 +13,12 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from wizard.demo.rules.imageref import parse_reference
+from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.sim.pull import Puller, PullResult, basic_auth_for
 from wizard.demo.sim.simutil import Writer, now, thaw
 from wizard.demo.sim.workloads import Verdict, init_outcome, main_outcome
 from wizard.demo.sim.world import NodeView
-from wizard.engine.naming import Release, split_reference
 
 PULL_WAITING = frozenset(
     {"ContainerCreating", "PodInitializing", "ErrImagePull", "ImagePullBackOff", "InvalidImageName"}
@@ -73,7 +74,7 @@ def _runs_to_completion(pod: dict[str, Any]) -> bool:
 class Kubelet:
     """Every node's kubelet at once (the simulation has no per-node processes)."""
 
-    def __init__(self, puller: Puller, release: Callable[[], Release], runner: CommandRunner) -> None:
+    def __init__(self, puller: Puller, release: Callable[[], OperatorRelease], runner: CommandRunner) -> None:
         self.puller = puller
         self.release = release
         self.runner = runner
@@ -118,7 +119,7 @@ class Kubelet:
             if (pod["metadata"].get("namespace", ""), n) in secrets
         ]
         try:
-            host = split_reference(image)[0]
+            host = parse_reference(image)[0]
         except ValueError:
             return image, ""
         return image, basic_auth_for(found, host) if found else ""

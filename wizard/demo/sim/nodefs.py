@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import posixpath
 
-from wizard.demo.sim.hostos import os_release
+from wizard.demo.rules.hostos import os_release
 from wizard.demo.sim.world import NodeView
 
 HOST_DIRS = (

@@ -1,7 +1,7 @@
 """Node objects as ``kubectl get nodes -o json`` shows them, built from a scenario's NodeSpec.
 
 Labels are what kubelet, NFD and GFD set on a real node; ``status.nodeInfo`` is what kubelet reports.
-:func:`wizard.engine.facts.node_facts` reads the scenario's kernel, OS and GPU back from these objects.
+:func:`wizard.demo.rules.nodeinfo.read_node` reads the scenario's kernel, OS and GPU back from these objects.
 """
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import hashlib
 import uuid
 from typing import Any
 
+from wizard.demo.rules.nodeinfo import LABEL_GPU_COUNT, LABEL_GPU_PRODUCT
+from wizard.demo.rules.operator_rules import LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION, LABEL_OS_VERSION_MAJOR, NFD
 from wizard.demo.scenarios.scenario import NodeSpec
-from wizard.engine.facts import LABEL_GPU_COUNT, LABEL_GPU_PRODUCT, LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION, NFD
 
 #: Per-node resources of the simulated machines: (cpu, memory Ki) for CPU-only and GPU nodes.
 _CPU_NODE = ("16", "65843476Ki")
@@ -57,7 +58,7 @@ def node_labels(spec: NodeSpec) -> dict[str, str]:
                 f"{NFD}/pci-1af4.present": "true",
                 LABEL_OS_ID: spec.os_id,
                 LABEL_OS_VERSION: spec.os_version,
-                f"{LABEL_OS_VERSION}.major": version_major,
+                LABEL_OS_VERSION_MAJOR: version_major,
             }
         )
         if "." in spec.os_version:

@@ -1,28 +1,96 @@
 """The simulated GPU Operator's NVIDIADriver controller (``controllers/nvidiadriver_controller.go``).
 
-Each NVIDIADriver gets one driver DaemonSet per node pool: per OS tag, and per kernel when
-precompiled (``internal/state/nodepool.go``), named with ``naming.nvidiadriver_daemonset_name``.
-Without ``driver.useNvidiaDriverCRD: true`` in the ClusterPolicy every NVIDIADriver is ``disabled``.
-Non-default CRs claim the GPU nodes their ``nodeSelector`` matches; a ``default: true`` CR (v26.7)
-takes the rest; a node claimed twice is a ``ConflictingNodeSelector`` error.
+Each NVIDIADriver gets one driver DaemonSet per node pool (``internal/state/nodepool.go``
+``getNodePools``): per OS tag, and per kernel when precompiled; a node without the NFD labels a pool
+needs is skipped, as the operator does. From v26.7 a pool whose OS tag drops the minor version
+selects on ``VERSION_ID.major`` (every rhel 9.x node gets the rhel9 pod); v26.3 still selects the
+first node's full ``VERSION_ID`` (reproduced). Names, labels and images follow
+:mod:`wizard.demo.rules.operator_rules`. Without ``driver.useNvidiaDriverCRD: true`` in the
+ClusterPolicy every NVIDIADriver is ``disabled``. Non-default CRs claim the GPU nodes their
+``nodeSelector`` matches; a ``default: true`` CR (v26.7) takes the rest; a node claimed twice is a
+``ConflictingNodeSelector`` error.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
+from wizard.demo.rules.operator_rules import (
+    LABEL_GPU_PRESENT,
+    LABEL_KERNEL,
+    LABEL_NVIDIADRIVER_OWNER,
+    LABEL_OS_ID,
+    LABEL_OS_VERSION,
+    LABEL_OS_VERSION_MAJOR,
+    LABEL_PRECOMPILED,
+    LABEL_PRECOMPILED_KERNEL,
+    OperatorRelease,
+    RuleError,
+    nvidiadriver_app_name,
+    nvidiadriver_image,
+    pool_os_tag,
+    repo_config_dirs,
+    sanitized_kernel,
+)
 from wizard.demo.sim import operands
 from wizard.demo.sim.operands import OperandError
-from wizard.demo.sim.operator_sim import DEPLOY_PREFIX, OperatorInfo, ds_ready, node_tag_os
+from wizard.demo.sim.operator_sim import DEPLOY_PREFIX, OperatorInfo, ds_ready
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
-from wizard.engine.facts import LABEL_GPU_PRESENT, LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION
-from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, nvidiadriver_daemonset_name, sanitize_kernel
 
-OWNER_LABEL = "nvidia.com/gpu-operator.driver.owner"
+OWNER_LABEL = LABEL_NVIDIADRIVER_OWNER
 
 
 def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+@dataclass(frozen=True)
+class NodePool:
+    """One pool of ``getNodePools``: the nodes one driver DaemonSet serves."""
+
+    name: str
+    os_id: str
+    os_tag: str
+    kernel: str
+    node_selector: dict[str, str]
+
+
+def node_pools(
+    cr: dict[str, Any], members: list[dict[str, Any]], release: OperatorRelease, precompiled: bool
+) -> list[NodePool]:
+    """``getNodePools`` over the CR's GPU nodes (first node of a pool wins, by name); RuleError for an OS tag the release cannot build."""
+    selector = dict((cr.get("spec") or {}).get("nodeSelector") or {})
+    selector[LABEL_GPU_PRESENT] = "true"
+    if release.at_least(26, 7):
+        selector[OWNER_LABEL] = cr["metadata"]["name"]
+    pools: dict[str, NodePool] = {}
+    for node in sorted(members, key=lambda n: n["metadata"]["name"]):
+        labels = labels_of(node)
+        os_id, version = labels.get(LABEL_OS_ID), labels.get(LABEL_OS_VERSION)
+        if os_id is None or version is None:
+            continue  # "Could not find NFD label for node. Is NFD installed?"
+        try:
+            tag = pool_os_tag(os_id, version, release)
+        except RuleError as exc:
+            raise RuleError(f"failed to get OS info for node {node['metadata']['name']}: {exc}") from None
+        pool_selector = {**selector, LABEL_OS_ID: os_id}
+        if release.at_least(26, 7) and not tag.endswith(version):
+            major = labels.get(LABEL_OS_VERSION_MAJOR)
+            if major is None:
+                continue
+            pool_selector[LABEL_OS_VERSION_MAJOR] = major
+        else:
+            pool_selector[LABEL_OS_VERSION] = version
+        name, kernel = tag, ""
+        if precompiled:
+            kernel = labels.get(LABEL_KERNEL, "")
+            if LABEL_KERNEL not in labels:
+                continue
+            pool_selector[LABEL_KERNEL] = kernel
+            name = f"{tag}-{sanitized_kernel(kernel)}"
+        pools.setdefault(name, NodePool(name, os_id, tag, kernel, pool_selector))
+    return list(pools.values())
 
 
 class NVIDIADriverController:
@@ -64,7 +132,7 @@ class NVIDIADriverController:
             if conflict:
                 self._status(writer, cr, operator, "notReady", "ConflictingNodeSelector", conflict)
                 continue
-            if operator.release >= Release(26, 7):
+            if operator.release.at_least(26, 7):
                 self._label_owner(writer, members, cr["metadata"]["name"])
             try:
                 wanted = self._render(cr, members, operator)
@@ -137,65 +205,67 @@ class NVIDIADriverController:
     @staticmethod
     def _render(cr: dict[str, Any], members: list[dict[str, Any]], operator: OperatorInfo) -> list[dict[str, Any]]:
         spec = cr.get("spec") or {}
+        release = operator.release
         precompiled = bool(spec.get("usePrecompiled"))
         repository, image, version = (str(spec.get(k) or "") for k in ("repository", "image", "version"))
-        if precompiled and version.startswith(DIGEST_PREFIX):
-            raise OperandError("specifying image digest is not supported when precompiled is enabled")
-        operands.operand_image(spec, "", {})  # NVIDIADriver has no env fallback: all three or none
         manager_image = operands.operand_image(spec.get("manager") or {}, "DRIVER_MANAGER_IMAGE", operator.env)
         driver_type = str(spec.get("driverType") or "gpu")
-        pools: dict[tuple[str, str], dict[str, str]] = {}
-        for node in members:
-            labels = labels_of(node)
-            tag = node_tag_os(labels, operator.release)
-            if not tag:
-                continue
-            kernel = labels.get(LABEL_KERNEL, "") if precompiled else ""
-            pools.setdefault((tag, kernel), {"os_id": labels[LABEL_OS_ID], "os_version": labels[LABEL_OS_VERSION]})
-        repo_config = str((spec.get("repoConfig") or {}).get("name") or "")
+        try:
+            pools = node_pools(cr, members, release, precompiled)
+        except RuleError as exc:
+            raise OperandError(str(exc)) from None
+        repo_config = "" if precompiled else str((spec.get("repoConfig") or {}).get("name") or "")
+        # sanitizeDriverLabels: the CR's labels never override app or app.kubernetes.io/* (pod selectors are immutable).
+        own_labels = {
+            str(k): str(v)
+            for k, v in (spec.get("labels") or {}).items()
+            if k != "app" and not str(k).startswith("app.kubernetes.io/")
+        }
+        component = "nvidia-vgpu-host-manager" if driver_type == "vgpu-host-manager" else operands.COMPONENT_DRIVER
+        deploy_key = "vgpu-manager" if driver_type == "vgpu-host-manager" else "driver"
+        driver_section = {
+            **spec,
+            "manager": spec.get("manager") or {},
+            "imagePullSecrets": spec.get("imagePullSecrets") or [],
+        }
         out = []
-        for (tag, kernel), info in sorted(pools.items()):
-            if repo_config and not precompiled and info["os_id"] not in operands.REPO_CONFIG_DIRS:
-                raise OperandError(f"repository configuration not supported for distribution {tag}")
-            name = nvidiadriver_daemonset_name(driver_type, tag, cr["metadata"].get("uid", ""), kernel)
+        for pool in sorted(pools, key=lambda p: p.name):
+            try:
+                ref = nvidiadriver_image(
+                    repository, image, version, precompiled=precompiled, kernel=pool.kernel, os_tag=pool.os_tag
+                )
+            except RuleError as exc:
+                raise OperandError(f"failed to get driver image path: {exc}") from None
+            repo_dir = ""
+            if repo_config:
+                repo_dir = repo_config_dirs(release).get(pool.os_id, "")
+                if not repo_dir:
+                    raise OperandError(
+                        "ERROR: failed to get destination directory for custom repo config: "
+                        f"distribution {pool.os_id} not supported"
+                    )
+            name = nvidiadriver_app_name(driver_type, pool.os_tag, cr["metadata"].get("uid", ""), pool.kernel)
             labels = {
                 "app": name,
-                "app.kubernetes.io/component": operands.COMPONENT_DRIVER,
-                "app.kubernetes.io/managed-by": "gpu-operator",
-                "nvidia.com/node.os-version": tag,
-                "nvidia.com/precompiled": "true" if precompiled else "false",
-            }
-            selector = {
-                f"{DEPLOY_PREFIX}driver": "true",
-                LABEL_OS_ID: info["os_id"],
-                LABEL_OS_VERSION: info["os_version"],
-                **(spec.get("nodeSelector") or {}),
+                "nvidia.com/node.os-version": pool.os_tag,
+                LABEL_PRECOMPILED: "true" if precompiled else "false",
+                "app.kubernetes.io/component": component,
             }
             if precompiled:
-                labels["nvidia.com/precompiled.kernel-version"] = sanitize_kernel(kernel)
-                selector[LABEL_KERNEL] = kernel
-            if operator.release >= Release(26, 7):
-                selector[OWNER_LABEL] = cr["metadata"]["name"]
-            ref = driver_image(
-                precompiled=precompiled, repository=repository, image=image, version=version, kernel=kernel, tag_os=tag
-            )
-            driver_section = {
-                **spec,
-                "manager": spec.get("manager") or {},
-                "imagePullSecrets": spec.get("imagePullSecrets") or [],
-            }
+                labels[LABEL_PRECOMPILED_KERNEL] = sanitized_kernel(pool.kernel)
+            labels.update(own_labels)
             ds = operands.driver_daemonset(
                 name=name,
                 namespace=operator.namespace,
                 labels=labels,
-                node_selector=selector,
+                node_selector={f"{DEPLOY_PREFIX}{deploy_key}": "true", **pool.node_selector},
                 image=ref,
                 manager_image=manager_image,
                 owner=cr,
                 driver=driver_section,
-                os_id=info["os_id"],
                 precompiled=precompiled,
-                repo_config="" if precompiled else repo_config,
+                repo_config=repo_config,
+                repo_config_dir=repo_dir,
             )
             out.append(ds)
         return out

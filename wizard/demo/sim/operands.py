@@ -3,13 +3,15 @@
 Names, labels, container names, selectors and host paths follow the operator's assets
 (``assets/state-driver/0500_daemonset.yaml`` and friends, see the facts doc §2, §7, §8); images come
 from :func:`operand_image`, which applies the operator's ``ImagePath`` rule with the env fallback.
+As in the real manifests, only the driver manager (init) container sees the host's ``/``;
+``nvidia-driver-ctr`` does not, so host checks need a probe pod there as on a real cluster.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from wizard.engine.naming import image_path
+from wizard.demo.rules.operator_rules import RuleError, image_path
 
 DEFAULT_DRIVER_INSTALL_DIR = "/run/nvidia/driver"
 DEFAULT_TOOLKIT_INSTALL_DIR = "/usr/local/nvidia"
@@ -30,13 +32,6 @@ ENV_NAMES = {
     "devicePlugin": "DEVICE_PLUGIN_IMAGE",
 }
 
-#: Host directory the driver's repoConfig files are mounted into, per NFD OS ID.
-REPO_CONFIG_DIRS = {
-    **dict.fromkeys(("ubuntu", "debian"), "/etc/apt/sources.list.d"),
-    **dict.fromkeys(("rhel", "rocky", "ol", "centos", "rhcos"), "/etc/yum.repos.d"),
-    **dict.fromkeys(("sles", "sl-micro"), "/etc/zypp/repos.d"),
-}
-
 
 class OperandError(Exception):
     """A ClusterPolicy/NVIDIADriver setting the real operator refuses; the message is the operator's."""
@@ -47,14 +42,10 @@ def operand_image(section: dict[str, Any], env_name: str, env: dict[str, str]) -
     repository = str(section.get("repository") or "")
     image = str(section.get("image") or "")
     version = str(section.get("version") or "")
-    if not (repository or image or version):
-        if env.get(env_name):
-            return env[env_name]
-        raise OperandError(f"empty image path provided through both ClusterPolicy CR and ENV {env_name}")
     try:
-        return image_path(repository, image, version)
-    except ValueError as exc:
-        raise OperandError(f"{exc} (repository={repository!r}, image={image!r}, version={version!r})") from None
+        return image_path(repository, image, version, env.get(env_name, ""), env_name)
+    except RuleError as exc:
+        raise OperandError(str(exc)) from None
 
 
 def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
@@ -98,8 +89,9 @@ def daemonset(
     on_delete: bool = False,
     service_account: str = "",
     pull_secrets: list[str] | None = None,
+    pod_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A DaemonSet object with the operator's common pod settings."""
+    """A DaemonSet object with the operator's common pod settings (``pod_labels``: extra labels of its pods only)."""
     selector = {"app": labels["app"]}
     spec: dict[str, Any] = {
         "containers": containers,
@@ -129,7 +121,7 @@ def daemonset(
         },
         "spec": {
             "selector": {"matchLabels": selector},
-            "template": {"metadata": {"labels": dict(labels)}, "spec": spec},
+            "template": {"metadata": {"labels": {**labels, **(pod_labels or {})}}, "spec": spec},
             "updateStrategy": strategy,
             "revisionHistoryLimit": 10,
         },
@@ -146,11 +138,17 @@ def driver_daemonset(
     manager_image: str,
     owner: dict[str, Any],
     driver: dict[str, Any],
-    os_id: str,
     precompiled: bool,
     repo_config: str = "",
+    repo_config_dir: str = "",
+    host_lib_modules: bool = False,
+    pod_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete)."""
+    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete).
+
+    ``repo_config`` is mounted at ``repo_config_dir``; ``host_lib_modules`` adds the SUSE precompiled
+    ``lib-modules`` mount (the caller decides, per release and OS).
+    """
     manager = driver.get("manager") or {}
     env = {"KERNEL_MODULE_TYPE": str(driver.get("kernelModuleType") or "auto")}
     if precompiled:
@@ -161,7 +159,6 @@ def driver_daemonset(
         {"name": "var-log", "mountPath": "/var/log"},
         {"name": "dev-log", "mountPath": "/dev/log"},
         {"name": "host-os-release", "mountPath": "/host-etc/os-release", "readOnly": True},
-        {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
     ]
     volumes = [
         _host_path("run-nvidia", "/run/nvidia", "DirectoryOrCreate"),
@@ -172,12 +169,11 @@ def driver_daemonset(
         _host_path("host-root", "/"),
         _host_path("host-sys", "/sys", "Directory"),
     ]
-    if precompiled and os_id in ("sles", "sl-micro", "sle-micro"):
-        mounts.append({"name": "host-lib-modules", "mountPath": "/run/host/lib/modules", "readOnly": True})
-        volumes.append(_host_path("host-lib-modules", "/lib/modules"))
+    if host_lib_modules:
+        mounts.append({"name": "lib-modules", "mountPath": "/run/host/lib/modules", "readOnly": True})
+        volumes.append(_host_path("lib-modules", "/lib/modules", "Directory"))
     if repo_config:
-        target = REPO_CONFIG_DIRS.get(os_id, "/etc/apt/sources.list.d")
-        mounts.append({"name": "repo-config", "mountPath": target, "readOnly": True})
+        mounts.append({"name": "repo-config", "mountPath": repo_config_dir, "readOnly": True})
         volumes.append({"name": "repo-config", "configMap": {"name": repo_config, "defaultMode": 420}})
     init = {
         "name": MANAGER_CTR,
@@ -235,6 +231,7 @@ def driver_daemonset(
         on_delete=True,
         service_account="nvidia-driver",
         pull_secrets=list(driver.get("imagePullSecrets") or []),
+        pod_labels=pod_labels,
     )
 
 

@@ -1,11 +1,13 @@
 """The simulated GPU Operator's ClusterPolicy controller.
 
 Reconciles the oldest ClusterPolicy the way ``controllers/clusterpolicy_controller.go`` does: GPU
-node labels (``addGPUStateLabels``), then the states driver, container toolkit, operator validation
-and device plugin in order, each rendered to DaemonSets (``operands.py``), then ``status`` with the
-operator's conditions and messages. Under ClusterPolicy the driver's OS tag comes from the *first*
-GPU node and is used cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug
-is reproduced on purpose. Image names come from ``wizard.engine.naming``.
+node labels (``addGPUStateLabels``), then the controller's init (the first GPU node's OS, and the
+kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
+container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
+(``operands.py``), then ``status`` with the operator's conditions and messages. Under ClusterPolicy
+the driver's OS tag comes from the *first* GPU node and is used cluster-wide, which gives mixed-OS
+clusters wrong images (issue #1622); that bug is reproduced on purpose. Names and images follow
+the demo's own reading of the operator (:mod:`wizard.demo.rules.operator_rules`), per release.
 """
 
 from __future__ import annotations
@@ -13,18 +15,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.demo.rules.operator_rules import (
+    COMMON_DRIVER_DAEMONSET,
+    LABEL_GPU_PRESENT,
+    LABEL_KERNEL,
+    LABEL_OS_ID,
+    LABEL_PRECOMPILED,
+    NFD,
+    NVIDIA_PCI_LABELS,
+    OperatorRelease,
+    PolicyOS,
+    RuleError,
+    kernel_os_map,
+    mounts_host_lib_modules,
+    policy_driver_image,
+    policy_os,
+    precompiled_daemonset_name,
+    repo_config_dirs,
+)
 from wizard.demo.sim import operands
 from wizard.demo.sim.operands import OperandError
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
-from wizard.engine.facts import LABEL_GPU_PRESENT, LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION, NFD, PCI_NVIDIA_LABELS
-from wizard.engine.naming import (
-    COMMON_DRIVER_DAEMONSET,
-    DIGEST_PREFIX,
-    Release,
-    driver_image,
-    os_tag,
-    precompiled_daemonset_name,
-)
 
 DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
 DEPLOY_OPERANDS = (
@@ -45,7 +56,7 @@ class OperatorInfo:
     """The running operator as its Deployment describes it."""
 
     namespace: str
-    release: Release
+    release: OperatorRelease
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -58,9 +69,9 @@ def find_operator(deployments: list[dict[str, Any]], default_release: str) -> Op
         image = str(containers[0].get("image", ""))
         tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
         try:
-            release = Release.parse(tag)
+            release = OperatorRelease.parse(tag)
         except ValueError:
-            release = Release.parse(default_release)
+            release = OperatorRelease.parse(default_release)
         env = {e["name"]: str(e.get("value", "")) for e in containers[0].get("env") or [] if "name" in e}
         return OperatorInfo(dep["metadata"].get("namespace", "default"), release, env)
     return None
@@ -68,7 +79,7 @@ def find_operator(deployments: list[dict[str, Any]], default_release: str) -> Op
 
 def is_gpu_node(labels: dict[str, str]) -> bool:
     """NFD saw an NVIDIA PCI device (what makes the operator set ``nvidia.com/gpu.present=true``)."""
-    return any(labels.get(key) == "true" for key in PCI_NVIDIA_LABELS)
+    return any(labels.get(key) == "true" for key in NVIDIA_PCI_LABELS)
 
 
 def gpu_state_labels(labels: dict[str, str]) -> dict[str, str]:
@@ -90,10 +101,16 @@ def gpu_state_labels(labels: dict[str, str]) -> dict[str, str]:
     return new
 
 
-def node_tag_os(labels: dict[str, str], release: Release) -> str:
-    """The OS tag the operator derives from a node's NFD labels, or "" without them."""
-    os_id, version = labels.get(LABEL_OS_ID, ""), labels.get(LABEL_OS_VERSION, "")
-    return os_tag(os_id, version, release) if os_id and version else ""
+@dataclass(frozen=True)
+class ClusterInit:
+    """What the ClusterPolicy controller's init learnt about the GPU nodes."""
+
+    first_gpu_node: dict[str, str] = field(default_factory=dict)
+    """Labels of the GPU node the operator listed first (the API lists by name)."""
+    os: PolicyOS | None = None
+    """``gpuNodeOSRelease`` / ``gpuNodeOSTag`` (v26.3+; v25.10 reads the OS in the driver state)."""
+    kernels: dict[str, str] = field(default_factory=dict)
+    """``kernelVersionMap``: kernel -> ID + VERSION_ID (precompiled only)."""
 
 
 def ds_ready(ds: dict[str, Any] | None) -> bool:
@@ -112,6 +129,7 @@ class ClusterPolicyController:
 
     def __init__(self, default_release: str) -> None:
         self.default_release = default_release
+        self._operator_host_os = ""
         self.singleton = ""
         """The ClusterPolicy this operator reconciles (``clusterPolicyCtrl.singleton``); later ones are ignored."""
 
@@ -155,6 +173,13 @@ class ClusterPolicyController:
         has_nfd: bool,
     ) -> None:
         spec = policy.get("spec") or {}
+        try:
+            init = self._init(spec, operator, gpu_nodes)
+        except RuleError as exc:  # init() failed: ReconcileFailed, no state is applied
+            self._set_status(writer, policy, operator, str(exc), [], has_nfd, bool(gpu_nodes))
+            return
+        if ((spec.get("driver") or {}).get("repoConfig") or {}).get("configMapName"):
+            self._operator_host_os = self._operator_host_id(writer, operator)
         existing = {
             ds["metadata"]["name"]: ds
             for ds in read(writer.store, "daemonsets", operator.namespace)
@@ -165,7 +190,7 @@ class ClusterPolicyController:
         failure = ""
         for state in STATES:
             try:
-                rendered = self._render(state, spec, policy, operator, gpu_nodes) if gpu_nodes else []
+                rendered = self._render(state, spec, policy, operator, init) if gpu_nodes else []
             except OperandError as exc:
                 failure = f"Failed to reconcile {state}: {exc}"
                 # Like step() returning an error: later states are not applied, earlier ones stay.
@@ -191,20 +216,55 @@ class ClusterPolicyController:
         }
         return writer.update("daemonsets", merged)
 
+    @staticmethod
+    def _init(spec: dict[str, Any], operator: OperatorInfo, gpu_nodes: list[dict[str, Any]]) -> ClusterInit:
+        """``init()``: the first GPU node's OS (v26.3+) and, when precompiled, the kernel map; RuleError stops all."""
+        if not gpu_nodes:
+            return ClusterInit()
+        first = labels_of(sorted(gpu_nodes, key=lambda n: n["metadata"]["name"])[0])
+        cluster_os = None
+        if operator.release.at_least(26, 3):
+            try:
+                cluster_os = policy_os(first, operator.release)
+            except RuleError as exc:
+                raise RuleError(f"failed to retrieve GPU node OS info: {exc}") from None
+        driver = spec.get("driver") or {}
+        kernels: dict[str, str] = {}
+        if driver.get("enabled", True) is not False and driver.get("usePrecompiled"):
+            kernels = kernel_os_map([labels_of(n) for n in gpu_nodes])
+        return ClusterInit(first, cluster_os, kernels)
+
+    @staticmethod
+    def _operator_host_id(writer: Writer, operator: OperatorInfo) -> str:
+        """v25.10 reads ``/host-etc/os-release`` of the node the operator pod runs on (issue #562): its ``ID``."""
+        if operator.release.at_least(26, 3):
+            return ""
+        nodes = {n["metadata"]["name"]: n for n in read(writer.store, "nodes")}
+        host = next(
+            (
+                (p.get("spec") or {}).get("nodeName") or ""
+                for p in read(writer.store, "pods", operator.namespace)
+                if labels_of(p).get("app") == "gpu-operator"
+            ),
+            "",
+        )
+        node = nodes.get(host) or (nodes[min(nodes)] if nodes else {})
+        return labels_of(node).get(LABEL_OS_ID, "") if node else ""
+
     def _render(
         self,
         state: str,
         spec: dict[str, Any],
         policy: dict[str, Any],
         operator: OperatorInfo,
-        gpu_nodes: list[dict[str, Any]],
+        init: ClusterInit,
     ) -> list[dict[str, Any]]:
         ns, env = operator.namespace, operator.env
         if state == "state-driver":
             driver = spec.get("driver") or {}
             if driver.get("enabled", True) is False or driver.get("useNvidiaDriverCRD"):
                 return []
-            return self._driver_daemonsets(driver, policy, operator, gpu_nodes)
+            return self._driver_daemonsets(driver, spec, policy, operator, init)
         validator_image = operands.operand_image(spec.get("validator") or {}, "VALIDATOR_IMAGE", env)
         if state == "state-container-toolkit":
             section = spec.get("toolkit") or {}
@@ -227,87 +287,92 @@ class ClusterPolicyController:
         ]
 
     def _driver_daemonsets(
-        self, driver: dict[str, Any], policy: dict[str, Any], operator: OperatorInfo, gpu_nodes: list[dict[str, Any]]
+        self,
+        driver: dict[str, Any],
+        spec: dict[str, Any],
+        policy: dict[str, Any],
+        operator: OperatorInfo,
+        init: ClusterInit,
     ) -> list[dict[str, Any]]:
         release = operator.release
-        first = sorted(gpu_nodes, key=lambda n: n["metadata"]["name"])[0]
-        first_labels = labels_of(first)
-        cluster_tag = node_tag_os(first_labels, release)  # getGPUNodeOSInfo: the first GPU node, cluster-wide
-        if not cluster_tag:
-            raise OperandError(
-                f"unable to get OS info: node {first['metadata']['name']} has no {LABEL_OS_ID} / {LABEL_OS_VERSION} labels"
-            )
-        cluster_os_id = first_labels[LABEL_OS_ID]
+        try:
+            cluster_os = init.os or policy_os(init.first_gpu_node, release)  # v25.10: kernelFullVersion
+        except RuleError as exc:
+            raise OperandError(str(exc)) from None
         manager_image = operands.operand_image(driver.get("manager") or {}, "DRIVER_MANAGER_IMAGE", operator.env)
-        repository = str(driver.get("repository") or "")
-        image = str(driver.get("image") or "")
-        version = str(driver.get("version") or "")
-        if not (repository or image or version):
-            image = operator.env.get("DRIVER_IMAGE", "")
-            if not image:
-                raise OperandError("empty image path provided through both ClusterPolicy CR and ENV DRIVER_IMAGE")
-        else:
-            operands.operand_image(driver, "DRIVER_IMAGE", operator.env)  # the all-three-set rule
+        repository, image, version = (str(driver.get(k) or "") for k in ("repository", "image", "version"))
         precompiled = bool(driver.get("usePrecompiled"))
         repo_config = str((driver.get("repoConfig") or {}).get("configMapName") or "")
-        base_labels = {
+        # The asset's labels on the DaemonSet; spec.daemonsets.labels only on its pods (applyCommonDaemonsetMetadata).
+        labels = {
+            "app": COMMON_DRIVER_DAEMONSET,
+            LABEL_PRECOMPILED: "true" if precompiled else "false",
             "app.kubernetes.io/component": operands.COMPONENT_DRIVER,
-            "app.kubernetes.io/managed-by": "gpu-operator",
-            "helm.sh/chart": "gpu-operator",
-            "nvidia.com/precompiled": "true" if precompiled else "false",
+        }
+        daemonset_labels = (spec.get("daemonsets") or {}).get("labels") or {}
+        pod_labels = {
+            str(k): str(v) for k, v in daemonset_labels.items() if k not in ("app", "app.kubernetes.io/part-of")
         }
         common: dict[str, Any] = {
             "namespace": operator.namespace,
             "manager_image": manager_image,
             "owner": policy,
             "driver": driver,
-            "os_id": cluster_os_id,
             "precompiled": precompiled,
+            "pod_labels": pod_labels,
         }
+
+        def image_for(kernel: str) -> str:
+            try:
+                return policy_driver_image(
+                    repository,
+                    image,
+                    version,
+                    precompiled=precompiled,
+                    kernel=kernel,
+                    os_tag=cluster_os.tag,
+                    env_value=operator.env.get("DRIVER_IMAGE", ""),
+                )
+            except RuleError as exc:
+                raise OperandError(str(exc)) from None
+
         if not precompiled:
-            if repo_config and cluster_os_id not in operands.REPO_CONFIG_DIRS:
-                raise OperandError(f"repository configuration not supported for distribution {cluster_tag}")
-            ref = driver_image(
-                precompiled=False, repository=repository, image=image, version=version, kernel="", tag_os=cluster_tag
-            )
+            repo_dir = ""
+            if repo_config:
+                os_id = cluster_os.os_id if release.at_least(26, 3) else self._operator_host_os
+                repo_dir = repo_config_dirs(release).get(os_id, "")
+                if not repo_dir:
+                    why = (
+                        f"repository configuration not supported for distribution {cluster_os.tag}"
+                        if release.at_least(26, 3)
+                        else "distribution not supported"
+                    )
+                    raise OperandError(f"ERROR: failed to get destination directory for custom repo config: {why}")
             return [
                 operands.driver_daemonset(
                     name=COMMON_DRIVER_DAEMONSET,
-                    labels={"app": COMMON_DRIVER_DAEMONSET, **base_labels},
+                    labels=labels,
                     node_selector={f"{DEPLOY_PREFIX}driver": "true"},
-                    image=ref,
+                    image=image_for(""),
                     repo_config=repo_config,
+                    repo_config_dir=repo_dir,
                     **common,
                 )
             ]
-        if version.startswith(DIGEST_PREFIX):
-            raise OperandError("specifying image digest is not supported when precompiled is enabled")
-        kernels: dict[str, str] = {}  # getKernelVersionsMap: kernel -> ID+VERSION_ID over all GPU nodes
-        for node in gpu_nodes:
-            labels = labels_of(node)
-            kernel, tag = labels.get(LABEL_KERNEL, ""), node_tag_os(labels, release)
-            if not kernel or not tag:
-                continue
-            if kernels.setdefault(kernel, tag) != tag:
-                raise OperandError(
-                    f"different OS versions found for the same kernel version {kernel}: {kernels[kernel]} and {tag}"
-                )
-        out = []
-        for kernel, kernel_tag in sorted(kernels.items()):
-            name = precompiled_daemonset_name(kernel, kernel_tag)
-            ref = driver_image(
-                precompiled=True, repository=repository, image=image, version=version, kernel=kernel, tag_os=cluster_tag
+        lib_modules = mounts_host_lib_modules(release, precompiled=True, os_id=cluster_os.os_id)
+        # transformPrecompiledDriverDaemonset: the name takes the kernel's own ID + VERSION_ID, the image
+        # the cluster-wide OS tag, and app=nvidia-driver-daemonset stays on every per-kernel DaemonSet.
+        return [
+            operands.driver_daemonset(
+                name=precompiled_daemonset_name(kernel, node_os),
+                labels=labels,
+                node_selector={f"{DEPLOY_PREFIX}driver": "true", LABEL_KERNEL: kernel},
+                image=image_for(kernel),
+                host_lib_modules=lib_modules,
+                **common,
             )
-            out.append(
-                operands.driver_daemonset(
-                    name=name,
-                    labels={"app": name, **base_labels},
-                    node_selector={f"{DEPLOY_PREFIX}driver": "true", LABEL_KERNEL: kernel},
-                    image=ref,
-                    **common,
-                )
-            )
-        return out
+            for kernel, node_os in sorted(init.kernels.items())
+        ]
 
     @staticmethod
     def _set_status(

@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.sim import smi
 from wizard.demo.sim.operands import DRIVER_CTR, MANAGER_CTR
 from wizard.demo.sim.simutil import now
 from wizard.demo.sim.workloads import init_outcome, main_outcome
 from wizard.demo.sim.world import NodeView, container_status, driver_version_of, is_running
-from wizard.engine.naming import Release
 
 
 def _logrus(lines: list[str], level: str = "info") -> str:
@@ -45,7 +45,7 @@ def _manager(view: NodeView) -> str:
     )
 
 
-def _driver(pod: dict[str, Any], view: NodeView, release: Release) -> str:
+def _driver(pod: dict[str, Any], view: NodeView, release: OperatorRelease) -> str:
     image = next((str(c.get("image", "")) for c in pod["spec"]["containers"] if c.get("name") == DRIVER_CTR), "")
     version = driver_version_of(image)
     kernel = view.spec.kernel
@@ -151,7 +151,7 @@ def _toolkit(view: NodeView) -> str:
     )
 
 
-def container_log(pod: dict[str, Any], container: str, view: NodeView | None, release: Release) -> str:
+def container_log(pod: dict[str, Any], container: str, view: NodeView | None, release: OperatorRelease) -> str:
     """The log of one operator container (empty for containers the simulation knows nothing about)."""
     if view is None:
         return ""

@@ -19,8 +19,8 @@ from typing import Any
 
 import aiohttp
 
+from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.scenarios.scenario import RegistrySpec
-from wizard.engine.naming import split_reference
 
 MANIFEST_ACCEPT = ", ".join(
     (
@@ -51,7 +51,7 @@ def fake_digest(text: str) -> str:
 
 def _normalized(reference: str) -> tuple[str, str, str, str]:
     """(host, path, tag-or-digest, the reference as containerd spells it)."""
-    host, path, tag = split_reference(reference)
+    host, path, tag = parse_reference(reference)
     sep = "@" if tag.startswith("sha256:") else ":"
     return host, path, tag, f"{host}/{path}{sep}{tag}"
 
@@ -130,7 +130,7 @@ class Puller:
     def needs_http(self, reference: str) -> bool:
         """Whether resolving this reference asks the real registry at ``registry.url``."""
         try:
-            host, path, _ = split_reference(reference)
+            host, path, _ = parse_reference(reference)
         except ValueError:
             return False
         return bool(self.spec.url) and host in self.hosts and f"{host}/{path}" not in self._published

@@ -5,6 +5,10 @@ and, on every :meth:`Simulation.tick`, runs one step of each controller: the GPU
 (ClusterPolicy, NVIDIADriver, driver upgrades), Kubernetes' DaemonSet/Deployment controllers and
 garbage collector, and the kubelet (pulls, container starts, readiness). :meth:`Simulation.exec`
 and :meth:`Simulation.logs` answer ``kubectl exec`` and ``kubectl logs`` as the node would.
+
+When nothing but bare pods (no owner, already bound to a node: the wizard's probe pods) changed
+since the last full tick, a tick steps only those pods: no controller reads them, and a full tick
+costs O(cluster) while a 1,000-node verification starts and deletes a probe pod per node.
 """
 
 from __future__ import annotations
@@ -14,23 +18,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.bundled import operator_values
-from wizard.demo.api.store import Store
+from wizard.demo.api.store import Store, WatchEvent
+from wizard.demo.rules.operator_rules import OperatorRelease, bundle_of, bundled_releases
 from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.nvd_sim import NVIDIADriverController
-from wizard.demo.sim.operands import ENV_NAMES
+from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, ENV_NAMES, TOOLKIT_DS, VALIDATOR_DS
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Writer, labels_of, read
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, build_views
-from wizard.engine.naming import Release
-from wizard.engine.plan import KNOWN_RELEASES
 
 _SEED_ROUNDS = 200
+_OPERAND_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS, "gpu-operator"})
 
 
 @dataclass
@@ -45,8 +49,7 @@ class ExecResult:
 def operator_deployment(scenario: Scenario) -> dict[str, Any]:
     """The GPU Operator Deployment as Helm installs it, with each operand's default image in its env."""
     spec = scenario.operator
-    release = Release.parse(spec.release)
-    values = operator_values(KNOWN_RELEASES[f"{release.major}.{release.minor}"])
+    values = operator_values(bundle_of(spec.release))
     repo = spec.repository or "nvcr.io/nvidia"
 
     def default(section: dict[str, Any], version: str | None = None) -> str:
@@ -103,7 +106,7 @@ def published_images(scenario: Scenario) -> list[str]:
     """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
     refs = []
     mirror = scenario.operator.repository
-    for bundle in KNOWN_RELEASES.values():
+    for bundle in bundled_releases().values():
         values = operator_values(bundle)
         sections = [
             values["driver"]["manager"],
@@ -121,6 +124,28 @@ def published_images(scenario: Scenario) -> list[str]:
     return refs
 
 
+def _bare(pod: dict[str, Any]) -> bool:
+    """A pod no controller owns or reads: bound to a node, no owner, not labelled as an operand."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    return (
+        not meta.get("ownerReferences")
+        and bool((pod.get("spec") or {}).get("nodeName"))
+        and "app.kubernetes.io/component" not in labels
+        and labels.get("app") not in _OPERAND_APPS
+    )
+
+
+def _volumes_ok(pod: dict[str, Any], configmaps: set[tuple[str, str]]) -> bool:
+    """Every ConfigMap volume of the pod exists (or is optional), else its containers cannot start."""
+    namespace = pod["metadata"].get("namespace", "")
+    return all(
+        (namespace, v["configMap"].get("name", "")) in configmaps or v["configMap"].get("optional")
+        for v in pod["spec"].get("volumes") or []
+        if isinstance(v.get("configMap"), dict)
+    )
+
+
 class Simulation:
     """One simulated cluster behind the demo API server."""
 
@@ -132,10 +157,37 @@ class Simulation:
         self.policies = ClusterPolicyController(scenario.operator.release)
         self.nvidiadrivers = NVIDIADriverController()
         self.upgrades = UpgradeController()
-        self._release = Release.parse(scenario.operator.release)
+        self._release = OperatorRelease.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
-        self._pod_index: dict[str, list[dict[str, Any]]] = {}
-        self._pod_index_version: int | None = None
+        self._pods_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        """Stored pods by ``spec.nodeName``, kept current by the store listener (exec and bare ticks read it)."""
+        self._others_changed = True
+        """Something other than a bare pod changed since the last full tick began."""
+        self._bare_touched: set[tuple[str, str]] = set()
+        with store.lock:
+            for pod in store.iter_objects("pods"):
+                self._index_pod(pod, add=True)
+            store.subscribe(self._on_change)
+
+    def _index_pod(self, pod: dict[str, Any], *, add: bool) -> None:
+        node = (pod.get("spec") or {}).get("nodeName", "")
+        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        if add:
+            self._pods_by_node.setdefault(node, {})[key] = pod
+        else:
+            self._pods_by_node.get(node, {}).pop(key, None)
+
+    def _on_change(self, event: WatchEvent) -> None:
+        if event.resource == "pods":
+            if event.old is not None:
+                self._index_pod(event.old, add=False)
+            if event.type != "DELETED":
+                self._index_pod(event.obj, add=True)
+        if event.resource == "pods" and _bare(event.obj) and (event.old is None or _bare(event.old)):
+            meta = event.obj["metadata"]
+            self._bare_touched.add((meta.get("namespace", ""), meta["name"]))
+        else:
+            self._others_changed = True
 
     # -- seeding ----------------------------------------------------------------------------------
 
@@ -178,6 +230,11 @@ class Simulation:
 
     async def tick(self) -> bool:
         """One step of operator reconcile and kubelet progress; True while something changed."""
+        if not self._others_changed:
+            # Nothing but bare pods changed since a full tick that found the world stable.
+            return await self._bare_tick() if self._bare_touched else False
+        self._others_changed = False
+        self._bare_touched.clear()
         writer = Writer(self.store)
         pods, views, keys, requests = self._control(writer)
         results = await self.puller.resolve_many(requests) if requests else {}
@@ -209,6 +266,11 @@ class Simulation:
         controllers.collect_garbage(writer, pods, owners)
         pods = read(self.store, "pods")
         views = build_views(nodes, pods, read(self.store, "daemonsets"), self.specs)
+        keys, requests = self._pulls(pods)
+        return pods, views, keys, requests
+
+    def _pulls(self, pods: list[dict[str, Any]]) -> tuple[dict[str, dict[str, PullKey]], set[PullKey]]:
+        """Which image pulls the kubelet needs for ``pods`` (per pod uid and container), and the distinct ones."""
         secrets: dict[tuple[str, str], dict[str, Any]] = {}
         if any(p.get("spec", {}).get("imagePullSecrets") for p in pods):
             secrets = {
@@ -224,7 +286,29 @@ class Simulation:
                 key = self.kubelet.pull_key(pod, container, secrets)
                 keys.setdefault(pod["metadata"]["uid"], {})[container["name"]] = key
                 requests.add(key)
-        return pods, views, keys, requests
+        return keys, requests
+
+    async def _bare_tick(self) -> bool:
+        """Step only the bare pods that changed (their own writes bring them back until they are stable)."""
+        touched, self._bare_touched = sorted(self._bare_touched), set()
+        pods = [p for ns, name in touched if (p := self.store.lookup("pods", name, ns)) is not None]
+        keys, requests = self._pulls(pods)
+        results = await self.puller.resolve_many(requests) if requests else {}
+        writer = Writer(self.store)
+        daemonsets = read(self.store, "daemonsets")
+        configmaps = self._configmaps()
+        for pod in pods:
+            node = pod["spec"]["nodeName"]
+            node_obj = self.store.lookup("nodes", node)
+            if node_obj is None:
+                continue
+            view = build_views([node_obj], self._pods_on(node), daemonsets, self.specs)[node]
+            uid_keys = keys.get(pod["metadata"]["uid"], {})
+            self.kubelet.step(writer, pod, view, results, uid_keys, _volumes_ok(pod, configmaps))
+        return writer.changed
+
+    def _configmaps(self) -> set[tuple[str, str]]:
+        return {(c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")}
 
     def _kubelet(
         self,
@@ -234,20 +318,13 @@ class Simulation:
         keys: dict[str, dict[str, PullKey]],
         results: dict[PullKey, PullResult],
     ) -> None:
-        configmaps = {
-            (c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")
-        }
+        configmaps = self._configmaps()
         for pod in pods:
             node = pod.get("spec", {}).get("nodeName", "")
             if not node or node not in views:
                 continue
-            namespace = pod["metadata"].get("namespace", "")
-            volumes_ok = all(
-                (namespace, v["configMap"].get("name", "")) in configmaps or v["configMap"].get("optional")
-                for v in pod["spec"].get("volumes") or []
-                if isinstance(v.get("configMap"), dict)
-            )
-            self.kubelet.step(writer, pod, views[node], results, keys.get(pod["metadata"]["uid"], {}), volumes_ok)
+            uid_keys = keys.get(pod["metadata"]["uid"], {})
+            self.kubelet.step(writer, pod, views[node], results, uid_keys, _volumes_ok(pod, configmaps))
         nodes = read(self.store, "nodes")
         views = build_views(nodes, read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
         controllers.node_agents(writer, nodes, views)
@@ -266,18 +343,13 @@ class Simulation:
         return pod, views[node]
 
     def _pods_on(self, node: str) -> list[dict[str, Any]]:
-        """Pods bound to ``node``, from an index rebuilt only when the store has changed.
+        """Pods bound to ``node`` (stored objects, by namespace and name), from the listener's index.
 
-        Verification execs into every node while nothing is written; scanning every pod per exec
-        made 1,000 execs cost seconds of the server's single event loop.
+        Verification execs into every node and starts a probe pod on each; scanning every pod per
+        exec (or rebuilding an index after every write) cost seconds of the server's event loop.
         """
-        version = self.store.resource_version
-        if self._pod_index_version != version:
-            by_node: dict[str, list[dict[str, Any]]] = {}
-            for pod in self.store.iter_objects("pods"):
-                by_node.setdefault(pod.get("spec", {}).get("nodeName", ""), []).append(pod)
-            self._pod_index, self._pod_index_version = by_node, version
-        return self._pod_index.get(node, [])
+        pods = self._pods_by_node.get(node, {})
+        return [pods[key] for key in sorted(pods)]
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import hashlib
 import json
+import pickle
 from typing import Any
 
 from wizard.demo.api.store import Store, StoreConflict, StoreNotFound
@@ -36,8 +36,14 @@ def read(store: Store, resource: str, namespace: str | None = None) -> list[dict
 
 
 def thaw(obj: dict[str, Any]) -> dict[str, Any]:
-    """A private, mutable copy of a stored object."""
-    return copy.deepcopy(obj)
+    """A private, mutable copy of a stored object.
+
+    A pickle round trip of our own JSON-like data (never bytes from outside): about five times
+    faster than ``copy.deepcopy``, which matters because the kubelet copies every pod's status on
+    every tick, and a probe pod of a 1,000-node verification costs a few ticks.
+    """
+    copied: dict[str, Any] = pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+    return copied
 
 
 def labels_of(obj: dict[str, Any]) -> dict[str, str]:

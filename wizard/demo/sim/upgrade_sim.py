@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.demo.rules.operator_rules import LABEL_UPGRADE_STATE
 from wizard.demo.sim.operands import COMPONENT_DRIVER, DRIVER_CTR
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, template_hash, thaw
-from wizard.engine.facts import LABEL_UPGRADE_STATE
 
 UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
 STEPS = {

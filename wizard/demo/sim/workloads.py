@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from wizard.demo.rules.operator_rules import OperatorRelease, RuleError, pool_os_tag
 from wizard.demo.sim.operands import DRIVER_CTR, MANAGER_CTR
 from wizard.demo.sim.world import NodeView, pod_ready
-from wizard.engine.naming import Release, os_tag
 
 InitOutcome = Literal["done", "wait", "fail"]
 MainOutcome = Literal["ready", "wait", "crash"]
@@ -91,13 +91,16 @@ def init_outcome(pod: dict[str, Any], container: str, view: NodeView | None) -> 
     return Verdict("done")
 
 
-def image_mismatch(image: str, view: NodeView, release: Release) -> str:
+def image_mismatch(image: str, view: NodeView, release: OperatorRelease) -> str:
     """Why a driver image cannot work on this node (built for another OS or kernel), or ""."""
     if "@" in image:
         return ""
     tag = image.rsplit("/", 1)[-1].partition(":")[2]
     spec = view.spec
-    node_tag = os_tag(spec.os_id, spec.os_version, release)
+    try:
+        node_tag = pool_os_tag(spec.os_id, spec.os_version, release)
+    except RuleError:
+        return ""
     if not tag or "-" not in tag:
         return ""
     if not tag.endswith(f"-{node_tag}"):
@@ -109,7 +112,7 @@ def image_mismatch(image: str, view: NodeView, release: Release) -> str:
     return ""
 
 
-def main_outcome(pod: dict[str, Any], container: str, view: NodeView | None, release: Release) -> Verdict:
+def main_outcome(pod: dict[str, Any], container: str, view: NodeView | None, release: OperatorRelease) -> Verdict:
     """Whether a running main container becomes ready or crashes (checked a tick after it starts)."""
     if view is None:
         return Verdict("ready")

@@ -12,8 +12,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.demo.rules.hostos import Mount, mount_of, mounts
+from wizard.demo.rules.nodeinfo import read_node
 from wizard.demo.scenarios.scenario import NodeSpec
-from wizard.demo.sim.hostos import Mount, mount_of, mounts
 from wizard.demo.sim.operands import (
     COMPONENT_DRIVER,
     DEFAULT_DRIVER_INSTALL_DIR,
@@ -24,7 +25,6 @@ from wizard.demo.sim.operands import (
     VALIDATOR_DS,
 )
 from wizard.demo.sim.simutil import labels_of
-from wizard.engine.facts import node_facts
 
 _VERSION_RE = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 #: Latest release of each driver branch, for images tagged with the branch only (``580-<kernel>-…``).
@@ -82,15 +82,15 @@ def pod_ready(pod: dict[str, Any] | None) -> bool:
 
 def spec_from_node(node: dict[str, Any]) -> NodeSpec:
     """A NodeSpec for a node that is not in the scenario (added through the API)."""
-    facts = node_facts(node)
+    reading = read_node(node)
     return NodeSpec(
-        name=facts.name,
-        os_id=facts.os_id or "ubuntu",
-        os_version=facts.os_version or "22.04",
-        os_image=facts.os_image,
-        kernel=facts.kernel,
-        gpu_product=facts.gpu_product,
-        gpu_count=facts.gpu_count,
+        name=reading.name,
+        os_id=reading.os_id or "ubuntu",
+        os_version=reading.os_version or "22.04",
+        os_image=reading.os_image,
+        kernel=reading.kernel,
+        gpu_product=reading.gpu_product,
+        gpu_count=reading.gpu_count,
     )
 
 

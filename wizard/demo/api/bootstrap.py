@@ -15,14 +15,14 @@ from pathlib import Path
 
 from wizard.bundled import operator_crd
 from wizard.demo.api.store import Store
-from wizard.engine.plan import OperatorSpec
+from wizard.demo.rules.operator_rules import bundle_of
 
 CONTEXT = "gpu-wizard-demo"
 
 
 def register_crds(store: Store, release: str) -> None:
     """Store the operator release's real ClusterPolicy and NVIDIADriver CRDs, Established."""
-    bundle = OperatorSpec(version=release).bundle
+    bundle = bundle_of(release)
     for plural in ("clusterpolicies", "nvidiadrivers"):
         crd = copy.deepcopy(operator_crd(bundle, plural))
         names = crd["spec"]["names"]

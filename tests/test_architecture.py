@@ -1,0 +1,29 @@
+"""The rooms keep their rules: every import-linter contract in pyproject.toml holds (docs/architecture.md).
+
+The contracts say which way imports go (launcher > CLI | TUI > cluster > registry > demo > retry >
+engine > data), that the engine is pure, that only the gateway imports ``kubernetes``, that the TUI
+reaches the cluster through the facade only, that the demo imports no engine rule, and that no two
+sibling modules import each other.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_import_contract_is_kept() -> None:
+    lint_imports = Path(sys.executable).parent / "lint-imports"  # import-linter, a test extra
+    done = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "BROKEN" not in done.stdout and " KEPT" in done.stdout
+
+
+def test_the_demo_borrows_no_more_engine_code_than_listed() -> None:
+    """The two borrowings left (the /version registry advert, issue 11 part 4) may shrink, never grow."""
+    text = (ROOT / "pyproject.toml").read_text()
+    block = text.split("ignore_imports = [", 1)[1].split("]", 1)[0]
+    assert len([line for line in block.splitlines() if "->" in line]) <= 2

@@ -1,0 +1,317 @@
+"""The GPU Operator's naming rules per release, written for the simulated operator from the operator's source.
+
+This module is the demo's own reading of ``NVIDIA/gpu-operator`` at v25.10.1, v26.3.3 and v26.7.0;
+it imports nothing from ``wizard.engine`` on purpose, so that the demo can disagree with the wizard
+(``tests/test_demo_operator_rules.py`` runs the operator's own unit-test cases against both):
+
+* OS tags: ``internal/state/nodepool.go`` ``getOSTag`` (NVIDIADriver pools) and
+  ``controllers/state_manager.go`` ``getGPUNodeOSInfo`` (ClusterPolicy, first GPU node), which differ
+  per release (v25.10 keeps every VERSION_ID, v26.3 drops the minor for rocky and rhel >= 10 and
+  fails on an unparsable rhel major, v26.7 drops it for rhel, rocky and ol); v25.10's ClusterPolicy
+  path (``kernelFullVersion``) needs the first GPU node's kernel label and takes its OS tag from there;
+* per-kernel precompiled DaemonSets (``transformPrecompiledDriverDaemonset``): named by the sanitised
+  kernel plus NFD ``ID`` + full ``VERSION_ID`` (``getKernelVersionsMap``), never the release's OS tag;
+* NVIDIADriver DaemonSets (``internal/state/driver.go`` ``getDriverAppName``): an FNV-1a 32-bit hash
+  of the CR UID (+ ``-kernel``), spelt with Kubernetes' ``SafeEncodeString`` alphabet, the prefix cut
+  so the name stays within 63 characters;
+* image paths (``internal/image/image.go`` ``ImagePath``, ``resolveDriverTag``,
+  ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``, which also parse the result);
+* ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from wizard.bundled import assets
+from wizard.demo.rules.imageref import parse_reference
+
+NFD = "feature.node.kubernetes.io"
+LABEL_KERNEL = f"{NFD}/kernel-version.full"
+LABEL_OS_ID = f"{NFD}/system-os_release.ID"
+LABEL_OS_VERSION = f"{NFD}/system-os_release.VERSION_ID"
+LABEL_OS_VERSION_MAJOR = f"{NFD}/system-os_release.VERSION_ID.major"
+LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
+LABEL_DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
+LABEL_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+LABEL_PRECOMPILED = "nvidia.com/precompiled"
+LABEL_PRECOMPILED_KERNEL = "nvidia.com/precompiled.kernel-version"
+LABEL_NVIDIADRIVER_OWNER = "nvidia.com/gpu-operator.driver.owner"
+#: NFD's PCI labels that make the operator label a node ``nvidia.com/gpu.present=true``.
+NVIDIA_PCI_LABELS = (f"{NFD}/pci-10de.present", f"{NFD}/pci-0302_10de.present", f"{NFD}/pci-0300_10de.present")
+
+COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
+DIGEST_MARK = "sha256:"
+
+_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
+_KERNEL_ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
+#: ``k8s.io/apimachinery/pkg/util/rand`` alphabet (``SafeEncodeString``): no vowels, no look-alikes.
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_FNV32_OFFSET, _FNV32_PRIME = 0x811C9DC5, 0x01000193
+_DNS_LABEL_MAX = 63
+
+
+class RuleError(Exception):
+    """Something the operator itself refuses; the message is the operator's."""
+
+
+@dataclass(frozen=True, order=True)
+class OperatorRelease:
+    """An operator release (``v26.7.0``), ordered by version."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> OperatorRelease:
+        """``v26.7.0`` / ``26.7`` to a release; ValueError otherwise."""
+        match = _VERSION_RE.match(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r} is not an operator release like v26.7.0")
+        return cls(int(match[1]), int(match[2]), int(match[3] or 0))
+
+    def at_least(self, major: int, minor: int) -> bool:
+        return (self.major, self.minor) >= (major, minor)
+
+    def __str__(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+
+@cache
+def bundled_releases() -> dict[str, str]:
+    """``{"26.7": "v26.7.0", ...}``: the releases whose CRDs and chart values the demo carries."""
+    out: dict[str, str] = {}
+    for entry in assets().joinpath("operator").iterdir():
+        try:
+            release = OperatorRelease.parse(entry.name)
+        except ValueError:
+            continue
+        if entry.is_dir():
+            out[f"{release.major}.{release.minor}"] = entry.name
+    return dict(sorted(out.items(), key=lambda kv: OperatorRelease.parse(kv[1])))
+
+
+def bundle_of(release: OperatorRelease | str) -> str:
+    """The bundled folder of a release (``v26.7.0``); ValueError for a release the demo does not carry."""
+    parsed = release if isinstance(release, OperatorRelease) else OperatorRelease.parse(release)
+    try:
+        return bundled_releases()[f"{parsed.major}.{parsed.minor}"]
+    except KeyError:
+        raise ValueError(
+            f"{release} is not a release the demo carries; valid: {', '.join(bundled_releases().values())}"
+        ) from None
+
+
+# -- OS tags -----------------------------------------------------------------------------------------
+
+
+def _go_atoi(text: str) -> int:
+    """Go's ``strconv.Atoi`` (sign and decimal digits only), with its error text."""
+    if not re.fullmatch(r"[+-]?\d+", text):
+        raise RuleError(f'strconv.Atoi: parsing "{text}": invalid syntax')
+    return int(text)
+
+
+def _rhel_major(version: str) -> int:
+    """v26.3's ``parseOSMajorVersion``: the part before the first dot, trimmed, without a ``v``."""
+    head = version.split(".")[0].strip()
+    head = head.removeprefix("v").removeprefix("V")
+    if not head:
+        raise RuleError("empty OS major version")
+    return _go_atoi(head)
+
+
+def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
+    """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
+    head = version.split(".")[0]
+    if release.at_least(26, 7):
+        suffix = head if os_id in ("ol", "rocky", "rhel") else version
+    elif release.at_least(26, 3):
+        suffix = version
+        if os_id == "rocky":
+            suffix = head
+        elif os_id == "rhel":
+            try:
+                major = _rhel_major(version)
+            except RuleError as exc:
+                raise RuleError(f"failed to parse os version: {exc}") from None
+            if major >= 10:
+                suffix = head
+    else:
+        suffix = version  # nodePool.getOS(): ID + VERSION_ID, always
+    return f"{os_id}{suffix}"
+
+
+@dataclass(frozen=True)
+class PolicyOS:
+    """What the ClusterPolicy controller took from the first GPU node it listed."""
+
+    os_id: str
+    """NFD ``ID`` (``gpuNodeOSRelease``); "" at v25.10, which never reads it."""
+    tag: str
+    """The OS tag every driver image of the cluster gets (``gpuNodeOSTag``)."""
+
+
+def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
+    """``getGPUNodeOSInfo`` (v26.3+) or ``kernelFullVersion`` (v25.10) for the first GPU node's labels."""
+    os_id, version = labels.get(LABEL_OS_ID), labels.get(LABEL_OS_VERSION)
+    if not release.at_least(26, 3):
+        kernel = labels.get(LABEL_KERNEL)
+        if not kernel:
+            raise RuleError("ERROR: Could not find kernel full version: ('', '')")
+        # Without the OS labels v25.10 returns an empty tag and images end in "-" (reproduced).
+        return PolicyOS("", f"{os_id}{version}" if os_id is not None and version is not None else "")
+    if os_id is None:
+        raise RuleError(f"unable to retrieve OS name from label {LABEL_OS_ID}")
+    if version is None:
+        raise RuleError(f"unable to retrieve OS version from label {LABEL_OS_VERSION}")
+    head = version.split(".")[0]
+    suffix = version
+    if release.at_least(26, 7):
+        if os_id in ("ol", "rocky", "rhel"):
+            suffix = head
+    elif os_id == "rocky":
+        suffix = head
+    elif os_id == "rhel":
+        try:
+            major = _rhel_major(version)
+        except RuleError as exc:
+            raise RuleError(f"error processing OS major version {version.split('.')[0].strip()}: {exc}") from None
+        if major >= 10:
+            suffix = head
+    if not os_id:
+        raise RuleError(f'GPU node OS info is empty: release="", tag="{suffix}"')
+    return PolicyOS(os_id, f"{os_id}{suffix}")
+
+
+# -- DaemonSet names ---------------------------------------------------------------------------------
+
+
+def sanitized_kernel(kernel: str) -> str:
+    """``getSanitizedKernelVersion``: arch suffixes out, ``_`` to ``.``, one trailing ``.`` off, lower case."""
+    text = _KERNEL_ARCH_RE.sub("", kernel).replace("_", ".")
+    return text.removesuffix(".").lower()
+
+
+def kernel_os_map(gpu_node_labels: list[dict[str, str]]) -> dict[str, str]:
+    """``getKernelVersionsMap``: kernel -> NFD ``ID`` + full ``VERSION_ID``; nodes without a kernel label are skipped."""
+    out: dict[str, str] = {}
+    for labels in gpu_node_labels:
+        kernel = labels.get(LABEL_KERNEL)
+        if kernel is None:
+            continue
+        node_os = labels.get(LABEL_OS_ID, "") + labels.get(LABEL_OS_VERSION, "")
+        if out.get(kernel, node_os) != node_os:
+            raise RuleError(
+                f"different OS versions found for the same kernel version {kernel}, unsupported configuration"
+            )
+        out[kernel] = node_os
+    return out
+
+
+def precompiled_daemonset_name(kernel: str, node_os: str) -> str:
+    """The per-kernel DaemonSet of a precompiled ClusterPolicy: ``nvidia-driver-daemonset-<kernel>-<ID+VERSION_ID>``."""
+    return f"{COMMON_DRIVER_DAEMONSET}-{sanitized_kernel(kernel)}-{node_os}"
+
+
+def safe_hash(text: str) -> str:
+    """``utils.GetStringHash``: FNV-1a 32-bit, its decimal digits spelt in the SafeEncodeString alphabet."""
+    value = _FNV32_OFFSET
+    for byte in text.encode():
+        value = ((value ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return "".join(_SAFE_ALPHABET[ord(digit) % len(_SAFE_ALPHABET)] for digit in str(value))
+
+
+def nvidiadriver_app_name(driver_type: str, os_tag: str, cr_uid: str, kernel: str = "", rhcos: str = "") -> str:
+    """``getDriverAppName``: ``nvidia-<type>-driver-<osTag>-<hash>``, the prefix cut to fit 63 characters."""
+    seed = cr_uid + (f"-{kernel}" if kernel else f"-{rhcos}" if rhcos else "")
+    digest = safe_hash(seed)
+    prefix = f"nvidia-{driver_type}-driver-{os_tag}"
+    if len(prefix) + 1 + len(digest) > _DNS_LABEL_MAX:
+        prefix = prefix[: _DNS_LABEL_MAX - len(digest) - 1]
+    return f"{prefix}-{digest}"
+
+
+# -- image paths -------------------------------------------------------------------------------------
+
+
+def image_path(repository: str, image: str, version: str, env_value: str = "", env_name: str = "") -> str:
+    """``image.ImagePath``: the CR's fields first, then the operator's env var; RuleError when neither works."""
+    if not repository and not version:
+        if image:
+            return image
+    elif not (repository and image and version):
+        raise RuleError(
+            "invalid image specification: repository, image and version must all be set "
+            f"(repository={repository}, image={image}, version={version})"
+        )
+    elif version.startswith(DIGEST_MARK):
+        return f"{repository}/{image}@{version}"
+    else:
+        return f"{repository}/{image}:{version}"
+    if env_value:
+        return env_value
+    raise RuleError(f"empty image path provided through both CR and ENV {env_name}")
+
+
+def policy_driver_image(
+    repository: str, image: str, version: str, *, precompiled: bool, kernel: str, os_tag: str, env_value: str = ""
+) -> str:
+    """``resolveDriverTag`` for a ClusterPolicy: the kernel (precompiled) and the cluster's OS tag appended."""
+    if precompiled:
+        if not repository and not version:
+            if not image:
+                raise RuleError(
+                    "unable to resolve driver image path for pre-compiled drivers, driver.repository, "
+                    "driver.image and driver.version have to be specified in the ClusterPolicy"
+                )
+            path = f"{image}-{kernel}"
+        else:
+            path = f"{repository}/{image}:{version}-{kernel}"
+    else:
+        path = image_path(repository, image, version, env_value, "DRIVER_IMAGE")
+    return path if DIGEST_MARK in path else f"{path}-{os_tag}"
+
+
+def nvidiadriver_image(
+    repository: str, image: str, version: str, *, precompiled: bool, kernel: str, os_tag: str
+) -> str:
+    """``GetImagePath`` / ``GetPrecompiledImagePath`` of an NVIDIADriver (no env fallback, digests refused when precompiled)."""
+    try:
+        path = image_path(repository, image, version, "", "")
+    except RuleError as exc:
+        raise RuleError(f"failed to get image path from crd: {exc}") from None
+    if precompiled:
+        if DIGEST_MARK in path:
+            raise RuleError("specifying image digest is not supported when precompiled is enabled")
+        path = f"{path}-{kernel}-{os_tag}"
+    elif DIGEST_MARK not in path:
+        path = f"{path}-{os_tag}"
+    try:
+        parse_reference(path)  # ref.New()
+    except ValueError as exc:
+        raise RuleError(f"failed to parse driver image path: {exc}") from None
+    return path
+
+
+# -- per-release mounts ------------------------------------------------------------------------------
+
+_YUM, _APT, _ZYPP = "/etc/yum.repos.d", "/etc/apt/sources.list.d", "/etc/zypp/repos.d"
+
+
+def repo_config_dirs(release: OperatorRelease) -> dict[str, str]:
+    """``RepoConfigPathMap``: NFD ``ID`` -> folder the repoConfig files are mounted into."""
+    dirs = {"centos": _YUM, "ubuntu": _APT, "rhcos": _YUM, "rhel": _YUM}
+    if release.at_least(26, 3):
+        dirs.update({"debian": _APT, "rocky": _YUM, "sles": _ZYPP, "sl-micro": _ZYPP})
+    if release.at_least(26, 7):
+        dirs["ol"] = _YUM
+    return dirs
+
+
+def mounts_host_lib_modules(release: OperatorRelease, *, precompiled: bool, os_id: str) -> bool:
+    """Whether a ClusterPolicy's driver container gets host ``/lib/modules`` (PR #2252: v26.3+, sles and sl-micro)."""
+    return release.at_least(26, 3) and precompiled and os_id in ("sles", "sl-micro")
