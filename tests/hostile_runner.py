@@ -73,11 +73,19 @@ def collect_cases() -> list[tuple[str, HostileCase]]:
 
 # The child sets its own limit before loading anything: a preexec_fn would run between fork and
 # exec, which is unsafe while the pool's other threads hold locks.
-_LIMITED_MAIN = (
-    "import resource, runpy, sys; "
-    f"resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT})); "
-    "sys.argv[0] = 'gpu-wizard'; runpy.run_module('wizard', run_name='__main__', alter_sys=True)"
-)
+# Its peak RSS is its own VmHWM, written on the way out: the kernel's ru_maxrss of a child also
+# counts the parent's resident memory at the fork (exec keeps the high-water mark), and a pytest-xdist
+# worker is a few hundred MB.
+_LIMITED_MAIN = f"""
+import os, resource, runpy, sys
+resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT}))
+sys.argv[0] = 'gpu-wizard'
+try:
+    runpy.run_module('wizard', run_name='__main__', alter_sys=True)
+finally:
+    with open('/proc/self/status') as status, open(os.environ['HOSTILE_PEAK_FILE'], 'w') as peak:
+        peak.write(next(line.split()[1] for line in status if line.startswith('VmHWM:')))
+"""
 
 
 def run_case(area: str, case: HostileCase) -> CaseResult:
@@ -98,6 +106,7 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
             "XDG_CONFIG_HOME": f"{folder}/.config",
             "PYTHONPATH": str(ROOT),
             "NO_COLOR": "1",
+            "HOSTILE_PEAK_FILE": f"{folder}/.peak-rss-kb",
             **case.env,
         }
         started = time.monotonic()
@@ -113,6 +122,9 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
         _, status, usage = os.wait4(child.pid, 0)
         seconds = time.monotonic() - started
         child.returncode = os.waitstatus_to_exitcode(status)
+        peak_file = Path(folder) / ".peak-rss-kb"
+        # no file: the child died before its finally (killed): the kernel's figure, an upper bound
+        peak_kb = int(peak_file.read_text()) if peak_file.exists() else usage.ru_maxrss
     return CaseResult(
         case=case,
         module=area,
@@ -121,7 +133,7 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
         stderr=err.decode("utf-8", "backslashreplace").replace(folder, "{dir}"),
         seconds=seconds,
         cpu_seconds=usage.ru_utime + usage.ru_stime,
-        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        peak_rss_mb=peak_kb / 1024,  # kilobytes on Linux
     )
 
 

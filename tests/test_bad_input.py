@@ -170,7 +170,10 @@ def test_bad_cluster_flags(tls_demo: DemoClusterThread, tmp_path: Path, capsys: 
         (["rollback", *cluster, "--backup", str(tmp_path / "none.yaml")], "none.yaml: cannot read the backup"),
         (["rollback", *cluster, "--backup", str(not_backup)], "not a gpu-wizard backup"),
         (["rollback", *cluster, "--backup", str(damaged)], "damaged.yaml:4: damaged backup"),
-        (["apply", *cluster, "--answers", str(answers), "--yes", "--backup-dir", str(blocked)], "nothing was applied"),
+        (
+            ["apply", *cluster, "--answers", str(answers), "--yes", "--override-helm", "--backup-dir", str(blocked)],
+            "nothing was applied",
+        ),
         (["apply", *cluster, "--answers", str(tmp_path / "none.yaml")], "none.yaml: no such file"),
     ]
     for argv, expected in cases:
