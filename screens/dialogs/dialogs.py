@@ -118,7 +118,7 @@ class HelpDialog(ModalScreen[None]):
     HelpDialog .dialog-body { height: 1fr; max-height: 100%; }
     """
     )
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,f2,q", "close", "Close")]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()

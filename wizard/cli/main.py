@@ -13,17 +13,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from wizard.cli.usage import EXIT_FAILED as EXIT_FAILED  # re-exported: cluster and images import it from here
+from wizard.cli.usage import EXIT_INVALID, EXIT_OK, UsageError
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
     from wizard.engine.facts import ClusterFacts
 
-EXIT_OK, EXIT_FAILED, EXIT_INVALID = 0, 1, 2
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
-
-
-class UsageError(Exception):
-    """Bad input the user can fix; printed as one message, exit code 2."""
 
 
 def version() -> str:
@@ -153,6 +150,8 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
     parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
+    # set by `gpu-wizard serve` for its session processes (browser keys in the footer and help)
+    parser.add_argument("--web", action="store_true", help=argparse.SUPPRESS)
     if not commands:
         return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -183,6 +182,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
     serve.set_defaults(handler=cmd_demo)
 
+    from wizard.cli.serve import register as register_serve_command
+
+    register_serve_command(sub)  # serve: the wizard in browsers, a demo cluster per session
     from wizard.cli.cluster import register as register_cluster_commands
 
     register_cluster_commands(sub)  # discover, apply, verify, rollback, mirror
