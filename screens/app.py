@@ -339,8 +339,7 @@ class WizardApp(App[int]):
             "Open report", "Export the verification report (Markdown and JSON)", self.action_open_report
         )
         yield SystemCommand("Switch theme", "Pick another colour theme", self.action_change_theme)
-        help_key = keys.HELP.browser_shown if self.web else keys.HELP.terminal_shown.upper()
-        yield SystemCommand("Help", f"Help for this step ({help_key})", self._help)
+        yield SystemCommand("Help", f"Help for this step ({keys.help_key(web=self.web)})", self._help)
         yield SystemCommand("Quit", "Leave the wizard (answers are saved after each step)", self.action_quit)
 
     def _help(self) -> None:

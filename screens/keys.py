@@ -44,6 +44,11 @@ def browser_alternate(key: GlobalKey) -> str:
     return key.browser if key.browser != key.terminal else ""
 
 
+def help_key(*, web: bool) -> str:
+    """The help key as running text names it ("F1", or "F2" in a browser)."""
+    return HELP.browser_shown if web else HELP.terminal_shown.upper()
+
+
 def footer_hints(*, web: bool) -> tuple[tuple[str, str], ...]:
     """(key as shown, label) for every global key, in footer order."""
     return tuple((k.browser_shown if web else k.terminal_shown, k.label) for k in GLOBAL_KEYS)
