@@ -75,6 +75,23 @@ class ServedWizard:
     def pid(self) -> int:
         return self.process.pid
 
+    def status(self) -> dict[str, int]:
+        """``/status``: sessions in use, spares ready and starting, the limit (the link's cookie, sent by hand)."""
+        import urllib.request
+
+        cookie = "gpu-wizard-classroom=" + self.link.split("token=", 1)[1]
+        request = urllib.request.Request(self.url + "status", headers={"Cookie": cookie})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return dict(json.load(answer))
+
+    def wait_for_spares(self, count: int, timeout: float = 120.0) -> None:
+        """Wait until ``count`` spares are ready (started, first frame drawn, preflight done)."""
+        deadline = time.monotonic() + timeout
+        while self.status()["ready"] < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{count} spares not ready within {timeout:.0f} s: {self.status()}")
+            time.sleep(0.2)
+
     def session_pids(self) -> list[int]:
         """The session processes (children of the server) still alive."""
         return [pid for pid, ppid, state in _processes() if ppid == self.pid and state != "Z"]
@@ -193,9 +210,16 @@ class Tab:
         await self.http.close()
 
 
-async def measure(count: int, scenario: str, timeout: float) -> dict[str, object]:
-    """Open ``count`` tabs at once on a fresh server; times and memory per session."""
-    with ServedWizard("--max-sessions", str(count), scenario=scenario) as served:
+async def measure(count: int, scenario: str, timeout: float, *, warm: bool) -> dict[str, object]:
+    """Open ``count`` tabs at once on a fresh server; times and memory per session.
+
+    ``warm``: the server starts ``count`` spares and the tabs open once they are ready (a trainer who
+    starts the server before the class); otherwise ``--spares 0`` and every session starts cold.
+    """
+    spares = str(count if warm else 0)
+    with ServedWizard("--max-sessions", str(count), "--spares", spares, scenario=scenario) as served:
+        if warm:
+            await asyncio.to_thread(served.wait_for_spares, count, timeout)
         tabs = [Tab(served) for _ in range(count)]
 
         async def one(tab: Tab) -> None:
@@ -210,6 +234,7 @@ async def measure(count: int, scenario: str, timeout: float) -> dict[str, object
     preflights = [t.preflight or 0.0 for t in tabs]
     return {
         "sessions": count,
+        "start": "warm" if warm else "cold",
         "first_frame_s": {"median": statistics.median(frames), "max": max(frames)},
         "preflight_s": {"median": statistics.median(preflights), "max": max(preflights)},
         "rss_mib_per_session": statistics.mean(m[0] for m in memory) / 2**20 if memory else 0.0,
@@ -222,20 +247,28 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, nargs="+", default=[1, 10, 20])
     parser.add_argument("--scenario", default="sle-micro-precompiled")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds per session before giving up")
+    parser.add_argument("--start", choices=("cold", "warm", "both"), default="both")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = [asyncio.run(measure(n, args.scenario, args.timeout)) for n in args.sessions]
+    starts = ("cold", "warm") if args.start == "both" else (args.start,)
+    results = [
+        asyncio.run(measure(n, args.scenario, args.timeout, warm=start == "warm"))
+        for start in starts
+        for n in args.sessions
+    ]
     if args.json:
         print(json.dumps(results, indent=2))
         return 0
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
-    print("| sessions | first frame median / max | preflight median / max | RSS per session | PSS per session |")
-    print("|---|---|---|---|---|")
+    print(
+        "| start | sessions | first frame median / max | preflight median / max | RSS per session | PSS per session |"
+    )
+    print("|---|---|---|---|---|---|")
     for r in results:
         ff, pf = r["first_frame_s"], r["preflight_s"]
         assert isinstance(ff, dict) and isinstance(pf, dict)
         print(
-            f"| {r['sessions']} | {ff['median']:.2f} s / {ff['max']:.2f} s | {pf['median']:.2f} s / {pf['max']:.2f} s "
+            f"| {r['start']} | {r['sessions']} | {ff['median']:.2f} s / {ff['max']:.2f} s | {pf['median']:.2f} s / {pf['max']:.2f} s "
             f"| {r['rss_mib_per_session']:.0f} MiB | {r['pss_mib_per_session']:.0f} MiB |"
         )
     return 0

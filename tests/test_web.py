@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.web import FIRST_FRAME, ServedWizard, Tab, alive
+from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive
 from wizard.web.server import origin_of
 from wizard.web.sessions import remove_stale_roots, session_environment
 
@@ -51,8 +51,8 @@ def session_folder(pid: int) -> Path:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[ServedWizard]:
-    """One server with room for two sessions, started with the trainer's secrets in its environment."""
-    with ServedWizard("--max-sessions", "2", env={**os.environ, **SECRETS}) as server:
+    """One server with room for two sessions started cold, with the trainer's secrets in its environment."""
+    with ServedWizard("--max-sessions", "2", "--spares", "0", env={**os.environ, **SECRETS}) as server:
         yield server
 
 
@@ -138,7 +138,8 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
         assert await asyncio.to_thread(wait_until, lambda: len(served.session_pids()) == 1, 10)
         (survivor,) = served.session_pids()
         (gone,) = set(pids) - {survivor}
-        assert not alive(gone) and not folders[gone].exists()
+        assert not alive(gone)
+        assert await asyncio.to_thread(wait_until, lambda: not folders[gone].exists(), 5)
         assert folders[survivor].is_dir()
     finally:
         await first.close()
@@ -154,7 +155,7 @@ def _start_one_session(served: ServedWizard) -> tuple[int, Path]:
 
     loop = asyncio.new_event_loop()
     tab = loop.run_until_complete(run())
-    (pid,) = served.session_pids()
+    pid = served.session_pids()[0]
     root = session_folder(pid).parent
     served._keep = (loop, tab)  # type: ignore[attr-defined]  # the tab stays open until the server goes
     return pid, root
@@ -166,17 +167,35 @@ def _forget_tab(served: ServedWizard) -> None:
     loop.close()
 
 
-def test_stopping_the_server_ends_every_session_and_removes_its_folders() -> None:
-    with ServedWizard("--max-sessions", "1") as served:
-        pid, root = _start_one_session(served)
+def test_stopping_the_server_ends_every_session_and_spare_and_removes_their_folders() -> None:
+    with ServedWizard("--max-sessions", "2", "--spares", "1") as served:
+        _start_one_session(served)
+        pids = served.session_pids()  # the tab's session, and a spare started ahead (or starting)
+        root = session_folder(pids[0]).parent
         assert served.stop(signal.SIGINT) == 0
         _forget_tab(served)
-    assert not alive(pid)
+    assert not any(alive(pid) for pid in pids)
     assert not root.exists()
 
 
+async def test_a_spare_started_ahead_opens_at_once_and_is_given_to_one_tab_only() -> None:
+    with ServedWizard("--max-sessions", "1", "--spares", "1") as served:
+        await asyncio.to_thread(served.wait_for_spares, 1)
+        (spare,) = served.session_pids()
+        tab = Tab(served)
+        await tab.open()
+        assert await tab.read_until(PREFLIGHT_DONE, 5) < 2.0  # drawn before the tab came: sent at once
+        assert served.session_pids() == [spare]
+        assert served.status() == {"sessions": 1, "ready": 0, "warming": 0, "limit": 1}  # full: no new spare
+        late = Tab(served)
+        await late.open()
+        assert late.status == 503
+        await late.close()
+        await tab.close()
+
+
 def test_a_killed_server_leaves_no_app_running_and_the_next_start_removes_its_folders() -> None:
-    with ServedWizard("--max-sessions", "1") as served:
+    with ServedWizard("--max-sessions", "1", "--spares", "0") as served:
         pid, root = _start_one_session(served)
         served.stop(signal.SIGKILL)
         _forget_tab(served)

@@ -97,7 +97,8 @@ def open_tab(browser: Any, url: str) -> tuple[Any, Screen]:
 def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_their_own(
     chromium_browser: Any,
 ) -> None:
-    with ServedWizard("--max-sessions", "2") as served:
+    with ServedWizard("--max-sessions", "2", "--spares", "1") as served:
+        served.wait_for_spares(1)  # the first tab takes a spare started ahead, the second starts cold
         first, screen = open_tab(chromium_browser, served.link)
         screen.wait_for("1/8 Connect")
         assert "F9 Next" in screen.text and "F2 Help" in screen.text  # the browser's keys, in the footer
@@ -120,7 +121,7 @@ def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_
         other.wait_for("CRDs installed")
         assert "Resume where you stopped?" not in other.text
         sessions = served.session_pids()
-        assert len(sessions) == 2
+        assert len(sessions) == 2 and served.status()["sessions"] == 2
 
         # a third finds the classroom full
         third, full = open_tab(chromium_browser, served.link)
@@ -130,16 +131,17 @@ def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_
         # a closed tab ends its session; stopping the server ends the rest
         first.close()
         deadline = time.monotonic() + 10
-        while len(served.session_pids()) != 1 and time.monotonic() < deadline:
+        while served.status()["sessions"] != 1 and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(served.session_pids()) == 1
+        assert served.status()["sessions"] == 1
+        sessions += served.session_pids()  # with the spare started in the place it freed
         assert served.stop(signal.SIGINT) == 0
         second.close()
     assert not any(alive(pid) for pid in sessions)
 
 
 def test_no_token_no_wizard_and_another_sites_page_cannot_open_a_session(chromium_browser: Any) -> None:
-    with ServedWizard("--max-sessions", "1") as served:
+    with ServedWizard("--max-sessions", "1", "--spares", "0") as served:
         stranger = chromium_browser.new_context()
         page = stranger.new_page()
         response = page.goto(served.url)

@@ -21,6 +21,8 @@ from wizard.cli.usage import EXIT_OK, UsageError
 DEFAULT_SCENARIO = "sle-micro-precompiled"
 SESSIONS_PER_CORE = 10
 """Students starting together per core before start-up gets slow (docs/benchmarks.md, classroom mode)."""
+SPARES_PER_CORE = 5
+"""Sessions kept started ahead per core: 10 on 2 cores, the class that arrives together in the benchmark."""
 MEMORY_PER_SESSION = 300 * 1024 * 1024
 """Bytes of memory kept free per session (one measures about 150 MB; the rest is headroom)."""
 
@@ -66,6 +68,13 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"sessions at once (default from this machine's cores and memory: {default_max_sessions()})",
     )
+    serve.add_argument(
+        "--spares",
+        type=int,
+        metavar="N",
+        help="sessions started ahead, so a tab opens on a ready wizard (default: up to 5 per core, "
+        "never more than --max-sessions; 0: start each session when its tab opens)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -88,7 +97,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "gpu-wizard classroom: every browser tab gets its own SIMULATED demo cluster "
             f"(scenario {Path(scenario).name}); nothing real is touched.\n"
             f"  open:      {url}\n"
-            f"  sessions:  at most {options.max_sessions} at once\n"
+            f"  sessions:  at most {options.max_sessions} at once; {options.spares} started ahead "
+            "(ready in the background; the link works at once)\n"
             "Share the link only with your students: its token is the key. Ctrl-C stops the server and every session.\n"
         )
         sys.stdout.flush()
@@ -120,6 +130,9 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
     limit = args.max_sessions if args.max_sessions is not None else default_max_sessions()
     if not 1 <= limit <= 1000:
         raise UsageError(f"--max-sessions: {limit} is out of range (1-1000)")
+    spares = args.spares if args.spares is not None else min(limit, SPARES_PER_CORE * (os.cpu_count() or 1))
+    if not 0 <= spares <= limit:
+        raise UsageError(f"--spares: {spares} is out of range (0 to --max-sessions, {limit})")
     public_url = args.public_url
     if public_url is not None:
         parts = urlsplit(public_url)
@@ -138,5 +151,10 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
             "unencrypted; put a TLS reverse proxy in front (README, classroom mode) and pass --public-url https://…\n"
         )
     return ServeOptions(
-        scenario=scenario, host=args.host, port=args.port, public_url=public_url, max_sessions=int(limit)
+        scenario=scenario,
+        host=args.host,
+        port=args.port,
+        public_url=public_url,
+        max_sessions=int(limit),
+        spares=int(spares),
     )

@@ -53,6 +53,7 @@ class ServeOptions:
     port: int = 8000
     public_url: str | None = None
     max_sessions: int = 1
+    spares: int = 0
 
 
 def is_loopback(host: str) -> bool:
@@ -101,6 +102,7 @@ class Classroom:
             [
                 web.get("/", self.index),
                 web.get("/ws", self.websocket),
+                web.get("/status", self.status),
                 web.static("/static", static, show_index=False, follow_symlinks=False),
             ]
         )
@@ -151,6 +153,12 @@ class Classroom:
         page = pages.wizard_page(static=self.static, websocket=self.websocket_url, home=self.path, font_size=font_size)
         return self._html(page)
 
+    async def status(self, request: web.Request) -> web.StreamResponse:
+        """For the trainer (with the cookie): sessions in use, spares ready and starting, the limit."""
+        if not self.authorized(request):
+            raise web.HTTPForbidden(text="open the link with ?token=… first\n")
+        return web.json_response(self.pool.counts())
+
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         if not self.authorized(request):
             raise web.HTTPForbidden(text="open the link with ?token=… first\n")
@@ -165,7 +173,11 @@ class Classroom:
             await websocket.prepare(request)
             width = _bounded(request.query.get("width", ""), 80, 10, MAX_TERMINAL)
             height = _bounded(request.query.get("height", ""), 24, 5, MAX_TERMINAL)
-            await session.start(width, height)
+            if session.started:  # a spare: what it drew is queued; the resize repaints it at the tab's size
+                await session.until_started()
+                await session.send(protocol.meta({"type": "resize", "width": width, "height": height}))
+            else:
+                await session.start(width, height)
             relay = asyncio.create_task(self._relay_output(session, websocket))
             try:
                 await self._relay_input(session, websocket)
@@ -243,7 +255,7 @@ async def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
     for stale in remove_stale_roots():
         log.info("removed %s, left by a server that was killed", stale)
     token = secrets.token_urlsafe(24)
-    pool = SessionPool(session_command(options.scenario), options.max_sessions, make_root())
+    pool = SessionPool(session_command(options.scenario), options.max_sessions, make_root(), spares=options.spares)
     public_url = options.public_url
     if public_url is None:
         host = f"[{options.host}]" if ":" in options.host else options.host
@@ -254,6 +266,7 @@ async def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
         await runner.setup()
         await web.SockSite(runner, listener).start()
         announce(classroom.public_url + "?token=" + token)
+        pool.warm()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
