@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive
+from tests.hostile import HostileCase
+from tests.hostile_cases_web import CASES as HOSTILE_CASES
 from wizard.web.server import origin_of
 from wizard.web.sessions import remove_stale_roots, session_environment
 
@@ -220,3 +222,50 @@ def test_origin_is_written_the_way_browsers_send_it() -> None:
     assert origin_of("https://class.example.com:443/") == "https://class.example.com"
     assert origin_of("http://127.0.0.1:8000/") == "http://127.0.0.1:8000"
     assert origin_of("http://[::1]:8000/") == "http://[::1]:8000"
+
+
+@pytest.mark.parametrize("case", HOSTILE_CASES, ids=[case.name for case in HOSTILE_CASES])
+def test_hostile_serve_options_are_refused_with_one_line(case: HostileCase, tmp_path: Path) -> None:
+    for name, content in case.files.items():
+        mode = "wb" if isinstance(content, bytes) else "w"
+        with open(tmp_path / name, mode) as handle:
+            handle.write(content)
+    argv = [arg.replace("{dir}", str(tmp_path)) for arg in case.argv]
+    done = subprocess.run(
+        [sys.executable, "-m", "wizard", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**os.environ, **case.env},
+    )
+    assert done.returncode == case.expect_exit, done.stderr
+    for text in case.stderr_has:
+        assert text in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not any(ord(c) < 32 and c not in "\n\t" for c in done.stdout + done.stderr)
+
+
+def test_in_a_browser_every_global_action_has_a_key_the_browser_leaves_alone() -> None:
+    from screens.keys import BROWSER_KEPT, GLOBAL_KEYS, footer_hints, help_keys
+
+    for key in GLOBAL_KEYS:
+        assert key.browser not in BROWSER_KEPT, key
+        if key.browser != key.terminal:  # an alternate: F1 help in a browser names it
+            assert f"`{key.browser_shown}`" in help_keys(web=True), key
+    assert [label for _, label in footer_hints(web=True)] == [label for _, label in footer_hints(web=False)]
+
+
+def test_a_classroom_session_saves_files_only_in_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from screens.dialogs.dialogs import SESSION_FOLDER_VARIABLE, inside_session_folder
+
+    session = tmp_path / "session"
+    (session / "home").mkdir(parents=True)
+    (session / "home" / "escape").symlink_to(tmp_path)
+    assert inside_session_folder(Path("/etc/cron.d/x"))  # outside classroom mode: the user's own machine
+    monkeypatch.setenv(SESSION_FOLDER_VARIABLE, str(session))
+    assert inside_session_folder(session / "home" / "answers.yaml")
+    assert not inside_session_folder(Path("/etc/cron.d/x"))
+    assert not inside_session_folder(session / "home" / "escape" / "x")  # a symlink out is still out
+    assert not inside_session_folder(session / ".." / "x")

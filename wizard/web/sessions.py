@@ -78,6 +78,7 @@ def session_environment(folder: Path, *, width: int, height: int) -> dict[str, s
         XDG_DATA_HOME=str(folder / "data"),
         TMPDIR=str(folder / "tmp"),
         PYTHONDONTWRITEBYTECODE="1",
+        GPU_WIZARD_SESSION_FOLDER=str(folder),  # the app saves files only in here (screens.dialogs)
         TEXTUAL_DRIVER=APP_DRIVER,
         TEXTUAL_COLOR_SYSTEM="truecolor",
         TERM_PROGRAM="gpu-wizard-serve",
