@@ -140,6 +140,21 @@ def alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time (user + system) used so far by every process in group ``pgid``."""
+    ticks = 0
+    for pid, _, _ in _processes():
+        try:
+            if os.getpgid(pid) != pgid:
+                continue
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 def group_memory(pgid: int) -> tuple[int, int]:
     """(RSS, PSS) in bytes of every process in group ``pgid``."""
     rss = pss = 0
@@ -217,9 +232,11 @@ async def measure(count: int, scenario: str, timeout: float, *, warm: bool) -> d
     starts the server before the class); otherwise ``--spares 0`` and every session starts cold.
     """
     spares = str(count if warm else 0)
+    began = time.perf_counter()
     with ServedWizard("--max-sessions", str(count), "--spares", spares, scenario=scenario) as served:
         if warm:
             await asyncio.to_thread(served.wait_for_spares, count, timeout)
+        spares_ready = time.perf_counter() - began if warm else None
         tabs = [Tab(served) for _ in range(count)]
 
         async def one(tab: Tab) -> None:
@@ -229,16 +246,20 @@ async def measure(count: int, scenario: str, timeout: float, *, warm: bool) -> d
 
         await asyncio.gather(*(one(tab) for tab in tabs))
         memory = [group_memory(pid) for pid in served.session_pids()]
+        cpu = [group_cpu_seconds(pid) for pid in served.session_pids()]
         await asyncio.gather(*(tab.close() for tab in tabs))
     frames = [t.first_frame or 0.0 for t in tabs]
     preflights = [t.preflight or 0.0 for t in tabs]
     return {
         "sessions": count,
         "start": "warm" if warm else "cold",
+        "spares_ready_s": spares_ready,
         "first_frame_s": {"median": statistics.median(frames), "max": max(frames)},
         "preflight_s": {"median": statistics.median(preflights), "max": max(preflights)},
         "rss_mib_per_session": statistics.mean(m[0] for m in memory) / 2**20 if memory else 0.0,
         "pss_mib_per_session": statistics.mean(m[1] for m in memory) / 2**20 if memory else 0.0,
+        "cpu_s_per_session": statistics.mean(cpu) if cpu else 0.0,
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -261,15 +282,19 @@ def main() -> int:
         return 0
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}")
     print(
-        "| start | sessions | first frame median / max | preflight median / max | RSS per session | PSS per session |"
+        "| start | sessions | first frame median / max | preflight median / max "
+        "| RSS per session | PSS per session | CPU per session | spares ready after | load average |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        ff, pf = r["first_frame_s"], r["preflight_s"]
+        ff, pf, ready = r["first_frame_s"], r["preflight_s"], r["spares_ready_s"]
         assert isinstance(ff, dict) and isinstance(pf, dict)
         print(
-            f"| {r['start']} | {r['sessions']} | {ff['median']:.2f} s / {ff['max']:.2f} s | {pf['median']:.2f} s / {pf['max']:.2f} s "
-            f"| {r['rss_mib_per_session']:.0f} MiB | {r['pss_mib_per_session']:.0f} MiB |"
+            f"| {r['start']} | {r['sessions']} | {ff['median']:.2f} s / {ff['max']:.2f} s "
+            f"| {pf['median']:.2f} s / {pf['max']:.2f} s "
+            f"| {r['rss_mib_per_session']:.0f} MiB | {r['pss_mib_per_session']:.0f} MiB "
+            f"| {r['cpu_s_per_session']:.2f} s | {'-' if ready is None else f'{ready:.0f} s'} "
+            f"| {r['load_average']:.1f} |"
         )
     return 0
 

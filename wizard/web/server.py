@@ -112,8 +112,8 @@ class Classroom:
     async def _headers(self, request: web.Request, handler: Callable[..., object]) -> web.StreamResponse:
         try:
             response = await handler(request)  # type: ignore[misc]
-        except web.HTTPException as exc:
-            response = exc
+        except web.HTTPException as exc:  # a refusal: the same headers as any page
+            response = web.Response(status=exc.status, text=exc.text, headers=exc.headers)
         assert isinstance(response, web.StreamResponse)
         if not response.prepared:
             ws_origin = self.websocket_url.rsplit("/", 1)[0]
@@ -142,7 +142,7 @@ class Classroom:
         if token is not None:
             if not hmac.compare_digest(token, self.token):
                 return self._html(pages.forbidden_page(self.static), 403)
-            response = web.HTTPSeeOther(location=self.path)
+            response = web.Response(status=303, headers={"Location": self.path})
             response.set_cookie(COOKIE, self.token, path=self.path, httponly=True, samesite="Lax", secure=self.secure)
             return response
         if not self.authorized(request):
@@ -183,7 +183,7 @@ class Classroom:
                 await self._relay_input(session, websocket)
             finally:
                 relay.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
+                with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                     await relay
         except SessionStartError as exc:
             log.error("a session did not start: %s", exc)
@@ -196,6 +196,8 @@ class Classroom:
         """App → browser: terminal output as binary frames; the app's exit closes the socket."""
         while (packet := await session.read()) is not None:
             if packet.kind == "D":
+                if websocket.closed:
+                    return
                 await websocket.send_bytes(packet.payload)
             elif packet.kind == "M" and packet.meta().get("type") == "exit":
                 break

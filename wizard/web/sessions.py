@@ -47,6 +47,12 @@ QUIT_GRACE = 3.0
 TERM_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL to the session's process group."""
 
+FIRST_FRAME_BYTES = 1024
+"""Output after which an app has drawn its first frame (the terminal set-up before it is ~100 bytes)."""
+
+AFTER_FIRST_FRAME_NICE = 5
+"""Niceness of a session once it has drawn (see :meth:`Session._yield_to_newcomers`)."""
+
 MAX_SPARE_BACKLOG = 4 * 1024 * 1024
 """Bytes a spare may draw while it waits for a tab (about 35 KB up to its preflight, ~0 when idle)."""
 
@@ -208,8 +214,12 @@ class Session:
         self._reader = asyncio.create_task(self._read_all(self.process.stdout))
 
     async def _read_all(self, stdout: asyncio.StreamReader) -> None:
+        drawn = 0
         try:
             while (packet := await protocol.read_packet(stdout)) is not None:
+                if drawn < FIRST_FRAME_BYTES <= drawn + len(packet.payload):
+                    self._yield_to_newcomers()
+                drawn += len(packet.payload)
                 self.backlog += len(packet.payload)
                 self._last_output = time.monotonic()
                 self._packets.put_nowait(packet)
@@ -217,6 +227,17 @@ class Session:
             log.error("session %s: %s", self.id, exc)
         finally:
             self._packets.put_nowait(None)
+
+    def _yield_to_newcomers(self) -> None:
+        """After its first frame, the app's group runs at a lower priority than apps still drawing theirs.
+
+        Students who open the link together then each see a frame soon, instead of every start-up
+        sharing the cores until all of them are done; sessions past their first frame stay equal.
+        """
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
 
     async def settle(self, timeout: float) -> None:
         """Wait until the app is idle: it has drawn, and used almost no CPU for :data:`SPARE_SETTLE_S`.
