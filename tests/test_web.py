@@ -186,7 +186,7 @@ async def test_a_spare_started_ahead_opens_at_once_and_is_given_to_one_tab_only(
         (spare,) = served.session_pids()
         tab = Tab(served)
         await tab.open()
-        assert await tab.read_until(PREFLIGHT_DONE, 5) < 2.0  # drawn before the tab came: sent at once
+        assert await tab.read_until(PREFLIGHT_DONE, 10) < 3.0  # drawn before the tab came: sent at once
         assert served.session_pids() == [spare]
         assert served.status() == {"sessions": 1, "ready": 0, "warming": 0, "limit": 1}  # full: no new spare
         late = Tab(served)
@@ -269,3 +269,16 @@ def test_a_classroom_session_saves_files_only_in_its_own_folder(
     assert not inside_session_folder(Path("/etc/cron.d/x"))
     assert not inside_session_folder(session / "home" / "escape" / "x")  # a symlink out is still out
     assert not inside_session_folder(session / ".." / "x")
+
+
+def test_behind_a_tls_proxy_the_page_uses_wss_a_secure_cookie_and_only_the_public_origin(tmp_path: Path) -> None:
+    from wizard.web.server import Classroom
+    from wizard.web.sessions import SessionPool
+
+    pool = SessionPool(["true"], 1, tmp_path)
+    behind_proxy = Classroom(pool, "t", "https://class.example.com/wizard", loopback_aliases=False)
+    assert behind_proxy.websocket_url == "wss://class.example.com/wizard/ws"
+    assert behind_proxy.secure and behind_proxy.origins == {"https://class.example.com"}
+    local = Classroom(pool, "t", "http://127.0.0.1:8000/", loopback_aliases=True)
+    assert local.websocket_url == "ws://127.0.0.1:8000/ws" and not local.secure
+    assert "http://localhost:8000" in local.origins and "https://class.example.com" not in local.origins

@@ -23,6 +23,8 @@ SESSIONS_PER_CORE = 10
 """Students starting together per core before start-up gets slow (docs/benchmarks.md, classroom mode)."""
 SPARES_PER_CORE = 5
 """Sessions kept started ahead per core: 10 on 2 cores, the class that arrives together in the benchmark."""
+MAX_DEFAULT_SPARES = 30
+"""A big server does not keep hundreds of idle wizards by default: a class rarely has more students."""
 MEMORY_PER_SESSION = 300 * 1024 * 1024
 """Bytes of memory kept free per session (one measures about 150 MB; the rest is headroom)."""
 
@@ -72,8 +74,8 @@ def register(sub: Any) -> None:
         "--spares",
         type=int,
         metavar="N",
-        help="sessions started ahead, so a tab opens on a ready wizard (default: up to 5 per core, "
-        "never more than --max-sessions; 0: start each session when its tab opens)",
+        help="sessions started ahead, so a tab opens on a ready wizard (default: 5 per core, at most 30 "
+        "and never more than --max-sessions; 0: start each session when its tab opens)",
     )
     serve.set_defaults(handler=cmd_serve)
 
@@ -130,7 +132,8 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
     limit = args.max_sessions if args.max_sessions is not None else default_max_sessions()
     if not 1 <= limit <= 1000:
         raise UsageError(f"--max-sessions: {limit} is out of range (1-1000)")
-    spares = args.spares if args.spares is not None else min(limit, SPARES_PER_CORE * (os.cpu_count() or 1))
+    default_spares = min(limit, SPARES_PER_CORE * (os.cpu_count() or 1), MAX_DEFAULT_SPARES)
+    spares = args.spares if args.spares is not None else default_spares
     if not 0 <= spares <= limit:
         raise UsageError(f"--spares: {spares} is out of range (0 to --max-sessions, {limit})")
     public_url = args.public_url
