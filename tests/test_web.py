@@ -124,7 +124,7 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
             home = next(item.split("=", 1)[1] for item in environ if item.startswith("HOME="))
             homes.add(home)
             folder = Path(home).parent
-            assert os.readlink(f"/proc/{pid}/cwd") == str(folder / "work")
+            assert os.readlink(f"/proc/{pid}/cwd") == home
             assert folder.stat().st_mode & 0o077 == 0
             assert os.getpgid(pid) == pid  # its own process group
         assert len(homes) == 2
@@ -212,7 +212,8 @@ def test_a_sessions_environment_is_built_from_nothing(tmp_path: Path, monkeypatc
         monkeypatch.setenv(name, value)
     env = session_environment(tmp_path, width=100, height=30)
     assert not set(env) & set(SECRETS)
-    assert env["HOME"] == str(tmp_path / "home") and env["XDG_CONFIG_HOME"] == str(tmp_path / "config")
+    assert env["HOME"] == str(tmp_path / "home") and env["XDG_CONFIG_HOME"] == str(tmp_path / "home" / ".config")
+    assert env["GPU_WIZARD_SESSION_FOLDER"] == env["HOME"]
     assert env["TEXTUAL_DRIVER"] == "screens.webdriver:ClassroomWebDriver"
     assert (env["COLUMNS"], env["ROWS"]) == ("100", "30")
 

@@ -73,18 +73,19 @@ def session_command(scenario: str) -> list[str]:
 
 def session_environment(folder: Path, *, width: int, height: int) -> dict[str, str]:
     """The whole environment of a session's process: built from nothing, every writable place in ``folder``."""
+    home = folder / "home"
     env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
     env.setdefault("PATH", os.defpath)
     env.setdefault("LANG", "C.UTF-8")
     env.update(
-        HOME=str(folder / "home"),
-        XDG_CONFIG_HOME=str(folder / "config"),
-        XDG_STATE_HOME=str(folder / "state"),
-        XDG_CACHE_HOME=str(folder / "cache"),
-        XDG_DATA_HOME=str(folder / "data"),
-        TMPDIR=str(folder / "tmp"),
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        TMPDIR=str(home / "tmp"),
         PYTHONDONTWRITEBYTECODE="1",
-        GPU_WIZARD_SESSION_FOLDER=str(folder),  # the app saves files only in here (screens.dialogs)
+        GPU_WIZARD_SESSION_FOLDER=str(home),  # the app saves files only in here (screens.dialogs)
         TEXTUAL_DRIVER=APP_DRIVER,
         TEXTUAL_COLOR_SYSTEM="truecolor",
         TERM_PROGRAM="gpu-wizard-serve",
@@ -94,7 +95,16 @@ def session_environment(folder: Path, *, width: int, height: int) -> dict[str, s
     return env
 
 
-SESSION_FOLDERS = ("home", "config", "state", "cache", "data", "tmp", "work")
+SESSION_FOLDERS = (
+    "home",
+    "home/.config",
+    "home/.local",
+    "home/.local/state",
+    "home/.local/share",
+    "home/.cache",
+    "home/tmp",
+)
+"""Made (0700) in a session's folder: everything the app writes is under its HOME, shown to the student as ``~``."""
 
 
 def make_root() -> Path:
@@ -201,7 +211,7 @@ class Session:
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
-                cwd=self.folder / "work",
+                cwd=self.folder / "home",
                 env=session_environment(self.folder, width=width, height=height),
                 start_new_session=True,  # its own session and process group: ended as one
                 limit=protocol.MAX_PACKET + 5,
