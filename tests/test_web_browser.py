@@ -32,21 +32,23 @@ CHROMIUM_ARGS = [
 ]
 
 
-def chromium() -> str:
-    """The system chromium; fails under CI and skips elsewhere when it is missing."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        message = "chromium is not installed (bash .ci/system-deps.sh installs it): the browser tests did NOT run"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+def missing(message: str) -> None:
+    """A missing browser or driver fails under CI and skips, loudly, elsewhere."""
+    message += ": the browser tests did NOT run"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="module")
 def chromium_browser() -> Iterator[Any]:
-    executable = chromium()
-    sync_api = pytest.importorskip("playwright.sync_api")
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        missing("chromium is not installed (bash .ci/system-deps.sh installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("playwright is not installed (pip install -e '.[test]')")
     with sync_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
         yield launched
