@@ -283,3 +283,15 @@ def test_behind_a_tls_proxy_the_page_uses_wss_a_secure_cookie_and_only_the_publi
     local = Classroom(pool, "t", "http://127.0.0.1:8000/", loopback_aliases=True)
     assert local.websocket_url == "ws://127.0.0.1:8000/ws" and not local.secure
     assert "http://localhost:8000" in local.origins and "https://class.example.com" not in local.origins
+
+
+def test_the_default_session_cap_follows_cores_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wizard.cli import serve
+
+    monkeypatch.setattr(serve.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(serve, "available_memory", lambda: 64 * 2**30)
+    assert serve.default_max_sessions() == 20  # 10 per core
+    monkeypatch.setattr(serve, "available_memory", lambda: 1 * 2**30)
+    assert serve.default_max_sessions() == 3  # 300 MB each
+    monkeypatch.setattr(serve, "available_memory", lambda: 0)
+    assert serve.default_max_sessions() == 1

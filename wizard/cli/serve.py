@@ -29,14 +29,28 @@ MEMORY_PER_SESSION = 300 * 1024 * 1024
 """Bytes of memory kept free per session (one measures about 150 MB; the rest is headroom)."""
 
 
-def default_max_sessions() -> int:
-    """Sessions this machine can hold: 10 per core, and no more than the free memory allows."""
-    cores = os.cpu_count() or 1
+def available_memory() -> int | None:
+    """Bytes of memory available to new processes (Linux ``MemAvailable``: free plus reclaimable cache)."""
     try:
-        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError):
-        available = cores * SESSIONS_PER_CORE * MEMORY_PER_SESSION
-    return max(1, min(cores * SESSIONS_PER_CORE, available // MEMORY_PER_SESSION))
+        return None
+
+
+def default_max_sessions() -> int:
+    """Sessions this machine can hold: 10 per core, and no more than the available memory allows."""
+    cores = os.cpu_count() or 1
+    by_cores = cores * SESSIONS_PER_CORE
+    available = available_memory()
+    by_memory = by_cores if available is None else available // MEMORY_PER_SESSION
+    return max(1, min(by_cores, by_memory))
 
 
 def register(sub: Any) -> None:
