@@ -22,8 +22,8 @@ import pytest
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive
 from tests.hostile import HostileCase
 from tests.hostile_cases_web import CASES as HOSTILE_CASES
+from wizard.web.environment import remove_stale_roots, session_environment
 from wizard.web.server import origin_of
-from wizard.web.sessions import remove_stale_roots, session_environment
 
 SECRETS = {
     "KUBECONFIG": "/trainer/.kube/config",

@@ -27,7 +27,8 @@ from urllib.parse import urlsplit
 from aiohttp import WSMsgType, web
 
 from wizard.web import pages, protocol
-from wizard.web.sessions import Session, SessionPool, SessionStartError, make_root, remove_stale_roots, session_command
+from wizard.web.environment import make_root, remove_stale_roots, session_command
+from wizard.web.sessions import Session, SessionPool, SessionStartError
 
 log = logging.getLogger(__name__)
 

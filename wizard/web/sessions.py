@@ -1,13 +1,11 @@
 """One wizard process per browser tab: clean environment, own folders, own process group, ended for sure.
 
-A :class:`Session` runs ``python -m wizard --demo SCENARIO --web`` with an environment built from
-nothing (no KUBECONFIG, no registry, cloud or proxy credentials: only PATH and the locale pass
-through) and HOME, XDG config/state/cache/data folders, TMPDIR and the working folder all inside
-its own folder, which is removed when the session ends. The process leads its own session and
+A :class:`Session` runs ``python -m wizard --demo SCENARIO --web`` with the environment and the
+folders :mod:`wizard.web.environment` gives it; its folder is removed when the session ends. The process leads its own session and
 process group, so ending it ends everything it started. :class:`SessionPool` holds at most
 ``limit`` sessions and ends them all when the server stops; if the server is killed instead, each
 app sees its stdin close and quits (``screens.webdriver``), and the next server start removes the
-folders the killed one left (:func:`remove_stale_roots`).
+folders the killed one left (:func:`~wizard.web.environment.remove_stale_roots`).
 """
 
 from __future__ import annotations
@@ -19,27 +17,14 @@ import os
 import secrets
 import shutil
 import signal
-import sys
-import tempfile
 import time
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 
 from wizard.web import protocol
+from wizard.web.environment import SESSION_FOLDERS, session_environment
 
 log = logging.getLogger(__name__)
-
-PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-"""The only variables of the server's environment a session sees: none can carry a credential."""
-
-APP_DRIVER = "screens.webdriver:ClassroomWebDriver"
-"""Textual's web driver, plus: the app quits when its connection to the server closes."""
-
-ROOT_PREFIX = "gpu-wizard-classroom-"
-"""Name prefix of a server's folder under the system's temporary folder."""
-
-OWNER_FILE = "server.pid"
-"""In a server's folder: the pid of the server that made it (a folder whose server is gone is stale)."""
 
 QUIT_GRACE = 3.0
 """Seconds an app gets to quit by itself (stop its demo cluster) before its group is terminated."""
@@ -64,80 +49,6 @@ IDLE_CPU_S = 0.03
 
 PREFLIGHT_READY_TIMEOUT = 120.0
 """Seconds a spare may take to settle before it is offered as it is."""
-
-
-def session_command(scenario: str) -> list[str]:
-    """The wizard in web mode on the demo cluster ``scenario``, run by this Python."""
-    return [sys.executable, "-m", "wizard", "--demo", scenario, "--web"]
-
-
-def session_environment(folder: Path, *, width: int, height: int) -> dict[str, str]:
-    """The whole environment of a session's process: built from nothing, every writable place in ``folder``."""
-    home = folder / "home"
-    env = {name: os.environ[name] for name in PASSED_THROUGH if name in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("LANG", "C.UTF-8")
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        XDG_DATA_HOME=str(home / ".local" / "share"),
-        TMPDIR=str(home / "tmp"),
-        PYTHONDONTWRITEBYTECODE="1",
-        GPU_WIZARD_SESSION_FOLDER=str(home),  # the app saves files only in here (screens.dialogs)
-        TEXTUAL_DRIVER=APP_DRIVER,
-        TEXTUAL_COLOR_SYSTEM="truecolor",
-        TERM_PROGRAM="gpu-wizard-serve",
-        COLUMNS=str(width),
-        ROWS=str(height),
-    )
-    return env
-
-
-SESSION_FOLDERS = (
-    "home",
-    "home/.config",
-    "home/.local",
-    "home/.local/state",
-    "home/.local/share",
-    "home/.cache",
-    "home/tmp",
-)
-"""Made (0700) in a session's folder: everything the app writes is under its HOME, shown to the student as ``~``."""
-
-
-def make_root() -> Path:
-    """This server's private folder (0700) under the system's temporary folder, marked with its pid."""
-    root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
-    (root / OWNER_FILE).write_text(str(os.getpid()), encoding="ascii")
-    return root
-
-
-def remove_stale_roots(parent: Path | None = None) -> list[Path]:
-    """Remove the folders of servers that are gone (killed before they could clean up); returns them."""
-    parent = parent or Path(tempfile.gettempdir())
-    removed: list[Path] = []
-    for root in parent.glob(ROOT_PREFIX + "*"):
-        try:
-            pid = int((root / OWNER_FILE).read_text(encoding="ascii").strip())
-        except (OSError, ValueError):
-            continue  # not ours, or still being made
-        if pid == os.getpid() or _alive(pid):
-            continue
-        shutil.rmtree(root, ignore_errors=True)
-        removed.append(root)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class SessionStartError(Exception):
