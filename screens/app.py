@@ -21,6 +21,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from screens import keys
 from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
 from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
@@ -43,8 +44,11 @@ class WizardApp(App[int]):
     TITLE = "gpu-wizard"
     CSS = app_css()
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("ctrl+s", "save_answers", "Save", show=False),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding(keys.SAVE.terminal, "save_answers", "Save", show=False),
+        Binding(keys.QUIT.terminal, "quit", "Quit", priority=True),
+        # keys a browser leaves to the page (gpu-wizard serve; see screens.keys)
+        Binding(keys.SAVE.browser, "save_answers", "Save", show=False),
+        Binding(keys.PALETTE.browser, "command_palette", "Palette", show=False),
     ]
 
     def __init__(
@@ -59,6 +63,7 @@ class WizardApp(App[int]):
         report_dir: Path | None = None,
         start_step: str = "connect",
         replay: bool = True,
+        web: bool = False,
     ) -> None:
         super().__init__()
         self.state = WizardState(demo=demo, kubeconfig=kubeconfig, context=context)
@@ -78,6 +83,8 @@ class WizardApp(App[int]):
         """Advance through the steps an ``answers`` file already completes."""
         self.start_step = start_step
         """The first step shown (tests and screenshots start later steps on prepared state)."""
+        self.web = web
+        """Served to a browser (``gpu-wizard serve``): the footer and F1 show the browser's keys."""
         self._demo_cluster: Any = None
         self.exit_code = 0
 
@@ -331,7 +338,7 @@ class WizardApp(App[int]):
             "Open report", "Export the verification report (Markdown and JSON)", self.action_open_report
         )
         yield SystemCommand("Switch theme", "Pick another colour theme", self.action_change_theme)
-        yield SystemCommand("Help", "Help for this step (F1)", self._help)
+        yield SystemCommand("Help", f"Help for this step ({keys.help_key(web=self.web)})", self._help)
         yield SystemCommand("Quit", "Leave the wizard (answers are saved after each step)", self.action_quit)
 
     def _help(self) -> None:
@@ -346,6 +353,7 @@ def run(args: argparse.Namespace) -> int:
         answers=getattr(args, "tui_answers", None),
         kubeconfig=getattr(args, "tui_kubeconfig", None),
         context=getattr(args, "tui_context", None),
+        web=bool(getattr(args, "web", False)),
     )
     result = app.run()
     if isinstance(result, int):

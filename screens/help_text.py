@@ -6,11 +6,10 @@ Kept apart from the screens so the text can be reviewed as text. Facts follow
 
 from __future__ import annotations
 
-KEYS = """
-**Keys** — `Tab`/`Shift+Tab` move between fields, `Enter` activates, `Esc` goes back a step,
-`Ctrl+N` next step, `F1` this help, `Ctrl+P` command palette (jump to step, save answers, report,
-theme), `Ctrl+S` save answers, `Ctrl+Q` quit. The mouse works everywhere too.
-"""
+from screens.keys import help_keys
+
+KEYS = help_keys(web=False)
+"""The *Keys* paragraph of F1 help in a terminal (see :mod:`screens.keys`)."""
 
 MODE_SUMMARY: dict[str, str] = {
     "precompiled": "image built for each kernel; nothing is compiled on the node",
@@ -158,6 +157,6 @@ The log shows the raw evidence. **Export** writes the report as Markdown and JSO
 }
 
 
-def step_help(step: str) -> str:
-    """F1 text of a step, with the key summary."""
-    return HELP.get(step, "") + "\n" + KEYS
+def step_help(step: str, *, web: bool = False) -> str:
+    """F1 text of a step, with the key summary (the browser's keys in web mode)."""
+    return HELP.get(step, "") + "\n" + help_keys(web=web)

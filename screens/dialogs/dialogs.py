@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -118,7 +119,7 @@ class HelpDialog(ModalScreen[None]):
     HelpDialog .dialog-body { height: 1fr; max-height: 100%; }
     """
     )
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,f2,q", "close", "Close")]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()
@@ -144,6 +145,18 @@ class HelpDialog(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def _close(self) -> None:
         self.dismiss(None)
+
+
+SESSION_FOLDER_VARIABLE = "GPU_WIZARD_SESSION_FOLDER"
+"""Set by ``gpu-wizard serve`` for its session processes: every file a student saves stays inside it."""
+
+
+def inside_session_folder(target: Path) -> bool:
+    """True outside classroom mode; in it, whether ``target`` (symlinks resolved) lies in the session's folder."""
+    boundary = os.environ.get(SESSION_FOLDER_VARIABLE)
+    if not boundary:
+        return True
+    return target.resolve().is_relative_to(Path(boundary).resolve())
 
 
 class PathDialog(ModalScreen[str | None]):
@@ -193,6 +206,8 @@ class PathDialog(ModalScreen[str | None]):
             problem = f"{text} is a folder; give a file name inside it"
         elif target.parent.exists() and not target.parent.is_dir():
             problem = f"{target.parent} is not a folder"
+        elif not inside_session_folder(target):
+            problem = "a classroom session keeps its files in its own folder: give a path under ~"
         if problem:
             self.query_one("#path-error", Static).update(problem)
             return

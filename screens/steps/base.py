@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from screens import keys
 from screens.errors import describe_error
 from screens.flow import STEPS, neighbour, step_named
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
@@ -37,9 +38,12 @@ class StepScreen(Screen[None]):
     NEXT_LABEL: ClassVar[str] = "Next ▶"
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
-        Binding("escape", "back", "Back"),
-        Binding("ctrl+n", "next", "Next"),
-        Binding("f1", "help", "Help"),
+        Binding(keys.BACK.terminal, "back", "Back"),
+        Binding(keys.NEXT.terminal, "next", "Next"),
+        Binding(keys.HELP.terminal, "help", "Help"),
+        # the same actions on keys a browser leaves to the page (gpu-wizard serve)
+        Binding(keys.NEXT.browser, "next", "Next", show=False),
+        Binding(keys.HELP.browser, "help", "Help", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -76,7 +80,7 @@ class StepScreen(Screen[None]):
         with Vertical(id="body"):
             yield from self.compose_body()
         yield NavBar(back=neighbour(self.STEP, -1, state) is not None, next_label=self.NEXT_LABEL)
-        yield KeyHints()
+        yield KeyHints(web=self.wizard.web)
 
     def compose_body(self) -> ComposeResult:
         """The step's own widgets."""
@@ -159,7 +163,8 @@ class StepScreen(Screen[None]):
         from screens.dialogs import HelpDialog
         from screens.help_text import step_help
 
-        self.app.push_screen(HelpDialog(step_named(self.STEP).title, self.HELP or step_help(self.STEP)))
+        text = self.HELP or step_help(self.STEP, web=self.wizard.web)
+        self.app.push_screen(HelpDialog(step_named(self.STEP).title, text))
 
     def show_error(self, error: BaseException, title: str = "") -> None:
         """Show an error as a dialog saying what to do."""

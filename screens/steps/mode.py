@@ -16,6 +16,7 @@ from textual.containers import Horizontal
 from textual.widgets import Label, RadioButton, RadioSet, Select, Static
 
 from screens.help_text import MODE_DIAGRAM, MODE_FACTS
+from screens.keys import help_key
 from screens.steps.formstep import FormStep
 
 MODES = ("precompiled", "upstream", "preinstalled")
@@ -139,7 +140,11 @@ class ModeStep(FormStep):
         mode = self.state.get("mode") or "precompiled"
         diagram = self.query_one("#diagram", Static)
         diagram.border_title = f"{TITLES[mode]}: where the driver comes from"
-        diagram.border_subtitle = f"upstream is {UNVALIDATED}" if mode == "upstream" else "F1 compares all three"
+        diagram.border_subtitle = (
+            f"upstream is {UNVALIDATED}"
+            if mode == "upstream"
+            else f"{help_key(web=self.wizard.web)} compares all three"
+        )
         diagram.update(MODE_DIAGRAM[mode])
         diagram.set_class(mode == "upstream", "-warning")
         rows = [f"{aspect:<12}{text}" for aspect, text in MODE_FACTS[mode]]

@@ -14,6 +14,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from screens.flow import STEPS
+from screens.keys import footer_hints
 
 
 class TopBar(Widget):
@@ -140,7 +141,7 @@ class KeyHints(Static):
     }
     """
 
-    HINTS = (("esc", "Back"), ("^n", "Next"), ("f1", "Help"), ("^p", "Palette"), ("^s", "Save"), ("^q", "Quit"))
-
-    def __init__(self) -> None:
-        super().__init__("  ".join(f"[b $accent]{key}[/] {label}" for key, label in self.HINTS))
+    def __init__(self, *, web: bool = False) -> None:
+        """``web``: show the keys a browser lets through (``gpu-wizard serve``), see :mod:`screens.keys`."""
+        hints = footer_hints(web=web)
+        super().__init__("  ".join(f"[b $accent]{key}[/] {label}" for key, label in hints))

@@ -113,6 +113,8 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
     parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
+    # set by `gpu-wizard serve` for its session processes (browser keys in the footer and help)
+    parser.add_argument("--web", action="store_true", help=argparse.SUPPRESS)
     if not commands:
         return parser
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -143,6 +145,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
     serve.set_defaults(handler=cmd_demo)
 
+    from wizard.cli.serve import register as register_serve_command
+
+    register_serve_command(sub)  # serve: the wizard in browsers, a demo cluster per session
     from wizard.cli.cluster import register as register_cluster_commands
 
     register_cluster_commands(sub)  # discover, apply, verify, rollback, mirror
@@ -157,7 +162,8 @@ def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
 
     UsageError before Textual loads: a demo scenario that does not exist (the demo would fail inside
     the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
-    stderr; without a TTY it would wait forever for keys that never come).
+    stderr; without a TTY it would wait forever for keys that never come) unless ``--web``, where
+    the classroom server talks Textual's web driver protocol over those pipes.
     """
     args = build_parser(commands=False).parse_args(words)
     if args.demo:
@@ -168,7 +174,7 @@ def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
         except ScenarioError as exc:
             raise UsageError(f"--demo: {exc}") from None
     missing = [name for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__)) if not _is_tty(stream)]
-    if missing:
+    if missing and not args.web:  # in web mode the classroom server's web driver is the terminal
         raise UsageError(
             f"the interactive wizard needs a terminal, and {' and '.join(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not one; in scripts use the subcommands "

@@ -1,0 +1,167 @@
+"""Classroom mode in a real browser: Debian's chromium, driven by Playwright, on ``gpu-wizard serve``.
+
+Playwright's own browser download is not available, so the test uses the system ``chromium``
+(``.ci/system-deps.sh`` installs it) with a fresh profile. Without it the tests fail under CI and
+are skipped, loudly, elsewhere. What the app draws is read from the websocket frames the page
+receives (the terminal paints on a canvas), with escape sequences stripped.
+
+``GPU_WIZARD_SCREENSHOTS=DIR`` also writes ``DIR/web.png`` (the README's picture of the wizard in a browser).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.web import ServedWizard, alive, screen_text
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def missing(message: str) -> None:
+    """A missing browser or driver fails under CI and skips, loudly, elsewhere."""
+    message += ": the browser tests did NOT run"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="module")
+def chromium_browser() -> Iterator[Any]:
+    executable = shutil.which("chromium") or shutil.which("chromium-browser")
+    if executable is None:
+        missing("chromium is not installed (bash .ci/system-deps.sh installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        missing("playwright is not installed (pip install -e '.[test]')")
+    with sync_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+class Screen:
+    """What one page's session has drawn, from the websocket frames it received."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.raw: list[str] = []
+        page.on("websocket", lambda socket: socket.on("framereceived", self._frame))
+
+    def _frame(self, payload: str | bytes) -> None:
+        if isinstance(payload, bytes):
+            self.raw.append(payload.decode("utf-8", "replace"))
+
+    @property
+    def text(self) -> str:
+        return screen_text("".join(self.raw))
+
+    def wait_for(self, wanted: str, *, after: int = 0, timeout: float = 30.0) -> int:
+        """Wait until ``wanted`` is drawn past position ``after``; returns the position after it."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.text.find(wanted, after)
+            if found >= 0:
+                return found + len(wanted)
+            self.page.wait_for_timeout(100)
+        raise AssertionError(f"{wanted!r} was not drawn within {timeout:.0f} s; last: {self.text[-300:]!r}")
+
+    def press(self, key: str) -> int:
+        """Type a key into the terminal; returns the current end of the drawn text."""
+        mark = len(self.text)
+        self.page.keyboard.press(key)
+        return mark
+
+
+def open_tab(browser: Any, url: str) -> tuple[Any, Screen]:
+    context = browser.new_context(viewport={"width": 1000, "height": 620})
+    page = context.new_page()
+    screen = Screen(page)
+    page.goto(url)
+    return context, screen
+
+
+def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_their_own(
+    chromium_browser: Any,
+) -> None:
+    with ServedWizard("--max-sessions", "2", "--spares", "1") as served:
+        served.wait_for_spares(1)  # the first tab takes a spare started ahead, the second starts cold
+        first, screen = open_tab(chromium_browser, served.link)
+        screen.wait_for("1/8 Connect")
+        assert "F9 Next" in screen.text and "F2 Help" in screen.text  # the browser's keys, in the footer
+        at = screen.wait_for("CRDs installed", timeout=60)  # its own demo cluster answered its preflight
+        screen.page.locator("textarea.xterm-helper-textarea").focus()
+        at = screen.wait_for("Help — Connect", after=screen.press("F2"))
+        assert "F9" in screen.text[at:]  # F1 help names the browser's keys too
+        screen.press("Escape")
+        at = screen.wait_for("2/8 Nodes", after=screen.press("F9"))
+        screen.wait_for("gpu-h200-01", after=at)
+        at = screen.wait_for("3/8 Mode", after=screen.press("F9"))
+        screen.wait_for("Recommended: Precompiled", after=at)
+        screen.wait_for("F2 compares all three", after=at)
+        if folder := os.environ.get("GPU_WIZARD_SCREENSHOTS"):
+            screen.page.wait_for_timeout(500)
+            screen.page.screenshot(path=str(Path(folder) / "web.png"))
+
+        # a second student: a Connect of their own, no "resume" of the first student's answers
+        second, other = open_tab(chromium_browser, served.link)
+        other.wait_for("CRDs installed", timeout=90)  # a cold start, on a machine busy with the whole suite
+        assert "Resume where you stopped?" not in other.text
+        sessions = served.session_pids()
+        assert len(sessions) == 2 and served.status()["sessions"] == 2
+
+        # a third finds the classroom full
+        third, full = open_tab(chromium_browser, served.link)
+        assert "The classroom is full" in full.page.content()
+        third.close()
+
+        # a closed tab ends its session; stopping the server ends the rest
+        first.close()
+        deadline = time.monotonic() + 10
+        while served.status()["sessions"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert served.status()["sessions"] == 1
+        sessions += served.session_pids()  # with the spare started in the place it freed
+        assert served.stop(signal.SIGINT) == 0
+        second.close()
+    assert not any(alive(pid) for pid in sessions)
+
+
+def test_no_token_no_wizard_and_another_sites_page_cannot_open_a_session(chromium_browser: Any) -> None:
+    with ServedWizard("--max-sessions", "1", "--spares", "0") as served:
+        stranger = chromium_browser.new_context()
+        page = stranger.new_page()
+        response = page.goto(served.url)
+        assert response.status == 403 and "Open the link your trainer shared" in page.content()
+        stranger.close()
+
+        student = chromium_browser.new_context()
+        page = student.new_page()
+        page.goto(served.link)  # has the cookie now
+        page.goto("about:blank")  # …but this page is not the classroom's
+        outcome = page.evaluate(
+            """url => new Promise(done => {
+                const socket = new WebSocket(url);
+                socket.onopen = () => { done("opened"); socket.close(); };
+                socket.onclose = () => done("refused");
+            })""",
+            served.url.replace("http", "ws", 1) + "ws",
+        )
+        assert outcome == "refused"
+        assert len(served.session_pids()) <= 1  # the classroom's own page may have started one
+        student.close()

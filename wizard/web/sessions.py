@@ -1,0 +1,381 @@
+"""One wizard process per browser tab: clean environment, own folders, own process group, ended for sure.
+
+A :class:`Session` runs ``python -m wizard --demo SCENARIO --web`` with the environment and the
+folders :mod:`wizard.web.environment` gives it; its folder is removed when the session ends. The process leads its own session and
+process group, so ending it ends everything it started. :class:`SessionPool` holds at most
+``limit`` sessions and ends them all when the server stops; if the server is killed instead, each
+app sees its stdin close and quits (``screens.webdriver``), and the next server start removes the
+folders the killed one left (:func:`~wizard.web.environment.remove_stale_roots`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import time
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+
+from wizard.web import protocol
+from wizard.web.environment import SESSION_FOLDERS, session_environment
+
+log = logging.getLogger(__name__)
+
+QUIT_GRACE = 3.0
+"""Seconds an app gets to quit by itself (stop its demo cluster) before its group is terminated."""
+
+TERM_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL to the session's process group."""
+
+FIRST_FRAME_BYTES = 1024
+"""Output after which an app has drawn its first frame (the terminal set-up before it is ~100 bytes)."""
+
+AFTER_FIRST_FRAME_NICE = 5
+"""Niceness of a session once it has drawn (see :meth:`Session._yield_to_newcomers`)."""
+
+MAX_SPARE_BACKLOG = 4 * 1024 * 1024
+"""Bytes a spare may draw while it waits for a tab (about 35 KB up to its preflight, ~0 when idle)."""
+
+SPARE_SETTLE_S = 1.0
+"""A spare counts as warmed once it has been idle for this long (its preflight is done)."""
+
+IDLE_CPU_S = 0.03
+"""CPU seconds an idle app may use in :data:`SPARE_SETTLE_S` (a settled wizard uses ~0)."""
+
+PREFLIGHT_READY_TIMEOUT = 120.0
+"""Seconds a spare may take to settle before it is offered as it is."""
+
+
+class SessionStartError(Exception):
+    """The session's app did not start (its stderr tail says why)."""
+
+
+class Session:
+    """One browser tab's wizard process and its folders.
+
+    Once started, one task reads the app's packets into a queue for as long as it runs: a warm spare
+    (started before any tab asked for it) keeps what it drew there, and the tab that takes it gets
+    that backlog first, then a resize that repaints everything at the tab's size.
+    """
+
+    def __init__(self, root: Path, command: Sequence[str]) -> None:
+        self.id = secrets.token_hex(6)
+        self.folder = root / f"session-{self.id}"
+        self.command = list(command)
+        self.process: asyncio.subprocess.Process | None = None
+        self.backlog = 0
+        """Bytes queued and not yet read (a spare's drawing while it waits for a tab)."""
+        self._packets: asyncio.Queue[protocol.Packet | None] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._last_output = 0.0
+        self._start_called = False
+        self._start_done = asyncio.Event()
+        self._start_error: SessionStartError | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The app's pid, which is also its process group's id."""
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def started(self) -> bool:
+        """Its start was asked for (by the pool, for a spare): :meth:`until_started` waits for it to finish."""
+        return self._start_called
+
+    async def until_started(self) -> None:
+        """Wait for a start already under way; SessionStartError if it failed."""
+        await self._start_done.wait()
+        if self._start_error is not None:
+            raise self._start_error
+
+    @property
+    def running(self) -> bool:
+        """Its app has started and not ended."""
+        return self.process is not None and self.process.returncode is None
+
+    async def start(self, width: int, height: int) -> None:
+        """Make the folders and start the app; returns once it is ready to draw (SessionStartError if not)."""
+        self._start_called = True
+        try:
+            await self._start(width, height)
+        except SessionStartError as exc:
+            self._start_error = exc
+            raise
+        except OSError as exc:
+            self._start_error = SessionStartError(f"cannot start the app: {exc}")
+            raise self._start_error from None
+        finally:
+            self._start_done.set()
+
+    async def _start(self, width: int, height: int) -> None:
+        self.folder.mkdir(mode=0o700)
+        for name in SESSION_FOLDERS:
+            (self.folder / name).mkdir(mode=0o700)
+        with open(self.folder / "stderr.log", "wb") as stderr:
+            self.process = await asyncio.create_subprocess_exec(
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=self.folder / "home",
+                env=session_environment(self.folder, width=width, height=height),
+                start_new_session=True,  # its own session and process group: ended as one
+                limit=protocol.MAX_PACKET + 5,
+            )
+        assert self.process.stdout is not None
+        try:
+            await protocol.wait_until_ready(self.process.stdout)
+        except protocol.ProtocolError as exc:
+            raise SessionStartError(f"{exc}: {self.stderr_tail()}") from None
+        self._reader = asyncio.create_task(self._read_all(self.process.stdout))
+
+    async def _read_all(self, stdout: asyncio.StreamReader) -> None:
+        drawn = 0
+        try:
+            while (packet := await protocol.read_packet(stdout)) is not None:
+                if drawn < FIRST_FRAME_BYTES <= drawn + len(packet.payload):
+                    self._yield_to_newcomers()
+                drawn += len(packet.payload)
+                self.backlog += len(packet.payload)
+                self._last_output = time.monotonic()
+                self._packets.put_nowait(packet)
+        except protocol.ProtocolError as exc:
+            log.error("session %s: %s", self.id, exc)
+        finally:
+            self._packets.put_nowait(None)
+
+    def _yield_to_newcomers(self) -> None:
+        """After its first frame, the app's group runs at a lower priority than apps still drawing theirs.
+
+        Students who open the link together then each see a frame soon, instead of every start-up
+        sharing the cores until all of them are done; sessions past their first frame stay equal.
+        """
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
+
+    async def settle(self, timeout: float) -> None:
+        """Wait until the app is idle: it has drawn, and used almost no CPU for :data:`SPARE_SETTLE_S`.
+
+        Idle CPU, not a quiet screen: under load a start-up can draw nothing for seconds while it
+        imports, but it keeps using CPU until its demo cluster and preflight are done (then ~0).
+        """
+        deadline = time.monotonic() + timeout
+        history: list[tuple[float, float]] = []
+        while self.running and time.monotonic() < deadline:
+            now, used = time.monotonic(), self.cpu_seconds()
+            history.append((now, used))
+            window = [(t, c) for t, c in history if now - t <= SPARE_SETTLE_S + 0.01]
+            spanned = now - window[0][0] >= SPARE_SETTLE_S
+            if self._last_output and spanned and used - window[0][1] <= IDLE_CPU_S:
+                return
+            await asyncio.sleep(0.25)
+
+    def cpu_seconds(self) -> float:
+        """CPU time the app has used (Linux /proc; elsewhere 0, and a spare settles on a quiet screen)."""
+        if self.process is None:
+            return 0.0
+        try:
+            stat = Path(f"/proc/{self.process.pid}/stat").read_text()
+        except OSError:
+            return 0.0
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        """The last lines the app wrote on stderr (for the server's log)."""
+        try:
+            text = (self.folder / "stderr.log").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    async def read(self) -> protocol.Packet | None:
+        """The app's next packet (None once it has ended)."""
+        if self._reader is None:
+            return None
+        packet = await self._packets.get()
+        if packet is None:
+            self._packets.put_nowait(None)  # every later read ends too
+        else:
+            self.backlog -= len(packet.payload)
+        return packet
+
+    async def send(self, packet: bytes) -> bool:
+        """Write a packet to the app's stdin; False once the app is gone."""
+        stdin = self.process.stdin if self.process is not None else None
+        if stdin is None or stdin.is_closing():
+            return False
+        try:
+            stdin.write(packet)
+            await stdin.drain()
+        except (ConnectionError, RuntimeError):
+            return False
+        return True
+
+    async def stop(self) -> None:
+        """Ask the app to quit, end its process group if it lingers, and remove the session's folder."""
+        process = self.process
+        if process is not None:
+            if process.returncode is None:
+                await self.send(protocol.meta({"type": "quit"}))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(process.wait(), QUIT_GRACE)
+            if process.returncode is None:
+                _signal_group(process.pid, signal.SIGTERM)
+                try:
+                    await asyncio.wait_for(process.wait(), TERM_GRACE)
+                except TimeoutError:
+                    _signal_group(process.pid, signal.SIGKILL)
+                    await process.wait()
+            _signal_group(process.pid, signal.SIGKILL)  # anything the app started and left behind
+            if process.stdin is not None:
+                process.stdin.close()
+        if self._reader is not None:
+            self._reader.cancel()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+class SessionPool:
+    """At most ``limit`` sessions at once, all under one root folder, with up to ``spares`` started ahead.
+
+    A spare is a session whose app has started, drawn its first frame and run its demo cluster's
+    preflight before any tab asked: the next tab takes it at once instead of waiting for a cold
+    start (about 2.5 CPU-seconds, which N students arriving together share). Spares are kept only
+    while there is room (never more than ``limit`` minus the sessions in use), started at most
+    ``warm_concurrency`` at a time, and each is given to one tab only, never reused.
+    """
+
+    def __init__(self, command: Sequence[str], limit: int, root: Path, *, spares: int = 0) -> None:
+        self.command = list(command)
+        self.limit = limit
+        self.root = root
+        self.spares = spares
+        self.sessions: set[Session] = set()
+        """Sessions given to a tab."""
+        self.ready: list[Session] = []
+        """Started spares waiting for a tab."""
+        self._tasks: set[asyncio.Task[None]] = set()
+        """Spares starting and sessions stopping in the background."""
+        self.starting: list[Session] = []
+        """Spares being started (a tab that finds no ready spare takes one of these before a cold start)."""
+        self._every: set[Session] = set()
+        """Every session made and not yet stopped: what a server stop must end, whatever state it is in."""
+        self._warm_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 1)))
+        self._closed = False
+
+    @property
+    def full(self) -> bool:
+        """No room for another session."""
+        return len(self.sessions) >= self.limit
+
+    def counts(self) -> dict[str, int]:
+        """Sessions in use, spares ready and spares starting, and the limit."""
+        return {
+            "sessions": len(self.sessions),
+            "ready": len(self.ready),
+            "warming": len(self.starting),
+            "limit": self.limit,
+        }
+
+    def reserve(self) -> Session | None:
+        """A session holding a place (a started spare when one is ready), or None when the pool is full."""
+        if self.full:
+            return None
+        while self.ready:
+            spare = self.ready.pop(0)
+            if spare.running and spare.backlog <= MAX_SPARE_BACKLOG:
+                self.sessions.add(spare)
+                self.warm()
+                return spare
+            self._spawn(self._stop(spare))  # ended or drew too much while waiting: not worth a tab
+        if self.starting:  # already part of the way: sooner than a cold start
+            session = self.starting.pop(0)
+            self.sessions.add(session)
+            self.warm()
+            return session
+        session = self._new()
+        self.sessions.add(session)
+        self.warm()
+        return session
+
+    def _new(self) -> Session:
+        session = Session(self.root, self.command)
+        self._every.add(session)
+        return session
+
+    async def _stop(self, session: Session) -> None:
+        try:
+            await session.stop()
+        finally:
+            self._every.discard(session)
+
+    async def release(self, session: Session) -> None:
+        """End the session and free its place."""
+        try:
+            await self._stop(session)
+        finally:
+            self.sessions.discard(session)
+            self.warm()
+
+    def warm(self) -> None:
+        """Start spares until there are as many as wanted (and there is room for them)."""
+        wanted = min(self.spares, self.limit - len(self.sessions))
+        for _ in range(wanted - len(self.ready) - len(self.starting)):
+            spare = self._new()
+            self.starting.append(spare)
+            self._spawn(self._start_spare(spare))
+
+    def _spawn(self, work: Coroutine[object, object, None]) -> None:
+        if self._closed:
+            work.close()
+            return
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _start_spare(self, spare: Session) -> None:
+        try:
+            async with self._warm_slots:
+                if spare in self.sessions:  # a tab took it while it waited for a slot: start it now, at once
+                    await spare.start(80, 24)
+                    return
+                await spare.start(80, 24)
+                if spare not in self.sessions:
+                    await spare.settle(PREFLIGHT_READY_TIMEOUT)
+        except SessionStartError as exc:
+            log.error("a spare session did not start: %s", exc)
+            if spare not in self.sessions:  # (a tab that took it sees the error itself)
+                await self._stop(spare)
+            return
+        finally:
+            if spare in self.starting:
+                self.starting.remove(spare)
+        if spare in self.sessions:
+            return  # a tab took it while it started
+        if self._closed:
+            await self._stop(spare)
+        else:
+            self.ready.append(spare)
+
+    async def close(self) -> None:
+        """End every session and spare (server stop), then remove the root folder."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.ready.clear()
+        await asyncio.gather(*(self._stop(s) for s in list(self._every)), return_exceptions=True)
+        self.sessions.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
