@@ -16,9 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,3 +104,23 @@ def peak_rss_mb() -> float:
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def large_scenario(folder: Path, nodes: int, change: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """The ``large`` scenario cut to ``nodes`` GPU nodes spread over its kernels, ``change``d, as a file in ``folder``."""
+    from ruamel.yaml import YAML
+
+    from wizard.bundled import asset_text
+
+    yaml = YAML(typ="safe", pure=True)
+    data = yaml.load(asset_text("scenarios", "large.yaml"))
+    gpu = [n for n in data["nodes"] if n.get("gpu_count")]
+    for index, node in enumerate(gpu):
+        node["count"] = nodes // len(gpu) + (1 if index < nodes % len(gpu) else 0)
+    data["name"] = f"large-{nodes}"
+    if change is not None:
+        change(data)
+    path = folder / "scenario.yaml"
+    with path.open("w") as handle:
+        yaml.dump(data, handle)
+    return path

@@ -26,30 +26,20 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.demo_server import Served, machine, served
+from benchmarks.demo_server import Served, large_scenario, machine, served
 
 OLD, NEW = "580.126.20", "595.91.07"
 
 
 def scenario_file(folder: Path, nodes: int) -> Path:
     """The ``large`` scenario with ``nodes`` GPU nodes and a second upstream version to upgrade to."""
-    from ruamel.yaml import YAML
-
-    from wizard.bundled import asset_text
-
-    yaml = YAML(typ="safe", pure=True)
-    data = yaml.load(asset_text("scenarios", "large.yaml"))
-    gpu = [n for n in data["nodes"] if n.get("gpu_count")]
-    for index, node in enumerate(gpu):
-        node["count"] = nodes // len(gpu) + (1 if index < nodes % len(gpu) else 0)
-    data["name"] = f"large-{nodes}"
     tag = f"{NEW}-ubuntu22.04"
     digest = hashlib.sha256(f"nvcr.io/nvidia/driver:{tag}".encode()).hexdigest()
-    data["registry"]["catalog"]["nvcr.io/nvidia/driver"][tag] = f"sha256:{digest}"
-    path = folder / "scenario.yaml"
-    with path.open("w") as handle:
-        yaml.dump(data, handle)
-    return path
+
+    def add_new_version(data: dict[str, Any]) -> None:
+        data["registry"]["catalog"]["nvcr.io/nvidia/driver"][tag] = f"sha256:{digest}"
+
+    return large_scenario(folder, nodes, add_new_version)
 
 
 def _plan(version: str) -> Any:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.demo_server import Served, machine, peak_rss_mb, served
+from benchmarks.demo_server import Served, large_scenario, machine, peak_rss_mb, served
 
 TARGET = 1.3
 
@@ -40,21 +40,7 @@ def probe_poll_s() -> float:
 
 def scenario_file(folder: Path, nodes: int, latency_ms: int) -> Path:
     """The ``large`` scenario with ``nodes`` GPU nodes spread over its kernels and the exec latency fault."""
-    from ruamel.yaml import YAML
-
-    from wizard.bundled import asset_text
-
-    yaml = YAML(typ="safe", pure=True)
-    data = yaml.load(asset_text("scenarios", "large.yaml"))
-    gpu = [n for n in data["nodes"] if n.get("gpu_count")]
-    for index, node in enumerate(gpu):
-        node["count"] = nodes // len(gpu) + (1 if index < nodes % len(gpu) else 0)
-    data["name"] = f"large-{nodes}"
-    data["faults"] = {"exec_latency_ms": latency_ms}
-    path = folder / "scenario.yaml"
-    with path.open("w") as handle:
-        yaml.dump(data, handle)
-    return path
+    return large_scenario(folder, nodes, lambda data: data.update(faults={"exec_latency_ms": latency_ms}))
 
 
 async def settle(server: Served, limit: float = 120.0) -> None:
