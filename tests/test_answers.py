@@ -244,3 +244,30 @@ def test_valid_host_paths(path: str) -> None:
 @pytest.mark.parametrize("version", ["580", "580.126.09.1", "570.195.03"])
 def test_valid_driver_versions(version: str) -> None:
     assert check_driver_version(version, Mode.PRECOMPILED) == version
+
+
+def test_operatortype_preinstalled_is_another_way_to_say_the_mode() -> None:
+    """NVIDIA's documents say ``operatortype=preinstalled``: accepted, saved back as ``mode``, never rendered."""
+    from wizard.engine.facts import ClusterFacts
+    from wizard.engine.render import render, to_yaml
+
+    plan, doc = parse_answers("version: 1\noperatortype: preinstalled  # as the docs say\n")
+    assert plan.mode is Mode.PREINSTALLED and "operatortype" not in doc and doc["mode"] == "preinstalled"
+    assert "operatortype" not in dump_answers(plan, doc)
+    assert "operatortype" not in to_yaml(render(plan, ClusterFacts([])).documents())
+    same, _ = parse_answers("version: 1\nmode: preinstalled\noperatortype: Pre-Installed\n")
+    assert same.mode is Mode.PREINSTALLED
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("version: 1\noperatortype: gpu\n", "answers.yaml:2: operatortype: 'gpu': only 'preinstalled'"),
+        ("version: 1\nmode: upstream\noperatortype: preinstalled\n", "answers.yaml:3: operatortype: says preinstalled"),
+        ("version: 1\noperatortype: [preinstalled]\n", "answers.yaml:2: operatortype:"),
+    ],
+)
+def test_operatortype_that_means_something_else_is_refused(text: str, message: str) -> None:
+    with pytest.raises(AnswersError) as failed:
+        parse_answers(text, "answers.yaml")
+    assert message in failed.value.errors[0].render("answers.yaml")

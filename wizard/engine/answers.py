@@ -145,11 +145,48 @@ def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
         )
     if "version" not in doc:
         raise AnswersError([FieldError("version", "missing; the answers format version, currently 1", 1)], source)
+    _operatortype(doc, source)
     try:
         plan = Plan.model_validate(_plain(doc))
     except ValidationError as exc:
         raise AnswersError(plan_errors(exc, doc), source) from None
     return plan, doc
+
+
+OPERATORTYPE_MODES = {"preinstalled": "preinstalled", "pre-installed": "preinstalled"}
+"""NVIDIA's documents call the pre-installed host driver ``operatortype=preinstalled``: users type that word."""
+
+
+def _operatortype(doc: CommentedMap, source: str) -> None:
+    """Accept ``operatortype: preinstalled`` as another way to say ``mode: preinstalled`` (saved back as ``mode``).
+
+    Nothing named operatortype ever reaches a ClusterPolicy: the CRD has no such field.
+    """
+    if "operatortype" not in doc:
+        return
+    line = _line_of(doc, ["operatortype"])
+    value = doc["operatortype"]
+    mode = OPERATORTYPE_MODES.get(str(value).strip().lower()) if isinstance(value, str) else None
+    if mode is None:
+        raise AnswersError(
+            [
+                FieldError(
+                    "operatortype",
+                    f"{value!r}: only 'preinstalled' has a meaning here (it is mode: preinstalled)",
+                    line,
+                )
+            ],
+            source,
+        )
+    if "mode" in doc and doc["mode"] != mode:
+        raise AnswersError(
+            [FieldError("operatortype", f"says preinstalled but mode says {doc['mode']!r}; keep one of them", line)],
+            source,
+        )
+    position = list(doc).index("operatortype")
+    del doc["operatortype"]
+    if "mode" not in doc:
+        doc.insert(position, "mode", mode)
 
 
 def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
