@@ -46,6 +46,8 @@ NO_DRIVER_IMAGE_OSES: Mapping[str, str] = {
     "cos": "Container-Optimized OS (install the driver with GKE's installer DaemonSet)",
     "amzn": "Amazon Linux (use an AMI with the driver, e.g. the EKS GPU-optimised AMI)",
 }
+#: NodeFacts.tag_os of a node without a usable OS: a placeholder for grouping, never part of an image.
+UNKNOWN_OS_TAG = "unknown"
 #: The architecture NVIDIA builds precompiled driver images for (the operator docs: "x86_64 only").
 PRECOMPILED_ARCH = "amd64"
 
@@ -185,8 +187,27 @@ class NodeFacts:
         return self.deploy_driver == "pre-installed"
 
     def tag_os(self, operator_release: str) -> str:
-        """The OS tag the given operator release derives for this node."""
-        return os_tag(self.os_id, self.os_version, operator_release) if self.os_id else "unknown"
+        """The OS tag the given operator release derives for this node, ``unknown`` where it derives none.
+
+        ``unknown`` (no OS, or a VERSION_ID the release refuses, see :meth:`os_tag_error`) only groups
+        and labels such nodes; no image is ever built from it (:attr:`~wizard.engine.mirror.NodeImage.unplaced`).
+        """
+        return (
+            UNKNOWN_OS_TAG if self.os_tag_error(operator_release) or not self.os_id else self._os_tag(operator_release)
+        )
+
+    def os_tag_error(self, operator_release: str) -> str:
+        """Why the given release cannot make an OS tag of this node's ID and VERSION_ID (``A.10``), or ``""``."""
+        if not self.os_id:
+            return ""
+        try:
+            self._os_tag(operator_release)
+        except ValueError as exc:
+            return str(exc)
+        return ""
+
+    def _os_tag(self, operator_release: str) -> str:
+        return os_tag(self.os_id, self.os_version, operator_release)
 
 
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:
