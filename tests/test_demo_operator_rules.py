@@ -19,8 +19,9 @@ from wizard.demo.rules import operator_rules as demo
 from wizard.demo.rules.operator_rules import OperatorRelease, RuleError
 from wizard.demo.sim.nvd_sim import node_pools
 from wizard.engine import naming as engine_naming
-from wizard.engine.facts import node_facts
-from wizard.engine.render_policy import REPOCONFIG_OS_IDS
+from wizard.engine.facts import ClusterFacts, node_facts
+from wizard.engine.mirror import NodeImage, node_images
+from wizard.engine.plan import Plan
 
 
 def _ask(rule: Callable[..., Any], peer: Peer) -> Any:
@@ -45,9 +46,33 @@ def _demo_pool_image(labels: dict[str, str], release: OperatorRelease) -> Any:
     )
 
 
+def _engine_node_image(labels: dict[str, str], release: OperatorRelease, *, nvidiadriver: bool) -> NodeImage:
+    """What the engine predicts for this single GPU node, through the path every render takes."""
+    mode = "precompiled" if nvidiadriver else "upstream"
+    answers = {
+        "operator": {"version": str(release)},
+        "mode": mode,
+        "driver": {
+            "repository": "nvcr.io/nvidia",
+            "image": "driver",
+            "version": "580" if nvidiadriver else "580.126.20",
+            "useNvidiaDriverCRD": nvidiadriver,
+        },
+    }
+    (entry,) = node_images(Plan.model_validate(answers), ClusterFacts([node_facts(node_json(labels))]))
+    return entry
+
+
 def _engine_pool_image(labels: dict[str, str], release: OperatorRelease) -> Any:
-    facts = node_facts(node_json(labels))
-    return engine_naming.precompiled_image("nvcr.io/nvidia", "driver", "580", facts.kernel, facts.tag_os(str(release)))
+    """A node the engine cannot place gets no image (and a node-unplaced warning): the operator skips it."""
+    entry = _engine_node_image(labels, release, nvidiadriver=True)
+    return None if entry.unplaced else entry.image
+
+
+def _engine_policy_os_tag(labels: dict[str, str], release: OperatorRelease) -> Any:
+    """Under ClusterPolicy a node the engine cannot place is where the operator fails to resolve the OS."""
+    entry = _engine_node_image(labels, release, nvidiadriver=False)
+    return ERROR if entry.unplaced else entry.tag_os
 
 
 DEMO: dict[str, Callable[..., Any]] = {
@@ -76,7 +101,7 @@ def _engine_policy_image(
 
 ENGINE: dict[str, Callable[..., Any]] = {
     "pool_os_tag": lambda os_id, version, release: engine_naming.os_tag(os_id, version, str(release)),
-    "policy_os_tag": lambda labels, release: node_facts(node_json(labels)).tag_os(str(release)),
+    "policy_os_tag": _engine_policy_os_tag,
     "pool_image": _engine_pool_image,
     "sanitized_kernel": engine_naming.sanitize_kernel,
     "app_name": lambda driver_type, tag, uid, kernel="", rhcos="": engine_naming.nvidiadriver_daemonset_name(
@@ -84,7 +109,7 @@ ENGINE: dict[str, Callable[..., Any]] = {
     ),
     "policy_image": _engine_policy_image,
     "nvd_image": _engine_policy_image,
-    "repo_config": lambda release, os_id: os_id in REPOCONFIG_OS_IDS,
+    "repo_config": lambda release, os_id: os_id in engine_naming.repo_config_dirs(str(release)),
     "precompiled_ds_name": lambda kernel, labels: engine_naming.precompiled_daemonset_name(
         kernel, labels[NFD_ID] + labels[NFD_VERSION]
     ),

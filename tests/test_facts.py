@@ -167,3 +167,18 @@ def test_shipped_example_nodelists(name: str, gpu_nodes: int, tags: list[str]) -
     cluster = facts_from_nodelist(json.loads((EXAMPLES / f"{name}.nodes.json").read_text()))
     assert len(cluster.gpu_nodes) == gpu_nodes
     assert cluster.os_tags("v26.7.0") == tags
+
+
+def test_mig_strategy_and_replicas_are_read_from_gfd_labels() -> None:
+    labels = {
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": "NVIDIA-A30-MIG-1g.6gb",
+        "nvidia.com/mig.strategy": "single",
+        "nvidia.com/gpu.replicas": "2",
+    }
+    mig = node_facts(
+        {"metadata": {"name": "gpu-a30-01", "labels": labels}, "status": {"capacity": {"nvidia.com/gpu": "8"}}}
+    )
+    assert (mig.gpu_count, mig.mig_strategy, mig.gpu_replicas) == (8, "single", 2)
+    plain = node_facts({"metadata": {"name": "gpu-0", "labels": {"nvidia.com/gpu.replicas": "0"}}})
+    assert (plain.mig_strategy, plain.gpu_replicas) == ("", 1)

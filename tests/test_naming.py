@@ -179,3 +179,28 @@ def test_nvidiadriver_daemonset_name_is_per_os_pool() -> None:
     assert rhel.startswith("nvidia-gpu-driver-rhel9-")
     assert ubuntu != rhel
     assert ubuntu == nvidiadriver_daemonset_name("gpu", "ubuntu22.04", "uid-1", "ubuntu22.04")
+
+
+def test_nvidiadriver_daemonset_name_always_fits_a_dns_label() -> None:
+    """The operator cuts the prefix, never the hash, so two long OS tags on one CR still get distinct names."""
+    long_a = nvidiadriver_daemonset_name("gpu", "x" * 80, "uid-1", "5.15.0-70-generic")
+    long_b = nvidiadriver_daemonset_name("gpu", "x" * 80, "uid-1", "5.15.0-71-generic")
+    assert len(long_a) == len(long_b) == 63 and long_a != long_b
+    assert long_a.startswith("nvidia-gpu-driver-xxx")
+
+
+@pytest.mark.parametrize(
+    ("repository", "image", "version", "precompiled"),
+    [
+        ("nvcr.io/nvidia", "nvcr.io/nvidia/driver:525.85.03", "535.104.05", False),
+        ("", "nvcr.io/nvidia/driver@sha256:" + "a" * 64, "", True),
+        ("nvcr.io/nvidia", "Driver", "535", False),
+    ],
+)
+def test_driver_image_refuses_what_the_operators_reference_check_refuses(
+    repository: str, image: str, version: str, precompiled: bool
+) -> None:
+    with pytest.raises(ValueError):
+        driver_image(
+            precompiled=precompiled, repository=repository, image=image, version=version, kernel="5.4.0", tag_os="u22"
+        )

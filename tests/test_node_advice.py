@@ -25,8 +25,41 @@ def _codes(rendered: Rendered) -> dict[str, str]:
 def test_first_gpu_node_without_os_labels_leaves_every_node_unplaced_under_clusterpolicy() -> None:
     rendered = _render(_plan(UPSTREAM_AIRGAPPED), node("gpu-0", os_id=None, os_version=None), node("gpu-1"))
     assert images_table(rendered.node_images) == "gpu-0\t?\ngpu-1\t?\n"
-    assert "the first GPU node" in _codes(rendered)["node-unplaced"]
+    assert "any GPU node may be that one" in _codes(rendered)["node-unplaced"]
     assert not rendered.mirror
+
+
+def test_any_gpu_node_without_os_labels_may_be_the_one_the_operator_reads_under_clusterpolicy() -> None:
+    """Informer order, not name order (operator issues #2471, #1200): a later node can stop the reconcile too."""
+    rendered = _render(_plan(UPSTREAM_AIRGAPPED), node("gpu-0"), node("gpu-1", os_id=None, os_version=None))
+    assert images_table(rendered.node_images) == "gpu-0\t?\ngpu-1\t?\n"
+    unplaced = {i.node: i.unplaced for i in rendered.node_images}
+    assert "on gpu-1, whose OS the operator may read for every node" in unplaced["gpu-0"]
+
+
+def _v26_3(mode: str, **driver: Any) -> Plan:
+    driver = {
+        "repository": "registry.example.com/mlops",
+        "version": "580" if mode == "precompiled" else "580.126.20",
+    } | driver
+    return Plan.model_validate({"operator": {"version": "v26.3.3"}, "mode": mode, "driver": driver})
+
+
+def test_a_version_id_the_release_cannot_parse_is_unplaced_with_the_operators_error() -> None:
+    """v26.3.3 parses a rhel VERSION_ID's major as a number: 'A.10' is an error there, never '-rhelA.10'."""
+    rhel = node("gpu-0", kernel="5.14.0-427.13.1.el9_4.x86_64", os_id="rhel", os_version="A.10")
+    for plan in (_v26_3("upstream"), _v26_3("upstream", useNvidiaDriverCRD=True), _v26_3("precompiled")):
+        rendered = _render(plan, rhel)
+        assert images_table(rendered.node_images) == "gpu-0\t?\n"
+        assert "'A.10'" in _codes(rendered)["node-unplaced"]
+        assert "A.10" not in "".join(i.image for i in rendered.node_images)
+
+
+def test_a_node_without_the_kernel_label_gets_no_empty_kernel_tag() -> None:
+    rendered = _render(_v26_3("precompiled", useNvidiaDriverCRD=True), node("gpu-0", kernel=None), node("gpu-1"))
+    images = {i.node: i.image for i in rendered.node_images}
+    assert images["gpu-0"] == "" and images["gpu-1"].endswith(":580-5.15.0-1048-nvidia-ubuntu22.04")
+    assert "--" not in "".join(a.message for a in rendered.advice)
 
 
 def test_under_nvidiadriver_only_the_unlabelled_node_is_unplaced() -> None:

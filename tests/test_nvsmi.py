@@ -1,9 +1,13 @@
-"""nvidia-smi parsing against real captured outputs (classic and 610+ headers, query CSV)."""
+"""nvidia-smi parsing against real captured outputs (classic and 610+ headers, query CSV), and MIG tables."""
 
+import dataclasses
+import datetime as dt
 from pathlib import Path
 
 import pytest
 
+from wizard.demo.sim import smi
+from wizard.engine import nvsmi
 from wizard.engine.nvsmi import parse_query_csv, parse_query_noheader, parse_table
 
 FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "nvidia-smi"
@@ -67,3 +71,28 @@ def test_query_csv_with_units_and_placeholders() -> None:
 def test_query_noheader() -> None:
     rows = parse_query_noheader("580.126.09.1, NVIDIA H200\n580.126.09.1, NVIDIA H200\n", ["driver_version", "name"])
     assert [r["name"] for r in rows] == ["NVIDIA H200", "NVIDIA H200"]
+
+
+def _mig_table(mig_per_gpu: tuple[int, ...]) -> str:
+    gpus = smi.gpus_for("gpu-a30-01", "NVIDIA-A30", len(mig_per_gpu))
+    split = [dataclasses.replace(g, mig=("1g.6gb",) * n) for g, n in zip(gpus, mig_per_gpu, strict=True)]
+    return smi.table("580.126.20", split, dt.datetime(2026, 1, 1))
+
+
+@pytest.mark.parametrize(
+    ("mig_per_gpu", "strategy", "advertisable"),
+    [
+        ((4,), "single", 4),  # one A30 in four: nvidia.com/gpu 4
+        ((4,), "", 1),
+        ((0, 0), "none", 2),
+        ((4, 0), "mixed", 1),  # MIG devices are nvidia.com/mig-1g.6gb there; only the whole GPU is nvidia.com/gpu
+        ((0, 0), "mixed", 2),
+    ],
+)
+def test_mig_devices_count_as_the_device_plugin_counts_them(
+    mig_per_gpu: tuple[int, ...], strategy: str, advertisable: int
+) -> None:
+    report = nvsmi.parse_table(_mig_table(mig_per_gpu))
+    assert report.gpu_count == len(mig_per_gpu) and report.mig_devices == sum(mig_per_gpu)
+    assert report.mig_enabled == tuple(n > 0 for n in mig_per_gpu)
+    assert report.advertisable(strategy) == advertisable

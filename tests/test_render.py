@@ -332,6 +332,43 @@ def test_repoconfig_unsupported_quotes_the_operator() -> None:
 
 
 @pytest.mark.parametrize(
+    ("release", "os_id", "version", "kernel", "mountable"),
+    [
+        ("v26.3.3", "rocky", "9.4", "5.14.0-427.13.1.el9_4.x86_64", True),
+        ("v26.3.3", "ol", "9.4", "5.15.0-200.131.27.el9uek.x86_64", False),
+        ("v26.7.0", "ol", "9.4", "5.15.0-200.131.27.el9uek.x86_64", True),
+    ],
+)
+def test_repoconfig_support_follows_the_releases_map(
+    release: str, os_id: str, version: str, kernel: str, mountable: bool
+) -> None:
+    nodes = facts(CP, node("gpu-0", os_id, version, kernel))
+    for crd in (False, True):
+        result = render(plan(release=release, repoConfig={"configMapName": "repos"}, useNvidiaDriverCRD=crd), nodes)
+        assert ("repoconfig-unsupported-os" not in codes(result)) is mountable, (release, os_id, crd)
+
+
+def test_repoconfig_under_clusterpolicy_at_v25_10_says_the_operator_reads_its_own_os() -> None:
+    result = render(plan(release="v25.10.1", repoConfig={"configMapName": "repos"}), UBUNTU)
+    [advice] = [a for a in result.advice if a.code == "repoconfig-operator-os"]
+    assert "operator pod's own /etc/os-release" in advice.message and "#562" in advice.reason
+    assert "ubuntu22.04" in advice.message
+    per_pool = render(plan(release="v25.10.1", repoConfig={"configMapName": "repos"}, useNvidiaDriverCRD=True), UBUNTU)
+    assert "repoconfig-operator-os" not in codes(per_pool)
+    assert "repoconfig-operator-os" not in codes(
+        render(plan(release="v26.3.3", repoConfig={"configMapName": "r"}), UBUNTU)
+    )
+
+
+def test_mixed_os_warning_names_every_outcome_not_one_first_node() -> None:
+    mixed = facts(CP, node("gpu-b", "rhel", "9.4", "5.14.0"), node("gpu-a"))
+    [advice] = [a for a in render(plan(), mixed).advice if a.code == "mixed-os"]
+    assert "if rhel9 wins, gpu-a get registry.example.com/mlops/driver:580.126.20-rhel9" in advice.message
+    assert "if ubuntu22.04 wins, gpu-b get registry.example.com/mlops/driver:580.126.20-ubuntu22.04" in advice.message
+    assert "not the first by name" in advice.message and "#2471" in advice.reason
+
+
+@pytest.mark.parametrize(
     ("product", "consumer"),
     [
         ("NVIDIA-GeForce-RTX-4090", True),

@@ -35,6 +35,7 @@ def test_bundled_scenarios_are_listed() -> None:
         "existing-install",
         "large",
         "from-nodelist",
+        "mig",
     ):
         assert expected in names
 
@@ -56,7 +57,13 @@ def test_scenario_loads_seeds_and_nodes_read_back(name: str) -> None:
             spec.os_image,
         )
         assert facts.gpu == spec.gpu
-        if spec.gpu:
+        if spec.gpu and spec.mig_profile:  # GFD under MIG strategy single: the MIG devices are the "GPUs"
+            assert (facts.gpu_product, facts.gpu_count, facts.mig_strategy) == (
+                f"{spec.gpu_product}-MIG-{spec.mig_profile}",
+                spec.gpu_count * spec.mig_per_gpu,
+                "single",
+            )
+        elif spec.gpu:
             assert (facts.gpu_product, facts.gpu_count) == (spec.gpu_product, spec.gpu_count)
     names = {ns["metadata"]["name"] for ns in store.list("namespaces")}
     assert {"default", "kube-system", scenario.operator.namespace} <= names

@@ -141,6 +141,17 @@ async def test_missing_tag_is_named_per_node(demo_cluster: ClusterFactory, tmp_p
     assert checks[-1].line() == "✗ summary: 1 of 3 GPU nodes failed: gpu-b-01 (2 checks SKIPPED)"
 
 
+async def test_mig_devices_are_not_taken_for_missing_gpus(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+    """One A30 split into four MIG devices advertises nvidia.com/gpu: 4 (strategy single): no shortfall warning."""
+    demo = demo_cluster("mig")
+    async with connected(demo) as cluster:
+        assert (await _install(cluster, upstream_plan(), tmp_path)).startswith("ready")
+        checks, _ = await collect(cluster.verify(upstream_plan()))
+    smi = by_node(checks, "nvidia-smi")["gpu-a30-01"]
+    assert smi.status is Status.PASS, smi.line()
+    assert smi.message == "driver 580.126.20, CUDA 13.0, 1 × NVIDIA A30 (4 MIG devices)"
+
+
 async def test_noexec_run_is_flagged(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("noexec-run")
     async with connected(demo) as cluster:

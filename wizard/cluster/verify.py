@@ -318,7 +318,10 @@ class NodeRun:
             self.emit(
                 check, Status.FAIL, f"{report.summary()}; the plan wants the {branch} branch ({wanted})", data=data
             )
-        elif self.node.gpu_count and report.gpu_count < self.node.gpu_count:
+        elif self.node.gpu_count and report.advertisable(self.node.mig_strategy) * self.node.gpu_replicas < (
+            self.node.gpu_count
+        ):
+            # the advertised count is of devices: MIG devices (strategy single) and time-sliced replicas count too
             self.emit(
                 check, Status.WARN, f"{report.summary()}; the node advertises {self.node.gpu_count} GPUs", data=data
             )

@@ -12,12 +12,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, ClusterFacts, quoted
+from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, UNKNOWN_OS_TAG, ClusterFacts, quoted
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
-from wizard.engine.naming import DIGEST_PREFIX
+from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
-from wizard.engine.render_policy import REPOCONFIG_OS_IDS
 
+#: The first release whose ClusterPolicy path mounts repoConfig by the GPU node's OS, not its own (issue #562).
+REPOCONFIG_NODE_OS_SINCE = Release(26, 3)
 #: Consumer products: GeForce, TITAN and GeForce RTX model numbers (RTX 3080, RTX-4090, ...).
 CONSUMER_GPU_RE = re.compile(r"geforce|titan|\brtx[-_ ]?\d{2}[5-9]0(?!\d)", re.IGNORECASE)
 
@@ -38,6 +39,29 @@ def _names(nodes: Iterable[str], limit: int = 5) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
+def _outcome(plan: Plan, facts: ClusterFacts, tag: str) -> str:
+    """What happens if the operator reads its cluster-wide OS tag from a node with ``tag``."""
+    release = plan.operator.version
+    others = [n for n in facts.gpu_nodes if n.tag_os(release) not in {tag, UNKNOWN_OS_TAG}]
+    images: set[str] = set()
+    for node in others:
+        try:
+            images.add(
+                driver_image(
+                    precompiled=plan.precompiled,
+                    repository=plan.driver.repository,
+                    image=plan.driver.image,
+                    version=plan.driver.version,
+                    kernel=node.kernel,
+                    tag_os=tag,
+                )
+            )
+        except ValueError:
+            continue  # that node is named unplaced in its own warning
+    shown = ", ".join(sorted(images)) or "an image"
+    return f"if {tag} wins, {_names(n.name for n in others)} get {shown}, built for another OS"
+
+
 def _mixed_os(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None:
     digest = DIGEST_PREFIX in plan.driver.version
     if not plan.driver_enabled or (plan.driver.useNvidiaDriverCRD and not digest):
@@ -45,7 +69,8 @@ def _mixed_os(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> A
     release = plan.operator.version
     by_tag: dict[str, list[str]] = {}
     for node in facts.gpu_nodes:
-        by_tag.setdefault(node.tag_os(release), []).append(node.name)
+        if node.tag_os(release) != UNKNOWN_OS_TAG:  # an unplaced node has its own warning
+            by_tag.setdefault(node.tag_os(release), []).append(node.name)
     first = first_gpu_node(facts)
     if len(by_tag) < 2 or first is None:
         return None
@@ -57,14 +82,14 @@ def _mixed_os(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> A
             "with driver.useNvidiaDriverCRD: true for one driver DaemonSet per OS."
         )
     else:
-        first_tag = first.tag_os(release)
-        wrong = {n.name for n in facts.gpu_nodes if n.tag_os(release) != first_tag}
-        wrong_images = sorted({i.image for i in images if i.node in wrong})
+        outcomes = "; ".join(_outcome(plan, facts, tag) for tag in sorted(by_tag))
         message = (
-            f"GPU nodes run {len(by_tag)} OS versions ({groups}). Under ClusterPolicy the operator uses "
-            f"{first_tag} (from {first.name}) for every node, so {_names(wrong)} would run "
-            f"{', '.join(wrong_images)}, built for another OS. Set driver.useNvidiaDriverCRD: true to get "
-            "one driver DaemonSet per OS."
+            f"GPU nodes run {len(by_tag)} OS versions ({groups}). Under ClusterPolicy the operator uses the OS of "
+            "one GPU node for every node: the first its informer cache lists, which is not the first by name "
+            f"and can change when the operator restarts, so any of them may win: {outcomes}. gpu-wizard's "
+            f"image list assumes {first.tag_os(release)} (from {first.name}); when the operator chose another, "
+            "verify names the image each driver pod really runs. Set driver.useNvidiaDriverCRD: true to get one "
+            "driver DaemonSet per OS."
         )
     if plan.precompiled:
         kernels: dict[str, set[str]] = {}
@@ -81,8 +106,8 @@ def _mixed_os(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage]) -> A
         "mixed-os",
         message,
         "The operator's getGPUNodeOSInfo() takes the OS of the first node labelled nvidia.com/gpu.present=true "
-        "and applies its tag cluster-wide (operator issues #1622, #94, #328); the NVIDIADriver CRD makes a "
-        "node pool, and a DaemonSet, per OS tag.",
+        "that its cached List returns, in no set order (operator issues #2471, #1200), and applies its tag "
+        "cluster-wide (#1622, #94, #328); the NVIDIADriver CRD makes a node pool, and a DaemonSet, per OS tag.",
     )
 
 
@@ -90,7 +115,22 @@ def _repoconfig_unsupported(plan: Plan, facts: ClusterFacts) -> Advice | None:
     if plan.mode is not Mode.UPSTREAM or not plan.driver.repoConfig.configMapName:
         return None
     release = plan.operator.version
-    bad = sorted({n.tag_os(release) for n in facts.gpu_nodes if n.os_id not in REPOCONFIG_OS_IDS})
+    known = repo_config_dirs(release)
+    gpu_oses = sorted({n.tag_os(release) for n in facts.gpu_nodes})
+    if not plan.driver.useNvidiaDriverCRD and Release.parse(release) < REPOCONFIG_NODE_OS_SINCE:
+        return Advice(
+            "warning",
+            "repoconfig-operator-os",
+            f"driver.repoConfig.configMapName is set, but under ClusterPolicy operator {release} picks the folder "
+            "the repository files are mounted in from the operator pod's own /etc/os-release, not from the GPU "
+            f"nodes' OS ({', '.join(gpu_oses) or 'no GPU nodes yet'}): where the two differ (an apt folder for a "
+            "yum node, or the reverse) the driver container never reads the files and installs from the image's "
+            f"default repositories. Use operator {REPOCONFIG_NODE_OS_SINCE} or later, or driver.useNvidiaDriverCRD: "
+            "true, which mount by each node pool's OS.",
+            f"Operator issue #562: {release}'s ClusterPolicy controller reads the OS for its RepoConfigPathMap "
+            f"({', '.join(sorted(known))}) from the container it runs in; later releases read the GPU node's NFD labels.",
+        )
+    bad = sorted({n.tag_os(release) for n in facts.gpu_nodes if n.os_id and n.os_id not in known})
     if not bad:
         return None
     errors = "; ".join(f"repository configuration not supported for distribution {tag}" for tag in bad)
@@ -103,10 +143,11 @@ def _repoconfig_unsupported(plan: Plan, facts: ClusterFacts) -> Advice | None:
     return Advice(
         "warning",
         "repoconfig-unsupported-os",
-        f"driver.repoConfig.configMapName is set but the operator cannot mount it on {', '.join(bad)}: "
+        f"driver.repoConfig.configMapName is set but operator {release} cannot mount it on {', '.join(bad)}: "
         f"{errors}. {where}",
-        "The operator mounts repoConfig files only for the distributions in its RepoConfigPathMap "
-        f"({', '.join(sorted(REPOCONFIG_OS_IDS))}); SLE Micro 5.x (sle-micro) is not among them.",
+        f"Operator {release} mounts repoConfig files only for the distributions in its RepoConfigPathMap "
+        f"({', '.join(sorted(known))}); the list grows with the release (v26.3 adds debian, rocky, sles and "
+        "sl-micro, v26.7 adds ol), and SLE Micro 5.x (sle-micro) is never among them.",
     )
 
 
@@ -141,7 +182,8 @@ def _unplaced(facts: ClusterFacts, images: Sequence[NodeImage]) -> Advice | None
     if nfd:
         consequence = (
             "The operator reads a node's kernel and OS only from Node Feature Discovery labels, so it runs no "
-            "driver pod there (and when the first GPU node lacks them, it cannot reconcile the driver at all). "
+            "driver pod there (and under ClusterPolicy, when the GPU node it reads the cluster-wide OS from lacks "
+            "them, and any GPU node may be that one, it cannot reconcile the driver at all). "
             "Fix: make sure an nfd-worker pod runs on those nodes with its kernel and system sources enabled, "
             "wait for the labels, then render again."
         )

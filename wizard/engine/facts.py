@@ -24,6 +24,8 @@ LABEL_OS_VERSION = f"{NFD}/system-os_release.VERSION_ID"
 LABEL_GPU_PRESENT = "nvidia.com/gpu.present"
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"
 LABEL_GPU_COUNT = "nvidia.com/gpu.count"
+LABEL_GPU_REPLICAS = "nvidia.com/gpu.replicas"
+LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
 LABEL_DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
 LABEL_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 LABEL_ARCH = "kubernetes.io/arch"
@@ -46,6 +48,8 @@ NO_DRIVER_IMAGE_OSES: Mapping[str, str] = {
     "cos": "Container-Optimized OS (install the driver with GKE's installer DaemonSet)",
     "amzn": "Amazon Linux (use an AMI with the driver, e.g. the EKS GPU-optimised AMI)",
 }
+#: NodeFacts.tag_os of a node without a usable OS: a placeholder for grouping, never part of an image.
+UNKNOWN_OS_TAG = "unknown"
 #: The architecture NVIDIA builds precompiled driver images for (the operator docs: "x86_64 only").
 PRECOMPILED_ARCH = "amd64"
 
@@ -173,6 +177,10 @@ class NodeFacts:
     """``status.nodeInfo.kernelVersion``, what the kubelet reports, to compare with the NFD label."""
     info_os: str = ""
     """ID+VERSION_ID parsed from ``status.nodeInfo.osImage`` (``ubuntu22.04``), empty when not recognised."""
+    mig_strategy: str = ""
+    """GFD's ``nvidia.com/mig.strategy``: ``single`` (MIG devices advertised as ``nvidia.com/gpu``), ``mixed``, ``none``."""
+    gpu_replicas: int = 1
+    """GFD's ``nvidia.com/gpu.replicas``: time-slicing or MPS shares advertised per physical GPU."""
 
     @property
     def nfd_labelled(self) -> bool:
@@ -185,8 +193,27 @@ class NodeFacts:
         return self.deploy_driver == "pre-installed"
 
     def tag_os(self, operator_release: str) -> str:
-        """The OS tag the given operator release derives for this node."""
-        return os_tag(self.os_id, self.os_version, operator_release) if self.os_id else "unknown"
+        """The OS tag the given operator release derives for this node, ``unknown`` where it derives none.
+
+        ``unknown`` (no OS, or a VERSION_ID the release refuses, see :meth:`os_tag_error`) only groups
+        and labels such nodes; no image is ever built from it (:attr:`~wizard.engine.mirror.NodeImage.unplaced`).
+        """
+        return (
+            UNKNOWN_OS_TAG if self.os_tag_error(operator_release) or not self.os_id else self._os_tag(operator_release)
+        )
+
+    def os_tag_error(self, operator_release: str) -> str:
+        """Why the given release cannot make an OS tag of this node's ID and VERSION_ID (``A.10``), or ``""``."""
+        if not self.os_id:
+            return ""
+        try:
+            self._os_tag(operator_release)
+        except ValueError as exc:
+            return str(exc)
+        return ""
+
+    def _os_tag(self, operator_release: str) -> str:
+        return os_tag(self.os_id, self.os_version, operator_release)
 
 
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:
@@ -211,6 +238,7 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
     gpu_present = labels.get(LABEL_GPU_PRESENT)
     gpu = _truthy(gpu_present) if gpu_present is not None else any(_truthy(labels.get(k)) for k in PCI_NVIDIA_LABELS)
     count_text = str(capacity.get("nvidia.com/gpu") or labels.get(LABEL_GPU_COUNT) or "0")
+    replicas = str(labels.get(LABEL_GPU_REPLICAS) or "1")
     return NodeFacts(
         name=metadata.get("name", ""),
         kernel=kernel,
@@ -229,6 +257,8 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         arch=labels.get(LABEL_ARCH) or info.get("architecture", ""),
         info_kernel=info.get("kernelVersion", ""),
         info_os="".join(parsed_info) if parsed_info else "",
+        mig_strategy=str(labels.get(LABEL_MIG_STRATEGY) or ""),
+        gpu_replicas=int(replicas) if replicas.isdigit() and int(replicas) > 0 else 1,
     )
 
 
@@ -328,6 +358,7 @@ _TEXT_FACTS = (
     "deploy_driver",
     "container_runtime",
     "arch",
+    "mig_strategy",
 )
 
 

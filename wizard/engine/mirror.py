@@ -1,7 +1,8 @@
 """Which driver image each GPU node will run, and the plan to mirror those images.
 
-The prediction follows the operator, not the wish: under ClusterPolicy the OS tag of the first GPU
-node (the API lists nodes by name) is used cluster-wide, so in a mixed-OS cluster some nodes get an
+The prediction follows the operator, not the wish: under ClusterPolicy the OS tag of one GPU node
+is used cluster-wide (the first its informer cache lists, in no set order: the prediction takes the
+first by name, and the mixed-OS warning names every outcome), so in a mixed-OS cluster some nodes get an
 image built for another OS; under NVIDIADriver every node pool gets its own OS tag. Verification
 compares the running driver pods against these images, so they must match what will really run.
 Commands are argv tuples, never shell strings; :func:`shell_command` renders one for display.
@@ -28,7 +29,7 @@ from wizard.engine.facts import (
     node_fact_errors,
     quoted,
 )
-from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image, image_tag, is_tag
+from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.textsafe import printable, shell_command
 
@@ -47,7 +48,7 @@ class NodeImage:
     node: str
     kernel: str
     tag_os: str
-    """The OS tag in the image: the node's own, or the first GPU node's under ClusterPolicy."""
+    """The OS tag in the image: the node's own, or (under ClusterPolicy) that of :func:`first_gpu_node`."""
     image: str
     unplaced: str = ""
     """Why the operator cannot place a driver image on this GPU node (then ``image`` is empty)."""
@@ -65,36 +66,73 @@ class MirrorItem:
 
 
 def first_gpu_node(facts: ClusterFacts) -> NodeFacts | None:
-    """The GPU node whose OS the operator applies cluster-wide under ClusterPolicy."""
+    """The GPU node gpu-wizard predicts the operator reads the cluster-wide OS from under ClusterPolicy.
+
+    The operator takes the first GPU node its informer cache lists, in no set order (operator issues
+    #2471, #1200), so this is one possible outcome: the first by name. The mixed-OS warning names the others.
+    """
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     return gpu[0] if gpu else None
 
 
-def _unplaced(plan: Plan, node: NodeFacts, os_node: NodeFacts | None, nfd_running: bool) -> str:
-    """Why the operator could not work out this node's image; ``os_node`` is the node whose OS tag it uses."""
-    needs_os = DIGEST_PREFIX not in plan.driver.version  # a digest reference carries no OS suffix
-    if nfd_running:  # the operator reads only NFD labels: a node NFD has not labelled is not placed
-        if plan.precompiled and node.kernel_source != "nfd":
-            return f"no {LABEL_KERNEL} label, which the per-kernel driver DaemonSet selects on"
-        if needs_os and os_node is not None and os_node.os_source != "nfd":
-            whose = "" if os_node is node else f" on {os_node.name} (the first GPU node, whose OS is used cluster-wide)"
-            return f"no {LABEL_OS_ID} and {LABEL_OS_VERSION} labels{whose}"
+def _kernel_unplaced(plan: Plan, node: NodeFacts, nfd_running: bool) -> str:
+    """Why the operator cannot pick this node's per-kernel image, or ``""``."""
+    if not plan.precompiled:
         return ""
-    if plan.precompiled and not node.kernel:
+    if nfd_running and node.kernel_source != "nfd":  # the operator reads only NFD labels
+        return f"no {LABEL_KERNEL} label, which the per-kernel driver DaemonSet selects on"
+    if not node.kernel:
         return "no kernel: neither the NFD label nor status.nodeInfo.kernelVersion"
-    if needs_os and os_node is not None and not os_node.os_id:
-        return f"no NFD OS labels and status.nodeInfo.osImage {quoted(os_node.os_image)} is not a known OS"
     return ""
 
 
-def _check_tag(node: NodeFacts, image: str) -> None:
-    tag = image_tag(image)
-    if DIGEST_PREFIX in image or is_tag(tag):
-        return
-    raise NodeFactsError(
+def _os_unplaced(plan: Plan, node: NodeFacts, nfd_running: bool) -> str:
+    """Why the operator cannot derive an OS tag from this node, or ``""``."""
+    if DIGEST_PREFIX in plan.driver.version:  # a digest reference carries no OS suffix
+        return ""
+    refused = node.os_tag_error(plan.operator.version)
+    if refused:
+        return f"{refused}, so the operator stops with an error"
+    if nfd_running and node.os_source != "nfd":
+        return f"no {LABEL_OS_ID} and {LABEL_OS_VERSION} labels"
+    if not node.os_id:
+        return f"no NFD OS labels and status.nodeInfo.osImage {quoted(node.os_image)} is not a known OS"
+    return ""
+
+
+def _policy_os_unplaced(plan: Plan, gpu: list[NodeFacts], nfd_running: bool) -> tuple[NodeFacts | None, str]:
+    """Under ClusterPolicy: the first GPU node (by name) whose OS the operator could not read, and why.
+
+    Any GPU node may be the one the operator reads the cluster-wide OS from, so one it cannot read
+    can stop the driver on every node, whichever it lists first next time.
+    """
+    for node in gpu:
+        why = _os_unplaced(plan, node, nfd_running)
+        if why:
+            return node, why
+    return None, ""
+
+
+def _bad_tag(node: NodeFacts, tag: str) -> NodeFactsError:
+    return NodeFactsError(
         f"node {node.name}: kernel {quoted(node.kernel)} ({node.kernel_source}) and OS {quoted(node.os_id + node.os_version)} "
         f"give the image tag {quoted(tag)}, which is not {TAG_RULE}"
     )
+
+
+def _node_image(plan: Plan, node: NodeFacts, tag_os: str) -> str:
+    """The composed reference; NodeFactsError when the node's kernel or OS makes it one the operator refuses.
+
+    The plan's own fields are valid by then (the Plan model checks them), so a reference that does not
+    parse is the node's doing: its kernel or OS put characters in the tag that a tag cannot hold.
+    """
+    driver = plan.driver
+    fields = {"repository": driver.repository, "image": driver.image, "version": driver.version}
+    try:
+        return driver_image(precompiled=plan.precompiled, kernel=node.kernel, tag_os=tag_os, **fields)
+    except ValueError:
+        base = f"{driver.version}-{node.kernel}-{tag_os}" if plan.precompiled else f"{driver.version}-{tag_os}"
+        raise _bad_tag(node, base) from None
 
 
 def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
@@ -109,24 +147,28 @@ def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
     driver = plan.driver
     per_pool = driver.useNvidiaDriverCRD or plan.mode is Mode.PREINSTALLED
     out: list[NodeImage] = []
-    for node in sorted(facts.gpu_nodes, key=lambda n: n.name):
+    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+    for node in gpu:
         errors = node_fact_errors(node)
         if errors:
             raise NodeFactsError(errors[0])
+    blocker, blocked = (None, "") if per_pool else _policy_os_unplaced(plan, gpu, nfd_running)
+    for node in gpu:
         tag = node.tag_os(release) if per_pool else cluster_tag
         image, unplaced = "", ""
         if plan.driver_enabled:
-            unplaced = _unplaced(plan, node, node if per_pool else first, nfd_running)
+            unplaced = _kernel_unplaced(plan, node, nfd_running)
+            if not unplaced and per_pool:
+                unplaced = _os_unplaced(plan, node, nfd_running)
+            elif not unplaced and blocker is not None:
+                unplaced = (
+                    blocked
+                    if blocker is node
+                    else f"{blocked} on {blocker.name}, "
+                    + ("whose OS the operator may read for every node under ClusterPolicy")
+                )
         if plan.driver_enabled and not unplaced:
-            image = driver_image(
-                precompiled=plan.precompiled,
-                repository=driver.repository,
-                image=driver.image,
-                version=driver.version,
-                kernel=node.kernel,
-                tag_os=tag,
-            )
-            _check_tag(node, image)
+            image = _node_image(plan, node, tag)
         out.append(NodeImage(node=node.name, kernel=node.kernel, tag_os=tag, image=image, unplaced=unplaced))
     return out
 

@@ -3,18 +3,23 @@
 Everything here mirrors operator code (see ``../shared/docs/gpu-operator-facts.md`` §1-2):
 ``resolveDriverTag()`` / ``ImagePath()`` for image references, ``getSanitizedKernelVersion`` for
 DaemonSet names, and the per-release OS-tag rule (which IDs keep only the VERSION_ID major).
-The demo cluster's simulated operator reuses these, so the wizard and the simulation can't drift.
+The demo cluster implements the same rules on its own (``wizard/demo/rules``), and
+``tests/test_demo_operator_rules.py`` holds both to the operator's unit-test cases.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from functools import total_ordering
 
 DIGEST_PREFIX = "sha256:"
 COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
+#: Kubernetes' DNS-1123 label limit, which the operator cuts NVIDIADriver DaemonSet names to.
+DNS_LABEL_MAX = 63
+# k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3, so no words.
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_FNV32_OFFSET, _FNV32_PRIME = 0x811C9DC5, 0x01000193
 
 _RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", re.ASCII)
 _ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
@@ -65,6 +70,8 @@ def os_tag(os_id: str, version_id: str, operator_release: str | Release) -> str:
 
     <= v25.10 always keeps the full VERSION_ID; v26.3 keeps only the major for ``rocky`` and for
     ``rhel`` >= 10; v26.7 keeps only the major for ``rhel``, ``rocky`` and ``ol``.
+    ValueError where the release itself fails: v26.3 parses a ``rhel`` VERSION_ID's major as a number
+    (``A.10`` is refused, so the operator errors for that node).
     """
     release = operator_release if isinstance(operator_release, Release) else Release.parse(operator_release)
     os_id = os_id.strip().lower()
@@ -77,8 +84,30 @@ def os_tag(os_id: str, version_id: str, operator_release: str | Release) -> str:
             major_only = True
         elif os_id == "rhel":
             major = _major(version_id)
-            major_only = major.isdigit() and int(major) >= 10
+            if not major.isdigit():
+                raise ValueError(
+                    f"VERSION_ID {version_id!r}: operator {release} reads the major version of rhel as a number"
+                )
+            major_only = int(major) >= 10
     return f"{os_id}{_major(version_id) if major_only else version_id}"
+
+
+_YUM, _APT, _ZYPP = "/etc/yum.repos.d", "/etc/apt/sources.list.d", "/etc/zypp/repos.d"
+
+
+def repo_config_dirs(operator_release: str | Release) -> dict[str, str]:
+    """The operator's ``RepoConfigPathMap`` of a release: OS ID -> folder a repoConfig ConfigMap is mounted in.
+
+    v25.10 knows centos, ubuntu, rhcos and rhel; v26.3 adds debian, rocky, sles and sl-micro; v26.7 adds ol.
+    An OS not in the map gets "repository configuration not supported for distribution <tag>".
+    """
+    release = operator_release if isinstance(operator_release, Release) else Release.parse(operator_release)
+    dirs = {"centos": _YUM, "rhcos": _YUM, "rhel": _YUM, "ubuntu": _APT}
+    if release >= Release(26, 3):
+        dirs |= {"debian": _APT, "rocky": _YUM, "sles": _ZYPP, "sl-micro": _ZYPP}
+    if release >= Release(26, 7):
+        dirs["ol"] = _YUM
+    return dirs
 
 
 def image_path(repository: str, image: str, version: str) -> str:
@@ -99,21 +128,33 @@ def upstream_image(repository: str, image: str, version: str, tag_os: str) -> st
     """The image compiled on the node: ``<repo>/<image>:<version>-<osTag>``; a digest gets no suffix."""
     base = image_path(repository, image, version)
     if DIGEST_PREFIX in base:
-        return base
-    return f"{base}-{tag_os}"
+        return _checked(base)
+    return _checked(f"{base}-{tag_os}")
 
 
 def precompiled_image(repository: str, image: str, version: str, kernel: str, tag_os: str) -> str:
     """The image built for one kernel: ``<repo>/<image>:<version>-<kernel>-<osTag>``, kernel unsanitised."""
-    if version.startswith(DIGEST_PREFIX):
+    base = image_path(repository, image, version)
+    if DIGEST_PREFIX in base:  # in version, or in an image given whole
         raise ValueError("specifying image digest is not supported when precompiled is enabled")
-    if not repository and not version:
-        return f"{image}-{kernel}-{tag_os}"
-    return f"{image_path(repository, image, version)}-{kernel}-{tag_os}"
+    return _checked(f"{base}-{kernel}-{tag_os}")
+
+
+def _checked(reference: str) -> str:
+    """The composed reference, if it parses as one (the operator's ``ref.New()``); ValueError otherwise.
+
+    An ``image`` that already carries a tag or digest next to a ``repository`` and ``version``
+    composes to ``repo/registry/path:tag:version``, which the operator refuses for the whole CR.
+    """
+    try:
+        split_reference(reference)
+    except ValueError as exc:
+        raise ValueError(f"failed to parse driver image path: {exc}") from None
+    return reference
 
 
 def driver_image(*, precompiled: bool, repository: str, image: str, version: str, kernel: str, tag_os: str) -> str:
-    """The driver image the operator puts in a node's driver pod, for either mode."""
+    """The driver image the operator puts in a node's driver pod, for either mode; ValueError where it refuses."""
     if precompiled:
         return precompiled_image(repository, image, version, kernel, tag_os)
     return upstream_image(repository, image, version, tag_os)
@@ -171,7 +212,27 @@ def precompiled_daemonset_name(kernel: str, tag_os: str) -> str:
     return f"{COMMON_DRIVER_DAEMONSET}-{sanitize_kernel(kernel)}-{tag_os}"
 
 
-def nvidiadriver_daemonset_name(driver_type: str, tag_os: str, cr_uid: str, pool_key: str) -> str:
-    """DaemonSet of one NVIDIADriver node pool: ``nvidia-<type>-driver-<osTag>-<hash>``."""
-    digest = hashlib.sha256(f"{cr_uid}/{pool_key}".encode()).hexdigest()[:10]
-    return f"nvidia-{driver_type}-driver-{tag_os}-{digest}"
+def _fnv32a(data: bytes) -> int:
+    value = _FNV32_OFFSET
+    for byte in data:
+        value = ((value ^ byte) * _FNV32_PRIME) & 0xFFFFFFFF
+    return value
+
+
+def string_hash(text: str) -> str:
+    """The operator's ``utils.GetStringHash``: FNV-1a 32 of the text, its decimal digits safe-encoded."""
+    digits = str(_fnv32a(text.encode()))
+    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in digits)
+
+
+def nvidiadriver_daemonset_name(driver_type: str, tag_os: str, cr_uid: str, pool_key: str = "") -> str:
+    """DaemonSet of one NVIDIADriver node pool: ``nvidia-<type>-driver-<osTag>-<hash>`` (``getDriverAppName``).
+
+    The hash is of the CR's UID, plus ``-<kernel>`` (precompiled pools) or ``-<rhcosVersion>`` (Driver
+    Toolkit pools) as ``pool_key``; the prefix is cut so the whole name fits a 63-character DNS label.
+    """
+    digest = string_hash(f"{cr_uid}-{pool_key}" if pool_key else cr_uid)
+    prefix = f"nvidia-{driver_type}-driver-{tag_os}"
+    if len(prefix) + 1 + len(digest) > DNS_LABEL_MAX:
+        prefix = prefix[: DNS_LABEL_MAX - len(digest) - 1]
+    return f"{prefix}-{digest}"

@@ -2,6 +2,10 @@
 
 Driver 610 and newer print ``KMD Version:`` / ``CUDA UMD Version:`` instead of ``Driver Version:`` /
 ``CUDA Version:``; a parser that looks only for the old header reports no driver on new nodes.
+
+A GPU in MIG mode shows ``Enabled`` in the table's ``MIG M.`` column and its MIG devices in a
+``MIG devices:`` section (``GPU GI CI MIG-Dev`` rows); how many ``nvidia.com/gpu`` the device plugin
+makes of them depends on the node's MIG strategy (:meth:`SmiReport.advertisable`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,12 @@ _HEADER_RE = re.compile(
 )
 # First line of each GPU block in the table: "|   0  NVIDIA H200                    On  |   00000000:83:00.0 Off |"
 _GPU_ROW_RE = re.compile(r"^\|\s+(?P<index>\d+)\s+(?P<name>.+?)\s+(?:On|Off)\s+\|\s+(?P<bus>[0-9A-Fa-f:.]+)\s")
+# Third line of a GPU block ends with the MIG M. column: "|      ...      |       ...      |   Enabled |"
+_MIG_MODE_RE = re.compile(r"\|\s+(?P<mode>Enabled|Disabled|N/A)\s+\|\s*$")
+# A row of the "MIG devices:" section: "|  0    3   0   0  |   12MiB /  5836MiB   | ..."
+_MIG_ROW_RE = re.compile(r"^\|\s+(?P<gpu>\d+)\s+(?P<gi>\d+)\s+(?P<ci>\d+)\s+(?P<dev>\d+)\s+\|")
+#: GFD's nvidia.com/mig.strategy values (the device plugin's --mig-strategy).
+MIG_SINGLE, MIG_MIXED = "single", "mixed"
 _FAILURE_MARKERS = (
     "NVIDIA-SMI has failed",
     "couldn't communicate with the NVIDIA driver",
@@ -37,10 +47,28 @@ class SmiReport:
     header_style: str = ""
     """``driver`` (classic ``Driver Version:``) or ``kmd`` (610+ ``KMD Version:``)."""
     bus_ids: tuple[str, ...] = field(default=(), compare=False)
+    mig_enabled: tuple[bool, ...] = field(default=(), compare=False)
+    """Per GPU, in table order: MIG mode on (``MIG M.`` is ``Enabled``)."""
+    mig_devices: int = 0
+    """Rows of the ``MIG devices:`` section."""
 
     @property
     def gpu_count(self) -> int:
         return len(self.gpus)
+
+    def advertisable(self, mig_strategy: str) -> int:
+        """How many ``nvidia.com/gpu`` the device plugin makes of what nvidia-smi listed.
+
+        ``single``: every MIG device is one ``nvidia.com/gpu`` (an A30 split in four gives 4);
+        ``mixed``: MIG devices are ``nvidia.com/mig-<profile>`` resources, so only GPUs not in MIG
+        mode count; otherwise (``none``, no label) every GPU counts once.
+        """
+        whole = sum(1 for on in self.mig_enabled if not on) if self.mig_enabled else self.gpu_count
+        if mig_strategy == MIG_SINGLE and self.mig_devices:
+            return self.mig_devices + whole
+        if mig_strategy == MIG_MIXED and self.mig_enabled:
+            return whole
+        return self.gpu_count
 
     def summary(self) -> str:
         """``driver 590.48.01, CUDA 13.1, 1 × NVIDIA H200`` or the error."""
@@ -49,7 +77,8 @@ class SmiReport:
         names = list(dict.fromkeys(self.gpus))
         gpus = ", ".join(f"{self.gpus.count(n)} × {n}" for n in names) or "no GPUs listed"
         cuda = f", CUDA {self.cuda_version}" if self.cuda_version else ""
-        return f"driver {self.driver_version}{cuda}, {gpus}"
+        mig = f" ({self.mig_devices} MIG devices)" if self.mig_devices else ""
+        return f"driver {self.driver_version}{cuda}, {gpus}{mig}"
 
 
 def parse_table(output: str, exit_code: int = 0) -> SmiReport:
@@ -66,11 +95,22 @@ def parse_table(output: str, exit_code: int = 0) -> SmiReport:
         return SmiReport(ok=False, error=reason)
     gpus: list[str] = []
     buses: list[str] = []
-    for line in text.splitlines():
-        row = _GPU_ROW_RE.match(line)
-        if row:
+    mig_modes: list[bool] = []
+    mig_devices = 0
+    section = "gpus"
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if "MIG devices:" in line:
+            section = "mig"
+        elif "Processes:" in line:
+            section = "processes"
+        elif section == "gpus" and (row := _GPU_ROW_RE.match(line)):
             gpus.append(row["name"].strip())
             buses.append(row["bus"])
+            mode = _MIG_MODE_RE.search(lines[number + 2]) if number + 2 < len(lines) else None
+            mig_modes.append(mode is not None and mode["mode"] == "Enabled")
+        elif section == "mig" and _MIG_ROW_RE.match(line):
+            mig_devices += 1
     style = "kmd" if "KMD Version:" in header.group(0) else "driver"
     return SmiReport(
         ok=True,
@@ -79,6 +119,8 @@ def parse_table(output: str, exit_code: int = 0) -> SmiReport:
         gpus=tuple(gpus),
         header_style=style,
         bus_ids=tuple(buses),
+        mig_enabled=tuple(mig_modes),
+        mig_devices=mig_devices,
     )
 
 

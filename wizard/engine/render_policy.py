@@ -16,12 +16,11 @@ from typing import Any
 
 from wizard.bundled import operator_crd, operator_values
 from wizard.engine.facts import LABEL_OS_ID, ClusterFacts
+from wizard.engine.naming import repo_config_dirs
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
 
 CLUSTER_POLICY_NAME = "cluster-policy"
 DEFAULT_NVIDIADRIVER_NAME = "default"
-#: OS IDs the operator can mount a repoConfig ConfigMap for (``RepoConfigPathMap``).
-REPOCONFIG_OS_IDS = frozenset({"ubuntu", "debian", "rhel", "rocky", "ol", "centos", "rhcos", "sles", "sl-micro"})
 
 # `operator` values that reach the CR; the rest configure the operator Deployment itself.
 _OPERATOR_CR_KEYS = ("defaultRuntime", "runtimeClass", "initContainer", "use_ocp_driver_toolkit", "metrics")
@@ -218,18 +217,16 @@ def nvidia_drivers(plan: Plan, facts: ClusterFacts) -> list[dict[str, Any]]:
     spec = _driver_spec(plan, bundle)
     has_default = "default" in spec_schema(bundle, "nvidiadrivers")["properties"]
     os_ids = sorted({n.os_id for n in facts.gpu_nodes if n.os_id})
-    unsupported = [i for i in os_ids if i not in REPOCONFIG_OS_IDS]
-    supported = [i for i in os_ids if i in REPOCONFIG_OS_IDS]
+    known = repo_config_dirs(plan.operator.version)
+    unsupported = [i for i in os_ids if i not in known]
+    supported = [i for i in os_ids if i in known]
     if "repoConfig" not in spec or not unsupported or not supported:
         return [_nvidia_driver(DEFAULT_NVIDIADRIVER_NAME, spec, default=True if has_default else None)]
     plain = {k: v for k, v in spec.items() if k != "repoConfig"}
     if has_default:
         docs = [_nvidia_driver(DEFAULT_NVIDIADRIVER_NAME, spec, default=True)]
         return docs + [_nvidia_driver(f"gpu-driver-{i}", plain, default=False, os_id=i) for i in unsupported]
-    return [
-        _nvidia_driver(f"gpu-driver-{i}", spec if i in REPOCONFIG_OS_IDS else plain, default=None, os_id=i)
-        for i in os_ids
-    ]
+    return [_nvidia_driver(f"gpu-driver-{i}", spec if i in known else plain, default=None, os_id=i) for i in os_ids]
 
 
 def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> dict[str, Any]:

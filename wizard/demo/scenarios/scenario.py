@@ -50,6 +50,10 @@ class NodeSpec:
     gpu_product: str = ""
     """e.g. ``NVIDIA-H200``; empty for a CPU-only node."""
     gpu_count: int = 0
+    """Physical GPUs."""
+    mig_profile: str = ""
+    """MIG, ``single`` strategy: every GPU split into ``mig_per_gpu`` devices of this profile (``1g.6gb``)."""
+    mig_per_gpu: int = 0
     host_driver: str = ""
     """Version of a working driver installed on the host (pre-installed mode); empty when none."""
     host_driver_broken: bool = False
@@ -67,6 +71,11 @@ class NodeSpec:
     def gpu(self) -> bool:
         """Whether the node carries NVIDIA GPUs."""
         return bool(self.gpu_product) and self.gpu_count > 0
+
+    @property
+    def advertised_gpus(self) -> int:
+        """``nvidia.com/gpu`` as the device plugin advertises it: MIG devices under the single strategy."""
+        return self.gpu_count * self.mig_per_gpu if self.mig_profile else self.gpu_count
 
 
 @dataclass

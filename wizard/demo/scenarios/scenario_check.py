@@ -157,6 +157,12 @@ def _check_nodes(scenario: Scenario, where: str) -> set[str]:
             raise ScenarioError(f"{where}: {at}.gpu_count: must be 1 or more when gpu_product is set")
         if spec.gpu_count and not spec.gpu_product:
             raise ScenarioError(f"{where}: {at}.gpu_product: required when gpu_count is set (e.g. NVIDIA-H200)")
+        if spec.mig_profile and not re.fullmatch(r"[1-8]g\.\d{1,3}gb", spec.mig_profile):
+            raise ScenarioError(f"{where}: {at}.mig_profile: {spec.mig_profile!r} is not a MIG profile like 1g.6gb")
+        if bool(spec.mig_profile) != (spec.mig_per_gpu > 0) or not 0 <= spec.mig_per_gpu <= 7:
+            raise ScenarioError(f"{where}: {at}.mig_per_gpu: 1 to 7 MIG devices per GPU, given with mig_profile")
+        if spec.mig_profile and not spec.gpu:
+            raise ScenarioError(f"{where}: {at}.mig_profile: only a GPU node can be split into MIG devices")
         if (spec.host_driver or spec.host_driver_broken) and not spec.gpu:
             raise ScenarioError(f"{where}: {at}.host_driver: only a GPU node can have a host driver")
         if spec.host_driver and not re.match(r"^\d+\.\d+(\.\d+)?$", spec.host_driver):

@@ -260,12 +260,12 @@ def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, No
         )
         capacity = (node.get("status") or {}).get("capacity") or {}
         advertised = view.plugin_pod is not None and pod_ready(view.plugin_pod)
-        gpus = advertised and capacity.get("nvidia.com/gpu") != str(view.spec.gpu_count)
+        gpus = advertised and capacity.get("nvidia.com/gpu") != str(view.spec.advertised_gpus)
         if not (label or gpus):
             continue
         node = thaw(node)
         if label:
             labels_of(node)[LABEL_DEPLOY_DRIVER] = "pre-installed"
         if gpus:
-            set_gpu_capacity(node, view.spec.gpu_count)
+            set_gpu_capacity(node, view.spec.advertised_gpus)
         writer.update("nodes", node)

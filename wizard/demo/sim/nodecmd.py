@@ -107,7 +107,7 @@ def is_dir(ctx: Ctx, path: str) -> bool:
 
 def _nvidia_smi(ctx: Ctx, args: list[str]) -> Result:
     view = ctx.view
-    gpus = smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count)
+    gpus = smi.gpus_of(view.spec)
     if ctx.is_driver_ctr:
         if not view.driver_loaded:
             return 9, smi.FAILED, ""

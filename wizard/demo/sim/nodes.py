@@ -68,6 +68,14 @@ def node_labels(spec: NodeSpec) -> dict[str, str]:
     if spec.gpu:
         labels[LABEL_GPU_PRODUCT] = spec.gpu_product
         labels[LABEL_GPU_COUNT] = str(spec.gpu_count)
+        labels["nvidia.com/mig.capable"] = "true" if spec.mig_profile else "false"
+    if spec.gpu and spec.mig_profile:
+        # GFD under MIG strategy single: the MIG devices are the node's "GPUs", named by their profile
+        labels[LABEL_GPU_PRODUCT] = f"{spec.gpu_product}-MIG-{spec.mig_profile}"
+        labels[LABEL_GPU_COUNT] = str(spec.advertised_gpus)
+        labels["nvidia.com/mig.strategy"] = "single"
+        labels["nvidia.com/mig.config"] = f"all-{spec.mig_profile}"
+        labels["nvidia.com/mig.config.state"] = "success"
     labels.update(spec.labels)
     return dict(sorted(labels.items()))
 

@@ -101,9 +101,7 @@ def _validation(container: str, pod: dict[str, Any], view: NodeView) -> str:
         lines.append("Attempting to validate a pre-installed driver on the host")
         if view.host_driver_ok:
             lines.append("Detected a pre-installed driver on the host")
-            table = smi.table(
-                view.spec.host_driver, smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count), _now()
-            )
+            table = smi.table(view.spec.host_driver, smi.gpus_of(view.spec), _now())
             return _logrus(lines) + "running command chroot with args [/host nvidia-smi]\n" + table
         code = 9 if view.spec.host_driver_broken else 14
         lines.append(f"No pre-installed driver detected on the host: exit status {code}")
@@ -116,7 +114,7 @@ def _validation(container: str, pod: dict[str, Any], view: NodeView) -> str:
     if verdict.outcome == "wait":
         return _logrus([*lines, verdict.reason])
     if container == "driver-validation" and view.driver_loaded:
-        gpus = smi.gpus_for(view.spec.name, view.spec.gpu_product, view.spec.gpu_count)
+        gpus = smi.gpus_of(view.spec)
         body = smi.table(view.driver_version, gpus, _now())
         return _logrus(lines) + f"running command chroot with args [{view.driver_install_dir} nvidia-smi]\n" + body
     return _logrus([*lines, verdict.reason])

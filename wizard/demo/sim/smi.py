@@ -12,12 +12,15 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 
+from wizard.demo.scenarios.scenario import NodeSpec
+
 FAILED = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
     "NVIDIA driver is installed and running.\n\n"
 )
 _SEP = "+-----------------------------------------+------------------------+----------------------+"
 _WIDE = "+-----------------------------------------------------------------------------------------+"
+_MIG_SEP = "+------------------+----------------------------------+-----------+-----------------------+"
 _BUS_IDS = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
 #: GFD product label -> (nvidia-smi name, memory MiB, power cap W, idle power W, compute capability).
 PRODUCTS: dict[str, tuple[str, int, int, int, str]] = {
@@ -27,6 +30,7 @@ PRODUCTS: dict[str, tuple[str, int, int, int, str]] = {
     "NVIDIA-A100-SXM4-80GB": ("NVIDIA A100-SXM4-80GB", 81920, 400, 61, "8.0"),
     "NVIDIA-L40S": ("NVIDIA L40S", 46068, 350, 35, "8.9"),
     "NVIDIA-A10": ("NVIDIA A10", 23028, 150, 16, "8.6"),
+    "NVIDIA-A30": ("NVIDIA A30", 24576, 165, 31, "8.0"),
     "Tesla-T4": ("Tesla T4", 15360, 70, 10, "7.5"),
 }
 #: Driver branch -> CUDA version it ships.
@@ -55,19 +59,38 @@ class Gpu:
     bus_id: str
     uuid: str
     serial: str
+    mig: tuple[str, ...] = ()
+    """MIG mode on: the profile of each of its MIG devices (``1g.6gb``); empty: MIG off."""
 
 
-def gpus_for(node: str, product: str, count: int) -> list[Gpu]:
-    """The GPUs of a node, with stable bus ids, UUIDs and serials."""
+def gpus_for(node: str, product: str, count: int, mig_profile: str = "", mig_per_gpu: int = 0) -> list[Gpu]:
+    """The GPUs of a node, with stable bus ids, UUIDs and serials; each split in ``mig_per_gpu`` MIG devices."""
+    mig = (mig_profile,) * mig_per_gpu if mig_profile else ()
     name, memory, cap, idle, cc = PRODUCTS.get(product, (product.replace("-", " "), 81920, 400, 60, "8.0"))
     out = []
     for i in range(count):
         bus = _BUS_IDS[i] if count <= len(_BUS_IDS) else f"{0x10 + i * 0x10 % 0xF0:02X}"
         ident = uuid.uuid5(uuid.NAMESPACE_OID, f"{node}/gpu/{i}")
         out.append(
-            Gpu(i, name, memory, cap, idle, cc, f"00000000:{bus}:00.0", f"GPU-{ident}", f"{ident.int % 10**13:013d}")
+            Gpu(
+                i,
+                name,
+                memory,
+                cap,
+                idle,
+                cc,
+                f"00000000:{bus}:00.0",
+                f"GPU-{ident}",
+                f"{ident.int % 10**13:013d}",
+                mig,
+            )
         )
     return out
+
+
+def gpus_of(spec: NodeSpec) -> list[Gpu]:
+    """The GPUs of a scenario node, MIG devices included."""
+    return gpus_for(spec.name, spec.gpu_product, spec.gpu_count, spec.mig_profile, spec.mig_per_gpu)
 
 
 def cuda_of(version: str) -> str:
@@ -108,9 +131,10 @@ def table(version: str, gpus: list[Gpu], when: dt.datetime) -> str:
         lines += [
             f"|{gpu.index:>4}  {name:<31}On  |   {gpu.bus_id} Off |{'0':>21} |",
             f"| N/A   {temp:>2}C    P0{power:>24} |{0:>8}MiB / {gpu.memory_mib:>6}MiB |{0:>7}%{'Default':>13} |",
-            f"|                                         |                        |{'Disabled':>21} |",
+            f"|                                         |                        |{'Enabled' if gpu.mig else 'Disabled':>21} |",
             _SEP,
         ]
+    lines += _mig_section(gpus)
     lines += [
         "",
         _WIDE,
@@ -124,9 +148,41 @@ def table(version: str, gpus: list[Gpu], when: dt.datetime) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mig_section(gpus: list[Gpu]) -> list[str]:
+    """The table's ``MIG devices:`` block: one row pair per MIG device (GPU, GI, CI, MIG Dev)."""
+    if not any(gpu.mig for gpu in gpus):
+        return []
+    lines = [
+        "",
+        _WIDE,
+        "| MIG devices:                                                                            |",
+        _MIG_SEP,
+        "| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|        Shared         |",
+        "|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC  DEC  OFA  JPG |",
+        "|                  |                                  |        ECC|                       |",
+        "|==================+==================================+===========+=======================|",
+    ]
+    for gpu in gpus:
+        for dev, _profile in enumerate(gpu.mig):
+            share = gpu.memory_mib // max(len(gpu.mig), 1) - 240
+            lines += [
+                f"|{gpu.index:>3}{dev + 3:>5}{0:>4}{dev:>4}  |{'12MiB / ':>22}{share:>5}MiB    |{14:>3}{0:>7} |"
+                "  1   0    1    0    1 |",
+                "|                  |                 0MiB /  8191MiB  |           |                       |",
+                _MIG_SEP,
+            ]
+    return lines
+
+
 def listing(gpus: list[Gpu]) -> str:
-    """``nvidia-smi -L``."""
-    return "".join(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n" for g in gpus)
+    """``nvidia-smi -L``: each GPU, then its MIG devices indented under it."""
+    out = []
+    for g in gpus:
+        out.append(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n")
+        for dev, profile in enumerate(g.mig):
+            ident = uuid.uuid5(uuid.NAMESPACE_OID, f"{g.uuid}/mig/{dev}")
+            out.append(f"  MIG {profile:<11} Device {dev:>2}: (UUID: MIG-{ident})\n")
+    return "".join(out)
 
 
 def version_text(version: str) -> str:
@@ -166,8 +222,8 @@ def _fields(gpu: Gpu, version: str, count: int, when: dt.datetime) -> dict[str, 
         "utilization.memory": ("%", "0"),
         "power.draw": ("W", f"{gpu.power_idle}.71"),
         "power.limit": ("W", f"{gpu.power_cap}.00"),
-        "mig.mode.current": ("", "Disabled"),
-        "mig.mode.pending": ("", "Disabled"),
+        "mig.mode.current": ("", "Enabled" if gpu.mig else "Disabled"),
+        "mig.mode.pending": ("", "Enabled" if gpu.mig else "Disabled"),
         "ecc.mode.current": ("", "Enabled"),
         "compute_mode": ("", "Default"),
         "clocks.max.graphics": ("MHz", "1980"),
@@ -223,8 +279,8 @@ def full_query(version: str, gpus: list[Gpu], when: dt.datetime) -> str:
             f"    {'Persistence Mode':<38}: Enabled",
             f"    {'Addressing Mode':<38}: None",
             "    MIG Mode",
-            f"        {'Current':<34}: Disabled",
-            f"        {'Pending':<34}: Disabled",
+            f"        {'Current':<34}: {'Enabled' if gpu.mig else 'Disabled'}",
+            f"        {'Pending':<34}: {'Enabled' if gpu.mig else 'Disabled'}",
             f"    {'Serial Number':<38}: {gpu.serial}",
             f"    {'GPU UUID':<38}: {gpu.uuid}",
             f"    {'Minor Number':<38}: {gpu.index}",

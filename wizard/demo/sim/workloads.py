@@ -66,7 +66,7 @@ def _plugin_validation(view: NodeView) -> Verdict:
         return Verdict("done", "device plugin is not managed by the operator")
     if view.plugin_pod is None or not pod_ready(view.plugin_pod):
         return Verdict("wait", "waiting for the device plugin to advertise nvidia.com/gpu")
-    return Verdict("done", f"GPU resources are available: nvidia.com/gpu={view.spec.gpu_count}")
+    return Verdict("done", f"GPU resources are available: nvidia.com/gpu={view.spec.advertised_gpus}")
 
 
 def init_outcome(pod: dict[str, Any], container: str, view: NodeView | None) -> Verdict:
