@@ -83,7 +83,8 @@ async def measure(server: Served) -> dict[str, Any]:
     from wizard.cluster.facade import Cluster
     from wizard.cluster.preflight import POLICY
 
-    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=60) as cluster:
+    # a demo simulating thousands of nodes in one process answers slowly while it reconciles
+    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=300) as cluster:
         with tempfile.TemporaryDirectory() as backups:
             install = await _apply_and_follow(cluster, _plan(OLD), backups)
             policy = await cluster.gateway.get_custom(*POLICY, "cluster-policy")
