@@ -6,6 +6,12 @@ A fresh ClusterPolicy is what ``helm install`` of the chosen release would creat
 the chart's appVersion, i.e. the release tag), then the fields the wizard owns set from the plan.
 The same owned fields, alone, form the server-side-apply patch for a cluster that already has a
 ClusterPolicy. NVIDIADriver CRs follow ``templates/nvidiadriver.yaml``.
+
+Where the template does more than copy values, it is reproduced here: ``upgradePolicy`` is rewritten
+(``gpuPodDeletion`` becomes ``podDeletion``: without it every later driver upgrade stalls at pod
+deletion), ``daemonsets.labels`` always names the operator as manager, and from v26.7.0 a policy in
+NVIDIADriver mode keeps only the switches and the upgrade policy under ``driver``.
+``tests/test_chart_parity.py`` renders the real chart to hold this to it.
 """
 
 from __future__ import annotations
@@ -53,6 +59,12 @@ _SECTION_ORDER = (
     "kataSandboxDevicePlugin",
     "ccManager",
 )
+#: ``gpu-operator.name`` in the chart: the manager label it puts on every operand (``daemonsets.labels``).
+OPERAND_MANAGER_LABELS = {"app.kubernetes.io/managed-by": "gpu-operator"}
+# Releases whose clusterpolicy.yaml keeps only these keys under `driver` when `nvidiaDriverCRD.enabled`
+# (the `if not .Values.driver.nvidiaDriverCRD.enabled` guard first appears in v26.7.0's template).
+_SLIM_DRIVER_RELEASES = frozenset({"v26.7.0"})
+_SLIM_DRIVER_KEYS = ("enabled", "useNvidiaDriverCRD", "upgradePolicy", "hostNetwork")
 # Operands whose image version defaults to the chart's appVersion (the release tag).
 _APP_VERSION_SECTIONS = ("validator", "nodeStatusExporter")
 
@@ -88,6 +100,48 @@ def project(value: Any, schema: Mapping[str, Any]) -> Any:
     return value
 
 
+def _without_none(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v is not None}
+
+
+def template_upgrade_policy(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``driver.upgradePolicy`` as the chart's templates write it from the values (both CR kinds).
+
+    The values call the GPU pod deletion options ``gpuPodDeletion``; the CRDs call them
+    ``podDeletion``, and the operator's upgrade library refuses an upgrade without them.
+    """
+    waiting = values.get("waitForCompletion") or {}
+    deletion = values.get("gpuPodDeletion") or {}
+    drain = values.get("drain") or {}
+    wait_for = _without_none(
+        {"timeoutSeconds": waiting.get("timeoutSeconds"), "podSelector": waiting.get("podSelector") or None}
+    )
+    drain_out = _without_none(
+        {
+            "enable": drain.get("enable") or False,
+            "force": drain.get("force") or False,
+            "podSelector": drain.get("podSelector") or None,
+            "timeoutSeconds": drain.get("timeoutSeconds"),
+            "deleteEmptyDir": drain.get("deleteEmptyDir") or False,
+        }
+    )
+    pod_deletion = _without_none(
+        {
+            "force": deletion.get("force") or False,
+            "timeoutSeconds": deletion.get("timeoutSeconds"),
+            "deleteEmptyDir": deletion.get("deleteEmptyDir") or False,
+        }
+    )
+    return {
+        "autoUpgrade": values.get("autoUpgrade") or False,
+        "maxParallelUpgrades": values.get("maxParallelUpgrades") or 0,
+        "maxUnavailable": values.get("maxUnavailable") or "25%",
+        "waitForCompletion": wait_for,
+        "podDeletion": pod_deletion,
+        "drain": drain_out,
+    }
+
+
 def chart_spec(bundle: str) -> dict[str, Any]:
     """The ClusterPolicy ``spec`` the release's chart renders with its default values."""
     values = operator_values(bundle)
@@ -105,8 +159,18 @@ def chart_spec(bundle: str) -> dict[str, Any]:
             projected.setdefault("version", bundle)
         if key == "driver":
             projected["useNvidiaDriverCRD"] = bool((section.get("nvidiaDriverCRD") or {}).get("enabled", False))
+            if section.get("upgradePolicy"):
+                projected["upgradePolicy"] = template_upgrade_policy(section["upgradePolicy"])
+        if key == "daemonsets":
+            labels = {**OPERAND_MANAGER_LABELS, **(section.get("labels") or {})}
+            projected = {"labels": labels, **{k: v for k, v in projected.items() if k != "labels"}}
         spec[key] = projected
     return spec
+
+
+def slim_driver(plan: Plan) -> bool:
+    """Whether the release's chart leaves the driver image fields out of the ClusterPolicy (NVIDIADriver mode)."""
+    return plan.driver_enabled and plan.driver.useNvidiaDriverCRD and plan.operator.bundle in _SLIM_DRIVER_RELEASES
 
 
 def toolkit_install_dir(plan: Plan, facts: ClusterFacts) -> str:
@@ -118,7 +182,9 @@ def owned_values(plan: Plan, toolkit_dir: str) -> list[tuple[Path, Any]]:
     """The ClusterPolicy ``spec`` fields the wizard owns, with the plan's values, in a stable order."""
     driver = plan.driver
     owned: list[tuple[Path, Any]] = [(("driver", "enabled"), plan.driver_enabled)]
-    if plan.driver_enabled:
+    if slim_driver(plan):  # the image fields live in the NVIDIADriver CRs only
+        owned.append((("driver", "useNvidiaDriverCRD"), True))
+    elif plan.driver_enabled:
         owned += [
             (("driver", "usePrecompiled"), plan.precompiled),
             (("driver", "repository"), driver.repository),
@@ -158,7 +224,11 @@ def _policy(spec: dict[str, Any], plan: Plan, toolkit_dir: str) -> dict[str, Any
 
 def cluster_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
     """The complete ClusterPolicy for a fresh install: chart defaults, then the plan's fields."""
-    return _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir)
+    policy = _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir)
+    if slim_driver(plan):
+        driver = policy["spec"]["driver"]
+        policy["spec"]["driver"] = {k: driver[k] for k in _SLIM_DRIVER_KEYS if k in driver}
+    return policy
 
 
 def patch_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
@@ -166,31 +236,74 @@ def patch_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
     return _policy({}, plan, toolkit_dir)
 
 
+# Optional operand sections of the NVIDIADriver (gds only when enabled; gdrcopy whenever the values have it).
+_OPERAND_KEYS = ("repository", "image", "version", "imagePullPolicy", "imagePullSecrets", "env", "args")
+
+
+def _operand(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``gds``/``gdrcopy`` section as the template writes it: ``enabled`` and the image fields that are set."""
+    out: dict[str, Any] = {"enabled": bool(values.get("enabled"))}
+    for key in _OPERAND_KEYS:
+        if values.get(key) or key == "version":
+            out[key] = copy.deepcopy(values.get(key))
+    return out
+
+
+def _named(values: Mapping[str, Any], section: str, key: str) -> dict[str, Any] | None:
+    """``{name: <values.section.key>}`` when that value is set, as the template writes a config reference."""
+    name = (values.get(section) or {}).get(key)
+    return {"name": name} if name else None
+
+
+def _licensing(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    nls = values.get("nlsEnabled")
+    nls = True if nls is None or nls == "" else nls  # the template's `| default true`
+    if values.get("secretName"):
+        return {"secretName": values["secretName"], "nlsEnabled": nls}
+    if values.get("configMapName"):
+        return {"name": values["configMapName"], "nlsEnabled": nls}
+    return None
+
+
 def _driver_spec(plan: Plan, bundle: str) -> dict[str, Any]:
-    """The NVIDIADriver ``spec`` shared by every CR, per the chart's default-CR template."""
+    """The NVIDIADriver ``spec`` shared by every CR, in the order of the chart's ``templates/nvidiadriver.yaml``."""
     values = operator_values(bundle)
     chart_driver: Mapping[str, Any] = values["driver"]
     daemonsets: Mapping[str, Any] = values.get("daemonsets") or {}
     props = spec_schema(bundle, "nvidiadrivers")["properties"]
     driver = plan.driver
+    rdma = chart_driver.get("rdma") or {}
     spec: dict[str, Any] = {
-        "driverType": (chart_driver.get("nvidiaDriverCRD") or {}).get("driverType") or "gpu",
-        "usePrecompiled": plan.precompiled,
         "repository": driver.repository,
         "image": driver.image,
         "version": driver.version,
         "kernelModuleType": chart_driver.get("kernelModuleType", "auto"),
+        "usePrecompiled": plan.precompiled,
+        "driverType": (chart_driver.get("nvidiaDriverCRD") or {}).get("driverType") or "gpu",
+        "annotations": copy.deepcopy(daemonsets.get("annotations")),
+        "labels": copy.deepcopy(daemonsets.get("labels")),
+        "imagePullSecrets": list(driver.imagePullSecrets),
     }
-    if driver.imagePullSecrets:
-        spec["imagePullSecrets"] = list(driver.imagePullSecrets)
-    for key in ("manager", "startupProbe", "livenessProbe", "readinessProbe", "rdma", "upgradePolicy"):
-        if key in chart_driver and key in props:
-            spec[key] = project(chart_driver[key], props[key])
-    for key in ("tolerations", "labels", "annotations"):
-        if daemonsets.get(key):
-            spec[key] = project(daemonsets[key], props[key])
+    # Copied whole (`toYaml`), empty lists included: the driver manager's `env` travels with it.
+    for key in ("manager", "startupProbe", "livenessProbe", "readinessProbe"):
+        spec[key] = copy.deepcopy(chart_driver.get(key))
+    if chart_driver.get("upgradePolicy"):
+        spec["upgradePolicy"] = template_upgrade_policy(chart_driver["upgradePolicy"])
+    spec["rdma"] = {"enabled": rdma.get("enabled"), "useHostMofed": rdma.get("useHostMofed")}
+    spec["tolerations"] = copy.deepcopy(daemonsets.get("tolerations"))
     if plan.mode is Mode.UPSTREAM and driver.repoConfig.configMapName:
         spec["repoConfig"] = {"name": driver.repoConfig.configMapName}
+    spec["certConfig"] = _named(chart_driver, "certConfig", "name")
+    spec["licensingConfig"] = _licensing(chart_driver.get("licensingConfig") or {})
+    spec["virtualTopologyConfig"] = _named(chart_driver, "virtualTopology", "config")
+    spec["kernelModuleConfig"] = _named(chart_driver, "kernelModuleConfig", "name")
+    for key in ("secretEnv", "resources", "env", "args"):
+        spec[key] = copy.deepcopy(chart_driver.get(key))
+    spec["hostNetwork"] = chart_driver.get("hostNetwork") or None  # written only when true
+    if (values.get("gds") or {}).get("enabled"):
+        spec["gds"] = _operand(values["gds"])
+    if values.get("gdrcopy"):
+        spec["gdrcopy"] = _operand(values["gdrcopy"])
     return {k: v for k, v in spec.items() if k in props and not _is_empty(v)}
 
 
