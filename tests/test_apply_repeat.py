@@ -63,6 +63,15 @@ def _assert_whole(demo: DemoClusterThread, bundle: str, version: str) -> None:
     assert validate_against_crd(clean(live), bundle) == []
     assert all(key in live["spec"] for key in REQUIRED), sorted(live["spec"])
     assert live["spec"]["driver"]["version"] == version
+    if (live["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") != "Helm":
+        # Rendered by gpu-wizard: what the chart's template adds must survive every later apply
+        # (without podDeletion the operator's upgrade library stalls every driver upgrade).
+        assert live["spec"]["driver"]["upgradePolicy"]["podDeletion"] == {
+            "force": False,
+            "timeoutSeconds": 300,
+            "deleteEmptyDir": False,
+        }
+        assert live["spec"]["daemonsets"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-operator"}
 
 
 def _backups(tmp_path: Path) -> int:
