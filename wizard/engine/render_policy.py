@@ -203,6 +203,30 @@ def owned_values(plan: Plan, toolkit_dir: str) -> list[tuple[Path, Any]]:
     return owned
 
 
+POD_DELETION: Path = ("driver", "upgradePolicy", "podDeletion")
+"""The upgrade policy's GPU pod deletion options: the operator stalls every driver upgrade without them."""
+
+
+def repair_values(
+    plan: Plan, live_spec: Mapping[str, Any], *, wizard_owns_pod_deletion: bool
+) -> list[tuple[Path, Any]]:
+    """Fields to send with the owned ones so that a live ClusterPolicy keeps what the operator needs.
+
+    gpu-wizard before chart parity created policies without ``driver.upgradePolicy.podDeletion``
+    (the chart's template renames ``gpuPodDeletion``; the projection dropped it), so the next apply
+    adds the chart's default. From then on the wizard's manager owns it, and server-side apply
+    removes a field its manager stops sending: while it owns it, it sends the live value back.
+    """
+    upgrade = (live_spec.get("driver") or {}).get("upgradePolicy")
+    live = upgrade.get("podDeletion") if isinstance(upgrade, Mapping) else None
+    if live and wizard_owns_pod_deletion:
+        return [(POD_DELETION, copy.deepcopy(live))]
+    chart_upgrade = operator_values(plan.operator.bundle)["driver"].get("upgradePolicy")
+    if live or not plan.driver_enabled or not chart_upgrade:
+        return []
+    return [(POD_DELETION, template_upgrade_policy(chart_upgrade)["podDeletion"])]
+
+
 def set_path(target: dict[str, Any], path: Path, value: Any) -> None:
     """Set ``target[path[0]][path[1]]... = value``, creating maps on the way."""
     node = target
