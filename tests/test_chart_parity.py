@@ -81,11 +81,6 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "the template has no mps section; the CRD defaults root to /run/nvidia/mps, the chart value gpu-wizard"
         " writes, so the stored object is the same"
     ),
-    ("v25.10.1", "nvidiadriver-precompiled", "NVIDIADriver:spec.version"): (
-        "the v25.10.1 template writes the version unquoted, so Helm turns a driver branch such as 580 into"
-        " a number the CRD refuses (the chart's own bug; gpu-wizard's -o yaml writes the string)"
-    ),
-    ("v26.3.3", "nvidiadriver-precompiled", "NVIDIADriver:spec.version"): "as for v25.10.1 (fixed in v26.7.0)",
 }
 
 
@@ -183,8 +178,10 @@ def case_differences(release: str, case: str) -> tuple[tuple[str, ...], frozense
     chart_docs = {d["kind"]: d for d in _render_chart(release, json.dumps(values, sort_keys=True))}
     ours_docs = [d for d in yaml11_load_all(to_yaml(rendered.documents())) if d]
     ours = {d["kind"]: d for d in ours_docs if d["kind"] == "ClusterPolicy"}
-    # The chart deploys only the default NVIDIADriver; gpu-wizard's other CRs are applied beside the release.
-    ours |= {d["kind"]: d for d in ours_docs if d["kind"] == "NVIDIADriver" and d["metadata"]["name"] == "default"}
+    # The chart deploys only the default NVIDIADriver, and only when the values ask it to; gpu-wizard's
+    # other CRs are applied beside the release.
+    if (values["driver"].get("nvidiaDriverCRD") or {}).get("deployDefaultCR"):
+        ours |= {d["kind"]: d for d in ours_docs if d["kind"] == "NVIDIADriver" and d["metadata"]["name"] == "default"}
     problems: list[str] = []
     used: set[tuple[str, str, str]] = set()
     for kind in sorted(set(chart_docs) | set(ours)):
@@ -222,3 +219,19 @@ def test_the_nvidiadriver_case_deploys_the_chart_default_cr() -> None:
         assert values["driver"]["nvidiaDriverCRD"] == {"enabled": True, "deployDefaultCR": True}
         kinds = [d["kind"] for d in _render_chart(release, json.dumps(values, sort_keys=True))]
         assert kinds == ["ClusterPolicy", "NVIDIADriver"], release
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_chart_that_would_write_the_driver_branch_as_a_number_does_not_deploy_the_default_cr(release: str) -> None:
+    """v25.10.1 and v26.3.3 write ``version: 580`` unquoted: a number the CRD refuses. gpu-wizard's values
+    then leave ``deployDefaultCR`` off and its Helm header says to apply CR ``default`` from nvidiadrivers.yaml."""
+    rendered, values = _case(release, "nvidiadriver-precompiled")
+    forced = json.loads(json.dumps(values))
+    forced["driver"]["nvidiaDriverCRD"]["deployDefaultCR"] = True
+    [driver] = [d for d in _render_chart(release, json.dumps(forced, sort_keys=True)) if d["kind"] == "NVIDIADriver"]
+    broken = driver["spec"]["version"] == 580
+    assert broken is (release != "v26.7.0"), driver["spec"]["version"]
+    assert values["driver"]["nvidiaDriverCRD"]["deployDefaultCR"] is not broken
+    header = helm_yaml(rendered).split("\ndriver:")[0]
+    assert ("# Then apply the NVIDIADriver CRs from nvidiadrivers.yaml: default.\n" in header) is broken
+    assert ("unquoted" in header) is broken

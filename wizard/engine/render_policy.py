@@ -20,6 +20,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
+
 from wizard.bundled import operator_crd, operator_values
 from wizard.engine.facts import LABEL_OS_ID, ClusterFacts
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
@@ -65,6 +68,10 @@ OPERAND_MANAGER_LABELS = {"app.kubernetes.io/managed-by": "gpu-operator"}
 # (the `if not .Values.driver.nvidiaDriverCRD.enabled` guard first appears in v26.7.0's template).
 _SLIM_DRIVER_RELEASES = frozenset({"v26.7.0"})
 _SLIM_DRIVER_KEYS = ("enabled", "useNvidiaDriverCRD", "upgradePolicy", "hostNetwork")
+# Releases whose nvidiadriver.yaml writes `version: {{ .Values.driver.version }}` unquoted (v26.7.0 quotes it):
+# a version such as 580 becomes a number there, which the CRD refuses.
+_UNQUOTED_NVIDIADRIVER_VERSION = frozenset({"v25.10.1", "v26.3.3"})
+_YAML11 = VersionedResolver(version=(1, 1))
 # Operands whose image version defaults to the chart's appVersion (the release tag).
 _APP_VERSION_SECTIONS = ("validator", "nodeStatusExporter")
 
@@ -171,6 +178,21 @@ def chart_spec(bundle: str) -> dict[str, Any]:
 def slim_driver(plan: Plan) -> bool:
     """Whether the release's chart leaves the driver image fields out of the ClusterPolicy (NVIDIADriver mode)."""
     return plan.driver_enabled and plan.driver.useNvidiaDriverCRD and plan.operator.bundle in _SLIM_DRIVER_RELEASES
+
+
+def plain_yaml_is_string(value: str) -> bool:
+    """Whether ``value`` written unquoted reads back as a string (YAML 1.1, as kubectl and Helm read it)."""
+    return bool(_YAML11.resolve(ScalarNode, value, (True, False)) == "tag:yaml.org,2002:str")
+
+
+def chart_deploys_default_cr(plan: Plan) -> bool:
+    """Whether the chart can deploy NVIDIADriver ``default`` from the values (``deployDefaultCR``).
+
+    v25.10.1 and v26.3.3 write the driver version unquoted, so a driver branch such as ``580``
+    (every precompiled plan) becomes a number and the API server refuses the CR: then the CR is
+    applied beside the release, from ``nvidiadrivers.yaml``.
+    """
+    return plan.operator.bundle not in _UNQUOTED_NVIDIADRIVER_VERSION or plain_yaml_is_string(plan.driver.version)
 
 
 def toolkit_install_dir(plan: Plan, facts: ClusterFacts) -> str:
@@ -374,7 +396,8 @@ def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> 
 
     The driver image fields are always written; everything else only where it differs from the
     chart default. With NVIDIADriver the chart deploys CR ``default`` itself (``deployDefaultCR``)
-    when the rendered CRs include it; other CRs are applied separately.
+    when the rendered CRs include it and the chart can write it (:func:`chart_deploys_default_cr`);
+    other CRs are applied separately.
     """
     chart = operator_values(plan.operator.bundle)
     driver: dict[str, Any] = {"enabled": plan.driver_enabled}
@@ -391,7 +414,7 @@ def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> 
             names = {d["metadata"]["name"] for d in drivers}
             driver["nvidiaDriverCRD"] = {
                 "enabled": True,
-                "deployDefaultCR": DEFAULT_NVIDIADRIVER_NAME in names,
+                "deployDefaultCR": DEFAULT_NVIDIADRIVER_NAME in names and chart_deploys_default_cr(plan),
             }
     out: dict[str, Any] = {"driver": driver}
     if toolkit_dir != chart["toolkit"].get("installDir"):
