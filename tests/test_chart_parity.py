@@ -14,6 +14,7 @@ fails, elsewhere the tests skip with the reason.
 
 from __future__ import annotations
 
+import atexit
 import fnmatch
 import functools
 import json
@@ -99,8 +100,12 @@ def _chart_dir(release: str) -> Path:
     source = CHARTS / release
     if not (source / "Chart.yaml").is_file():
         _need_oracle(f"the {release} chart is not at {source} (set GPU_WIZARD_OPERATOR_CHARTS)")
-    target = Path(tempfile.mkdtemp(prefix=f"chart-{release}-")) / "gpu-operator"
-    shutil.copytree(source, target)
+    folder = tempfile.mkdtemp(prefix=f"chart-{release}-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    target = Path(folder) / "gpu-operator"
+    shutil.copytree(source, target, copy_function=shutil.copyfile)
+    for path in (target, *target.rglob("*")):  # the shared copy is read-only; this one is ours
+        path.chmod(0o755 if path.is_dir() else 0o644)
     meta = target / "Chart.yaml"
     text = re.sub(r"(?m)^version: .*$", f"version: {release}", meta.read_text(encoding="utf-8"))
     meta.write_text(re.sub(r"(?m)^appVersion: .*$", f'appVersion: "{release}"', text), encoding="utf-8")
