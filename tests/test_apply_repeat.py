@@ -16,7 +16,7 @@ import pytest
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from wizard.cli.main import main
-from wizard.cluster.apply import CREATE_MANAGER
+from wizard.cluster.apply import CREATE_MANAGER, FIELD_MANAGER
 from wizard.cluster.backup import clean
 from wizard.cluster.preflight import POLICY
 from wizard.demo.serve import DemoClusterThread
@@ -63,6 +63,15 @@ def _assert_whole(demo: DemoClusterThread, bundle: str, version: str) -> None:
     assert validate_against_crd(clean(live), bundle) == []
     assert all(key in live["spec"] for key in REQUIRED), sorted(live["spec"])
     assert live["spec"]["driver"]["version"] == version
+    if (live["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") != "Helm":
+        # Rendered by gpu-wizard: what the chart's template adds must survive every later apply
+        # (without podDeletion the operator's upgrade library stalls every driver upgrade).
+        assert live["spec"]["driver"]["upgradePolicy"]["podDeletion"] == {
+            "force": False,
+            "timeoutSeconds": 300,
+            "deleteEmptyDir": False,
+        }
+        assert live["spec"]["daemonsets"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-operator"}
 
 
 def _backups(tmp_path: Path) -> int:
@@ -138,3 +147,33 @@ def test_apply_again_after_an_install(
     code, out, err = _apply(demo, tmp_path, capsys, first)
     assert (code, out) == (0, "no changes: the cluster already holds this plan\n"), err
     _assert_whole(demo, bundle, first.driver.version)
+
+
+async def _create_without_pod_deletion(demo: DemoClusterThread, plan: Plan, manager: str) -> None:
+    """A policy as gpu-wizard created it before chart parity: no ``driver.upgradePolicy.podDeletion``."""
+    async with connected(demo) as cluster:
+        body = render(plan, await cluster.discover()).cluster_policy
+        del body["spec"]["driver"]["upgradePolicy"]["podDeletion"]
+        await cluster.gateway.apply_custom(*POLICY, "cluster-policy", body, dry_run=False, field_manager=manager)
+
+
+@pytest.mark.parametrize("manager", [CREATE_MANAGER, FIELD_MANAGER])
+def test_apply_gives_an_earlier_policy_pod_deletion_and_keeps_it(
+    manager: str, demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without podDeletion the operator stalls every driver upgrade: the next apply adds it, later ones keep it."""
+    demo = demo_cluster("sle-micro-precompiled")
+    first = Plan.model_validate(SLE)
+    asyncio.run(_create_without_pod_deletion(demo, first, manager))
+    assert "podDeletion" not in _live(demo)["spec"]["driver"]["upgradePolicy"]
+
+    code, out, err = _apply(demo, tmp_path, capsys, first)
+    assert code == 0 and "+      podDeletion:\n" in out, (out, err)
+    _assert_whole(demo, first.operator.bundle, first.driver.version)
+
+    code, out, err = _apply(demo, tmp_path, capsys, first)
+    assert (code, out) == (0, "no changes: the cluster already holds this plan\n"), err
+    upgrade = _plan(first, "580.105.08.1")
+    code, out, err = _apply(demo, tmp_path, capsys, upgrade)
+    assert code == 0 and "-      podDeletion:" not in out, err  # unchanged (at most a context line)
+    _assert_whole(demo, first.operator.bundle, upgrade.driver.version)

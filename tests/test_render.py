@@ -225,6 +225,14 @@ def test_owned_paths_per_mode() -> None:
         ("toolkit", "installDir"),
         ("hostPaths", "driverInstallDir"),
     ]
+    # v26.7.0's chart keeps the driver image fields out of a ClusterPolicy in NVIDIADriver mode; earlier charts keep them.
+    assert owned_paths(plan(useNvidiaDriverCRD=True, imagePullSecrets=["regcred"])) == [
+        ("driver", "enabled"),
+        ("driver", "useNvidiaDriverCRD"),
+        ("toolkit", "installDir"),
+        ("hostPaths", "driverInstallDir"),
+    ]
+    assert ("driver", "version") in owned_paths(plan(release="v26.3.3", useNvidiaDriverCRD=True))
     upstream = owned_paths(plan("upstream", imagePullSecrets=["regcred"]))
     assert ("driver", "repoConfig", "configMapName") in upstream and ("driver", "imagePullSecrets") in upstream
 
@@ -423,10 +431,14 @@ def test_to_yaml_round_trips_with_separators() -> None:
 def test_render_is_pure() -> None:
     before = YAML(typ="safe").load(asset_text("operator", "v26.7.0", "gpu-operator-values.yaml"))
     first = render(plan(useNvidiaDriverCRD=True), UBUNTU)
-    first.cluster_policy["spec"]["driver"]["manager"]["version"] = "changed"
+    first.cluster_policy["spec"]["driver"]["upgradePolicy"]["podDeletion"]["timeoutSeconds"] = 1
+    first.cluster_policy["spec"]["daemonsets"]["labels"]["x"] = "y"
+    first.nvidia_drivers[0]["spec"]["manager"]["version"] = "changed"
     first.nvidia_drivers[0]["spec"]["tolerations"].append({"key": "x"})
     second = render(plan(useNvidiaDriverCRD=True), UBUNTU)
-    assert second.cluster_policy["spec"]["driver"]["manager"]["version"] == "v0.12.0"
+    assert second.cluster_policy["spec"]["driver"]["upgradePolicy"]["podDeletion"]["timeoutSeconds"] == 300
+    assert second.cluster_policy["spec"]["daemonsets"]["labels"] == {"app.kubernetes.io/managed-by": "gpu-operator"}
+    assert second.nvidia_drivers[0]["spec"]["manager"]["version"] == "v0.12.0"
     assert operator_values("v26.7.0") == before
 
 

@@ -13,7 +13,9 @@ manager ``gpu-wizard-create``, which never applies again; every later apply send
 fields as ``gpu-wizard``. Server-side apply removes the fields a manager stops sending, so the
 chart's fields must never belong to ``gpu-wizard``. A conflict with the wizard's own create or
 rollback writes is taken over without ``--force-conflicts``, guarded by the resourceVersion seen
-in the preview; a conflict with any other manager needs ``--force-conflicts``.
+in the preview; a conflict with any other manager needs ``--force-conflicts``. A live policy without
+``driver.upgradePolicy.podDeletion`` (an earlier gpu-wizard's) gets the chart's, and keeps it
+(``render_policy.repair_values``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
-from wizard.engine.render_policy import owned_values, patch_policy, set_path
+from wizard.engine.render_policy import POD_DELETION, owned_values, patch_policy, repair_values, set_path
 from wizard.retry import APPLY, Retryable, retrying
 
 CONFLICT_ATTEMPTS = 5
@@ -184,6 +186,10 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
             for path, value in owned_values(plan, rendered.toolkit_install_dir):
                 set_path(spec, path, value)
             body["spec"] = spec
+        owns = _applied_by_wizard(live_policy, POD_DELETION)
+        for path, value in repair_values(plan, clean(live_policy).get("spec") or {}, wizard_owns_pod_deletion=owns):
+            set_path(body["spec"], path, value)
+            owned.append(path)
     else:  # created whole by a manager that never applies again (see the module's docstring)
         body = copy.deepcopy(rendered.cluster_policy)
         managers[ObjectRef.of(body).key] = CREATE_MANAGER
@@ -238,6 +244,18 @@ def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
         if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
             spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
             if "f:daemonsets" in spec:
+                return True
+    return False
+
+
+def _applied_by_wizard(live: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    """Whether the ``gpu-wizard`` manager's apply owns ``spec.<path>`` (so it must keep sending it)."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            node: Any = (entry.get("fieldsV1") or {}).get("f:spec")
+            for part in path:
+                node = node.get(f"f:{part}") if isinstance(node, dict) else None
+            if node is not None:
                 return True
     return False
 

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.nodes import ScalarNode
-from ruamel.yaml.resolver import VersionedResolver
 
 from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
@@ -32,6 +30,7 @@ from wizard.engine.render_policy import (
     nvidia_drivers,
     owned_values,
     patch_policy,
+    plain_yaml_is_string,
     toolkit_install_dir,
 )
 from wizard.engine.textsafe import printable, shell_command
@@ -102,12 +101,9 @@ def owned_paths(plan: Plan) -> list[tuple[str, ...]]:
     return [path for path, _ in owned_values(plan, "")]
 
 
-_YAML11 = VersionedResolver(version=(1, 1))
-
-
 def _represent_str(representer: Any, value: str) -> Any:
     # kubectl and Helm read YAML 1.1, where an unquoted off/yes/y/0755/1:20 is not a string: quote those.
-    if _YAML11.resolve(ScalarNode, value, (True, False)) != "tag:yaml.org,2002:str":
+    if not plain_yaml_is_string(value):
         return representer.represent_scalar("tag:yaml.org,2002:str", value, style="'")
     return representer.represent_str(value)
 
@@ -148,12 +144,19 @@ def helm_yaml(rendered: Rendered) -> str:
         f"#   {shell_command(upgrade)} \\",
         f"#     {shell_command(['--namespace', plan.operator.namespace])} --create-namespace --values helm-values.yaml",
     ]
+    by_chart = (rendered.helm_values["driver"].get("nvidiaDriverCRD") or {}).get("deployDefaultCR")
     extra = [
-        d["metadata"]["name"] for d in rendered.nvidia_drivers if d["metadata"]["name"] != DEFAULT_NVIDIADRIVER_NAME
+        d["metadata"]["name"]
+        for d in rendered.nvidia_drivers
+        if not (by_chart and d["metadata"]["name"] == DEFAULT_NVIDIADRIVER_NAME)
     ]
     if extra:
+        which = "the other NVIDIADriver CRs" if by_chart else "the NVIDIADriver CRs"
+        header.append(f"# Then apply {which} from nvidiadrivers.yaml: {printable(', '.join(extra))}.")
+    if not by_chart and DEFAULT_NVIDIADRIVER_NAME in extra:
         header.append(
-            f"# Then apply the other NVIDIADriver CRs from nvidiadrivers.yaml: {printable(', '.join(extra))}."
+            f"# (Not deployDefaultCR: the {release} chart writes driver version {printable(plan.driver.version)}"
+            " unquoted, a number the NVIDIADriver CRD refuses.)"
         )
     buffer = io.StringIO()
     _yaml().dump(rendered.helm_values, buffer)
