@@ -290,12 +290,26 @@ def _through_helm(
         "Only the fields gpu-wizard owns; --reuse-values keeps everything else the release holds. Apply with:",
         command,
     ]
-    text = values_yaml(release_values(rendered, live), header)
+    values = release_values(rendered, live)
+    text = values_yaml(values, header)
     write_private(target, text)
     sys.stdout.write(text)
+    then = ""
+    crd = (values.get("driver") or {}).get("nvidiaDriverCRD") or {}
+    extra = [
+        d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
+    ]
+    if extra:  # the chart deploys at most CR "default": the others are applied beside the helm upgrade
+        from wizard.engine.render import to_yaml
+        from wizard.engine.textsafe import shell_command
+
+        drivers = target.with_name(target.stem + "-nvidiadrivers.yaml")
+        write_private(drivers, to_yaml(extra))
+        names = ", ".join(d["metadata"]["name"] for d in extra)
+        then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {shell_command(['kubectl', 'apply', '--server-side', '-f', str(drivers)])}\n"
     sys.stderr.write(
         f"! owner: {owner.why_not_apply()}\n"
-        f"not applied: the change is in {target}; carry it out with:\n  {command}\n"
+        f"not applied: the change is in {target}; carry it out with:\n  {command}\n{then}"
         "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
     )
     return EXIT_OK
