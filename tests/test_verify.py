@@ -349,3 +349,19 @@ def test_a_probe_pod_that_cannot_be_deleted_is_a_warning_with_the_kubectl_comman
         json.loads(kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", PROBE_LABEL, "-o", "json").stdout)["items"]
         == []
     )
+
+
+async def test_mixed_os_under_clusterpolicy_names_the_operators_choice(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The operator reads one OS tag for every node (informer order): verify says which and what it means."""
+    demo = demo_cluster("mixed-os")
+    async with connected(demo) as cluster:
+        await _install(cluster, upstream_plan(), tmp_path)
+        checks, _ = await collect(cluster.verify(upstream_plan(), no_registry="not asked in this test"))
+    images = by_node(checks, "driver-image")
+    assert images["gpu-01"].status is Status.PASS and images["gpu-02"].status is Status.PASS
+    rhel = images["gpu-03"]
+    assert rhel.status is Status.FAIL
+    assert "the operator took the cluster-wide OS tag ubuntu22.04" in rhel.message and "#2471" in rhel.message
+    assert "this node runs rhel9" in rhel.message and "NVIDIADriver" in (rhel.hint or "")

@@ -27,6 +27,7 @@ from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, 
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
+from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import ADVERT_KEY, demo_registry_options
 from wizard.engine.render import Rendered, render
@@ -403,7 +404,11 @@ class Cluster:
             yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
             return
         rendered = rendered or render(plan, facts)
-        ctx = await self._verify_context(plan, rendered, registry=registry, timeout=timeout, policy=policy)
+        choices = operator_choices(plan, facts)
+        ctx = await self._verify_context(
+            plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
+        )
+        ctx.own_tags = {n.name: n.tag_os(plan.operator.version) for n in gpu}
         if registry is None:
             ctx.no_registry = no_registry or "no registry client was given"
         try:
@@ -423,18 +428,21 @@ class Cluster:
         registry: RegistryClient | None,
         timeout: float,
         policy: dict[str, Any] | None = None,
+        choices: dict[str, dict[str, str]] | None = None,
     ) -> verifying.VerifyContext:
         """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
         namespace = await self.namespace(plan)
         policy = policy or active_policy(await self.gateway.list_custom(*POLICY))
         expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
-        digests = await registry.check_many(sorted({i for i in expected.values() if i})) if registry else {}
+        possible = {i for i in expected.values() if i} | {i for c in (choices or {}).values() for i in c.values()}
+        digests = await registry.check_many(sorted(possible)) if registry else {}
         toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
         return verifying.VerifyContext(
             gateway=self.gateway,
             plan=plan,
             namespace=namespace,
             expected=expected,
+            choices=choices or {},
             pods={},
             digests=digests,
             no_registry="",

@@ -118,6 +118,10 @@ class VerifyContext:
     """Node checks that could not run: never counted as passed."""
     leftovers: dict[str, Leftover] = field(default_factory=dict)
     """Probe pods that could not be deleted, by name (reported as warnings naming ``kubectl delete``)."""
+    choices: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Mixed-OS ClusterPolicy: node -> {OS tag the operator may pick -> image} (:func:`operator_choices`)."""
+    own_tags: dict[str, str] = field(default_factory=dict)
+    """Node -> its own OS tag (for the mixed-OS verdict)."""
 
 
 def _digest_of(image_id: str) -> str:
@@ -213,8 +217,27 @@ class NodeRun:
                 )
             return
         expected = self.ctx.expected.get(self.node.name, "")
-        if pod.image == expected:
+        picked = next(
+            (tag for tag, image in self.ctx.choices.get(self.node.name, {}).items() if image == pod.image), ""
+        )
+        own = self.ctx.own_tags.get(self.node.name, "")
+        if pod.image == expected and (not picked or picked == own):
             self.emit("driver-image", Status.PASS, pod.image, data={"pod": pod.name})
+        elif picked:  # the operator read its cluster-wide OS tag from another node than gpu-wizard predicted
+            expected = pod.image  # what the operator chose is what is checked from here on
+            why = (
+                f"{pod.name} runs {pod.image}: the operator took the cluster-wide OS tag {picked} from the GPU node "
+                "its informer listed first (operator issues #2471, #1200)"
+            )
+            if picked == own:
+                self.emit("driver-image", Status.PASS, f"{why}; it is this node's own OS", data={"pod": pod.name})
+            else:
+                self.emit(
+                    "driver-image",
+                    Status.FAIL,
+                    f"{why}, but this node runs {own}: a driver built for another OS does not load here",
+                    hint="use NVIDIADriver CRs (driver.useNvidiaDriverCRD: true): one driver pool per OS",
+                )
         else:
             self.emit(
                 "driver-image",

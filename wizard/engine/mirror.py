@@ -23,6 +23,7 @@ from wizard.engine.facts import (
     LABEL_KERNEL,
     LABEL_OS_ID,
     LABEL_OS_VERSION,
+    UNKNOWN_OS_TAG,
     ClusterFacts,
     NodeFacts,
     NodeFactsError,
@@ -236,3 +237,35 @@ def images_table(images: Iterable[NodeImage]) -> str:
         f"{printable(entry.node)}\t{printable(entry.image) or (UNPLACED if entry.unplaced else NO_IMAGE)}\n"
         for entry in images
     )
+
+
+def operator_choices(plan: Plan, facts: ClusterFacts) -> dict[str, dict[str, str]]:
+    """Under a ClusterPolicy on a mixed-OS cluster: node -> {OS tag the operator may pick -> the image it then runs}.
+
+    The operator takes its cluster-wide OS tag from whichever GPU node its informer lists first (operator
+    issues #2471, #1200), so each GPU node's OS tag is a possible pick. Empty when there is nothing to
+    choose (NVIDIADriver CRs, one OS, a pre-installed driver): verification then compares with the
+    single prediction only.
+    """
+    if not plan.driver_enabled or plan.driver.useNvidiaDriverCRD:
+        return {}
+    release = plan.operator.version
+    tags = sorted({n.tag_os(release) for n in facts.gpu_nodes} - {UNKNOWN_OS_TAG})
+    if len(tags) < 2:
+        return {}
+    choices: dict[str, dict[str, str]] = {}
+    for node in facts.gpu_nodes:
+        for tag in tags:
+            try:
+                image = driver_image(
+                    precompiled=plan.precompiled,
+                    repository=plan.driver.repository,
+                    image=plan.driver.image,
+                    version=plan.driver.version,
+                    kernel=node.kernel,
+                    tag_os=tag,
+                )
+            except ValueError:
+                continue
+            choices.setdefault(node.name, {})[tag] = image
+    return choices
