@@ -13,6 +13,9 @@ here, as kubectl runs them: ``KUBERNETES_EXEC_INFO`` with ``spec.interactive`` p
 and proxy settings, the ``client.authentication.k8s.io/exec`` extension as ``config``). A plugin
 that is missing shows its ``installHint``; one that fails shows its own error output as one clean
 line naming the plugin, never as a rejected credential.
+
+The built-in demo cluster is recognised here and only here: by the marker it writes into its own
+kubeconfig (the cluster extension :data:`DEMO_EXTENSION`), never by anything a server replies.
 """
 
 from __future__ import annotations
