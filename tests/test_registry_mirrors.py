@@ -258,3 +258,12 @@ async def test_tui_driver_step_follows_the_registry_mirrors_field(
         (status,) = app.state.images
         assert status.target.state == "present" and status.target.digest == SLE_DIGEST
         assert app.state.get("driver.registryMirrors") == {"registry.example.com": f"{demo.url}/registry.example.com"}
+
+
+def test_demo_serve_banner_names_the_mirrors_of_its_marker(demo_cluster: ClusterFactory) -> None:
+    from wizard.demo.serve import _banner
+
+    demo = demo_cluster("sle-micro-precompiled")
+    line = next(x for x in _banner(demo.cluster).splitlines() if x.strip().startswith("registry:"))
+    endpoint = demo.url.split("://", 1)[1]
+    assert f"docker.io, nvcr.io, registry.example.com mirrored by {endpoint}" in line

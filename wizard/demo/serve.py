@@ -367,6 +367,18 @@ def default_kubeconfig_path() -> Path:
     return state_dir() / "demo.kubeconfig"
 
 
+def _mirrors_line(cluster: DemoCluster) -> str:
+    """What the kubeconfig's marker tells gpu-wizard about where the simulated images are checked."""
+    mirrors = cluster.registry_mirrors
+    if not mirrors:
+        return "none simulated (image checks are SKIPPED)"
+    targets = sorted({url.split("://", 1)[-1].split("/", 1)[0] for url in mirrors.values()})
+    return (
+        f"{', '.join(sorted(mirrors))} mirrored by {', '.join(targets)} "
+        "(named in the kubeconfig; gpu-wizard follows it, as it follows --registry-mirror)"
+    )
+
+
 def _banner(cluster: DemoCluster) -> str:
     scenario = cluster.scenario
     nodes = len(list(cluster.store.iter_objects("nodes")))
@@ -377,6 +389,7 @@ def _banner(cluster: DemoCluster) -> str:
             f"  nodes:       {nodes} simulated, GPU Operator {scenario.operator.release}",
             f"  API server:  {cluster.url} (Kubernetes REST API served by gpu-wizard, reports v1.33)",
             f"  kubeconfig:  {cluster.kubeconfig_path} (context {CONTEXT})",
+            f"  registry:    {_mirrors_line(cluster)}",
             "",
             "In another shell, point kubectl or gpu-wizard at it:",
             f"  export KUBECONFIG={shlex.quote(str(cluster.kubeconfig_path))}",
