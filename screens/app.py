@@ -255,11 +255,12 @@ class WizardApp(App[int]):
 
         cluster = self.state.cluster
         hosts = registry_hosts(plan) if plan is not None else []
-        options = cluster.registry_options(hosts) if cluster is not None else {}
+        mirrors = plan.driver.registryMirrors if plan is not None else {}
+        options = cluster.registry_options(hosts, mirrors) if cluster is not None else {}
         if self.state.is_demo and not options:
             yield None
             return
-        async with open_registry(cluster, hosts) as client:
+        async with open_registry(cluster, hosts, mirrors=mirrors) as client:
             yield client
 
     async def on_unmount(self) -> None:

@@ -116,6 +116,14 @@ class DriverStep(FormStep):
                 yield Button("Check again", id="recheck", compact=True)
             yield ImageGroups(id="groups")
             yield MirrorPanel(id="mirror")
+            yield AnswerField(
+                "Registry mirrors",
+                "driver.registryMirrors",
+                ", ".join(f"{k}={v}" for k, v in (state.get("driver.registryMirrors") or {}).items()),
+                placeholder="none (SOURCE=https://MIRROR, comma-separated)",
+                id="registry-mirrors",
+                hint="hosts the nodes pull through a mirror; image checks ask it",
+            )
             with VerticalScroll(id="support"):
                 with Horizontal(id="support-head"):
                     yield Label("Support request: no published image for a kernel")
@@ -180,6 +188,9 @@ class DriverStep(FormStep):
         value: Any = event.value or None
         if event.field.path == "driver.imagePullSecrets":
             value = [s.strip() for s in event.value.split(",") if s.strip()] or None
+        elif event.field.path == "driver.registryMirrors":  # SOURCE=MIRROR pairs; the plan checks each
+            pairs = (item.strip().partition("=") for item in event.value.split(",") if item.strip())
+            value = {source.strip(): mirror.strip() for source, _, mirror in pairs} or None
         self.state.set(event.field.path, value)
         self.answers_changed()
 

@@ -373,7 +373,6 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
 async def cmd_verify(args: argparse.Namespace) -> int:
     """``gpu-wizard verify``."""
     from wizard.cli.images import registry_client
-    from wizard.engine.registry_routes import registry_hosts
 
     if args.concurrency < 1:
         raise UsageError(f"--concurrency: {args.concurrency} is not a positive number of nodes")
@@ -388,7 +387,7 @@ async def cmd_verify(args: argparse.Namespace) -> int:
         plan = plan or await cluster.live_plan()
         registry = None
         if not args.no_registry:
-            client = registry_client(args, cluster, registry_hosts(plan), timeout=args.timeout)
+            client = registry_client(args, cluster, plan, timeout=args.timeout)
             registry = await stack.enter_async_context(client)
         stream = cluster.verify(
             plan,

@@ -1,9 +1,11 @@
 """Images on the command line: ``gpu-wizard mirror``, and the registry checks of ``apply`` and ``verify``.
 
-Every registry client built here is routed the way the connected cluster says
-(``Cluster.registry_options``): on a demo cluster, also one reached only through its kubeconfig,
-the simulated image names are answered by the demo's registry, never by the real hosts. Parsing
-the flags imports nothing heavy; the engine loads when a command runs.
+Every registry client built here is routed the way the cluster pulls (``Cluster.registry_options``):
+through the registry mirrors of ``--registry-mirror SOURCE=MIRROR`` and the answers file's
+``driver.registryMirrors`` (a runtime that pulls through a mirror, containerd's hosts.toml), and, on
+the demo, those its kubeconfig's marker names, so the simulated image names are answered by the
+demo's registry, never by the real hosts. Parsing the flags imports nothing heavy; the engine loads
+when a command runs.
 """
 
 from __future__ import annotations
@@ -17,11 +19,22 @@ from wizard.cli.session import load_plan, open_cluster
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster, ImageStatus
+    from wizard.engine.plan import Plan
     from wizard.engine.render import Rendered
 
 
+def mirror_flag(text: str) -> tuple[str, str]:
+    """``--registry-mirror SOURCE=MIRROR`` checked while the flags are parsed: bad input ends before any connection."""
+    from wizard.engine.plan import parse_registry_mirror  # only when the flag is given
+
+    try:
+        return parse_registry_mirror(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def registry_flags(parser: argparse.ArgumentParser) -> None:
-    """``--registry-auth-file`` and ``--insecure-registry``."""
+    """``--registry-auth-file``, ``--insecure-registry`` and ``--registry-mirror``."""
     parser.add_argument("--registry-auth-file", metavar="FILE", help="docker/containers auth.json for the registry")
     parser.add_argument(
         "--insecure-registry",
@@ -30,17 +43,35 @@ def registry_flags(parser: argparse.ArgumentParser) -> None:
         metavar="HOST",
         help="registry reached without TLS verification (repeatable)",
     )
+    parser.add_argument(
+        "--registry-mirror",
+        action="append",
+        default=[],
+        type=mirror_flag,
+        metavar="SOURCE=MIRROR",
+        help="the cluster pulls SOURCE's images through MIRROR, e.g. nvcr.io=https://mirror.example.com; "
+        "image checks ask the mirror (repeatable; adds to the answers file's driver.registryMirrors)",
+    )
 
 
-def registry_client(args: argparse.Namespace, cluster: Cluster, hosts: list[str], timeout: float = 10.0) -> Any:
-    """A ``RegistryClient`` with the user's auth file and insecure registries, routed as ``cluster`` says."""
-    from wizard.registry.client import RegistryClient
+def registry_mirrors(args: argparse.Namespace, plan: Plan) -> dict[str, str]:
+    """The answers file's ``driver.registryMirrors`` with ``--registry-mirror`` on top (the flag wins)."""
+    return {**plan.driver.registryMirrors, **dict(getattr(args, "registry_mirror", None) or [])}
 
-    options = cluster.registry_options(hosts)
-    insecure = [*args.insecure_registry, *options.pop("insecure_registries", [])]
+
+def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, timeout: float = 10.0) -> Any:
+    """A ``RegistryClient`` for ``plan``'s images with the user's auth file, insecure registries and
+    registry mirrors, routed as ``cluster`` pulls."""
+    from wizard.engine.registry_routes import registry_hosts
+
+    mirrors = registry_mirrors(args, plan)
     try:
-        return RegistryClient(
-            auth_file=args.registry_auth_file, insecure_registries=insecure, timeout=timeout, **options
+        return cluster.open_registry(
+            registry_hosts(plan),
+            mirrors=mirrors,
+            auth_file=args.registry_auth_file,
+            insecure_registries=args.insecure_registry,
+            timeout=timeout,
         )
     except ValueError as exc:  # the auth file cannot be read or is not JSON: named, its content never shown
         raise UsageError(f"--registry-auth-file: {exc}") from None
@@ -77,9 +108,7 @@ async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Ren
     Prints what it found; returns the images that are not known to be there (missing, or not
     checkable: an image check that could not run is no proof the image exists).
     """
-    from wizard.engine.registry_routes import registry_hosts
-
-    async with registry_client(args, cluster, registry_hosts(rendered.plan)) as registry:
+    async with registry_client(args, cluster, rendered.plan) as registry:
         statuses = await cluster.check_images(rendered, registry)
     for line in image_lines(statuses):
         sys.stderr.write(line + "\n")
@@ -111,7 +140,9 @@ def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
                 hosts.add(split_reference(reference)[0])
             except ValueError:
                 continue
-    routed = sorted(cluster.registry_options(sorted(hosts)).get("mirrors") or {})
+    routes = (cluster.registry_options(sorted(hosts)).get("mirrors") or {}) if cluster.info.demo else {}
+    # A host the demo sends to itself is a real registry (a scenario's loopback one): copying there is real.
+    routed = sorted(host for host, location in routes.items() if location.split("/", 1)[0] != host)
     if not routed:
         return ""
     return (

@@ -156,7 +156,6 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
 
     from wizard.cluster.upgrades import prepare_upgrade
     from wizard.engine.answers import plan_errors
-    from wizard.engine.registry_routes import registry_hosts
     from wizard.engine.upgrade import UpgradePolicyError
 
     current = load_plan(args.answers) if args.answers else None
@@ -168,7 +167,7 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
                     cluster, driver_version=args.driver, operator_release=args.operator, current=running
                 )
             else:
-                async with registry_client(args, cluster, registry_hosts(running)) as registry:
+                async with registry_client(args, cluster, running) as registry:
                     report = await prepare_upgrade(
                         cluster,
                         driver_version=args.driver,
@@ -207,7 +206,6 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
     """``gpu-wizard check-kernel KERNEL``."""
     from wizard.engine.catalog import support_request, tuple_status
     from wizard.engine.naming import os_tag, precompiled_image
-    from wizard.engine.registry_routes import registry_hosts
 
     if not KERNEL_RE.fullmatch(args.kernel):
         raise UsageError(
@@ -232,7 +230,7 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
                 raise UsageError("check-kernel: no GPU node to read the OS from; pass --os ID:VERSION")
         spec = plan.driver
         images = {tag: precompiled_image(spec.repository, spec.image, spec.version, args.kernel, tag) for tag in tags}
-        async with registry_client(args, cluster, registry_hosts(plan)) as registry:
+        async with registry_client(args, cluster, plan) as registry:
             answers = await registry.check_many(list(images.values()))
     failed = False
     for tag, image in sorted(images.items()):

@@ -9,7 +9,7 @@ as :class:`ClusterError` with a ``message`` and a ``hint``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -21,7 +21,7 @@ from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway, Gone
-from wizard.cluster.kubeconfig import list_contexts
+from wizard.cluster.kubeconfig import demo_marker, list_contexts
 from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
@@ -29,7 +29,7 @@ from wizard.cluster.probe import manager_image
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
-from wizard.engine.registry_routes import ADVERT_KEY, demo_registry_options
+from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
 from wizard.registry.client import RegistryClient
@@ -55,7 +55,6 @@ ApplyPlan = applying.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
 PAGE_SIZE = 500
-DEMO_MARKER = "gpu-wizard"
 
 
 def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]:
@@ -74,16 +73,18 @@ def open_registry(
     cluster: Cluster | None,
     hosts: Iterable[str],
     *,
+    mirrors: Mapping[str, str] | None = None,
     auth_file: str | None = None,
     insecure_registries: Iterable[str] = (),
     timeout: float = 10.0,
 ) -> RegistryClient:
-    """The one way a front end gets a registry client: the user's auth file and insecure hosts, routed as ``cluster`` pulls.
+    """The one way a front end gets a registry client: the user's auth file, insecure hosts and registry
+    mirrors (``driver.registryMirrors``, ``--registry-mirror``), routed as ``cluster`` pulls.
 
-    Without a cluster the registries are asked directly. ValueError when the auth file cannot be read
-    (named, its content never shown).
+    ValueError when the auth file cannot be read (named, its content never shown).
     """
-    options = cluster.registry_options(hosts) if cluster is not None else {}
+    hosts = list(hosts)
+    options = cluster.registry_options(hosts, mirrors) if cluster is not None else mirror_options(mirrors or {}, hosts)
     insecure = [*insecure_registries, *options.pop("insecure_registries", [])]
     return RegistryClient(auth_file=auth_file, insecure_registries=insecure, timeout=timeout, **options)
 
@@ -101,18 +102,14 @@ async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
     return demo
 
 
-def _is_demo(version: dict[str, Any]) -> bool:
-    return any(DEMO_MARKER in str(value).lower() for value in version.values())
-
-
 class Cluster:
     """A connected cluster. ``async with await Cluster.connect(...) as cluster:`` or call :meth:`close`."""
 
-    def __init__(self, gateway: Gateway, info: ClusterInfo, *, demo_registry: dict[str, Any] | None = None) -> None:
+    def __init__(self, gateway: Gateway, info: ClusterInfo, *, demo_mirrors: Mapping[str, str] | None = None) -> None:
         self.gateway = gateway
         self.info = info
-        self._demo_registry = demo_registry
-        """What a demo API server said about its registry in ``/version`` (:mod:`wizard.engine.registry_routes`)."""
+        self.demo_mirrors: dict[str, str] = dict(demo_mirrors or {})
+        """The registry mirrors the demo's kubeconfig marker names (``{}`` for a real cluster)."""
         self._nodes_rv = ""
         self._known: dict[str, NodeFacts] = {}
         self._preflight: Preflight | None = None
@@ -133,6 +130,8 @@ class Cluster:
         """Load credentials like kubectl, then prove the server answers and accepts them."""
         gateway = await Gateway.connect(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout)
         try:
+            # The demo is known by the marker it writes into its own kubeconfig, never by what a server says.
+            marker = None if in_cluster else demo_marker(kubeconfig, gateway.context)
             version = await gateway.version()
             await gateway.access_review("list", "nodes")  # /version is public; this proves the credentials
         except ApiError as exc:
@@ -150,11 +149,10 @@ class Cluster:
             context=gateway.context,
             server=gateway.server,
             version=str(version.get("gitVersion") or ""),
-            demo=_is_demo(version),
+            demo=marker is not None,
             insecure=not gateway.configuration.verify_ssl,
         )
-        advert = version.get(ADVERT_KEY) if info.demo else None
-        return cls(gateway, info, demo_registry=advert if isinstance(advert, dict) else None)
+        return cls(gateway, info, demo_mirrors=marker)
 
     async def close(self) -> None:
         """Close the connections."""
@@ -245,39 +243,40 @@ class Cluster:
             except ClusterError as exc:
                 await reconnects.failed(exc)
 
-    def registry_options(self, hosts: Iterable[str]) -> dict[str, Any]:
-        """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster sees them.
+    def registry_options(self, hosts: Iterable[str], mirrors: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster pulls them.
 
-        ``{}`` for a real cluster (ask the registries themselves). For the demo cluster: mirrors that
-        send each host to the registry the demo's kubelet resolves against (its API server's ``/v2/``,
-        trusted through the kubeconfig's CA, or the real registry its scenario names), so a demo
-        reached through a kubeconfig checks the same digests as one started in-process.
+        ``mirrors`` are the user's (host -> mirror URL, checked by the plan); on the demo they win over
+        those its kubeconfig marker names. ``{}``: ask the registries themselves. The demo's registry is
+        its API server, so its CA (the kubeconfig's) is trusted for it, and an unverified connection
+        (``insecure-skip-tls-verify``) stays unverified there too.
         """
-        if not self.info.demo:
-            return {}
+        options = mirror_options({**self.demo_mirrors, **(mirrors or {})}, hosts)
+        if not self.info.demo or not options:
+            return options
         configuration = self.gateway.configuration
-        ca_path, ca_data = getattr(configuration, "ssl_ca_cert", None), None
+        api_endpoint = self.gateway.server.split("://", 1)[-1].rstrip("/")
+        if not getattr(configuration, "verify_ssl", True):
+            options["insecure_registries"] = sorted({*options["insecure_registries"], api_endpoint})
+        ca_path = getattr(configuration, "ssl_ca_cert", None)
         if ca_path:
             with contextlib.suppress(OSError):  # the client library's copy of the kubeconfig's CA data
-                ca_data = Path(str(ca_path)).read_text(encoding="ascii")
-        return demo_registry_options(
-            self._demo_registry,
-            server=self.gateway.server,
-            hosts=hosts,
-            ca_data=ca_data,
-            verify=bool(getattr(configuration, "verify_ssl", True)),
-        )
+                options["ca_data"] = Path(str(ca_path)).read_text(encoding="ascii")
+        return options
 
     def open_registry(
         self,
         hosts: Iterable[str],
         *,
+        mirrors: Mapping[str, str] | None = None,
         auth_file: str | None = None,
         insecure_registries: Iterable[str] = (),
         timeout: float = 10.0,
     ) -> RegistryClient:
         """A registry client routed as this cluster pulls (see :func:`open_registry`)."""
-        return open_registry(self, hosts, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout)
+        return open_registry(
+            self, hosts, mirrors=mirrors, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout
+        )
 
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""

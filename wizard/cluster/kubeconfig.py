@@ -13,6 +13,9 @@ here, as kubectl runs them: ``KUBERNETES_EXEC_INFO`` with ``spec.interactive`` p
 and proxy settings, the ``client.authentication.k8s.io/exec`` extension as ``config``). A plugin
 that is missing shows its ``installHint``; one that fails shows its own error output as one clean
 line naming the plugin, never as a rejected credential.
+
+The built-in demo cluster is recognised here and only here: by the marker it writes into its own
+kubeconfig (the cluster extension :data:`DEMO_EXTENSION`), never by anything a server replies.
 """
 
 from __future__ import annotations
@@ -155,6 +158,51 @@ def choose_context(kubeconfig: str | None, context: str | None) -> str:
         raise ClusterError(f"context {chosen!r} is not in the kubeconfig", f"valid contexts: {valid}")
     check_context(kubeconfig, chosen)
     return chosen
+
+
+# -- the demo's marker ----------------------------------------------------------------------------
+
+DEMO_EXTENSION = "gpu-wizard.dev/demo"
+"""The cluster ``extensions`` entry the built-in demo writes into its own kubeconfig (and nobody else).
+
+Its ``extension`` holds ``simulated: true`` and ``registryMirrors`` (registry host -> mirror URL: where
+the demo's simulated kubelet pulls from). kubectl keeps and ignores it, as it does minikube's."""
+
+
+def demo_marker(kubeconfig: str | None, name: str) -> dict[str, str] | None:
+    """The registry mirrors of context ``name``'s demo marker, or None when its cluster has no marker.
+
+    The engine learns that it talks to the demo only from here, never from the server's replies: the
+    marker is in a file the demo wrote for the user, as trusted as the credentials next to it.
+    ClusterError naming the file when the marker is there but malformed.
+    """
+    from wizard.engine.plan import check_registry_mirrors
+
+    documents = _documents(kubeconfig)
+    found = _entry(documents, "contexts", name)
+    cluster_name = str((found[1] if found else {}).get("cluster") or "")
+    cluster = _entry(documents, "clusters", cluster_name) if cluster_name else None
+    if cluster is None:
+        return None
+    path, body = cluster
+    for extension in body.get("extensions") or []:
+        if not isinstance(extension, dict) or extension.get("name") != DEMO_EXTENSION:
+            continue
+        content = extension.get("extension")
+        mirrors = content.get("registryMirrors") if isinstance(content, dict) else None
+        if not isinstance(content, dict) or not isinstance(mirrors, dict | None):
+            raise ClusterError(
+                f"{path}: the {DEMO_EXTENSION} extension of cluster {cluster_name!r} is not a mapping with registryMirrors",
+                "write the kubeconfig again with `gpu-wizard demo serve`",
+            )
+        try:
+            return check_registry_mirrors({str(k): str(v) for k, v in (mirrors or {}).items()})
+        except ValueError as exc:
+            raise ClusterError(
+                f"{path}: the {DEMO_EXTENSION} extension of cluster {cluster_name!r}: {exc}",
+                "write the kubeconfig again with `gpu-wizard demo serve`",
+            ) from None
+    return None
 
 
 # -- exec credential plugins (EKS, GKE, AKS, OIDC helpers) ---------------------------------------

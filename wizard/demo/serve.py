@@ -33,7 +33,6 @@ from wizard.demo.api.faults import Faults
 from wizard.demo.api.server import ApiServer
 from wizard.demo.api.store import Store, WatchEvent
 from wizard.demo.scenarios.scenario import Scenario
-from wizard.engine.registry_routes import advertisement, demo_registry_options
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +107,8 @@ class DemoCluster:
         self.ca_path: Path | None = None
         self.kubeconfig_path: Path = Path()
         self.url = ""
+        self.registry_mirrors: dict[str, str] = {}
+        """Registry host -> mirror URL this cluster's kubelet pulls through; written into the kubeconfig's marker."""
         self._runner: web.AppRunner | None = None
         self._driver: asyncio.Task[None] | None = None
         self._dirty = asyncio.Event()
@@ -156,11 +157,11 @@ class DemoCluster:
         self.port = int(self._runner.addresses[0][1])
         self.url = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
         self.server.server_address = f"127.0.0.1:{self.port}"
-        self.server.registry_advert = self._registry_advert()
+        self.registry_mirrors = self._registry_mirrors()
         self.kubeconfig_path = self._kubeconfig_arg.resolve() if self._kubeconfig_arg else folder / "kubeconfig"
         ca_pem = self.ca_path.read_bytes() if self.ca_path else None
         try:
-            write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem)
+            write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem, self.registry_mirrors)
         except OSError as exc:
             raise DemoStartError(f"cannot write the kubeconfig {self.kubeconfig_path}: {exc.strerror or exc}") from None
         self._driver = asyncio.create_task(self._drive(), name="demo-simulation")
@@ -185,29 +186,38 @@ class DemoCluster:
         return tls.client_context(self.ca_path) if self.ca_path else None
 
     def registry_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``wizard.registry.client.RegistryClient`` that reach this cluster's images.
-
-        The scenario's catalog hosts are served by this API server under ``/v2/<host>/…`` (or by the
-        real registry the scenario names), so tag and digest checks ask what the kubelet pulls from.
-        The same routing a client connected through the kubeconfig gets from ``Cluster.registry_options``.
-        """
-        advert = self.server.registry_advert
-        if advert is None:
+        """Keyword arguments for ``wizard.registry.client.RegistryClient`` that reach this cluster's images
+        (for tests and benchmarks that hold the demo itself; the wizard reads the kubeconfig's marker)."""
+        if not self.registry_mirrors:
             return {}
+        locations = {host: url.split("://", 1)[1] for host, url in self.registry_mirrors.items()}
+        insecure = sorted(
+            {loc.split("/", 1)[0] for h, loc in locations.items() if self.registry_mirrors[h].startswith("http://")}
+        )
         ca_data = self.ca_path.read_text(encoding="ascii") if self.ca_path else None
-        return demo_registry_options(advert, server=self.url, hosts=advert["hosts"], ca_data=ca_data)
+        options: dict[str, Any] = {"mirrors": locations}
+        if insecure:
+            options["insecure_registries"] = insecure
+        if ca_data:
+            options["ca_data"] = ca_data
+        return options
 
-    def _registry_advert(self) -> dict[str, Any] | None:
-        """What ``/version`` says about this cluster's registry (None: the simulation has no image catalog)."""
-        url = self.scenario.registry.url
+    def _registry_mirrors(self) -> dict[str, str]:
+        """Where this cluster's kubelet pulls each registry's images from ({}: the simulation has no image catalog).
+
+        A scenario that names a real registry (on loopback) mirrors its catalog hosts there (itself
+        included, so that a plain-http registry is known as one); otherwise
+        this API server answers for every registry the simulated world knows under ``/v2/<host>/…``,
+        sources included: the demo never sends a trainee's checks to a real registry.
+        """
+        url = self.scenario.registry.url.rstrip("/")
         hosts = set(self.scenario.registry.catalog_hosts())
         if url:
-            return advertisement(served=False, hosts=hosts, url=url)
+            return {host: url for host in sorted(hosts)}
         if self.server.image_catalog is None:
-            return None
-        # Every registry the simulated world knows is answered here, sources included: the demo
-        # never sends a trainee's checks to a real registry.
-        return advertisement(served=True, hosts=hosts | {repo.split("/", 1)[0] for repo in self.server.image_catalog})
+            return {}
+        hosts |= {repo.split("/", 1)[0] for repo in self.server.image_catalog}
+        return {host: f"{self.url}/{host}" for host in sorted(hosts)}
 
     def _mark_dirty(self) -> None:
         self._idle.clear()
@@ -357,6 +367,18 @@ def default_kubeconfig_path() -> Path:
     return state_dir() / "demo.kubeconfig"
 
 
+def _mirrors_line(cluster: DemoCluster) -> str:
+    """What the kubeconfig's marker tells gpu-wizard about where the simulated images are checked."""
+    mirrors = cluster.registry_mirrors
+    if not mirrors:
+        return "none simulated (image checks are SKIPPED)"
+    targets = sorted({url.split("://", 1)[-1].split("/", 1)[0] for url in mirrors.values()})
+    return (
+        f"{', '.join(sorted(mirrors))} mirrored by {', '.join(targets)} "
+        "(named in the kubeconfig; gpu-wizard follows it, as it follows --registry-mirror)"
+    )
+
+
 def _banner(cluster: DemoCluster) -> str:
     scenario = cluster.scenario
     nodes = len(list(cluster.store.iter_objects("nodes")))
@@ -367,6 +389,7 @@ def _banner(cluster: DemoCluster) -> str:
             f"  nodes:       {nodes} simulated, GPU Operator {scenario.operator.release}",
             f"  API server:  {cluster.url} (Kubernetes REST API served by gpu-wizard, reports v1.33)",
             f"  kubeconfig:  {cluster.kubeconfig_path} (context {CONTEXT})",
+            f"  registry:    {_mirrors_line(cluster)}",
             "",
             "In another shell, point kubectl or gpu-wizard at it:",
             f"  export KUBECONFIG={shlex.quote(str(cluster.kubeconfig_path))}",

@@ -273,6 +273,8 @@ driver:
   source: docker.io/alaudadockerhub        # where the mirror plan copies from
   useNvidiaDriverCRD: false   # true: one NVIDIADriver CR instead of ClusterPolicy's driver section
   imagePullSecrets: []
+  # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
+  #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
 toolkit:
   installDir: /run/nvidia/toolkit-install  # SLE Micro: /usr/local is read-only
 hostPaths:
@@ -290,6 +292,8 @@ driver:
   repoConfig:
     configMapName: repo-config   # ConfigMap with apt/yum/zypper repo files for kernel headers
   imagePullSecrets: []
+  # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
+  #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
 toolkit:
   installDir: /usr/local/nvidia
 hostPaths:

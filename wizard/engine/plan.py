@@ -150,6 +150,70 @@ def check_image_name(value: str) -> str:
     return value
 
 
+MIRROR_HELP = "SOURCE=MIRROR, e.g. nvcr.io=https://mirror.example.com or docker.io=https://mirror.example.com/dockerhub"
+_LOOPBACK = ("127.0.0.1", "localhost")
+
+
+def check_mirror_source(value: str) -> str:
+    """A registry host whose pulls go through a mirror (``nvcr.io``, ``registry.example.com:5000``), else ValueError."""
+    host = value.strip(" ").lower()
+    if not host.isascii() or not host.isprintable():
+        raise ValueError(
+            f"source {value!r} contains a control or non-ASCII character; give a registry host like nvcr.io"
+        )
+    if "://" in host or "/" in host:
+        raise ValueError(
+            f"source {value!r} is not a registry host; give the host only, like nvcr.io (no scheme, no path)"
+        )
+    if not HOST_RE.match(host) or len(host) > MAX_REFERENCE_NAME:
+        raise ValueError(f"source {value!r} is not a registry host like nvcr.io or registry.example.com:5000")
+    return host
+
+
+def check_mirror_url(value: str) -> str:
+    """A mirror endpoint: ``https://host[:port][/path]`` (``http://`` only on loopback), else ValueError.
+
+    Images of the source are then looked up as ``path/repository`` on the mirror (a registries.conf
+    ``location`` written as a URL; without a path, like containerd's hosts.toml).
+    """
+    url = value.strip(" ").rstrip("/")
+    if not url.isascii() or not url.isprintable():
+        raise ValueError(f"mirror {value!r} contains a control or non-ASCII character; give an https:// URL")
+    scheme, sep, rest = url.partition("://")
+    netloc, _, path = rest.partition("/")
+    host = netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+    if not sep or scheme not in ("https", "http"):
+        raise ValueError(f"mirror {value!r} is not an https:// URL like https://mirror.example.com")
+    if scheme == "http" and host not in _LOOPBACK:
+        raise ValueError(
+            f"mirror {value!r}: plain http is allowed on loopback only (127.0.0.1, localhost); use https://"
+        )
+    if any(c in rest for c in "@?#") or not HOST_RE.match(netloc) or (path and not IMAGE_RE.match(path)):
+        raise ValueError(
+            f"mirror {value!r} is not https://host[:port][/path] (no user, query or fragment; "
+            "lower-case path components of letters, digits, . _ -)"
+        )
+    if len(rest) > MAX_REFERENCE_NAME:
+        raise ValueError(f"mirror {value!r} is longer than {MAX_REFERENCE_NAME} characters after the scheme")
+    return url
+
+
+def check_registry_mirrors(value: dict[str, str]) -> dict[str, str]:
+    """Every ``source host -> mirror URL`` entry checked; keys lower-cased; ValueError naming the bad one."""
+    checked: dict[str, str] = {}
+    for source, mirror in value.items():
+        checked[check_mirror_source(str(source))] = check_mirror_url(str(mirror))
+    return checked
+
+
+def parse_registry_mirror(text: str) -> tuple[str, str]:
+    """``SOURCE=MIRROR`` (the ``--registry-mirror`` flag) as a checked pair, else ValueError."""
+    source, sep, mirror = text.partition("=")
+    if not sep:
+        raise ValueError(f"{text!r} is not {MIRROR_HELP}")
+    return check_mirror_source(source), check_mirror_url(mirror)
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
 
@@ -219,6 +283,9 @@ class DriverSpec(_Section):
     imagePullSecrets: list[str] = Field(default_factory=list)
     airgapped: bool = False
     """Upstream only: nodes cannot reach public package repositories (kernel headers need repoConfig)."""
+    registryMirrors: dict[str, str] = Field(default_factory=dict)
+    """Registry host -> mirror URL the cluster's runtime pulls through (containerd hosts.toml, CRI-O
+    registries.conf): the image checks ask the mirror. The manifests do not change."""
 
     @field_validator("repository", "source")
     @classmethod
@@ -229,6 +296,11 @@ class DriverSpec(_Section):
     @classmethod
     def _image(cls, value: str) -> str:
         return check_image_name(value) if value else value
+
+    @field_validator("registryMirrors")
+    @classmethod
+    def _mirrors(cls, value: dict[str, str]) -> dict[str, str]:
+        return check_registry_mirrors(value)
 
     @field_validator("imagePullSecrets")
     @classmethod
@@ -343,6 +415,8 @@ class Plan(_Section):
     def answers_dict(self) -> dict[str, Any]:
         """The plan as answers-file data (mode defaults included, empty optionals left out)."""
         data = self.model_dump(mode="json", exclude_none=True)
+        if not data["driver"].get("registryMirrors"):
+            data["driver"].pop("registryMirrors", None)  # most clusters pull directly: keep their files short
         if self.mode is Mode.PREINSTALLED:
             for key in ("source", "image", "version", "repository"):
                 if not data["driver"].get(key):

@@ -1,12 +1,12 @@
-"""Which registry answers the image checks for a cluster: the real hosts, or the demo cluster's own registry.
+"""Which registry answers the image checks for a cluster: the hosts the image names say, or their mirrors.
 
-A real cluster pulls from the registries its image names say, so the wizard asks those. The demo
-cluster pulls from a simulated catalog; its API server answers for every catalog host under
-``/v2/<host>/…`` (or the scenario names a real registry on loopback that holds the catalog
-hosts' images), and says which in its ``/version`` reply (:data:`ADVERT_KEY`). A trainee who runs
-``gpu-wizard demo serve`` and connects through its kubeconfig gets the same routing as the
-in-process demo: :func:`demo_registry_options` turns that reply, the connection's server address
-and its CA into :class:`wizard.registry.client.RegistryClient` keyword arguments.
+A real cluster pulls from the registries its image names say, unless its container runtime pulls a
+host through a mirror (containerd's hosts.toml, CRI-O's registries.conf). The user says so with
+``--registry-mirror SOURCE=MIRROR``, the answers file's ``driver.registryMirrors`` or the Driver
+step; the built-in demo cluster says so in the kubeconfig it writes (its marker, read by
+:mod:`wizard.cluster.kubeconfig`): its catalog is served by its API server under ``/v2/<host>/…``,
+or by a real registry on loopback. :func:`mirror_options` turns such a map into
+:class:`wizard.registry.client.RegistryClient` keyword arguments, the same way for both.
 """
 
 from __future__ import annotations
@@ -18,11 +18,6 @@ from wizard.engine.naming import split_reference
 
 if TYPE_CHECKING:  # the TUI imports this module while building a client; pydantic is not needed for it
     from wizard.engine.plan import Plan
-
-ADVERT_KEY = "gpuWizardRegistry"
-"""The demo's ``/version`` field: ``{"served": true, "hosts": [...]}`` when its API server answers the
-``/v2/`` API itself, ``{"served": false, "url": "http://127.0.0.1:5055", "hosts": [...]}`` when a real
-registry on loopback holds the images of ``hosts``."""
 
 
 def repository_host(repository: str) -> str:
@@ -39,46 +34,25 @@ def registry_hosts(plan: Plan) -> list[str]:
     return sorted(h for h in hosts if h)
 
 
-def advertisement(*, served: bool, hosts: Iterable[str], url: str = "") -> dict[str, Any]:
-    """The :data:`ADVERT_KEY` value a demo API server puts in its ``/version`` reply."""
-    advert: dict[str, Any] = {"served": served, "hosts": sorted(set(hosts))}
-    if not served:
-        advert["url"] = url
-    return advert
+def mirror_options(mirrors: Mapping[str, str], hosts: Iterable[str]) -> dict[str, Any]:
+    """``RegistryClient`` keyword arguments that send the checks of ``hosts`` to their mirrors.
 
-
-def demo_registry_options(
-    advert: Mapping[str, Any] | None,
-    *,
-    server: str,
-    hosts: Iterable[str],
-    ca_data: str | None = None,
-    verify: bool = True,
-) -> dict[str, Any]:
-    """``RegistryClient`` keyword arguments that send the checks of ``hosts`` to the demo's registry.
-
-    ``server`` is the API server's URL as the connection knows it; ``ca_data`` its CA (PEM) and
-    ``verify`` whether the connection verifies TLS. A demo serving the catalog itself answers for
-    every host (a simulated world never sends a trainee's checks to the real network); a demo that
-    names a real registry routes only its catalog hosts there. ``{}`` without an advertisement.
+    ``mirrors`` maps a registry host to a checked mirror URL (:func:`wizard.engine.plan.check_mirror_url`):
+    ``https://mirror.example.com/prefix`` answers ``nvcr.io/nvidia/driver`` as ``prefix/nvidia/driver``;
+    a loopback ``http://`` mirror is listed as insecure (the client then falls back to plain http).
+    ``{}`` when no host of ``hosts`` has a mirror.
     """
-    if not isinstance(advert, Mapping):
+    wanted = {h.strip().lower() for h in hosts if h.strip()}
+    routes: dict[str, str] = {}
+    insecure: list[str] = []
+    for source, url in sorted(mirrors.items()):
+        if source.lower() not in wanted:
+            continue
+        scheme, _, location = url.partition("://")
+        routes[source.lower()] = location.rstrip("/")
+        endpoint = location.split("/", 1)[0]
+        if scheme == "http" and endpoint not in insecure:
+            insecure.append(endpoint)
+    if not routes:
         return {}
-    wanted = sorted({h.strip().lower() for h in hosts if h.strip()})
-    if advert.get("served"):
-        endpoint = server.split("://", 1)[-1].rstrip("/")
-        options: dict[str, Any] = {"mirrors": {host: f"{endpoint}/{host}" for host in wanted}}
-        if server.startswith("http://") or not verify:
-            options["insecure_registries"] = [endpoint]
-        elif ca_data:
-            options["ca_data"] = ca_data
-        return options
-    url = str(advert.get("url") or "")
-    endpoint = url.split("://", 1)[-1].rstrip("/")
-    catalog = {str(h).lower() for h in advert.get("hosts") or []}
-    if not endpoint:
-        return {}
-    return {
-        "mirrors": {host: endpoint for host in wanted if host in catalog and host != endpoint.lower()},
-        "insecure_registries": [endpoint] if url.startswith("http://") else [],
-    }
+    return {"mirrors": routes, "insecure_registries": insecure}

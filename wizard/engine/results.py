@@ -35,7 +35,8 @@ class ClusterInfo:
     server: str
     version: str = ""
     demo: bool = False
-    """True for the built-in simulated cluster (shown as such everywhere)."""
+    """True for the built-in simulated cluster (shown as such everywhere): its kubeconfig carries the
+    demo's marker. Never inferred from what the server replies."""
     insecure: bool = False
     """TLS verification of the API server is off (``insecure-skip-tls-verify`` in the kubeconfig): warn."""
 

@@ -2,7 +2,9 @@
 
 The CRDs come from the operator release bundle the scenario names (``wizard.bundled.operator_crd``),
 stored Established as the API server would report them. The kubeconfig names cluster, user and context
-``gpu-wizard-demo`` and carries the bearer token, so it is written readable by its owner only.
+``gpu-wizard-demo`` and carries the bearer token, so it is written readable by its owner only. Its
+cluster carries the demo's marker (:data:`DEMO_EXTENSION`): the only way a client learns that it talks
+to the simulated cluster, and which registry mirrors its kubelet pulls through.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import base64
 import copy
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from wizard.bundled import operator_crd
@@ -18,6 +21,9 @@ from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import bundle_of
 
 CONTEXT = "gpu-wizard-demo"
+DEMO_EXTENSION = "gpu-wizard.dev/demo"
+"""The cluster ``extensions`` entry that marks this kubeconfig as the demo's: ``simulated: true`` and
+``registryMirrors`` (registry host -> mirror URL). Only a kubeconfig written here carries it."""
 
 
 def register_crds(store: Store, release: str) -> None:
@@ -40,21 +46,34 @@ def register_crds(store: Store, release: str) -> None:
         store.create("customresourcedefinitions", crd)
 
 
-def kubeconfig_text(url: str, token: str, ca_pem: bytes | None = None) -> str:
-    """A kubeconfig with cluster, user and context ``gpu-wizard-demo`` (and the CA for https)."""
+def marker_text(registry_mirrors: Mapping[str, str]) -> str:
+    """The cluster's ``extensions`` list (YAML, indented for a cluster entry) with the demo's marker."""
+    mirrors = "".join(f"\n          {json.dumps(h)}: {json.dumps(u)}" for h, u in sorted(registry_mirrors.items()))
+    return (
+        f"    extensions:\n    - name: {DEMO_EXTENSION}\n      extension:\n        simulated: true\n"
+        f"        registryMirrors:{mirrors or ' {}'}\n"
+    )
+
+
+def kubeconfig_text(
+    url: str, token: str, ca_pem: bytes | None = None, registry_mirrors: Mapping[str, str] | None = None
+) -> str:
+    """A kubeconfig with cluster, user and context ``gpu-wizard-demo``, the CA for https and the demo's marker."""
     ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
     return (
         "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}"
+        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}{marker_text(registry_mirrors or {})}"
         f"users:\n- name: {CONTEXT}\n  user:\n    token: {json.dumps(token)}\n"
         f"contexts:\n- name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n"
         f"current-context: {CONTEXT}\npreferences: {{}}\n"
     )
 
 
-def write_kubeconfig(path: Path, url: str, token: str, ca_pem: bytes | None = None) -> None:
+def write_kubeconfig(
+    path: Path, url: str, token: str, ca_pem: bytes | None = None, registry_mirrors: Mapping[str, str] | None = None
+) -> None:
     """Write the kubeconfig readable by the owner only (it holds the token)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(kubeconfig_text(url, token, ca_pem))
+        handle.write(kubeconfig_text(url, token, ca_pem, registry_mirrors))
     os.chmod(path, 0o600)

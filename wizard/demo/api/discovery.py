@@ -10,22 +10,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from wizard.demo.api.kinds import Registry, ResourceType
-from wizard.engine.registry_routes import ADVERT_KEY
 
 KUBE_VERSION = {"major": "1", "minor": "33", "patch": "4"}
 """The Kubernetes release the demo claims to be (the kubectl dispatcher picks its client by it)."""
 
 
-def version_info(registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """``/version``: a v1.33 server that says it is the gpu-wizard demo, and where its images are checked.
-
-    ``registry`` (``wizard.engine.registry_routes.advertisement``) tells a client connected only through the
-    kubeconfig which registry answers for the simulated images; kubectl ignores the extra field.
-    """
+def version_info() -> dict[str, Any]:
+    """``/version``: a v1.33 server whose build strings name the gpu-wizard demo, for people reading
+    ``kubectl version``. No client decides anything from them: the demo is known by its kubeconfig's marker."""
     git_version = f"v{KUBE_VERSION['major']}.{KUBE_VERSION['minor']}.{KUBE_VERSION['patch']}+gpu-wizard-demo"
     info: dict[str, Any] = {
         "major": KUBE_VERSION["major"],
@@ -40,8 +35,6 @@ def version_info(registry: Mapping[str, Any] | None = None) -> dict[str, Any]:
         "compiler": "gc",
         "platform": "linux/amd64 (gpu-wizard demo: simulated cluster)",
     }
-    if registry is not None:
-        info[ADVERT_KEY] = dict(registry)
     return info
 
 

@@ -5,7 +5,7 @@ scenario catalog. Serving that same catalog over the distribution API (``/v2/``)
 check tags and digests in the demo exactly as it does live — a missing tuple really is missing and
 a pod's ``imageID`` really is compared with the registry's digest. Repositories are namespaced by
 their registry host, the way a pull-through cache is (``/v2/registry.example.com/mlops/nvidia-driver``),
-so one endpoint stands in for every catalog host; :mod:`wizard.engine.registry_routes` routes the checks here.
+so one endpoint stands in for every catalog host; the kubeconfig the demo writes names it as their mirror.
 """
 
 from __future__ import annotations

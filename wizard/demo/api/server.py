@@ -63,8 +63,6 @@ class ApiServer:
         self.server_address = "127.0.0.1:0"
         self.image_catalog: Mapping[str, Mapping[str, str]] | None = None
         """The scenario catalog served at ``/v2/`` (None: the scenario names a real registry instead)."""
-        self.registry_advert: dict[str, Any] | None = None
-        """Where the simulated images are checked, told in ``/version`` (``wizard.engine.registry_routes``)."""
 
     def application(self) -> web.Application:
         """The aiohttp application (call inside the event loop that will serve it)."""
@@ -131,7 +129,7 @@ class ApiServer:
         if path in _PUBLIC:
             return web.Response(text="ok")
         if path == "/version":
-            return _json(discovery.version_info(self.registry_advert))
+            return _json(discovery.version_info())
         if parts[:2] == ["openapi", "v3"]:
             return self._openapi(parts[2:])
         if parts[:1] == ["openapi"]:
