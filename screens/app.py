@@ -98,7 +98,7 @@ class WizardApp(App[int]):
             self.push_screen(make_screen(self.start_step))
 
     def _load_answers(self) -> None:
-        """Prefill from ``--answers`` (replay) or the saved answers (offer to resume)."""
+        """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
         from screens.state import default_answers_path
 
         state = self.state
@@ -106,33 +106,74 @@ class WizardApp(App[int]):
             if self.answers_file is not None:
                 state.load(self.answers_file, given=True)
                 state.replay = self.replay_answers
-            else:
+            elif self.start_step != "connect":  # a later step shown directly (tests, screenshots)
                 state.load(default_answers_path(), given=False)
         except Exception as exc:  # an unreadable file must not stop the wizard
             state.load_errors.append(str(exc))
+        self._show_load_errors()
+        if self.answers_file is not None or self.start_step != "connect":
+            self.settled.set()
+
+    def _show_load_errors(self) -> None:
+        state = self.state
         if state.load_errors:
             self.notify("\n".join(state.load_errors[:6]), title="Answers file problems", severity="warning", timeout=12)
+            state.load_errors.clear()
+
+    async def offer_resume(self) -> None:
+        """Once connected: offer to resume a saved run of this very cluster (or demo scenario), else start over.
+
+        A saved run is tied to its cluster: a run made on another context, server or scenario is
+        never resumed (its values would reach a plan the user did not make here). "Start over"
+        starts from the defaults, not from the old answers. Called by Connect; asks once.
+        """
+        from screens.state import default_answers_path
+
+        state = self.state
+        if self.settled.is_set():
+            return
+        state.answers_path = default_answers_path()
         saved = state.saved_step()
-        if not state.answers_given and saved in STEP_NAMES and saved != "connect":
+        if saved in STEP_NAMES and saved != "connect" and state.saved_run_matches():
             from screens.dialogs import ConfirmDialog
 
             title = step_named(saved).title
             body = (
-                f"A previous run stopped at **{title}**; its answers are in `{display_path(state.answers_path)}`.\n\n"
-                "Resume replays the answers and stops there. Start over keeps the answers as defaults."
+                f"A previous run on this cluster stopped at **{title}**; its answers are in "
+                f"`{display_path(state.answers_path)}`.\n\n"
+                "Resume replays the answers and stops there. Start over starts from the defaults."
             )
-            self.push_screen(ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over"), self._resumed)
-            return
+            resume = await self.push_screen_wait(
+                ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over")
+            )
+            self._resumed(bool(resume))
+        elif saved is not None:
+            other = state.saved_run()
+            where = (
+                f"demo scenario {other.get('demo')}" if other.get("demo") else f"context {other.get('context') or '?'}"
+            )
+            self.notify(
+                f"The saved run in {display_path(state.answers_path)} was made on {where}: not resumed here. "
+                "This run starts from the defaults and replaces it when it saves.",
+                title="Saved run not resumed",
+                timeout=10,
+            )
+            state.start_over()
         self.settled.set()
 
-    def _resumed(self, resume: bool | None) -> None:
+    def _resumed(self, resume: bool) -> None:
+        state = self.state
         if resume:
-            saved = self.state.saved_step() or "preview"
+            saved = state.saved_step() or "preview"
+            try:
+                state.load(state.answers_path, given=False)
+            except Exception as exc:  # an unreadable file must not stop the wizard
+                state.load_errors.append(str(exc))
+            self._show_load_errors()
             until = saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
-            self.state.replay, self.state.replay_until = True, until
+            state.replay, state.replay_until = True, until
         else:
-            self.state.forget_progress()
-        self.settled.set()
+            state.start_over()
 
     # -- navigation -------------------------------------------------------------------------
 

@@ -181,6 +181,14 @@ class WizardState:
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
 
+    def effective_answers(self) -> dict[str, Any]:
+        """The answers the plan is made of: those of the steps that apply (a skipped step's fields were
+        never shown, so they must not reach the plan: a pre-installed run ignores an old driver version)."""
+        from screens.flow import STEPS
+
+        skipped = [key for step in STEPS if not step.applies(self) for key in STEP_FIELDS.get(step.name, ())]
+        return {key: value for key, value in self.answers.items() if key not in skipped}
+
     def validate(self) -> tuple[Plan | None, list[FieldError]]:
         """The plan if the answers are valid, else the field errors (each naming its field)."""
         from pydantic import ValidationError
@@ -189,7 +197,7 @@ class WizardState:
         from wizard.engine.plan import Plan
 
         try:
-            return Plan.model_validate(self.answers), []
+            return Plan.model_validate(self.effective_answers()), []
         except ValidationError as exc:
             return None, plan_errors(exc)
 
@@ -270,18 +278,47 @@ class WizardState:
             write_private(self.answers_path, buffer.getvalue())
         import json
 
-        write_private(resume_path(self.answers_path), json.dumps({"step": step, "demo": self.demo}) + "\n")
+        write_private(resume_path(self.answers_path), json.dumps({"step": step, **self.run_identity()}) + "\n")
 
-    def saved_step(self) -> str | None:
-        """The step a previous run stopped at, when a state file is next to the answers."""
+    def run_identity(self) -> dict[str, Any]:
+        """What ties a saved run to its cluster: the demo scenario, or the context and API server."""
+        info = self.info
+        return {
+            "demo": self.demo if self.is_demo else None,
+            "context": info.context if info else self.context,
+            "server": info.server if info and not self.demo else "",
+        }
+
+    def saved_run(self) -> dict[str, Any]:
+        """The state file of a previous run next to the answers (``{}`` when there is none)."""
         import json
 
         try:
             data = json.loads(resume_path(self.answers_path).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        step = data.get("step") if isinstance(data, dict) else None
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def saved_step(self) -> str | None:
+        """The step a previous run stopped at, when a state file is next to the answers."""
+        step = self.saved_run().get("step")
         return step if isinstance(step, str) else None
+
+    def saved_run_matches(self) -> bool:
+        """The saved run was made on this cluster (same context and server) or this demo scenario."""
+        saved = self.saved_run()
+        if not saved or self.info is None:
+            return False
+        mine = self.run_identity()
+        return all(saved.get(key) == mine[key] for key in ("demo", "context", "server"))
+
+    def start_over(self) -> None:
+        """Start from the defaults: no answers of an earlier run, no resume point."""
+        self.answers = {"version": 1}
+        self.answers_doc = None
+        self.rendered = self.prepared = self.applied = None
+        self.images, self.references = [], []
+        self.forget_progress()
 
     def forget_progress(self) -> None:
         """Drop the resume point (after a verified install, or on request)."""

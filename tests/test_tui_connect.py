@@ -85,7 +85,9 @@ async def test_a_resumed_demo_run_back_to_connect(tui_env: Path) -> None:
     answers.parent.mkdir(parents=True)
     answers.write_text("version: 1\nmode: precompiled\n")
     step_file = answers.with_name(".answers.yaml.step.json")
-    step_file.write_text(json.dumps({"step": "mode", "demo": "sle-micro-precompiled"}))
+    step_file.write_text(
+        json.dumps({"step": "mode", "demo": "sle-micro-precompiled", "context": "gpu-wizard-demo", "server": ""})
+    )
     app = demo_app(tui_env, "sle-micro-precompiled")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 20, "the resume question")

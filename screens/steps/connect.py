@@ -26,6 +26,9 @@ from screens.widgets.chrome import TopBar
 
 #: Seconds between looks at a Select still mounting (its options are applied once it is mounted).
 MOUNT_POLL = 0.02
+#: Preflight checks of objects the answers name (a pull Secret, the repoConfig ConfigMap): they do not
+#: block Connect, since the fix may be a different answer on a later step; Preview checks them again.
+PLAN_REFERENCES = frozenset({"pull-secret", "repo-config"})
 #: The scenario a demo starts on unless the user picks another.
 DEFAULT_SCENARIO = "sle-micro-precompiled"
 
@@ -259,7 +262,7 @@ class ConnectStep(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
-        await app.settled.wait()
+        await app.offer_resume()
         app.prefill_from_live()
         await self._replay_when_settled()
 
@@ -290,6 +293,11 @@ class ConnectStep(StepScreen):
             checks.update("running preflight…")
         else:
             checks.show(state.preflight.checks, "no checks ran")
+            if any(not c.ok and c.check in PLAN_REFERENCES for c in state.preflight.checks):
+                self._error_text(
+                    "! The answers name a Secret or ConfigMap the cluster lacks: create it, or change the "
+                    "answer on the Driver step (Preview checks again before anything is applied)."
+                )
         self.refresh_nav()
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
@@ -307,7 +315,7 @@ class ConnectStep(StepScreen):
             return "connect to a cluster (or try the demo)"
         if state.preflight is None:
             return "preflight is running…"
-        if not state.preflight.ok:
-            failed = [c for c in state.preflight.checks if not c.ok]
+        failed = [c for c in state.preflight.checks if not c.ok and c.check not in PLAN_REFERENCES]
+        if failed:
             return f"{len(failed)} preflight check(s) failed: fix them, then Connect again"
         return ""
