@@ -246,6 +246,7 @@ class WizardApp(App[int]):
         self.state.preflight = None
         self.state.nodes.clear()
         self.state.images = []
+        self.state.path_checks = None
         self.state.rendered = self.state.prepared = self.state.applied = None
         if old is not None and old is not cluster:
             await old.close()
@@ -274,7 +275,7 @@ class WizardApp(App[int]):
         return True
 
     @contextlib.asynccontextmanager
-    async def open_registry(self, plan: Any = None) -> AsyncIterator[Any]:
+    async def open_registry(self, plan: Any = None, hosts: list[str] | None = None) -> AsyncIterator[Any]:
         """A registry client for the image checks of ``plan``, or None on a demo that simulates no registry.
 
         One path for every cluster: the connected ``Cluster`` says how its images are reached
@@ -286,7 +287,8 @@ class WizardApp(App[int]):
         from wizard.engine.registry_routes import registry_hosts
 
         cluster = self.state.cluster
-        hosts = registry_hosts(plan) if plan is not None else []
+        if hosts is None:
+            hosts = registry_hosts(plan) if plan is not None else []
         options = cluster.registry_options(hosts) if cluster is not None else {}
         if self.state.is_demo and not options:
             yield None

@@ -33,7 +33,7 @@ def status_markup(status: Any) -> str:
     if target.exists:
         return f"[$success]✓ present in target[/] [$text-muted]{escape(short_digest(target.digest))}[/]"
     if target.error:
-        return f"[$warning]? target unknown:[/] {escape(target.error)}"
+        return f"[$warning]? unreachable, not checked:[/] {escape(target.error)}"
     source = status.source
     if source is not None and source.exists:
         return f"[$warning]⇄ only in source[/] {escape(source.reference)} [$text-muted](mirror it)[/]"
