@@ -143,6 +143,10 @@ class WizardState:
     """``ApplyPlan`` from the server dry-run (Preview)."""
     applied: Any = None
     """``ApplyResult`` once Apply ran."""
+    path_checks: list[Check] | None = None
+    """Node-side checks of the host paths (Paths step), None until they ran for the current paths."""
+    override_findings: bool = False
+    """The user chose to go on despite blocking findings (reset whenever an answer changes)."""
     checks: list[Check] = field(default_factory=list)
     """Verification findings, in arrival order."""
     log_lines: list[Any] = field(default_factory=list)
@@ -178,8 +182,11 @@ class WizardState:
         self.rendered = None
         self.prepared = None
         self.references = []
+        self.override_findings = False  # an override was given for the findings of the old answers
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
+        if dotted.startswith(("toolkit", "hostPaths", "mode")):
+            self.path_checks = None
 
     def effective_answers(self) -> dict[str, Any]:
         """The answers the plan is made of: those of the steps that apply (a skipped step's fields were

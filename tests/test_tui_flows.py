@@ -211,6 +211,7 @@ async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_
         await next_to(pilot, "paths")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await pilot.click("#override")  # the missing image blocks Apply unless overridden
         await next_to(pilot, "apply")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")

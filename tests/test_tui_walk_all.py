@@ -48,8 +48,10 @@ async def forward(pilot: Any, until: str) -> None:
         assert target is not None, f"walked past the last step looking for {until}"
         if here == "driver" and not app.state.get("driver.version"):
             await set_field(pilot, "driver-version", UPSTREAM_VERSION)
-        if here == "preview":
-            await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        if here in ("paths", "preview"):
+            await wait_for(pilot, lambda: app.screen.blocker().endswith("anyway'") or not app.screen.blocker(), 30)
+            if app.screen.blocker():  # a blocking finding (noexec /run, a missing image): the explicit override
+                await pilot.click("#override")
         await pilot.press("ctrl+n")
         await wait_for(pilot, lambda t=target.name: on_step(app, t), 30, f"{target.name} after {here}")
 

@@ -170,6 +170,14 @@ class VerifyStep(StepScreen):
             lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}")
         else:
             lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {len(checks)} checks passed")
+        from screens.findings import plan_findings
+
+        findings = plan_findings(self.state)
+        if findings:
+            lines.append(
+                f"[$warning]! {len(findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
+                f"{escape(findings[0].message)}"
+            )
         for check in checks:
             if not check.node and check.check != "summary":
                 symbol_style = "$success" if check.ok else "$error"
@@ -179,8 +187,17 @@ class VerifyStep(StepScreen):
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )
             if check.hint:
-                lines.append(f"[$text-muted]  → {escape(check.hint)}[/]")
+                lines.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
+
+    def _runnable(self, hint: str) -> str:
+        """A hint naming kubectl, made runnable: an in-process demo has no kubeconfig unless told where it is."""
+        demo = getattr(self.wizard, "_demo_cluster", None)
+        if "kubectl" not in hint or demo is None:
+            return hint
+        from screens.state import display_path
+
+        return hint.replace("kubectl ", f"KUBECONFIG={display_path(demo.kubeconfig_path)} kubectl -n gpu-operator ", 1)
 
     def blocker(self) -> str:
         if self._verifying:
