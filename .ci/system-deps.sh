@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Installs the system tools the registry tests need: a real OCI registry (docker-registry), skopeo,
-# umoci and htpasswd (apache2-utils). Does nothing when they are all present already, so CI machines
+# umoci, htpasswd (apache2-utils) and tmux (the scripted TUI walk). Does nothing when they are all present already, so CI machines
 # and developer laptops that have them skip apt entirely. Debian/Ubuntu only (apt-get).
 set -euo pipefail
 
-PACKAGES=(docker-registry skopeo umoci apache2-utils)
-COMMANDS=(docker-registry skopeo umoci htpasswd)
+PACKAGES=(docker-registry skopeo umoci apache2-utils tmux)
+COMMANDS=(docker-registry skopeo umoci htpasswd tmux)
 
 missing=()
 for cmd in "${COMMANDS[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "system-deps: docker-registry, skopeo, umoci and htpasswd are already installed"
+    echo "system-deps: docker-registry, skopeo, umoci, htpasswd and tmux are already installed"
     exit 0
 fi
 echo "system-deps: missing ${missing[*]}; installing ${PACKAGES[*]} with apt-get"

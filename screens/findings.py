@@ -93,6 +93,14 @@ def _image_findings(state: WizardState) -> list[Finding]:
 
 def _path_findings(state: WizardState) -> list[Finding]:
     """Failed node-side path checks, one finding per distinct problem (a thousand nodes read as one)."""
+    if state.path_checks is None and state.cluster is not None and state.facts is not None:
+        return [
+            Finding(
+                "the host paths were not checked on the nodes (noexec or read-only mounts would stop the driver)",
+                "press Check on nodes on the Paths step",
+                step="paths",
+            )
+        ]
     problems: dict[tuple[str, str, str], list[str]] = {}
     for check in state.path_checks or []:
         if check.node and not check.ok:

@@ -20,6 +20,16 @@ from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 
 
+#: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
+AUTO_CHECK_MAX_NODES = 64
+
+
+def auto_check(state: Any) -> bool:
+    """Check the paths without being asked: cheap enough on this cluster (a probe pod per GPU node)."""
+    facts = state.facts
+    return facts is not None and 0 < len(facts.gpu_nodes) <= AUTO_CHECK_MAX_NODES
+
+
 class PathsStep(FormStep):
     """Where the toolkit and the driver live on the host."""
 
@@ -92,7 +102,7 @@ class PathsStep(FormStep):
         self.query_one(AnswerField).input.focus()
         if state.path_checks is not None:  # checked before for these very paths
             self._show_checks(state.path_checks)
-        elif state.cluster is not None and not state.replay:
+        elif state.cluster is not None and not state.replay and auto_check(state):
             plan = state.plan()
             if plan is not None:  # check right away: a noexec /run must not wait for a button press
                 self.check_paths(plan)

@@ -150,7 +150,9 @@ class PreviewStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
                     state.images = list(await cluster.check_images(state.rendered, registry))
-        if state.path_checks is None:  # Paths was left before its node-side checks finished
+        from screens.steps.paths import auto_check
+
+        if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
             self._verdict("[$accent]… checking the host paths on the nodes[/]")
             stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"))
             async with contextlib.aclosing(stream):
