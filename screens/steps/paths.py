@@ -19,7 +19,6 @@ from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 
-
 #: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
 AUTO_CHECK_MAX_NODES = 64
 
