@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
-from screens.state import WizardState, display_path, import_facade, state_dir
+from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_facade, state_dir
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
@@ -167,6 +167,8 @@ class WizardApp(App[int]):
             saved = state.saved_step() or "preview"
             try:
                 state.load(state.answers_path, given=False)
+                if state.answers_path.read_text(encoding="utf-8").startswith(INCOMPLETE_HEADER):
+                    state.load_errors.clear()  # saved mid-way on purpose: the later steps fill the gaps
             except Exception as exc:  # an unreadable file must not stop the wizard
                 state.load_errors.append(str(exc))
             self._show_load_errors()
@@ -209,8 +211,23 @@ class WizardApp(App[int]):
             )
 
     def finish(self) -> None:
-        """Past the last step: leave with 0 when verification passed."""
-        self.exit(self.exit_code)
+        """Past the last step: leave with 0 when verification passed, else 1 saying why (never silently)."""
+        self.exit(self.exit_code, message=self.finish_message())
+
+    def finish_message(self) -> str:
+        """The one line printed after the wizard closes: the verdict, and where the answers are."""
+        state = self.state
+        failed = [c for c in state.checks if not c.ok]
+        answers = display_path(state.answers_path)
+        if not state.checks:
+            return f"gpu-wizard: finished without a verification; answers in {answers}"
+        if failed:
+            nodes = sorted({c.node or "cluster" for c in failed})
+            return (
+                f"gpu-wizard: not verified: {len(failed)} check(s) failed on {', '.join(nodes[:5])}"
+                f"{' …' if len(nodes) > 5 else ''}; run `gpu-wizard verify` or the wizard again (answers in {answers})"
+            )
+        return f"gpu-wizard: verified, {len(state.checks)} checks passed; answers in {answers}"
 
     def cluster_label(self) -> str:
         """``context · server`` of the connected cluster, for the title bar."""

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from wizard.engine.plan import Plan
     from wizard.engine.results import Check, ClusterInfo
 
+#: First line of answers saved mid-way: their missing fields are expected, not problems to report on resume.
+INCOMPLETE_HEADER = "# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n"
+
 #: Answers keys each step owns: a step is complete when none of its fields has an error.
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "mode": ("mode", "operator"),
@@ -278,7 +281,7 @@ class WizardState:
             from ruamel.yaml import YAML
 
             buffer = io.StringIO()
-            buffer.write("# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n")
+            buffer.write(INCOMPLETE_HEADER)
             yaml = YAML(typ="safe", pure=True)
             yaml.default_flow_style = False
             yaml.dump(self.answers, buffer)

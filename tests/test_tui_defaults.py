@@ -46,6 +46,8 @@ async def test_mixed_os_turns_the_nvidiadriver_crd_on(tui_env: Path) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes", "mode", "driver")
         assert app.state.get("driver.useNvidiaDriverCRD") is True
+        text = screen_text(app)  # the state shows in the glyph, not only in colour
+        assert "▐X▌ useNvidiaDriverCRD" in text and "▐ ▌ airgapped" in text
 
 
 async def test_upstream_on_sle_micro_is_warned_about(tui_env: Path) -> None:

@@ -54,3 +54,12 @@ def test_verify_and_paths_give_the_same_advice_for_a_noexec_driver_dir() -> None
     )
     assert "remount /run with exec" in hint and "driverInstallDir does not move it" in hint
     assert "move the driver install directory" not in hint
+
+
+def test_snapshot_updates_are_refused_under_ci(monkeypatch) -> None:
+    from tests.snapshots.plugin import refuse_update
+
+    monkeypatch.setenv("CI", "true")
+    assert refuse_update()
+    monkeypatch.delenv("CI")
+    assert not refuse_update()

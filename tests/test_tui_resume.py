@@ -105,3 +105,15 @@ async def test_an_answers_file_naming_a_missing_secret_can_still_leave_connect(t
         await connected(pilot)
         assert "Secret or ConfigMap the cluster lacks" in " ".join(screen_text(app).split())
         await next_to(pilot, "nodes")
+
+
+async def test_resuming_a_run_saved_mid_way_reports_no_answers_file_problems(tui_env: Path) -> None:
+    from screens.state import INCOMPLETE_HEADER
+
+    answers = saved_run(tui_env, "mode", **DEMO_RUN)
+    answers.write_text(INCOMPLETE_HEADER + "version: 1\nmode: upstream\n")  # no driver.version yet
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await answer_resume(pilot, resume=True)
+        await wait_for(pilot, lambda: on_step(app, "mode"), 30, "the replay to reach Mode")
+        assert "Answers file problems" not in notices(app)

@@ -19,6 +19,7 @@ from textual.widgets import Button, Checkbox, DataTable, Label, Static
 
 from screens.state import display_path
 from screens.steps.base import StepScreen
+from screens.widgets.toggles import Tick
 
 
 def object_key(body: dict[str, Any]) -> str:
@@ -65,7 +66,7 @@ class ApplyStep(StepScreen):
             yield Static("", id="apply-summary")
             with Horizontal(id="apply-row"):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
-                yield Checkbox("apply although a host driver is unverified", id="allow-unverified", compact=True)
+                yield Tick("apply although a host driver is unverified", id="allow-unverified", compact=True)
             yield Label("Rollout", classes="section")
             yield Static("not started", id="rollout-state")
             table: DataTable[str] = DataTable(id="rollout-table", cursor_type="none", show_cursor=False)
@@ -165,7 +166,7 @@ class ApplyStep(StepScreen):
         message = f" — {escape(result.message)}" if result.message else ""
         self.query_one("#apply-summary", Static).update(
             f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
-            f"Backup   {escape(display_path(result.backup_path))}"
+            f"Backup (undo: gpu-wizard rollback --backup FILE)\n  {escape(display_path(result.backup_path))}"
         )
 
     @work(exclusive=True, group="rollout", exit_on_error=False)

@@ -22,6 +22,7 @@ from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
+from screens.widgets.toggles import Tick
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -101,13 +102,13 @@ class DriverStep(FormStep):
             )
             with Horizontal(classes="switch-row"):
                 yield Label("NVIDIADriver CRD")
-                yield Checkbox(
+                yield Tick(
                     "useNvidiaDriverCRD", bool(state.get("driver.useNvidiaDriverCRD")), id="use-crd", compact=True
                 )
                 yield Static(self._crd_note(), classes="switch-note", markup=False)
             with Horizontal(classes="switch-row", id="airgapped-row"):
                 yield Label("Air-gapped nodes")
-                yield Checkbox("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
+                yield Tick("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
                 yield Static("no public package repos for headers", classes="switch-note")
             yield AnswerField(
                 "repoConfig",

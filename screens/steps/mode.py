@@ -13,10 +13,11 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Label, RadioButton, RadioSet, Select, Static
+from textual.widgets import Label, RadioSet, Select, Static
 
 from screens.help_text import MODE_DIAGRAM, MODE_FACTS
 from screens.steps.formstep import FormStep
+from screens.widgets.toggles import Choice
 
 MODES = ("precompiled", "upstream", "preinstalled")
 TITLES = {"precompiled": "Precompiled", "upstream": "Upstream", "preinstalled": "Pre-installed"}
@@ -50,7 +51,7 @@ class ModeStep(FormStep):
         yield Label("How should the driver reach the GPU nodes?", classes="section -first")
         with RadioSet(id="modes"):
             for mode in MODES:
-                yield RadioButton(
+                yield Choice(
                     self._label(mode, mode == recommended[0]), value=mode == current, name=mode, id=f"mode-{mode}"
                 )
         yield Static(self._reason_text(recommended), id="reason", classes="hint", markup=False)

@@ -13,11 +13,12 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Checkbox, Label
+from textual.widgets import Button, Label
 
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
+from screens.widgets.toggles import Tick
 
 #: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
 AUTO_CHECK_MAX_NODES = 64
@@ -65,7 +66,7 @@ class PathsStep(FormStep):
         with Horizontal(id="path-buttons"):
             yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
             yield Button("Restore defaults", id="defaults", compact=True)
-            yield Checkbox("continue anyway", self.state.override_findings, id="override", compact=True)
+            yield Tick("continue anyway", self.state.override_findings, id="override", compact=True)
         yield Label("Node-side checks", classes="section")
         with VerticalScroll(id="path-results"):
             yield PathResults(self._idle_text(), id="path-checks")

@@ -15,11 +15,12 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Checkbox, Static, TabbedContent, TabPane
+from textual.widgets import Button, Static, TabbedContent, TabPane
 
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language
+from screens.widgets.toggles import Tick
 
 #: Tab id -> (title, language, default file name).
 TABS: dict[str, tuple[str, Language, str]] = {
@@ -53,7 +54,7 @@ class PreviewStep(StepScreen):
         with Horizontal(id="verdict-row"):
             yield Static("", id="dry-run")
             yield Button("Save…", id="save", compact=True)
-        yield Checkbox(
+        yield Tick(
             "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
         )
         with VerticalScroll(id="warnings"):

@@ -76,7 +76,8 @@ class ImageGroups(Static):
                     f"[b]{number}[/] {escape(first.tag_os)} {escape(first.kernel)} · {nodes}: host driver, no image"
                 )
                 continue
-            lines.append(f"[b]{number}[/] [b]{escape(first.tag_os)}[/] {escape(first.kernel)} · {nodes}")
+            # the separators sit inside the styled spans: some terminals lost a space after a closing tag
+            lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(first.kernel)} · {nodes}")
             mark = (catalog or {}).get(image, "")
             lines.append(f"  [$accent]{escape(image_tag(image))}[/] {_CATALOG.get(mark, '')}".rstrip())
             status = status_of.get(image)

@@ -282,6 +282,11 @@ class Plan(_Section):
     def answers_dict(self) -> dict[str, Any]:
         """The plan as answers-file data (mode defaults included, empty optionals left out)."""
         data = self.model_dump(mode="json", exclude_none=True)
+        # upstream-only switches at their defaults are not the user's answers: a replay must not add them
+        if not data["driver"].get("repoConfig", {}).get("configMapName"):
+            data["driver"].pop("repoConfig", None)
+        if not data["driver"].get("airgapped"):
+            data["driver"].pop("airgapped", None)
         if self.mode is Mode.PREINSTALLED:
             for key in ("source", "image", "version", "repository"):
                 if not data["driver"].get(key):
