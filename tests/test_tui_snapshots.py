@@ -97,6 +97,7 @@ async def test_every_step_at_80x24_with_the_longest_values(tui_env: Path, snapsh
         await next_to(pilot, "mode")
         await snapshot.check(pilot, "long-3-mode")
         await next_to(pilot, "driver")
+        await set_field(pilot, "driver-version", "580.126.20")  # upstream (Ubuntu): no default version
         await set_field(pilot, "driver-repository", LONG_REGISTRY)
         await wait_for(pilot, lambda: bool(app.state.images), 30, "the image status")
         await snapshot.check(pilot, "long-4-driver")

@@ -166,7 +166,7 @@ class ApplyStep(StepScreen):
         message = f" — {escape(result.message)}" if result.message else ""
         self.query_one("#apply-summary", Static).update(
             f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
-            f"Backup (undo: gpu-wizard rollback --backup FILE)\n  {escape(display_path(result.backup_path))}"
+            f"Backup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
         )
 
     @work(exclusive=True, group="rollout", exit_on_error=False)
