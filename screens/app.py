@@ -23,7 +23,7 @@ from textual.screen import Screen
 
 from screens import keys
 from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
-from screens.state import WizardState, display_path, import_facade
+from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
@@ -106,7 +106,7 @@ class WizardApp(App[int]):
             self.push_screen(make_screen(self.start_step))
 
     def _load_answers(self) -> None:
-        """Prefill from ``--answers`` (replay) or the saved answers (offer to resume)."""
+        """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
         from screens.state import default_answers_path
 
         state = self.state
@@ -114,33 +114,76 @@ class WizardApp(App[int]):
             if self.answers_file is not None:
                 state.load(self.answers_file, given=True)
                 state.replay = self.replay_answers
-            else:
+            elif self.start_step != "connect":  # a later step shown directly (tests, screenshots)
                 state.load(default_answers_path(), given=False)
         except Exception as exc:  # an unreadable file must not stop the wizard
             state.load_errors.append(str(exc))
+        self._show_load_errors()
+        if self.answers_file is not None or self.start_step != "connect":
+            self.settled.set()
+
+    def _show_load_errors(self) -> None:
+        state = self.state
         if state.load_errors:
             self.notify("\n".join(state.load_errors[:6]), title="Answers file problems", severity="warning", timeout=12)
+            state.load_errors.clear()
+
+    async def offer_resume(self) -> None:
+        """Once connected: offer to resume a saved run of this very cluster (or demo scenario), else start over.
+
+        A saved run is tied to its cluster: a run made on another context, server or scenario is
+        never resumed (its values would reach a plan the user did not make here). "Start over"
+        starts from the defaults, not from the old answers. Called by Connect; asks once.
+        """
+        from screens.state import default_answers_path
+
+        state = self.state
+        if self.settled.is_set():
+            return
+        state.answers_path = default_answers_path()
         saved = state.saved_step()
-        if not state.answers_given and saved in STEP_NAMES and saved != "connect":
+        if saved in STEP_NAMES and saved != "connect" and state.saved_run_matches():
             from screens.dialogs import ConfirmDialog
 
             title = step_named(saved).title
             body = (
-                f"A previous run stopped at **{title}**; its answers are in `{display_path(state.answers_path)}`.\n\n"
-                "Resume replays the answers and stops there. Start over keeps the answers as defaults."
+                f"A previous run on this cluster stopped at **{title}**; its answers are in "
+                f"`{display_path(state.answers_path)}`.\n\n"
+                "Resume replays the answers and stops there. Start over starts from the defaults."
             )
-            self.push_screen(ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over"), self._resumed)
-            return
+            resume = await self.push_screen_wait(
+                ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over")
+            )
+            self._resumed(bool(resume))
+        elif saved is not None:
+            other = state.saved_run()
+            where = (
+                f"demo scenario {other.get('demo')}" if other.get("demo") else f"context {other.get('context') or '?'}"
+            )
+            self.notify(
+                f"The saved run in {display_path(state.answers_path)} was made on {where}: not resumed here. "
+                "This run starts from the defaults and replaces it when it saves.",
+                title="Saved run not resumed",
+                timeout=10,
+            )
+            state.start_over()
         self.settled.set()
 
-    def _resumed(self, resume: bool | None) -> None:
+    def _resumed(self, resume: bool) -> None:
+        state = self.state
         if resume:
-            saved = self.state.saved_step() or "preview"
+            saved = state.saved_step() or "preview"
+            try:
+                state.load(state.answers_path, given=False)
+                if state.answers_path.read_text(encoding="utf-8").startswith(INCOMPLETE_HEADER):
+                    state.load_errors.clear()  # saved mid-way on purpose: the later steps fill the gaps
+            except Exception as exc:  # an unreadable file must not stop the wizard
+                state.load_errors.append(str(exc))
+            self._show_load_errors()
             until = saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
-            self.state.replay, self.state.replay_until = True, until
+            state.replay, state.replay_until = True, until
         else:
-            self.state.forget_progress()
-        self.settled.set()
+            state.start_over()
 
     # -- navigation -------------------------------------------------------------------------
 
@@ -177,8 +220,23 @@ class WizardApp(App[int]):
         return True
 
     def finish(self) -> None:
-        """Past the last step: leave with 0 when verification passed."""
-        self.exit(self.exit_code)
+        """Past the last step: leave with 0 when verification passed, else 1 saying why (never silently)."""
+        self.exit(self.exit_code, message=self.finish_message())
+
+    def finish_message(self) -> str:
+        """The one line printed after the wizard closes: the verdict, and where the answers are."""
+        state = self.state
+        failed = [c for c in state.checks if not c.ok]
+        answers = display_path(state.answers_path)
+        if not state.checks:
+            return f"gpu-wizard: finished without a verification; answers in {answers}"
+        if failed:
+            nodes = sorted({c.node or "cluster" for c in failed})
+            return (
+                f"gpu-wizard: not verified: {len(failed)} check(s) failed on {', '.join(nodes[:5])}"
+                f"{' …' if len(nodes) > 5 else ''}; run `gpu-wizard verify` or the wizard again (answers in {answers})"
+            )
+        return f"gpu-wizard: verified, {len(state.checks)} checks passed; answers in {answers}"
 
     def cluster_label(self) -> str:
         """``context · server`` of the connected cluster, for the title bar."""
@@ -214,6 +272,7 @@ class WizardApp(App[int]):
         self.state.preflight = None
         self.state.nodes.clear()
         self.state.images = []
+        self.state.path_checks = None
         self.state.rendered = self.state.prepared = self.state.applied = None
         if old is not None and old is not cluster:
             await old.close()
@@ -242,7 +301,7 @@ class WizardApp(App[int]):
         return True
 
     @contextlib.asynccontextmanager
-    async def open_registry(self, plan: Any = None) -> AsyncIterator[Any]:
+    async def open_registry(self, plan: Any = None, hosts: list[str] | None = None) -> AsyncIterator[Any]:
         """A registry client for the image checks of ``plan``, or None on a demo that simulates no registry.
 
         One path for every cluster: the connected ``Cluster`` says how its images are reached
@@ -254,7 +313,8 @@ class WizardApp(App[int]):
         from wizard.engine.registry_routes import registry_hosts
 
         cluster = self.state.cluster
-        hosts = registry_hosts(plan) if plan is not None else []
+        if hosts is None:
+            hosts = registry_hosts(plan) if plan is not None else []
         mirrors = plan.driver.registryMirrors if plan is not None else {}
         options = cluster.registry_options(hosts, mirrors) if cluster is not None else {}
         if self.state.is_demo and not options:

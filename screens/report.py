@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from screens.findings import plan_findings
 from screens.state import WizardState, display_path
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def report_data(state: WizardState) -> dict[str, Any]:
             for c in state.checks
             if c.status.value == "skipped" and c.check != "summary"
         ],
+        "findings": [f.as_dict() for f in plan_findings(state)],
         "checks": checks,
         "log": [{"node": line.node, "stream": line.stream, "text": line.text} for line in state.log_lines],
     }
@@ -62,6 +64,13 @@ def report_markdown(state: WizardState) -> str:
     ]
     if data["backup"]:
         lines += ["", f"Backup of the objects replaced: `{data['backup']}`"]
+    if data["findings"]:
+        lines += ["", "## Findings of the plan", ""]
+        for finding in data["findings"]:
+            kind = "blocking" if finding["blocking"] else "warning"
+            lines.append(f"* {finding['message']} ({kind}; {finding['step']} step)")
+            if finding["hint"]:
+                lines.append(f"  * what to do: {finding['hint']}")
     by_node: dict[str, list[Any]] = {}
     cluster_wide: list[Any] = []
     for check in state.checks:
@@ -71,10 +80,13 @@ def report_markdown(state: WizardState) -> str:
         for node in sorted(by_node):
             for check in by_node[node]:
                 word = "SKIPPED " if check.status.value == "skipped" else ""
-                lines.append(f"| {node} | {check.check} | {check.status.symbol} {word}{_cell(check.message)} |")
+                hint = f" — {_cell(check.hint)}" if check.hint and check.status.value != "pass" else ""
+                lines.append(f"| {node} | {check.check} | {check.status.symbol} {word}{_cell(check.message)}{hint} |")
     if cluster_wide:
         lines += ["", "## Cluster", ""]
-        lines += [f"* {c.line()}" + (f" — {c.hint}" if c.hint and not c.ok else "") for c in cluster_wide]
+        lines += [
+            f"* {c.line()}" + (f" — {c.hint}" if c.hint and c.status.value != "pass" else "") for c in cluster_wide
+        ]
     if state.log_lines:
         lines += ["", "## Raw output", "", "```"]
         lines += [f"[{line.node}] {line.text}" if line.node else line.text for line in state.log_lines]

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from wizard.engine.plan import Plan
     from wizard.engine.results import Check, ClusterInfo
 
+#: First line of answers saved mid-way: their missing fields are expected, not problems to report on resume.
+INCOMPLETE_HEADER = "# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n"
+
 #: Answers keys each step owns: a step is complete when none of its fields has an error.
 STEP_FIELDS: dict[str, tuple[str, ...]] = {
     "mode": ("mode", "operator"),
@@ -133,6 +136,10 @@ class WizardState:
     """``ApplyPlan`` from the server dry-run (Preview)."""
     applied: Any = None
     """``ApplyResult`` once Apply ran."""
+    path_checks: list[Check] | None = None
+    """Node-side checks of the host paths (Paths step), None until they ran for the current paths."""
+    override_findings: bool = False
+    """The user chose to go on despite blocking findings (reset whenever an answer changes)."""
     checks: list[Check] = field(default_factory=list)
     """Verification findings, in arrival order."""
     log_lines: list[Any] = field(default_factory=list)
@@ -168,8 +175,19 @@ class WizardState:
         self.rendered = None
         self.prepared = None
         self.references = []
+        self.override_findings = False  # an override was given for the findings of the old answers
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
+        if dotted.startswith(("toolkit", "hostPaths", "mode")):
+            self.path_checks = None
+
+    def effective_answers(self) -> dict[str, Any]:
+        """The answers the plan is made of: those of the steps that apply (a skipped step's fields were
+        never shown, so they must not reach the plan: a pre-installed run ignores an old driver version)."""
+        from screens.flow import STEPS
+
+        skipped = [key for step in STEPS if not step.applies(self) for key in STEP_FIELDS.get(step.name, ())]
+        return {key: value for key, value in self.answers.items() if key not in skipped}
 
     def validate(self) -> tuple[Plan | None, list[FieldError]]:
         """The plan if the answers are valid, else the field errors (each naming its field)."""
@@ -179,7 +197,7 @@ class WizardState:
         from wizard.engine.plan import Plan
 
         try:
-            return Plan.model_validate(self.answers), []
+            return Plan.model_validate(self.effective_answers()), []
         except ValidationError as exc:
             return None, plan_errors(exc)
 
@@ -254,25 +272,54 @@ class WizardState:
             from ruamel.yaml import YAML
 
             buffer = io.StringIO()
-            buffer.write("# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n")
+            buffer.write(INCOMPLETE_HEADER)
             yaml = YAML(typ="safe", pure=True)
             yaml.default_flow_style = False
             yaml.dump(self.answers, buffer)
             write_private(self.answers_path, buffer.getvalue())
         import json
 
-        write_private(resume_path(self.answers_path), json.dumps({"step": step, "demo": self.demo}) + "\n")
+        write_private(resume_path(self.answers_path), json.dumps({"step": step, **self.run_identity()}) + "\n")
 
-    def saved_step(self) -> str | None:
-        """The step a previous run stopped at, when a state file is next to the answers."""
+    def run_identity(self) -> dict[str, Any]:
+        """What ties a saved run to its cluster: the demo scenario, or the context and API server."""
+        info = self.info
+        return {
+            "demo": self.demo if self.is_demo else None,
+            "context": info.context if info else self.context,
+            "server": info.server if info and not self.demo else "",
+        }
+
+    def saved_run(self) -> dict[str, Any]:
+        """The state file of a previous run next to the answers (``{}`` when there is none)."""
         import json
 
         try:
             data = json.loads(resume_path(self.answers_path).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        step = data.get("step") if isinstance(data, dict) else None
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def saved_step(self) -> str | None:
+        """The step a previous run stopped at, when a state file is next to the answers."""
+        step = self.saved_run().get("step")
         return step if isinstance(step, str) else None
+
+    def saved_run_matches(self) -> bool:
+        """The saved run was made on this cluster (same context and server) or this demo scenario."""
+        saved = self.saved_run()
+        if not saved or self.info is None:
+            return False
+        mine = self.run_identity()
+        return all(saved.get(key) == mine[key] for key in ("demo", "context", "server"))
+
+    def start_over(self) -> None:
+        """Start from the defaults: no answers of an earlier run, no resume point."""
+        self.answers = {"version": 1}
+        self.answers_doc = None
+        self.rendered = self.prepared = self.applied = None
+        self.images, self.references = [], []
+        self.forget_progress()
 
     def forget_progress(self) -> None:
         """Drop the resume point (after a verified install, or on request)."""

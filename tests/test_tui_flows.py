@@ -18,7 +18,7 @@ from typing import Any
 from textual.widgets import Checkbox
 
 from screens.app import WizardApp
-from screens.dialogs import ConfirmDialog, PathDialog
+from screens.dialogs import ConfirmDialog, HelpDialog, PathDialog
 from screens.widgets.field import AnswerField
 from tests.snapshots.plugin import screen_text, wait_for
 
@@ -128,8 +128,15 @@ async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> No
         report = json.loads((tui_env / "gpu-wizard-report.json").read_text())
         assert report["ok"] and report["cluster"]["demo"]
         assert "# gpu-wizard verification report" in (tui_env / "gpu-wizard-report.md").read_text()
+        app.screen.query_one("#verify-table").focus()
+        await pilot.press("enter")  # a node in full: every check, its hint, the raw output
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the node in full")
+        assert "Raw output" in app.screen._text and "nvidia-smi" in app.screen._text
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: on_step(app, "verify"), what="back on Verify")
         await pilot.press("ctrl+n")  # Finish
     assert app.return_value == 0
+    assert app.finish_message().startswith("gpu-wizard: verified, ")
 
 
 async def test_preinstalled_host_driver(tui_env: Path) -> None:
@@ -211,6 +218,7 @@ async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_
         await next_to(pilot, "paths")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await pilot.click("#override")  # the missing image blocks Apply unless overridden
         await next_to(pilot, "apply")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
@@ -258,6 +266,8 @@ async def test_answers_replay_reaches_preview_without_a_key_press(tui_env: Path)
         assert "✓ server dry-run accepted" in screen_text(app)
         assert app.state.applied is None  # a replay never applies
         assert not app.state.replay
+        saved = answers.read_text()
+        assert "repoConfig" not in saved and "airgapped" not in saved  # no defaults written into the user's file
 
 
 async def test_the_node_table_follows_the_cluster(tui_env: Path) -> None:

@@ -20,8 +20,8 @@ async def test_check_on_nodes_shows_noexec_run_per_node(tui_env: Path) -> None:
         await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
-        assert "press Check on nodes" in screen_text(app)
-        await pilot.click("#check-paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the check Paths starts by itself")
+        await pilot.click("#check-paths")  # and again on request
         await wait_for(pilot, lambda: "path problems on" in screen_text(app), 20, "the path checks")
         text = " ".join(screen_text(app).split())  # long reasons wrap: compare the words
         for node in ("gpu-a10-01", "gpu-a10-02"):
@@ -48,8 +48,14 @@ async def test_preview_and_apply_warn_about_a_missing_repo_config(tui_env: Path)
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         text = " ".join(screen_text(app).split())
-        assert "! driver.repoConfig.configMapName: ConfigMap repo-config not found in namespace gpu-operator" in text
-        assert "→ create it from the nodes' package-repository files" in text
+        assert "✗ driver.repoConfig.configMapName: ConfigMap repo-config not found in namespace" in text
+        warnings_tab = app.screen.query_one("#tab-advice-code").text
+        assert "→ create it from the nodes' package-repository files" in warnings_tab
+        await pilot.press("ctrl+n")  # a blocking finding holds Next until the user overrides it
+        await pilot.pause()
+        assert app.state.step == "preview" and "tick 'apply anyway'" in screen_text(app)
+        assert "ConfigMap repo-config not found" in " ".join(n.message for n in app._notifications)
+        await pilot.click("#override")
         await next_to(pilot, "apply")
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")

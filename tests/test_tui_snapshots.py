@@ -1,7 +1,8 @@
 """SVG snapshots of every step at 80×24, exported by the app itself (``app.export_screenshot``).
 
 One walk through the ``sle-micro-precompiled`` demo photographs each step as a user sees it, plus
-the F1 help and the apply confirmation; a second run shows Connect without any cluster. Frames
+the F1 help and the apply confirmation; a second run shows Connect without any cluster; a third walks the 5,000-node ``large`` scenario with a
+long registry path (Apply and Verify are left out there: rolling out 5,000 simulated nodes takes long). Frames
 hold nothing that varies between runs: no clocks or spinners (each frame is taken once its work is
 done), no ports (the demo is named, not addressed), HOME-relative paths, and the backup file's
 timestamp redacted. ``pytest --update-snapshots`` rewrites them (see ``tests/snapshots/plugin.py``).
@@ -10,6 +11,8 @@ timestamp redacted. ``pytest --update-snapshots`` rewrites them (see ``tests/sna
 from __future__ import annotations
 
 from pathlib import Path
+
+from textual.widgets import TabbedContent
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog, HelpDialog
@@ -75,4 +78,34 @@ async def test_connect_without_a_cluster_offers_the_demo(tui_env: Path, snapshot
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "Try the built-in demo cluster" in screen_text(app), what="the demo offer")
         await snapshot.check(pilot, "1-connect-no-cluster")
+    snapshot.verify()
+
+
+#: A long but realistic registry path: a corporate mirror with a port and nested projects.
+LONG_REGISTRY = "registry.internal.example-corporation.com:5443/platform/ml-infrastructure/nvidia-mirror"
+
+
+async def test_every_step_at_80x24_with_the_longest_values(tui_env: Path, snapshot: Snapshot) -> None:
+    """5,000 nodes in four kernel groups and a long registry path: every frame stays readable at 80×24."""
+    app = WizardApp(demo="large", step_delay=0.0, report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await snapshot.check(pilot, "long-1-connect")
+        await next_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "● live" in screen_text(app), 60, "the watch")
+        await snapshot.check(pilot, "long-2-nodes")
+        await next_to(pilot, "mode")
+        await snapshot.check(pilot, "long-3-mode")
+        await next_to(pilot, "driver")
+        await set_field(pilot, "driver-version", "580.126.20")  # upstream (Ubuntu): no default version
+        await set_field(pilot, "driver-repository", LONG_REGISTRY)
+        await wait_for(pilot, lambda: bool(app.state.images), 30, "the image status")
+        await snapshot.check(pilot, "long-4-driver")
+        await next_to(pilot, "paths")
+        await snapshot.check(pilot, "long-5-paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None and "accepted" in screen_text(app), 60, "dry-run")
+        await snapshot.check(pilot, "long-6-preview")
+        app.screen.query_one(TabbedContent).active = "tab-mirror"  # long skopeo lines: they scroll sideways
+        await snapshot.check(pilot, "long-6-preview-mirror")
     snapshot.verify()

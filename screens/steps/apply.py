@@ -19,6 +19,7 @@ from textual.widgets import Button, Checkbox, DataTable, Label, Static
 
 from screens.state import display_path
 from screens.steps.base import StepScreen
+from screens.widgets.toggles import Tick
 
 
 def object_key(body: dict[str, Any]) -> str:
@@ -37,30 +38,10 @@ def changes(prepared: Any) -> list[str]:
 
 
 def warnings(state: Any) -> list[str]:
-    """What may go wrong: renderer warnings, missing ConfigMaps/Secrets, images the cluster cannot pull, kernels nobody publishes."""
-    rendered = state.rendered
-    found = [a.message for a in getattr(rendered, "advice", []) if a.level == "warning"]
-    found += [c.message for c in state.references if not c.ok or c.status.value == "warn"]
-    unchecked = sorted({s.target.error for s in state.images if s.target.error})
-    for error in unchecked:
-        found.append(f"driver images could not be checked in the registry: {error}")
-    for status in state.images:
-        if not status.target.exists and not status.target.error:
-            found.append(f"{status.image} is not in the target registry ({len(status.nodes)} node(s) cannot pull it)")
-    if rendered is not None and rendered.plan.precompiled:
-        from wizard.engine.catalog import tuple_status
+    """Every finding of the plan, one line each with what to do (see :mod:`screens.findings`)."""
+    from screens.findings import plan_findings
 
-        seen: set[str] = set()
-        for entry in rendered.node_images:
-            if not entry.image or entry.image in seen:
-                continue
-            seen.add(entry.image)
-            if tuple_status(rendered.plan.driver.version, entry.kernel, entry.tag_os) == "unknown":
-                found.append(
-                    f"no published precompiled driver {rendered.plan.driver.version} for kernel {entry.kernel} "
-                    f"({entry.tag_os}): its nodes may get no driver (see the support request in step 4)"
-                )
-    return found
+    return [f"{f.message} → {f.hint}" if f.hint else f.message for f in plan_findings(state)]
 
 
 class ApplyStep(StepScreen):
@@ -85,7 +66,7 @@ class ApplyStep(StepScreen):
             yield Static("", id="apply-summary")
             with Horizontal(id="apply-row"):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
-                yield Checkbox("apply although a host driver is unverified", id="allow-unverified", compact=True)
+                yield Tick("apply although a host driver is unverified", id="allow-unverified", compact=True)
             yield Label("Rollout", classes="section")
             yield Static("not started", id="rollout-state")
             table: DataTable[str] = DataTable(id="rollout-table", cursor_type="none", show_cursor=False)
@@ -185,7 +166,7 @@ class ApplyStep(StepScreen):
         message = f" — {escape(result.message)}" if result.message else ""
         self.query_one("#apply-summary", Static).update(
             f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
-            f"Backup   {escape(display_path(result.backup_path))}"
+            f"Backup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
         )
 
     @work(exclusive=True, group="rollout", exit_on_error=False)
@@ -211,10 +192,18 @@ class ApplyStep(StepScreen):
         head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
         if status.policy_state:
             head += f"  [$text-muted](ClusterPolicy {escape(status.policy_state)})[/]"
-        for pod in status.pods:
+        problems: dict[tuple[str, str], list[str]] = {}
+        for pod in status.pods:  # one line per distinct problem, not one per pod repeating the image
             if pod.reason:
-                head += f"\n[$warning]! {escape(pod.node)}: {escape(pod.reason)}[/] {escape(pod.message)}"
+                message = "" if pod.message and pod.message in status.message else pod.message
+                problems.setdefault((pod.reason, message), []).append(pod.node)
+        for (reason, message), nodes in problems.items():
+            where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+            head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
+        if status.phase == "failed":
+            head += "\n" + escape(self._after_failure())
         self.query_one("#rollout-state", Static).update(head)
+
         table: DataTable[str] = self.query_one(DataTable)
         table.clear()
         for ds in status.daemonsets:
@@ -226,6 +215,15 @@ class ApplyStep(StepScreen):
             table.add_row(name, value, key=f"node:{name}")
         for name, value in sorted(status.nvidia_drivers.items()):
             table.add_row(f"NVIDIADriver/{name}", value, key=f"nvd:{name}")
+
+    def _after_failure(self) -> str:
+        """What the user can do once the rollout failed: go back and change the plan, or roll back."""
+        applied = self.state.applied
+        backup = display_path(applied.backup_path) if applied is not None else "the backup above"
+        return (
+            "→ Fix the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.\n"
+            f"→ Or undo the apply: gpu-wizard rollback --backup {backup}"
+        )
 
     def blocker(self) -> str:
         state = self.state

@@ -9,6 +9,7 @@ becomes an :class:`~screens.dialogs.ErrorDialog` saying what to do.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult
@@ -16,12 +17,16 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
+from textual.widgets import Checkbox
 from textual.worker import Worker, WorkerState
 
 from screens import keys
 from screens.errors import describe_error
 from screens.flow import STEPS, neighbour, step_named
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
+
+#: How long the "Not yet" toast stays; the same refusal is not repeated while it shows.
+REFUSAL_TOAST_SECONDS = 5.0
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -36,6 +41,7 @@ class StepScreen(Screen[None]):
     HELP: ClassVar[str] = ""
     """Markdown shown by F1."""
     NEXT_LABEL: ClassVar[str] = "Next ▶"
+    _last_refusal: tuple[str, float] = ("", 0.0)
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.BACK.terminal, "back", "Back"),
@@ -105,6 +111,12 @@ class StepScreen(Screen[None]):
         nav.allow_next(not reason)
         nav.status(reason, error=bool(reason))
 
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        """The "apply anyway" box of a step with blocking findings (Paths, Preview): an explicit override."""
+        if event.checkbox.id == "override":
+            self.state.override_findings = event.value
+            self.refresh_nav()
+
     def on_nav_bar_pressed(self, event: NavBar.Pressed) -> None:
         event.stop()
         self.go(event.direction)
@@ -122,7 +134,7 @@ class StepScreen(Screen[None]):
             reason = self.blocker()
             if reason:
                 self.refresh_nav()
-                self.notify(reason, title="Not yet", severity="warning")
+                self._refuse(self.blocker_detail() or reason)
                 return
             if not self.before_next():
                 return
@@ -134,6 +146,19 @@ class StepScreen(Screen[None]):
                 self.wizard.finish()
             return
         self.post_message(self.Navigate(target.name))
+
+    def blocker_detail(self) -> str:
+        """The whole story behind :meth:`blocker`, for the toast when Next is refused (default: the same)."""
+        return ""
+
+    def _refuse(self, reason: str) -> None:
+        """Say why Next is refused: once while the toast is up, not a stack of copies over the button."""
+        now = time.monotonic()
+        last_reason, last_time = self._last_refusal
+        if reason == last_reason and now - last_time < REFUSAL_TOAST_SECONDS:
+            return
+        self._last_refusal = (reason, now)
+        self.notify(reason, title="Not yet", severity="warning", timeout=REFUSAL_TOAST_SECONDS)
 
     def before_next(self) -> bool:
         """A last check before leaving forward; return False to stay (e.g. after a dialog)."""

@@ -8,6 +8,7 @@ When no cluster is reachable the built-in demo cluster is offered right here.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any
 
 from textual import on, work
@@ -23,6 +24,11 @@ from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
 
+#: Seconds between looks at a Select still mounting (its options are applied once it is mounted).
+MOUNT_POLL = 0.02
+#: Preflight checks of objects the answers name (a pull Secret, the repoConfig ConfigMap): they do not
+#: block Connect, since the fix may be a different answer on a later step; Preview checks them again.
+PLAN_REFERENCES = frozenset({"pull-secret", "repo-config"})
 #: The scenario a demo starts on unless the user picks another.
 DEFAULT_SCENARIO = "sle-micro-precompiled"
 
@@ -66,6 +72,11 @@ class ConnectStep(StepScreen):
             yield CheckList("not connected yet", id="preflight")
 
     def on_mount(self) -> None:
+        self._kube_contexts: list[str] = []
+        """Contexts of the kubeconfig, once read."""
+        self._kube_current: str | None = None
+        self._pending_options: dict[str, tuple[list[str], str | None, str]] = {}
+        """Options for a Select still mounting, applied once it is mounted."""
         self.refresh_nav()
         # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
         self.set_timer(FIRST_FRAME_GRACE, self._start)
@@ -99,10 +110,23 @@ class ConnectStep(StepScreen):
         self.app.call_from_thread(self._show_contexts, contexts, current, auto_connect)
 
     def _put_select(self, placeholder: str, select_id: str, options: list[str], value: str | None, prompt: str) -> None:
-        """Show a Select (replacing its placeholder the first time) with these options."""
+        """Show a Select (replacing its placeholder the first time) with these options.
+
+        A Select checks its value against its options when it mounts: changing the options of one
+        still mounting (a thread's answer can arrive between its compose and its mount) made it
+        reject the value it was built with. So a Select is only changed once mounted, and a value
+        is only ever set when it is one of the options.
+        """
         found = self.query(f"#{select_id}")
         if found:
             select: Select[str] = found.first(Select)
+            if not select.is_mounted:  # try again after the mount, with the latest options by then
+                first_wait = select_id not in self._pending_options
+                self._pending_options[select_id] = (options, value, prompt)
+                if first_wait:  # a timer, not call_after_refresh: that would spin without letting the mount run
+                    self.set_timer(MOUNT_POLL, partial(self._put_pending, select_id))
+                return
+            self._pending_options.pop(select_id, None)
             select.set_options([(o, o) for o in options])
             select.prompt = prompt
             if value in options:
@@ -122,6 +146,11 @@ class ConnectStep(StepScreen):
         row.mount(select, before=waiting)
         waiting.remove()
 
+    def _put_pending(self, select_id: str) -> None:
+        pending = self._pending_options.pop(select_id, None)
+        if pending is not None and self.query(f"#{select_id}"):
+            self._put_select("", select_id, *pending)
+
     def _show_scenarios(self, names: list[str]) -> None:
         preferred = self.state.demo or DEFAULT_SCENARIO
         current = preferred if preferred in names else names[0]
@@ -136,17 +165,39 @@ class ConnectStep(StepScreen):
         self.query_one("#body").mount(row, before=waiting)
         waiting.remove()
 
+    def _context_choices(self) -> list[str]:
+        """The kubeconfig's contexts, plus the connected one when it is not among them (the demo's)."""
+        choices = list(self._kube_contexts)
+        info = self.state.info
+        if info is not None and info.context and info.context not in choices:
+            choices.append(info.context)
+        return choices
+
+    def _wanted_context(self) -> str | None:
+        """The context to show selected: the connected one, else the one asked for, else the current one."""
+        info = self.state.info
+        if info is not None and self.state.cluster is not None:
+            return info.context
+        return self.state.context or self._kube_current
+
+    def _refresh_contexts(self, prompt: str) -> None:
+        """Show every context choice, the wanted one selected when it is a choice (never otherwise)."""
+        self._put_select("context-wait", "context", self._context_choices(), self._wanted_context(), prompt)
+
     def _show_contexts(self, contexts: list[str], current: str | None, auto_connect: bool) -> None:
+        self._kube_contexts, self._kube_current = list(contexts), current
         wanted = self.state.context or current
-        prompt = "choose a context" if contexts else "no contexts in kubeconfig"
-        self._put_select("context-wait", "context", contexts, wanted, prompt)
+        self._refresh_contexts("choose a context" if self._context_choices() else "no contexts in kubeconfig")
         if auto_connect and wanted in contexts:
             self.connect(context=wanted)
+        elif auto_connect and wanted:
+            self._offer_demo(f"Context {wanted} is not in the kubeconfig: choose one of its contexts.")
         elif auto_connect:
             self._offer_demo("No kube context to connect to.")
 
     def _no_contexts(self, error: BaseException, auto_connect: bool) -> None:
-        self._put_select("context-wait", "context", [], None, "no kubeconfig")
+        self._kube_contexts, self._kube_current = [], None
+        self._refresh_contexts("demo" if self._context_choices() else "no kubeconfig")
         message = tildify(str(getattr(error, "message", "") or error))
         if auto_connect:
             self._offer_demo(f"No cluster configured: {message}")
@@ -170,6 +221,9 @@ class ConnectStep(StepScreen):
         value = found.first(Select).value if found else Select.NULL
         if value is Select.NULL:
             self.notify("Choose a context first.", severity="warning")
+            return
+        if value not in self._kube_contexts and self.state.is_demo:  # the demo's own context: restart it
+            self._demo_pressed()
             return
         self.state.demo = None
         self.connect(context=str(value))
@@ -208,7 +262,7 @@ class ConnectStep(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
-        await app.settled.wait()
+        await app.offer_resume()
         app.prefill_from_live()
         await self._replay_when_settled()
 
@@ -232,14 +286,18 @@ class ConnectStep(StepScreen):
         version = f" · Kubernetes {info.version}" if info.version else ""
         self.query_one("#server", Static).update(f"{server}{version}")
         self.query_one(TopBar).show_cluster(self.wizard.cluster_label(), state.is_demo)
-        if info.demo:
-            self._put_select("context-wait", "context", [info.context], info.context, "demo")
+        self._refresh_contexts("choose a context")
         self._error_text("")
         checks = self.query_one("#preflight", CheckList)
         if running or state.preflight is None:
             checks.update("running preflight…")
         else:
             checks.show(state.preflight.checks, "no checks ran")
+            if any(not c.ok and c.check in PLAN_REFERENCES for c in state.preflight.checks):
+                self._error_text(
+                    "! The answers name a Secret or ConfigMap the cluster lacks: create it, or change the "
+                    "answer on the Driver step (Preview checks again before anything is applied)."
+                )
         self.refresh_nav()
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
@@ -257,7 +315,7 @@ class ConnectStep(StepScreen):
             return "connect to a cluster (or try the demo)"
         if state.preflight is None:
             return "preflight is running…"
-        if not state.preflight.ok:
-            failed = [c for c in state.preflight.checks if not c.ok]
+        failed = [c for c in state.preflight.checks if not c.ok and c.check not in PLAN_REFERENCES]
+        if failed:
             return f"{len(failed)} preflight check(s) failed: fix them, then Connect again"
         return ""

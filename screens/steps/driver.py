@@ -23,6 +23,7 @@ from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
+from screens.widgets.toggles import Tick
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -33,6 +34,16 @@ DEMO_NO_MIRROR = (
 )
 #: Pause after the last keystroke before the registry is asked.
 CHECK_DELAY = 0.5
+
+
+def upstream_versions(tags: list[str], tag_oses: list[str]) -> list[str]:
+    """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first."""
+    import re
+
+    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
+    common = set.intersection(*per_os) if per_os else set()
+    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
+    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
 
 
 class DriverStep(FormStep):
@@ -69,8 +80,10 @@ class DriverStep(FormStep):
                 "Driver version",
                 "driver.version",
                 str(state.get("driver.version") or ""),
-                placeholder="580.126.09.1 or a branch (580)",
-                hint="version only: the operator appends -<kernel>-<os> itself",
+                placeholder="580.126.09.1 or a branch (580)" if not upstream else "a full version, like 580.126.20",
+                hint="version only: the operator appends -<kernel>-<os> itself"
+                if not upstream
+                else "the tags in the registry are listed above once read",
             )
             yield Label("Registry", classes="section")
             yield AnswerField(
@@ -95,13 +108,13 @@ class DriverStep(FormStep):
             )
             with Horizontal(classes="switch-row"):
                 yield Label("NVIDIADriver CRD")
-                yield Checkbox(
+                yield Tick(
                     "useNvidiaDriverCRD", bool(state.get("driver.useNvidiaDriverCRD")), id="use-crd", compact=True
                 )
                 yield Static(self._crd_note(), classes="switch-note", markup=False)
             with Horizontal(classes="switch-row", id="airgapped-row"):
                 yield Label("Air-gapped nodes")
-                yield Checkbox("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
+                yield Tick("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
                 yield Static("no public package repos for headers", classes="switch-note")
             yield AnswerField(
                 "repoConfig",
@@ -165,11 +178,32 @@ class DriverStep(FormStep):
             if options:
                 state.set("driver.version", options[0][1])
         if not state.get("driver.repository") and state.get("driver.source"):
-            state.set("driver.repository", state.get("driver.source"))
+            state.set("driver.repository", self._operator_registry() or state.get("driver.source"))
+        if state.get("driver.useNvidiaDriverCRD") is None and len(self._tag_oses()) > 1:
+            state.set("driver.useNvidiaDriverCRD", True)  # one driver resource per OS: see the note beside it
+
+    def _operator_registry(self) -> str:
+        """Where the operator itself was pulled from, when that is not the driver's source (a mirror).
+
+        A cluster that runs the operator from ``registry.airgap.local/nvidia`` pulls from there: its
+        driver images are most likely mirrored beside it, and the public source may be unreachable.
+        """
+        image = str(getattr(self.state.preflight, "operator_image", "") or "")
+        if "/" not in image:
+            return ""
+        repository = image.rsplit("/", 1)[0]
+        source = str(self.state.get("driver.source") or "")
+        host = repository.split("/", 1)[0]
+        if not source or source.split("/", 1)[0] == host or ("." not in host and ":" not in host):
+            return ""
+        return repository
 
     def on_mount(self) -> None:
         upstream = self.state.get("mode") == "upstream"
-        self.query_one("#catalog-row").display = not upstream  # the catalog lists precompiled tuples
+        # the bundled catalog lists precompiled tuples; upstream versions come from the registry's tags
+        self.query_one("#catalog-row").display = not upstream
+        if upstream and self.state.cluster is not None:
+            self.list_upstream_versions()
         self.query_one("#airgapped-row").display = upstream
         self.query_one("#repo-config").display = upstream
         version = self.state.get("driver.version")
@@ -179,6 +213,43 @@ class DriverStep(FormStep):
                 catalog.value = version
         self.answers_changed()
         self.query_one(AnswerField).input.focus()
+
+    @work(exclusive=True, group="versions", exit_on_error=False)
+    async def list_upstream_versions(self) -> None:
+        """Offer the versions the source registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``)."""
+        from wizard.engine.registry_routes import repository_host
+
+        state = self.state
+        source = str(state.get("driver.source") or "")
+        image = str(state.get("driver.image") or "driver")
+        tag_oses = self._tag_oses()
+        if not source or not tag_oses:
+            return
+        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
+            if registry is None:
+                return
+            try:
+                tags = await registry.list_tags(f"{source}/{image}")
+            except Exception:  # an unreachable registry: the field still takes a typed version
+                return
+        versions = upstream_versions(tags, tag_oses)
+        if not versions:
+            return
+        catalog = self.query_one("#catalog", Select)
+        catalog.set_options([(f"{v}  (in {source})", v) for v in versions])
+        self._follow_version(str(state.get("driver.version") or ""))
+        self.query_one("#catalog-row").display = True
+        self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
+
+    def _follow_version(self, version: str) -> None:
+        """The Catalog shows the typed version when it is one of its entries, else nothing."""
+        catalog = self.query_one("#catalog", Select)
+        legal = {value for _, value in catalog._options}
+        with catalog.prevent(Select.Changed):
+            if version in legal:
+                catalog.value = version
+            elif catalog.value is not Select.NULL:
+                catalog.clear()
 
     # -- answers ----------------------------------------------------------------------------
 
@@ -191,6 +262,8 @@ class DriverStep(FormStep):
         elif event.field.path == "driver.registryMirrors":  # SOURCE=MIRROR pairs; the plan checks each
             pairs = (item.strip().partition("=") for item in event.value.split(",") if item.strip())
             value = {source.strip(): mirror.strip() for source, _, mirror in pairs} or None
+        if event.field.path == "driver.version":
+            self._follow_version(event.value.strip())
         self.state.set(event.field.path, value)
         self.answers_changed()
 

@@ -13,11 +13,12 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Label, RadioButton, RadioSet, Select, Static
+from textual.widgets import Label, RadioSet, Select, Static
 
 from screens.help_text import MODE_DIAGRAM, MODE_FACTS
 from screens.keys import help_key
 from screens.steps.formstep import FormStep
+from screens.widgets.toggles import Choice
 
 MODES = ("precompiled", "upstream", "preinstalled")
 TITLES = {"precompiled": "Precompiled", "upstream": "Upstream", "preinstalled": "Pre-installed"}
@@ -51,7 +52,7 @@ class ModeStep(FormStep):
         yield Label("How should the driver reach the GPU nodes?", classes="section -first")
         with RadioSet(id="modes"):
             for mode in MODES:
-                yield RadioButton(
+                yield Choice(
                     self._label(mode, mode == recommended[0]), value=mode == current, name=mode, id=f"mode-{mode}"
                 )
         yield Static(self._reason_text(recommended), id="reason", classes="hint", markup=False)
@@ -83,6 +84,21 @@ class ModeStep(FormStep):
         rec = facts.recommend_mode()
         return rec.value, rec.reason
 
+    def _mode_warning(self) -> str:
+        """Why the chosen mode will not work on these nodes ("" when nothing speaks against it)."""
+        from wizard.engine.facts import IMMUTABLE_OS_IDS
+
+        facts = self.state.facts
+        if facts is None or self.state.get("mode") != "upstream":
+            return ""
+        immutable = sorted({n.os_id for n in facts.gpu_nodes if n.os_id in IMMUTABLE_OS_IDS})
+        if not immutable:
+            return ""
+        return (
+            f"Upstream on {', '.join(immutable)}: the OS is immutable, the driver container cannot install "
+            "kernel headers or build the module there. Use Precompiled."
+        )
+
     def _detected_release(self) -> str:
         preflight = self.state.preflight
         return str(getattr(preflight, "operator_release", "") or "")
@@ -101,6 +117,9 @@ class ModeStep(FormStep):
 
     def _reason_text(self, recommended: tuple[str, str]) -> str:
         text = f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+        warning = self._mode_warning()
+        if warning:
+            text += f"\n! {warning}"
         live = getattr(self.state.preflight, "cluster_policy", None)
         if live is not None and self.state.get("mode"):
             text = f"Running now: {TITLES[str(self.state.get('mode'))]} (live ClusterPolicy). " + text
@@ -155,6 +174,7 @@ class ModeStep(FormStep):
         if event.pressed.name:
             self._set_mode(event.pressed.name)
             self._show_diagram()
+            self.query_one("#reason", Static).update(self._reason_text(self._recommended()))
             self.answers_changed()
 
     @on(Select.Changed, "#release")

@@ -41,7 +41,7 @@ class NodesStep(StepScreen):
 
     DEFAULT_CSS = """
     #groups { height: auto; max-height: 6; }
-    #node-table { height: 1fr; max-height: 100%; }
+    #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     """
 
@@ -49,9 +49,9 @@ class NodesStep(StepScreen):
         yield Label("Driver image groups (kernel, OS tag)", classes="section -first")
         yield Static("discovering nodes…", id="groups")
         yield Label("GPU nodes", classes="section")
+        yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
         yield table
-        yield Static("", id="watch-note")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -18,6 +18,16 @@ from textual.widgets import Button, Label
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
+from screens.widgets.toggles import Tick
+
+#: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
+AUTO_CHECK_MAX_NODES = 64
+
+
+def auto_check(state: Any) -> bool:
+    """Check the paths without being asked: cheap enough on this cluster (a probe pod per GPU node)."""
+    facts = state.facts
+    return facts is not None and 0 < len(facts.gpu_nodes) <= AUTO_CHECK_MAX_NODES
 
 
 class PathsStep(FormStep):
@@ -29,6 +39,7 @@ class PathsStep(FormStep):
     DEFAULT_CSS = """
     #path-buttons { height: 1; margin-top: 1; }
     #path-buttons > Button { margin-right: 2; }
+    #override { display: none; }
     #path-results { height: 1fr; }
     """
 
@@ -55,6 +66,7 @@ class PathsStep(FormStep):
         with Horizontal(id="path-buttons"):
             yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
             yield Button("Restore defaults", id="defaults", compact=True)
+            yield Tick("continue anyway", self.state.override_findings, id="override", compact=True)
         yield Label("Node-side checks", classes="section")
         with VerticalScroll(id="path-results"):
             yield PathResults(self._idle_text(), id="path-checks")
@@ -82,12 +94,19 @@ class PathsStep(FormStep):
         )
 
     def on_mount(self) -> None:
-        self.query_one("#check-paths").display = self.state.cluster is not None
+        state = self.state
+        self.query_one("#check-paths").display = state.cluster is not None
         for field in self.query(AnswerField):
-            self.state.set(field.path, self._stored(field.path, field.value))
+            state.set(field.path, self._stored(field.path, field.value))
         self.answers_changed()
         self.query_one(AnswerField).input.focus()
-        if self.state.replay:
+        if state.path_checks is not None:  # checked before for these very paths
+            self._show_checks(state.path_checks)
+        elif state.cluster is not None and not state.replay and auto_check(state):
+            plan = state.plan()
+            if plan is not None:  # check right away: a noexec /run must not wait for a button press
+                self.check_paths(plan)
+        if state.replay:
             self.maybe_replay()
 
     def _stored(self, path: str, value: str) -> str | None:
@@ -101,10 +120,14 @@ class PathsStep(FormStep):
     def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
         event.stop()
         event.prevent_default()  # Textual would also run FormStep's handler, storing the raw text over ours
-        self.state.set(event.field.path, self._stored(event.field.path, event.value))
+        value = self._stored(event.field.path, event.value)
+        if value == self.state.get(event.field.path):
+            return  # the field said what it holds (on mount): results for it stay valid
+        self.state.set(event.field.path, value)
         self.answers_changed()
         self.workers.cancel_group(self, "paths")  # results for the old value would mislead
         self.query_one("#path-checks", PathResults).update(self._idle_text())
+        self.query_one("#override").display = False
 
     @on(Button.Pressed, "#defaults")
     def _restore(self) -> None:
@@ -138,13 +161,28 @@ class PathsStep(FormStep):
         """Run the node-side checks of both folders, showing each node's results as they come."""
         results = self.query_one("#path-checks", PathResults)
         results.update("starting a probe pod on each GPU node…")
+        self.state.path_checks = None
+        self.refresh_nav()
         checks: list[Any] = []
         stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
         async with contextlib.aclosing(stream):
             async for check in stream:
                 checks.append(check)
                 results.show(checks)
-        results.show(checks, "the engine ran no path checks on these nodes")
-        failed = [c for c in checks if not c.ok and c.node]
-        if failed:
-            self.notify(f"{len(failed)} path check(s) failed: see the hints.", severity="warning")
+        self.state.path_checks = checks
+        self._show_checks(checks)
+
+    def _show_checks(self, checks: list[Any]) -> None:
+        self.query_one("#path-checks", PathResults).show(checks, "the engine ran no path checks on these nodes")
+        failed = any(not c.ok and c.node for c in checks)
+        self.query_one("#override").display = failed
+        self.refresh_nav()
+
+    def blocker(self) -> str:
+        reason = super().blocker()
+        if reason:
+            return reason
+        failed = [c for c in self.state.path_checks or [] if not c.ok and c.node]
+        if failed and not self.state.override_findings:
+            return "path check failed: fix or tick 'continue anyway'"
+        return ""

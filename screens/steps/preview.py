@@ -8,6 +8,7 @@ Rendering is ``wizard.engine.render.render(plan, facts)``; this screen only show
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from textual.widgets import Button, Static, TabbedContent, TabPane
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language
+from screens.widgets.toggles import Tick
 
 #: Tab id -> (title, language, default file name).
 TABS: dict[str, tuple[str, Language, str]] = {
@@ -41,7 +43,8 @@ class PreviewStep(StepScreen):
     #verdict-row { height: auto; }
     #dry-run { width: 1fr; height: auto; }
     #save { min-width: 10; }
-    #warnings { height: auto; max-height: 3; }
+    #warnings { height: auto; max-height: 4; }
+    #override { display: none; }
     #advice { text-wrap: nowrap; text-overflow: ellipsis; }
     #preview-tabs { height: 1fr; }
     #preview-tabs TabPane { padding: 0; }
@@ -51,6 +54,9 @@ class PreviewStep(StepScreen):
         with Horizontal(id="verdict-row"):
             yield Static("", id="dry-run")
             yield Button("Save…", id="save", compact=True)
+        yield Tick(
+            "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
+        )
         with VerticalScroll(id="warnings"):
             yield Static("", id="advice")
         with TabbedContent(id="preview-tabs"):
@@ -103,20 +109,29 @@ class PreviewStep(StepScreen):
         self._show_advice()
 
     def _show_advice(self) -> None:
+        """Every finding of the plan (this step's and the earlier steps'), and the renderer's notes."""
         from rich.markup import escape
 
+        from screens.findings import plan_findings
+
         rendered = self.state.rendered
+        findings = plan_findings(self.state)
         lines, full = [], []
-        for item in rendered.advice:
-            mark = "!" if item.level == "warning" else "i"
-            full.append(f"{mark} {item.level}: {item.message}\n  why: {item.reason}\n")
-            if item.level == "warning":
-                lines.append(f"[$warning]! {escape(item.message)}[/]")
-        notes = len(rendered.advice) - len(lines)
+        for finding in findings:
+            style = "$error" if finding.blocking else "$warning"
+            lines.append(f"[{style}]{escape(finding.line())}[/]")
+            kind = "blocking" if finding.blocking else "warning"
+            full.append(f"{finding.line()}  ({kind}, {finding.step} step)\n  → {finding.hint}\n")
+        notes = [a for a in getattr(rendered, "advice", []) if a.level != "warning"]
+        for item in notes:
+            full.append(f"i note: {item.message}\n  why: {item.reason}\n")
         if notes:
-            lines.append(f"[$text-muted]i {notes} note(s) in the Warnings tab[/]")
+            lines.append(f"[$text-muted]i {len(notes)} note(s) in the Warnings tab[/]")
+        if findings:
+            lines.append("[$text-muted]  the Warnings tab has each one in full, with what to do[/]")
         self.query_one("#advice", Static).update("\n".join(lines))
         self.query_one("#warnings").display = bool(lines)
+        self.query_one("#override").display = any(f.blocking for f in findings)
         self.query_one("#tab-advice-code", CodeView).show("\n".join(full) or "no warnings\n")
 
     def _verdict(self, markup: str) -> None:
@@ -129,14 +144,23 @@ class PreviewStep(StepScreen):
         self._verdict("[$accent]… server dry-run running[/]")
         self.refresh_nav()
         cluster = state.connected()
+        plan = state.rendered.plan
         prepared = await cluster.prepare_apply(state.rendered)
-        state.references = list(await cluster.reference_checks(state.rendered.plan))
-        state.prepared = prepared
+        state.references = list(await cluster.reference_checks(plan))
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
-            async with self.wizard.open_registry(state.rendered.plan) as registry:
+            async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
                     state.images = list(await cluster.check_images(state.rendered, registry))
+        from screens.steps.paths import auto_check
+
+        if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
+            self._verdict("[$accent]… checking the host paths on the nodes[/]")
+            stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"))
+            async with contextlib.aclosing(stream):
+                state.path_checks = [check async for check in stream]
+        state.prepared = prepared  # last: Next waits for every finding above
         self._show_prepared(prepared)
+        self._show_advice()  # the references and images just checked are findings too
         self.refresh_nav()
         self.maybe_replay()
 
@@ -153,9 +177,6 @@ class PreviewStep(StepScreen):
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
             verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
-        for check in self.state.references:  # a missing ConfigMap or Secret the plan names
-            if check.status.value in ("fail", "warn"):
-                verdict += f"\n[$warning]! {escape(check.message)}[/]\n  [$text-muted]→ {escape(check.hint)}[/]"
         self._verdict(verdict)
 
     def blocker(self) -> str:
@@ -168,7 +189,19 @@ class PreviewStep(StepScreen):
             return "server dry-run running…"
         if not state.prepared.ok:
             return "the API server rejected the objects (see above)"
-        return ""
+        from screens.findings import blocking_reason
+
+        return blocking_reason(state)
+
+    def blocker_detail(self) -> str:
+        from screens.findings import blocking_reason, plan_findings
+
+        if not blocking_reason(self.state):
+            return ""
+        first = next(f for f in plan_findings(self.state) if f.blocking)
+        return (
+            f"{first.message}\n→ {first.hint}\nFix it, or tick 'apply anyway' (the Warnings tab lists every finding)."
+        )
 
     # -- save -------------------------------------------------------------------------------
 

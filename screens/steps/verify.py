@@ -66,7 +66,7 @@ class VerifyStep(StepScreen):
         table: DataTable[str] = DataTable(id="verify-table", cursor_type="row")
         yield table
         with Horizontal(id="verify-row"):
-            yield Label("Raw output")
+            yield Label("Per node (Enter on a row: in full)")
             yield Button("Run again", id="reverify", compact=True)
             yield Button("Export report…", id="export", compact=True, variant="primary")
         yield Log(max_lines=5000, id="verify-log")
@@ -121,10 +121,10 @@ class VerifyStep(StepScreen):
                             self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
                         state.checks.append(item)
                         self._add_check(table, item)
+                        log.write_line(item.line())
                         self._summary()
                     else:
                         state.log_lines.append(item)
-                        log.write_line(f"{item.node}: {item.text}" if item.node else item.text)
         finally:
             self._verifying = False
         # nodes are checked concurrently; once done, show rows and output node by node
@@ -134,13 +134,29 @@ class VerifyStep(StepScreen):
                     table.update_cell(row, column, "- not checked")
         table.sort("node")
         log.clear()
-        for line in sorted(state.log_lines, key=lambda item: item.node):
-            log.write_line(f"{line.node}: {line.text}" if line.node else line.text)
+        for check in sorted(state.checks, key=lambda c: c.node):  # one line per result; the raw output on Enter
+            log.write_line(check.line())
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()
         if self.verified():
             self.state.forget_progress()
+
+    @on(DataTable.RowSelected, "#verify-table")
+    def _node_in_full(self, event: DataTable.RowSelected) -> None:
+        """Enter on a node: every check of it, with its hint, and the node's raw output."""
+        from screens.dialogs import HelpDialog
+
+        node = str(event.row_key.value)
+        lines = [f"## {node}", ""]
+        for check in (c for c in self.state.checks if c.node == node):
+            lines.append(f"* {check.line()}")
+            if check.hint and check.status.value != "pass":
+                lines.append(f"  * what to do: {self._runnable(check.hint)}")
+        raw = [line.text for line in self.state.log_lines if line.node == node]
+        if raw:
+            lines += ["", "Raw output:", "", "```", *raw, "```"]
+        self.app.push_screen(HelpDialog(f"Verify — {node}", "\n".join(lines)))
 
     def _add_check(self, table: DataTable[str], check: Any) -> None:
         if not check.node:
@@ -185,18 +201,35 @@ class VerifyStep(StepScreen):
             )
         else:
             lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {passed} checks passed")
+        from screens.findings import plan_findings
+
+        findings = plan_findings(self.state)
+        if findings:
+            lines.append(
+                f"[$warning]! {len(findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
+                f"{escape(findings[0].message)}"
+            )
         for check in checks:
             if not check.node and check.check != "summary":
                 symbol_style = "$success" if check.ok else "$error"
-                lines.append(f"[{symbol_style}]{check.status.symbol}[/] {escape(check.check)}: {escape(check.message)}")
+                lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
         shown = ("fail", "warn", "skipped")
         for check in [c for c in checks if c.status.value in shown and c.node][:2]:
             lines.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )
             if check.hint:
-                lines.append(f"[$text-muted]  → {escape(check.hint)}[/]")
+                lines.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
+
+    def _runnable(self, hint: str) -> str:
+        """A hint naming kubectl, made runnable: an in-process demo has no kubeconfig unless told where it is."""
+        demo = getattr(self.wizard, "_demo_cluster", None)
+        if "kubectl" not in hint or demo is None:
+            return hint
+        from screens.state import display_path
+
+        return hint.replace("kubectl ", f"KUBECONFIG={display_path(demo.kubeconfig_path)} kubectl -n gpu-operator ", 1)
 
     def blocker(self) -> str:
         if self._verifying:

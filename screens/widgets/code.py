@@ -74,14 +74,18 @@ class CodeView(VerticalScroll):
     CodeView {
         height: 1fr;
         background: $surface;
+        overflow-x: auto;
         & > Static { width: auto; min-width: 100%; padding: 0 1; }
+        &.-wrap > Static { width: 100%; }
     }
     """
+    # Code keeps its lines (a wrapped skopeo command reads as two) and scrolls sideways; prose wraps.
 
     def __init__(self, text: str = "", language: Language = "text", *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._text = text
         self._language: Language = language
+        self.set_class(language == "text", "-wrap")
 
     @property
     def text(self) -> str:

@@ -33,7 +33,7 @@ def status_markup(status: Any) -> str:
     if target.exists:
         return f"[$success]✓ present in target[/] [$text-muted]{escape(short_digest(target.digest))}[/]"
     if target.error:
-        return f"[$warning]? target unknown:[/] {escape(target.error)}"
+        return f"[$warning]? unreachable, not checked:[/] {escape(target.error)}"
     source = status.source
     if source is not None and source.exists:
         return f"[$warning]⇄ only in source[/] {escape(source.reference)} [$text-muted](mirror it)[/]"
@@ -81,7 +81,8 @@ class ImageGroups(Static):
                     f"[b]{number}[/] {escape(first.tag_os)} {escape(first.kernel)} · {nodes}: host driver, no image"
                 )
                 continue
-            lines.append(f"[b]{number}[/] [b]{escape(first.tag_os)}[/] {escape(first.kernel)} · {nodes}")
+            # the separators sit inside the styled spans: some terminals lost a space after a closing tag
+            lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(first.kernel)} · {nodes}")
             mark = (catalog or {}).get(image, "")
             lines.append(f"  [$accent]{escape(image_tag(image))}[/] {_CATALOG.get(mark, '')}".rstrip())
             status = status_of.get(image)

@@ -3,7 +3,8 @@
 ``pytest-textual-snapshot`` pins pytest < 9, so this is the small replacement: a snapshot is the
 app's own SVG export, compared byte for byte with ``tests/snapshots/svg/<name>.svg``; next to it a
 ``.txt`` with the plain screen text makes a mismatch readable in the failure message and in review.
-``pytest --update-snapshots`` (or ``GPU_WIZARD_UPDATE_SNAPSHOTS=1``) rewrites both.
+``pytest --update-snapshots`` (or ``GPU_WIZARD_UPDATE_SNAPSHOTS=1``) rewrites both, except under
+``CI=true``, where asking for it fails the test.
 
 The ``tui_env`` fixture makes frames stable: a private HOME (paths show as ``~/…``), no XDG
 overrides, no animations, and an Input cursor that does not blink.
@@ -135,7 +136,14 @@ def snapshot(request: pytest.FixtureRequest) -> Snapshot:
     update = (
         bool(request.config.getoption("--update-snapshots")) or os.environ.get("GPU_WIZARD_UPDATE_SNAPSHOTS") == "1"
     )
+    if update and refuse_update():
+        pytest.fail("snapshot updates are refused under CI=true: update them locally, review, and commit them")
     return Snapshot(update)
+
+
+def refuse_update() -> bool:
+    """CI compares frames, never rewrites them (a rewrite there would pass any change silently)."""
+    return os.environ.get("CI", "").lower() in ("true", "1")
 
 
 @pytest.fixture

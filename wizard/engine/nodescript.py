@@ -92,6 +92,11 @@ def mount_finding(result: StepResult, path: str, what: str, *, writable: bool) -
     target, options = fields[0], fields[-1].split(",")
     if "noexec" in options:
         hint = f"move {what} to a path on an exec mount (e.g. /opt/nvidia), or remount {target} with exec"
+        if what == "the driver install directory":  # the same advice as the Paths step's check gives
+            hint = (
+                f"remount {target} with exec on the GPU nodes (the driver container always uses /run/nvidia/driver; "
+                "driverInstallDir does not move it), or use a pre-installed host driver"
+            )
         return Status.FAIL, f"{path} is on {target}, mounted noexec: binaries there cannot run", hint
     if writable and options[0] == "ro":
         hint = "set toolkit.installDir to a writable path (SLE Micro: /run/nvidia/toolkit-install)"

@@ -417,6 +417,11 @@ class Plan(_Section):
         data = self.model_dump(mode="json", exclude_none=True)
         if not data["driver"].get("registryMirrors"):
             data["driver"].pop("registryMirrors", None)  # most clusters pull directly: keep their files short
+        # upstream-only switches at their defaults are not the user's answers: a replay must not add them
+        if not data["driver"].get("repoConfig", {}).get("configMapName"):
+            data["driver"].pop("repoConfig", None)
+        if not data["driver"].get("airgapped"):
+            data["driver"].pop("airgapped", None)
         if self.mode is Mode.PREINSTALLED:
             for key in ("source", "image", "version", "repository"):
                 if not data["driver"].get(key):

@@ -1,0 +1,153 @@
+"""Findings that travel with the plan: what a step found that may stop the driver from working.
+
+A finding made on one step (an image missing in the registry, a path mounted noexec, a missing
+pull Secret or repoConfig ConfigMap, GPU nodes on several OSes, the renderer's warnings) must not
+be lost on the next: Preview's Warnings tab, the Apply confirmation, the Verify summary and the
+exported report all list :func:`plan_findings`. A *blocking* finding (the driver cannot start as
+planned) holds Preview's Next until it is fixed or the user ticks the override.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from screens.state import WizardState
+
+#: Renderer advice (by code) that means the driver cannot start as planned.
+BLOCKING_ADVICE = frozenset({"airgapped-no-repoconfig", "no-gpu-nodes"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem with the plan, where to fix it, and whether it blocks Apply."""
+
+    message: str
+    hint: str = ""
+    """What to do about it (shown under the message everywhere)."""
+    blocking: bool = False
+    step: str = ""
+    """The step that found it (and where it is fixed)."""
+
+    def line(self) -> str:
+        """``✗ message`` (blocking) or ``! message``."""
+        return f"{'✗' if self.blocking else '!'} {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"message": self.message, "hint": self.hint, "blocking": self.blocking, "step": self.step}
+
+
+def _node_list(nodes: list[str], most: int = 3) -> str:
+    shown = ", ".join(nodes[:most])
+    return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
+
+
+def _image_findings(state: WizardState) -> list[Finding]:
+    found: list[Finding] = []
+    for status in state.images:
+        target = status.target
+        if target.error:
+            found.append(
+                Finding(
+                    f"{status.image}: registry unreachable, not checked ({target.error})",
+                    "check the registry address and the network from here; the nodes may still reach it",
+                    step="driver",
+                )
+            )
+        elif not target.exists:
+            fix = (
+                "run the mirror plan (Driver step or Preview's Mirror plan tab), then Check again"
+                if status.mirrorable
+                else "choose a version published for this kernel, or mirror the image into the registry"
+            )
+            found.append(
+                Finding(
+                    f"{status.image} is missing in the target registry: {len(status.nodes)} node(s) cannot pull it",
+                    fix,
+                    blocking=True,
+                    step="driver",
+                )
+            )
+    rendered = state.rendered
+    if rendered is not None and rendered.plan.precompiled:
+        from wizard.engine.catalog import tuple_status
+
+        present = {s.image for s in state.images if s.target.exists}
+        seen: set[str] = set()
+        for entry in rendered.node_images:
+            if not entry.image or entry.image in seen or entry.image in present:
+                continue
+            seen.add(entry.image)
+            if tuple_status(rendered.plan.driver.version, entry.kernel, entry.tag_os) == "unknown":
+                found.append(
+                    Finding(
+                        f"no published precompiled driver {rendered.plan.driver.version} for kernel {entry.kernel} "
+                        f"({entry.tag_os}): its nodes may get no driver",
+                        "see the support request on the Driver step",
+                        step="driver",
+                    )
+                )
+    return found
+
+
+def _path_findings(state: WizardState) -> list[Finding]:
+    """Failed node-side path checks, one finding per distinct problem (a thousand nodes read as one)."""
+    if state.path_checks is None and state.cluster is not None and state.facts is not None:
+        return [
+            Finding(
+                "the host paths were not checked on the nodes (noexec or read-only mounts would stop the driver)",
+                "press Check on nodes on the Paths step",
+                step="paths",
+            )
+        ]
+    problems: dict[tuple[str, str, str], list[str]] = {}
+    for check in state.path_checks or []:
+        if check.node and not check.ok:
+            message = str(check.message).replace(check.node, "").strip(" :")
+            problems.setdefault((check.check, message, check.hint), []).append(check.node)
+    return [
+        Finding(f"{name} on {_node_list(nodes)}: {message}", hint, blocking=True, step="paths")
+        for (name, message, hint), nodes in problems.items()
+    ]
+
+
+def _mixed_os_finding(state: WizardState) -> list[Finding]:
+    plan, facts = state.plan(), state.facts
+    if plan is None or facts is None or not plan.driver_enabled or plan.driver.useNvidiaDriverCRD:
+        return []
+    tags = facts.os_tags(plan.operator.version)
+    if len(tags) < 2:
+        return []
+    return [
+        Finding(
+            f"GPU nodes run {len(tags)} OSes ({', '.join(tags)}) but the NVIDIADriver CRD is off",
+            "tick NVIDIADriver CRD on the Driver step: one driver resource per OS, each with its own image",
+            step="driver",
+        )
+    ]
+
+
+def plan_findings(state: WizardState) -> list[Finding]:
+    """Every finding about the current plan, blocking ones first."""
+    found: list[Finding] = []
+    rendered = state.rendered
+    for advice in getattr(rendered, "advice", []):
+        if advice.level == "warning":
+            found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, "preview"))
+    for check in state.references:
+        if not check.ok or check.status.value == "warn":
+            found.append(Finding(check.message, check.hint, not check.ok, "driver"))
+    found += _image_findings(state)
+    found += _path_findings(state)
+    found += _mixed_os_finding(state)
+    return sorted(found, key=lambda f: not f.blocking)
+
+
+def blocking_reason(state: WizardState) -> str:
+    """Why Apply should not go ahead ("" when nothing blocks or the user overrode it)."""
+    blocking = [f for f in plan_findings(state) if f.blocking]
+    if not blocking or state.override_findings:
+        return ""
+    count = f"{len(blocking)} blocking findings" if len(blocking) > 1 else "1 blocking finding"
+    return f"{count}: fix or tick 'apply anyway'"

@@ -1,0 +1,119 @@
+"""A saved run is tied to its cluster, resumes without traps, and "Start over" means the defaults (issue 16).
+
+The answers of a run are saved beside a small state file naming the step it reached and the
+cluster it ran on (demo scenario, or context and API server). Resume is offered only on that
+cluster; a missing pull Secret named in the answers does not lock the user out at Connect; values
+of a step that does not apply (the Driver step of a pre-installed run) never reach the plan.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from screens.app import WizardApp
+from screens.dialogs import ConfirmDialog
+from tests.snapshots.plugin import screen_text, wait_for
+from tests.test_tui_flows import connected, demo_app, next_to, on_step
+
+DEMO_RUN = {"demo": "sle-micro-precompiled", "context": "gpu-wizard-demo", "server": ""}
+ANSWERS = (
+    "version: 1\nmode: precompiled\n"
+    "driver:\n  version: 565.57.01\n  repository: registry.example.com/mlops\n  imagePullSecrets: [mysecret]\n"
+)
+
+
+def saved_run(home: Path, step: str, **identity: object) -> Path:
+    """A previous run's answers and state file in the default place."""
+    answers = home / ".config" / "gpu-wizard" / "answers.yaml"
+    answers.parent.mkdir(parents=True, exist_ok=True)
+    answers.write_text(ANSWERS)
+    answers.with_name(".answers.yaml.step.json").write_text(json.dumps({"step": step, **identity}))
+    return answers
+
+
+def notices(app: WizardApp) -> str:
+    """Every notification shown so far (toasts may be off screen or wrapped)."""
+    return "\n".join(f"{n.title}: {n.message}" for n in app._notifications)
+
+
+async def answer_resume(pilot, resume: bool) -> None:
+    app = pilot.app
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 30, "the resume question")
+    await pilot.press("tab", "enter") if resume else await pilot.press("enter")  # focus starts on Start over
+    await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
+
+
+async def test_a_missing_pull_secret_does_not_trap_the_resume(tui_env: Path) -> None:
+    saved_run(tui_env, "paths", **DEMO_RUN)
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await answer_resume(pilot, resume=True)
+        await wait_for(pilot, lambda: on_step(app, "paths"), 30, "the replay to reach Paths")
+        assert app.state.get("driver.imagePullSecrets") == ["mysecret"]
+
+
+async def test_start_over_starts_from_the_defaults(tui_env: Path) -> None:
+    answers = saved_run(tui_env, "paths", **DEMO_RUN)
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await answer_resume(pilot, resume=False)
+        await connected(pilot)
+        assert app.state.answers == {"version": 1}
+        await next_to(pilot, "nodes")  # Connect is not blocked by the old run's Secret
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
+        assert app.state.get("driver.version") != "565.57.01"
+        assert not answers.with_name(".answers.yaml.step.json").read_text().count('"paths"')
+
+
+async def test_a_run_of_another_scenario_is_not_offered(tui_env: Path) -> None:
+    saved_run(tui_env, "paths", **DEMO_RUN)
+    app = demo_app(tui_env, "preinstalled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
+        assert not isinstance(app.screen, ConfirmDialog)
+        assert "demo scenario sle-micro-precompiled: not resumed here" in notices(app)
+        assert app.state.answers == {"version": 1}
+
+
+async def test_a_run_of_another_context_is_not_offered(tui_env: Path) -> None:
+    saved_run(tui_env, "paths", demo=None, context="prod", server="https://prod.example.com:6443")
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
+        assert "context prod: not resumed here" in notices(app)
+
+
+async def test_a_skipped_step_s_values_never_reach_the_plan(tui_env: Path) -> None:
+    answers = tui_env / "answers.yaml"
+    answers.write_text(ANSWERS.replace("mode: precompiled", "mode: preinstalled"))
+    app = WizardApp(demo="preinstalled", answers=str(answers), replay=False, step_delay=0.0, report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        plan = app.state.plan()
+        assert plan is not None and not plan.driver.version and not plan.driver.imagePullSecrets
+
+
+async def test_an_answers_file_naming_a_missing_secret_can_still_leave_connect(tui_env: Path) -> None:
+    answers = tui_env / "answers.yaml"
+    answers.write_text(ANSWERS.replace("565.57.01", "580.126.09.1"))
+    app = WizardApp(demo="sle-micro-precompiled", answers=str(answers), replay=False, step_delay=0.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        assert "Secret or ConfigMap the cluster lacks" in " ".join(screen_text(app).split())
+        await next_to(pilot, "nodes")
+
+
+async def test_resuming_a_run_saved_mid_way_reports_no_answers_file_problems(tui_env: Path) -> None:
+    from screens.state import INCOMPLETE_HEADER
+
+    answers = saved_run(tui_env, "mode", **DEMO_RUN)
+    answers.write_text(INCOMPLETE_HEADER + "version: 1\nmode: upstream\n")  # no driver.version yet
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await answer_resume(pilot, resume=True)
+        await wait_for(pilot, lambda: on_step(app, "mode"), 30, "the replay to reach Mode")
+        assert "Answers file problems" not in notices(app)
