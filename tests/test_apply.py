@@ -227,3 +227,15 @@ async def test_conflict_on_a_later_object_reports_what_the_undo_did(
             assert "nothing was changed (rolled back and read back)" in err.value.message
             assert policy is None
         assert await _policy(cluster) is None
+
+
+async def test_an_upgrade_diff_shows_no_empty_repoconfig_the_live_policy_never_had(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    demo = demo_cluster("existing-install-plain")
+    async with connected(demo) as cluster:
+        plan = await cluster.live_plan()
+        plan = plan.model_copy(update={"driver": plan.driver.model_copy(update={"version": "580.126.20"})})
+        prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+    assert prepared.ok and "version: 580.126.20" in prepared.diff
+    assert "repoConfig" not in prepared.diff  # nothing to clear: no change to show

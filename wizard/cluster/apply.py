@@ -164,6 +164,18 @@ def contains(live: Mapping[str, Any] | None, body: Mapping[str, Any]) -> bool:
     return sub(have, want)
 
 
+def _skip_empty_repo_config(body: dict[str, Any], live: Mapping[str, Any], owned: list[tuple[str, ...]]) -> None:
+    """Send the empty repoConfig (which clears a stale ConfigMap name) only when the live policy names one.
+
+    Otherwise the diff would show ``+ repoConfig: configMapName: ''``, a change that changes nothing.
+    """
+    live_repo = (((clean(dict(live)).get("spec") or {}).get("driver") or {}).get("repoConfig")) or {}
+    driver = body.get("spec", {}).get("driver") or {}
+    if not live_repo.get("configMapName") and (driver.get("repoConfig") or {}).get("configMapName") == "":
+        driver.pop("repoConfig", None)
+        owned[:] = [path for path in owned if path[:2] != ("driver", "repoConfig")]
+
+
 async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
     """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
     plan = rendered.plan
@@ -186,6 +198,7 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
             for path, value in owned_values(plan, rendered.toolkit_install_dir):
                 set_path(spec, path, value)
             body["spec"] = spec
+        _skip_empty_repo_config(body, live_policy, owned)
         owns = _applied_by_wizard(live_policy, POD_DELETION)
         for path, value in repair_values(plan, clean(live_policy).get("spec") or {}, wizard_owns_pod_deletion=owns):
             set_path(body["spec"], path, value)
