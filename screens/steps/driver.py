@@ -344,6 +344,12 @@ class DriverStep(FormStep):
             statuses = list(await state.cluster.check_images(rendered, registry))
         state.images = statuses
         groups.show(rendered.node_images, statuses, catalog=catalog)
+        present = {s.image for s in statuses if s.ok}
+        if present:  # a tag already in the target needs no copy: the plan lists only what is missing
+            todo = [item for item in rendered.mirror if item.target not in present]
+            self.query_one(MirrorPanel).show(
+                todo, mirror_script(todo), can_run=not simulated, note=DEMO_NO_MIRROR if simulated else ""
+            )
         self._show_support(rendered, statuses)
         self.maybe_replay()
 
