@@ -202,7 +202,7 @@ def hostile_markdown(results: list[CaseResult]) -> str:
         "stdin not a terminal, its own temporary folder and `HOME`, RLIMIT_AS 4 GiB) by `tests/hostile_runner.py`,",
         "the runner `tests/test_hostile_catalog.py` uses too. A case passes when it ends with the expected exit",
         "code and message, prints no traceback and no control character, and stays within "
-        f"{MAX_SECONDS:g} s (wall and CPU) and {MAX_RSS_MB:g} MB peak RSS (the child's `ru_maxrss` from `wait4`).",
+        f"{MAX_SECONDS:g} s (wall and CPU) and {MAX_RSS_MB:g} MB peak RSS (the child's own `VmHWM`, written as it exits: the kernel's `ru_maxrss` would also count the parent at the fork).",
         "",
         f"Cases: **{len(results)}**; outside their bounds or expectations: **{len(broken)}**; slowest "
         f"{max((r.seconds for r in results), default=0):.2f} s wall, {max((r.cpu_seconds for r in results), default=0):.2f} s CPU; "

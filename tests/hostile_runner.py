@@ -5,7 +5,7 @@ Used by ``tests/test_hostile_catalog.py`` (which fails on any broken bound or me
 Each case runs as ``python -m wizard ARGV`` (through ``runpy``, after setting RLIMIT_AS) in its own temporary folder (its files written there,
 ``HOME`` pointed inside it so nothing lands in the real state folder), with stdin closed to a
 ``/dev/null`` that is no terminal, under an address-space limit so that a runaway case fails
-instead of taking the machine down. Its peak RSS comes from the kernel (``os.wait4``).
+instead of taking the machine down. Its peak RSS is its own ``VmHWM`` (see ``_LIMITED_MAIN``).
 """
 
 from __future__ import annotations
