@@ -61,6 +61,13 @@ _OS_WORDS = ("ubuntu", "rhel", "rhcos", "rocky", "sles", "sle-micro", "sl-micro"
 VERSION_HELP = "a driver version such as 580.126.09.1 or a branch such as 580"
 
 
+def version_help(mode: Mode) -> str:
+    """What ``driver.version`` takes in a mode: upstream images are published per full version, not per branch."""
+    if mode is Mode.UPSTREAM:
+        return "a full driver version such as 580.126.20 (upstream images are tagged per version) or a sha256: digest"
+    return VERSION_HELP
+
+
 def check_driver_version(value: str, mode: Mode) -> str:
     """Validate ``driver.version`` for a mode; return the normalised value or raise ValueError."""
     if value.startswith(DIGEST_PREFIX):
@@ -83,7 +90,7 @@ def check_driver_version(value: str, mode: Mode) -> str:
             "operator appends the kernel and OS itself, and a suffixed version pulls a tag that does not "
             "exist (operator issue #1200)"
         )
-    raise ValueError(f"{value!r} is not {VERSION_HELP}" + (" or a sha256: digest" if mode is Mode.UPSTREAM else ""))
+    raise ValueError(f"{value!r} is not {version_help(mode)}")
 
 
 PATH_HELP = "an absolute folder such as /run/nvidia/driver (letters, digits, . _ + - and /)"
@@ -385,7 +392,7 @@ class Plan(_Section):
         if self.mode is Mode.PREINSTALLED:
             return self
         if not driver.version:
-            raise ValueError(f"driver.version: required in {self.mode.value} mode; give {VERSION_HELP}")
+            raise ValueError(f"driver.version: required in {self.mode.value} mode; give {version_help(self.mode)}")
         try:
             check_driver_version(driver.version, self.mode)
         except ValueError as exc:
