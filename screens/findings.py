@@ -51,8 +51,7 @@ def _image_findings(state: WizardState) -> list[Finding]:
             found.append(
                 Finding(  # a check that could not run is no proof the image is there (the CLI's apply refuses too)
                     f"{status.image}: registry unreachable, not checked ({target.error})",
-                    "check the registry address and the network from here; if the nodes reach it, tick "
-                    "'apply anyway'",
+                    "check the registry address and the network from here; if the nodes reach it, tick 'apply anyway'",
                     blocking=True,
                     step="driver",
                 )

@@ -125,6 +125,8 @@ class WizardState:
     preflight: Any = None
     """``wizard.cluster.facade.Preflight`` of the connected cluster."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    host_drivers: dict[str, str] = field(default_factory=dict)
+    """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""
     """Facts per node, kept current by the Nodes step's watch."""
     rendered: Any = None
     """``wizard.engine.render.Rendered`` of the current plan and facts."""

@@ -274,3 +274,15 @@ def test_discover_names_a_node_whose_kernel_moved_under_its_driver(
         time.sleep(0.5)
     assert code == 0 and [d["node"] for d in drift] == ["gpu-h200-01"] and drift[0]["kernel"] == new
     assert f"! kernel drift: gpu-h200-01 runs kernel {new}" in err and f"check-kernel {new}" in err
+
+
+def test_discover_check_hosts_finds_a_preinstalled_driver(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "discover", "--demo", "preinstalled")
+    assert code == 0 and "suggested mode: upstream" in out  # no label before the operator runs
+    code, out, _ = run(capsys, "discover", "--demo", "preinstalled", "--check-hosts", "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["recommendedMode"]["value"] == "preinstalled"
+    assert {n["name"]: n.get("hostDriver") for n in doc["nodes"] if n["gpu"]} == {
+        "gpu-l40s-01": "580.126.20",
+        "gpu-l40s-02": "580.126.20",
+    }

@@ -81,7 +81,7 @@ class ModeStep(FormStep):
         facts = self.state.facts
         if facts is None:
             return "precompiled", "no node facts yet; precompiled is the default"
-        rec = facts.recommend_mode()
+        rec = facts.recommend_mode(self.state.host_drivers)
         return rec.value, rec.reason
 
     def _mode_warning(self) -> str:

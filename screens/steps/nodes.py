@@ -12,12 +12,15 @@ import contextlib
 from typing import Any
 
 from rich.markup import escape
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Label, Static
+from textual.containers import Horizontal
+from textual.widgets import Button, DataTable, Label, Static
 
 from screens.steps.base import StepScreen
 from wizard.engine.textsafe import printable
+
+HOST_NOTE = "A host driver already? Check runs nvidia-smi in a probe pod."
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -43,6 +46,8 @@ class NodesStep(StepScreen):
     #groups { height: auto; max-height: 6; }
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
+    #host-row { height: 1; }
+    #host-note { width: 1fr; color: $text-muted; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -52,6 +57,9 @@ class NodesStep(StepScreen):
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
         yield table
+        with Horizontal(id="host-row"):
+            yield Static(HOST_NOTE, id="host-note")
+            yield Button("Check hosts", id="host-check", compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -135,7 +143,7 @@ class NodesStep(StepScreen):
                     node.name,
                     gpu_text(node.gpu_count, node.gpu_product),
                     short_runtime(node.container_runtime),
-                    node.deploy_driver or "-",
+                    self._driver_cell(node),
                     node.kernel_source
                     if node.kernel_source == node.os_source
                     else f"{node.kernel_source}/{node.os_source}",
@@ -144,6 +152,39 @@ class NodesStep(StepScreen):
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile
                 table.move_cursor(row=table.get_row_index(selected))
+
+    def _driver_cell(self, node: Any) -> str:
+        """The deploy label, else what the host check found (``host 580.126.20``, ``host: none``)."""
+        if node.deploy_driver:
+            return str(node.deploy_driver)
+        if node.name in self.state.host_drivers:
+            version = self.state.host_drivers[node.name]
+            return f"host {version}" if version else "host: none"
+        return "-"
+
+    @on(Button.Pressed, "#host-check")
+    def _check_hosts(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.check_hosts()
+
+    @work(exclusive=True, group="host-check", exit_on_error=False)
+    async def check_hosts(self) -> None:
+        """Run the host's own nvidia-smi on every GPU node (one privileged probe pod each, removed after)."""
+        note = self.query_one("#host-note", Static)
+        button = self.query_one("#host-check", Button)
+        button.disabled = True
+        note.update("checking the hosts (a probe pod per node)…")
+        try:
+            found = await self.state.connected().host_drivers()
+        finally:
+            button.disabled = False
+        self.state.host_drivers = found
+        working = sum(1 for version in found.values() if version)
+        note.update(  # one line beside the button at 80 columns, even for 5,000 nodes
+            f"host driver: {working}/{len(found)} GPU nodes"
+            + ("; Mode recommends Pre-installed" if found and working == len(found) else "")
+        )
+        self.redraw()
 
     @staticmethod
     def _selected_node(table: DataTable[Any]) -> str | None:

@@ -44,6 +44,11 @@ def register(sub: Any) -> None:
     discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
     cluster_options(discover)
     discover.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    discover.add_argument(
+        "--check-hosts",
+        action="store_true",
+        help="also run nvidia-smi on each GPU node's host (one privileged probe pod per node, removed after)",
+    )
     discover.set_defaults(handler=command(cmd_discover))
 
     apply = sub.add_parser("apply", help="preflight, diff, back up and apply the plan, then follow the rollout")
@@ -111,12 +116,13 @@ async def cmd_discover(args: argparse.Namespace) -> int:
         info = cluster.info
         preflight = await cluster.preflight()
         running = await running_driver_images(cluster, preflight.operator_namespace) if preflight.crds else {}
+        hosts = await cluster.host_drivers() if args.check_hosts else {}
     drift = kernel_drift(facts, running)
     for item in drift:
         sys.stderr.write(f"! kernel drift: {item.message()}\n")
     from wizard.engine.plan import DEFAULT_RELEASE
 
-    mode = facts.recommend_mode()
+    mode = facts.recommend_mode(hosts)
     groups = facts.groups(DEFAULT_RELEASE)
     if args.output == "json":
         doc = {
@@ -132,6 +138,7 @@ async def cmd_discover(args: argparse.Namespace) -> int:
                     "kernel": n.kernel,
                     "os": f"{n.os_id}{n.os_version}",
                     "deployDriver": n.deploy_driver,
+                    **({"hostDriver": hosts.get(n.name, "")} if args.check_hosts and n.gpu else {}),
                 }
                 for n in facts.nodes
             ],
@@ -148,7 +155,8 @@ async def cmd_discover(args: argparse.Namespace) -> int:
             f"{n.gpu_count} × {n.gpu_product}" if n.gpu else "-",
             n.kernel,
             f"{n.os_id} {n.os_version}",
-            n.deploy_driver or "-",
+            n.deploy_driver
+            or (f"host {hosts[n.name]}" if hosts.get(n.name) else ("host: none" if n.name in hosts else "-")),
         )
         for n in facts.nodes
     ]

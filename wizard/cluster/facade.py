@@ -28,7 +28,7 @@ from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.engine.mirror import operator_choices
-from wizard.engine.plan import Plan
+from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES, Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
@@ -55,6 +55,9 @@ ApplyPlan = applying.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
 PAGE_SIZE = 500
+
+
+KNOWN_RELEASE_VERSIONS = frozenset(KNOWN_RELEASES.values())
 
 
 def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]:
@@ -321,6 +324,33 @@ class Cluster:
                 f"nothing applied: pre-installed mode needs a working host driver, but nvidia-smi did not pass on {shown}",
                 "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
             )
+
+    async def host_drivers(self) -> dict[str, str]:
+        """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
+
+        One privileged probe pod per GPU node (the pre-installed check's path), removed afterwards: the
+        front ends run it only when the user asks, since it creates privileged pods.
+        """
+        facts = await self.discover()
+        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+        found = {n.name: "" for n in gpu}
+        if not gpu:
+            return found
+        preflight = self._preflight or await self.preflight()
+        release = (
+            preflight.operator_release if preflight.operator_release in KNOWN_RELEASE_VERSIONS else DEFAULT_RELEASE
+        )
+        plan = Plan.model_validate(
+            {"mode": "preinstalled", "operator": {"version": release, "namespace": preflight.operator_namespace}}
+        )
+        ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
+        pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+        async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, 16, pages)) as probes:
+            async for item in probes:
+                if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
+                    found[item.node] = str((item.data or {}).get("driver_version") or "")
+        self.host_verified |= ctx.host_ok
+        return found
 
     async def rollback(self, backup: Backup | str | Path) -> list[str]:
         """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""

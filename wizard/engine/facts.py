@@ -315,8 +315,12 @@ class ClusterFacts:
         """Distinct OS tags among GPU nodes."""
         return sorted({n.tag_os(operator_release) for n in self.gpu_nodes})
 
-    def recommend_mode(self) -> Recommendation:
-        """The driver mode these nodes suggest, with the reason."""
+    def recommend_mode(self, host_drivers: Mapping[str, str] | None = None) -> Recommendation:
+        """The driver mode these nodes suggest, with the reason.
+
+        ``host_drivers`` (node -> the driver version the host's own nvidia-smi reported, "" for none) is
+        what a host check found before the operator ran, when the deploy label cannot tell yet.
+        """
         gpu = self.gpu_nodes
         if not gpu:
             return Recommendation(Mode.UPSTREAM.value, "no GPU nodes found; upstream is the operator's default")
@@ -324,6 +328,13 @@ class ClusterFacts:
             return Recommendation(
                 Mode.PREINSTALLED.value,
                 "every GPU node is labelled nvidia.com/gpu.deploy.driver=pre-installed: a host driver already works",
+            )
+        found = host_drivers or {}
+        if all(found.get(n.name) for n in gpu):
+            versions = ", ".join(sorted({found[n.name] for n in gpu}))
+            return Recommendation(
+                Mode.PREINSTALLED.value,
+                f"nvidia-smi passed on every GPU node's host (driver {versions}): a host driver already works",
             )
         immutable = sorted({f"{n.os_id} {n.os_version}" for n in gpu if n.os_id in PRECOMPILED_OS_IDS})
         if immutable:
