@@ -22,13 +22,13 @@ from wizard.cluster.backup import Backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.kubeconfig import demo_marker, list_contexts
-from wizard.cluster.liveplan import plan_from_live
+from wizard.cluster.liveplan import known_release, plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.engine.mirror import operator_choices
-from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES, Plan
+from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
@@ -55,9 +55,6 @@ ApplyPlan = applying.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
 PAGE_SIZE = 500
-
-
-KNOWN_RELEASE_VERSIONS = frozenset(KNOWN_RELEASES.values())
 
 
 def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]:
@@ -303,20 +300,12 @@ class Cluster:
         facts = await self.discover()
         gpu = [n for n in facts.gpu_nodes if n.name not in self.host_verified]
         if gpu:
-            plan = prepared.plan
-            if plan is None:
+            if prepared.plan is None:
                 raise ClusterError(
                     "pre-installed mode: cannot tell which release to probe with",
                     "pass --allow-unverified-preinstalled",
                 )
-            ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
-            try:
-                pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
-                async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, 16, pages)) as probes:
-                    async for _ in probes:
-                        pass
-            finally:
-                self.host_verified |= ctx.host_ok
+            await self._probe_hosts(prepared.plan, gpu)
         missing = sorted(n.name for n in facts.gpu_nodes if n.name not in self.host_verified)
         if missing:
             shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -331,25 +320,33 @@ class Cluster:
         One privileged probe pod per GPU node (the pre-installed check's path), removed afterwards: the
         front ends run it only when the user asks, since it creates privileged pods.
         """
-        facts = await self.discover()
-        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
-        found = {n.name: "" for n in gpu}
+        gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
         if not gpu:
-            return found
+            return {}
         preflight = self._preflight or await self.preflight()
-        release = (
-            preflight.operator_release if preflight.operator_release in KNOWN_RELEASE_VERSIONS else DEFAULT_RELEASE
-        )
         plan = Plan.model_validate(
-            {"mode": "preinstalled", "operator": {"version": release, "namespace": preflight.operator_namespace}}
+            {
+                "mode": "preinstalled",
+                "operator": {
+                    "version": known_release(preflight.operator_release),
+                    "namespace": preflight.operator_namespace,
+                },
+            }
         )
+        return await self._probe_hosts(plan, gpu)
+
+    async def _probe_hosts(self, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
+        """Run the pre-installed host checks on ``nodes`` (a probe pod each): node -> host driver version ("" none)."""
+        found = {n.name: "" for n in nodes}
         ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
-        pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
-        async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, 16, pages)) as probes:
-            async for item in probes:
-                if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
-                    found[item.node] = str((item.data or {}).get("driver_version") or "")
-        self.host_verified |= ctx.host_ok
+        try:
+            pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
+            async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, 16, pages)) as probes:
+                async for item in probes:
+                    if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
+                        found[item.node] = str((item.data or {}).get("driver_version") or "")
+        finally:
+            self.host_verified |= ctx.host_ok
         return found
 
     async def rollback(self, backup: Backup | str | Path) -> list[str]:

@@ -17,7 +17,8 @@ from wizard.engine.naming import Release
 from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES, Plan
 
 
-def _release(text: str) -> str:
+def known_release(text: str) -> str:
+    """The release line gpu-wizard knows for an operator image tag (``v26.3.4`` -> ``v26.3.4``), else the default."""
     try:
         release = Release.parse(text)
     except ValueError:
@@ -48,7 +49,7 @@ def plan_from_live(
     mode = "preinstalled" if not enabled else ("precompiled" if source.get("usePrecompiled") else "upstream")
     answers: dict[str, Any] = {
         "version": 1,
-        "operator": {"version": _release(release), "namespace": namespace},
+        "operator": {"version": known_release(release), "namespace": namespace},
         "mode": mode,
         "driver": {"useNvidiaDriverCRD": crd},
     }
