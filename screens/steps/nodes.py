@@ -58,7 +58,7 @@ class NodesStep(StepScreen):
         table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
         yield table
         with Horizontal(id="host-row"):
-            yield Static(HOST_NOTE, id="host-note")
+            yield Static(self._host_summary() or HOST_NOTE, id="host-note")
             yield Button("Check hosts", id="host-check", compact=True)
 
     def on_mount(self) -> None:
@@ -179,12 +179,17 @@ class NodesStep(StepScreen):
         finally:
             button.disabled = False
         self.state.host_drivers = found
-        working = sum(1 for version in found.values() if version)
-        note.update(  # one line beside the button at 80 columns, even for 5,000 nodes
-            f"host driver: {working}/{len(found)} GPU nodes"
-            + ("; Mode recommends Pre-installed" if found and working == len(found) else "")
-        )
+        note.update(self._host_summary())
         self.redraw()
+
+    def _host_summary(self) -> str:
+        """What the last host check found ("" before one ran); one line beside the button, even for 5,000 nodes."""
+        found = self.state.host_drivers
+        if not found:
+            return ""
+        working = sum(1 for version in found.values() if version)
+        recommended = "; Mode recommends Pre-installed" if working == len(found) else ""
+        return f"host driver: {working}/{len(found)} GPU nodes{recommended}"
 
     @staticmethod
     def _selected_node(table: DataTable[Any]) -> str | None:
