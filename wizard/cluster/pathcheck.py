@@ -7,7 +7,7 @@ it does not exist yet, its nearest existing parent, where the operand will creat
 writable and on a mount without ``noexec``. A read-only ``/usr/local`` (SLE Micro, other immutable
 OSes) or a ``noexec`` ``/run`` breaks the install only after the rollout; checked here first.
 
-Per node, one short-lived probe pod (:class:`wizard.cluster.probe.ProbePod`: host ``/`` at ``/host``,
+Per node, the host probe (:mod:`wizard.cluster.hostprobe`: host ``/`` at ``/host``,
 deleted afterwards, also on cancellation) runs one script of ``chroot /host test -d|-w`` and
 ``findmnt -T`` steps for each path and its parents; plain commands, no shell loops, so the same
 script runs on any host.
@@ -15,16 +15,15 @@ script runs on any host.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import posixpath
-import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.probe import ProbePod, sweep
+from wizard.cluster.hostprobe import run_on_hosts
+from wizard.cluster.probe import Leftover
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
@@ -158,31 +157,6 @@ def finding(spec: HostPath, results: Mapping[str, StepResult], node: str) -> Che
     return check(Status.PASS, allows, f"{where}: on {target} ({flags or 'rw'}), {allows}")
 
 
-async def check_node(
-    gateway: Gateway,
-    node: str,
-    paths: Sequence[HostPath],
-    *,
-    namespace: str,
-    image: str,
-    timeout: float,
-    run_id: str,
-) -> list[Check]:
-    """Every path's check on one node (one probe pod, one exec); a probe that cannot run fails each path."""
-    steps = steps_for(paths)
-    probe = ProbePod(gateway, node, namespace, image, timeout=timeout, run_id=run_id)
-    try:
-        async with probe as shell:
-            results = await shell.run_steps(steps, lambda _stream, _line: None)
-    except ClusterError as exc:
-        hint = exc.hint or "check that the node is Ready and its kubelet reachable"
-        return [
-            Check(p.check, Status.FAIL, f"cannot check {p.path}: {exc.message}", node=node, hint=hint) for p in paths
-        ] + ([probe.leftover.check()] if probe.leftover else [])
-    by_name = {step.check: result for step, result in zip(steps, results, strict=True)}
-    return [finding(p, by_name, node) for p in paths] + ([probe.leftover.check()] if probe.leftover else [])
-
-
 async def check_nodes(
     gateway: Gateway,
     nodes: Sequence[str],
@@ -193,32 +167,27 @@ async def check_nodes(
     concurrency: int,
     timeout: float,
 ) -> AsyncGenerator[Check, None]:
-    """Check ``paths`` on ``nodes`` (``concurrency`` at once), yielding each node's checks as it finishes.
+    """Check ``paths`` on ``nodes`` through the host probe, yielding each node's checks as it finishes.
 
-    Closing the generator early (or cancelling its consumer) cancels the node tasks and deletes
-    every probe pod of this run, including one whose create was interrupted.
+    Closing the generator early (or cancelling its consumer) stops the probe, which removes what it created.
     """
-    run_id = uuid.uuid4().hex[:12]
-    semaphore = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(node: str) -> list[Check]:
-        async with semaphore:
-            return await check_node(
-                gateway, node, paths, namespace=namespace, image=image, timeout=timeout, run_id=run_id
-            )
-
-    tasks = [asyncio.create_task(one(node)) for node in nodes]
-    try:
-        for done in asyncio.as_completed(tasks):
-            for check in await done:
-                yield check
-    finally:
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
-        with contextlib.suppress(Exception):
-            await asyncio.shield(sweep(gateway, namespace, run_id))
+    steps = steps_for(paths)
+    runs = run_on_hosts(
+        gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
+    )
+    async with contextlib.aclosing(runs):
+        async for run in runs:
+            if isinstance(run, Leftover):
+                yield run.check()
+            elif not run.ran:
+                for p in paths:
+                    yield Check(
+                        p.check, Status.FAIL, f"cannot check {p.path}: {run.error}", node=run.node, hint=run.hint
+                    )
+            else:
+                by_name = run.by_check(steps)
+                for p in paths:
+                    yield finding(p, by_name, run.node)
 
 
 def prepare(
