@@ -1,0 +1,426 @@
+"""Host checks before apply (the node doctor): what to run on each GPU node's host and what it means.
+
+The install failures the GPU Operator's users hit first are decided on the host, before any operand
+runs: ``nouveau`` holding the GPUs, Secure Boot refusing an unsigned module, a host driver already
+loaded (or missing in pre-installed mode), a pre-installed driver on a branch the target release does
+not support or that will not load after a reboot, no package source for the kernel headers an
+upstream install compiles against, and too little free space. :func:`host_steps` lists the commands
+(plain argv, run through ``chroot`` on the host: no shell, nothing from the cluster inside them);
+:func:`read_host` turns one node's results into a :class:`HostState`; :func:`host_findings` judges a
+state against a :class:`DoctorTarget` (the plan's mode and release) and gives ``Check`` findings with
+the cause and the fix command for the node's OS (texts in ``assets/doctor/``); :func:`group_findings`
+folds the same finding on many nodes into one group that names them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from wizard.bundled import asset_text, parse_yaml
+from wizard.engine.modes import Mode
+from wizard.engine.naming import Release
+from wizard.engine.nodescript import Step, StepResult
+from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, KNOWN_RELEASES, Plan
+from wizard.engine.results import Check, Status
+from wizard.engine.textsafe import printable
+
+EFI_SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+"""The UEFI global variable whose last byte is 1 when Secure Boot is on (read when mokutil is missing)."""
+_VERSION_RE = re.compile(r"\b(\d{3})\.\d{1,3}(?:\.\d{1,3})?\b", re.ASCII)
+_KERNEL_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z", re.ASCII)
+
+
+@cache
+def doctor_asset(name: str) -> dict[str, Any]:
+    """One YAML file of ``assets/doctor/`` (read once)."""
+    data: dict[str, Any] = parse_yaml(asset_text("doctor", name))
+    return data
+
+
+@dataclass(frozen=True)
+class DoctorTarget:
+    """What the host checks judge against: the plan's mode and where it installs."""
+
+    mode: Mode
+    release: str = DEFAULT_RELEASE
+    namespace: str = DEFAULT_NAMESPACE
+    airgapped: bool = False
+    repo_config: str = ""
+    toolkit_dir: str = DEFAULT_TOOLKIT_INSTALL_DIR
+
+    @property
+    def bundle(self) -> str:
+        """The shipped release bundle of the target release line (chart defaults, the probe's image)."""
+        release = Release.parse(self.release)
+        return KNOWN_RELEASES.get(f"{release.major}.{release.minor}", DEFAULT_RELEASE)
+
+    @classmethod
+    def from_plan(cls, plan: Plan) -> DoctorTarget:
+        return cls(
+            mode=plan.mode,
+            release=plan.operator.version,
+            namespace=plan.operator.namespace,
+            airgapped=plan.driver.airgapped,
+            repo_config=plan.driver.repoConfig.configMapName,
+            toolkit_dir=plan.toolkit.installDir or DEFAULT_TOOLKIT_INSTALL_DIR,
+        )
+
+
+def _free_space_paths(target: DoctorTarget) -> list[tuple[str, str, int]]:
+    """(path df is asked about, what installs there, MiB needed): the top folder of each, which exists before install."""
+    out = []
+    for entry in doctor_asset("host-checks.yaml")["free_space"]:
+        path = target.toolkit_dir if entry["path"] == "toolkit" else str(entry["path"])
+        top = "/" + path.strip("/").split("/", 1)[0]
+        out.append((top, str(entry["what"]), int(entry["need_mb"])))
+    return out
+
+
+def host_steps(target: DoctorTarget, os_ids: Iterable[str] = ()) -> list[Step]:
+    """The commands run on every GPU node's host, in order; each is a fixed argv gpu-wizard owns.
+
+    ``os_ids`` (the GPU nodes' os-release IDs) pick which distribution package hosts are resolved:
+    the names come from ``assets/doctor/host-checks.yaml``, never from the node.
+    """
+    hosts = doctor_asset("host-checks.yaml")["package_hosts"]
+    package_hosts = sorted({str(hosts[os_id]) for os_id in os_ids if os_id in hosts})
+    steps = [
+        Step("lsmod", ("lsmod",), host=True),
+        Step("nvidia-version", ("cat", "/proc/driver/nvidia/version"), host=True),
+        Step("host-nvidia-smi", ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), host=True),
+        Step("uname", ("uname", "-r"), host=True),
+        Step("mokutil", ("mokutil", "--sb-state"), host=True),
+        Step("efi-secure-boot", ("od", "-An", "-t", "u1", EFI_SECURE_BOOT), host=True),
+        Step("dkms", ("dkms", "status"), host=True),
+        Step("modinfo", ("modinfo", "-n", "nvidia"), host=True),
+        Step(
+            "headers",
+            ("find", "-L", "/lib/modules", "-mindepth", "2", "-maxdepth", "2", "-name", "build", "-type", "d"),
+            host=True,
+        ),
+        Step("df", ("df", "-Pm", *dict.fromkeys(p for p, _, _ in _free_space_paths(target))), host=True),
+    ]
+    steps += [Step(f"resolve:{host}", ("getent", "hosts", host), host=True) for host in package_hosts]
+    return steps
+
+
+@dataclass(frozen=True)
+class HostState:
+    """What one GPU node's host showed. ``None`` in a field: that check gave no answer (said in ``unknown``)."""
+
+    node: str
+    os_id: str = ""
+    kernel: str = ""
+    error: str = ""
+    """Why the host could not be checked at all ("" when it was)."""
+    nouveau: bool | None = None
+    nvidia_loaded: bool | None = None
+    loaded_version: str = ""
+    host_driver: str = ""
+    """The version the host's own nvidia-smi reports ("" none works)."""
+    host_smi_detail: str = ""
+    secure_boot: bool | None = None
+    dkms_registered: bool | None = None
+    module_in_tree: bool | None = None
+    headers: bool | None = None
+    package_source: bool | None = None
+    free_mb: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """df path -> (MiB available, mount point)."""
+    unknown: dict[str, str] = field(default_factory=dict)
+    """check -> why it gave no answer."""
+
+
+def _clean(text: str, limit: int = 120) -> str:
+    """Node output for a one-line message: control characters escaped, cut."""
+    line = printable(text.strip().splitlines()[0] if text.strip() else "")
+    return line[:limit] + ("…" if len(line) > limit else "")
+
+
+def _secure_boot(mok: StepResult | None, efi: StepResult | None) -> bool | None:
+    if mok is not None and mok.exit_code is not None:
+        text = mok.output.lower()
+        if "secureboot enabled" in text:
+            return True
+        if "secureboot disabled" in text or "not supported" in text:
+            return False
+    if efi is not None and efi.exit_code == 0:
+        numbers = efi.output.split()
+        if numbers and numbers[-1].isdigit():
+            return numbers[-1] == "1"
+    if efi is not None and efi.exit_code not in (None, 127) and "No such file" in efi.output:
+        return False  # no SecureBoot variable: legacy BIOS boot or EFI without Secure Boot
+    return None
+
+
+def _free_space(result: StepResult | None, paths: Sequence[str]) -> dict[str, tuple[int, str]]:
+    if result is None or result.exit_code != 0:
+        return {}
+    rows = [line.split() for line in result.output.splitlines()[1:] if line.strip()]
+    out = {}
+    for path, row in zip(paths, rows, strict=False):
+        if len(row) >= 6 and row[3].isdigit():
+            out[path] = (int(row[3]), printable(row[5]))
+    return out
+
+
+def read_host(node: str, os_id: str, steps: Sequence[Step], results: Sequence[StepResult]) -> HostState:
+    """One node's step results as a :class:`HostState` (the judging is :func:`host_findings`')."""
+    by = {step.check: result for step, result in zip(steps, results, strict=False)}
+    unknown: dict[str, str] = {}
+
+    def answered(check: str) -> StepResult | None:
+        result = by.get(check)
+        if result is None or result.exit_code is None:
+            unknown[check] = "the step did not finish"
+            return None
+        return result
+
+    lsmod = answered("lsmod")
+    modules = {line.split()[0] for line in (lsmod.output if lsmod else "").splitlines()[1:] if line.split()}
+    nouveau = "nouveau" in modules if lsmod is not None and lsmod.exit_code == 0 else None
+    version_file = answered("nvidia-version")
+    loaded_version = ""
+    if version_file is not None and version_file.exit_code == 0:
+        match = _VERSION_RE.search(version_file.output)
+        loaded_version = match.group(0) if match else ""
+    nvidia_loaded = ("nvidia" in modules or bool(loaded_version)) if lsmod is not None else None
+    smi = answered("host-nvidia-smi")
+    host_driver, smi_detail = "", ""
+    if smi is not None:
+        match = _VERSION_RE.search(smi.output)
+        if smi.exit_code == 0 and match:
+            host_driver = match.group(0)
+        else:
+            smi_detail = (
+                "not installed"
+                if smi.exit_code == 127
+                else f"exit {smi.exit_code}: {_clean(smi.output) or 'no output'}"
+            )
+    uname = answered("uname")
+    kernel = uname.output.strip() if uname is not None and uname.exit_code == 0 else ""
+    kernel = kernel if _KERNEL_RE.match(kernel) else ""
+    secure_boot = _secure_boot(by.get("mokutil"), by.get("efi-secure-boot"))
+    if secure_boot is None:
+        unknown["secure-boot"] = "neither mokutil nor the EFI SecureBoot variable answered"
+    dkms = answered("dkms")
+    dkms_registered: bool | None = None
+    if dkms is not None and dkms.exit_code == 0:
+        dkms_registered = any(
+            line.startswith("nvidia") and (not kernel or kernel in line) and "installed" in line
+            for line in dkms.output.splitlines()
+        )
+    elif dkms is not None:
+        dkms_registered = False if dkms.exit_code == 127 else None  # no dkms on the host: nothing is registered
+    modinfo = answered("modinfo")
+    module_in_tree = None if modinfo is None else (modinfo.exit_code == 0 and "/lib/modules/" in modinfo.output)
+    find = answered("headers")
+    headers = None
+    if find is not None and find.exit_code in (0, 1) and kernel:
+        headers = f"/lib/modules/{kernel}/build" in find.output.splitlines()
+    host = doctor_asset("host-checks.yaml")["package_hosts"].get(os_id)
+    resolve = by.get(f"resolve:{host}") if host else None
+    package_source = None if resolve is None or resolve.exit_code is None else resolve.exit_code == 0
+    df_step = next((s for s in steps if s.check == "df"), None)
+    free = _free_space(by.get("df"), [a for a in (df_step.argv[2:] if df_step else ())])
+    return HostState(
+        node=node,
+        os_id=os_id,
+        kernel=kernel,
+        nouveau=nouveau,
+        nvidia_loaded=nvidia_loaded,
+        loaded_version=loaded_version,
+        host_driver=host_driver,
+        host_smi_detail=smi_detail,
+        secure_boot=secure_boot,
+        dkms_registered=dkms_registered,
+        module_in_tree=module_in_tree,
+        headers=headers,
+        package_source=package_source,
+        free_mb=free,
+        unknown=unknown,
+    )
+
+
+def os_family(os_id: str) -> str:
+    """``ubuntu``, ``rhel``, ``sles``, ``slemicro`` or ``other``: which fix commands apply."""
+    return str(doctor_asset("host-checks.yaml")["os_families"].get(os_id, "other"))
+
+
+def _fix(code: str, os_id: str, **values: str) -> tuple[str, str]:
+    """(cause, fix) of a finding for the node's OS, placeholders filled."""
+    entry = doctor_asset("fixes.yaml")["findings"][code]
+    fixes = entry["fix"]
+    family = os_family(os_id)
+    fix = fixes.get(family) or fixes["other"]
+    return str(entry["cause"]).format(**values), str(fix).format(**values)
+
+
+def supported_branches(release: str) -> tuple[list[str], str]:
+    """(driver branches the release line supports, its default driver) from ``driver-branches.yaml``."""
+    parsed = Release.parse(release)
+    entry = doctor_asset("driver-branches.yaml")["releases"].get(f"{parsed.major}.{parsed.minor}") or {}
+    return [str(b) for b in entry.get("branches") or []], str(entry.get("default") or "")
+
+
+def _finding(code: str, status: Status, state: HostState, *, note: str = "", **values: str) -> Check:
+    """A finding on one node; ``note`` is added to the fix (the reboot warning)."""
+    cause, fix = _fix(code, state.os_id, **values)
+    hint = f"{fix}. {note}" if note else fix
+    return Check(code, status, cause, node=state.node, hint=hint, data={"os_family": os_family(state.os_id)})
+
+
+def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
+    """The problems (and the checks that could not run, as SKIPPED) one host has for this target."""
+    if state.error:
+        return [Check("host-check", Status.SKIP, f"host not checked: {state.error}", node=state.node)]
+    found: list[Check] = []
+    containerized = target.mode is not Mode.PREINSTALLED
+    if state.nouveau:
+        found.append(_finding("nouveau-loaded", Status.FAIL, state))
+    if state.secure_boot and target.mode is Mode.UPSTREAM:
+        found.append(_finding("secure-boot-unsigned", Status.FAIL, state, mode=target.mode.value))
+    elif state.secure_boot and target.mode is Mode.PRECOMPILED and os_family(state.os_id) != "ubuntu":
+        found.append(_finding("secure-boot-precompiled", Status.WARN, state))
+    if containerized and state.host_driver:
+        found.append(_finding("host-driver-loaded", Status.FAIL, state, version=state.host_driver))
+    if not containerized:
+        found += _preinstalled_findings(target, state)
+    if target.mode is Mode.UPSTREAM:
+        found += _package_source_findings(target, state)
+    found += _space_findings(target, state)
+    for check, why in state.unknown.items():
+        if check in ("secure-boot",) and target.mode is Mode.PREINSTALLED:
+            continue  # a working pre-installed driver already loaded: Secure Boot no longer matters
+        found.append(Check(check, Status.SKIP, f"not checked on the host: {why}", node=state.node))
+    return found
+
+
+def _preinstalled_findings(target: DoctorTarget, state: HostState) -> list[Check]:
+    supported, default = supported_branches(target.release)
+    recommended = (supported or [default.split(".")[0] or "580"])[0]
+    if not state.host_driver:
+        detail = state.host_smi_detail or "no answer"
+        return [_finding("no-host-driver", Status.FAIL, state, detail=detail, branch=recommended)]
+    found = []
+    branch = state.host_driver.split(".")[0]
+    if supported and branch not in supported:
+        found.append(
+            _finding(
+                "driver-branch-unsupported",
+                Status.FAIL,
+                state,
+                version=state.host_driver,
+                branch=branch,
+                release=target.release,
+                supported=", ".join(supported),
+                recommended=recommended,
+            )
+        )
+    reboot = str(doctor_asset("fixes.yaml")["reboot_warning"]).strip()
+    kernel = state.kernel or "the running kernel"
+    values = {"version": state.host_driver, "kernel": kernel, "branch": branch}
+    if state.module_in_tree is False and not state.dkms_registered:
+        found.append(_finding("driver-not-at-boot", Status.FAIL, state, note=reboot, **values))
+    elif state.module_in_tree and state.dkms_registered is False:
+        found.append(_finding("driver-no-dkms", Status.WARN, state, note=reboot, **values))
+    return found
+
+
+def _package_source_findings(target: DoctorTarget, state: HostState) -> list[Check]:
+    if target.repo_config:
+        return []  # the plan names the mirror; reference checks prove the ConfigMap exists
+    if state.package_source and not target.airgapped:
+        return []
+    kernel = state.kernel or "the running kernel"
+    headers = "present on the host" if state.headers else "not installed on the host"
+    if target.airgapped:
+        where = f"the plan says the nodes are air-gapped and sets no driver.repoConfig (headers {headers})"
+    elif state.package_source is False:
+        where = f"the node cannot resolve its distribution's package host and no driver.repoConfig names a mirror (headers {headers})"
+    else:
+        why = f"no known package host for OS {state.os_id or 'unknown'}" if state.package_source is None else ""
+        return (
+            [Check("package-source", Status.SKIP, f"package source not checked: {why}", node=state.node)] if why else []
+        )
+    return [_finding("no-package-source", Status.FAIL, state, kernel=kernel, where=where, namespace=target.namespace)]
+
+
+def _space_findings(target: DoctorTarget, state: HostState) -> list[Check]:
+    found = []
+    for path, what, need in _free_space_paths(target):
+        if path not in state.free_mb:
+            continue
+        free, mount = state.free_mb[path]
+        if free < need:
+            found.append(
+                _finding(
+                    "low-free-space",
+                    Status.FAIL,
+                    state,
+                    path=path,
+                    free=str(free),
+                    mount=mount,
+                    what=what,
+                    need=str(need),
+                )
+            )
+    return found
+
+
+@dataclass(frozen=True)
+class FindingGroup:
+    """One finding and every node that has it (a finding on 4,000 nodes is one group)."""
+
+    check: str
+    status: Status
+    message: str
+    hint: str
+    nodes: tuple[str, ...]
+    detail: str = ""
+
+    def line(self, most: int = 3) -> str:
+        """``✗ nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause``."""
+        count = len(self.nodes)
+        shown = ", ".join(self.nodes[:most]) + (f" and {count - most} more" if count > most else "")
+        where = f" on {count} node{'s' if count != 1 else ''} ({shown})" if count else ""
+        skipped = "SKIPPED " if self.status is Status.SKIP else ""
+        return f"{self.status.symbol} {skipped}{self.check}{where}: {self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "status": self.status.value,
+            "message": self.message,
+            "fix": self.hint,
+            "nodes": list(self.nodes),
+            "count": len(self.nodes),
+        }
+
+
+_ORDER = {Status.FAIL: 0, Status.WARN: 1, Status.SKIP: 2, Status.PASS: 3, Status.RUNNING: 4}
+
+
+def group_findings(checks: Iterable[Check]) -> list[FindingGroup]:
+    """Checks with the same finding, cause and fix folded into one group naming its nodes; failures first."""
+    groups: dict[tuple[str, Status, str, str], list[str]] = {}
+    details: dict[tuple[str, Status, str, str], str] = {}
+    for check in checks:
+        key = (check.check, check.status, check.message, check.hint)
+        groups.setdefault(key, [])
+        if check.node:
+            groups[key].append(check.node)
+        details.setdefault(key, check.detail)
+    out = [
+        FindingGroup(name, status, message, hint, tuple(sorted(nodes)), details[(name, status, message, hint)])
+        for (name, status, message, hint), nodes in groups.items()
+    ]
+    return sorted(out, key=lambda g: (_ORDER[g.status], -len(g.nodes), g.check, g.message))
+
+
+def states_findings(target: DoctorTarget, states: Mapping[str, HostState]) -> list[Check]:
+    """Every host's findings for a target."""
+    return [check for state in states.values() for check in host_findings(target, state)]
