@@ -66,6 +66,18 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     count: int = 1
     kubelet_version: str = "v1.31.4"
+    nouveau: bool = False
+    """The open-source ``nouveau`` module is loaded (``lsmod`` shows it) and holds the GPUs."""
+    secure_boot: bool = False
+    """UEFI Secure Boot is on (``mokutil --sb-state``): only signed kernel modules load."""
+    dkms: bool = True
+    """The host driver (``host_driver``) is registered with dkms and installed for the running kernel (loads at boot)."""
+    kernel_headers: bool = True
+    """Headers for the running kernel are installed (``/lib/modules/<kernel>/build``)."""
+    package_repo: bool = True
+    """The node reaches its distribution's package source (its host name resolves)."""
+    free_mb: dict[str, int] = field(default_factory=dict)
+    """MiB free per mount point (``df``); a mount not named has plenty."""
 
     @property
     def gpu(self) -> bool:
@@ -175,6 +187,7 @@ class Scenario:
                 copy = NodeSpec(**{**spec.__dict__, "name": f"{spec.name}-{i:0{width}d}", "count": 1})
                 copy.labels = dict(spec.labels)
                 copy.noexec_mounts = list(spec.noexec_mounts)
+                copy.free_mb = dict(spec.free_mb)
                 out.append(copy)
         return out
 

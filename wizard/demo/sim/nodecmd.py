@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wizard.demo.sim import smi
+from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
 from wizard.demo.sim.nodefs import container_files, host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import NodeView, driver_version_of
@@ -325,9 +326,12 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
     if cmd == "lsmod":
         loaded = view.driver_version != ""
         body = "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\nnvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
-        return 0, "Module                  Size  Used by\n" + (body if loaded else ""), ""
+        return 0, "Module                  Size  Used by\n" + (body if loaded else "") + lsmod_lines(view), ""
     if cmd in ("head", "tail") or cmd == "wc":
         return _filter(cmd, args, stdin)
+    host_tool = run_host_tool(view, cmd, args) if ctx.root == "host" else None
+    if host_tool is not None:
+        return host_tool
     return 127, "", f"sh: {argv[0]}: command not found\n"
 
 

@@ -128,6 +128,8 @@ def host_files(view: NodeView) -> dict[str, str]:
 def host_dirs(view: NodeView) -> set[str]:
     """Every directory the host shows."""
     dirs = set(HOST_DIRS) | {f"/lib/modules/{view.spec.kernel}"}
+    if view.spec.kernel_headers:  # the headers package links build/ to the kernel's source tree
+        dirs.add(f"/lib/modules/{view.spec.kernel}/build")
     for path in host_files(view):
         parent = posixpath.dirname(path)
         while parent not in dirs:
