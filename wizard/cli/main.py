@@ -154,6 +154,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.upgrade import register as register_upgrade_commands
 
     register_upgrade_commands(sub)  # upgrade, check-kernel
+    from wizard.cli.doctor import register as register_doctor_command
+
+    register_doctor_command(sub)  # doctor: the known install failures before apply
     return parser
 
 

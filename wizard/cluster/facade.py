@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
-from wizard.cluster import pathcheck
+from wizard.cluster import hostcheck, pathcheck
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
@@ -27,11 +27,13 @@ from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, 
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
+from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
+from wizard.engine.textsafe import printable
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
@@ -403,6 +405,65 @@ class Cluster:
         async with contextlib.aclosing(checks):
             async for check in checks:
                 yield check
+
+    async def host_states(
+        self,
+        target: Plan | DoctorTarget,
+        nodes: list[str] | None = None,
+        *,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+    ) -> AsyncGenerator[HostState | Check, None]:
+        """Before apply: each GPU node's host state (nouveau, Secure Boot, host driver, dkms, headers, space).
+
+        A probe pod per node through :func:`wizard.cluster.hostprobe.run_on_hosts`, removed afterwards;
+        ``nodes`` (names) defaults to every GPU node, and a name that is no GPU node is a ClusterError.
+        A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
+        """
+        doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
+        facts = await self.discover()
+        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+        if nodes:
+            known = {n.name for n in gpu}
+            missing = [name for name in nodes if name not in known]
+            if missing:
+                raise ClusterError(
+                    f"no GPU node named {printable(missing[0])!r} in the cluster",
+                    "gpu-wizard discover lists the GPU nodes",
+                )
+            gpu = [n for n in gpu if n.name in set(nodes)]
+        if not gpu:
+            return
+        namespace = (self._preflight or await self.preflight()).operator_namespace or doctor.namespace
+        policy = active_policy(await self.gateway.list_custom(*POLICY))
+        image = self.probe_image or manager_image(policy, doctor.bundle)
+        states = hostcheck.host_states(
+            self.gateway, gpu, doctor, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
+        )
+        async with contextlib.aclosing(states):
+            async for state in states:
+                if isinstance(state, HostState) and state.host_driver and not state.error:
+                    self.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
+                yield state
+
+    async def host_doctor(
+        self,
+        target: Plan | DoctorTarget,
+        nodes: list[str] | None = None,
+        *,
+        concurrency: int = 16,
+        timeout: float = 60.0,
+    ) -> AsyncGenerator[Check, None]:
+        """Before apply: the host findings for ``target`` on each GPU node, as each node finishes (see :meth:`host_states`)."""
+        doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
+        states = self.host_states(doctor, nodes, concurrency=concurrency, timeout=timeout)
+        async with contextlib.aclosing(states):
+            async for state in states:
+                if isinstance(state, Check):
+                    yield state
+                else:
+                    for check in host_findings(doctor, state):
+                        yield check
 
     # -- proving ---------------------------------------------------------------------------------
 

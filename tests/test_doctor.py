@@ -1,0 +1,99 @@
+"""``gpu-wizard doctor`` against the demo cluster: each before-apply scenario gives its finding and fix (exit 1),
+a clean cluster gives exit 0, bad input exit 2; the probe pods are gone afterwards. The demo's node shell
+answers the host steps (wizard/demo/sim/hostcmd.py); nothing the tool generates is executed here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures_demo import ClusterFactory
+from wizard.cli.main import main
+
+
+def doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any], str]:
+    code = main(["doctor", *argv, "-o", "json"])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if out.strip() else {}, err
+
+
+SCENARIOS = [
+    ("nouveau-loaded", "nouveau-loaded", ["gpu-l4-01", "gpu-l4-02"], "update-initramfs -u"),
+    ("secure-boot", "secure-boot-unsigned", ["gpu-a100-01", "gpu-a100-02"], "signed"),
+    ("host-driver-present", "host-driver-loaded", ["gpu-h100-01", "gpu-h100-02"], "set mode: preinstalled"),
+    (
+        "preinstalled-old-branch",
+        "driver-branch-unsupported",
+        ["gpu-l40s-01", "gpu-l40s-02"],
+        "nvidia-driver-595-server",
+    ),
+    ("preinstalled-no-dkms", "driver-not-at-boot", ["gpu-l40s-01", "gpu-l40s-02"], "nvidia-driver:580-dkms"),
+    ("headers-missing", "no-package-source", ["gpu-h100-01", "gpu-h100-02"], "driver.repoConfig.configMapName"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "finding", "nodes", "fix"), SCENARIOS, ids=[s[0] for s in SCENARIOS])
+def test_doctor_finds_each_scenario_before_apply(
+    capsys: pytest.CaptureFixture[str], scenario: str, finding: str, nodes: list[str], fix: str
+) -> None:
+    code, doc, _ = doctor(capsys, "--demo", scenario)
+    assert code == 1
+    problems = [f for f in doc["findings"] if f["status"] in ("fail", "warn")]
+    assert [(f["check"], f["nodes"]) for f in problems] == [(finding, nodes)]
+    assert fix in problems[0]["fix"]
+
+
+@pytest.mark.parametrize("scenario", ["ubuntu-upstream", "preinstalled"])
+def test_a_clean_cluster_exits_zero(capsys: pytest.CaptureFixture[str], scenario: str) -> None:
+    code, doc, _ = doctor(capsys, "--demo", scenario)
+    assert code == 0, doc
+    assert doc["findings"] == []
+
+
+def test_text_output_groups_nodes_and_prints_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--demo", "nouveau-loaded"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.splitlines() == [
+        "✗ nouveau-loaded on 2 nodes (gpu-l4-01, gpu-l4-02): the open-source nouveau driver is loaded: the NVIDIA "
+        "kernel module cannot bind to the GPUs while it holds them",
+        "    fix: printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
+        "/etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u && sudo reboot",
+        "1 finding(s) on 2 node(s)",
+    ]
+    assert "doctor: checked 3 GPU node(s) for mode upstream, operator v26.7.0" in err
+
+
+def test_node_filter_answers_and_bad_input(
+    capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    from tests.fixtures_demo import kubectl_binary
+
+    demo = demo_cluster("nouveau-loaded")
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, doc, _ = doctor(capsys, *kube, "--node", "gpu-l4-03")
+    assert (code, doc["gpuNodes"], doc["findings"]) == (0, 1, [])
+    code, doc, _ = doctor(capsys, *kube, "--node", "gpu-l4-02")
+    assert code == 1 and doc["findings"][0]["nodes"] == ["gpu-l4-02"]
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("version: 1\nmode: preinstalled\n", encoding="utf-8")
+    code, doc, _ = doctor(capsys, *kube, "--answers", str(answers))
+    assert code == 1 and doc["planFrom"] == f"answers {answers}"
+    checks = {f["check"]: f["nodes"] for f in doc["findings"]}
+    assert checks["no-host-driver"] == ["gpu-l4-01", "gpu-l4-02", "gpu-l4-03"]
+    code = main(["doctor", *kube, "--node", "cp-01"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "gpu-wizard: error: no GPU node named 'cp-01' in the cluster" in err
+    answers.write_text("version: 1\nmode: sideways\n", encoding="utf-8")
+    code = main(["doctor", *kube, "--answers", str(answers)])
+    _, err = capsys.readouterr()
+    assert code == 2 and "mode" in err and "Traceback" not in err
+    binary = kubectl_binary()
+    if binary is not None:  # every probe pod of the runs above is gone
+        from tests.fixtures_demo import Kubectl
+
+        pods = Kubectl(binary, tmp_path)(demo, "get", "pods", "-A", "-o", "name")
+        assert "probe" not in pods.stdout

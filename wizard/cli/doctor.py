@@ -1,0 +1,203 @@
+"""``gpu-wizard doctor``: the known install failures, found before apply, grouped with the nodes named and the fix.
+
+Findings come from a list of sources (:data:`SOURCES`), each an async generator of ``Check`` given the
+cluster and the :class:`DoctorRun`: preflight (permissions, CRDs, operator), kernel drift of a running
+precompiled driver, and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
+source (the diagnosis after a failure) is one more entry in the list. The plan judged against is
+``--answers``, else the live ClusterPolicy's, else the mode the nodes recommend. Exit 0: nothing found;
+1: findings (a failure or a warning); 2: bad input or an unusable cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from wizard.cli.common import EXIT_FAILED, EXIT_OK
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster
+
+if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.hostdoctor import DoctorTarget, FindingGroup, HostState
+    from wizard.engine.plan import Plan
+    from wizard.engine.results import Check
+
+
+def register(sub: Any) -> None:
+    """Add ``doctor`` to ``gpu-wizard``'s subparsers."""
+    doctor = sub.add_parser(
+        "doctor",
+        help="find the known install failures before apply (nouveau, Secure Boot, host driver, headers, space…)",
+        description="Runs preflight and a host check on every GPU node (a privileged probe pod each, removed "
+        "after) and prints each finding once, with the nodes that have it and the fix for their OS. "
+        "Exit 0: nothing found; 1: findings; 2: bad input or an unusable cluster.",
+    )
+    cluster_options(doctor)
+    doctor.add_argument(
+        "--answers",
+        metavar="FILE",
+        help="the plan to check for (default: the live policy's, else the recommended mode)",
+    )
+    doctor.add_argument(
+        "--node", action="append", default=[], metavar="NAME", help="check only this GPU node (repeatable)"
+    )
+    doctor.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    doctor.set_defaults(handler=command(cmd_doctor))
+
+
+@dataclass
+class DoctorRun:
+    """What one doctor run checks: the target, where it came from, the nodes asked for and their hosts."""
+
+    target: DoctorTarget
+    plan: Plan | None
+    origin: str
+    """``answers FILE``, ``the live ClusterPolicy`` or ``recommended: <reason>``."""
+    nodes: list[str]
+    states: dict[str, HostState] = field(default_factory=dict)
+    """Each checked GPU node's host, read once (the recommendation and the host findings both use it)."""
+    probe_checks: list[Check] = field(default_factory=list)
+    """Probe pods that could not be deleted."""
+
+
+FindingSource = Callable[["Cluster", DoctorRun], AsyncIterator["Check"]]
+
+
+async def preflight_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """Preflight's checks that did not pass (a missing permission, CRD or operator)."""
+    preflight = await cluster.preflight(run.plan)
+    for check in preflight.checks:
+        if check.status.value != "pass":
+            yield check
+
+
+async def kernel_drift_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """A running precompiled driver built for another kernel than its node runs now (after an OS update)."""
+    from wizard.cluster.upgrades import running_driver_images
+    from wizard.engine.results import Check, Status
+    from wizard.engine.upgrade import kernel_drift
+
+    preflight = await cluster.preflight(run.plan)
+    if not preflight.crds:
+        return
+    running = await running_driver_images(cluster, preflight.operator_namespace)
+    for drift in kernel_drift(await cluster.discover(), running):
+        if not run.nodes or drift.node in run.nodes:
+            hint = f"gpu-wizard check-kernel {drift.kernel}"
+            yield Check("kernel-drift", Status.FAIL, drift.message(), node=drift.node, hint=hint)
+
+
+async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """The host checks' findings on every GPU node (or the ``--node`` ones), judged against the target."""
+    from wizard.engine.hostdoctor import states_findings
+
+    for check in run.probe_checks + states_findings(run.target, run.states):
+        yield check
+
+
+SOURCES: list[tuple[str, FindingSource]] = [
+    ("preflight", preflight_findings),
+    ("kernel-drift", kernel_drift_findings),
+    ("hosts", host_findings),
+]
+"""Where findings come from, in order; a new source is one more entry."""
+
+
+async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: list[str]) -> DoctorRun:
+    """The target (the answers' plan, else the live ClusterPolicy's, else the mode the nodes and their hosts
+    recommend) and the GPU nodes' host states, read once."""
+    from wizard.cluster.errors import ClusterError
+    from wizard.cluster.liveplan import known_release
+    from wizard.engine.hostdoctor import DoctorTarget, HostState
+    from wizard.engine.modes import Mode
+
+    run: DoctorRun | None = None
+    if plan is not None:
+        run = DoctorRun(DoctorTarget.from_plan(plan), plan, f"answers {answers}", nodes)
+    preflight = await cluster.preflight(plan)
+    if run is None and preflight.cluster_policy is not None:
+        with contextlib.suppress(ClusterError):  # a live policy that is no valid plan: use the recommendation
+            live = await cluster.live_plan()
+            run = DoctorRun(DoctorTarget.from_plan(live), live, "the live ClusterPolicy", nodes)
+    facts = await cluster.discover()
+    provisional = (
+        run.target
+        if run is not None
+        else DoctorTarget(
+            mode=Mode.UPSTREAM,
+            release=known_release(preflight.operator_release),
+            namespace=preflight.operator_namespace or "gpu-operator",
+            toolkit_dir=facts.recommend_toolkit_dir().value,
+        )
+    )
+    states: dict[str, HostState] = {}
+    probe_checks: list[Check] = []
+    async for item in cluster.host_states(provisional, nodes or None):
+        if isinstance(item, HostState):
+            states[item.node] = item
+        else:
+            probe_checks.append(item)
+    if run is None:
+        recommended = facts.recommend_mode({name: s.host_driver for name, s in states.items() if not s.error})
+        target = dataclasses.replace(provisional, mode=Mode(recommended.value))
+        run = DoctorRun(target, None, f"recommended: {recommended.reason}", nodes)
+    run.states, run.probe_checks = states, probe_checks
+    return run
+
+
+def _is_finding(group: FindingGroup) -> bool:
+    return group.status.value in ("fail", "warn")
+
+
+async def cmd_doctor(args: argparse.Namespace) -> int:
+    """``gpu-wizard doctor``."""
+    from wizard.engine.hostdoctor import group_findings
+    from wizard.engine.textsafe import printable
+
+    plan = load_plan(args.answers) if args.answers else None
+    checks: list[Check] = []
+    async with open_cluster(args) as cluster:
+        run = await doctor_run(cluster, plan, args.answers or "", list(args.node))
+        gpu = sorted(run.states) or [n.name for n in (await cluster.discover()).gpu_nodes]
+        if args.output == "text":
+            sys.stderr.write(
+                f"doctor: checked {len(gpu)} GPU node(s) for mode {run.target.mode.value}, operator "
+                f"{run.target.release} (plan from {printable(run.origin)}); a probe pod per node, removed after\n"
+            )
+        for _name, source in SOURCES:
+            async for check in source(cluster, run):
+                checks.append(check)
+    groups = group_findings(checks)
+    found = [g for g in groups if _is_finding(g)]
+    code = EXIT_FAILED if found else EXIT_OK
+    if args.output == "json":
+        doc = {
+            "mode": run.target.mode.value,
+            "operator": run.target.release,
+            "planFrom": run.origin,
+            "gpuNodes": len(gpu),
+            "findings": [g.as_dict() for g in groups],
+            "exitCode": code,
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return code
+    for group in groups:
+        sys.stdout.write(printable(group.line()) + "\n")
+        if group.hint:
+            sys.stdout.write(f"    fix: {printable(group.hint)}\n")
+    skipped = sum(len(g.nodes) or 1 for g in groups if g.status.value == "skipped")
+    if found:
+        nodes = len({n for g in found for n in g.nodes})
+        sys.stdout.write(
+            f"{len(found)} finding(s) on {nodes} node(s)" + (f"; {skipped} check(s) SKIPPED" if skipped else "") + "\n"
+        )
+    else:
+        tail = f" ({skipped} check(s) SKIPPED, see above)" if skipped else ""
+        sys.stdout.write(f"✓ no findings on {len(gpu)} GPU node(s){tail}\n")
+    return code
