@@ -3,7 +3,8 @@
 A finding made on one step (an image missing in the registry, a path mounted noexec, a missing
 pull Secret or repoConfig ConfigMap, GPU nodes on several OSes, the renderer's warnings) must not
 be lost on the next: Preview's Warnings tab, the Apply confirmation, the Verify summary and the
-exported report all list :func:`plan_findings`. A *blocking* finding (the driver cannot start as
+exported report all list :func:`plan_findings`. The Nodes step's host check (the node doctor) adds its
+findings here too, judged against the plan of the moment. A *blocking* finding (the driver cannot start as
 planned) holds Preview's Next until it is fixed or the user ticks the override.
 """
 
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from screens.state import WizardState
+    from wizard.engine.hostdoctor import DoctorTarget, FindingGroup
 
 #: Renderer advice (by code) that means the driver cannot start as planned.
 BLOCKING_ADVICE = frozenset({"airgapped-no-repoconfig", "no-gpu-nodes"})
@@ -129,6 +131,45 @@ def _mixed_os_finding(state: WizardState) -> list[Finding]:
     ]
 
 
+def doctor_target(state: WizardState) -> DoctorTarget:
+    """What the host checks judge against: the plan when it is valid, else the chosen (or recommended) mode."""
+    from wizard.engine.hostdoctor import DoctorTarget
+    from wizard.engine.modes import Mode
+    from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR
+
+    plan = state.plan()
+    if plan is not None:
+        return DoctorTarget.from_plan(plan)
+    facts = state.facts
+    mode = state.get("mode") or (facts.recommend_mode(state.host_drivers).value if facts is not None else "")
+    release = state.get("operator.version") or getattr(state.preflight, "operator_release", "") or DEFAULT_RELEASE
+    toolkit = state.get("toolkit.installDir") or (
+        facts.recommend_toolkit_dir().value if facts is not None else DEFAULT_TOOLKIT_INSTALL_DIR
+    )
+    try:
+        return DoctorTarget(Mode(mode or Mode.PRECOMPILED.value), release=str(release), toolkit_dir=str(toolkit))
+    except ValueError:
+        return DoctorTarget(Mode.PRECOMPILED)
+
+
+def host_groups(state: WizardState) -> list[FindingGroup]:
+    """The Nodes step's host check judged against the current plan: one group per finding, its nodes named."""
+    if not state.host_states:
+        return []
+    from wizard.engine.hostdoctor import group_findings, states_findings
+
+    return group_findings(states_findings(doctor_target(state), state.host_states))
+
+
+def _host_findings(state: WizardState) -> list[Finding]:
+    """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure blocks, a warning does not."""
+    return [
+        Finding(group.summary(), group.hint, blocking=group.status.value == "fail", step="nodes")
+        for group in host_groups(state)
+        if group.status.value in ("fail", "warn")
+    ]
+
+
 def plan_findings(state: WizardState) -> list[Finding]:
     """Every finding about the current plan, blocking ones first."""
     found: list[Finding] = []
@@ -142,6 +183,7 @@ def plan_findings(state: WizardState) -> list[Finding]:
     found += _image_findings(state)
     found += _path_findings(state)
     found += _mixed_os_finding(state)
+    found += _host_findings(state)
     return sorted(found, key=lambda f: not f.blocking)
 
 

@@ -127,6 +127,9 @@ class WizardState:
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     host_drivers: dict[str, str] = field(default_factory=dict)
     """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""
+    host_states: dict[str, Any] = field(default_factory=dict)
+    """GPU node -> ``wizard.engine.hostdoctor.HostState`` from the Nodes step's host check (judged against the
+    current plan by :func:`screens.findings.host_groups`, so a mode change re-judges without a new probe)."""
     """Facts per node, kept current by the Nodes step's watch."""
     rendered: Any = None
     """``wizard.engine.render.Rendered`` of the current plan and facts."""

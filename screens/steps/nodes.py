@@ -20,7 +20,9 @@ from textual.widgets import Button, DataTable, Label, Static
 from screens.steps.base import StepScreen
 from wizard.engine.textsafe import printable
 
-HOST_NOTE = "A host driver already? Check runs nvidia-smi in a probe pod."
+HOST_NOTE = "Host driver, nouveau, Secure Boot? Check probes each GPU host."
+#: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
+HOST_LINES = 3
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -47,6 +49,7 @@ class NodesStep(StepScreen):
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
+    #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #host-note { width: 1fr; color: $text-muted; }
     """
 
@@ -57,6 +60,7 @@ class NodesStep(StepScreen):
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
         yield table
+        yield Static("", id="host-findings")
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
             yield Button("Check hosts", id="host-check", compact=True)
@@ -70,6 +74,7 @@ class NodesStep(StepScreen):
         table.add_column("Driver", key="driver")
         table.add_column("Facts", key="source")
         self._redraw_pending = False
+        self._show_host_findings()
         if self.state.nodes:
             self.redraw()
         if self.state.cluster is not None:
@@ -169,27 +174,62 @@ class NodesStep(StepScreen):
 
     @work(exclusive=True, group="host-check", exit_on_error=False)
     async def check_hosts(self) -> None:
-        """Run the host's own nvidia-smi on every GPU node (one privileged probe pod each, removed after)."""
+        """The node doctor's host checks on every GPU node (one privileged probe pod each, removed after).
+
+        The host states are kept and judged against the plan of the moment (:func:`screens.findings.host_groups`):
+        a later mode change re-judges them without probing again.
+        """
+        from screens.findings import doctor_target
+        from wizard.engine.hostdoctor import HostState
+
         note = self.query_one("#host-note", Static)
         button = self.query_one("#host-check", Button)
         button.disabled = True
-        note.update("checking the hosts (a probe pod per node)…")
+        total = len(self.state.facts.gpu_nodes) if self.state.facts is not None else 0
+        note.update(f"checking the hosts (a probe pod per node): 0/{total}…")
+        states: dict[str, HostState] = {}
         try:
-            found = await self.state.connected().host_drivers()
+            async for item in self.state.connected().host_states(doctor_target(self.state)):
+                if isinstance(item, HostState):
+                    states[item.node] = item
+                    note.update(f"checking the hosts (a probe pod per node): {len(states)}/{total}…")
         finally:
             button.disabled = False
-        self.state.host_drivers = found
+        self.state.host_states = states
+        self.state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
         note.update(self._host_summary())
+        self._show_host_findings()
         self.redraw()
+
+    def _show_host_findings(self) -> None:
+        """The host check's findings for the current plan: one line per finding with its nodes, never one per node."""
+        from screens.findings import host_groups
+
+        view = self.query_one("#host-findings", Static)
+        groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
+        view.display = bool(groups)
+        lines = []
+        for group in groups[:HOST_LINES]:
+            colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
+            lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+        if len(groups) > HOST_LINES:
+            lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more; every fix is on Preview's Warnings tab[/]")
+        elif groups:
+            lines.append("[$text-muted]the fixes are on Preview's Warnings tab[/]")
+        view.update("\n".join(lines))
 
     def _host_summary(self) -> str:
         """What the last host check found ("" before one ran); one line beside the button, even for 5,000 nodes."""
         found = self.state.host_drivers
-        if not found:
+        if not found and not self.state.host_states:
             return ""
+        from screens.findings import host_groups
+
         working = sum(1 for version in found.values() if version)
-        recommended = "; Mode recommends Pre-installed" if working == len(found) else ""
-        return f"host driver: {working}/{len(found)} GPU nodes{recommended}"
+        recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
+        problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
+        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else ""
+        return f"host driver: {working}/{len(found)} GPU nodes{recommended}{findings}"
 
     @staticmethod
     def _selected_node(table: DataTable[Any]) -> str | None:

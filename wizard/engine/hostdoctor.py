@@ -382,13 +382,17 @@ class FindingGroup:
     nodes: tuple[str, ...]
     detail: str = ""
 
-    def line(self, most: int = 3) -> str:
-        """``✗ nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause``."""
+    def summary(self, most: int = 3) -> str:
+        """``nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause`` (control characters escaped)."""
         count = len(self.nodes)
         shown = ", ".join(self.nodes[:most]) + (f" and {count - most} more" if count > most else "")
         where = f" on {count} node{'s' if count != 1 else ''} ({shown})" if count else ""
         skipped = "SKIPPED " if self.status is Status.SKIP else ""
-        return f"{self.status.symbol} {skipped}{self.check}{where}: {self.message}"
+        return printable(f"{skipped}{self.check}{where}: {self.message}")
+
+    def line(self, most: int = 3) -> str:
+        """``✗ nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause``."""
+        return f"{self.status.symbol} {self.summary(most)}"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,27 @@
+"""The node doctor in the TUI: 'Check hosts' on the Nodes step shows the host findings grouped (one line per
+finding, its nodes named) at 80×24, and they travel to Preview's findings judged against the current mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from screens.findings import host_groups, plan_findings
+from tests.snapshots.plugin import screen_text, wait_for
+from tests.test_tui_flows import demo_app, walk_to
+
+
+async def test_check_hosts_shows_grouped_findings_that_follow_the_mode(tui_env: Path) -> None:
+    app = demo_app(tui_env, "host-driver-present")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "gpu-h100-03" in screen_text(app), 30, "the node table")
+        await pilot.click("#host-check")
+        await wait_for(pilot, lambda: "1 finding" in screen_text(app), 60, "the host check")
+        text = screen_text(app)
+        assert "✗ host-driver-loaded on 2 nodes (gpu-h100-01, gpu-h100-02)" in text
+        assert "host driver: 2/3 GPU nodes; 1 finding" in text
+        assert text.count("host-driver-loaded") == 1  # grouped, not a row per node
+        (finding,) = [f for f in plan_findings(app.state) if f.step == "nodes"]
+        assert finding.blocking and "set mode: preinstalled" in finding.hint
+        app.state.set("mode", "preinstalled")  # the same host states, judged again for the new mode
+        assert [(g.check, g.nodes) for g in host_groups(app.state)] == [("no-host-driver", ("gpu-h100-03",))]
