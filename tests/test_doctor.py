@@ -97,3 +97,13 @@ def test_node_filter_answers_and_bad_input(
 
         pods = Kubectl(binary, tmp_path)(demo, "get", "pods", "-A", "-o", "name")
         assert "probe" not in pods.stdout
+
+
+def test_the_readme_transcript_is_what_doctor_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("$ gpu-wizard doctor --demo nouveau-loaded\n", 1)[1].split("```", 1)[0].splitlines()
+    code = main(["doctor", "--demo", "nouveau-loaded"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert block[2:] == out.splitlines()
+    assert block[1] == err.splitlines()[-1]  # the doctor line (the banner's port changes every run)
