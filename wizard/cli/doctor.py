@@ -2,7 +2,7 @@
 
 Findings come from a list of sources (:data:`SOURCES`), each an async generator of ``Check`` given the
 cluster and the :class:`DoctorRun`: preflight (permissions, CRDs, operator), kernel drift of a running
-precompiled driver, and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
+precompiled driver, the driver images in the registry (with a plan that names them), and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
 source (the diagnosis after a failure) is one more entry in the list. The plan judged against is
 ``--answers``, else the live ClusterPolicy's, else the mode the nodes recommend. Exit 0: nothing found;
 1: findings (a failure or a warning); 2: bad input or an unusable cluster.
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_OK
+from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
         "--node", action="append", default=[], metavar="NAME", help="check only this GPU node (repeatable)"
     )
     doctor.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    registry_flags(doctor)
     doctor.set_defaults(handler=command(cmd_doctor))
 
 
@@ -64,6 +66,8 @@ class DoctorRun:
     """Each checked GPU node's host, read once (the recommendation and the host findings both use it)."""
     probe_checks: list[Check] = field(default_factory=list)
     """Probe pods that could not be deleted."""
+    args: argparse.Namespace | None = None
+    """The command's flags (the registry options of the image check)."""
 
 
 FindingSource = Callable[["Cluster", DoctorRun], AsyncIterator["Check"]]
@@ -93,6 +97,38 @@ async def kernel_drift_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterat
             yield Check("kernel-drift", Status.FAIL, drift.message(), node=drift.node, hint=hint)
 
 
+async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """Is each driver image the plan needs where the cluster pulls from? SKIPPED without a plan that names one."""
+    from wizard.engine.render import render
+    from wizard.engine.results import Check, Status
+
+    plan = run.plan
+    if plan is None or not plan.driver_enabled:
+        if run.target.mode.value != "preinstalled":
+            why = "no plan names a driver version yet (pass --answers FILE)"
+            yield Check("driver-image", Status.SKIP, f"driver images not checked: {why}")
+        return
+    rendered = render(plan, await cluster.discover())
+    if run.args is None:
+        return
+    async with registry_client(run.args, cluster, plan) as registry:
+        statuses = await cluster.check_images(rendered, registry)
+    for status in statuses:
+        if status.ok:
+            continue
+        if status.target.error:
+            check = Check("driver-image", Status.SKIP, f"{status.image}: not checked ({status.target.error})")
+        elif status.mirrorable:
+            message = f"{status.image} is not in the registry yet; its mirror source is"
+            check = Check("driver-image", Status.WARN, message, hint="gpu-wizard mirror --run")
+        else:
+            message = f"{status.image} is not where the cluster pulls from: driver pods would end in ImagePullBackOff"
+            hint = "push or mirror the image, or choose a version published for this kernel (gpu-wizard check-kernel)"
+            check = Check("driver-image", Status.FAIL, message, hint=hint)
+        for node in status.nodes if not run.nodes else [n for n in status.nodes if n in run.nodes]:
+            yield dataclasses.replace(check, node=node)
+
+
 async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
     """The host checks' findings on every GPU node (or the ``--node`` ones), judged against the target."""
     from wizard.engine.hostdoctor import states_findings
@@ -104,6 +140,7 @@ async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check
 SOURCES: list[tuple[str, FindingSource]] = [
     ("preflight", preflight_findings),
     ("kernel-drift", kernel_drift_findings),
+    ("images", image_findings),
     ("hosts", host_findings),
 ]
 """Where findings come from, in order; a new source is one more entry."""
@@ -164,6 +201,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     checks: list[Check] = []
     async with open_cluster(args) as cluster:
         run = await doctor_run(cluster, plan, args.answers or "", list(args.node))
+        run.args = args
         gpu = sorted(run.states) or [n.name for n in (await cluster.discover()).gpu_nodes]
         if args.output == "text":
             sys.stderr.write(
