@@ -32,6 +32,7 @@ SCENARIOS = [
     ),
     ("preinstalled-no-dkms", "driver-not-at-boot", ["gpu-l40s-01", "gpu-l40s-02"], "nvidia-driver:580-dkms"),
     ("headers-missing", "no-package-source", ["gpu-h100-01", "gpu-h100-02"], "driver.repoConfig.configMapName"),
+    ("noexec-run", "driver-dir", ["gpu-a10-01", "gpu-a10-02"], "remount /run with exec"),  # the Paths step's check
 ]
 
 

@@ -28,28 +28,22 @@ async def test_check_hosts_shows_grouped_findings_that_follow_the_mode(tui_env: 
 
 
 async def test_operatortype_answers_reach_the_mode_and_f1_explains_both_words(tui_env: Path) -> None:
-    """The seed's word: ``operatortype: preinstalled`` in answers selects Pre-installed, is saved back as ``mode``,
-    is never rendered, and F1 on the Mode step explains both words."""
+    """The seed's word: ``operatortype: preinstalled`` in answers selects Pre-installed, is saved back as ``mode``
+    and never shown; F1 on the Mode step explains both words. (Never rendered: tests/test_answers.py.)"""
+    from screens.app import WizardApp
     from screens.dialogs import HelpDialog
-    from tests.test_tui_flows import on_step
-    from wizard.engine.render import to_yaml
+    from tests.test_tui_flows import next_to, on_step
 
     answers = tui_env / "answers.yaml"
     answers.write_text("version: 1\noperatortype: preinstalled  # as NVIDIA's documents say\n", encoding="utf-8")
-    app = demo_app(tui_env, "preinstalled", answers)
+    app = WizardApp(demo="preinstalled", answers=str(answers), step_delay=0.0, report_dir=tui_env, replay=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: on_step(app, "preview") and app.state.rendered is not None, 45, "the replay")
-        assert app.state.get("mode") == "preinstalled"
-        assert "operatortype" not in to_yaml(app.state.rendered.documents())
+        await walk_to(pilot, "nodes")
+        await next_to(pilot, "mode")
+        assert on_step(app, "mode") and app.state.get("mode") == "preinstalled"
         assert "operatortype" not in screen_text(app)
-        saved = answers.read_text(encoding="utf-8")
+        saved = answers.read_text(encoding="utf-8")  # each step saves the answers as it is left
         assert "mode: preinstalled" in saved and "operatortype:" not in saved
-        for _ in range(6):
-            if on_step(app, "mode"):
-                break
-            await pilot.press("escape")
-            await pilot.pause()
-        await wait_for(pilot, lambda: on_step(app, "mode"), 10, "the Mode step")
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the help")
         text = app.screen.query_one("Markdown").source if app.screen.query("Markdown") else screen_text(app)

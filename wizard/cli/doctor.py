@@ -2,7 +2,8 @@
 
 Findings come from a list of sources (:data:`SOURCES`), each an async generator of ``Check`` given the
 cluster and the :class:`DoctorRun`: preflight (permissions, CRDs, operator), kernel drift of a running
-precompiled driver, the driver images in the registry (with a plan that names them), and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
+precompiled driver, the driver images in the registry (with a plan that names them), the host folders
+(writable, not noexec: the Paths step's check), and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
 source (the diagnosis after a failure) is one more entry in the list. The plan judged against is
 ``--answers``, else the live ClusterPolicy's, else the mode the nodes recommend. Exit 0: nothing found;
 1: findings (a failure or a warning); 2: bad input or an unusable cluster.
@@ -129,6 +130,41 @@ async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Chec
             yield dataclasses.replace(check, node=node)
 
 
+def paths_plan(run: DoctorRun) -> Plan:
+    """The plan whose host folders the path check looks at: the run's, else one for the recommended mode
+    (the release's chart-default driver stands in for the version, which the folders do not depend on)."""
+    from wizard.bundled import operator_values
+    from wizard.engine.plan import Plan
+
+    if run.plan is not None:
+        return run.plan
+    target = run.target
+    data: dict[str, Any] = {
+        "mode": target.mode.value,
+        "operator": {"version": target.release, "namespace": target.namespace},
+        "toolkit": {"installDir": target.toolkit_dir},
+    }
+    if target.mode.value != "preinstalled":
+        chart = operator_values(target.bundle)["driver"]
+        data["driver"] = {"version": str(chart["version"]), "repository": str(chart["repository"])}
+    return Plan.model_validate(data)
+
+
+async def path_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """The Paths step's check: the toolkit and driver folders writable and not noexec on each GPU node."""
+    checks = cluster.check_paths(paths_plan(run), nodes=run.nodes or None)
+    async with contextlib.aclosing(checks):
+        async for check in checks:
+            if (
+                check.check == "summary"
+                or check.status.value == "pass"
+                or (check.status.value == "skipped" and not check.node)
+            ):
+                continue  # the summary, and the note that a pre-installed driver's folder is not applicable
+            message = check.message.replace(check.node, "").strip(" :") if check.node else check.message
+            yield dataclasses.replace(check, message=message)
+
+
 async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
     """The host checks' findings on every GPU node (or the ``--node`` ones), judged against the target."""
     from wizard.engine.hostdoctor import states_findings
@@ -141,6 +177,7 @@ SOURCES: list[tuple[str, FindingSource]] = [
     ("preflight", preflight_findings),
     ("kernel-drift", kernel_drift_findings),
     ("images", image_findings),
+    ("paths", path_findings),
     ("hosts", host_findings),
 ]
 """Where findings come from, in order; a new source is one more entry."""
