@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from screens.state import WizardState
-    from wizard.engine.hostdoctor import DoctorTarget, FindingGroup
+    from wizard.engine.grouping import FindingGroup
+    from wizard.engine.hostdoctor import DoctorTarget
 
 #: Renderer advice (by code) that means the driver cannot start as planned.
 BLOCKING_ADVICE = frozenset({"airgapped-no-repoconfig", "no-gpu-nodes"})
@@ -156,7 +157,8 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
     """The Nodes step's host check judged against the current plan: one group per finding, its nodes named."""
     if not state.host_states:
         return []
-    from wizard.engine.hostdoctor import group_findings, states_findings
+    from wizard.engine.grouping import group_findings
+    from wizard.engine.hostdoctor import states_findings
 
     return group_findings(states_findings(doctor_target(state), state.host_states))
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import shlex
 
+from wizard.engine.grouping import group_findings
 from wizard.engine.hostdoctor import (
     DoctorTarget,
     HostState,
     doctor_asset,
-    group_findings,
     host_findings,
     host_steps,
     read_host,

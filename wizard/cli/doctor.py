@@ -26,7 +26,8 @@ from wizard.cli.session import cluster_options, command, load_plan, open_cluster
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
-    from wizard.engine.hostdoctor import DoctorTarget, FindingGroup, HostState
+    from wizard.engine.grouping import FindingGroup
+    from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.plan import Plan
     from wizard.engine.results import Check
 
@@ -231,7 +232,7 @@ def _is_finding(group: FindingGroup) -> bool:
 
 async def cmd_doctor(args: argparse.Namespace) -> int:
     """``gpu-wizard doctor``."""
-    from wizard.engine.hostdoctor import group_findings
+    from wizard.engine.grouping import group_findings
     from wizard.engine.textsafe import printable
 
     plan = load_plan(args.answers) if args.answers else None

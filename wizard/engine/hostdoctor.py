@@ -8,8 +8,8 @@ upstream install compiles against, and too little free space. :func:`host_steps`
 (plain argv, run through ``chroot`` on the host: no shell, nothing from the cluster inside them);
 :func:`read_host` turns one node's results into a :class:`HostState`; :func:`host_findings` judges a
 state against a :class:`DoctorTarget` (the plan's mode and release) and gives ``Check`` findings with
-the cause and the fix command for the node's OS (texts in ``assets/doctor/``); :func:`group_findings`
-folds the same finding on many nodes into one group that names them.
+the cause and the fix command for the node's OS (texts in ``assets/doctor/``);
+:func:`wizard.engine.grouping.group_findings` folds the same finding on many nodes into one group.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, KNOWN_RELEASES, Plan
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
+
+__all__ = ["DoctorTarget", "HostState", "host_findings", "host_steps", "read_host", "states_findings"]
 
 EFI_SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 """The UEFI global variable whose last byte is 1 when Secure Boot is on (read when mokutil is missing)."""
@@ -369,60 +371,6 @@ def _space_findings(target: DoctorTarget, state: HostState) -> list[Check]:
                 )
             )
     return found
-
-
-@dataclass(frozen=True)
-class FindingGroup:
-    """One finding and every node that has it (a finding on 4,000 nodes is one group)."""
-
-    check: str
-    status: Status
-    message: str
-    hint: str
-    nodes: tuple[str, ...]
-    detail: str = ""
-
-    def summary(self, most: int = 3) -> str:
-        """``nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause`` (control characters escaped)."""
-        count = len(self.nodes)
-        shown = ", ".join(self.nodes[:most]) + (f" and {count - most} more" if count > most else "")
-        where = f" on {count} node{'s' if count != 1 else ''} ({shown})" if count else ""
-        skipped = "SKIPPED " if self.status is Status.SKIP else ""
-        return printable(f"{skipped}{self.check}{where}: {self.message}")
-
-    def line(self, most: int = 3) -> str:
-        """``✗ nouveau-loaded on 2 nodes (gpu-01, gpu-02): cause``."""
-        return f"{self.status.symbol} {self.summary(most)}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "status": self.status.value,
-            "message": self.message,
-            "fix": self.hint,
-            "nodes": list(self.nodes),
-            "count": len(self.nodes),
-        }
-
-
-_ORDER = {Status.FAIL: 0, Status.WARN: 1, Status.SKIP: 2, Status.PASS: 3, Status.RUNNING: 4}
-
-
-def group_findings(checks: Iterable[Check]) -> list[FindingGroup]:
-    """Checks with the same finding, cause and fix folded into one group naming its nodes; failures first."""
-    groups: dict[tuple[str, Status, str, str], list[str]] = {}
-    details: dict[tuple[str, Status, str, str], str] = {}
-    for check in checks:
-        key = (check.check, check.status, check.message, check.hint)
-        groups.setdefault(key, [])
-        if check.node:
-            groups[key].append(check.node)
-        details.setdefault(key, check.detail)
-    out = [
-        FindingGroup(name, status, message, hint, tuple(sorted(nodes)), details[(name, status, message, hint)])
-        for (name, status, message, hint), nodes in groups.items()
-    ]
-    return sorted(out, key=lambda g: (_ORDER[g.status], -len(g.nodes), g.check, g.message))
 
 
 def states_findings(target: DoctorTarget, states: Mapping[str, HostState]) -> list[Check]:
