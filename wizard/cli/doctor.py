@@ -131,15 +131,14 @@ async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Chec
             yield dataclasses.replace(check, node=node)
 
 
-def paths_plan(run: DoctorRun) -> Plan:
-    """The plan whose host folders the path check looks at: the run's, else one for the recommended mode
+def paths_plan(run: DoctorRun | None, target: DoctorTarget) -> Plan:
+    """The plan whose host folders the path check looks at: the run's, else one for ``target``'s mode
     (the release's chart-default driver stands in for the version, which the folders do not depend on)."""
     from wizard.bundled import operator_values
     from wizard.engine.plan import Plan
 
-    if run.plan is not None:
+    if run is not None and run.plan is not None:
         return run.plan
-    target = run.target
     data: dict[str, Any] = {
         "mode": target.mode.value,
         "operator": {"version": target.release, "namespace": target.namespace},
@@ -152,18 +151,13 @@ def paths_plan(run: DoctorRun) -> Plan:
 
 
 async def path_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
-    """The Paths step's check: the toolkit and driver folders writable and not noexec on each GPU node."""
-    checks = cluster.check_paths(paths_plan(run), nodes=run.nodes or None)
-    async with contextlib.aclosing(checks):
-        async for check in checks:
-            if (
-                check.check == "summary"
-                or check.status.value == "pass"
-                or (check.status.value == "skipped" and not check.node)
-            ):
-                continue  # the summary, and the note that a pre-installed driver's folder is not applicable
-            message = check.message.replace(check.node, "").strip(" :") if check.node else check.message
-            yield dataclasses.replace(check, message=message)
+    """The Paths step's check (the toolkit and driver folders writable and not noexec), run by the host probe."""
+    preinstalled = run.target.mode.value == "preinstalled" and run.plan is None
+    for state in run.states.values():
+        for check in state.path_checks:
+            if check.status.value == "pass" or (preinstalled and check.check == "driver-dir"):
+                continue  # a pre-installed driver under / has no driver folder to check
+            yield check
 
 
 async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
@@ -213,7 +207,7 @@ async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: l
     )
     states: dict[str, HostState] = {}
     probe_checks: list[Check] = []
-    async for item in cluster.host_states(provisional, nodes or None):
+    async for item in cluster.host_states(provisional, nodes or None, paths_of=paths_plan(run, provisional)):
         if isinstance(item, HostState):
             states[item.node] = item
         else:

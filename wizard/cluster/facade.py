@@ -411,6 +411,7 @@ class Cluster:
         target: Plan | DoctorTarget,
         nodes: list[str] | None = None,
         *,
+        paths_of: Plan | None = None,
         concurrency: int = 16,
         timeout: float = 60.0,
     ) -> AsyncGenerator[HostState | Check, None]:
@@ -418,6 +419,7 @@ class Cluster:
 
         A probe pod per node through :func:`wizard.cluster.hostprobe.run_on_hosts`, removed afterwards;
         ``nodes`` (names) defaults to every GPU node, and a name that is no GPU node is a ClusterError.
+        ``paths_of``: also check that plan's host folders in the same pod (each state's ``path_checks``).
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
         """
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
@@ -437,8 +439,16 @@ class Cluster:
         namespace = (self._preflight or await self.preflight()).operator_namespace or doctor.namespace
         policy = active_policy(await self.gateway.list_custom(*POLICY))
         image = self.probe_image or manager_image(policy, doctor.bundle)
+        paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
         states = hostcheck.host_states(
-            self.gateway, gpu, doctor, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
+            self.gateway,
+            gpu,
+            doctor,
+            namespace=namespace,
+            image=image,
+            timeout=timeout,
+            concurrency=concurrency,
+            paths=paths,
         )
         async with contextlib.aclosing(states):
             async for state in states:

@@ -10,10 +10,12 @@ and judge them again when the user changes the mode.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncGenerator, Sequence
 
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import run_on_hosts
+from wizard.cluster.pathcheck import HostPath, finding, steps_for
 from wizard.cluster.probe import Leftover
 from wizard.engine.facts import NodeFacts
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_steps, read_host
@@ -29,10 +31,16 @@ async def host_states(
     image: str,
     timeout: float = 60.0,
     concurrency: int = 16,
+    paths: Sequence[HostPath] = (),
 ) -> AsyncGenerator[HostState | Check, None]:
-    """Each node's :class:`HostState` as it finishes; a probe pod left behind comes as a failed Check."""
+    """Each node's :class:`HostState` as it finishes; a probe pod left behind comes as a failed Check.
+
+    ``paths`` (the Paths step's folders) are checked by the same probe, one pod per node for both, and
+    come back in each state's ``path_checks``.
+    """
     by_name = {n.name: n for n in nodes}
-    steps = host_steps(target, {n.os_id for n in nodes})
+    host = host_steps(target, {n.os_id for n in nodes})
+    steps = [*host, *steps_for(paths)]
     runs = run_on_hosts(
         gateway, list(by_name), steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
     )
@@ -46,5 +54,9 @@ async def host_states(
             if not run.ran:
                 why = f"{run.error} ({run.hint})" if run.hint else run.error
                 yield HostState(run.node, os_id=os_id, error=why)
-            else:
-                yield read_host(run.node, os_id, steps, run.results)
+                continue
+            state = read_host(run.node, os_id, host, run.results[: len(host)])
+            if paths:
+                results = run.by_check(steps)
+                state = dataclasses.replace(state, path_checks=tuple(finding(p, results, run.node) for p in paths))
+            yield state

@@ -134,6 +134,8 @@ class HostState:
     """df path -> (MiB available, mount point)."""
     unknown: dict[str, str] = field(default_factory=dict)
     """check -> why it gave no answer."""
+    path_checks: tuple[Check, ...] = ()
+    """The host folders' checks (writable, not noexec) when the same probe ran them (``gpu-wizard doctor``)."""
 
 
 def _clean(text: str, limit: int = 120) -> str:
