@@ -125,3 +125,20 @@ def test_driver_images_missing_for_a_kernel_are_findings(capsys: pytest.CaptureF
     images = [f for f in doc["findings"] if f["check"] == "driver-image"]
     assert [(f["status"], f["nodes"]) for f in images] == [("fail", ["gpu-a-01", "gpu-a-02"]), ("fail", ["gpu-b-01"])]
     assert "ImagePullBackOff" in images[0]["message"] and "check-kernel" in images[0]["fix"]
+
+
+async def test_facade_host_doctor_judges_the_plan_and_leaves_no_probe_pod(demo_cluster: ClusterFactory) -> None:
+    """``Cluster.host_doctor(plan)``: the findings for that plan, per node as each finishes; the pods removed."""
+    from tests.cluster_util import connected, preinstalled_plan, upstream_plan
+
+    demo = demo_cluster("secure-boot")
+    async with connected(demo) as cluster:
+        upstream = [c async for c in cluster.host_doctor(upstream_plan())]
+        assert sorted((c.check, c.node) for c in upstream) == [
+            ("secure-boot-unsigned", "gpu-a100-01"),
+            ("secure-boot-unsigned", "gpu-a100-02"),
+        ]
+        preinstalled = [c async for c in cluster.host_doctor(preinstalled_plan(), ["gpu-a100-02"])]
+        assert [(c.check, c.node) for c in preinstalled] == [("no-host-driver", "gpu-a100-02")]
+        pods = await cluster.gateway.list_pods("gpu-operator")
+        assert not [p for p in pods if "probe" in p["metadata"]["name"]]
