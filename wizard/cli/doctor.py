@@ -37,8 +37,9 @@ def register(sub: Any) -> None:
     doctor = sub.add_parser(
         "doctor",
         help="find the known install failures before apply (nouveau, Secure Boot, host driver, headers, space…)",
-        description="Runs preflight and a host check on every GPU node (a privileged probe pod each, removed "
-        "after) and prints each finding once, with the nodes that have it and the fix for their OS. "
+        description="Runs preflight, the kernel-drift and driver-image checks, and a host check on every GPU node "
+        "(nouveau, Secure Boot, host driver, dkms, headers, folders, free space: a privileged probe pod each, "
+        "removed after), and prints each finding once, with the nodes that have it and the fix for their OS. "
         "Exit 0: nothing found; 1: findings; 2: bad input or an unusable cluster.",
     )
     cluster_options(doctor)
