@@ -160,6 +160,9 @@ def test_preinstalled_branch_against_the_release_table_and_boot_loading() -> Non
     (boot,) = host_findings(PREINSTALLED, not_at_boot)
     assert boot.check == "driver-not-at-boot" and boot.status is Status.FAIL
     assert "reboot one GPU node now" in boot.hint  # the seed's reboot warning
+    no_modinfo = make(**ok, modinfo=(127, "sh: modinfo: not found"))
+    assert no_modinfo.module_in_tree is None
+    assert codes(PREINSTALLED, no_modinfo) == {"driver-at-boot": Status.SKIP}  # could not tell: never a pass
     in_tree = make(**ok, modinfo=(0, f"/lib/modules/{KERNEL}/kernel/drivers/video/nvidia.ko"))
     assert codes(PREINSTALLED, in_tree) == {"driver-no-dkms": Status.WARN}
 

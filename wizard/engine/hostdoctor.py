@@ -220,7 +220,11 @@ def read_host(node: str, os_id: str, steps: Sequence[Step], results: Sequence[St
     elif dkms is not None:
         dkms_registered = False if dkms.exit_code == 127 else None  # no dkms on the host: nothing is registered
     modinfo = answered("modinfo")
-    module_in_tree = None if modinfo is None else (modinfo.exit_code == 0 and "/lib/modules/" in modinfo.output)
+    module_in_tree = (
+        None
+        if modinfo is None or modinfo.exit_code == 127  # no modinfo on the host: cannot tell
+        else (modinfo.exit_code == 0 and "/lib/modules/" in modinfo.output)
+    )
     find = answered("headers")
     headers = None
     if find is not None and find.exit_code in (0, 1) and kernel:
@@ -331,6 +335,9 @@ def _preinstalled_findings(target: DoctorTarget, state: HostState) -> list[Check
         found.append(_finding("driver-not-at-boot", Status.FAIL, state, note=reboot, **values))
     elif state.module_in_tree and state.dkms_registered is False:
         found.append(_finding("driver-no-dkms", Status.WARN, state, note=reboot, **values))
+    elif state.module_in_tree is None and not state.dkms_registered:
+        why = "whether the host driver loads at boot is not known: modinfo gave no answer and dkms lists no nvidia"
+        found.append(Check("driver-at-boot", Status.SKIP, why, node=state.node, hint=reboot))
     return found
 
 
