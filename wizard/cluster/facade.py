@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
+from wizard.cluster import diagnose as diagnosing
 from wizard.cluster import pathcheck
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
@@ -445,6 +446,22 @@ class Cluster:
         finally:
             self.host_verified |= ctx.host_ok
         yield verifying.summary(ctx, len(gpu))
+
+    async def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
+        """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
+
+        Streams one ``diagnosis`` check per representative failing pod (the known failure it shows,
+        with the matching log lines and the fix, else its last log lines), one per group of nodes that
+        share a state, then a ``diagnosis-summary``. ``nodes``: only these. Reads pods, logs, events
+        and nodes only (see :mod:`wizard.cluster.diagnose`).
+        """
+        namespace = await self.namespace(plan)
+        gpu = {n.name: n for n in (await self.discover()).gpu_nodes}
+        only = set(nodes) if nodes is not None else None
+        checks = diagnosing.diagnose(self.gateway, namespace, gpu, only=only)
+        async with contextlib.aclosing(checks):
+            async for check in checks:
+                yield check
 
     async def _verify_context(
         self,

@@ -64,6 +64,14 @@ class NodeSpec:
     noexec_mounts: list[str] = field(default_factory=list)
     """Mount points mounted noexec (e.g. ``/run``)."""
     labels: dict[str, str] = field(default_factory=dict)
+    kernel_headers: bool = True
+    """The running kernel's headers are installed on the host."""
+    package_repo: bool = True
+    """The OS package repositories are reachable from the node (false: air-gapped without a mirror)."""
+    secure_boot: bool = False
+    """UEFI Secure Boot is on: the kernel refuses modules not signed by an enrolled key."""
+    nouveau: bool = False
+    """The nouveau module is loaded and owns the GPUs."""
     count: int = 1
     kubelet_version: str = "v1.31.4"
 
