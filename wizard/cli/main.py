@@ -154,6 +154,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.upgrade import register as register_upgrade_commands
 
     register_upgrade_commands(sub)  # upgrade, check-kernel
+    from wizard.cli.bundle import register as register_bundle_command
+
+    register_bundle_command(sub)  # support-bundle
     return parser
 
 

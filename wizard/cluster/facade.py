@@ -16,7 +16,7 @@ from typing import Any
 
 from wizard.cluster import apply as applying
 from wizard.cluster import diagnose as diagnosing
-from wizard.cluster import pathcheck
+from wizard.cluster import pathcheck, support
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
@@ -462,6 +462,23 @@ class Cluster:
         async with contextlib.aclosing(checks):
             async for check in checks:
                 yield check
+
+    async def support_files(
+        self, plan: Plan | None, *, about: Mapping[str, bytes]
+    ) -> AsyncGenerator[support.BundleFile | str, None]:
+        """The support bundle's files (``about``: gpu-wizard's own), with progress lines between them.
+
+        Reads the operator's objects, pods, logs, events and GPU node labels and runs ``nvidia-smi -q``
+        in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
+        """
+        namespace = await self.namespace(plan)
+        gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
+        files = support.collect(
+            self.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about
+        )
+        async with contextlib.aclosing(files):
+            async for item in files:
+                yield item
 
     async def _verify_context(
         self,
