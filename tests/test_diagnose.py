@@ -125,3 +125,52 @@ async def test_diagnose_groups_nodes_failing_alike_and_reads_a_few(
         assert only[0].data["findings"][0]["id"] == "secure-boot-unsigned-module"
         events = await cluster.gateway.list_events(await cluster.namespace(plan))
         assert isinstance(events, list)  # the read the diagnosis makes per pod is served
+
+
+def drifted(folder: Path, name: str, policy: dict[str, str], node_extra: str) -> Path:
+    """The kernel-drift cluster with ClusterPolicy text replaced (``policy``) and one GPU node on the published kernel."""
+    text = (
+        asset_text("scenarios", "kernel-drift.yaml")
+        .split("\nnodes:\n", 1)[0]
+        .replace("name: kernel-drift", f"name: {name}")
+    )
+    for old, new in policy.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    path = folder / f"{name}.yaml"
+    path.write_text(
+        text
+        + f"\nnodes:\n  - {{name: gpu-x, {NODE[1:]}{node_extra}}}\n"
+        + "registry:\n  catalog:\n    nvcr.io/nvidia/driver:\n"
+        + "      580-5.15.0-1048-nvidia-ubuntu22.04: sha256:6589ac4d3fefdebf75d5dca47f3c278335cd9236f9ea356c9a83e721bffefaec\n"
+    )
+    return path
+
+
+async def test_preinstalled_without_a_host_driver_is_explained_from_the_validator(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    policy = {"      driver:\n        enabled: true": "      driver:\n        enabled: false"}
+    demo = demo_cluster(load_scenario(str(drifted(tmp_path, "no-host-driver", policy, ""))))
+    async with connected(demo) as cluster:
+        plan = await cluster.live_plan()
+        for _ in range(100):  # until the validator's driver-validation failed once
+            found = [c async for c in cluster.diagnose(plan) if c.check == "diagnosis"]
+            if found and found[0].data.get("matched"):
+                break
+            await asyncio.sleep(0.1)
+    assert found[0].node == "gpu-x" and found[0].data["kind"] == "validator"
+    finding = found[0].data["findings"][0]
+    assert finding["id"] == "preinstalled-driver-not-found" and finding["issue"] == "NVIDIA/gpu-operator#2596"
+    assert any("No pre-installed driver detected on the host" in line for line in finding["lines"])
+
+
+def test_an_unknown_failure_still_shows_its_last_log_lines(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    scenario = drifted(tmp_path, "noexec", {}, ", noexec_mounts: [/run]")  # no signature for this one
+    code, out, err = run(capsys, "verify", "--demo", str(scenario), "--no-registry")
+    assert code == 1, err
+    block = diagnosis_block(out)
+    assert "gpu-x: validator pod nvidia-operator-validator-" in block
+    assert "no known failure signature matched; its last log lines follow" in block
+    assert "| driver-validation | " in block and "permission denied: exit status 126" in block
+    assert "hint: read the whole log: kubectl logs -n <namespace> nvidia-operator-validator-" in block

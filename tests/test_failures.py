@@ -151,3 +151,12 @@ def test_an_unmatched_failure_keeps_its_last_log_lines() -> None:
 def test_a_malformed_catalog_is_refused_naming_the_field(text: str, error: str) -> None:
     with pytest.raises(SignatureError, match=error.replace("[", r"\[").replace("]", r"\]")):
         parse_signatures(text, "test.yaml")
+
+
+def test_a_line_that_proves_the_signature_wrong_cancels_it() -> None:
+    validator = [
+        Evidence("log", "driver-validation", "No pre-installed driver detected on the host: exit status 14"),
+        Evidence("log", "driver-validation", "Driver is not pre-installed on the host and is managed by GPU Operator."),
+    ]
+    assert _ids(validator[:1]) == ["preinstalled-driver-not-found"]
+    assert _ids(validator) == []

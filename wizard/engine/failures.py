@@ -53,6 +53,8 @@ class Signature:
     also: tuple[str, ...] = ()
     unless: tuple[str, ...] = ()
     """Ids of more specific signatures: when one of them matched, this generic one is not shown."""
+    absent: tuple[re.Pattern[str], ...] = ()
+    """Patterns that must match no line of the evidence (a line that shows the signature does not apply)."""
 
     def filled(self, text: str, context: dict[str, str]) -> str:
         """``text`` with ``{node}`` / ``{kernel}`` replaced by the values of ``context``, printable and
@@ -160,6 +162,7 @@ def parse_signatures(text: str, source: str = "signatures.yaml") -> tuple[Signat
                 fix=_text(entry, "fix", where),
                 also=tuple(str(a) for a in entry.get("also") or ()),
                 unless=tuple(str(a) for a in entry.get("unless") or ()),
+                absent=tuple(_pattern(p, f"{where}.absent[{i}]") for i, p in enumerate(entry.get("absent") or ())),
             )
         )
     return tuple(found)
@@ -179,9 +182,12 @@ def match(
     """The signatures ``evidence`` shows, in catalog order, each with its first matching lines."""
     catalog = signatures() if catalog is None else catalog
     hits: dict[str, list[Evidence]] = {}
+    excluded: set[str] = set()
     for item in evidence:
         line = _cut(item.text)
         for sig in catalog:
+            if sig.absent and any(p.search(line) for p in sig.absent):
+                excluded.add(sig.id)
             if item.source not in sig.sources:
                 continue
             kept = hits.setdefault(sig.id, [])
@@ -189,7 +195,7 @@ def match(
                 continue  # a crash loop's previous run repeats the current one
             if any(p.search(line) for p in sig.patterns):
                 kept.append(item)
-    matched = {sig.id for sig in catalog if hits.get(sig.id)}
+    matched = {sig.id for sig in catalog if hits.get(sig.id) and sig.id not in excluded}
     return [
         Finding(sig, tuple(hits[sig.id]), dict(context or {}))
         for sig in catalog
