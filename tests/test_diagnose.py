@@ -69,6 +69,9 @@ def test_verify_explains_kernel_drift_with_the_pull_error_and_check_kernel(capsy
         '| nvidia-driver-ctr waiting | Back-off pulling image "nvcr.io/nvidia/driver:580-5.15.0-1063-nvidia-ubuntu22.04"'
         in block
     )
+    assert (
+        '| event Failed | Failed to pull image "nvcr.io/nvidia/driver:580-5.15.0-1063' in block
+    )  # the kubelet's event
     assert "gpu-h100-01" not in block and "gpu-h100-02" not in block  # verified fine: not diagnosed
 
 
@@ -123,8 +126,12 @@ async def test_diagnose_groups_nodes_failing_alike_and_reads_a_few(
         only = [c async for c in cluster.diagnose(plan, nodes=["gpu-sb-04"])]
         assert [c.node for c in only] == ["gpu-sb-04", ""]
         assert only[0].data["findings"][0]["id"] == "secure-boot-unsigned-module"
-        events = await cluster.gateway.list_events(await cluster.namespace(plan))
-        assert isinstance(events, list)  # the read the diagnosis makes per pod is served
+        pod = str(only[0].data["pod"])
+        events = await cluster.gateway.list_events("gpu-operator", field_selector=f"involvedObject.name={pod}")
+        assert [(e["reason"], e["involvedObject"]["fieldPath"]) for e in events] == [
+            ("BackOff", "spec.containers{nvidia-driver-ctr}")
+        ]
+        assert events[0]["message"].startswith(f"Back-off restarting failed container nvidia-driver-ctr in pod {pod}_")
 
 
 def drifted(folder: Path, name: str, policy: dict[str, str], node_extra: str) -> Path:
