@@ -77,14 +77,20 @@ def _json(data: Any) -> bytes:
 
 
 def pod_summary(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """One line of the namespace's pod list: what ``kubectl get pods -o wide`` and the container states say."""
+    """One entry of the namespace's pod list, as ``kubectl get pods -o wide`` says it; the container
+    states in full only for a pod that is not ready (25,000 ready pods at 5,000 nodes stay small)."""
     status = pod.get("status") or {}
     containers = (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])
-    return {
+    mains = status.get("containerStatuses") or []
+    summary: dict[str, Any] = {
         "name": (pod.get("metadata") or {}).get("name"),
         "node": (pod.get("spec") or {}).get("nodeName"),
         "phase": status.get("phase"),
-        "containers": [
+        "ready": f"{sum(1 for cs in mains if cs.get('ready'))}/{len(mains)}",
+        "restarts": sum(int(cs.get("restartCount") or 0) for cs in containers),
+    }
+    if failing_pod(pod, "pod") is not None:
+        summary["containers"] = [
             {
                 "name": cs.get("name"),
                 "image": cs.get("image"),
@@ -94,8 +100,8 @@ def pod_summary(pod: Mapping[str, Any]) -> dict[str, Any]:
                 "lastState": cs.get("lastState"),
             }
             for cs in containers
-        ],
-    }
+        ]
+    return summary
 
 
 async def collect(
