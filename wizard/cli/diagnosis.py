@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 SHOWN_LINES = 6
 """Evidence lines printed per diagnosis in text output (JSON carries all that were kept)."""
+SHOWN_WIDTH = 240
+"""Characters of an evidence line printed in text output (JSON carries them whole, up to the matcher's limit)."""
 
 
 async def gather(cluster: Cluster, plan: Plan, *, nodes: list[str] | None = None, timeout: float = 60.0) -> list[Check]:
@@ -63,7 +65,7 @@ def write(checks: list[Check], out: TextIO) -> None:
             out.write(f"    fix: {check.hint}\n" if findings else f"    hint: {check.hint}\n")
         lines = [str(line) for line in check.data.get("lines") or []]
         for line in lines[:SHOWN_LINES]:
-            out.write(f"    | {line}\n")
+            out.write(f"    | {line if len(line) <= SHOWN_WIDTH else line[: SHOWN_WIDTH - 1] + '…'}\n")
         if len(lines) > SHOWN_LINES:
             out.write(f"    | … {len(lines) - SHOWN_LINES} more lines (-o json has them)\n")
     out.flush()
