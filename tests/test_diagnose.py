@@ -181,3 +181,45 @@ def test_an_unknown_failure_still_shows_its_last_log_lines(capsys: pytest.Captur
     assert "no known failure signature matched; its last log lines follow" in block
     assert "| driver-validation | " in block and "permission denied: exit status 126" in block
     assert "hint: read the whole log: kubectl logs -n <namespace> nvidia-operator-validator-" in block
+
+
+@pytest.mark.parametrize(
+    ("host", "precompiled", "repo_config", "refusal"),
+    [
+        ({"kernel_headers": False, "package_repo": False}, False, False, "kernel-headers"),
+        ({"kernel_headers": False, "package_repo": False}, False, True, ""),  # driver.repoConfig: a mirror
+        ({"kernel_headers": False, "package_repo": False}, True, False, ""),  # precompiled needs no headers
+        ({"kernel_headers": False}, False, False, ""),  # the repositories still answer
+        ({"secure_boot": True}, False, False, "secure-boot"),
+        ({"secure_boot": True}, True, False, ""),  # precompiled modules are signed
+        ({"nouveau": True}, True, False, "nouveau"),
+        ({"nouveau": True, "secure_boot": True}, False, False, "nouveau"),  # the installer stops first
+    ],
+)
+def test_the_demo_host_refuses_the_driver_container_like_a_real_node(
+    host: dict[str, bool], precompiled: bool, repo_config: bool, refusal: str
+) -> None:
+    from wizard.demo.scenarios.scenario import NodeSpec
+    from wizard.demo.sim.workloads import driver_refusal
+    from wizard.demo.sim.world import NodeView
+
+    spec = NodeSpec("gpu-1", "ubuntu", "22.04", "Ubuntu 22.04.5 LTS", "5.15.0-1048-nvidia", **host)  # type: ignore[arg-type]
+    env = [{"name": "PRECOMPILED", "value": "true"}] if precompiled else []
+    volumes = [{"name": "repo-config", "configMap": {"name": "repo-config"}}] if repo_config else []
+    pod = {"spec": {"containers": [{"name": "nvidia-driver-ctr", "env": env}], "volumes": volumes}}
+    assert driver_refusal(pod, NodeView(spec=spec, labels={})) == refusal
+
+
+def test_apply_whose_rollout_fails_explains_why(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    scenario = asset_text("scenarios", "ubuntu-upstream.yaml").replace("name: ubuntu-upstream", "name: sb")
+    (tmp_path / "sb.yaml").write_text(
+        scenario.replace("    gpu_count: 8\n", "    gpu_count: 8\n    secure_boot: true\n")
+    )
+    answers = tmp_path / "upstream.yaml"
+    answers.write_text("version: 1\nmode: upstream\ndriver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n")
+    argv = ["apply", "--demo", str(tmp_path / "sb.yaml"), "--answers", str(answers), "--yes", "--no-registry"]
+    code, _, err = run(capsys, *argv, "--crash-window", "1", "--backup-dir", str(tmp_path))
+    assert code == 1
+    block = err.split("\ndiagnosis (", 1)[1]
+    assert "Secure Boot refused the unsigned NVIDIA kernel module (NVIDIA/gpu-operator#1726)" in block
+    assert "| nvidia-driver-ctr | Kernel module load error: Key was rejected by service" in block

@@ -284,7 +284,12 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     async for status in cluster.rollout(plan, timeout=args.wait_timeout, crash_window=args.crash_window):
         final = status
         sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
-    return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
+    if final is not None and final.phase == "ready":
+        return EXIT_OK
+    from wizard.cli import diagnosis as diagnosing  # the rollout failed or stalled: say why, node by node
+
+    diagnosing.write(await diagnosing.gather(cluster, plan), sys.stderr)
+    return EXIT_FAILED
 
 
 def _through_helm(
