@@ -180,7 +180,7 @@ def test_an_unknown_failure_still_shows_its_last_log_lines(capsys: pytest.Captur
     assert "gpu-x: validator pod nvidia-operator-validator-" in block
     assert "no known failure signature matched; its last log lines follow" in block
     assert "| driver-validation | " in block and "permission denied: exit status 126" in block
-    assert "hint: read the whole log: kubectl logs -n <namespace> nvidia-operator-validator-" in block
+    assert "hint: read the whole log: kubectl logs -n gpu-operator nvidia-operator-validator-" in block
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.facts import LABEL_UPGRADE_STATE, NodeFacts
 from wizard.engine.failures import Evidence, Finding, last_lines, match
 from wizard.engine.results import Check, Status
-from wizard.engine.textsafe import printable
+from wizard.engine.textsafe import printable, shell_command
 
 MANAGER_CONTAINER = "k8s-driver-manager"
 VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
@@ -156,7 +156,9 @@ async def _evidence(gateway: Gateway, namespace: str, pod: FailingPod, node: Nod
     return found
 
 
-def finding_check(pod: FailingPod, findings: list[Finding], evidence: list[Evidence], group_size: int) -> Check:
+def finding_check(
+    pod: FailingPod, findings: list[Finding], evidence: list[Evidence], group_size: int, namespace: str = "<namespace>"
+) -> Check:
     """One ``diagnosis`` check for a representative pod: its known failures, else its last log lines."""
     base = {
         "pod": pod.name,
@@ -187,7 +189,8 @@ def finding_check(pod: FailingPod, findings: list[Finding], evidence: list[Evide
         Status.FAIL,
         f"{where}: no known failure signature matched; its last log lines follow",
         node=pod.node,
-        hint=f"read the whole log: kubectl logs -n <namespace> {printable(pod.name)} --all-containers --previous",
+        hint=f"read the whole log: {shell_command(['kubectl', 'logs', '-n', namespace, pod.name, '--all-containers'])}"
+        + (" (add --previous for the run before)" if any(restarts for _, restarts in pod.containers) else ""),
         detail="\n".join(tail),
         data={**base, "matched": False, "findings": [], "lines": tail},
     )
@@ -252,7 +255,7 @@ async def diagnose(
             node = gpu.get(pod.node)
             evidence = await _evidence(gateway, namespace, pod, node)
         context = {"node": pod.node, "kernel": node.kernel if node is not None else ""}
-        return finding_check(pod, match(evidence, context), evidence, size)
+        return finding_check(pod, match(evidence, context), evidence, size, namespace)
 
     matched = 0
     for members in groups.values():
