@@ -23,7 +23,7 @@ async def test_verify_step_diagnoses_kernel_drift_and_the_report_carries_it(tui_
         panel = app.screen.query_one(DiagnosisPanel)
         assert panel.display and panel.has_class("-shown")
         text = screen_text(app)
-        assert "gpu-h100-03: driver pod nvidia-driver-daemonset-5.15.0-1063" in text
+        assert "✗ gpu-h100-03: no precompiled driver image for the node's kernel (kernel" in text  # at 80 columns
         assert "fix: Run `gpu-wizard check-kernel 5.15.0-1063-nvidia`" in text
     markdown = report_markdown(app.state)
     assert "## Diagnosis of the failing nodes" in markdown
@@ -40,11 +40,13 @@ def test_panel_lines_escape_markup_and_say_skipped() -> None:
         "driver pod x: [bold red]boom[/]",
         node="gpu-1",
         hint="fix [link=x]",
-        data={"findings": [{"id": "a"}], "lines": ["nvidia-driver-ctr | [blink]Key was rejected by service"] * 3},
+        data={"findings": [{"id": "a", "title": "[b]t", "issue": "i"}], "lines": ["ctr | [blink]Key was rejected"] * 3},
     )
+    unmatched = Check("diagnosis", Status.FAIL, "pod y: [i]no known failure", node="gpu-2", data={"lines": []})
     skipped = Check("diagnosis", Status.SKIP, "diagnosis could not run: forbidden")
-    lines = diagnosis_lines([hostile, skipped, Check("diagnosis-summary", Status.FAIL, "1 failing")])
-    assert lines[0].endswith("driver pod x: \\[bold red]boom\\[/]") and "fix: fix \\[link=x]" in lines[1]
+    lines = diagnosis_lines([hostile, unmatched, skipped, Check("diagnosis-summary", Status.FAIL, "1 failing")])
+    assert "gpu-2: [/]pod y: \\[i]no known failure" in lines[4]
+    assert lines[0].endswith("gpu-1: [/]\\[b]t (i)") and "fix: fix \\[link=x]" in lines[1]
     assert len([line for line in lines if "Key was rejected" in line]) == 2  # the first lines only
     assert lines[-1].startswith("[$warning]- ") and "could not run" in lines[-1]
     assert not any("1 failing" in line for line in lines)

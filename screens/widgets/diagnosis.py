@@ -26,8 +26,10 @@ def diagnosis_lines(checks: Sequence[Any], shown_lines: int = SHOWN_LINES) -> li
             continue
         style = "$warning" if check.status.value == "skipped" else "$error"
         where = f"{check.node}: " if check.node else ""
-        lines.append(f"[{style}]{check.status.symbol} {escape(where)}[/]{escape(check.message)}")
         findings = check.data.get("findings") or []
+        # the known failure first: at 80 columns the pod's name would push it out of sight
+        what = f"{findings[0]['title']} ({findings[0]['issue']})" if findings else check.message
+        lines.append(f"[{style}]{check.status.symbol} {escape(where)}[/]{escape(what)}")
         if check.hint:
             lines.append(f"[$text-muted]  {'fix' if findings else 'hint'}: {escape(check.hint)}[/]")
         for line in list(check.data.get("lines") or [])[:shown_lines]:
