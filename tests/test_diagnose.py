@@ -95,6 +95,7 @@ def test_verify_explains_each_host_refusal_with_its_log_line_and_fix(
         finding = found[node]["data"]["findings"][0]
         assert finding["id"] == signature and fix in finding["fix"], node
         assert any(line in shown for shown in finding["lines"]), (node, finding["lines"])
+    assert found["gpu-sb"]["data"]["validator"].endswith("running (not done) in driver-validation")  # waits on it
     failed_pod = next(c for c in report["checks"] if c["check"] == "driver-pod" and c["node"] == "gpu-sb")
     assert failed_pod["diagnosis"][0]["findings"][0]["id"] == "secure-boot-unsigned-module"  # beside the failed check
     summary = next(c for c in report["diagnosis"] if c["check"] == "diagnosis-summary")

@@ -63,6 +63,8 @@ def write(checks: list[Check], out: TextIO) -> None:
             out.write(f"    cause: {findings[0]['cause']}\n")
         if check.hint:
             out.write(f"    fix: {check.hint}\n" if findings else f"    hint: {check.hint}\n")
+        if check.data.get("validator"):
+            out.write(f"    validator: {check.data['validator']}\n")
         lines = [str(line) for line in check.data.get("lines") or []]
         for line in lines[:SHOWN_LINES]:
             out.write(f"    | {line if len(line) <= SHOWN_WIDTH else line[: SHOWN_WIDTH - 1] + '…'}\n")

@@ -59,6 +59,8 @@ class FailingPod:
     containers: list[tuple[str, int]] = field(default_factory=list)
     """``(container, restarts)`` whose logs tell the story, in the order they run."""
     status_lines: list[Evidence] = field(default_factory=list)
+    validator: str = ""
+    """For a driver pod: its node's validator pod and where it waits (``nvidia-operator-validator-x: Init…``)."""
     exit: str = ""
     """The failing container's last exit: code, reason and message (pods failing alike share it)."""
     kernel: str = ""
@@ -90,8 +92,8 @@ def _container_state(cs: Mapping[str, Any], init: bool) -> str:
         if init and term.get("exitCode") == 0:
             return ""
         return str(term.get("reason") or "terminated")
-    if "running" in state:
-        return "" if cs.get("ready") or init else "running (not ready)"
+    if "running" in state:  # an init container that still runs is what the pod waits on
+        return "running (not done)" if init else ("" if cs.get("ready") else "running (not ready)")
     return "not started"
 
 
@@ -167,6 +169,7 @@ def finding_check(
         "image": pod.image,
         "state": pod.state,
         "group_size": group_size,
+        "validator": pod.validator,
     }
     where = f"{pod.kind} pod {printable(pod.name)} ({printable(pod.state)})"
     if findings:
@@ -240,11 +243,15 @@ async def diagnose(
     """``diagnosis`` checks for the failing GPU nodes (``only``: these), then one ``diagnosis-summary``."""
     drivers = await _failing_pods(gateway, namespace, DRIVER_SELECTOR, "driver", gpu, only)
     with_driver = {p.node for p in drivers}
-    validators = [
-        p
-        for p in await _failing_pods(gateway, namespace, VALIDATOR_SELECTOR, "validator", gpu, only)
-        if p.node not in with_driver  # they wait for the driver: the driver pod is the story
-    ]
+    all_validators = await _failing_pods(gateway, namespace, VALIDATOR_SELECTOR, "validator", gpu, only)
+    waiting = {v.node: v for v in all_validators if v.node in with_driver}
+    for pod in drivers:  # its validator waits for the driver: the driver pod is the story, the validator's state a note
+        validator = waiting.get(pod.node)
+        if validator is not None:
+            where = f" in {validator.containers[0][0]}" if validator.containers else ""
+            pod.validator = f"{validator.name}: {validator.state}{where}"
+            pod.status_lines.append(Evidence("status", f"validator {validator.name}", f"{validator.state}{where}"))
+    validators = [v for v in all_validators if v.node not in with_driver]
     groups: dict[tuple[str, ...], list[FailingPod]] = {}
     for pod in sorted(drivers + validators, key=lambda p: p.node):
         groups.setdefault(pod.group, []).append(pod)
