@@ -132,3 +132,18 @@ def test_archive_entries_are_private(tmp_path: Path) -> None:
             "gpu-wizard-support/MANIFEST.txt": 0o600,
             "gpu-wizard-support/a.txt": 0o600,
         }
+
+
+def test_a_read_the_cluster_refuses_is_skipped_with_its_reason_and_the_rest_written(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = load_scenario("kernel-drift")
+    scenario.rbac_deny = [{"verb": "list", "resource": "events", "group": ""}]
+    demo = demo_cluster(scenario)
+    target = tmp_path / "b.tar.gz"
+    code, _, err = run(capsys, "support-bundle", "--kubeconfig", str(demo.kubeconfig_path), "-o", str(target))
+    assert code == 0, err
+    files = members(target)
+    skipped = files["gpu-wizard-support/operator/events.SKIPPED.txt"].decode()
+    assert skipped.startswith("SKIPPED: ") and "forbidden" in skipped
+    assert "gpu-wizard-support/operator/daemonsets.json" in files and "gpu-wizard-support/diagnosis.json" in files

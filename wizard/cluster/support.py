@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,22 +118,24 @@ async def collect(
     for path, data in about.items():
         yield BundleFile(path, data)
     yield "reading the operator's custom resources and DaemonSets"
-    yield BundleFile("cluster/version.json", _json(await gateway.version()))
-    yield BundleFile("operator/clusterpolicies.json", _json(scrubbed(await gateway.list_custom(*POLICY))))
-    yield BundleFile("operator/nvidiadrivers.json", _json(scrubbed(await gateway.list_custom(*DRIVERS))))
-    yield BundleFile("operator/daemonsets.json", _json(scrubbed(await gateway.list_daemonsets(namespace))))
+    yield await _section("cluster/version.json", gateway.version())
+    yield await _section("operator/clusterpolicies.json", gateway.list_custom(*POLICY))
+    yield await _section("operator/nvidiadrivers.json", gateway.list_custom(*DRIVERS))
+    yield await _section("operator/daemonsets.json", gateway.list_daemonsets(namespace))
     yield f"reading the pods of {namespace}"
     summaries: list[dict[str, Any]] = []
     drivers: list[dict[str, Any]] = []
-    async with contextlib.aclosing(gateway.pod_pages(namespace)) as pages:
-        async for page, _ in pages:
-            for pod in page:
-                summaries.append(pod_summary(pod))
-                if DRIVER_SELECTOR.split("=", 1)[1] == ((pod.get("metadata") or {}).get("labels") or {}).get(
-                    DRIVER_SELECTOR.split("=", 1)[0]
-                ):
-                    drivers.append(pod)
-    yield BundleFile("operator/pods-summary.json", _json(summaries))
+    label, _, component = DRIVER_SELECTOR.partition("=")
+    try:
+        async with contextlib.aclosing(gateway.pod_pages(namespace)) as pages:
+            async for page, _ in pages:
+                for pod in page:
+                    summaries.append(pod_summary(pod))
+                    if ((pod.get("metadata") or {}).get("labels") or {}).get(label) == component:
+                        drivers.append(pod)
+        yield BundleFile("operator/pods-summary.json", _json(summaries))
+    except ClusterError as exc:
+        yield BundleFile("operator/pods-summary.SKIPPED.txt", f"SKIPPED: {exc.message}\n".encode())
     drivers.sort(key=lambda p: (failing_pod(p, "driver") is None, str((p.get("spec") or {}).get("nodeName") or "")))
     chosen = drivers[: max(0, sampled)]
     if len(drivers) > len(chosen):
@@ -142,10 +144,10 @@ async def collect(
             "the others are in operator/pods-summary.json"
         )
     yield BundleFile("operator/driver-pods.json", _json(scrubbed(chosen)))
-    events = await gateway.list_events(namespace, limit=MAX_EVENTS)
-    if len(events) >= MAX_EVENTS:
+    events = await _section("operator/events.json", gateway.list_events(namespace, limit=MAX_EVENTS))
+    if events.data.count(b'"involvedObject"') >= MAX_EVENTS:
         notes.append(f"the first {MAX_EVENTS} events of {namespace} only")
-    yield BundleFile("operator/events.json", _json(scrubbed(events)))
+    yield events
     yield BundleFile("nodes/gpu-node-labels.json", _json({n.name: dict(n.labels) for n in gpu}))
     yield f"reading the logs of {len(chosen)} driver pods"
     for index, pod in enumerate(chosen, 1):
@@ -157,9 +159,21 @@ async def collect(
     async for file in _smi(gateway, namespace, gpu, chosen, driver_enabled=driver_enabled):
         yield file
     yield "diagnosing the failing GPU nodes"
-    diagnosis = [c.as_dict() async for c in diagnose(gateway, namespace, {n.name: n for n in gpu})]
-    yield BundleFile("diagnosis.json", _json(diagnosis))
+    try:
+        diagnosis = [c.as_dict() async for c in diagnose(gateway, namespace, {n.name: n for n in gpu})]
+        yield BundleFile("diagnosis.json", _json(diagnosis))
+    except ClusterError as exc:
+        yield BundleFile("diagnosis.SKIPPED.txt", f"SKIPPED: {exc.message}\n".encode())
     yield BundleFile("NOTES.txt", ("\n".join(notes) + "\n" if notes else "nothing was sampled or left out\n").encode())
+
+
+async def _section(path: str, read: Awaitable[Any]) -> BundleFile:
+    """One file of the bundle from one read; a read the cluster refuses (RBAC, an old server) becomes a
+    ``.SKIPPED.txt`` file with the reason, so the rest of the bundle is still written."""
+    try:
+        return BundleFile(path, _json(scrubbed(await read)))
+    except ClusterError as exc:
+        return BundleFile(path.removesuffix(".json") + ".SKIPPED.txt", f"SKIPPED: {exc.message}\n".encode())
 
 
 async def _pod_logs(gateway: Gateway, namespace: str, pod: Mapping[str, Any]) -> AsyncGenerator[BundleFile, None]:
