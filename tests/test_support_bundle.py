@@ -62,7 +62,7 @@ def test_bundle_holds_what_support_asks_for_and_no_credential(
         "operator/pods-summary.json",
         "operator/driver-pods.json",
         "operator/events.json",
-        "nodes/gpu-node-labels.json",
+        "nodes/gpu-node-labels.jsonl",
         "nvidia-smi/gpu-h100-01.txt",
         "nvidia-smi/gpu-h100-03.txt",
         "diagnosis.json",
@@ -73,11 +73,9 @@ def test_bundle_holds_what_support_asks_for_and_no_credential(
     prefix = "gpu-wizard-support/"
     assert b"==============NVSMI LOG==============" in files[prefix + "nvidia-smi/gpu-h100-01.txt"]
     assert files[prefix + "nvidia-smi/gpu-h100-03.txt"].startswith(b"SKIPPED: nvidia-driver-ctr is not running")
-    assert set(json.loads(files[prefix + "nodes/gpu-node-labels.json"])) == {
-        "gpu-h100-01",
-        "gpu-h100-02",
-        "gpu-h100-03",
-    }
+    labels = [json.loads(line) for line in files[prefix + "nodes/gpu-node-labels.jsonl"].splitlines()]
+    assert [n["node"] for n in labels] == ["gpu-h100-01", "gpu-h100-02", "gpu-h100-03"]
+    assert labels[2]["labels"]["feature.node.kubernetes.io/kernel-version.full"] == "5.15.0-1063-nvidia"
     diagnosis = json.loads(files[prefix + "diagnosis.json"])
     assert diagnosis[0]["data"]["findings"][0]["id"] == "precompiled-kernel-drift"
     # no credential anywhere: the demo's bearer token, its TLS private key, the env values named like secrets
