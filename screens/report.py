@@ -40,12 +40,13 @@ def report_data(state: WizardState) -> dict[str, Any]:
         ],
         "findings": [f.as_dict() for f in plan_findings(state)],
         "checks": checks,
+        "diagnosis": [c.as_dict() for c in state.diagnosis],
         "log": [{"node": line.node, "stream": line.stream, "text": line.text} for line in state.log_lines],
     }
 
 
 def report_markdown(state: WizardState) -> str:
-    """The report as Markdown: verdict, per-node table, cluster-wide checks, raw log."""
+    """The report as Markdown: verdict, per-node table, cluster-wide checks, the diagnosis, raw log."""
     data = report_data(state)
     cluster = data["cluster"]
     plan = data["plan"]
@@ -87,6 +88,18 @@ def report_markdown(state: WizardState) -> str:
         lines += [
             f"* {c.line()}" + (f" — {c.hint}" if c.hint and c.status.value != "pass" else "") for c in cluster_wide
         ]
+    if state.diagnosis:
+        lines += ["", "## Diagnosis of the failing nodes", ""]
+        for check in state.diagnosis:
+            lines.append(f"* {check.line()}")
+            findings = check.data.get("findings") or []
+            if findings:
+                lines.append(f"  * cause: {findings[0]['cause']}")
+            if check.hint:
+                lines.append(f"  * {'fix' if findings else 'what to do'}: {check.hint}")
+            evidence = [str(line) for line in check.data.get("lines") or []]
+            if evidence:
+                lines += ["", "  ```", *[f"  {line}" for line in evidence], "  ```", ""]
     if state.log_lines:
         lines += ["", "## Raw output", "", "```"]
         lines += [f"[{line.node}] {line.text}" if line.node else line.text for line in state.log_lines]

@@ -149,6 +149,8 @@ class WizardState:
     """Verification findings, in arrival order."""
     log_lines: list[Any] = field(default_factory=list)
     """Raw verification output (``LogLine``), kept for the exported report."""
+    diagnosis: list[Check] = field(default_factory=list)
+    """After a failed verification: why the failing nodes fail (``Cluster.diagnose``), for the panel and the report."""
     step: str = "connect"
     """The step on screen."""
     load_errors: list[str] = field(default_factory=list)

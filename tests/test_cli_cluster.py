@@ -109,7 +109,9 @@ def test_verify_on_missing_tuple_names_the_node_and_the_tag(
     missing = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5"
     failed = [line for line in out.splitlines() if line.startswith("✗ driver-pod gpu-b-01:")]
     assert failed and missing in failed[0] and "ImagePullBackOff" in failed[0]
-    assert out.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-b-01 (2 checks SKIPPED)\n")
+    checks, diagnosis = out.split("\ndiagnosis (", 1)  # after the checks: why the node fails
+    assert checks.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-b-01 (2 checks SKIPPED)\n")
+    assert "gpu-b-01" in diagnosis and "(NVIDIA/gpu-operator#1220)" in diagnosis
 
 
 def test_apply_dry_run_and_preflight_failures(

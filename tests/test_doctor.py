@@ -142,3 +142,13 @@ async def test_facade_host_doctor_judges_the_plan_and_leaves_no_probe_pod(demo_c
         assert [(c.check, c.node) for c in preinstalled] == [("no-host-driver", "gpu-a100-02")]
         pods = await cluster.gateway.list_pods("gpu-operator")
         assert not [p for p in pods if "probe" in p["metadata"]["name"]]
+
+
+def test_after_a_failed_install_doctor_explains_the_failing_driver_pod(capsys: pytest.CaptureFixture[str]) -> None:
+    """kernel-drift: installed, then a node took a kernel without a precompiled image. doctor's diagnosis
+    source reads the failing driver pod and names the known failure (operator #1220) with its fix."""
+    code, doc, _ = doctor(capsys, "--demo", "kernel-drift")
+    assert code == 1
+    diagnosis = [f for f in doc["findings"] if f["check"] == "diagnosis"]
+    assert [f["nodes"] for f in diagnosis] == [["gpu-h100-03"]]
+    assert "#1220" in diagnosis[0]["message"] and "check-kernel 5.15.0-1063-nvidia" in diagnosis[0]["fix"]

@@ -137,7 +137,8 @@ def test_cli_survives_transient_faults_and_reports_a_refused_exec(
     assert code == 1
     failed = [line for line in out.splitlines() if line.startswith("✗ nvidia-smi gpu-a100-02:")]
     assert failed and "refused by the server (HTTP 500)" in failed[0] and len(failed[0]) < 300
-    assert out.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-a100-02 (3 checks SKIPPED)\n")
+    checks = out.split("\ndiagnosis (", 1)[0]  # the diagnosis follows the checks
+    assert checks.endswith("✗ summary: 1 of 3 GPU nodes failed: gpu-a100-02 (3 checks SKIPPED)\n")
     assert "Traceback" not in out + err
 
 

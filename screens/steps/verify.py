@@ -17,6 +17,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Label, Log, Static
 
 from screens.steps.base import StepScreen
+from screens.widgets.diagnosis import DiagnosisPanel
 
 #: Which table column a node-level check fills; every other node-level check goes to "Host".
 COLUMNS = {
@@ -69,6 +70,7 @@ class VerifyStep(StepScreen):
             yield Label("Per node (Enter on a row: in full)")
             yield Button("Run again", id="reverify", compact=True)
             yield Button("Export report…", id="export", compact=True, variant="primary")
+        yield DiagnosisPanel(id="verify-diagnosis")
         yield Log(max_lines=5000, id="verify-log")
 
     def on_mount(self) -> None:
@@ -104,7 +106,8 @@ class VerifyStep(StepScreen):
         log = self.query_one(Log)
         table.clear()
         log.clear()
-        state.checks, state.log_lines = [], []
+        state.checks, state.log_lines, state.diagnosis = [], [], []
+        self.query_one(DiagnosisPanel).show([])
         self._verifying = True
         self._summary()
         self.refresh_nav()
@@ -141,6 +144,26 @@ class VerifyStep(StepScreen):
         self.refresh_nav()
         if self.verified():
             self.state.forget_progress()
+        elif any(not c.ok for c in state.checks):
+            await self._diagnose(plan)
+
+    async def _diagnose(self, plan: Any) -> None:
+        """After a failure: the failing nodes' driver logs and events, matched against known failures."""
+        from wizard.cluster.errors import ClusterError
+        from wizard.engine.results import Check, Status
+
+        panel = self.query_one(DiagnosisPanel)
+        failed = sorted({c.node for c in self.state.checks if not c.ok and c.node})
+        panel.show([], running=True)
+        found: list[Check] = []
+        try:
+            async for check in self.state.connected().diagnose(plan, nodes=failed or None):
+                found.append(check)
+                panel.show(found, running=True)
+        except ClusterError as exc:
+            found.append(Check("diagnosis", Status.SKIP, f"diagnosis could not run: {exc.message}", hint=exc.hint))
+        self.state.diagnosis = found
+        panel.show(found)
 
     @on(DataTable.RowSelected, "#verify-table")
     def _node_in_full(self, event: DataTable.RowSelected) -> None:
@@ -153,6 +176,11 @@ class VerifyStep(StepScreen):
             lines.append(f"* {check.line()}")
             if check.hint and check.status.value != "pass":
                 lines.append(f"  * what to do: {self._runnable(check.hint)}")
+        for check in (c for c in self.state.diagnosis if c.node == node):
+            lines += ["", f"Diagnosis: {check.message}"]
+            if check.hint:
+                lines.append(f"* fix: {check.hint}")
+            lines += ["", "```", *[str(line) for line in check.data.get("lines") or []], "```"]
         raw = [line.text for line in self.state.log_lines if line.node == node]
         if raw:
             lines += ["", "Raw output:", "", "```", *raw, "```"]

@@ -83,6 +83,11 @@ def register(sub: Any) -> None:
     verify.add_argument(
         "-v", "--show-output", action="store_true", help="also print nvidia-smi output and image/imageID lines"
     )
+    verify.add_argument(
+        "--no-diagnosis",
+        action="store_true",
+        help="after a failure, do not read the failing nodes' driver logs and events to explain it",
+    )
     registry_flags(verify)
     verify.set_defaults(handler=command(cmd_verify))
 
@@ -279,7 +284,12 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     async for status in cluster.rollout(plan, timeout=args.wait_timeout, crash_window=args.crash_window):
         final = status
         sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
-    return EXIT_OK if final is not None and final.phase == "ready" else EXIT_FAILED
+    if final is not None and final.phase == "ready":
+        return EXIT_OK
+    from wizard.cli import diagnosis as diagnosing  # the rollout failed or stalled: say why, node by node
+
+    diagnosing.write(await diagnosing.gather(cluster, plan), sys.stderr)
+    return EXIT_FAILED
 
 
 def _through_helm(
@@ -414,12 +424,24 @@ async def cmd_verify(args: argparse.Namespace) -> int:
                 checks.append(item)
                 if args.output == "text":
                     write_check(item)
+        diagnosis: list[Check] = []
+        if not args.no_diagnosis and not all(c.ok for c in checks):
+            from wizard.cli import diagnosis as diagnosing
+
+            failed = sorted({c.node for c in checks if not c.ok and c.node})
+            diagnosis = await diagnosing.gather(
+                cluster, plan, nodes=failed or None, timeout=max(60.0, args.timeout * 2)
+            )
+            if args.output == "text":
+                diagnosing.write(diagnosis, sys.stdout)
         info = cluster.info
     from wizard.engine.results import Status
 
     skipped = [c for c in checks if c.status is Status.SKIP and c.check != "summary"]
     ok = all(c.ok for c in checks) and (args.allow_skipped or not skipped)
     if args.output == "json":
+        from wizard.cli.diagnosis import attach
+
         report = {
             "context": info.context,
             "server": info.server,
@@ -430,7 +452,8 @@ async def cmd_verify(args: argparse.Namespace) -> int:
                 {"check": c.check, "node": c.node, "reason": str(c.data.get("reason") or c.message)} for c in skipped
             ],
             "plan": plan.answers_dict(),
-            "checks": [c.as_dict() for c in checks],
+            "checks": attach([c.as_dict() for c in checks], diagnosis),
+            "diagnosis": [c.as_dict() for c in diagnosis],
             "output": output,
         }
         sys.stdout.write(json.dumps(report, indent=2) + "\n")

@@ -3,8 +3,8 @@
 Findings come from a list of sources (:data:`SOURCES`), each an async generator of ``Check`` given the
 cluster and the :class:`DoctorRun`: preflight (permissions, CRDs, operator), kernel drift of a running
 precompiled driver, the driver images in the registry (with a plan that names them), the host folders
-(writable, not noexec: the Paths step's check), and the host checks on every GPU node (:meth:`Cluster.host_states`). A further
-source (the diagnosis after a failure) is one more entry in the list. The plan judged against is
+(writable, not noexec: the Paths step's check), and the host checks on every GPU node (:meth:`Cluster.host_states`), and,
+once something is installed, the diagnosis of failing driver and validator pods (:meth:`Cluster.diagnose`). The plan judged against is
 ``--answers``, else the live ClusterPolicy's, else the mode the nodes recommend. Exit 0: nothing found;
 1: findings (a failure or a warning); 2: bad input or an unusable cluster.
 """
@@ -169,12 +169,24 @@ async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check
         yield check
 
 
+async def diagnosis_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """After an install: why each failing GPU node's driver or validator pod is not ready (the known
+    failure its logs show, with the fix). Nothing installed yet (no plan from a live policy or answers): nothing to explain."""
+    if run.plan is None:
+        return
+    async for check in cluster.diagnose(run.plan, nodes=run.nodes or None):
+        if check.check == "diagnosis-summary" and check.ok:
+            continue  # "no failing pod" is not a finding
+        yield check
+
+
 SOURCES: list[tuple[str, FindingSource]] = [
     ("preflight", preflight_findings),
     ("kernel-drift", kernel_drift_findings),
     ("images", image_findings),
     ("paths", path_findings),
     ("hosts", host_findings),
+    ("diagnosis", diagnosis_findings),
 ]
 """Where findings come from, in order; a new source is one more entry."""
 

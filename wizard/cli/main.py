@@ -157,6 +157,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.doctor import register as register_doctor_command
 
     register_doctor_command(sub)  # doctor: the known install failures before apply
+    from wizard.cli.bundle import register as register_bundle_command
+
+    register_bundle_command(sub)  # support-bundle
     return parser
 
 

@@ -15,7 +15,8 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
-from wizard.cluster import hostcheck, pathcheck
+from wizard.cluster import diagnose as diagnosing
+from wizard.cluster import hostcheck, pathcheck, support
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
@@ -516,6 +517,39 @@ class Cluster:
         finally:
             self.host_verified |= ctx.host_ok
         yield verifying.summary(ctx, len(gpu))
+
+    async def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
+        """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
+
+        Streams one ``diagnosis`` check per representative failing pod (the known failure it shows,
+        with the matching log lines and the fix, else its last log lines), one per group of nodes that
+        share a state, then a ``diagnosis-summary``. ``nodes``: only these. Reads pods, logs, events
+        and nodes only (see :mod:`wizard.cluster.diagnose`).
+        """
+        namespace = await self.namespace(plan)
+        gpu = {n.name: n for n in (await self.discover()).gpu_nodes}
+        only = set(nodes) if nodes is not None else None
+        checks = diagnosing.diagnose(self.gateway, namespace, gpu, only=only)
+        async with contextlib.aclosing(checks):
+            async for check in checks:
+                yield check
+
+    async def support_files(
+        self, plan: Plan | None, *, about: Mapping[str, bytes]
+    ) -> AsyncGenerator[support.BundleFile | str, None]:
+        """The support bundle's files (``about``: gpu-wizard's own), with progress lines between them.
+
+        Reads the operator's objects, pods, logs, events and GPU node labels and runs ``nvidia-smi -q``
+        in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
+        """
+        namespace = await self.namespace(plan)
+        gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
+        files = support.collect(
+            self.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about
+        )
+        async with contextlib.aclosing(files):
+            async for item in files:
+                yield item
 
     async def _verify_context(
         self,

@@ -367,6 +367,16 @@ class Gateway:
         args: dict[str, Any] = {"container": container, "tail_lines": tail_lines, "previous": previous or None}
         return str(await self.call(what, fn, pod, namespace, allow_missing=True, text=True, **args) or "")
 
+    async def list_events(
+        self, namespace: str, *, field_selector: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Events of one namespace (one page of at most ``limit``), e.g. ``involvedObject.name=<pod>``."""
+        fn = self.raw(self.core, "list_namespaced_event")
+        found = await self.call(
+            f"listing events in {namespace}", fn, namespace, field_selector=field_selector, limit=limit
+        )
+        return list((found or {}).get("items") or [])
+
     async def configmap_exists(self, namespace: str, name: str) -> bool:
         """Whether the ConfigMap exists (ApiError 403 when the user may not read it)."""
         fn = self.raw(self.core, "read_namespaced_config_map")

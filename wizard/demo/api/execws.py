@@ -72,6 +72,23 @@ def _container_state(pod: dict[str, Any], container: str) -> dict[str, Any] | No
     return None
 
 
+def _container_status(pod: dict[str, Any], container: str) -> dict[str, Any]:
+    status = pod.get("status") or {}
+    for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or []):
+        if cs.get("name") == container:
+            return dict(cs)
+    return {}
+
+
+def _tail(text: str, request: web.Request) -> str:
+    """The last ``tailLines`` lines of ``text`` (all of it without the parameter)."""
+    tail = request.query.get("tailLines")
+    if tail and tail.isdigit():
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[-int(tail) :]) if int(tail) else ""
+    return text
+
+
 def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
     """The stored pod or a 404."""
     pod: dict[str, Any] | None = store_lookup("pods", name, namespace)
@@ -96,17 +113,20 @@ async def serve_logs(
     state = _container_state(pod, container)
     meta = pod["metadata"]
     namespace, name = meta.get("namespace", ""), meta["name"]
-    if state is not None and "waiting" in state:
+    last_run = (_container_status(pod, container).get("lastState") or {}).get("terminated")
+    if request.query.get("previous") in ("true", "1"):
+        # the kubelet serves the previous instance's log only when one terminated; the simulated
+        # containers fail the same way every run, so its text is the current run's
+        if not last_run:
+            raise bad_request(f'previous terminated container "{container}" in pod "{name}" not found')
+        return web.Response(text=_tail(runner.logs(namespace, name, container), request), content_type="text/plain")
+    if state is not None and "waiting" in state and not last_run:
         reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
         raise bad_request(
             f'container "{container}" in pod "{name}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
         )
     text = runner.logs(namespace, name, container)
-    shown = text
-    tail = request.query.get("tailLines")
-    if tail and tail.isdigit():
-        lines = text.splitlines(keepends=True)
-        shown = "".join(lines[-int(tail) :]) if int(tail) else ""
+    shown = _tail(text, request)
     if request.query.get("follow") not in ("true", "1"):
         return web.Response(text=shown, content_type="text/plain")
     resp = web.StreamResponse(headers={"Content-Type": "text/plain"})

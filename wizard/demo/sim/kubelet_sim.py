@@ -15,6 +15,7 @@ from typing import Any
 
 from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.rules.operator_rules import OperatorRelease
+from wizard.demo.sim.events import record, transition_events
 from wizard.demo.sim.pull import Puller, PullResult, basic_auth_for
 from wizard.demo.sim.simutil import Writer, now, thaw
 from wizard.demo.sim.workloads import Verdict, init_outcome, main_outcome
@@ -158,6 +159,7 @@ class Kubelet:
             self._advance(pod, view, pulls, keys, volumes_ok, node)
         if pod.get("status") != before:
             writer.update("pods", pod)
+            record(writer, pod, transition_events(before, pod))
 
     def _start_sandbox(self, pod: dict[str, Any], view: NodeView | None) -> None:
         status, spec = pod["status"], pod["spec"]

@@ -15,7 +15,7 @@ from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.sim import smi
 from wizard.demo.sim.operands import DRIVER_CTR, MANAGER_CTR
 from wizard.demo.sim.simutil import now
-from wizard.demo.sim.workloads import init_outcome, main_outcome
+from wizard.demo.sim.workloads import REFUSAL_LAST_LINE, driver_refusal, init_outcome, main_outcome, precompiled_pod
 from wizard.demo.sim.world import NodeView, container_status, driver_version_of, is_running
 
 
@@ -49,7 +49,7 @@ def _driver(pod: dict[str, Any], view: NodeView, release: OperatorRelease) -> st
     image = next((str(c.get("image", "")) for c in pod["spec"]["containers"] if c.get("name") == DRIVER_CTR), "")
     version = driver_version_of(image)
     kernel = view.spec.kernel
-    precompiled = any(e.get("name") == "PRECOMPILED" for c in pod["spec"]["containers"] for e in c.get("env") or [])
+    precompiled = precompiled_pod(pod)
     lines = [
         "DRIVER_ARCH is x86_64",
         f"Creating directory NVIDIA-Linux-x86_64-{version}",
@@ -61,6 +61,9 @@ def _driver(pod: dict[str, Any], view: NodeView, release: OperatorRelease) -> st
         "Checking NVIDIA driver packages...",
     ]
     verdict = main_outcome(pod, DRIVER_CTR, view, release)
+    refusal = driver_refusal(pod, view) if verdict.outcome == "crash" else ""
+    if refusal:
+        return "\n".join([*lines, *_refused(refusal, view, precompiled, version), *_SHUTDOWN, ""])
     if verdict.outcome == "crash":
         return "\n".join([*lines, verdict.reason, "Stopping NVIDIA persistence daemon...", ""])
     if precompiled:
@@ -92,6 +95,97 @@ def _driver(pod: dict[str, Any], view: NodeView, release: OperatorRelease) -> st
         "Done, now waiting for signal",
     ]
     return "\n".join(lines) + "\n"
+
+
+_SHUTDOWN = [
+    "Stopping NVIDIA persistence daemon...",
+    "Unloading NVIDIA driver kernel modules...",
+    "Unmounting NVIDIA driver rootfs...",
+]
+_UBUNTU_CODENAMES = {"20.04": "focal", "22.04": "jammy", "24.04": "noble"}
+
+
+def _package_cache(view: NodeView) -> list[str]:
+    """What the OS's package manager prints when its repositories cannot be reached."""
+    spec = view.spec
+    if spec.os_id in ("ubuntu", "debian"):
+        codename = _UBUNTU_CODENAMES.get(spec.os_version, "jammy")
+        return [
+            f"W: Failed to fetch http://archive.ubuntu.com/ubuntu/dists/{codename}/InRelease  "
+            "Temporary failure resolving 'archive.ubuntu.com'",
+            "W: Some index files failed to download. They have been ignored, or old ones used instead.",
+        ]
+    if spec.os_id.startswith("sle") or spec.os_id.startswith("sl-") or spec.os_id == "opensuse-leap":
+        return [
+            "Download (curl) error for 'https://updates.suse.com/SUSE/Products/repodata/repomd.xml':",
+            "Error code: Connection failed",
+            "Error message: Could not resolve host: updates.suse.com",
+        ]
+    return [
+        "Errors during downloading metadata for repository 'baseos':",
+        "Error: Failed to download metadata for repo 'baseos': Cannot download repomd.xml: "
+        "Cannot download repodata/repomd.xml: All mirrors were tried",
+    ]
+
+
+def _compiled(kernel: str) -> list[str]:
+    return [
+        "Installing Linux kernel headers...",
+        "Installing Linux kernel module files...",
+        "Generating Linux kernel version string...",
+        "Compiling NVIDIA driver kernel modules...",
+        f"Building NVIDIA driver package nvidia-modules-{kernel}...",
+        "Installing NVIDIA driver kernel modules...",
+        "",
+        "WARNING: The nvidia-drm module will not be installed.",
+    ]
+
+
+def _refused(refusal: str, view: NodeView, precompiled: bool, version: str) -> list[str]:
+    """The driver container's lines from where the host refuses it (the real scripts' and installer's words)."""
+    kernel = view.spec.kernel
+    if refusal == "kernel-headers":
+        return [
+            "Updating the package cache...",
+            *_package_cache(view),
+            "Resolving Linux kernel version...",
+            REFUSAL_LAST_LINE[refusal],
+        ]
+    start = (
+        [f"Found precompiled kernel modules for kernel {kernel}"]
+        if precompiled
+        else [
+            "Updating the package cache...",
+            "Resolving Linux kernel version...",
+            f"Proceeding with Linux kernel version {kernel}",
+            *_compiled(kernel),
+        ]
+    )
+    if refusal == "nouveau" and precompiled:
+        return [
+            *start,
+            "Loading NVIDIA driver kernel modules...",
+            "+ modprobe nvidia",
+            "modprobe: ERROR: could not insert 'nvidia': No such device",
+            "Kernel messages:",
+            "[   41.210553] NVRM: The NVIDIA probe routine was not called for 8 device(s).",
+            "[   41.210557] NVRM: This can occur when a driver such as: nouveau, rivafb, nvidiafb or rivatv was loaded and obtained ownership of the NVIDIA device(s).",
+        ]
+    if refusal == "nouveau":
+        return [
+            *start,
+            f"Installing NVIDIA driver version {version}.",
+            f"{REFUSAL_LAST_LINE[refusal]}  This driver is incompatible with the NVIDIA driver, and must be disabled before proceeding.",
+            "ERROR: Installation has failed.",
+        ]
+    return [
+        *start,
+        "ERROR: The kernel module failed to load. Secure boot is enabled on this system, so this is likely because it was not signed by a key that is trusted by the kernel.",
+        "ERROR: Unable to load the kernel module 'nvidia.ko'.",
+        REFUSAL_LAST_LINE[refusal],
+        "Kernel messages:",
+        "[   38.904417] Loading of unsigned module is rejected",
+    ]
 
 
 def _validation(container: str, pod: dict[str, Any], view: NodeView) -> str:

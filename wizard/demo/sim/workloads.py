@@ -112,6 +112,38 @@ def image_mismatch(image: str, view: NodeView, release: OperatorRelease) -> str:
     return ""
 
 
+REFUSAL_LAST_LINE = {
+    "kernel-headers": "Could not resolve Linux kernel version",
+    "nouveau": "ERROR: The Nouveau kernel driver is currently in use by your system.",
+    "secure-boot": "Kernel module load error: Key was rejected by service",
+}
+"""The last line the driver container prints for each way the host refuses it (full logs: podlogs)."""
+
+
+def precompiled_pod(pod: dict[str, Any]) -> bool:
+    """The driver pod installs precompiled (signed) modules instead of compiling them."""
+    return any(e.get("name") == "PRECOMPILED" for c in pod["spec"]["containers"] for e in c.get("env") or [])
+
+
+def driver_refusal(pod: dict[str, Any], view: NodeView) -> str:
+    """Why this node's host refuses the driver container, as the real script meets it, or "".
+
+    An upstream driver resolves and installs the kernel's headers first (from the host, the
+    package repositories or the mirror ``driver.repoConfig`` mounts), then the installer refuses a GPU held by nouveau, then the kernel refuses
+    an unsigned module under Secure Boot; precompiled modules need no headers and are signed.
+    """
+    spec = view.spec
+    precompiled = precompiled_pod(pod)
+    mirror = any(v.get("name") == "repo-config" for v in pod["spec"].get("volumes") or [])  # driver.repoConfig
+    if not precompiled and not spec.kernel_headers and not spec.package_repo and not mirror:
+        return "kernel-headers"
+    if spec.nouveau:
+        return "nouveau"
+    if spec.secure_boot and not precompiled:
+        return "secure-boot"
+    return ""
+
+
 def main_outcome(pod: dict[str, Any], container: str, view: NodeView | None, release: OperatorRelease) -> Verdict:
     """Whether a running main container becomes ready or crashes (checked a tick after it starts)."""
     if view is None:
@@ -123,6 +155,9 @@ def main_outcome(pod: dict[str, Any], container: str, view: NodeView | None, rel
         why = image_mismatch(str(image), view, release)
         if why:
             return Verdict("crash", why)
+        refusal = driver_refusal(pod, view)
+        if refusal:
+            return Verdict("crash", REFUSAL_LAST_LINE[refusal])
         return Verdict("ready")
     if container == "nvidia-container-toolkit-ctr" and not view.mount(view.toolkit_install_dir).writable:
         return Verdict("crash", f"mkdir {view.toolkit_install_dir}: read-only file system")
