@@ -15,12 +15,13 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
-from wizard.cluster import pathcheck
+from wizard.cluster import pathcheck, upgrades
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
 from wizard.cluster.kubeconfig import demo_marker, list_contexts
 from wizard.cluster.liveplan import known_release, plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
@@ -42,18 +43,25 @@ __all__ = [
     "ApplyResult",
     "Cluster",
     "ClusterError",
+    "HelmChange",
     "ImageStatus",
     "MirrorProgress",
     "Preflight",
     "RolloutStatus",
+    "UpgradeReport",
+    "helm_change",
+    "helm_values_path",
     "kube_contexts",
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",
+    "upgrade_report_lines",
 ]
 
 ApplyPlan = applying.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
+UpgradeReport = upgrades.UpgradeReport
+upgrade_report_lines = upgrades.report_lines
 PAGE_SIZE = 500
 
 
@@ -281,6 +289,12 @@ class Cluster:
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
         return await check_images(rendered, registry)
+
+    async def prepare_upgrade(
+        self, target: Plan, *, registry: RegistryClient | None = None, current: Plan | None = None
+    ) -> upgrades.UpgradeReport:
+        """The upgrade plan from what runs now (the live policy) to ``target``: images per node group, evictions, time."""
+        return await upgrades.prepare_upgrade(self, target=target, current=current, registry=registry)
 
     # -- changing --------------------------------------------------------------------------------
 

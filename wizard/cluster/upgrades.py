@@ -8,7 +8,7 @@ registry about both the running and the new images.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.ownership import Ownership, ownership_of
@@ -17,9 +17,20 @@ from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_target, wor
 from wizard.registry.images import ImageStatus, check_images
 
 if TYPE_CHECKING:
-    from wizard.cluster.facade import Cluster
+    from wizard.cluster.gateway import Gateway
+    from wizard.engine.facts import ClusterFacts
     from wizard.engine.plan import Plan
     from wizard.registry.client import RegistryClient
+
+
+class Cluster(Protocol):
+    """What an upgrade plan reads from the connected cluster (``wizard.cluster.facade.Cluster``, which calls here)."""
+
+    gateway: Gateway
+
+    async def live_plan(self) -> Plan: ...
+
+    async def discover(self) -> ClusterFacts: ...
 
 
 @dataclass
@@ -34,6 +45,8 @@ class UpgradeReport:
     old_images: dict[str, ImageStatus] = field(default_factory=dict)
     new_images: dict[str, ImageStatus] = field(default_factory=dict)
     registry_checked: bool = False
+    skipped_because: str = "--no-registry"
+    """Why the registry was not asked (said with SKIPPED beside every image when ``registry_checked`` is false)."""
 
     @property
     def missing(self) -> list[ImageStatus]:
@@ -53,15 +66,21 @@ async def gpu_workloads(cluster: Cluster, gpu_nodes: set[str]) -> list[dict[str,
 async def prepare_upgrade(
     cluster: Cluster,
     *,
-    driver_version: str,
+    driver_version: str = "",
     operator_release: str | None = None,
     current: Plan | None = None,
+    target: Plan | None = None,
     registry: RegistryClient | None = None,
 ) -> UpgradeReport:
-    """The upgrade plan for this cluster (the running plan from the live policy unless ``current`` is given)."""
+    """The upgrade plan for this cluster (the running plan from the live policy unless ``current`` is given).
+
+    The target is ``target`` when given (the TUI's edited plan), else the running plan with
+    ``driver_version`` (and ``operator_release``), as ``gpu-wizard upgrade`` asks.
+    """
     live = active_policy(await cluster.gateway.list_custom(*POLICY))
     running = current or await cluster.live_plan()
-    target = upgrade_target(running, driver_version=driver_version, operator_release=operator_release)
+    if target is None:
+        target = upgrade_target(running, driver_version=driver_version, operator_release=operator_release)
     facts = await cluster.discover()
     before, after = render(running, facts), render(target, facts)
     pods = await gpu_workloads(cluster, {n.name for n in facts.gpu_nodes})
@@ -104,3 +123,88 @@ async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, t
         if node and image:
             found[node] = (image, waiting)
     return found
+
+
+def status_word(status: ImageStatus | None, checked: bool, skipped_because: str = "--no-registry") -> str:
+    """A registry answer for one image, in words (SKIPPED when it was not or could not be asked)."""
+    if not checked:
+        return f"SKIPPED (registry not asked: {skipped_because})"
+    if status is None:
+        return "-"
+    if status.ok:
+        return "✓ in the registry"
+    if status.target.error:
+        return f"SKIPPED (cannot check: {status.target.error})"
+    if status.mirrorable:
+        return "✗ not in the registry yet; its mirror source exists"
+    return "✗ missing"
+
+
+def report_lines(report: UpgradeReport) -> list[str]:
+    """The upgrade plan as text, one line each."""
+    plan = report.plan
+    current, target = plan.current, plan.target
+    lines = [
+        f"Upgrade plan: driver {current.driver.version} → {target.driver.version} "
+        f"(operator {current.operator.version}"
+        + (f" → {target.operator.version})" if target.operator.version != current.operator.version else ")")
+    ]
+    why = report.ownership.why_not_apply()
+    if why:
+        lines.append(f"Owner: {why}")
+    lines.append("Node groups:")
+    for group in plan.groups:
+        shown = ", ".join(group.nodes[:3]) + (f" and {len(group.nodes) - 3} more" if len(group.nodes) > 3 else "")
+        lines.append(f"  kernel {group.kernel or '-'} · {len(group.nodes)} node(s): {shown}")
+        old = report.old_images.get(group.old_image)
+        new = report.new_images.get(group.new_image)
+        lines.append(
+            f"    now    {group.old_image or '(none)'}  {status_word(old, report.registry_checked, report.skipped_because)}"
+        )
+        if group.changes:
+            lines.append(
+                f"    after  {group.new_image}  {status_word(new, report.registry_checked, report.skipped_because)}"
+            )
+        else:
+            lines.append("    after  unchanged")
+    tag_changes = plan.os_tag_changes()
+    lines.append("OS tags: " + ("; ".join(tag_changes) if tag_changes else "unchanged"))
+    policy = plan.policy
+    lines.append(
+        f"upgradePolicy: autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
+        f"{policy.max_parallel_upgrades or 'no limit'} · maxUnavailable {policy.max_unavailable} · drain "
+        f"{'on' if policy.drain_enabled else 'off'} · podDeletion timeout {policy.pod_deletion_timeout_seconds}s"
+    )
+    if plan.evictions:
+        lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")
+        for node, pods in sorted(plan.evictions.items()):
+            lines.append(f"  {node}: {', '.join(pods)}")
+    else:
+        lines.append("GPU workloads evicted: none found on the nodes that change")
+    nodes = len(plan.changing_nodes)
+    if nodes:
+        parallel = policy.parallel(nodes)
+        lines.append(
+            f"Estimated duration: about {plan.estimate_minutes():g} min ({nodes} node(s), {parallel} at a time; "
+            "an estimate from typical per-node times, not a promise)"
+        )
+    else:
+        lines.append("Nothing changes: every GPU node already runs the new image")
+    lines += [f"note: {note}" for note in plan.notes]
+    for command in mirror_commands(report):
+        lines.append(f"mirror: {command}")
+    return lines
+
+
+def mirror_commands(report: UpgradeReport) -> list[str]:
+    """The copy commands (skopeo) for every new image the cluster cannot pull yet but whose source exists."""
+    from wizard.engine.textsafe import shell_command
+
+    missing = {status.image for status in report.missing if status.mirrorable}
+    return [
+        shell_command(argv)
+        for item in report.target.mirror
+        if item.target in missing
+        for argv in item.commands
+        if argv[0] == "skopeo" and "copy" in argv
+    ]
