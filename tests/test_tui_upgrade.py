@@ -16,6 +16,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from screens.dialogs import ConfirmDialog
+from screens.widgets.policyform import UpgradePolicyDialog
 from tests.snapshots.plugin import screen_text, wait_for
 from tests.test_tui_flows import demo_app, next_to, on_step, set_field, walk_to
 
@@ -91,3 +92,28 @@ async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Pat
         assert "GPU workloads evicted" in shown
         assert "Helm" not in screen_text(app)  # nobody owns it: applied as before
         assert app.screen.query_one("#apply").label.plain == "Apply…"
+
+        # the upgrade policy, edited in its form: a bad value names the field and stays; a good one re-plans
+        app.screen.query_one("#edit-policy").press()
+        await wait_for(pilot, lambda: isinstance(app.screen, UpgradePolicyDialog), what="the policy form")
+        await set_input(pilot, "policy-unavailable", "0%")
+        await set_input(pilot, "policy-parallel", "3")
+        await pilot.press("enter")
+        await pilot.pause()
+        error = str(app.screen.query_one("#policy-error").render())
+        assert error.startswith("✗ upgradePolicy.maxUnavailable: '0%' is not a node count of 1 or more")
+        await set_input(pilot, "policy-unavailable", "2")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: on_step(app, "apply"), what="the form to close")
+        await wait_for(pilot, lambda: _plan_loaded(app) and app.state.prepared is not None, 30, "the new plan")
+        policy = app.screen.query_one("#upgrade-plan").report.plan.policy
+        assert (policy.max_parallel_upgrades, policy.max_unavailable) == (3, "2")
+        assert app.state.get("driver.upgradePolicy.maxParallelUpgrades") == 3
+        assert "+      maxParallelUpgrades: 3" in app.state.prepared.diff
+        assert "2 at a time" in str(app.screen.query_one("#upgrade-text").render())
+
+
+async def set_input(pilot: Any, widget_id: str, value: str) -> None:
+    """Replace an input's text as a user would."""
+    pilot.app.screen.query_one(f"#{widget_id}").focus()
+    await pilot.press("home", "ctrl+k", *value)

@@ -134,6 +134,41 @@ class ApplyStep(StepScreen):
             lines.append(f"[$warning]! owner: {escape(why)}[/]")
         self.query_one("#apply-summary", Static).update("\n".join(lines))
 
+    # -- the upgrade policy -------------------------------------------------------------------
+
+    def on_upgrade_plan_view_policy_changed(self, event: UpgradePlanView.PolicyChanged) -> None:
+        """A new upgradePolicy: into the answers (validated), then render and dry-run again."""
+        event.stop()
+        state = self.state
+        images = state.images  # the policy changes no image: keep the registry's answers
+        state.set("driver.upgradePolicy", event.policy)
+        state.images = images
+        self.wizard.save_progress("apply")
+        self.redo_dry_run()
+
+    @work(exclusive=True, group="dry-run", exit_on_error=False)
+    async def redo_dry_run(self) -> None:
+        """Render the changed plan and ask the server again (what Preview does), then show it all anew."""
+        from wizard.engine.render import render
+
+        state = self.state
+        plan, facts = state.valid_plan(), state.facts
+        if facts is None:
+            return
+        self.query_one("#apply", Button).disabled = True
+        self.query_one("#apply-summary", Static).update("[$accent]… server dry-run of the new upgrade policy[/]")
+        try:
+            state.rendered = render(plan, facts)
+            state.prepared = await state.connected().prepare_apply(state.rendered)
+        finally:
+            self.query_one("#apply", Button).disabled = False
+        self._summary()
+        if self._owner.helm:
+            self._helm_saved = False  # the values changed: save them again
+            self._show_helm()
+        self.query_one(UpgradePlanView).load()
+        self.refresh_nav()
+
     # -- who owns the policy ----------------------------------------------------------------
 
     def _ownership(self) -> Any:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.markup import escape
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Label, Static
+from textual.message import Message
+from textual.widgets import Button, Label, Static
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -45,7 +46,15 @@ class UpgradePlanView(Vertical):
     DEFAULT_CSS = """
     UpgradePlanView { height: auto; display: none; }
     UpgradePlanView > #upgrade-text { height: auto; }
+    UpgradePlanView > #edit-policy { margin-top: 1; }
     """
+
+    class PolicyChanged(Message):
+        """The user saved a new upgradePolicy (answers form); the step re-renders and dry-runs the plan."""
+
+        def __init__(self, policy: dict[str, Any]) -> None:
+            self.policy = policy
+            super().__init__()
 
     report: Any = None
     """The last ``UpgradeReport`` read (None before, or when it could not be read)."""
@@ -55,6 +64,34 @@ class UpgradePlanView(Vertical):
         yield Static(
             "[$text-muted]… reading the running policy, the GPU workloads and the registry[/]", id="upgrade-text"
         )
+        yield Button("Edit upgrade policy…", id="edit-policy", compact=True)
+
+    def current_policy(self) -> dict[str, Any]:
+        """The policy to edit: the plan's, else the live one's, else the chart's defaults (answers form)."""
+        from wizard.engine.plan import UpgradePolicySpec, upgrade_policy_answers
+
+        state = cast("WizardApp", self.app).state
+        planned = state.get("driver.upgradePolicy")
+        if isinstance(planned, dict):
+            return planned
+        live = getattr(self.report, "live_policy", None) or {}
+        spec = ((live.get("spec") or {}).get("driver") or {}).get("upgradePolicy")
+        try:
+            return UpgradePolicySpec.model_validate(upgrade_policy_answers(spec)).cr_form()
+        except ValueError:  # a live value the model refuses: start from the defaults, the form says nothing false
+            return UpgradePolicySpec().cr_form()
+
+    @on(Button.Pressed, "#edit-policy")
+    def _edit(self) -> None:
+        from screens.widgets.policyform import UpgradePolicyDialog
+
+        state = cast("WizardApp", self.app).state
+
+        def saved(policy: dict[str, Any] | None) -> None:
+            if policy is not None:
+                self.post_message(self.PolicyChanged(policy))
+
+        self.app.push_screen(UpgradePolicyDialog(self.current_policy(), state.effective_answers()), saved)
 
     @property
     def text(self) -> Static:

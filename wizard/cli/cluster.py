@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
+from wizard.cli.policy_flags import policy_flags, with_policy_flags
 from wizard.cli.session import (
     cluster_options,
     command,
@@ -222,6 +223,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     from wizard.engine.render import advice_text, render
 
     preflight = await cluster.preflight(plan)
+    plan = with_policy_flags(args, plan, preflight.cluster_policy)
     for check in preflight.checks:
         if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
             write_check(check, sys.stderr)
@@ -337,6 +339,7 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
         help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
     )
     registry_flags(parser)
+    policy_flags(parser)
     parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
     parser.add_argument(
         "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"

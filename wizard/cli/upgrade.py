@@ -90,31 +90,27 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
     """``gpu-wizard upgrade``."""
     from pydantic import ValidationError
 
+    from wizard.cli.policy_flags import with_policy_flags
     from wizard.cluster.upgrades import prepare_upgrade, status_word
     from wizard.cluster.upgrades import report_lines as upgrade_lines
     from wizard.engine.answers import plan_errors
-    from wizard.engine.upgrade import UpgradePolicyError
+    from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 
     current = load_plan(args.answers) if args.answers else None
     async with open_cluster(args) as cluster:
         try:
             running = current or await cluster.live_plan()
-            if args.no_registry:
-                report = await prepare_upgrade(
-                    cluster, driver_version=args.driver, operator_release=args.operator, current=running
-                )
-            else:
-                async with registry_client(args, cluster, running) as registry:
-                    report = await prepare_upgrade(
-                        cluster,
-                        driver_version=args.driver,
-                        operator_release=args.operator,
-                        current=running,
-                        registry=registry,
-                    )
+            target = upgrade_target(running, driver_version=args.driver, operator_release=args.operator)
         except ValidationError as exc:
             first = plan_errors(exc)[0]
             raise UsageError(f"--driver/--operator: {first.field or 'driver'}: {first.message}") from None
+        target = with_policy_flags(args, target, (await cluster.preflight(target)).cluster_policy)
+        try:
+            if args.no_registry:
+                report = await prepare_upgrade(cluster, current=running, target=target)
+            else:
+                async with registry_client(args, cluster, running) as registry:
+                    report = await prepare_upgrade(cluster, current=running, target=target, registry=registry)
         except UpgradePolicyError as exc:
             raise UsageError(f"the live ClusterPolicy's {exc}") from None
         if args.output == "json":

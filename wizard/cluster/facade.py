@@ -33,6 +33,7 @@ from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
+from wizard.engine.upgrade import plan_policy
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
@@ -376,7 +377,13 @@ class Cluster:
         crash_window: float = 300.0,
         stall_window: float | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
-        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled."""
+        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
+
+        Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
+        """
+        if stall_window is None:
+            policy = plan_policy(plan)
+            stall_window = policy.stall_seconds() if policy is not None else None
         namespace = await self.namespace(plan)
         statuses = rollouts.follow(
             self.gateway,

@@ -85,6 +85,8 @@ async def prepare_upgrade(
     before, after = render(running, facts), render(target, facts)
     pods = await gpu_workloads(cluster, {n.name for n in facts.gpu_nodes})
     policy_spec = ((live or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy")
+    if target.driver.upgradePolicy is not None:  # the edited policy is the one the rollout will follow
+        policy_spec = target.driver.upgradePolicy.cr_form()
     upgrade = plan_upgrade(
         running, target, before.node_images, after.node_images, policy_spec, workloads_by_node(pods, facts)
     )
@@ -170,10 +172,12 @@ def report_lines(report: UpgradeReport) -> list[str]:
     tag_changes = plan.os_tag_changes()
     lines.append("OS tags: " + ("; ".join(tag_changes) if tag_changes else "unchanged"))
     policy = plan.policy
+    whose = "this plan's" if target.driver.upgradePolicy is not None else "in force"
     lines.append(
-        f"upgradePolicy: autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
+        f"upgradePolicy ({whose}): autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
         f"{policy.max_parallel_upgrades or 'no limit'} · maxUnavailable {policy.max_unavailable} · drain "
-        f"{'on' if policy.drain_enabled else 'off'} · podDeletion timeout {policy.pod_deletion_timeout_seconds}s"
+        f"{f'on ({policy.drain_timeout_seconds}s)' if policy.drain_enabled else 'off'} · podDeletion timeout "
+        f"{policy.pod_deletion_timeout_seconds}s"
     )
     if plan.evictions:
         lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")

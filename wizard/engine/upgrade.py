@@ -82,6 +82,20 @@ class UpgradePolicy:
             if value < 0:
                 raise UpgradePolicyError(f"upgradePolicy.{name}: must be 0 or more seconds")
 
+    def stall_seconds(self) -> float | None:
+        """How long a rollout may show no change before it is called stalled, from this policy's timeouts.
+
+        The longest wait the policy allows in one state (drain, GPU pod deletion, waiting for jobs)
+        plus one node's ordinary upgrade time; None where a timeout of 0 lets the operator wait forever
+        (then only the rollout's overall limit applies).
+        """
+        waits = [self.pod_deletion_timeout_seconds, self.wait_for_completion_timeout_seconds]
+        if self.drain_enabled:
+            waits.append(self.drain_timeout_seconds)
+        if 0 in waits:
+            return None
+        return float(max(waits)) + DEFAULT_NODE_MINUTES * 60
+
     def unavailable_limit(self, nodes: int) -> int:
         """How many nodes may be unavailable at once (the percentage rounded up, as the operator does)."""
         text = self.max_unavailable
@@ -190,6 +204,36 @@ def plan_upgrade(
             "GPUs (podDeletion) before the driver restarts"
         )
     return plan
+
+
+def plan_policy(plan: Plan) -> UpgradePolicy | None:
+    """The upgradePolicy the plan sets (None: the plan leaves the live one alone)."""
+    spec = plan.driver.upgradePolicy
+    return UpgradePolicy.from_spec(spec.cr_form()) if spec is not None and plan.driver_enabled else None
+
+
+def with_upgrade_policy(plan: Plan, changes: Mapping[str, Any], live_spec: Mapping[str, Any] | None) -> Plan:
+    """The plan with some upgradePolicy fields changed (dotted keys: ``drain.enable``), validated.
+
+    The rest of the policy comes from the plan when it sets one, else from the live policy
+    (``live_spec``, the CRD form), else the chart's defaults: changing one field never resets the
+    others. ValidationError (naming ``driver.upgradePolicy.<field>``) for a bad value.
+    """
+    if not changes:
+        return plan
+    from wizard.engine.plan import upgrade_policy_answers
+
+    spec = plan.driver.upgradePolicy
+    base: dict[str, Any] = spec.cr_form() if spec is not None else upgrade_policy_answers(dict(live_spec or {}))
+    for dotted, value in changes.items():
+        node = base
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    answers = plan.answers_dict()
+    answers["driver"]["upgradePolicy"] = base
+    return Plan.model_validate(answers)
 
 
 def upgrade_target(current: Plan, *, driver_version: str, operator_release: str | None = None) -> Plan:
