@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.ownership import Ownership, ownership_of
 from wizard.engine.render import Rendered, render
-from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_target, workloads_by_node
+from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_in_progress, upgrade_target, workloads_by_node
 from wizard.registry.images import ImageStatus, check_images
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ class Cluster(Protocol):
     async def live_plan(self) -> Plan: ...
 
     async def discover(self) -> ClusterFacts: ...
+
+    async def namespace(self, plan: Plan | None = None) -> str: ...
 
 
 @dataclass
@@ -90,12 +92,37 @@ async def prepare_upgrade(
     upgrade = plan_upgrade(
         running, target, before.node_images, after.node_images, policy_spec, workloads_by_node(pods, facts)
     )
+    live_version = str((((live or {}).get("spec") or {}).get("driver") or {}).get("version") or running.driver.version)
+    if any(n.upgrade_state and n.upgrade_state != "upgrade-done" for n in facts.gpu_nodes):
+        problems = await driver_pod_problems(cluster, await cluster.namespace(running))
+        upgrade.in_progress = upgrade_in_progress(facts, live_version, problems, workloads_by_node(pods, facts))
     report = UpgradeReport(upgrade, before, after, ownership_of(live), live)
     if registry is not None:
         report.old_images = {s.image: s for s in await check_images(before, registry)}
         report.new_images = {s.image: s for s in await check_images(after, registry)}
         report.registry_checked = True
     return report
+
+
+async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str]:
+    """``node -> why its driver container does not run`` (waiting reason, last exit code, image, where to look)."""
+    from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+
+    found: dict[str, str] = {}
+    for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        meta = pod.get("metadata") or {}
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+            if status.get("name") != DRIVER_CONTAINER or not waiting or not node:
+                continue
+            ended = (status.get("lastState") or {}).get("terminated") or {}
+            code = f", exit code {ended['exitCode']}" if "exitCode" in ended else ""
+            found[node] = (
+                f"driver container {waiting}{code} running {status.get('image') or '?'} "
+                f"(kubectl logs -n {namespace} {meta.get('name', '?')} -c {DRIVER_CONTAINER})"
+            )
+    return found
 
 
 async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
@@ -154,6 +181,8 @@ def report_lines(report: UpgradeReport) -> list[str]:
     why = report.ownership.why_not_apply()
     if why:
         lines.append(f"Owner: {why}")
+    if plan.in_progress is not None:
+        lines += plan.in_progress.lines(target.driver.version)
     lines.append("Node groups:")
     for group in plan.groups:
         shown = ", ".join(group.nodes[:3]) + (f" and {len(group.nodes) - 3} more" if len(group.nodes) > 3 else "")
@@ -193,7 +222,12 @@ def report_lines(report: UpgradeReport) -> list[str]:
             "an estimate from typical per-node times, not a promise)"
         )
     else:
-        lines.append("Nothing changes: every GPU node already runs the new image")
+        lines.append(
+            "Nothing changes in the plan: the live policy already asks for these images (the upgrade above is "
+            "still rolling them out)"
+            if plan.in_progress is not None
+            else "Nothing changes: every GPU node already runs the new image"
+        )
     lines += [f"note: {note}" for note in plan.notes]
     for command in mirror_commands(report):
         lines.append(f"mirror: {command}")

@@ -115,6 +115,98 @@ def _int(value: Any, name: str) -> int:
     return value
 
 
+UPGRADE_STATES = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+    "upgrade-failed",
+)
+"""The operator's ``nvidia.com/gpu-driver-upgrade-state`` values, in the order a node walks them."""
+
+
+@dataclass(frozen=True)
+class InProgress:
+    """A driver upgrade the operator is carrying out now: GPU nodes per upgrade state, the failed ones' reasons."""
+
+    nodes: dict[str, list[str]]
+    """upgrade state -> GPU nodes in it (states in :data:`UPGRADE_STATES` order, empty ones left out)."""
+    rolling_out: str
+    """The driver version the live policy asks for (what the nodes are upgrading to)."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """upgrade-failed node -> why, from its driver pod."""
+    evictions: dict[str, list[str]] = field(default_factory=dict)
+    """GPU workload pods on nodes the upgrade under way has not emptied yet (it evicts them next)."""
+
+    @property
+    def total(self) -> int:
+        return sum(len(nodes) for nodes in self.nodes.values())
+
+    @property
+    def in_flight(self) -> list[str]:
+        return sorted(
+            n for state, nodes in self.nodes.items() if state not in ("upgrade-done", "upgrade-failed") for n in nodes
+        )
+
+    def lines(self, target_version: str) -> list[str]:
+        """What is under way, per state, and what applying ``target_version`` now would do."""
+        done = len(self.nodes.get("upgrade-done", []))
+        counts = " · ".join(f"{state} {len(nodes)}" for state, nodes in self.nodes.items())
+        out = [f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done · {counts}"]
+        for node, why in sorted(self.failed.items()):
+            out.append(f"  upgrade-failed: {node}: {why}")
+        moving = len(self.in_flight)
+        if target_version == self.rolling_out:
+            now = (
+                f"Applying now changes nothing in flight: the operator goes on with the same upgrade ({moving} node(s) "
+                "on their way)"
+            )
+        else:
+            now = (
+                f"Applying now changes the target mid-way: {done} node(s) already on {self.rolling_out} are upgraded "
+                f"again to {target_version}; {moving} node(s) in progress restart their driver with the new image"
+            )
+        if self.failed:
+            now += "; failed nodes stay failed until their driver pod can start (fix the cause first)"
+        out.append(now)
+        for node, pods in sorted(self.evictions.items()):
+            out.append(f"  still to be evicted on {node}: {', '.join(pods)}")
+        return out
+
+
+#: States before the operator empties a node of its GPU pods: its workloads are still to be evicted.
+BEFORE_EVICTION = frozenset(UPGRADE_STATES[:5])
+
+
+def upgrade_in_progress(
+    facts: ClusterFacts,
+    rolling_out: str,
+    pod_problems: Mapping[str, str] | None = None,
+    workloads: Mapping[str, list[str]] | None = None,
+) -> InProgress | None:
+    """The upgrade under way, from the GPU nodes' upgrade-state labels (None when every node is done or never started)."""
+    by_state: dict[str, list[str]] = {}
+    for node in facts.gpu_nodes:
+        if node.upgrade_state:
+            by_state.setdefault(node.upgrade_state, []).append(node.name)
+    if not set(by_state) - {"upgrade-done"}:
+        return None
+    order = {state: i for i, state in enumerate(UPGRADE_STATES)}
+    nodes = {state: sorted(by_state[state]) for state in sorted(by_state, key=lambda s: order.get(s, len(order)))}
+    problems = pod_problems or {}
+    failed = {
+        node: problems.get(node) or "no reason found on its driver pod" for node in nodes.get("upgrade-failed", [])
+    }
+    waiting = {n for state in BEFORE_EVICTION for n in nodes.get(state, [])}
+    evictions = {node: sorted(pods) for node, pods in (workloads or {}).items() if node in waiting and pods}
+    return InProgress(nodes, rolling_out, failed, evictions)
+
+
 @dataclass(frozen=True)
 class GroupChange:
     """One node group (same kernel and OS tag) and the driver image it moves between."""
@@ -142,6 +234,8 @@ class UpgradePlan:
     evictions: dict[str, list[str]] = field(default_factory=dict)
     """GPU workload pods (``namespace/name``) per changing node: the upgrade evicts them."""
     notes: list[str] = field(default_factory=list)
+    in_progress: InProgress | None = None
+    """An upgrade the operator is carrying out now (read from the nodes' upgrade-state labels)."""
 
     @property
     def changing_nodes(self) -> list[str]:
