@@ -17,7 +17,7 @@ from ruamel.yaml import YAML
 
 from screens.dialogs import ConfirmDialog
 from screens.widgets.policyform import UpgradePolicyDialog
-from tests.snapshots.plugin import screen_text, wait_for
+from tests.snapshots.plugin import Snapshot, screen_text, wait_for
 from tests.test_tui_flows import demo_app, next_to, on_step, set_field, walk_to
 
 
@@ -37,10 +37,12 @@ def _plan_loaded(app: Any) -> bool:
     return on_step(app, "apply") and view.report is not None
 
 
-async def test_a_helm_owned_policy_gets_values_and_the_helm_command(tui_env: Path) -> None:
+async def test_a_helm_owned_policy_gets_values_and_the_helm_command(tui_env: Path, snapshot: Snapshot) -> None:
     app = demo_app(tui_env, "existing-install")
     async with app.run_test(size=(80, 24)) as pilot:
         await _to_apply(pilot)
+        await wait_for(pilot, lambda: _plan_loaded(app), 30, "the upgrade plan")
+        await snapshot.check(pilot, "7-apply-helm")
         text = screen_text(app)
         assert "Helm release gpu-operator" in text and "helm upgrade" in text
         assert "Apply directly…" in text
@@ -77,9 +79,10 @@ async def test_a_helm_owned_policy_gets_values_and_the_helm_command(tui_env: Pat
         await wait_for(pilot, lambda: app.state.applied is not None, 30, "the direct apply")
         live = await gateway.get_custom("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
         assert live["spec"]["driver"]["version"] == "580.126.20" and app.state.applied.backup_path.exists()
+    snapshot.verify()
 
 
-async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Path) -> None:
+async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Path, snapshot: Snapshot) -> None:
     app = demo_app(tui_env, "existing-install-plain")
     async with app.run_test(size=(80, 24)) as pilot:
         await _to_apply(pilot)
@@ -92,10 +95,13 @@ async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Pat
         assert "GPU workloads evicted" in shown
         assert "Helm" not in screen_text(app)  # nobody owns it: applied as before
         assert app.screen.query_one("#apply").label.plain == "Apply…"
+        app.screen.query_one("#upgrade-plan").scroll_visible(animate=False, top=True)
+        await snapshot.check(pilot, "7-apply-upgrade-plan")
 
         # the upgrade policy, edited in its form: a bad value names the field and stays; a good one re-plans
         app.screen.query_one("#edit-policy").press()
         await wait_for(pilot, lambda: isinstance(app.screen, UpgradePolicyDialog), what="the policy form")
+        await snapshot.check(pilot, "7-apply-upgrade-policy")
         await set_input(pilot, "policy-unavailable", "0%")
         await set_input(pilot, "policy-parallel", "3")
         await pilot.press("enter")
@@ -111,6 +117,7 @@ async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Pat
         assert app.state.get("driver.upgradePolicy.maxParallelUpgrades") == 3
         assert "+      maxParallelUpgrades: 3" in app.state.prepared.diff
         assert "2 at a time" in str(app.screen.query_one("#upgrade-text").render())
+    snapshot.verify()
 
 
 async def set_input(pilot: Any, widget_id: str, value: str) -> None:

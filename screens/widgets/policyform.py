@@ -17,11 +17,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Checkbox, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
+
+from screens.widgets.toggles import Tick
 
 #: input id -> (label, dotted upgradePolicy field)
 NUMBERS: dict[str, tuple[str, str]] = {
-    "policy-parallel": ("maxParallelUpgrades (0: all at once)", "maxParallelUpgrades"),
+    "policy-parallel": ("maxParallelUpgrades (0: all)", "maxParallelUpgrades"),
     "policy-unavailable": ("maxUnavailable (count or %)", "maxUnavailable"),
     "policy-drain-timeout": ("drain timeout, s (0: none)", "drain.timeoutSeconds"),
     "policy-deletion-timeout": ("GPU pod deletion timeout, s", "podDeletion.timeoutSeconds"),
@@ -100,7 +102,7 @@ class UpgradePolicyDialog(ModalScreen[dict[str, Any] | None]):
         with Vertical():
             yield Label("[b]Upgrade policy[/] (spec.driver.upgradePolicy)")
             for widget_id, (label, field) in SWITCHES.items():
-                yield Checkbox(label, bool(_get(self._policy, field)), id=widget_id, compact=True)
+                yield Tick(label, bool(_get(self._policy, field)), id=widget_id, compact=True)
             for widget_id, (label, field) in NUMBERS.items():
                 with Horizontal(classes="policy-row"):
                     yield Label(label)
@@ -125,7 +127,7 @@ class UpgradePolicyDialog(ModalScreen[dict[str, Any] | None]):
     def _save(self) -> None:
         policy = copy.deepcopy(self._policy)
         for widget_id, (_, field) in SWITCHES.items():
-            _put(policy, field, self.query_one(f"#{widget_id}", Checkbox).value)
+            _put(policy, field, self.query_one(f"#{widget_id}", Tick).value)
         for widget_id, (_, field) in NUMBERS.items():
             _put(policy, field, _typed(field, self.query_one(f"#{widget_id}", Input).value))
         errors = policy_errors(self._answers, policy)
