@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
-from wizard.cli.policy_flags import policy_flags, with_policy_flags
+from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
 from wizard.cli.session import (
     cluster_options,
     command,
@@ -209,6 +209,7 @@ NO_CHANGES = "no changes: the cluster already holds this plan"
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
     plan = load_plan(args.answers)
+    check_policy_flags(args)  # before connecting: a bad value costs no cluster round trip
     async with open_cluster(args) as cluster:
         return await apply_plan(args, cluster, plan)
 

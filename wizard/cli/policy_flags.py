@@ -70,6 +70,29 @@ def policy_changes(args: argparse.Namespace) -> dict[str, Any]:
     return changes
 
 
+def check_policy_flags(args: argparse.Namespace) -> None:
+    """Refuse a bad flag value before connecting (UsageError naming the flag): each is checked on its own here."""
+    from pydantic import ValidationError
+
+    from wizard.engine.plan import UpgradePolicySpec
+
+    for dest, (flag, field) in POLICY_FLAGS.items():
+        value = getattr(args, dest, None)
+        if value is None or isinstance(value, bool):
+            continue
+        nested: dict[str, Any] = {}
+        node = nested
+        *parents, leaf = field.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value if field == "maxUnavailable" else _number(value)
+        try:
+            UpgradePolicySpec.model_validate(nested)
+        except ValidationError as exc:
+            message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+            raise UsageError(f"{flag}: upgradePolicy.{field}: {message}") from None
+
+
 def with_policy_flags(args: argparse.Namespace, plan: Plan, live_policy: Mapping[str, Any] | None) -> Plan:
     """``plan`` with the upgradePolicy flags applied; UsageError naming the flag for a bad value."""
     from pydantic import ValidationError

@@ -90,13 +90,14 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
     """``gpu-wizard upgrade``."""
     from pydantic import ValidationError
 
-    from wizard.cli.policy_flags import with_policy_flags
+    from wizard.cli.policy_flags import check_policy_flags, with_policy_flags
     from wizard.cluster.upgrades import prepare_upgrade, status_word
     from wizard.cluster.upgrades import report_lines as upgrade_lines
     from wizard.engine.answers import plan_errors
     from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 
     current = load_plan(args.answers) if args.answers else None
+    check_policy_flags(args)  # before connecting
     async with open_cluster(args) as cluster:
         try:
             running = current or await cluster.live_plan()
