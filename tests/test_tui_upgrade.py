@@ -20,6 +20,8 @@ from screens.widgets.policyform import UpgradePolicyDialog
 from tests.snapshots.plugin import Snapshot, screen_text, wait_for
 from tests.test_tui_flows import demo_app, next_to, on_step, set_field, walk_to
 
+SCENARIOS = Path(__file__).resolve().parent.parent / "assets" / "scenarios"
+
 
 async def _to_apply(pilot: Any, version: str = "580.126.20") -> None:
     """Connect, change the driver version (the upgrade), preview, and stop on Apply."""
@@ -124,3 +126,29 @@ async def set_input(pilot: Any, widget_id: str, value: str) -> None:
     """Replace an input's text as a user would."""
     pilot.app.screen.query_one(f"#{widget_id}").focus()
     await pilot.press("home", "ctrl+k", *value)
+
+
+async def test_an_olm_owned_policy_is_applied_with_what_olm_may_do_said(tui_env: Path) -> None:
+    """OLM created the policy (an owner reference to a ClusterServiceVersion): applied directly, the risk said."""
+    scenario = YAML(typ="safe").load((SCENARIOS / "existing-install-plain.yaml").read_text())
+    scenario["name"] = "existing-install-olm"
+    scenario["operator"]["cluster_policy"]["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "name": "gpu-operator-certified.v26.3.3",
+            "uid": "0d3c6f0e-1111-4a5b-9c2d-3e4f5a6b7c8d",
+        }
+    ]
+    path = tui_env / "existing-install-olm.yaml"
+    with path.open("w") as out:
+        YAML(typ="safe").dump(scenario, out)
+    app = demo_app(tui_env, str(path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _to_apply(pilot)
+        summary = str(app.screen.query_one("#apply-summary").render())
+        assert "! owner: OLM created ClusterPolicy cluster-policy from ClusterServiceVersion" in summary
+        assert app.screen.query_one("#apply").label.plain == "Apply…"  # no Helm path: applied as usual
+        app.screen.query_one("#apply").press()
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
+        assert "an operator upgrade through OLM may replace the object" in app.screen.body
