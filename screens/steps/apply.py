@@ -312,6 +312,9 @@ class ApplyStep(StepScreen):
         if self._rollout is not None and self._rollout.phase == "ready":
             self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
+        view = self.query_one(UpgradePlanView)
+        if view.display:  # the plan read before the apply is stale now: read what runs after it
+            view.load()
 
     def _show_rollout(self, status: Any) -> None:
         style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
