@@ -149,6 +149,16 @@ what may go wrong and why. **Save** writes the manifests to a file.
 Applies the resources with server-side apply after a confirmation naming the cluster and context. The live
 objects are **backed up** first (the path is shown). Then the operator reconciles: the driver DaemonSets roll
 out and each node walks through the upgrade states (`upgrade-required` … `upgrade-done`).
+
+**When a Helm release owns the ClusterPolicy**, a direct apply would be reverted by the next `helm upgrade`
+(Helm puts the chart's values back). **Save Helm values** writes the change as the release's values and puts
+the exact `helm upgrade … --reuse-values -f FILE` on the clipboard; **Apply directly…** asks first, naming
+that risk. When OLM created the policy, the summary says what OLM may do.
+
+**When a policy already runs**, the **upgrade plan** below shows each node group's image now and after (with
+the registry's answer for both), the OS-tag changes, the GPU pods the upgrade evicts, the estimated time, and
+an upgrade still under way. **Edit upgrade policy…** sets `maxParallelUpgrades`, `maxUnavailable`, drain and
+the timeouts, checked like the answers file.
 """,
     "verify": """
 # Verify

@@ -43,6 +43,16 @@ RELEASE_NAME = "gpu-operator"
 REPOSITORY = "registry.example.com/nvidia"
 NODES = (CP, node("gpu-0"), node("gpu-1", "rhel", "9.4", RHEL_KERNEL))
 
+#: An upgradePolicy with every field away from the chart's default.
+POLICY: dict[str, Any] = {
+    "autoUpgrade": True,
+    "maxParallelUpgrades": 3,
+    "maxUnavailable": 2,
+    "drain": {"enable": True, "force": True, "timeoutSeconds": 900, "deleteEmptyDir": True, "podSelector": "app=train"},
+    "podDeletion": {"force": True, "timeoutSeconds": 120, "deleteEmptyDir": True},
+    "waitForCompletion": {"timeoutSeconds": 60, "podSelector": "job=batch"},
+}
+
 #: case -> the answers' ``mode`` and ``driver`` (the release is added per test).
 CASES: dict[str, dict[str, Any]] = {
     "precompiled": {"mode": "precompiled", "driver": {"version": "580", "repository": REPOSITORY}},
@@ -69,6 +79,19 @@ CASES: dict[str, dict[str, Any]] = {
     "nvidiadriver-precompiled": {
         "mode": "precompiled",
         "driver": {"version": "580", "repository": REPOSITORY, "useNvidiaDriverCRD": True},
+    },
+    "upgrade-policy": {  # every upgradePolicy field away from its default, the count form of maxUnavailable
+        "mode": "precompiled",
+        "driver": {"version": "580", "repository": REPOSITORY, "upgradePolicy": POLICY},
+    },
+    "upgrade-policy-nvidiadriver": {
+        "mode": "upstream",
+        "driver": {
+            "version": "580.126.20",
+            "repository": REPOSITORY,
+            "useNvidiaDriverCRD": True,
+            "upgradePolicy": {**POLICY, "maxUnavailable": "50%", "autoUpgrade": False},
+        },
     },
 }
 

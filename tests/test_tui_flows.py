@@ -232,7 +232,7 @@ async def test_missing_tuple_offers_the_support_text_and_warns_before_apply(tui_
 
 
 async def test_existing_install_upgrade_shows_the_diff_and_the_rollout(tui_env: Path) -> None:
-    app = demo_app(tui_env, "existing-install")
+    app = demo_app(tui_env, "existing-install-plain")  # Helm's policy: tests/test_tui_upgrade.py
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes", "mode")
         assert app.state.get("mode") == "upstream"  # prefilled from the live ClusterPolicy

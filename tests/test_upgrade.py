@@ -286,3 +286,33 @@ def test_discover_check_hosts_finds_a_preinstalled_driver(capsys: pytest.Capture
         "gpu-l40s-01": "580.126.20",
         "gpu-l40s-02": "580.126.20",
     }
+
+
+def test_a_new_image_only_in_its_mirror_source_gets_the_copy_command() -> None:
+    """The plan names what to run before the upgrade can go: the skopeo copy of each mirrorable new image."""
+    from tests.test_render_golden import CP, facts, node
+    from wizard.cluster.upgrades import UpgradeReport, mirror_commands, report_lines
+    from wizard.engine.ownership import Ownership
+    from wizard.engine.render import render
+    from wizard.registry.client import TagStatus
+    from wizard.registry.images import ImageStatus
+
+    nodes = facts(CP, node("gpu-0"))
+    answers = {"driver": {"version": "570", "repository": "registry.example.com/mlops"}}
+    current = Plan.model_validate(answers)
+    target = upgrade_target(current, driver_version="580")
+    before, after = render(current, nodes), render(target, nodes)
+    upgrade = plan_upgrade(current, target, before.node_images, after.node_images, None)
+    report = UpgradeReport(upgrade, before, after, Ownership("none"), None, registry_checked=True)
+    for rendered, found in ((before, True), (after, False)):
+        for item in rendered.mirror:
+            status = ImageStatus(
+                item.target, item.nodes, "", "", TagStatus(item.target, found), TagStatus(item.source, True)
+            )
+            (report.old_images if found else report.new_images)[item.target] = status
+    (command,) = mirror_commands(report)
+    assert command.startswith("skopeo copy --all --preserve-digests docker://docker.io/alaudadockerhub/")
+    assert command.endswith(f"docker://{after.mirror[0].target}")
+    lines = report_lines(report)
+    assert f"mirror: {command}" in lines
+    assert any("after  " in line and "✗ not in the registry yet; its mirror source exists" in line for line in lines)

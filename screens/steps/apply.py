@@ -5,6 +5,12 @@ created or changed and every warning (missing images, an unvalidated kernel). ``
 backs up the live objects first (the path is shown), then the worker follows ``Cluster.rollout``:
 the driver DaemonSets' counters and each node's upgrade state, until the operator reports ready
 or a failure. The worker is bound to this screen; an answers replay never applies by itself.
+
+When a Helm release owns the live ClusterPolicy, the default is the release's values and the
+``helm upgrade`` that carries them (composed and saved by ``wizard.cluster.facade.helm_change``,
+the CLI's own path): a direct apply would be reverted by the next ``helm upgrade``, so it needs a
+confirmation naming that risk. When a policy already runs, the upgrade plan (images per node group,
+evictions, duration) is shown under the change (:mod:`screens.widgets.upgradeplan`).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from textual.widgets import Button, Checkbox, DataTable, Label, Static
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.toggles import Tick
+from screens.widgets.upgradeplan import UpgradePlanView
 
 
 def object_key(body: dict[str, Any]) -> str:
@@ -58,6 +65,9 @@ class ApplyStep(StepScreen):
     #rollout-state { height: auto; margin-top: 1; }
     #rollout-table { height: auto; max-height: 8; }
     #apply-scroll { height: 1fr; }
+    #helm-row { height: 1; margin-top: 1; display: none; }
+    #helm-row > Button { margin-right: 2; }
+    #helm-values { height: auto; display: none; color: $text-muted; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -67,20 +77,32 @@ class ApplyStep(StepScreen):
             with Horizontal(id="apply-row"):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
                 yield Tick("apply although a host driver is unverified", id="allow-unverified", compact=True)
+            with Horizontal(id="helm-row"):
+                yield Button("Save Helm values", id="helm-save", variant="primary", compact=True)
+                yield Button("Copy helm command", id="helm-copy", compact=True)
+            yield Static("", id="helm-values")
             yield Label("Rollout", classes="section")
             yield Static("not started", id="rollout-state")
             table: DataTable[str] = DataTable(id="rollout-table", cursor_type="none", show_cursor=False)
             yield table
+            yield UpgradePlanView(id="upgrade-plan")
 
     def on_mount(self) -> None:
         self._rollout: Any = None
+        self._helm: Any = None  # the HelmChange when a Helm release owns the live policy
+        self._helm_saved = False
         table = self.query_one(DataTable)
         table.add_column("Node / DaemonSet", key="what")
         table.add_column("State", key="state")
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
+        self._owner = self._ownership()
         self._summary()
+        if self._owner.helm:
+            self._show_helm()
         self.query_one("#apply", Button).focus()
+        if state.preflight is not None and state.preflight.cluster_policy and state.cluster is not None:
+            self.query_one(UpgradePlanView).load()
         if state.applied is not None:
             self._applied_text()
             self.query_one("#apply", Button).label = "Apply again…"
@@ -107,7 +129,98 @@ class ApplyStep(StepScreen):
         )
         for text in warnings(state):
             lines.append(f"[$warning]! {escape(text)}[/]")
+        why = self._owner.why_not_apply()
+        if why:
+            lines.append(f"[$warning]! owner: {escape(why)}[/]")
         self.query_one("#apply-summary", Static).update("\n".join(lines))
+
+    # -- the upgrade policy -------------------------------------------------------------------
+
+    def on_upgrade_plan_view_policy_changed(self, event: UpgradePlanView.PolicyChanged) -> None:
+        """A new upgradePolicy: into the answers (validated), then render and dry-run again."""
+        event.stop()
+        state = self.state
+        images = state.images  # the policy changes no image: keep the registry's answers
+        state.set("driver.upgradePolicy", event.policy)
+        state.images = images
+        self.wizard.save_progress("apply")
+        self.redo_dry_run()
+
+    @work(exclusive=True, group="dry-run", exit_on_error=False)
+    async def redo_dry_run(self) -> None:
+        """Render the changed plan and ask the server again (what Preview does), then show it all anew."""
+        from wizard.engine.render import render
+
+        state = self.state
+        plan, facts = state.valid_plan(), state.facts
+        if facts is None:
+            return
+        self.query_one("#apply", Button).disabled = True
+        self.query_one("#apply-summary", Static).update("[$accent]… server dry-run of the new upgrade policy[/]")
+        try:
+            state.rendered = render(plan, facts)
+            state.prepared = await state.connected().prepare_apply(state.rendered)
+        finally:
+            self.query_one("#apply", Button).disabled = False
+        self._summary()
+        if self._owner.helm:
+            self._helm_saved = False  # the values changed: save them again
+            self._show_helm()
+        self.query_one(UpgradePlanView).load()
+        self.refresh_nav()
+
+    # -- who owns the policy ----------------------------------------------------------------
+
+    def _ownership(self) -> Any:
+        from wizard.engine.ownership import ownership_of
+
+        preflight = self.state.preflight
+        return ownership_of(preflight.cluster_policy if preflight is not None else None)
+
+    def _show_helm(self) -> None:
+        """The release's values and the ``helm upgrade`` that carries them; a direct apply becomes the exception."""
+        from wizard.cluster.facade import helm_change, helm_values_path
+
+        state = self.state
+        self.query_one("#apply", Button).label = "Apply directly…"
+        if state.rendered is None:
+            return
+        context = state.info.context if state.info is not None else "cluster"
+        live = state.preflight.cluster_policy if state.preflight is not None else None
+        self._helm = helm_change(state.rendered, self._owner, live, helm_values_path(context))
+        self.query_one("#helm-row").display = True
+        steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
+        values = self.query_one("#helm-values", Static)
+        values.display = True
+        values.update(
+            f"[b]Helm values[/] (Save writes them to {escape(display_path(self._helm.values_path))}, 0600), then run:\n"
+            f"{steps}\n{escape(self._helm.values_text.rstrip())}"
+        )
+
+    @on(Button.Pressed, "#helm-save")
+    def _helm_save(self) -> None:
+        from wizard.atomic_write import WriteError
+
+        if self._helm is None:
+            return
+        try:
+            self._helm.write()
+        except WriteError as exc:
+            self.notify(str(exc), title="Not saved", severity="error")
+            return
+        self._helm_saved = True
+        self.app.copy_to_clipboard(self._helm.command)
+        self.notify(
+            f"Saved {display_path(self._helm.values_path)}; the helm command is on the clipboard.",
+            title="Helm values",
+        )
+        self.refresh_nav()
+
+    @on(Button.Pressed, "#helm-copy")
+    def _helm_copy(self) -> None:
+        if self._helm is not None:
+            self.app.copy_to_clipboard("\n".join(self._helm.steps()))
+            self.notify("The helm command is on the clipboard.", title="Copied")
 
     # -- apply ------------------------------------------------------------------------------
 
@@ -133,10 +246,23 @@ class ApplyStep(StepScreen):
         body += [f"* {c}" for c in changes(state.prepared)]
         body += ["", f"Live objects are backed up to `{display_path(self.wizard.backup_dir)}` first."]
         risky = warnings(state)
+        if self._owner.manager != "none":
+            risky.append(f"owner: {self._owner.why_not_apply()}")
         if risky:
             body += ["", "**Warnings:**", ""] + [f"* ⚠ {w}" for w in risky]
         title = "Apply with warnings?" if risky else "Apply these changes?"
-        self.app.push_screen(ConfirmDialog(title, "\n".join(body), yes="Apply", no="Cancel"), self._confirmed)
+        yes = "Apply"
+        if self._owner.helm:  # the TUI's --override-helm: said as the risk it is
+            title = "Apply directly, bypassing Helm?"
+            yes = "Apply directly"
+            body[:0] = [
+                f"**Helm release {self._owner.release} manages this ClusterPolicy.** The next "
+                f"`helm upgrade` of {self._owner.release} puts the chart's values back and reverts this "
+                "change without a word. Save the Helm values instead unless you will carry the change "
+                "into the release yourself.",
+                "",
+            ]
+        self.app.push_screen(ConfirmDialog(title, "\n".join(body), yes=yes, no="Cancel"), self._confirmed)
 
     def _confirmed(self, yes: bool | None) -> None:
         if yes:
@@ -186,6 +312,9 @@ class ApplyStep(StepScreen):
         if self._rollout is not None and self._rollout.phase == "ready":
             self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
+        view = self.query_one(UpgradePlanView)
+        if view.display:  # the plan read before the apply is stale now: read what runs after it
+            view.load()
 
     def _show_rollout(self, status: Any) -> None:
         style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
@@ -227,6 +356,10 @@ class ApplyStep(StepScreen):
 
     def blocker(self) -> str:
         state = self.state
+        if state.applied is None and getattr(self, "_helm_saved", False):
+            return ""  # the change goes through `helm upgrade`; Verify checks what the cluster then runs
+        if state.applied is None and getattr(self, "_helm", None) is not None:
+            return "save the Helm values (or apply directly)"
         if state.applied is None:
             return "apply first (nothing is sent before you confirm)"
         rollout = getattr(self, "_rollout", None)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
+from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
 from wizard.cli.session import (
     cluster_options,
     command,
@@ -213,6 +214,7 @@ NO_CHANGES = "no changes: the cluster already holds this plan"
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
     plan = load_plan(args.answers)
+    check_policy_flags(args)  # before connecting: a bad value costs no cluster round trip
     async with open_cluster(args) as cluster:
         return await apply_plan(args, cluster, plan)
 
@@ -227,6 +229,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     from wizard.engine.render import advice_text, render
 
     preflight = await cluster.preflight(plan)
+    plan = with_policy_flags(args, plan, preflight.cluster_policy)
     for check in preflight.checks:
         if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
             write_check(check, sys.stderr)
@@ -296,50 +299,22 @@ def _through_helm(
     args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
 ) -> int:
     """A Helm-owned policy: write the change as the release's values and print the ``helm upgrade`` that carries it."""
-    from wizard.atomic_write import write_private
-    from wizard.engine.ownership import helm_upgrade_command
-    from wizard.engine.render import release_values, values_yaml
+    from wizard.cluster.facade import helm_change, helm_values_path
 
     target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
-    command = helm_upgrade_command(owner, rendered.plan.operator.version, str(target))
-    header = [
-        f"gpu-wizard: values for Helm release {owner.release} (namespace {owner.namespace}), operator "
-        f"{rendered.plan.operator.version}, {rendered.plan.mode.value} mode.",
-        "Only the fields gpu-wizard owns; --reuse-values keeps everything else the release holds. Apply with:",
-        command,
-    ]
-    values = release_values(rendered, live)
-    text = values_yaml(values, header)
-    write_private(target, text)
-    sys.stdout.write(text)
+    change = helm_change(rendered, owner, live, target)
+    change.write()
+    sys.stdout.write(change.values_text)
     then = ""
-    crd = (values.get("driver") or {}).get("nvidiaDriverCRD") or {}
-    extra = [
-        d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
-    ]
-    if extra:  # the chart deploys at most CR "default": the others are applied beside the helm upgrade
-        from wizard.engine.render import to_yaml
-        from wizard.engine.textsafe import shell_command
-
-        drivers = target.with_name(target.stem + "-nvidiadrivers.yaml")
-        write_private(drivers, to_yaml(extra))
-        names = ", ".join(d["metadata"]["name"] for d in extra)
-        then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {shell_command(['kubectl', 'apply', '--server-side', '-f', str(drivers)])}\n"
+    if change.drivers_command:
+        names = ", ".join(change.driver_names)
+        then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
     sys.stderr.write(
         f"! owner: {owner.why_not_apply()}\n"
-        f"not applied: the change is in {target}; carry it out with:\n  {command}\n{then}"
+        f"not applied: the change is in {target}; carry it out with:\n  {change.command}\n{then}"
         "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
     )
     return EXIT_OK
-
-
-def helm_values_path(context: str) -> Path:
-    """Where the Helm values for a context go unless ``--helm-values`` says: the state folder."""
-    from wizard.engine.textsafe import printable
-    from wizard.paths import state_dir
-
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in printable(context)) or "cluster"
-    return state_dir() / "helm" / f"gpu-wizard-values-{safe}.yaml"
 
 
 def apply_flags(parser: argparse.ArgumentParser) -> None:
@@ -375,6 +350,7 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
         help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
     )
     registry_flags(parser)
+    policy_flags(parser)
     parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
     parser.add_argument(
         "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"

@@ -52,70 +52,6 @@ def register(sub: Any) -> None:
     check.set_defaults(handler=command(cmd_check_kernel))
 
 
-def _status_word(status: ImageStatus | None, checked: bool) -> str:
-    if not checked:
-        return "SKIPPED (registry not asked: --no-registry)"
-    if status is None:
-        return "-"
-    if status.ok:
-        return "✓ in the registry"
-    if status.target.error:
-        return f"SKIPPED (cannot check: {status.target.error})"
-    if status.mirrorable:
-        return "✗ not in the registry yet; its mirror source exists"
-    return "✗ missing"
-
-
-def report_lines(report: UpgradeReport) -> list[str]:
-    """The upgrade plan as text, one line each."""
-    plan = report.plan
-    current, target = plan.current, plan.target
-    lines = [
-        f"Upgrade plan: driver {current.driver.version} → {target.driver.version} "
-        f"(operator {current.operator.version}"
-        + (f" → {target.operator.version})" if target.operator.version != current.operator.version else ")")
-    ]
-    why = report.ownership.why_not_apply()
-    if why:
-        lines.append(f"Owner: {why}")
-    lines.append("Node groups:")
-    for group in plan.groups:
-        shown = ", ".join(group.nodes[:3]) + (f" and {len(group.nodes) - 3} more" if len(group.nodes) > 3 else "")
-        lines.append(f"  kernel {group.kernel or '-'} · {len(group.nodes)} node(s): {shown}")
-        old = report.old_images.get(group.old_image)
-        new = report.new_images.get(group.new_image)
-        lines.append(f"    now    {group.old_image or '(none)'}  {_status_word(old, report.registry_checked)}")
-        if group.changes:
-            lines.append(f"    after  {group.new_image}  {_status_word(new, report.registry_checked)}")
-        else:
-            lines.append("    after  unchanged")
-    tag_changes = plan.os_tag_changes()
-    lines.append("OS tags: " + ("; ".join(tag_changes) if tag_changes else "unchanged"))
-    policy = plan.policy
-    lines.append(
-        f"upgradePolicy: autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
-        f"{policy.max_parallel_upgrades or 'no limit'} · maxUnavailable {policy.max_unavailable} · drain "
-        f"{'on' if policy.drain_enabled else 'off'} · podDeletion timeout {policy.pod_deletion_timeout_seconds}s"
-    )
-    if plan.evictions:
-        lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")
-        for node, pods in sorted(plan.evictions.items()):
-            lines.append(f"  {node}: {', '.join(pods)}")
-    else:
-        lines.append("GPU workloads evicted: none found on the nodes that change")
-    nodes = len(plan.changing_nodes)
-    if nodes:
-        parallel = policy.parallel(nodes)
-        lines.append(
-            f"Estimated duration: about {plan.estimate_minutes():g} min ({nodes} node(s), {parallel} at a time; "
-            "an estimate from typical per-node times, not a promise)"
-        )
-    else:
-        lines.append("Nothing changes: every GPU node already runs the new image")
-    lines += [f"note: {note}" for note in plan.notes]
-    return lines
-
-
 def report_json(report: UpgradeReport) -> dict[str, Any]:
     """The upgrade plan as JSON."""
     plan = report.plan
@@ -154,40 +90,38 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
     """``gpu-wizard upgrade``."""
     from pydantic import ValidationError
 
-    from wizard.cluster.upgrades import prepare_upgrade
+    from wizard.cli.policy_flags import check_policy_flags, with_policy_flags
+    from wizard.cluster.upgrades import prepare_upgrade, status_word
+    from wizard.cluster.upgrades import report_lines as upgrade_lines
     from wizard.engine.answers import plan_errors
-    from wizard.engine.upgrade import UpgradePolicyError
+    from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 
     current = load_plan(args.answers) if args.answers else None
+    check_policy_flags(args)  # before connecting
     async with open_cluster(args) as cluster:
         try:
             running = current or await cluster.live_plan()
-            if args.no_registry:
-                report = await prepare_upgrade(
-                    cluster, driver_version=args.driver, operator_release=args.operator, current=running
-                )
-            else:
-                async with registry_client(args, cluster, running) as registry:
-                    report = await prepare_upgrade(
-                        cluster,
-                        driver_version=args.driver,
-                        operator_release=args.operator,
-                        current=running,
-                        registry=registry,
-                    )
+            target = upgrade_target(running, driver_version=args.driver, operator_release=args.operator)
         except ValidationError as exc:
             first = plan_errors(exc)[0]
             raise UsageError(f"--driver/--operator: {first.field or 'driver'}: {first.message}") from None
+        target = with_policy_flags(args, target, (await cluster.preflight(target)).cluster_policy)
+        try:
+            if args.no_registry:
+                report = await prepare_upgrade(cluster, current=running, target=target)
+            else:
+                async with registry_client(args, cluster, running) as registry:
+                    report = await prepare_upgrade(cluster, current=running, target=target, registry=registry)
         except UpgradePolicyError as exc:
             raise UsageError(f"the live ClusterPolicy's {exc}") from None
         if args.output == "json":
             sys.stdout.write(json.dumps(report_json(report), indent=2) + "\n")
         else:
-            sys.stdout.write("\n".join(report_lines(report)) + "\n")
+            sys.stdout.write("\n".join(upgrade_lines(report)) + "\n")
         missing = report.missing
         if missing and not args.allow_missing_images:
             for status in missing:
-                sys.stderr.write(f"✗ new image {status.image} cannot be pulled ({_status_word(status, True)})\n")
+                sys.stderr.write(f"✗ new image {status.image} cannot be pulled ({status_word(status, True)})\n")
             sys.stderr.write(
                 "gpu-wizard: error: the upgrade is refused while a new image is missing: mirror it first "
                 "(`gpu-wizard mirror --answers FILE --run` with the new version), or pass --allow-missing-images\n"

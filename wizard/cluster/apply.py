@@ -35,7 +35,14 @@ from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
-from wizard.engine.render_policy import POD_DELETION, owned_values, patch_policy, repair_values, set_path
+from wizard.engine.render_policy import (
+    POD_DELETION,
+    UPGRADE_POLICY,
+    owned_values,
+    patch_policy,
+    repair_values,
+    set_path,
+)
 from wizard.retry import APPLY, Retryable, retrying
 
 CONFLICT_ATTEMPTS = 5
@@ -200,7 +207,14 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
             body["spec"] = spec
         _skip_empty_repo_config(body, live_policy, owned)
         owns = _applied_by_wizard(live_policy, POD_DELETION)
-        for path, value in repair_values(plan, clean(live_policy).get("spec") or {}, wizard_owns_pod_deletion=owns):
+        owns_policy = _applied_by_wizard(live_policy, (*UPGRADE_POLICY, "maxParallelUpgrades"))
+        repairs = repair_values(
+            plan,
+            clean(live_policy).get("spec") or {},
+            wizard_owns_pod_deletion=owns,
+            wizard_owns_upgrade_policy=owns_policy,
+        )
+        for path, value in repairs:
             set_path(body["spec"], path, value)
             owned.append(path)
     else:  # created whole by a manager that never applies again (see the module's docstring)

@@ -16,12 +16,13 @@ from typing import Any
 
 from wizard.cluster import apply as applying
 from wizard.cluster import diagnose as diagnosing
-from wizard.cluster import hostcheck, pathcheck, support
+from wizard.cluster import hostcheck, pathcheck, support, upgrades
 from wizard.cluster import rollout as rollouts
 from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
 from wizard.cluster.kubeconfig import demo_marker, list_contexts
 from wizard.cluster.liveplan import known_release, plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
@@ -35,6 +36,7 @@ from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, ClusterInfo, LogLine, Status
 from wizard.engine.textsafe import printable
+from wizard.engine.upgrade import plan_policy
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
@@ -45,18 +47,25 @@ __all__ = [
     "ApplyResult",
     "Cluster",
     "ClusterError",
+    "HelmChange",
     "ImageStatus",
     "MirrorProgress",
     "Preflight",
     "RolloutStatus",
+    "UpgradeReport",
+    "helm_change",
+    "helm_values_path",
     "kube_contexts",
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",
+    "upgrade_report_lines",
 ]
 
 ApplyPlan = applying.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
+UpgradeReport = upgrades.UpgradeReport
+upgrade_report_lines = upgrades.report_lines
 PAGE_SIZE = 500
 
 
@@ -285,6 +294,12 @@ class Cluster:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
         return await check_images(rendered, registry)
 
+    async def prepare_upgrade(
+        self, target: Plan, *, registry: RegistryClient | None = None, current: Plan | None = None
+    ) -> upgrades.UpgradeReport:
+        """The upgrade plan from what runs now (the live policy) to ``target``: images per node group, evictions, time."""
+        return await upgrades.prepare_upgrade(self, target=target, current=current, registry=registry)
+
     # -- changing --------------------------------------------------------------------------------
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
@@ -365,7 +380,13 @@ class Cluster:
         crash_window: float = 300.0,
         stall_window: float | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
-        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled."""
+        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
+
+        Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
+        """
+        if stall_window is None:
+            policy = plan_policy(plan)
+            stall_window = policy.stall_seconds() if policy is not None else None
         namespace = await self.namespace(plan)
         statuses = rollouts.follow(
             self.gateway,

@@ -8,18 +8,31 @@ registry about both the running and the new images.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.ownership import Ownership, ownership_of
 from wizard.engine.render import Rendered, render
-from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_target, workloads_by_node
+from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_in_progress, upgrade_target, workloads_by_node
 from wizard.registry.images import ImageStatus, check_images
 
 if TYPE_CHECKING:
-    from wizard.cluster.facade import Cluster
+    from wizard.cluster.gateway import Gateway
+    from wizard.engine.facts import ClusterFacts
     from wizard.engine.plan import Plan
     from wizard.registry.client import RegistryClient
+
+
+class Cluster(Protocol):
+    """What an upgrade plan reads from the connected cluster (``wizard.cluster.facade.Cluster``, which calls here)."""
+
+    gateway: Gateway
+
+    async def live_plan(self) -> Plan: ...
+
+    async def discover(self) -> ClusterFacts: ...
+
+    async def namespace(self, plan: Plan | None = None) -> str: ...
 
 
 @dataclass
@@ -34,6 +47,8 @@ class UpgradeReport:
     old_images: dict[str, ImageStatus] = field(default_factory=dict)
     new_images: dict[str, ImageStatus] = field(default_factory=dict)
     registry_checked: bool = False
+    skipped_because: str = "--no-registry"
+    """Why the registry was not asked (said with SKIPPED beside every image when ``registry_checked`` is false)."""
 
     @property
     def missing(self) -> list[ImageStatus]:
@@ -53,28 +68,61 @@ async def gpu_workloads(cluster: Cluster, gpu_nodes: set[str]) -> list[dict[str,
 async def prepare_upgrade(
     cluster: Cluster,
     *,
-    driver_version: str,
+    driver_version: str = "",
     operator_release: str | None = None,
     current: Plan | None = None,
+    target: Plan | None = None,
     registry: RegistryClient | None = None,
 ) -> UpgradeReport:
-    """The upgrade plan for this cluster (the running plan from the live policy unless ``current`` is given)."""
+    """The upgrade plan for this cluster (the running plan from the live policy unless ``current`` is given).
+
+    The target is ``target`` when given (the TUI's edited plan), else the running plan with
+    ``driver_version`` (and ``operator_release``), as ``gpu-wizard upgrade`` asks.
+    """
     live = active_policy(await cluster.gateway.list_custom(*POLICY))
     running = current or await cluster.live_plan()
-    target = upgrade_target(running, driver_version=driver_version, operator_release=operator_release)
+    if target is None:
+        target = upgrade_target(running, driver_version=driver_version, operator_release=operator_release)
     facts = await cluster.discover()
     before, after = render(running, facts), render(target, facts)
     pods = await gpu_workloads(cluster, {n.name for n in facts.gpu_nodes})
     policy_spec = ((live or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy")
+    if target.driver.upgradePolicy is not None:  # the edited policy is the one the rollout will follow
+        policy_spec = target.driver.upgradePolicy.cr_form()
     upgrade = plan_upgrade(
         running, target, before.node_images, after.node_images, policy_spec, workloads_by_node(pods, facts)
     )
+    live_version = str((((live or {}).get("spec") or {}).get("driver") or {}).get("version") or running.driver.version)
+    if any(n.upgrade_state and n.upgrade_state != "upgrade-done" for n in facts.gpu_nodes):
+        problems = await driver_pod_problems(cluster, await cluster.namespace(running))
+        upgrade.in_progress = upgrade_in_progress(facts, live_version, problems, workloads_by_node(pods, facts))
     report = UpgradeReport(upgrade, before, after, ownership_of(live), live)
     if registry is not None:
         report.old_images = {s.image: s for s in await check_images(before, registry)}
         report.new_images = {s.image: s for s in await check_images(after, registry)}
         report.registry_checked = True
     return report
+
+
+async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str]:
+    """``node -> why its driver container does not run`` (waiting reason, last exit code, image, where to look)."""
+    from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+
+    found: dict[str, str] = {}
+    for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        meta = pod.get("metadata") or {}
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = ((status.get("state") or {}).get("waiting") or {}).get("reason")
+            if status.get("name") != DRIVER_CONTAINER or not waiting or not node:
+                continue
+            ended = (status.get("lastState") or {}).get("terminated") or {}
+            code = f", exit code {ended['exitCode']}" if "exitCode" in ended else ""
+            found[node] = (
+                f"driver container {waiting}{code} running {status.get('image') or '?'} "
+                f"(kubectl logs -n {namespace} {meta.get('name', '?')} -c {DRIVER_CONTAINER})"
+            )
+    return found
 
 
 async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
@@ -104,3 +152,97 @@ async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, t
         if node and image:
             found[node] = (image, waiting)
     return found
+
+
+def status_word(status: ImageStatus | None, checked: bool, skipped_because: str = "--no-registry") -> str:
+    """A registry answer for one image, in words (SKIPPED when it was not or could not be asked)."""
+    if not checked:
+        return f"SKIPPED (registry not asked: {skipped_because})"
+    if status is None:
+        return "-"
+    if status.ok:
+        return "✓ in the registry"
+    if status.target.error:
+        return f"SKIPPED (cannot check: {status.target.error})"
+    if status.mirrorable:
+        return "✗ not in the registry yet; its mirror source exists"
+    return "✗ missing"
+
+
+def report_lines(report: UpgradeReport) -> list[str]:
+    """The upgrade plan as text, one line each."""
+    plan = report.plan
+    current, target = plan.current, plan.target
+    lines = [
+        f"Upgrade plan: driver {current.driver.version} → {target.driver.version} "
+        f"(operator {current.operator.version}"
+        + (f" → {target.operator.version})" if target.operator.version != current.operator.version else ")")
+    ]
+    why = report.ownership.why_not_apply()
+    if why:
+        lines.append(f"Owner: {why}")
+    if plan.in_progress is not None:
+        lines += plan.in_progress.lines(target.driver.version)
+    lines.append("Node groups:")
+    for group in plan.groups:
+        shown = ", ".join(group.nodes[:3]) + (f" and {len(group.nodes) - 3} more" if len(group.nodes) > 3 else "")
+        lines.append(f"  kernel {group.kernel or '-'} · {len(group.nodes)} node(s): {shown}")
+        old = report.old_images.get(group.old_image)
+        new = report.new_images.get(group.new_image)
+        lines.append(
+            f"    now    {group.old_image or '(none)'}  {status_word(old, report.registry_checked, report.skipped_because)}"
+        )
+        if group.changes:
+            lines.append(
+                f"    after  {group.new_image}  {status_word(new, report.registry_checked, report.skipped_because)}"
+            )
+        else:
+            lines.append("    after  unchanged")
+    tag_changes = plan.os_tag_changes()
+    lines.append("OS tags: " + ("; ".join(tag_changes) if tag_changes else "unchanged"))
+    policy = plan.policy
+    whose = "this plan's" if target.driver.upgradePolicy is not None else "in force"
+    lines.append(
+        f"upgradePolicy ({whose}): autoUpgrade {str(policy.auto_upgrade).lower()} · maxParallelUpgrades "
+        f"{policy.max_parallel_upgrades or 'no limit'} · maxUnavailable {policy.max_unavailable} · drain "
+        f"{f'on ({policy.drain_timeout_seconds}s)' if policy.drain_enabled else 'off'} · podDeletion timeout "
+        f"{policy.pod_deletion_timeout_seconds}s"
+    )
+    if plan.evictions:
+        lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")
+        for node, pods in sorted(plan.evictions.items()):
+            lines.append(f"  {node}: {', '.join(pods)}")
+    else:
+        lines.append("GPU workloads evicted: none found on the nodes that change")
+    nodes = len(plan.changing_nodes)
+    if nodes:
+        parallel = policy.parallel(nodes)
+        lines.append(
+            f"Estimated duration: about {plan.estimate_minutes():g} min ({nodes} node(s), {parallel} at a time; "
+            "an estimate from typical per-node times, not a promise)"
+        )
+    else:
+        lines.append(
+            "Nothing changes in the plan: the live policy already asks for these images (the upgrade above is "
+            "still rolling them out)"
+            if plan.in_progress is not None
+            else "Nothing changes: every GPU node already runs the new image"
+        )
+    lines += [f"note: {note}" for note in plan.notes]
+    for command in mirror_commands(report):
+        lines.append(f"mirror: {command}")
+    return lines
+
+
+def mirror_commands(report: UpgradeReport) -> list[str]:
+    """The copy commands (skopeo) for every new image the cluster cannot pull yet but whose source exists."""
+    from wizard.engine.textsafe import shell_command
+
+    missing = {status.image for status in report.missing if status.mirrorable}
+    return [
+        shell_command(argv)
+        for item in report.target.mirror
+        if item.target in missing
+        for argv in item.commands
+        if argv[0] == "skopeo" and "copy" in argv
+    ]

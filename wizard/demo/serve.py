@@ -224,9 +224,16 @@ class DemoCluster:
         self._dirty.set()
 
     async def _drive(self) -> None:
-        """Tick the simulation after writes until it is stable, then wait for the next write."""
+        """Tick the simulation after writes until it is stable, then wait for the next write (or its clock)."""
         while True:
-            await self._dirty.wait()
+            wake_in = getattr(self.sim, "wake_in", lambda: None)()
+            if wake_in is None:
+                await self._dirty.wait()
+            else:  # a node waits out its time in an upgrade state: tick when it is up, write or not
+                try:
+                    await asyncio.wait_for(self._dirty.wait(), wake_in + 0.01)
+                except TimeoutError:
+                    getattr(self.sim, "wake", lambda: None)()
             self._dirty.clear()
             while True:
                 try:

@@ -91,6 +91,8 @@ def _valid_keys(path: Sequence[str | int]) -> list[str]:
         if field is None:
             return []
         model = field.annotation
+        # an optional section (``X | None``): its keys are those of X
+        model = next((arg for arg in getattr(model, "__args__", ()) if hasattr(arg, "model_fields")), model)
     return list(getattr(model, "model_fields", {}))
 
 

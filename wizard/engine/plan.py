@@ -275,6 +275,131 @@ class RepoConfig(_Section):
         return value
 
 
+UPGRADE_TIMEOUT_HELP = "a whole number of seconds, 0 or more (0: no limit)"
+MAX_UNAVAILABLE_HELP = "a node count of 1 or more (e.g. 2) or a percentage from 1% to 100% (e.g. 25%)"
+_PERCENT_RE = re.compile(r"\A(?:100|[1-9][0-9]?)%\Z", re.ASCII)
+# A label selector as kubectl writes one: key[=|==|!=]value terms, `key in (a,b)`, `!key`, comma-separated.
+_SELECTOR_RE = re.compile(r"\A[A-Za-z0-9._/=!,() -]{0,512}\Z", re.ASCII)
+
+
+def _whole_number(value: Any, *, minimum: int = 0, help_text: str = UPGRADE_TIMEOUT_HELP) -> int:
+    """An integer (YAML's true/false and 1.5 are not) of at least ``minimum``, else ValueError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{value!r} is not {help_text}")
+    if value < minimum:
+        raise ValueError(f"{value} is not {help_text}")
+    return value
+
+
+def check_max_unavailable(value: Any) -> int | str:
+    """``maxUnavailable``: a node count >= 1 or a percentage 1%..100% (0 would let no node upgrade), else ValueError."""
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)  # a flag's "2"; the operator itself reads a string as a percentage only
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _whole_number(value, minimum=1, help_text=MAX_UNAVAILABLE_HELP)
+    if isinstance(value, str) and _PERCENT_RE.match(value):
+        return value
+    raise ValueError(f"{value!r} is not {MAX_UNAVAILABLE_HELP}")
+
+
+def _selector(value: Any) -> str:
+    if not isinstance(value, str) or not _SELECTOR_RE.match(value):
+        raise ValueError(
+            f"{str(value)[:60]!r} is not a label selector like app=training,tier!=batch (ASCII, at most 512 characters)"
+        )
+    return value
+
+
+class DrainSpec(_Section):
+    """``upgradePolicy.drain``: drain the node (``kubectl drain``) before the driver restarts."""
+
+    enable: bool = False
+    force: bool = False
+    timeoutSeconds: int = 300
+    deleteEmptyDir: bool = False
+    podSelector: str = ""
+
+    _timeout = field_validator("timeoutSeconds", mode="before")(lambda v: _whole_number(v))
+    _pods = field_validator("podSelector", mode="before")(lambda v: _selector(v))
+
+
+class PodDeletionSpec(_Section):
+    """``upgradePolicy.podDeletion``: deleting the pods that use GPUs before the driver restarts."""
+
+    force: bool = False
+    timeoutSeconds: int = 300
+    deleteEmptyDir: bool = False
+
+    _timeout = field_validator("timeoutSeconds", mode="before")(lambda v: _whole_number(v))
+
+
+class WaitForCompletionSpec(_Section):
+    """``upgradePolicy.waitForCompletion``: wait for matching jobs to finish before the upgrade (0: forever)."""
+
+    timeoutSeconds: int = 0
+    podSelector: str = ""
+
+    _timeout = field_validator("timeoutSeconds", mode="before")(lambda v: _whole_number(v))
+    _pods = field_validator("podSelector", mode="before")(lambda v: _selector(v))
+
+
+class UpgradePolicySpec(_Section):
+    """``spec.driver.upgradePolicy``: how the operator rolls a new driver out, node by node.
+
+    Field names and defaults are the CRD's and the chart's (``podDeletion`` is the chart values'
+    ``gpuPodDeletion``). Absent from the plan, gpu-wizard leaves the live policy's as it is.
+    """
+
+    autoUpgrade: bool = True
+    maxParallelUpgrades: int = 1
+    """Nodes upgraded at once; 0 means no limit."""
+    maxUnavailable: int | str = "25%"
+    drain: DrainSpec = Field(default_factory=DrainSpec)
+    podDeletion: PodDeletionSpec = Field(default_factory=PodDeletionSpec)
+    waitForCompletion: WaitForCompletionSpec = Field(default_factory=WaitForCompletionSpec)
+
+    @field_validator("maxParallelUpgrades", mode="before")
+    @classmethod
+    def _parallel(cls, value: Any) -> int:
+        return _whole_number(value, help_text="a whole number of nodes, 0 or more (0: all at once)")
+
+    @field_validator("maxUnavailable", mode="before")
+    @classmethod
+    def _unavailable(cls, value: Any) -> int | str:
+        return check_max_unavailable(value)
+
+    def cr_form(self) -> dict[str, Any]:
+        """As ``spec.driver.upgradePolicy`` of a ClusterPolicy or NVIDIADriver."""
+        return self.model_dump(mode="json")
+
+    def values_form(self) -> dict[str, Any]:
+        """As the chart's ``driver.upgradePolicy`` values (``gpuPodDeletion``, which its template renames)."""
+        data = self.cr_form()
+        data["gpuPodDeletion"] = data.pop("podDeletion")
+        return data
+
+
+_SECTIONS: dict[str, type[_Section]] = {
+    "drain": DrainSpec,
+    "podDeletion": PodDeletionSpec,
+    "waitForCompletion": WaitForCompletionSpec,
+}
+
+
+def upgrade_policy_answers(spec: Any) -> dict[str, Any]:
+    """A live ``spec.driver.upgradePolicy`` (CRD form) as answers: the known fields only, unvalidated."""
+    if not isinstance(spec, dict):
+        return {}
+    known = UpgradePolicySpec.model_fields
+    out = {key: value for key, value in spec.items() if key in known and not isinstance(value, dict)}
+    for key in ("drain", "podDeletion", "waitForCompletion"):
+        section = spec.get(key) if key != "podDeletion" else spec.get(key) or spec.get("gpuPodDeletion")
+        if isinstance(section, dict):
+            fields = _SECTIONS[key].model_fields
+            out[key] = {k: v for k, v in section.items() if k in fields and v is not None}
+    return out
+
+
 class DriverSpec(_Section):
     """The driver image and how the cluster pulls it."""
 
@@ -293,6 +418,8 @@ class DriverSpec(_Section):
     registryMirrors: dict[str, str] = Field(default_factory=dict)
     """Registry host -> mirror URL the cluster's runtime pulls through (containerd hosts.toml, CRI-O
     registries.conf): the image checks ask the mirror. The manifests do not change."""
+    upgradePolicy: UpgradePolicySpec | None = None
+    """How the operator rolls a driver change out; None leaves the live (or chart default) policy alone."""
 
     @field_validator("repository", "source")
     @classmethod

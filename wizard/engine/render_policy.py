@@ -218,18 +218,27 @@ def owned_values(plan: Plan, toolkit_dir: str) -> list[tuple[Path, Any]]:
         owned.append((("driver", "useNvidiaDriverCRD"), driver.useNvidiaDriverCRD))
         if driver.imagePullSecrets:
             owned.append((("driver", "imagePullSecrets"), list(driver.imagePullSecrets)))
+    if plan.driver_enabled and driver.upgradePolicy is not None:
+        # as the chart's template writes the same values: a Helm install and a direct apply agree
+        owned.append((UPGRADE_POLICY, template_upgrade_policy(driver.upgradePolicy.values_form())))
     owned.append((("toolkit", "installDir"), toolkit_dir))
     if plan.driver_enabled or plan.hostPaths.driverInstallDir:
         owned.append((("hostPaths", "driverInstallDir"), plan.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR))
     return owned
 
 
+UPGRADE_POLICY: Path = ("driver", "upgradePolicy")
+"""The whole upgrade policy: the wizard owns it when the plan says it (``driver.upgradePolicy``)."""
 POD_DELETION: Path = ("driver", "upgradePolicy", "podDeletion")
 """The upgrade policy's GPU pod deletion options: the operator stalls every driver upgrade without them."""
 
 
 def repair_values(
-    plan: Plan, live_spec: Mapping[str, Any], *, wizard_owns_pod_deletion: bool
+    plan: Plan,
+    live_spec: Mapping[str, Any],
+    *,
+    wizard_owns_pod_deletion: bool,
+    wizard_owns_upgrade_policy: bool = False,
 ) -> list[tuple[Path, Any]]:
     """Fields to send with the owned ones so that a live ClusterPolicy keeps what the operator needs.
 
@@ -238,11 +247,19 @@ def repair_values(
     adds the chart's default. From then on the wizard's manager owns it, and server-side apply
     removes a field its manager stops sending: while it owns it, it sends the live value back.
     """
+    if plan.driver.upgradePolicy is not None and plan.driver_enabled:
+        return []  # the plan's own policy is sent whole (owned_values)
     upgrade = (live_spec.get("driver") or {}).get("upgradePolicy")
+    chart_upgrade = operator_values(plan.operator.bundle)["driver"].get("upgradePolicy")
+    if wizard_owns_upgrade_policy and isinstance(upgrade, Mapping) and plan.driver_enabled:
+        # an earlier plan set the policy; this one leaves it alone: keep it, or the apply would drop it
+        kept = copy.deepcopy(dict(upgrade))
+        if not kept.get("podDeletion") and chart_upgrade:
+            kept["podDeletion"] = template_upgrade_policy(chart_upgrade)["podDeletion"]
+        return [(UPGRADE_POLICY, kept)]
     live = upgrade.get("podDeletion") if isinstance(upgrade, Mapping) else None
     if live and wizard_owns_pod_deletion:
         return [(POD_DELETION, copy.deepcopy(live))]
-    chart_upgrade = operator_values(plan.operator.bundle)["driver"].get("upgradePolicy")
     if live or not plan.driver_enabled or not chart_upgrade:
         return []
     return [(POD_DELETION, template_upgrade_policy(chart_upgrade)["podDeletion"])]
@@ -332,7 +349,9 @@ def _driver_spec(plan: Plan, bundle: str) -> dict[str, Any]:
     # Copied whole (`toYaml`), empty lists included: the driver manager's `env` travels with it.
     for key in ("manager", "startupProbe", "livenessProbe", "readinessProbe"):
         spec[key] = copy.deepcopy(chart_driver.get(key))
-    if chart_driver.get("upgradePolicy"):
+    if driver.upgradePolicy is not None:
+        spec["upgradePolicy"] = template_upgrade_policy(driver.upgradePolicy.values_form())
+    elif chart_driver.get("upgradePolicy"):
         spec["upgradePolicy"] = template_upgrade_policy(chart_driver["upgradePolicy"])
     spec["rdma"] = {"enabled": rdma.get("enabled"), "useHostMofed": rdma.get("useHostMofed")}
     spec["tolerations"] = copy.deepcopy(daemonsets.get("tolerations"))
@@ -407,6 +426,8 @@ def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> 
             driver["repoConfig"] = {"configMapName": spec.repoConfig.configMapName}
         if spec.imagePullSecrets:
             driver["imagePullSecrets"] = list(spec.imagePullSecrets)
+        if spec.upgradePolicy is not None:
+            driver["upgradePolicy"] = spec.upgradePolicy.values_form()
         if spec.useNvidiaDriverCRD:
             names = {d["metadata"]["name"] for d in drivers}
             driver["nvidiaDriverCRD"] = {

@@ -82,6 +82,20 @@ class UpgradePolicy:
             if value < 0:
                 raise UpgradePolicyError(f"upgradePolicy.{name}: must be 0 or more seconds")
 
+    def stall_seconds(self) -> float | None:
+        """How long a rollout may show no change before it is called stalled, from this policy's timeouts.
+
+        The longest wait the policy allows in one state (drain, GPU pod deletion, waiting for jobs)
+        plus one node's ordinary upgrade time; None where a timeout of 0 lets the operator wait forever
+        (then only the rollout's overall limit applies).
+        """
+        waits = [self.pod_deletion_timeout_seconds, self.wait_for_completion_timeout_seconds]
+        if self.drain_enabled:
+            waits.append(self.drain_timeout_seconds)
+        if 0 in waits:
+            return None
+        return float(max(waits)) + DEFAULT_NODE_MINUTES * 60
+
     def unavailable_limit(self, nodes: int) -> int:
         """How many nodes may be unavailable at once (the percentage rounded up, as the operator does)."""
         text = self.max_unavailable
@@ -99,6 +113,98 @@ def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise UpgradePolicyError(f"upgradePolicy.{name}: {value!r} is not an integer")
     return value
+
+
+UPGRADE_STATES = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+    "upgrade-failed",
+)
+"""The operator's ``nvidia.com/gpu-driver-upgrade-state`` values, in the order a node walks them."""
+
+
+@dataclass(frozen=True)
+class InProgress:
+    """A driver upgrade the operator is carrying out now: GPU nodes per upgrade state, the failed ones' reasons."""
+
+    nodes: dict[str, list[str]]
+    """upgrade state -> GPU nodes in it (states in :data:`UPGRADE_STATES` order, empty ones left out)."""
+    rolling_out: str
+    """The driver version the live policy asks for (what the nodes are upgrading to)."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """upgrade-failed node -> why, from its driver pod."""
+    evictions: dict[str, list[str]] = field(default_factory=dict)
+    """GPU workload pods on nodes the upgrade under way has not emptied yet (it evicts them next)."""
+
+    @property
+    def total(self) -> int:
+        return sum(len(nodes) for nodes in self.nodes.values())
+
+    @property
+    def in_flight(self) -> list[str]:
+        return sorted(
+            n for state, nodes in self.nodes.items() if state not in ("upgrade-done", "upgrade-failed") for n in nodes
+        )
+
+    def lines(self, target_version: str) -> list[str]:
+        """What is under way, per state, and what applying ``target_version`` now would do."""
+        done = len(self.nodes.get("upgrade-done", []))
+        counts = " · ".join(f"{state} {len(nodes)}" for state, nodes in self.nodes.items())
+        out = [f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done · {counts}"]
+        for node, why in sorted(self.failed.items()):
+            out.append(f"  upgrade-failed: {node}: {why}")
+        moving = len(self.in_flight)
+        if target_version == self.rolling_out:
+            now = (
+                f"Applying now changes nothing in flight: the operator goes on with the same upgrade ({moving} node(s) "
+                "on their way)"
+            )
+        else:
+            now = (
+                f"Applying now changes the target mid-way: {done} node(s) already on {self.rolling_out} are upgraded "
+                f"again to {target_version}; {moving} node(s) in progress restart their driver with the new image"
+            )
+        if self.failed:
+            now += "; failed nodes stay failed until their driver pod can start (fix the cause first)"
+        out.append(now)
+        for node, pods in sorted(self.evictions.items()):
+            out.append(f"  still to be evicted on {node}: {', '.join(pods)}")
+        return out
+
+
+#: States before the operator empties a node of its GPU pods: its workloads are still to be evicted.
+BEFORE_EVICTION = frozenset(UPGRADE_STATES[:5])
+
+
+def upgrade_in_progress(
+    facts: ClusterFacts,
+    rolling_out: str,
+    pod_problems: Mapping[str, str] | None = None,
+    workloads: Mapping[str, list[str]] | None = None,
+) -> InProgress | None:
+    """The upgrade under way, from the GPU nodes' upgrade-state labels (None when every node is done or never started)."""
+    by_state: dict[str, list[str]] = {}
+    for node in facts.gpu_nodes:
+        if node.upgrade_state:
+            by_state.setdefault(node.upgrade_state, []).append(node.name)
+    if not set(by_state) - {"upgrade-done"}:
+        return None
+    order = {state: i for i, state in enumerate(UPGRADE_STATES)}
+    nodes = {state: sorted(by_state[state]) for state in sorted(by_state, key=lambda s: order.get(s, len(order)))}
+    problems = pod_problems or {}
+    failed = {
+        node: problems.get(node) or "no reason found on its driver pod" for node in nodes.get("upgrade-failed", [])
+    }
+    waiting = {n for state in BEFORE_EVICTION for n in nodes.get(state, [])}
+    evictions = {node: sorted(pods) for node, pods in (workloads or {}).items() if node in waiting and pods}
+    return InProgress(nodes, rolling_out, failed, evictions)
 
 
 @dataclass(frozen=True)
@@ -128,6 +234,8 @@ class UpgradePlan:
     evictions: dict[str, list[str]] = field(default_factory=dict)
     """GPU workload pods (``namespace/name``) per changing node: the upgrade evicts them."""
     notes: list[str] = field(default_factory=list)
+    in_progress: InProgress | None = None
+    """An upgrade the operator is carrying out now (read from the nodes' upgrade-state labels)."""
 
     @property
     def changing_nodes(self) -> list[str]:
@@ -190,6 +298,36 @@ def plan_upgrade(
             "GPUs (podDeletion) before the driver restarts"
         )
     return plan
+
+
+def plan_policy(plan: Plan) -> UpgradePolicy | None:
+    """The upgradePolicy the plan sets (None: the plan leaves the live one alone)."""
+    spec = plan.driver.upgradePolicy
+    return UpgradePolicy.from_spec(spec.cr_form()) if spec is not None and plan.driver_enabled else None
+
+
+def with_upgrade_policy(plan: Plan, changes: Mapping[str, Any], live_spec: Mapping[str, Any] | None) -> Plan:
+    """The plan with some upgradePolicy fields changed (dotted keys: ``drain.enable``), validated.
+
+    The rest of the policy comes from the plan when it sets one, else from the live policy
+    (``live_spec``, the CRD form), else the chart's defaults: changing one field never resets the
+    others. ValidationError (naming ``driver.upgradePolicy.<field>``) for a bad value.
+    """
+    if not changes:
+        return plan
+    from wizard.engine.plan import upgrade_policy_answers
+
+    spec = plan.driver.upgradePolicy
+    base: dict[str, Any] = spec.cr_form() if spec is not None else upgrade_policy_answers(dict(live_spec or {}))
+    for dotted, value in changes.items():
+        node = base
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    answers = plan.answers_dict()
+    answers["driver"]["upgradePolicy"] = base
+    return Plan.model_validate(answers)
 
 
 def upgrade_target(current: Plan, *, driver_version: str, operator_release: str | None = None) -> Plan:

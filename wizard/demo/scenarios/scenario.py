@@ -159,6 +159,23 @@ class WorkloadSpec:
 
 
 @dataclass
+class UpgradeSpec:
+    """A driver upgrade already under way when the demo starts (``upgrade-in-progress``).
+
+    Seeding runs the scenario's ClusterPolicy as given, then sets ``driver.version`` to ``to_version``
+    and lets the simulated upgrade controller walk each node listed in ``states`` until it reaches
+    its state (an ``upgrade-failed`` node fails on its own, e.g. its new image cannot be pulled).
+    Once the demo runs, every node goes on from there, ``state_seconds`` per state.
+    """
+
+    to_version: str = ""
+    states: dict[str, str] = field(default_factory=dict)
+    """node name -> the ``nvidia.com/gpu-driver-upgrade-state`` it is in when the demo starts."""
+    state_seconds: float = 0.0
+    """How long a node stays in each upgrade state once the demo runs (a real state takes minutes)."""
+
+
+@dataclass
 class Scenario:
     """One simulated cluster."""
 
@@ -174,6 +191,8 @@ class Scenario:
     """Pods of the cluster's users, already running when the demo starts."""
     nodelist: str = ""
     """A ``kubectl get nodes -o json`` file (relative to the scenario file) whose nodes are added."""
+    upgrade: UpgradeSpec = field(default_factory=UpgradeSpec)
+    """A driver upgrade frozen mid-way when the demo starts (empty: none)."""
 
     def expanded_nodes(self) -> list[NodeSpec]:
         """Every concrete node: ``count: N`` entries become ``<name>-01`` … ``<name>-N``."""

@@ -234,9 +234,39 @@ def check_scenario(scenario: Scenario, where: str) -> None:
             raise ScenarioError(f"{where}: workloads[{i}].node: {workload.node!r} is not a node of this scenario")
         if workload.gpus < 0:
             raise ScenarioError(f"{where}: workloads[{i}].gpus: must be 0 or more")
+    _check_upgrade(scenario, names, where)
     for i, rule in enumerate(scenario.rbac_deny):
         if not rule.get("verb") or not rule.get("resource"):
             raise ScenarioError(f"{where}: rbac_deny[{i}]: needs verb and resource")
+
+
+UPGRADE_STATES = (
+    "upgrade-required",
+    "cordon-required",
+    "wait-for-jobs-required",
+    "pod-deletion-required",
+    "drain-required",
+    "pod-restart-required",
+    "validation-required",
+    "uncordon-required",
+    "upgrade-done",
+    "upgrade-failed",
+)
+
+
+def _check_upgrade(scenario: Scenario, names: set[str], where: str) -> None:
+    upgrade = scenario.upgrade
+    if not upgrade.to_version and not upgrade.states:
+        return
+    if not upgrade.to_version or scenario.operator.cluster_policy is None:
+        raise ScenarioError(f"{where}: upgrade.to_version: needs a version and an operator.cluster_policy to upgrade")
+    for node, state in upgrade.states.items():
+        if node not in names:
+            raise ScenarioError(f"{where}: upgrade.states.{node}: not a node of this scenario")
+        if state not in UPGRADE_STATES:
+            raise ScenarioError(f"{where}: upgrade.states.{node}: {state!r} is not one of {', '.join(UPGRADE_STATES)}")
+    if upgrade.state_seconds < 0:
+        raise ScenarioError(f"{where}: upgrade.state_seconds: must be 0 or more")
 
 
 def nodes_from_nodelist(document: Any, where: str) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, ENV_NAMES, TOOLKIT_DS, VA
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
-from wizard.demo.sim.simutil import Writer, labels_of, read
+from wizard.demo.sim.simutil import Writer, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, build_views
 
@@ -218,6 +218,12 @@ class Simulation:
             policy = dict(self.scenario.operator.cluster_policy)
             policy.setdefault("apiVersion", "nvidia.com/v1")
             self.store.create("clusterpolicies", policy)
+        self._seed_rounds()
+        upgrade = self.scenario.upgrade
+        if upgrade.to_version and self.scenario.operator.cluster_policy:
+            self._seed_upgrade(upgrade.to_version, upgrade.states, upgrade.state_seconds)
+
+    def _seed_rounds(self) -> None:
         for _ in range(_SEED_ROUNDS):  # what was already running before the demo started comes up at once
             writer = Writer(self.store)
             pods, views, keys, requests = self._control(writer)
@@ -225,6 +231,27 @@ class Simulation:
             self._kubelet(writer, pods, views, keys, results)
             if not writer.changed:
                 break
+
+    def _seed_upgrade(self, version: str, states: dict[str, str], state_seconds: float) -> None:
+        """An upgrade someone started before the demo: the policy at ``version``, each node stopped in its state."""
+        name = ((self.scenario.operator.cluster_policy or {}).get("metadata") or {}).get("name", "")
+        stored = self.store.lookup("clusterpolicies", name)
+        if stored is None:
+            return
+        policy = thaw(stored)
+        policy["spec"]["driver"]["version"] = version
+        self.store.update("clusterpolicies", policy)
+        self.upgrades.hold = dict(states)
+        self._seed_rounds()
+        self.upgrades.release(state_seconds)
+
+    def wake_in(self) -> float | None:
+        """Seconds until the simulation moves on by the clock alone (None: only a write moves it)."""
+        return self.upgrades.wake_in()
+
+    def wake(self) -> None:
+        """The clock moved: the next tick reconciles everything (not only bare pods)."""
+        self._others_changed = True
 
     # -- ticking ----------------------------------------------------------------------------------
 

@@ -6,10 +6,16 @@ walks each outdated node through ``nvidia.com/gpu-driver-upgrade-state``:
 upgrade-required -> cordon-required -> wait-for-jobs-required -> pod-deletion-required ->
 drain-required -> pod-restart-required -> validation-required -> uncordon-required -> upgrade-done
 (``upgrade-failed`` when the new pod cannot start), at most ``maxParallelUpgrades`` nodes at once.
+
+A scenario can start mid-upgrade (``upgrade-in-progress``): while seeding, :attr:`UpgradeController.hold`
+stops each listed node in its state (the parallel limit does not apply: these nodes got there over
+the hours before the demo started); :meth:`UpgradeController.release` then lets them go on, each
+staying ``state_seconds`` in a state, as a real node does for minutes.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from wizard.demo.rules.operator_rules import LABEL_UPGRADE_STATE
@@ -51,13 +57,39 @@ def pod_failing(pod: dict[str, Any]) -> bool:
 class UpgradeController:
     """Steps outdated driver nodes through the upgrade states."""
 
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        self.clock = clock
+        self.hold: dict[str, str] = {}
+        """Seeding a scenario mid-upgrade: node -> the state it stops in."""
+        self.state_seconds = 0.0
+        """Least time a node stays in an upgrade state (0: one tick)."""
+        self._entered: dict[str, float] = {}
+
+    def release(self, state_seconds: float) -> None:
+        """The demo starts: held nodes go on, each state taking ``state_seconds`` from now."""
+        self.hold = {}
+        self.state_seconds = state_seconds
+        now = self.clock()
+        self._entered = dict.fromkeys(self._entered, now)
+
+    def wake_in(self) -> float | None:
+        """Seconds until a node waiting out ``state_seconds`` may move (None: nothing waits on the clock)."""
+        if not self.state_seconds:
+            return None
+        now = self.clock()
+        # a node past its time that still waits is held by maxParallelUpgrades: another node's move frees it
+        due = [entered + self.state_seconds - now for entered in self._entered.values()]
+        future = [seconds for seconds in due if seconds > 0]
+        return min(future) if future else None
+
     def reconcile(self, writer: Writer, namespace: str, policy: dict[str, Any]) -> None:
         """One step for every node that has a driver pod (or is mid-upgrade), per ``driver.upgradePolicy``."""
         store = writer.store
         auto = policy.get("autoUpgrade", True) is not False
         if not auto:
             return
-        max_parallel = int(policy.get("maxParallelUpgrades", 1) or 0)
+        max_parallel = 0 if self.hold else int(policy.get("maxParallelUpgrades", 1) or 0)
+        now = self.clock()
         daemonsets = {
             ds["metadata"]["uid"]: ds
             for ds in read(store, "daemonsets", namespace)
@@ -86,6 +118,11 @@ class UpgradeController:
                 and pod is not None
                 and labels_of(pod).get("controller-revision-hash") == revisions[ds["metadata"]["uid"]]
             )
+            if self.hold.get(name) == state and (state != "upgrade-done" or current):
+                continue  # seeding mid-upgrade: this node stops here (upgrade-done only once it runs the new pod)
+            entered = self._entered.get(name)
+            if entered is not None and now - entered < self.state_seconds:
+                continue
             new_state, unschedulable = self._next(state, pod, current, writer, namespace)
             if new_state == "cordon-required" and state == "upgrade-required":
                 if max_parallel and busy >= max_parallel:
@@ -100,6 +137,10 @@ class UpgradeController:
             node = thaw(node)
             node["metadata"].setdefault("annotations", {})[UPGRADE_ENABLED_ANNOTATION] = "true"
             labels_of(node)[LABEL_UPGRADE_STATE] = new_state
+            if new_state in STEPS and new_state != state:
+                self._entered[name] = now
+            elif new_state not in STEPS:
+                self._entered.pop(name, None)  # done or failed: nothing waits on the clock
             if cordon_change:
                 if unschedulable:
                     node.setdefault("spec", {})["unschedulable"] = True

@@ -1,0 +1,87 @@
+"""The change for a Helm-owned ClusterPolicy: the release's values, the ``helm upgrade`` that carries them, the file.
+
+A direct apply on a policy a Helm release manages is reverted by the release's next ``helm upgrade``,
+so ``gpu-wizard apply``/``upgrade`` and the TUI's Apply step both produce the change as Helm values
+instead. This is the one place that composes them (values derived from the plan and the live
+object, never from Helm's release Secrets) and writes them (0600, through the one file writer), so
+the CLI and the TUI cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.atomic_write import write_private
+from wizard.engine.ownership import Ownership, helm_upgrade_command
+from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
+from wizard.engine.textsafe import printable, shell_command
+from wizard.paths import state_dir
+
+
+@dataclass(frozen=True)
+class HelmChange:
+    """The values file for a Helm release and the commands that carry it out."""
+
+    owner: Ownership
+    values_path: Path
+    values_text: str
+    command: str
+    """``helm upgrade RELEASE nvidia/gpu-operator -n NS --version V --reuse-values -f FILE``."""
+    drivers_path: Path | None = None
+    """The NVIDIADriver CRs the chart does not deploy (NVIDIADriver mode), applied beside the helm upgrade."""
+    drivers_text: str = ""
+    drivers_command: str = ""
+    driver_names: tuple[str, ...] = ()
+
+    def write(self) -> None:
+        """Write the values (and the extra NVIDIADriver CRs) as private files; AtomicWriteError on failure."""
+        write_private(self.values_path, self.values_text)
+        if self.drivers_path is not None:
+            write_private(self.drivers_path, self.drivers_text)
+
+    def steps(self) -> list[str]:
+        """The commands to run, in order."""
+        return [self.command, *([self.drivers_command] if self.drivers_command else [])]
+
+
+def helm_values_path(context: str) -> Path:
+    """Where the Helm values for a context go unless the user names a file: the state folder."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in printable(context)) or "cluster"
+    return state_dir() / "helm" / f"gpu-wizard-values-{safe}.yaml"
+
+
+def helm_change(
+    rendered: Rendered, owner: Ownership, live_policy: Mapping[str, Any] | None, target: Path
+) -> HelmChange:
+    """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values``, to be saved at ``target``."""
+    plan = rendered.plan
+    command = helm_upgrade_command(owner, plan.operator.version, str(target))
+    header = [
+        f"gpu-wizard: values for Helm release {owner.release} (namespace {owner.namespace}), operator "
+        f"{plan.operator.version}, {plan.mode.value} mode.",
+        "Only the fields gpu-wizard owns; --reuse-values keeps everything else the release holds. Apply with:",
+        command,
+    ]
+    values = release_values(rendered, live_policy)
+    text = values_yaml(values, header)
+    crd = (values.get("driver") or {}).get("nvidiaDriverCRD") or {}
+    extra = [
+        d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
+    ]
+    if not extra:
+        return HelmChange(owner, target, text, command)
+    # the chart deploys at most CR "default": the others are applied beside the helm upgrade
+    drivers = target.with_name(target.stem + "-nvidiadrivers.yaml")
+    return HelmChange(
+        owner,
+        target,
+        text,
+        command,
+        drivers_path=drivers,
+        drivers_text=to_yaml(extra),
+        drivers_command=shell_command(["kubectl", "apply", "--server-side", "-f", str(drivers)]),
+        driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
+    )
