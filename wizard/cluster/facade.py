@@ -197,15 +197,12 @@ class Cluster:
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages of 500, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
         nodes: list[NodeFacts] = []
-        cont: str | None = None
-        while True:
-            page = await self.gateway.list_nodes_page(limit=PAGE_SIZE, cont=cont)
-            nodes.extend(node_facts(item) for item in page.get("items") or [])
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue") or None
-            if not cont:
-                self._nodes_rv = str(meta.get("resourceVersion") or "")
-                break
+        async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
+            async for page in pages:
+                nodes.extend(node_facts(item) for item in page.get("items") or [])
+                meta = page.get("metadata") or {}
+                if not meta.get("continue"):
+                    self._nodes_rv = str(meta.get("resourceVersion") or "")
         self._known = {n.name: n for n in nodes}
         return ClusterFacts(nodes)
 
