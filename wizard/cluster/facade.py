@@ -358,8 +358,12 @@ class Cluster:
         timeout: float = 1800.0,
         crash_window: float = 300.0,
         stall_window: float | None = None,
+        heartbeat: float | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
-        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled."""
+        """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
+
+        A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in state grow).
+        """
         namespace = await self.namespace(plan)
         statuses = rollouts.follow(
             self.gateway,
@@ -369,6 +373,7 @@ class Cluster:
             timeout=timeout,
             crash_window=crash_window,
             stall_window=stall_window,
+            heartbeat=heartbeat,
         )
         async with contextlib.aclosing(statuses):
             async for status in statuses:
