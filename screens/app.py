@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -22,7 +22,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from screens import keys
-from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
+from screens.flow import STEP_NAMES, STEPS, step_named
 from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
@@ -87,6 +87,9 @@ class WizardApp(App[int]):
         """Served to a browser (``gpu-wizard serve``): the footer and F1 show the browser's keys."""
         self._demo_cluster: Any = None
         self.exit_code = 0
+        self._first_frame_shown = False
+        self._after_first_frame: list[Callable[[], object]] = []
+        """Work held back until the first frame is on the terminal (see :meth:`after_first_frame`)."""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -100,10 +103,29 @@ class WizardApp(App[int]):
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
         if self.start_step == "connect":
-            self.set_timer(FIRST_FRAME_GRACE, self._load_answers)
+            self.after_first_frame(self._load_answers)
         else:  # a later step needs its answers before it is built
             self._load_answers()
             self.push_screen(make_screen(self.start_step))
+
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame has been displayed (at once, later on).
+
+        Reading files and importing the engine (which holds the GIL for a second) compete with the first
+        frame; a fixed grace period let them start before it on a loaded machine, where the first frame
+        takes longer than the grace.
+        """
+        if self._first_frame_shown:
+            self.call_later(callback)
+        else:
+            self._after_first_frame.append(callback)
+
+    def on_ready(self) -> None:
+        """Textual's Ready: the DOM is built and the first frame displayed."""
+        self._first_frame_shown = True
+        waiting, self._after_first_frame = self._after_first_frame, []
+        for callback in waiting:
+            self.call_later(callback)
 
     def _load_answers(self) -> None:
         """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
