@@ -5,7 +5,6 @@ Exit codes: 0 done, 1 checks failed, 2 invalid input or an unusable cluster, 130
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,8 @@ def version() -> str:
 
 def load_nodelist(path: str) -> ClusterFacts:
     """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    import json  # here, like ruamel: the TUI starts through wizard.cli and its first frame needs neither
+
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 

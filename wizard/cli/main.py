@@ -7,7 +7,6 @@ clear line each on stderr (field, file line, what is valid), never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -55,6 +54,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.output == "yaml":
         out.write(rendering.to_yaml(result.documents()))
     elif args.output == "json":
+        import json  # not at the top: the TUI starts through this module and its first frame needs no json
+
         doc = {"apiVersion": "v1", "kind": "List", "items": result.documents()}
         out.write(json.dumps(doc, indent=2) + "\n")
     elif args.output == "helm":
