@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -222,3 +223,4 @@ async def test_node_pages_read_ahead_and_close_cleanly(demo: DemoClusterThread) 
         assert cluster.gateway.stats.requests - before <= 2
         pending = [t for t in asyncio.all_tasks() if "list_nodes_page" in repr(t.get_coro())]
         assert not pending
+        assert gc.isenabled()  # paused only while the pages were read
