@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -122,6 +123,7 @@ class WizardApp(App[int]):
 
     def on_ready(self) -> None:
         """Textual's Ready: the DOM is built and the first frame displayed."""
+        gc.enable()  # paused by wizard.launch while the TUI loaded
         self._first_frame_shown = True
         waiting, self._after_first_frame = self._after_first_frame, []
         for callback in waiting:

@@ -6,6 +6,7 @@ decides from the words alone, so the TUI's first frame never waits for the subco
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +31,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard.cli.main import main as cli_main
 
         return cli_main(words)
+    # Until the first frame (screens.app re-enables it on Textual's Ready) the cyclic collector would
+    # only rescan the modules and styles being loaded: none of that is garbage.
+    gc.disable()
+    try:
+        return _start_the_tui(words)
+    finally:
+        gc.enable()
+
+
+def _start_the_tui(words: list[str]) -> int:
+    """Check the TUI options (one line and exit 2 when wrong), then run the wizard until it exits."""
     from wizard.cli.main import EXIT_INVALID, UsageError, tui_arguments
 
     try:
