@@ -15,7 +15,7 @@ import pytest
 
 from wizard.cli.main import main
 from wizard.cli.rollout_progress import OLDEST, RolloutPrinter
-from wizard.cluster.rollout import RolloutStatus
+from wizard.cluster.rollout import RolloutStatus, stalled_message
 from wizard.engine.upgradestates import UPGRADE_STATES, duration_text, stuck_nodes, summarize
 
 
@@ -101,6 +101,15 @@ def test_a_node_stuck_longer_than_the_stall_window_is_named_once() -> None:
     ]
     last = json.loads(out.getvalue().splitlines()[-1])["rollout"]
     assert last["stuck"] == [{"node": "gpu-7\x1b[2J", "state": "drain-required", "seconds": 301.0}]
+
+
+def test_a_stalled_rollout_names_the_nodes_longest_in_one_state() -> None:
+    states = {"gpu-1": "drain-required", "gpu-2": "upgrade-done", "gpu-3": "wait-for-jobs-required"}
+    stalled = stalled_message(status(states, {"gpu-1": 700.0, "gpu-2": 900.0, "gpu-3": 650.0}), 600)
+    assert stalled == (
+        "stalled for 600s: driver pods ready: nvidia-driver-daemonset 1/2; longest in one upgrade state: "
+        "gpu-1 in drain-required for 11m 40s, gpu-3 in wait-for-jobs-required for 10m 50s"
+    )
 
 
 def test_upgrade_on_the_demo_shows_node_states_and_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

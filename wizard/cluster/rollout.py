@@ -354,6 +354,14 @@ def _classify(
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
 
 
+def stalled_message(status: RolloutStatus, stall: float) -> str:
+    """Why a rollout with no change for ``stall`` seconds failed: where it stopped, and the nodes longest in one state."""
+    stuck = stuck_nodes(status.upgrade_states, status.time_in_state, 0.0)[:3]
+    named = ", ".join(f"{n.node} in {n.state} for {duration_text(n.seconds)}" for n in stuck)
+    where = f"; longest in one upgrade state: {named}" if named else ""
+    return f"stalled for {stall:g}s: {status.message}{where}"
+
+
 async def _crash_message(gateway: Gateway, namespace: str, pod: PodStatus) -> str:
     log = ""
     for previous in (True, False):
@@ -434,10 +442,7 @@ async def follow(
                 yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
                 return
             if now - last_change > stall:
-                stuck = stuck_nodes(status.upgrade_states, status.time_in_state, 0.0)[:3]
-                named = ", ".join(f"{n.node} in {n.state} for {duration_text(n.seconds)}" for n in stuck)
-                where = f"; longest in one upgrade state: {named}" if named else ""
-                yield replace(status, phase="failed", message=f"stalled for {stall:g}s: {status.message}{where}")
+                yield replace(status, phase="failed", message=stalled_message(status, stall))
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), interval)
