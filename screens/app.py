@@ -16,7 +16,7 @@ import gc
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -29,11 +29,6 @@ from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
 from wizard.paths import backups_dir, state_dir
-
-if TYPE_CHECKING:
-    import argparse
-
-#: Engine work (pydantic, the Kubernetes client) waits this long so the first frame is drawn first.
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
@@ -431,8 +426,9 @@ class WizardApp(App[int]):
             self.screen.action_help()
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point used by ``gpu-wizard`` (see ``wizard.cli.main.run_tui``)."""
+def run(args: object) -> int:
+    """Entry point used by ``gpu-wizard`` (see ``wizard.launch``): ``args`` holds the TUI's options, each
+    read with its default (no options at all: an empty namespace, no parser built)."""
     app = WizardApp(
         demo=getattr(args, "demo", None),
         answers=getattr(args, "tui_answers", None),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
 """The top-level options that take a value: a word after one of them is not a subcommand."""
@@ -42,10 +43,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _start_the_tui(words: list[str]) -> int:
     """Check the TUI options (one line and exit 2 when wrong), then run the wizard until it exits."""
-    from wizard.cli.main import EXIT_INVALID, UsageError, tui_arguments
+    from wizard.cli.common import EXIT_INVALID, UsageError
 
     try:
-        args = tui_arguments(words)
+        args = _tui_options(words)
     except UsageError as exc:  # a scenario typo, no terminal: one line before Textual loads
         from wizard.engine.textsafe import printable
 
@@ -54,6 +55,20 @@ def _start_the_tui(words: list[str]) -> int:
     from screens.app import run
 
     return run(args)
+
+
+def _tui_options(words: list[str]) -> object:
+    """The TUI's options, checked. Without any, no parser is built: argparse and the CLI's main module
+    (about 10 CPU-ms before the first frame) are not loaded, and every option keeps its default
+    (``screens.app.run`` reads each with its default)."""
+    if words:
+        from wizard.cli.main import tui_arguments
+
+        return tui_arguments(words)
+    from wizard.cli.common import check_tui_start
+
+    check_tui_start(demo=None, web=False)
+    return SimpleNamespace()
 
 
 if __name__ == "__main__":  # pragma: no cover
