@@ -12,27 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+import gc
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 from screens import keys
-from screens.flow import FIRST_FRAME_GRACE, STEP_NAMES, STEPS, step_named
+from screens.flow import STEP_NAMES, STEPS, step_named
 from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
 from wizard.paths import backups_dir, state_dir
-
-if TYPE_CHECKING:
-    import argparse
-
-#: Engine work (pydantic, the Kubernetes client) waits this long so the first frame is drawn first.
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
@@ -87,6 +83,9 @@ class WizardApp(App[int]):
         """Served to a browser (``gpu-wizard serve``): the footer and F1 show the browser's keys."""
         self._demo_cluster: Any = None
         self.exit_code = 0
+        self._first_frame_shown = False
+        self._after_first_frame: list[Callable[[], object]] = []
+        """Work held back until the first frame is on the terminal (see :meth:`after_first_frame`)."""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -100,10 +99,30 @@ class WizardApp(App[int]):
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
         if self.start_step == "connect":
-            self.set_timer(FIRST_FRAME_GRACE, self._load_answers)
+            self.after_first_frame(self._load_answers)
         else:  # a later step needs its answers before it is built
             self._load_answers()
             self.push_screen(make_screen(self.start_step))
+
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame has been displayed (at once, later on).
+
+        Reading files and importing the engine (which holds the GIL for a second) compete with the first
+        frame; a fixed grace period let them start before it on a loaded machine, where the first frame
+        takes longer than the grace.
+        """
+        if self._first_frame_shown:
+            self.call_later(callback)
+        else:
+            self._after_first_frame.append(callback)
+
+    def on_ready(self) -> None:
+        """Textual's Ready: the DOM is built and the first frame displayed."""
+        gc.enable()  # paused by wizard.launch while the TUI loaded
+        self._first_frame_shown = True
+        waiting, self._after_first_frame = self._after_first_frame, []
+        for callback in waiting:
+            self.call_later(callback)
 
     def _load_answers(self) -> None:
         """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
@@ -408,8 +427,9 @@ class WizardApp(App[int]):
             self.screen.action_help()
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point used by ``gpu-wizard`` (see ``wizard.cli.main.run_tui``)."""
+def run(args: object) -> int:
+    """Entry point used by ``gpu-wizard`` (see ``wizard.launch``): ``args`` holds the TUI's options, each
+    read with its default (no options at all: an empty namespace, no parser built)."""
     app = WizardApp(
         demo=getattr(args, "demo", None),
         answers=getattr(args, "tui_answers", None),

@@ -55,9 +55,6 @@ STEPS: tuple[Step, ...] = (
     Step("verify", "Verify", _verify_applies),
 )
 
-FIRST_FRAME_GRACE = 0.08
-"""Seconds a screen waits before heavy work (importing the engine holds the GIL): the first frame goes out first."""
-
 STEP_NAMES: tuple[str, ...] = tuple(s.name for s in STEPS)
 
 

@@ -32,3 +32,21 @@ def test_starting_the_tui_skips_the_subcommand_parsers_but_a_stray_word_gets_the
         main(["vrify"])
     assert exited.value.code == 2
     assert "argument COMMAND: invalid choice: 'vrify' (choose from 'render'" in capsys.readouterr().err
+
+
+FIRST_FRAME_PROBE = """
+import sys
+import wizard.launch, wizard.cli.common, screens.app, screens.styles, screens.steps.connect
+screens.styles.app_css()
+print(" ".join(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))))
+"""
+
+
+def test_the_tui_first_frame_loads_no_engine_library_no_json_and_no_argparse() -> None:
+    """What ``gpu-wizard`` without options imports before its first frame (the bare Textual app's 1.2x
+    budget): Textual, not the engine's libraries, nor json or argparse (no option, no parser)."""
+    libraries = (*[h for h in HEAVY if h != "textual"], "json", "yaml", "argparse")
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME_PROBE, *libraries], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "", f"loaded before the first frame: {done.stdout.strip()}"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -206,3 +208,19 @@ async def test_exec_streams_lines_and_reports_the_exit_code(demo: DemoClusterThr
         assert results[2].exit_code == 127 and "nvidia-smi" in results[2].output
         assert await gateway.read_pod("gpu-operator", pod) is None  # the probe pod is gone
         assert await gateway.list_pods("gpu-operator", label_selector=PROBE_LABEL) == []
+
+
+async def test_node_pages_read_ahead_and_close_cleanly(demo: DemoClusterThread) -> None:
+    async with connected(demo) as cluster:
+        pages = [page async for page in cluster.gateway.node_pages(limit=1)]
+        listed = sorted(item["metadata"]["name"] for page in pages for item in page["items"])
+        assert len(pages) > 1 and listed == sorted(n.name for n in (await cluster.discover()).nodes)
+        before = cluster.gateway.stats.requests
+        async with contextlib.aclosing(cluster.gateway.node_pages(limit=1)) as first_only:
+            async for _ in first_only:
+                break
+        # the first page and the read-ahead of the second (cancelled on close): nothing left running
+        assert cluster.gateway.stats.requests - before <= 2
+        pending = [t for t in asyncio.all_tasks() if "list_nodes_page" in repr(t.get_coro())]
+        assert not pending
+        assert gc.isenabled()  # paused only while the pages were read

@@ -8,7 +8,6 @@ ruamel's pure-Python parser). ``tests/test_bundled_data.py`` checks that the JSO
 
 from __future__ import annotations
 
-import json
 import sys
 from functools import cache
 from pathlib import Path
@@ -61,12 +60,16 @@ def parse_yaml(text: str) -> Any:
 
 def json_twin(data: Any) -> str:
     """The generated JSON text of one YAML asset's data: compact, key order kept (the chart's order is rendered)."""
+    import json  # on first use, as in _load_data: the TUI's first frame reads only the stylesheet
+
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 @cache
 def _load_data(*parts: str) -> Any:
     """A YAML asset's data, from its generated JSON twin when there is one."""
+    import json  # on first use: the TUI's first frame reads only the stylesheet (json is not loaded by Textual)
+
     *folder, name = parts
     try:
         return json.loads(asset_text(*folder, name.removesuffix(".yaml") + ".json"))

@@ -6,8 +6,10 @@ decides from the words alone, so the TUI's first frame never waits for the subco
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
 """The top-level options that take a value: a word after one of them is not a subcommand."""
@@ -30,10 +32,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard.cli.main import main as cli_main
 
         return cli_main(words)
-    from wizard.cli.main import EXIT_INVALID, UsageError, tui_arguments
+    # Until the first frame (screens.app re-enables it on Textual's Ready) the cyclic collector would
+    # only rescan the modules and styles being loaded: none of that is garbage.
+    gc.disable()
+    try:
+        return _start_the_tui(words)
+    finally:
+        gc.enable()
+
+
+def _start_the_tui(words: list[str]) -> int:
+    """Check the TUI options (one line and exit 2 when wrong), then run the wizard until it exits."""
+    from wizard.cli.common import EXIT_INVALID, UsageError
 
     try:
-        args = tui_arguments(words)
+        args = _tui_options(words)
     except UsageError as exc:  # a scenario typo, no terminal: one line before Textual loads
         from wizard.engine.textsafe import printable
 
@@ -42,6 +55,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     from screens.app import run
 
     return run(args)
+
+
+def _tui_options(words: list[str]) -> object:
+    """The TUI's options, checked. Without any, no parser is built: argparse and the CLI's main module
+    (about 10 CPU-ms before the first frame) are not loaded, and every option keeps its default
+    (``screens.app.run`` reads each with its default)."""
+    if words:
+        from wizard.cli.main import tui_arguments
+
+        return tui_arguments(words)
+    from wizard.cli.common import check_tui_start
+
+    check_tui_start(demo=None, web=False)
+    return SimpleNamespace()
 
 
 if __name__ == "__main__":  # pragma: no cover

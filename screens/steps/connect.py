@@ -18,7 +18,6 @@ from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
-from screens.flow import FIRST_FRAME_GRACE
 from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
@@ -79,7 +78,7 @@ class ConnectStep(StepScreen):
         """Options for a Select still mounting, applied once it is mounted."""
         self.refresh_nav()
         # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
-        self.set_timer(FIRST_FRAME_GRACE, self._start)
+        self.wizard.after_first_frame(self._start)
 
     def _start(self) -> None:
         state = self.state

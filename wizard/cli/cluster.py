@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
     apply = sub.add_parser("apply", help="preflight, diff, back up and apply the plan, then follow the rollout")
     cluster_options(apply)
     apply.add_argument("--answers", required=True, metavar="FILE", help="answers file")
+    apply.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="json: the rollout's progress as one JSON object per line on stdout (node upgrade states, time in state)",
+    )
     apply_flags(apply)
     apply.set_defaults(handler=command(cmd_apply))
 
@@ -264,7 +271,8 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         sys.stdout.write(NO_CHANGES + "\n")
         sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
         return EXIT_OK
-    sys.stdout.write(prepared.diff)
+    # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
+    (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK
@@ -283,10 +291,22 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         return EXIT_FAILED
     if args.no_wait:
         return EXIT_OK
+    from wizard.cli.rollout_progress import REFRESH, RolloutPrinter
+
+    stall = args.stall_window or args.wait_timeout
+    json_out = sys.stdout if getattr(args, "output", "text") == "json" else None
+    printer = RolloutPrinter(sys.stderr, stall_window=stall, json_out=json_out)
     final = None
-    async for status in cluster.rollout(plan, timeout=args.wait_timeout, crash_window=args.crash_window):
+    statuses = cluster.rollout(
+        plan,
+        timeout=args.wait_timeout,
+        crash_window=args.crash_window,
+        stall_window=args.stall_window,
+        heartbeat=REFRESH,
+    )
+    async for status in statuses:
         final = status
-        sys.stderr.write(f"rollout: {status.phase}: {status.message}\n")
+        printer.show(status)
     if final is not None and final.phase == "ready":
         return EXIT_OK
     from wizard.cli import diagnosis as diagnosing  # the rollout failed or stalled: say why, node by node
@@ -361,6 +381,14 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
         default=300.0,
         metavar="SECONDS",
         help="a driver container crash-looping this long fails the rollout (default 300)",
+    )
+    parser.add_argument(
+        "--stall-window",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="a node in one upgrade state this long is named; nothing changing this long fails the rollout "
+        "(default: the --wait-timeout)",
     )
 
 

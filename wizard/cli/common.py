@@ -5,9 +5,9 @@ Exit codes: 0 done, 1 checks failed, 2 invalid input or an unusable cluster, 130
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from wizard.engine.facts import ClusterFacts
@@ -17,6 +17,37 @@ EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 class UsageError(Exception):
     """Bad input the user can fix; printed as one message, exit code 2."""
+
+
+def check_tui_start(*, demo: str | None, web: bool) -> None:
+    """UsageError before Textual loads: a demo scenario that does not exist (the demo would fail inside
+    the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
+    stderr; without a TTY it would wait forever for keys that never come) unless ``web``, where the
+    classroom server talks Textual's web driver protocol over those pipes.
+
+    Light on purpose (no argparse): ``gpu-wizard`` without options starts the TUI through it alone.
+    """
+    if demo:
+        from wizard.demo.scenarios.scenario import ScenarioError, load_scenario
+
+        try:
+            load_scenario(demo)
+        except ScenarioError as exc:
+            raise UsageError(f"--demo: {exc}") from None
+    missing = [name for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__)) if not _is_tty(stream)]
+    if missing and not web:  # in web mode the classroom server's web driver is the terminal
+        raise UsageError(
+            f"the interactive wizard needs a terminal, and {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not one; in scripts use the subcommands "
+            "(render, discover, apply, verify, rollback: see gpu-wizard --help)"
+        )
+
+
+def _is_tty(stream: TextIO | None) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except ValueError:  # a closed stream
+        return False
 
 
 def version() -> str:
@@ -31,6 +62,8 @@ def version() -> str:
 
 def load_nodelist(path: str) -> ClusterFacts:
     """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
+    import json  # here, like ruamel: the TUI starts through wizard.cli and its first frame needs neither
+
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 

@@ -7,13 +7,12 @@ clear line each on stderr (field, file line, what is valid), never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, load_nodelist, version
+from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, version
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
@@ -55,6 +54,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     if args.output == "yaml":
         out.write(rendering.to_yaml(result.documents()))
     elif args.output == "json":
+        import json  # not at the top: the TUI starts through this module and its first frame needs no json
+
         doc = {"apiVersion": "v1", "kind": "List", "items": result.documents()}
         out.write(json.dumps(doc, indent=2) + "\n")
     elif args.output == "helm":
@@ -164,28 +165,10 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
 
 
 def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
-    """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), checked.
-
-    UsageError before Textual loads: a demo scenario that does not exist (the demo would fail inside
-    the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
-    stderr; without a TTY it would wait forever for keys that never come) unless ``--web``, where
-    the classroom server talks Textual's web driver protocol over those pipes.
-    """
+    """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), checked
+    by :func:`wizard.cli.common.check_tui_start` (UsageError before Textual loads)."""
     args = build_parser(commands=False).parse_args(words)
-    if args.demo:
-        from wizard.demo.scenarios.scenario import ScenarioError, load_scenario
-
-        try:
-            load_scenario(args.demo)
-        except ScenarioError as exc:
-            raise UsageError(f"--demo: {exc}") from None
-    missing = [name for name, stream in (("stdin", sys.__stdin__), ("stderr", sys.__stderr__)) if not _is_tty(stream)]
-    if missing and not args.web:  # in web mode the classroom server's web driver is the terminal
-        raise UsageError(
-            f"the interactive wizard needs a terminal, and {' and '.join(missing)} "
-            f"{'is' if len(missing) == 1 else 'are'} not one; in scripts use the subcommands "
-            "(render, discover, apply, verify, rollback: see gpu-wizard --help)"
-        )
+    check_tui_start(demo=args.demo, web=args.web)
     return args
 
 
@@ -194,13 +177,6 @@ def _printable(text: str) -> str:
     from wizard.engine.textsafe import printable
 
     return printable(text)
-
-
-def _is_tty(stream: TextIO | None) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except ValueError:  # a closed stream
-        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -209,15 +209,12 @@ class Cluster:
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages of 500, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
         nodes: list[NodeFacts] = []
-        cont: str | None = None
-        while True:
-            page = await self.gateway.list_nodes_page(limit=PAGE_SIZE, cont=cont)
-            nodes.extend(node_facts(item) for item in page.get("items") or [])
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue") or None
-            if not cont:
-                self._nodes_rv = str(meta.get("resourceVersion") or "")
-                break
+        async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
+            async for page in pages:
+                nodes.extend(node_facts(item) for item in page.get("items") or [])
+                meta = page.get("metadata") or {}
+                if not meta.get("continue"):
+                    self._nodes_rv = str(meta.get("resourceVersion") or "")
         self._known = {n.name: n for n in nodes}
         return ClusterFacts(nodes)
 
@@ -379,10 +376,12 @@ class Cluster:
         timeout: float = 1800.0,
         crash_window: float = 300.0,
         stall_window: float | None = None,
+        heartbeat: float | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
         """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
 
-        Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
+        A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in
+        state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         """
         if stall_window is None:
             policy = plan_policy(plan)
@@ -396,6 +395,7 @@ class Cluster:
             timeout=timeout,
             crash_window=crash_window,
             stall_window=stall_window,
+            heartbeat=heartbeat,
         )
         async with contextlib.aclosing(statuses):
             async for status in statuses:

@@ -12,6 +12,8 @@ exec the server refused before starting the command is retried too (the policy: 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
@@ -206,6 +208,37 @@ class Gateway:
         """One page of ``GET /api/v1/nodes?limit=…&continue=…`` as a NodeList dict."""
         fn = self.raw(self.core, "list_node")
         return await self.call("listing nodes", fn, limit=limit, _continue=cont, label_selector=label_selector)
+
+    async def node_pages(self, *, limit: int) -> AsyncGenerator[dict[str, Any], None]:
+        """Every page of ``GET /api/v1/nodes`` (``limit`` each), with the next page already requested.
+
+        The request for page N+1 is in flight while the caller works on page N, so the caller's per-node
+        work overlaps the server's encoding and the transfer of the next page instead of adding to them
+        (discovery of 5,000 nodes costs about one page's work more than the bare paged fetch). Close the
+        generator (``contextlib.aclosing``) when leaving early: the read-ahead request is cancelled.
+
+        The cyclic garbage collector is paused while the pages are read: decoding 5,000 nodes allocates
+        about a million containers, and each allocation burst made the collector scan the growing heap
+        again for cycles that JSON cannot contain (a third of discovery's CPU time). Memory is still freed
+        by reference counting; the collector runs again when the generator ends.
+        """
+        collecting = gc.isenabled()
+        gc.disable()
+        ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))
+        try:
+            while ahead is not None:
+                page = await ahead
+                cont = (page.get("metadata") or {}).get("continue") or None
+                ahead = asyncio.ensure_future(self.list_nodes_page(limit=limit, cont=cont)) if cont else None
+                await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
+                yield page
+        finally:
+            if collecting:
+                gc.enable()
+            if ahead is not None and not ahead.done():
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                    await ahead
 
     async def watch(
         self,

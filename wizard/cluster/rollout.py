@@ -29,6 +29,7 @@ from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
+from wizard.engine.upgradestates import duration_text, stuck_nodes
 from wizard.retry import Reconnects
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
@@ -353,6 +354,14 @@ def _classify(
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
 
 
+def stalled_message(status: RolloutStatus, stall: float) -> str:
+    """Why a rollout with no change for ``stall`` seconds failed: where it stopped, and the nodes longest in one state."""
+    stuck = stuck_nodes(status.upgrade_states, status.time_in_state, 0.0)[:3]
+    named = ", ".join(f"{n.node} in {n.state} for {duration_text(n.seconds)}" for n in stuck)
+    where = f"; longest in one upgrade state: {named}" if named else ""
+    return f"stalled for {stall:g}s: {status.message}{where}"
+
+
 async def _crash_message(gateway: Gateway, namespace: str, pod: PodStatus) -> str:
     log = ""
     for previous in (True, False):
@@ -371,13 +380,16 @@ async def follow(
     timeout: float = 1800.0,
     crash_window: float = 300.0,
     stall_window: float | None = None,
+    heartbeat: float | None = None,
 ) -> AsyncGenerator[RolloutStatus, None]:
-    """Yield a snapshot whenever it changes, until ready, failed or ``timeout`` seconds.
+    """Yield a snapshot whenever it changes (and at least every ``heartbeat`` seconds, for the clocks
+    of time in state), until ready, failed or ``timeout`` seconds.
 
     Wakes on watch events, and every ``interval`` seconds for the clocks. A container crash-looping
     for ``crash_window`` seconds ends the rollout as failed, quoting its last log line (a driver
     container restarting during a normal upgrade recovers well within it). Nothing changing for
-    ``stall_window`` seconds (default: the whole ``timeout``) ends it as failed, naming where it stopped.
+    ``stall_window`` seconds (default: the whole ``timeout``) ends it as failed, naming where it stopped
+    and the nodes longest in one upgrade state.
     """
     started = time.monotonic()
     changed = asyncio.Event()
@@ -391,7 +403,7 @@ async def follow(
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
     last: tuple[Any, ...] | None = None
-    last_change = started
+    last_change = last_yield = started
     stall = timeout if stall_window is None else stall_window
     try:
         listed: asyncio.Future[Any] = asyncio.gather(*(cache.listed.wait() for cache in followed.all()))
@@ -419,7 +431,10 @@ async def follow(
                 tuple(sorted(status.upgrade_states.items())),
             )
             if key != last or status.done:
-                last, last_change = key, now
+                last, last_change, last_yield = key, now, now
+                yield status
+            elif heartbeat is not None and now - last_yield >= heartbeat:
+                last_yield = now
                 yield status
             if status.done:
                 return
@@ -427,7 +442,7 @@ async def follow(
                 yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
                 return
             if now - last_change > stall:
-                yield replace(status, phase="failed", message=f"stalled for {stall:g}s: {status.message}")
+                yield replace(status, phase="failed", message=stalled_message(status, stall))
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), interval)

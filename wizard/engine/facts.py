@@ -8,6 +8,7 @@ driver state. GPU nodes are grouped by (kernel, OS tag): one driver image per gr
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -73,8 +74,12 @@ _OS_IMAGE_PATTERNS: list[tuple[re.Pattern[str], str]] = [
 ]
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_os_image(os_image: str) -> tuple[str, str] | None:
-    """``status.nodeInfo.osImage`` ("Ubuntu 22.04.4 LTS") to (ID, VERSION_ID), or None if unknown."""
+    """``status.nodeInfo.osImage`` ("Ubuntu 22.04.4 LTS") to (ID, VERSION_ID), or None if unknown.
+
+    Cached: a cluster has a handful of distinct OS images, and discovery asks once per node.
+    """
     for pattern, os_id in _OS_IMAGE_PATTERNS:
         match = pattern.search(os_image)
         if not match:
@@ -143,7 +148,13 @@ def node_fact_errors(node: NodeFacts) -> list[str]:
 
 
 def _shown(value: Any) -> Any:
-    return printable(value) if isinstance(value, str) else value  # a non-string is refused by the loader
+    return _printable_cached(value) if isinstance(value, str) else value  # a non-string is refused by the loader
+
+
+@functools.lru_cache(maxsize=1024)
+def _printable_cached(value: str) -> str:
+    # nodeInfo's free text repeats across a cluster's nodes (a few OS images and runtime versions)
+    return printable(value)
 
 
 def _truthy(value: str | None) -> bool:
