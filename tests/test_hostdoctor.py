@@ -142,17 +142,17 @@ def test_host_driver_against_the_mode() -> None:
 
 
 def test_preinstalled_branch_against_the_release_table_and_boot_loading() -> None:
-    smi = {"host-nvidia-smi": (0, "535.247.01")}
+    smi = {"host-nvidia-smi": (0, "570.195.03")}
     old = make(
         **smi,
-        dkms=(0, f"nvidia/535.247.01, {KERNEL}, x86_64: installed"),
+        dkms=(0, f"nvidia/570.195.03, {KERNEL}, x86_64: installed"),
         modinfo=(0, f"/lib/modules/{KERNEL}/x/nvidia.ko"),
     )
     target = DoctorTarget(Mode.PREINSTALLED, release="v26.7.0")
     (finding,) = host_findings(target, old)
     assert finding.check == "driver-branch-unsupported"
     assert (
-        "535" in finding.message and "595, 590, 580" in finding.message and "nvidia-driver-595-server" in finding.hint
+        "570" in finding.message and "610, 595, 580, 535" in finding.message and "nvidia-driver-595-server" in finding.hint
     )
     assert host_findings(DoctorTarget(Mode.PREINSTALLED, release="v25.10.1"), old) == []
     ok = {"host-nvidia-smi": (0, "580.126.20")}
@@ -169,7 +169,7 @@ def test_preinstalled_branch_against_the_release_table_and_boot_loading() -> Non
 
 def test_every_known_release_line_has_a_branch_row_with_its_source() -> None:
     table = doctor_asset("driver-branches.yaml")
-    assert "platform-support" in table["source"]
+    assert "life-cycle-policy.rst" in table["source"]  # where the Component Matrix lives
     for line, bundle in KNOWN_RELEASES.items():
         branches, default = supported_branches(bundle)
         assert branches and default.split(".")[0] in branches, line

@@ -309,7 +309,7 @@ def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
 
 def _preinstalled_findings(target: DoctorTarget, state: HostState) -> list[Check]:
     supported, default = supported_branches(target.release)
-    recommended = (supported or [default.split(".")[0] or "580"])[0]
+    recommended = default.split(".")[0] or (supported or ["580"])[0]  # the release's default branch
     if not state.host_driver:
         detail = state.host_smi_detail or "no answer"
         return [_finding("no-host-driver", Status.FAIL, state, detail=detail, branch=recommended)]
