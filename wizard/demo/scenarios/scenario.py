@@ -66,6 +66,9 @@ class NodeSpec:
     labels: dict[str, str] = field(default_factory=dict)
     count: int = 1
     kubelet_version: str = "v1.31.4"
+    runtime_flavour: str = ""
+    """``containerd``, ``cri-o``, ``rke2``, ``k3s``, ``k0s`` or ``microk8s``: where the node's containerd lives.
+    Empty: read from ``runtime`` and ``kubelet_version``; set, it fills those two where the file leaves them."""
 
     @property
     def gpu(self) -> bool:
