@@ -14,6 +14,7 @@ from wizard.engine.plan import Plan
 from wizard.engine.render import owned_paths, render
 from wizard.engine.runtime import (
     DEFAULT_CONTAINERD_DROP_IN,
+    confirmed,
     detect,
     drop_in_path,
     flavour_from_host,
@@ -178,3 +179,7 @@ def test_host_steps_confirm_the_flavour() -> None:
     assert flavour_from_host([StepResult("/run/containerd/containerd.sock\n", 0)]) == "containerd"
     assert flavour_from_host([StepResult("  /var/lib/rancher/rke2/evil\n", 2)]) is None
     assert flavour_from_host([]) is None
+    plain = detect(one())
+    assert confirmed(plain, None) is plain and confirmed(plain, "containerd") is plain
+    found = confirmed(plain, "rke2")
+    assert found.flavour == "rke2" and found.evidence.startswith("the host's RKE2 files")

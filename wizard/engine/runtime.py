@@ -25,6 +25,7 @@ shown through :func:`~wizard.engine.facts.quoted`.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,32 +90,51 @@ def _containerd_major(runtime_version: str) -> tuple[str, int]:
     return (match.group(1), int(match.group(2))) if match else ("", 0)
 
 
+_ALL_PREFIXES = tuple(prefix for _, prefix in _KEY_PREFIXES)
+
+
 def detect(node: NodeFacts) -> RuntimeDetection:
     """The node's flavour from its runtime version, kubelet version, labels and annotations (in that order)."""
-    scheme, major = _containerd_major(node.container_runtime)
-    if scheme == "cri-o":
-        return RuntimeDetection(CRIO, f"container runtime {quoted(node.container_runtime)}")
-    if scheme == "docker":
-        return RuntimeDetection(DOCKER, f"container runtime {quoted(node.container_runtime)}")
-    kubelet = _KUBELET_RE.match(node.kubelet_version)
-    if kubelet:
-        return RuntimeDetection(kubelet.group(1), f"kubelet {quoted(node.kubelet_version)}", major)
-    labels, annotations = node.labels, node.annotations
+    labels = node.labels
+    # Thousands of nodes share a handful of these: only the facts that can decide are the cache key.
+    named = tuple(("label", k) for k in labels if isinstance(k, str) and k.startswith(_ALL_PREFIXES))
+    named += tuple(("annotation", k) for k in node.annotations if isinstance(k, str) and k.startswith(_ALL_PREFIXES))
     instance = labels.get(_INSTANCE_TYPE, "")
-    if instance in (RKE2, K3S):
+    return _detect(
+        node.container_runtime,
+        node.kubelet_version,
+        instance if instance in (RKE2, K3S) else "",
+        _MICROK8S_LABEL in labels,
+        named,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _detect(
+    runtime: str, kubelet_version: str, instance: str, microk8s: bool, named: tuple[tuple[str, str], ...]
+) -> RuntimeDetection:
+    scheme, major = _containerd_major(runtime)
+    if scheme == "cri-o":
+        return RuntimeDetection(CRIO, f"container runtime {quoted(runtime)}")
+    if scheme == "docker":
+        return RuntimeDetection(DOCKER, f"container runtime {quoted(runtime)}")
+    kubelet = _KUBELET_RE.match(kubelet_version)
+    if kubelet:
+        return RuntimeDetection(kubelet.group(1), f"kubelet {quoted(kubelet_version)}", major)
+    if instance:
         return RuntimeDetection(instance, f"label {_INSTANCE_TYPE}={instance}", major)
-    if _MICROK8S_LABEL in labels:
+    if microk8s:
         return RuntimeDetection(MICROK8S, f"label {_MICROK8S_LABEL}", major)
     for flavour, prefix in _KEY_PREFIXES:
-        for kind, keys in (("label", labels), ("annotation", annotations)):
-            key = next((k for k in keys if isinstance(k, str) and k.startswith(prefix)), None)
+        for kind in ("label", "annotation"):
+            key = next((k for what, k in named if what == kind and k.startswith(prefix)), None)
             if key is not None:
                 return RuntimeDetection(flavour, f"{kind} {quoted(key)}", major)
     if scheme == "containerd":
-        if "-k3s" in node.container_runtime:  # k3s and RKE2 both ship containerd built as "-k3s<n>"
-            return RuntimeDetection(K3S, f"container runtime {quoted(node.container_runtime)} (k3s's build)", major)
-        return RuntimeDetection(CONTAINERD, f"container runtime {quoted(node.container_runtime)}", major)
-    return RuntimeDetection(UNKNOWN, f"container runtime {quoted(node.container_runtime or 'not reported')}")
+        if "-k3s" in runtime:  # k3s and RKE2 both ship containerd built as "-k3s<n>"
+            return RuntimeDetection(K3S, f"container runtime {quoted(runtime)} (k3s's build)", major)
+        return RuntimeDetection(CONTAINERD, f"container runtime {quoted(runtime)}", major)
+    return RuntimeDetection(UNKNOWN, f"container runtime {quoted(runtime or 'not reported')}")
 
 
 def _rancher_env(distribution: str, containerd_major: int) -> dict[str, str]:
@@ -180,9 +200,12 @@ class RuntimeChoice:
         """One line: ``RKE2 (containerd at /run/k3s/containerd/containerd.sock) → toolkit env …``."""
         title = FLAVOUR_TITLES.get(self.flavour, self.flavour)
         socket = self.env.get("CONTAINERD_SOCKET") or (DEFAULT_CONTAINERD_SOCKET if self.flavour == CONTAINERD else "")
-        where = f" (containerd at {socket})" if socket and self.flavour not in (CRIO, DOCKER, UNKNOWN) else ""
-        names = ", ".join(self.env) if self.env else "none (the operator's defaults fit)"
-        return f"{title}{where} → toolkit env {names}"
+        if self.flavour == CONTAINERD:
+            title = f"containerd at {socket}"
+        elif socket and self.flavour not in (CRIO, DOCKER, UNKNOWN):
+            title = f"{title} (containerd at {socket})"
+        names = f"toolkit env {', '.join(self.env)}" if self.env else "no toolkit env (the operator's defaults fit)"
+        return f"{title} → {names}"
 
 
 def _detected(facts: ClusterFacts) -> list[tuple[NodeFacts, RuntimeDetection]]:
@@ -190,6 +213,7 @@ def _detected(facts: ClusterFacts) -> list[tuple[NodeFacts, RuntimeDetection]]:
     return [(n, detect(n)) for n in nodes]
 
 
+@functools.lru_cache(maxsize=64)
 def _fit(detection: RuntimeDetection) -> tuple[str, tuple[tuple[str, str], ...]]:
     return detection.flavour, tuple(flavour_env(detection.flavour, detection.containerd_major).items())
 
@@ -290,3 +314,13 @@ def flavour_from_host(results: Sequence[StepResult]) -> str | None:
         return None
     found = {line.strip() for line in results[0].output.splitlines()}
     return next((flavour for path, flavour in HOST_MARKERS if path in found), None)
+
+
+def confirmed(detection: RuntimeDetection, host_flavour: str | None) -> RuntimeDetection:
+    """The detection corrected by what the host's files showed (:func:`flavour_from_host`): files outrank labels."""
+    if host_flavour is None or host_flavour == detection.flavour:
+        return detection
+    title = FLAVOUR_TITLES.get(host_flavour, host_flavour)
+    return RuntimeDetection(
+        host_flavour, f"the host's {title} files (the node facts said {detection.evidence})", detection.containerd_major
+    )
