@@ -9,6 +9,7 @@ import pytest
 
 from tests.test_chart_parity import case_differences
 from tests.test_render_golden import RKE2, SLE_KERNEL, facts, node
+from wizard.engine.answers import dump_answers, example_answers, parse_answers
 from wizard.engine.nodescript import StepResult
 from wizard.engine.plan import Plan
 from wizard.engine.render import owned_paths, render
@@ -141,6 +142,8 @@ def test_answers_can_name_the_flavour() -> None:
     choice = runtime_choice(plan(runtime="k3s"), nodes)
     assert choice.source == "toolkit.runtime"
     assert choice.env["RUNTIME_DROP_IN_CONFIG"].endswith("/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml")
+    assert choice.misfits == ()  # plain containerd strings may be a k3s the facts do not tell: the answers decide
+    assert runtime_choice(plan(runtime="k3s"), facts(node("gpu-0", **RKE2))).misfits == (("gpu-0", "rke2"),)
     assert plan(runtime="k3s").answers_dict()["toolkit"]["runtime"] == "k3s"
     with pytest.raises(ValueError, match="valid: auto, containerd, cri-o, rke2, k3s, k0s, microk8s"):
         plan(runtime="docker")
@@ -183,3 +186,20 @@ def test_host_steps_confirm_the_flavour() -> None:
     assert confirmed(plain, None) is plain and confirmed(plain, "containerd") is plain
     found = confirmed(plain, "rke2")
     assert found.flavour == "rke2" and found.evidence.startswith("the host's RKE2 files")
+
+
+def test_answers_file_round_trips_the_toolkit_env() -> None:
+    text = (
+        "version: 1\nmode: preinstalled\ntoolkit:\n  runtime: k0s\n  env:\n"
+        "    CONTAINERD_SOCKET: /run/k0s/containerd.sock\n    RUNTIME_CONFIG_SOURCE: 'file=/etc/k0s/containerd.toml'\n"
+    )
+    parsed, _ = parse_answers(text)
+    assert parsed.toolkit.runtime == "k0s"
+    assert parsed.toolkit.env == {
+        "CONTAINERD_SOCKET": "/run/k0s/containerd.sock",
+        "RUNTIME_CONFIG_SOURCE": "file=/etc/k0s/containerd.toml",
+    }
+    again, _ = parse_answers(dump_answers(parsed))
+    assert again.toolkit == parsed.toolkit
+    example, _ = parse_answers(example_answers())
+    assert example.toolkit.env is None and example.toolkit.runtime == "auto"

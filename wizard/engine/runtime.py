@@ -218,6 +218,17 @@ def _fit(detection: RuntimeDetection) -> tuple[str, tuple[tuple[str, str], ...]]
     return detection.flavour, tuple(flavour_env(detection.flavour, detection.containerd_major).items())
 
 
+def _overridden_misfits(
+    detected: Sequence[tuple[NodeFacts, RuntimeDetection]], env: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """Nodes a distribution's facts name whose settings differ from the answers' (plain containerd may be
+    a distribution the facts do not tell: the answers' word is taken for those)."""
+    wanted = tuple(env.items())
+    return tuple(
+        (n.name, d.flavour) for n, d in detected if d.flavour not in (CONTAINERD, UNKNOWN) and _fit(d)[1] != wanted
+    )
+
+
 def runtime_choice(plan: Plan, facts: ClusterFacts) -> RuntimeChoice:
     """What the plan renders into ``toolkit.env``: the answers' env wins, then their flavour, then detection.
 
@@ -230,7 +241,7 @@ def runtime_choice(plan: Plan, facts: ClusterFacts) -> RuntimeChoice:
         majors = Counter(d.containerd_major for _, d in detected if d.containerd_major)
         major = majors.most_common(1)[0][0] if majors else 0
         env = flavour_env(toolkit.runtime, major) if toolkit.env is None else dict(toolkit.env)
-        misfits = tuple((n.name, d.flavour) for n, d in detected if _fit(d)[1] != tuple(env.items()))
+        misfits = _overridden_misfits(detected, env)
         source = "answers" if toolkit.env is not None else "toolkit.runtime"
         return RuntimeChoice(toolkit.runtime, env, source, "toolkit.runtime in the answers", misfits=misfits)
     if not detected:
@@ -244,7 +255,7 @@ def runtime_choice(plan: Plan, facts: ClusterFacts) -> RuntimeChoice:
     misfits = tuple((n.name, d.flavour) for key, group in groups.items() if key != (flavour, items) for n, d in group)
     if toolkit.env is not None:
         env = dict(toolkit.env)
-        misfits = tuple((n.name, d.flavour) for n, d in detected if _fit(d)[1] != tuple(env.items()))
+        misfits = _overridden_misfits(detected, env)
         return RuntimeChoice(flavour, env, "answers", members[0][1].evidence, names, misfits)
     return RuntimeChoice(flavour, dict(items), "detected", members[0][1].evidence, names, misfits)
 
@@ -267,12 +278,14 @@ def runtime_advice(choice: RuntimeChoice) -> list[Advice]:
     if choice.misfits:
         kinds = sorted({FLAVOUR_TITLES.get(f, f) for _, f in choice.misfits})
         title = FLAVOUR_TITLES.get(choice.flavour, choice.flavour)
-        what = "the toolkit env from the answers" if choice.source == "answers" else f"{title}'s toolkit settings"
+        what = (
+            "the toolkit env from the answers does" if choice.source == "answers" else f"{title}'s toolkit settings do"
+        )
         out.append(
             Advice(
                 "warning",
                 "runtime-mixed",
-                f"GPU nodes {_names(n for n, _ in choice.misfits)} run {', '.join(kinds)}; {what} do not fit them: "
+                f"GPU nodes {_names(n for n, _ in choice.misfits)} run {', '.join(kinds)}; {what} not fit them: "
                 "the toolkit there will configure a containerd that is not the node's (no nvidia runtime, or its "
                 "pod fails to signal containerd). Give those nodes their own cluster, or set toolkit.env for them",
                 "one ClusterPolicy has one toolkit env for every node (operator issues #473, #522, #1694)",
