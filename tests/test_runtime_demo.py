@@ -7,14 +7,18 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.cluster_util import by_node, collect, connected, sle_plan, upstream_plan
 from tests.fixtures_demo import ClusterFactory
 from tests.sim_helpers import NS, RKE2_TOOLKIT_ENV, SLE_POLICY, cluster_policy, pods_of, settle, waiting_reason, world
 from tests.test_verify import _install
 from wizard.cluster.verify import live_paths
+from wizard.demo.rules.runtime_layout import ToolkitHostPaths, layout, runtime_reads_drop_in, toolkit_error
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
 from wizard.engine.results import Status
+from wizard.engine.runtime import flavour_env
 
 RKE2_DIR = "/var/lib/rancher/rke2/agent/etc/containerd"
 RKE2_DROP_IN = f"{RKE2_DIR}/config.toml.d/99-nvidia.toml"  # containerd 1.7.23-k3s2: config version 2
@@ -133,3 +137,23 @@ async def test_k3s_with_containerd_2_installs_with_the_v3_drop_in_folder(
         assert rendered.runtime is not None and rendered.runtime.flavour == "k3s"
         assert rendered.runtime.drop_in == "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml"
         assert (await _install(cluster, upstream_plan(), tmp_path)).startswith("ready")
+
+
+@pytest.mark.parametrize("flavour", ["containerd", "rke2", "k3s", "k0s", "microk8s"])
+@pytest.mark.parametrize("runtime", ["containerd://1.7.23", "containerd://2.0.5"])
+def test_the_engines_env_works_on_the_demos_distributions(flavour: str, runtime: str) -> None:
+    """The engine's settings per flavour against the demo's own rules (written apart, from the distributions' docs)."""
+    env = flavour_env(flavour, int(runtime.split("://")[1][0]))
+    paths = ToolkitHostPaths(
+        config=env.get("CONTAINERD_CONFIG", "/etc/containerd/config.toml"),
+        drop_in=env.get("RUNTIME_DROP_IN_CONFIG", "/etc/containerd/conf.d/99-nvidia.toml"),
+        socket=env.get("CONTAINERD_SOCKET", "/run/containerd/containerd.sock"),
+    )
+    where = layout(flavour, runtime)
+    assert toolkit_error(where, paths) == ""
+    assert runtime_reads_drop_in(where, paths)
+    if flavour != "containerd":  # and the operator's defaults do not work there
+        default = ToolkitHostPaths(
+            "/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml", "/run/containerd/containerd.sock"
+        )
+        assert toolkit_error(where, default) or not runtime_reads_drop_in(where, default)

@@ -120,6 +120,8 @@ def toolkit_error(where: RuntimeLayout, paths: ToolkitHostPaths) -> str:
 
 def runtime_reads_drop_in(where: RuntimeLayout, paths: ToolkitHostPaths) -> bool:
     """Whether the node's containerd reads the drop-in the toolkit wrote."""
+    if where.flavour == "cri-o":  # the operator sees CRI-O and uses CRI-O's own drop-in folder (not simulated)
+        return True
     if posixpath.dirname(paths.drop_in) in where.import_dirs:
         return True
     return bool(where.keeps_toolkit_imports) and paths.config == where.keeps_toolkit_imports
