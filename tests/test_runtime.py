@@ -107,7 +107,8 @@ def test_plain_containerd_adds_nothing() -> None:
 
 
 def test_the_chart_renders_the_same_toolkit_env() -> None:
-    for release in ("v25.10.1", "v26.3.3", "v26.7.0"):
+    # every release is compared in tests/test_chart_parity.py (same cases, rendered once per process)
+    for release in ("v26.7.0",):
         for case in ("precompiled-rke2", "upstream-answers-env"):
             problems, _ = case_differences(release, case)
             assert problems == (), (release, case)
