@@ -129,6 +129,15 @@ A kernel with no published image gets a **support request** text to send to NVID
 Paths must be absolute and normalised. **Check on nodes** runs a short-lived probe pod on each GPU node, before
 anything is applied: the folder exists (or can be created under its nearest parent), is writable, and is not
 mounted `noexec` (the toolkit's runtime and the driver must execute from there).
+
+**Container runtime** — the toolkit adds an `nvidia` runtime to the node's containerd. RKE2, k3s, k0s and
+MicroK8s run their own containerd with its own socket and config, so the toolkit needs `toolkit.env`
+(`CONTAINERD_SOCKET`, `CONTAINERD_CONFIG`, `RUNTIME_CONFIG_SOURCE`, `RUNTIME_DROP_IN_CONFIG`); without it the
+toolkit pod fails to signal containerd or writes a drop-in nobody reads (operator issues #473, #522, #1694).
+gpu-wizard reads the flavour from each GPU node's kubelet and runtime versions and labels; plain containerd
+and CRI-O need nothing. Override in the answers file: `toolkit: {runtime: k3s}` names the flavour,
+`toolkit: {env: {NAME: value}}` replaces the settings (an empty `env: {}` sends none). Verification reads
+`BinaryName` from the drop-in where that env puts it.
 """,
     "preview": """
 # Preview

@@ -234,6 +234,29 @@ GRAMMARS: list[HostileCase] = [
     bad_path("installdir-tilde", "toolkit.installDir", "/opt/~x", "contains '~'"),
     bad_path("installdir-unicode", "toolkit.installDir", "/opt/nvídia", "contains 'í'"),
     bad_path("installdir-escape", "toolkit.installDir", "/opt/\x1b[2Kx", "contains '\\x1b'"),
+    # toolkit.env: the operator's env grammar, one-line values, host paths where it takes paths
+    bad_answers(
+        "toolkit-env-name-escape",
+        f'{PRE}toolkit:\n  env: {{"A\\e[2J": "x"}}\n',
+        "answers.yaml:4: toolkit.env: ",
+        "is not a variable name",
+    ),
+    bad_answers(
+        "toolkit-env-value-newline",
+        f'{PRE}toolkit:\n  env: {{CONTAINERD_SOCKET: "/run/a\\n/run/b"}}\n',
+        "answers.yaml:4: toolkit.env: ",
+        "one line",
+    ),
+    bad_answers(
+        "toolkit-env-relative-socket",
+        f"{PRE}toolkit:\n  env: {{CONTAINERD_SOCKET: run/k3s.sock}}\n",
+        "answers.yaml:4: toolkit.env: CONTAINERD_SOCKET: 'run/k3s.sock' is not an absolute",
+    ),
+    bad_answers(
+        "toolkit-runtime-unknown",
+        f"{PRE}toolkit:\n  runtime: podman\n",
+        "answers.yaml:4: toolkit.runtime: 'podman' is not a runtime flavour; valid: auto, containerd",
+    ),
 ]
 
 # -- NodeLists, missing files, flags (was tests/test_bad_input.py) ----------------------------------------

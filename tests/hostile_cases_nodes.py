@@ -58,6 +58,12 @@ def node(
     }
 
 
+def _with_info(raw: dict[str, Any], **info: str) -> dict[str, Any]:
+    """The node with more ``status.nodeInfo`` fields (kubeletVersion, containerRuntimeVersion)."""
+    raw["status"]["nodeInfo"].update(info)
+    return raw
+
+
 def sle_node(name: str = "gpu-0", **overrides: Any) -> dict[str, Any]:
     """A SLE Micro 5.5 GPU node, for the precompiled answers."""
     kernel = "5.14.21-150500.55.166-default"
@@ -246,5 +252,31 @@ CASES: list[HostileCase] = [
         0,
         stdout_has=("#   docker pull ", "# nodes: gpu-0, gpu-1"),
         stdout_lacks=("\ndocker ",),
+    ),
+    # runtime flavour: kubelet and runtime versions are free text, matched exactly or not at all
+    _case(
+        "kubelet version with newline and rke2 suffix",
+        [
+            _with_info(
+                node(), kubeletVersion=f"v1.31.4+rke2r1\n{INJECTED}", containerRuntimeVersion="containerd://1.7.23"
+            )
+        ],
+        "yaml",
+        0,
+        stdout_lacks=("/var/lib/rancher/rke2", "\x1b"),
+    ),
+    _case(
+        "runtime version with escape and RKE2 kubelet",
+        [
+            _with_info(
+                node(),
+                kubeletVersion="v1.31.4+rke2r1",
+                containerRuntimeVersion=f"containerd://1.7\x1b]0;{INJECTED}\x07",
+            )
+        ],
+        "yaml",
+        0,
+        stdout_has=("/run/k3s/containerd/containerd.sock",),
+        stdout_lacks=("\x1b",),
     ),
 ]

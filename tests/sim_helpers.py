@@ -45,6 +45,15 @@ SLE_POLICY = cluster_policy(
     image="nvidia-driver",
     version="580.126.09.1",
 )
+RKE2_CONTAINERD = "/var/lib/rancher/rke2/agent/etc/containerd"
+#: The scenario runs on RKE2 (containerd 1.7): the toolkit needs RKE2's socket and drop-in folder.
+RKE2_TOOLKIT_ENV = [
+    {"name": "CONTAINERD_CONFIG", "value": f"{RKE2_CONTAINERD}/config.toml"},
+    {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
+    {"name": "RUNTIME_CONFIG_SOURCE", "value": f"file={RKE2_CONTAINERD}/config.toml"},
+    {"name": "RUNTIME_DROP_IN_CONFIG", "value": f"{RKE2_CONTAINERD}/config.toml.d/99-nvidia.toml"},
+]
+SLE_POLICY["spec"]["toolkit"]["env"] = RKE2_TOOLKIT_ENV
 
 
 def world(scenario: str | dict[str, Any]) -> tuple[Simulation, Store]:

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.test_render import yaml11_load_all
-from tests.test_render_golden import CP, RHEL_KERNEL, facts, node
+from tests.test_render_golden import CP, RHEL_KERNEL, RKE2, SLE_KERNEL, facts, node
 from wizard.engine.plan import KNOWN_RELEASES, Plan
 from wizard.engine.render import Rendered, helm_yaml, render, to_yaml
 
@@ -93,6 +93,23 @@ CASES: dict[str, dict[str, Any]] = {
             "upgradePolicy": {**POLICY, "maxUnavailable": "50%", "autoUpgrade": False},
         },
     },
+    # RKE2 nodes: the flavour's toolkit.env (file=... values, host paths) through the chart's toYaml
+    "precompiled-rke2": {"mode": "precompiled", "driver": {"version": "580", "repository": REPOSITORY}},
+    # the answers' own toolkit.env, with values YAML 1.1 would read as a bool or a number
+    "upstream-answers-env": {
+        "mode": "upstream",
+        "driver": {"version": "580.126.20", "repository": REPOSITORY},
+        "toolkit": {
+            "env": {"NVIDIA_RUNTIME_SET_AS_DEFAULT": "true", "CDI_ENABLED": "on", "RUNTIME_CONFIG_SOURCE": "file"}
+        },
+    },
+}
+#: case -> its nodes, where they are not NODES.
+CASE_NODES: dict[str, tuple[dict[str, Any], ...]] = {
+    "precompiled-rke2": tuple(
+        node(name, "sle-micro", "5.5", SLE_KERNEL, gpu=gpu, **RKE2)
+        for name, gpu in (("cp-0", ""), ("gpu-0", "NVIDIA-H200"))
+    ),
 }
 
 #: (release glob, case glob, "Kind:path" glob) -> why gpu-wizard's object may differ there.
@@ -153,7 +170,7 @@ def _render_chart(release: str, values_json: str) -> tuple[dict[str, Any], ...]:
 def _case(release: str, case: str) -> tuple[Rendered, dict[str, Any]]:
     """gpu-wizard's rendering of a case and the ``-o helm`` values it prints, read back as Helm reads them."""
     answers = {"operator": {"version": release}, **CASES[case]}
-    rendered = render(Plan.model_validate(answers), facts(*NODES))
+    rendered = render(Plan.model_validate(answers), facts(*CASE_NODES.get(case, NODES)))
     [values] = yaml11_load_all(helm_yaml(rendered))
     return rendered, values
 

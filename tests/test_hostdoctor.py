@@ -152,7 +152,9 @@ def test_preinstalled_branch_against_the_release_table_and_boot_loading() -> Non
     (finding,) = host_findings(target, old)
     assert finding.check == "driver-branch-unsupported"
     assert (
-        "570" in finding.message and "610, 595, 580, 535" in finding.message and "nvidia-driver-595-server" in finding.hint
+        "570" in finding.message
+        and "610, 595, 580, 535" in finding.message
+        and "nvidia-driver-595-server" in finding.hint
     )
     assert host_findings(DoctorTarget(Mode.PREINSTALLED, release="v25.10.1"), old) == []
     ok = {"host-nvidia-smi": (0, "580.126.20")}

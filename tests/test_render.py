@@ -26,6 +26,7 @@ from wizard.engine.render import (
     to_yaml,
     validate_against_crd,
 )
+from wizard.engine.runtime import toolkit_env
 
 BUNDLES = ("v26.7.0", "v26.3.3", "v25.10.1")
 
@@ -208,9 +209,10 @@ def test_patch_holds_exactly_the_owned_fields_with_the_fresh_install_values(case
     node_facts = facts(*nodes)
     patch = apply_patch(the_plan, node_facts)
     assert set(patch) == {"apiVersion", "kind", "metadata", "spec"} and patch["metadata"] == {"name": "cluster-policy"}
-    assert leaves(patch["spec"]) == owned_paths(the_plan)
+    env = toolkit_env(the_plan, node_facts)
+    assert leaves(patch["spec"]) == owned_paths(the_plan, env)
     full = render(the_plan, node_facts).cluster_policy["spec"]
-    for path in owned_paths(the_plan):
+    for path in owned_paths(the_plan, env):
         assert get(patch["spec"], path) == get(full, path), path
 
 

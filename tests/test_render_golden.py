@@ -50,8 +50,13 @@ def node(
     gpu: str = "NVIDIA-H200",
     count: int = 8,
     extra_labels: dict[str, str] | None = None,
+    kubelet: str = "v1.33.4",
+    runtime: str = "containerd://1.7.27",
 ) -> dict[str, Any]:
-    """A Node as ``kubectl get nodes -o json`` prints it (NFD labels; GPU labels unless ``gpu=""``)."""
+    """A Node as ``kubectl get nodes -o json`` prints it (NFD labels; GPU labels unless ``gpu=""``).
+
+    ``kubelet`` and ``runtime`` name the distribution (``v1.33.4+rke2r1``): they decide the toolkit env.
+    """
     labels = {
         "beta.kubernetes.io/arch": "amd64",
         "beta.kubernetes.io/os": "linux",
@@ -84,9 +89,9 @@ def node(
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
             "nodeInfo": {
                 "architecture": "amd64",
-                "containerRuntimeVersion": "containerd://1.7.27",
+                "containerRuntimeVersion": runtime,
                 "kernelVersion": kernel,
-                "kubeletVersion": "v1.33.4+rke2r1",
+                "kubeletVersion": kubelet,
                 "operatingSystem": "linux",
                 "osImage": OS_IMAGES.get((os_id, version_id), f"{os_id} {version_id}"),
             },
@@ -107,6 +112,8 @@ SLE_KERNEL = "5.14.21-150500.55.166-default"
 RHEL_KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
 PREINSTALLED = {"nvidia.com/gpu.deploy.driver": "pre-installed"}
 CP = node("cp-0", gpu="")  # a control-plane node without a GPU, in every case
+RKE2 = {"kubelet": "v1.33.4+rke2r1", "runtime": "containerd://2.0.5-k3s1"}
+K3S = {"kubelet": "v1.32.3+k3s1", "runtime": "containerd://1.7.26-k3s1"}
 
 MIXED_NODES = (
     CP,
@@ -139,7 +146,15 @@ CASES: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {
             "mode": "precompiled",
             "driver": {"version": "580.126.09.1", "repository": "registry.example.com/mlops"},
         },
-        (CP, node("gpu-h200-0", "sle-micro", "5.5", SLE_KERNEL), node("gpu-h200-1", "sle-micro", "5.5", SLE_KERNEL)),
+        (
+            node("cp-0", "sle-micro", "5.5", SLE_KERNEL, gpu="", **RKE2),
+            node("gpu-h200-0", "sle-micro", "5.5", SLE_KERNEL, **RKE2),
+            node("gpu-h200-1", "sle-micro", "5.5", SLE_KERNEL, **RKE2),
+        ),
+    ),
+    "ubuntu-k3s-upstream": (
+        _upstream(repository="nvcr.io/nvidia"),
+        (node("k3s-server", gpu="", **K3S), node("gpu-0", **K3S), node("gpu-1", **K3S)),
     ),
     "ubuntu-upstream": (
         _upstream(repository="nvcr.io/nvidia"),

@@ -41,6 +41,7 @@ class PathsStep(FormStep):
     #path-buttons > Button { margin-right: 2; }
     #override { display: none; }
     #path-results { height: 1fr; }
+    #runtime { margin-top: 1; width: 100%; height: auto; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -63,6 +64,7 @@ class PathsStep(FormStep):
             placeholder=DEFAULT_DRIVER_INSTALL_DIR,
             hint=self._driver_dir_hint(),
         )
+        yield Label(self._runtime_text(), id="runtime", markup=False)
         with Horizontal(id="path-buttons"):
             yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
             yield Button("Restore defaults", id="defaults", compact=True)
@@ -79,6 +81,20 @@ class PathsStep(FormStep):
             return DEFAULT_TOOLKIT_INSTALL_DIR, "the operator's default"
         rec = facts.recommend_toolkit_dir()
         return rec.value, rec.reason
+
+    def _runtime_text(self) -> str:
+        """``Container runtime: RKE2 (containerd at …) → toolkit env …`` for the plan on these nodes (F1 explains)."""
+        from wizard.engine.runtime import runtime_choice
+        from wizard.engine.textsafe import printable
+
+        plan, facts = self.state.plan(), self.state.facts
+        if plan is None or facts is None:
+            return "Container runtime: read from the GPU nodes once connected (toolkit.env in the answers overrides it)"
+        choice = runtime_choice(plan, facts)
+        how = {"answers": "toolkit.env from the answers", "toolkit.runtime": "toolkit.runtime from the answers"}
+        said = how.get(choice.source, f"read from {choice.evidence}")
+        misfit = f"; {len(choice.misfits)} GPU node(s) need other settings" if choice.misfits else ""
+        return printable(f"Container runtime: {choice.summary()} ({said}{misfit})")
 
     def _driver_dir_hint(self) -> str:
         if self.state.get("mode") == "preinstalled":

@@ -195,14 +195,14 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
     owned: list[tuple[str, ...]] | None = None
     managers: dict[str, str] = {}
     if live_policy is not None:
-        body = patch_policy(plan, rendered.toolkit_install_dir)
+        body = patch_policy(plan, rendered.toolkit_install_dir, rendered.toolkit_env)
         body["metadata"]["name"] = live_policy["metadata"]["name"]
-        owned = owned_paths(plan)
+        owned = owned_paths(plan, rendered.toolkit_env)
         if _created_whole_by_wizard(live_policy):
             # An earlier gpu-wizard created the policy as gpu-wizard: sending only the plan's fields
             # would drop the chart's. Keep sending what that manager owns, at the live values.
             spec = clean(live_policy).get("spec") or {}
-            for path, value in owned_values(plan, rendered.toolkit_install_dir):
+            for path, value in owned_values(plan, rendered.toolkit_install_dir, rendered.toolkit_env):
                 set_path(spec, path, value)
             body["spec"] = spec
         _skip_empty_repo_config(body, live_policy, owned)

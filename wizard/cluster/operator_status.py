@@ -12,20 +12,24 @@ from typing import Any
 from wizard.cluster.rollout import FALSE_READY_REASONS, ready_condition
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
 from wizard.engine.results import Check, Status
+from wizard.engine.runtime import DEFAULT_CONTAINERD_DROP_IN, drop_in_path
 
-DEFAULT_DROP_IN = "/etc/containerd/conf.d/99-nvidia.toml"
+DEFAULT_DROP_IN = DEFAULT_CONTAINERD_DROP_IN
 
 
 def live_paths(policy: Mapping[str, Any] | None) -> tuple[str, str, str]:
-    """(toolkit installDir, driverInstallDir, containerd drop-in) as the live ClusterPolicy sets them."""
+    """(toolkit installDir, driverInstallDir, containerd drop-in) as the live ClusterPolicy sets them.
+
+    The drop-in is where the toolkit writes it for the live ``toolkit.env`` (RKE2, k3s, k0s keep it
+    in their own containerd folders), derived as the operator derives it.
+    """
     spec = (policy or {}).get("spec") or {}
     toolkit = spec.get("toolkit") or {}
-    env = {e.get("name"): str(e.get("value") or "") for e in toolkit.get("env") or [] if isinstance(e, Mapping)}
-    drop_in = env.get("RUNTIME_DROP_IN_CONFIG") or DEFAULT_DROP_IN
+    env = {str(e.get("name")): str(e.get("value") or "") for e in toolkit.get("env") or [] if isinstance(e, Mapping)}
     return (
         str(toolkit.get("installDir") or DEFAULT_TOOLKIT_INSTALL_DIR),
         str((spec.get("hostPaths") or {}).get("driverInstallDir") or DEFAULT_DRIVER_INSTALL_DIR),
-        drop_in if drop_in.startswith("/") else DEFAULT_DROP_IN,
+        drop_in_path(env),
     )
 
 

@@ -279,6 +279,9 @@ driver:
   #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
 toolkit:
   installDir: /run/nvidia/toolkit-install  # SLE Micro: /usr/local is read-only
+  # runtime: rke2               # auto (default: read from the GPU nodes) | containerd | cri-o | rke2 | k3s | k0s | microk8s
+  # env:                        # replaces the runtime's toolkit settings (env: {} sends none)
+  #   CONTAINERD_SOCKET: /run/k3s/containerd/containerd.sock
 hostPaths:
   driverInstallDir: /run/nvidia/driver
 """,

@@ -30,6 +30,8 @@ LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
 LABEL_DEPLOY_DRIVER = "nvidia.com/gpu.deploy.driver"
 LABEL_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 LABEL_ARCH = "kubernetes.io/arch"
+#: Annotation key prefixes a Kubernetes distribution writes on its nodes (kept for the runtime flavour).
+DISTRIBUTION_ANNOTATION_PREFIXES = ("rke2.io/", "k3s.io/", "k0sproject.io/", "microk8s.io/")
 PCI_NVIDIA_LABELS = (
     f"{NFD}/pci-10de.present",
     f"{NFD}/pci-0302_10de.present",
@@ -192,6 +194,10 @@ class NodeFacts:
     """GFD's ``nvidia.com/mig.strategy``: ``single`` (MIG devices advertised as ``nvidia.com/gpu``), ``mixed``, ``none``."""
     gpu_replicas: int = 1
     """GFD's ``nvidia.com/gpu.replicas``: time-slicing or MPS shares advertised per physical GPU."""
+    kubelet_version: str = ""
+    """``status.nodeInfo.kubeletVersion`` (``v1.31.4+rke2r1``): names the distribution that built the kubelet."""
+    annotations: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    """The node's annotations whose key names a distribution (``rke2.io/``, ``k3s.io/``…): the rest is not kept."""
 
     @property
     def nfd_labelled(self) -> bool:
@@ -270,6 +276,12 @@ def node_facts(node: Mapping[str, Any]) -> NodeFacts:
         info_os="".join(parsed_info) if parsed_info else "",
         mig_strategy=str(labels.get(LABEL_MIG_STRATEGY) or ""),
         gpu_replicas=int(replicas) if replicas.isdigit() and int(replicas) > 0 else 1,
+        kubelet_version=_shown(info.get("kubeletVersion", "")),
+        annotations={
+            k: v
+            for k, v in (metadata.get("annotations") or {}).items()
+            if isinstance(k, str) and k.startswith(DISTRIBUTION_ANNOTATION_PREFIXES)
+        },
     )
 
 
@@ -381,6 +393,7 @@ _TEXT_FACTS = (
     "container_runtime",
     "arch",
     "mig_strategy",
+    "kubelet_version",
 )
 
 

@@ -445,16 +445,84 @@ class DriverSpec(_Section):
         return value
 
 
+#: Container runtime flavours whose toolkit settings gpu-wizard knows (``toolkit.runtime``; see engine/runtime.py).
+RUNTIME_FLAVOURS = ("containerd", "cri-o", "rke2", "k3s", "k0s", "microk8s")
+AUTO_RUNTIME = "auto"
+MAX_TOOLKIT_ENV = 32
+_ENV_NAME_RE = re.compile(r"\A[A-Z_][A-Z0-9_]{0,127}\Z", re.ASCII)
+MAX_ENV_VALUE = 1024
+#: Toolkit variables holding a host file path: the operator mounts its folder and rewrites the value.
+PATH_ENV_NAMES = frozenset(
+    {"CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG", "RUNTIME_DROP_IN_CONFIG", "RUNTIME_SOCKET"}
+    | {"CRIO_CONFIG", "DOCKER_CONFIG", "DOCKER_SOCKET"}
+)
+ENV_HELP = "NAME: value pairs, NAME of A-Z, 0-9 and _ (not starting with a digit), each value one line"
+
+
+def _host_file(name: str, value: str) -> str:
+    if not value.startswith("/") or posixpath.normpath(value) != value or not _PATH_RE.match(value):
+        raise ValueError(
+            f"{name}: {value!r} is not an absolute, normalised host path such as "
+            "/run/k3s/containerd/containerd.sock (letters, digits, . _ + - and /)"
+        )
+    if len(value) > MAX_PATH:
+        raise ValueError(f"{name}: a path of {len(value)} characters; at most {MAX_PATH}")
+    return value
+
+
+def check_toolkit_env(value: dict[str, str]) -> dict[str, str]:
+    """``toolkit.env``: names the operator's env grammar allows, one-line values, host paths where it wants paths."""
+    if len(value) > MAX_TOOLKIT_ENV:
+        raise ValueError(f"{len(value)} variables; at most {MAX_TOOLKIT_ENV}")
+    for name, text in value.items():
+        if not _ENV_NAME_RE.match(name):
+            raise ValueError(f"{name!r} is not a variable name; give {ENV_HELP}")
+        if len(text) > MAX_ENV_VALUE:
+            raise ValueError(f"{name}: a value of {len(text)} characters; at most {MAX_ENV_VALUE}")
+        if not text.isprintable():  # newline, CR, ESC, tab and every other control or separator character
+            raise ValueError(f"{name}: the value contains a control character or line break; give one line")
+        if name in PATH_ENV_NAMES:
+            _host_file(name, text)
+        elif name == "RUNTIME_CONFIG_SOURCE":
+            for source in text.split(","):
+                kind, sep, path = source.partition("=")
+                if kind not in ("command", "file") or (sep and (kind != "file" or not path)):
+                    raise ValueError(
+                        f"RUNTIME_CONFIG_SOURCE: {source!r} is not command, file or file=/host/path (comma-separated)"
+                    )
+                if path:
+                    _host_file(name, path)
+    return value
+
+
 class ToolkitSpec(_Section):
-    """Container toolkit placement."""
+    """Container toolkit placement and how it configures the node's container runtime."""
 
     installDir: str | None = None
     """``spec.toolkit.installDir``; empty means the OS profile's default."""
+    runtime: str = AUTO_RUNTIME
+    """The container runtime flavour whose settings to render; ``auto``: detected from the GPU nodes."""
+    env: dict[str, str] | None = None
+    """``spec.toolkit.env`` as NAME: value; set (even empty), it replaces the flavour's settings."""
 
     @field_validator("installDir")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
         return check_absolute_path(value) if value else None
+
+    @field_validator("runtime")
+    @classmethod
+    def _runtime(cls, value: str) -> str:
+        if value not in (AUTO_RUNTIME, *RUNTIME_FLAVOURS):
+            raise ValueError(
+                f"{value!r} is not a runtime flavour; valid: {', '.join((AUTO_RUNTIME, *RUNTIME_FLAVOURS))}"
+            )
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        return None if value is None else check_toolkit_env(value)
 
 
 class HostPaths(_Section):
@@ -554,6 +622,8 @@ class Plan(_Section):
         # upstream-only switches at their defaults are not the user's answers: a replay must not add them
         if not data["driver"].get("repoConfig", {}).get("configMapName"):
             data["driver"].pop("repoConfig", None)
+        if data["toolkit"].get("runtime") == AUTO_RUNTIME:
+            data["toolkit"].pop("runtime")  # detected again on replay
         if not data["driver"].get("airgapped"):
             data["driver"].pop("airgapped", None)
         if self.mode is Mode.PREINSTALLED:

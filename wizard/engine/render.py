@@ -33,6 +33,7 @@ from wizard.engine.render_policy import (
     plain_yaml_is_string,
     toolkit_install_dir,
 )
+from wizard.engine.runtime import RuntimeChoice, runtime_advice, runtime_choice, toolkit_env
 from wizard.engine.textsafe import printable, shell_command
 
 __all__ = [
@@ -67,6 +68,13 @@ class Rendered:
     helm_values: dict[str, Any]
     advice: list[Advice]
     toolkit_install_dir: str
+    runtime: RuntimeChoice | None = None
+    """The container runtime flavour the toolkit settings are for (None: rendered without node facts)."""
+
+    @property
+    def toolkit_env(self) -> dict[str, str]:
+        """``spec.toolkit.env`` as NAME -> value (empty when the operator's defaults fit)."""
+        return dict(self.runtime.env) if self.runtime else dict(self.plan.toolkit.env or {})
 
     def documents(self) -> list[dict[str, Any]]:
         """The objects to apply: the ClusterPolicy, then the NVIDIADrivers."""
@@ -76,29 +84,31 @@ class Rendered:
 def render(plan: Plan, facts: ClusterFacts) -> Rendered:
     """Render every output of ``plan`` for the nodes in ``facts``."""
     toolkit_dir = toolkit_install_dir(plan, facts)
+    runtime = runtime_choice(plan, facts)
     drivers = nvidia_drivers(plan, facts)
     images = node_images(plan, facts)
     mirror = mirror_items(plan, images)
     return Rendered(
         plan=plan,
-        cluster_policy=cluster_policy(plan, toolkit_dir),
+        cluster_policy=cluster_policy(plan, toolkit_dir, runtime.env),
         nvidia_drivers=drivers,
         node_images=images,
         mirror=mirror,
-        helm_values=helm_values(plan, toolkit_dir, drivers),
-        advice=advise(plan, facts, images, mirror),
+        helm_values=helm_values(plan, toolkit_dir, drivers, runtime.env),
+        advice=advise(plan, facts, images, mirror) + runtime_advice(runtime),
         toolkit_install_dir=toolkit_dir,
+        runtime=runtime,
     )
 
 
 def apply_patch(plan: Plan, facts: ClusterFacts) -> dict[str, Any]:
     """Minimal server-side-apply patch for an existing ClusterPolicy: only the fields the wizard owns."""
-    return patch_policy(plan, toolkit_install_dir(plan, facts))
+    return patch_policy(plan, toolkit_install_dir(plan, facts), toolkit_env(plan, facts))
 
 
-def owned_paths(plan: Plan) -> list[tuple[str, ...]]:
+def owned_paths(plan: Plan, env: Mapping[str, str] | None = None) -> list[tuple[str, ...]]:
     """The ClusterPolicy fields the wizard owns, as paths under ``spec`` (``("driver", "version")``)."""
-    return [path for path, _ in owned_values(plan, "")]
+    return [path for path, _ in owned_values(plan, "", env)]
 
 
 def _represent_str(representer: Any, value: str) -> Any:

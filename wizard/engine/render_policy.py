@@ -199,8 +199,17 @@ def toolkit_install_dir(plan: Plan, facts: ClusterFacts) -> str:
     return plan.toolkit.installDir or facts.recommend_toolkit_dir().value
 
 
-def owned_values(plan: Plan, toolkit_dir: str) -> list[tuple[Path, Any]]:
-    """The ClusterPolicy ``spec`` fields the wizard owns, with the plan's values, in a stable order."""
+def env_list(env: Mapping[str, str]) -> list[dict[str, str]]:
+    """``NAME -> value`` as a container env list (the CRD's and the chart's ``toolkit.env`` shape)."""
+    return [{"name": name, "value": value} for name, value in env.items()]
+
+
+def owned_values(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | None = None) -> list[tuple[Path, Any]]:
+    """The ClusterPolicy ``spec`` fields the wizard owns, with the plan's values, in a stable order.
+
+    ``toolkit_env`` is the runtime flavour's env (:func:`wizard.engine.runtime.toolkit_env`); without
+    it, the answers' own ``toolkit.env``. Owned only when not empty: plain containerd adds nothing.
+    """
     driver = plan.driver
     owned: list[tuple[Path, Any]] = [(("driver", "enabled"), plan.driver_enabled)]
     if slim_driver(plan):  # the image fields live in the NVIDIADriver CRs only
@@ -222,6 +231,9 @@ def owned_values(plan: Plan, toolkit_dir: str) -> list[tuple[Path, Any]]:
         # as the chart's template writes the same values: a Helm install and a direct apply agree
         owned.append((UPGRADE_POLICY, template_upgrade_policy(driver.upgradePolicy.values_form())))
     owned.append((("toolkit", "installDir"), toolkit_dir))
+    env = plan.toolkit.env if toolkit_env is None else toolkit_env
+    if env:
+        owned.append((("toolkit", "env"), env_list(env)))
     if plan.driver_enabled or plan.hostPaths.driverInstallDir:
         owned.append((("hostPaths", "driverInstallDir"), plan.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR))
     return owned
@@ -273,8 +285,10 @@ def set_path(target: dict[str, Any], path: Path, value: Any) -> None:
     node[path[-1]] = copy.deepcopy(value)
 
 
-def _policy(spec: dict[str, Any], plan: Plan, toolkit_dir: str) -> dict[str, Any]:
-    for path, value in owned_values(plan, toolkit_dir):
+def _policy(
+    spec: dict[str, Any], plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | None
+) -> dict[str, Any]:
+    for path, value in owned_values(plan, toolkit_dir, toolkit_env):
         set_path(spec, path, value)
     return {
         "apiVersion": "nvidia.com/v1",
@@ -284,18 +298,18 @@ def _policy(spec: dict[str, Any], plan: Plan, toolkit_dir: str) -> dict[str, Any
     }
 
 
-def cluster_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
+def cluster_policy(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The complete ClusterPolicy for a fresh install: chart defaults, then the plan's fields."""
-    policy = _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir)
+    policy = _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir, toolkit_env)
     if slim_driver(plan):
         driver = policy["spec"]["driver"]
         policy["spec"]["driver"] = {k: driver[k] for k in _SLIM_DRIVER_KEYS if k in driver}
     return policy
 
 
-def patch_policy(plan: Plan, toolkit_dir: str) -> dict[str, Any]:
+def patch_policy(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The minimal server-side-apply patch: identity plus only the owned ``spec`` fields."""
-    return _policy({}, plan, toolkit_dir)
+    return _policy({}, plan, toolkit_dir, toolkit_env)
 
 
 # Optional operand sections of the NVIDIADriver (gds only when enabled; gdrcopy whenever the values have it).
@@ -407,7 +421,9 @@ def nvidia_drivers(plan: Plan, facts: ClusterFacts) -> list[dict[str, Any]]:
     return [_nvidia_driver(f"gpu-driver-{i}", spec if i in known else plain, default=None, os_id=i) for i in os_ids]
 
 
-def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> dict[str, Any]:
+def helm_values(
+    plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]], toolkit_env: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The minimal ``--values`` overrides giving the same install through the release's chart.
 
     The driver image fields are always written; everything else only where it differs from the
@@ -435,8 +451,14 @@ def helm_values(plan: Plan, toolkit_dir: str, drivers: list[dict[str, Any]]) -> 
                 "deployDefaultCR": DEFAULT_NVIDIADRIVER_NAME in names and chart_deploys_default_cr(plan),
             }
     out: dict[str, Any] = {"driver": driver}
+    toolkit: dict[str, Any] = {}
     if toolkit_dir != chart["toolkit"].get("installDir"):
-        out["toolkit"] = {"installDir": toolkit_dir}
+        toolkit["installDir"] = toolkit_dir
+    env = plan.toolkit.env if toolkit_env is None else toolkit_env
+    if env:
+        toolkit["env"] = env_list(env)
+    if toolkit:
+        out["toolkit"] = toolkit
     install_dir = plan.hostPaths.driverInstallDir
     if install_dir and install_dir != chart["hostPaths"].get("driverInstallDir"):
         out["hostPaths"] = {"driverInstallDir": install_dir}

@@ -78,6 +78,9 @@ class NodeSpec:
     """The node reaches its distribution's package source (its host name resolves)."""
     free_mb: dict[str, int] = field(default_factory=dict)
     """MiB free per mount point (``df``); a mount not named has plenty."""
+    runtime_flavour: str = ""
+    """``containerd``, ``cri-o``, ``rke2``, ``k3s``, ``k0s`` or ``microk8s``: where the node's containerd lives.
+    Empty: read from ``runtime`` and ``kubelet_version``; set, it fills those two where the file leaves them."""
 
     @property
     def gpu(self) -> bool:

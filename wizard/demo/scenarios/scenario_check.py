@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from wizard.demo.rules.hostos import pretty_name
 from wizard.demo.rules.nodeinfo import read_node
 from wizard.demo.rules.operator_rules import OperatorRelease, bundled_releases
+from wizard.demo.rules.runtime_layout import FLAVOURS, default_versions
 
 if TYPE_CHECKING:
-    from wizard.demo.scenarios.scenario import Scenario
+    from wizard.demo.scenarios.scenario import NodeSpec, Scenario
 
 DIGEST_RE = re.compile(r"^sha256:[a-f0-9]{64}$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
@@ -167,6 +168,7 @@ def _check_nodes(scenario: Scenario, where: str) -> set[str]:
             raise ScenarioError(f"{where}: {at}.host_driver: only a GPU node can have a host driver")
         if spec.host_driver and not re.match(r"^\d+\.\d+(\.\d+)?$", spec.host_driver):
             raise ScenarioError(f"{where}: {at}.host_driver: {spec.host_driver!r} is not a version like 580.126.20")
+        check_runtime_flavour(spec, f"{where}: {at}")
         if "://" not in spec.runtime:
             raise ScenarioError(f"{where}: {at}.runtime: {spec.runtime!r} must look like containerd://1.7.23")
         for mount in spec.noexec_mounts:
@@ -177,6 +179,20 @@ def _check_nodes(scenario: Scenario, where: str) -> set[str]:
             raise ScenarioError(f"{where}: nodes: node name {spec.name!r} appears twice")
         names.add(spec.name)
     return names
+
+
+def check_runtime_flavour(spec: NodeSpec, at: str) -> None:
+    """``runtime_flavour`` is a known distribution; it fills the version strings the file left at their defaults."""
+    if not spec.runtime_flavour:
+        return
+    if spec.runtime_flavour not in FLAVOURS:
+        raise ScenarioError(f"{at}.runtime_flavour: {spec.runtime_flavour!r} is not one of {', '.join(FLAVOURS)}")
+    runtime, kubelet = default_versions(spec.runtime_flavour)
+    plain_runtime, plain_kubelet = default_versions("containerd")  # NodeSpec's own defaults
+    if spec.runtime == plain_runtime:
+        spec.runtime = runtime
+    if spec.kubelet_version == plain_kubelet:
+        spec.kubelet_version = kubelet
 
 
 def _check_registry(scenario: Scenario, where: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from wizard.demo.rules.nodeinfo import LABEL_GPU_COUNT, LABEL_GPU_PRODUCT
 from wizard.demo.rules.operator_rules import LABEL_KERNEL, LABEL_OS_ID, LABEL_OS_VERSION, LABEL_OS_VERSION_MAJOR, NFD
+from wizard.demo.rules.runtime_layout import flavour_labels
 from wizard.demo.scenarios.scenario import NodeSpec
 
 #: Per-node resources of the simulated machines: (cpu, memory Ki) for CPU-only and GPU nodes.
@@ -42,6 +43,7 @@ def node_labels(spec: NodeSpec) -> dict[str, str]:
         "kubernetes.io/arch": spec.arch,
         "kubernetes.io/hostname": spec.name,
         "kubernetes.io/os": "linux",
+        **flavour_labels(spec.runtime_flavour),
     }
     if spec.nfd:
         major, minor, revision = _kernel_parts(spec.kernel)

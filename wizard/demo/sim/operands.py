@@ -9,6 +9,7 @@ As in the real manifests, only the driver manager (init) container sees the host
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from wizard.demo.rules.operator_rules import RuleError, image_path
@@ -242,21 +243,22 @@ def toolkit_daemonset(
     toolkit = spec.get("toolkit") or {}
     install_dir = str(toolkit.get("installDir") or DEFAULT_TOOLKIT_INSTALL_DIR)
     driver_dir = str((spec.get("hostPaths") or {}).get("driverInstallDir") or DEFAULT_DRIVER_INSTALL_DIR)
+    user = {
+        str(item["name"]): str(item.get("value", ""))
+        for item in toolkit.get("env") or []
+        if isinstance(item, dict) and item.get("name")
+    }
     env = {
         "RUNTIME": "containerd",
         "CONTAINERD_RUNTIME_CLASS": "nvidia",
-        "RUNTIME_CONFIG": "/runtime/config-dir/config.toml",
-        "CONTAINERD_CONFIG": "/runtime/config-dir/config.toml",
-        "RUNTIME_DROP_IN_CONFIG": "/runtime/config-dir.d/99-nvidia.toml",
-        "CONTAINERD_SOCKET": "/runtime/sock-dir/containerd.sock",
         "NVIDIA_CDI_HOOK_PATH": f"{install_dir}/toolkit/nvidia-cdi-hook",
         "DRIVER_INSTALL_DIR": driver_dir,
     }
     if install_dir != DEFAULT_TOOLKIT_INSTALL_DIR:
         env["ROOT"] = install_dir
-    for item in toolkit.get("env") or []:
-        if isinstance(item, dict) and item.get("name"):
-            env[str(item["name"])] = str(item.get("value", ""))
+    env.update(user)
+    runtime_env, runtime_volumes = runtime_mounts(user)
+    env.update(runtime_env)
     labels = {"app": TOOLKIT_DS, "app.kubernetes.io/managed-by": "gpu-operator", "helm.sh/chart": "gpu-operator"}
     main = {
         "name": "nvidia-container-toolkit-ctr",
@@ -270,6 +272,7 @@ def toolkit_daemonset(
             {"name": "toolkit-install-dir", "mountPath": "/usr/local/nvidia"},
             {"name": "containerd-config", "mountPath": "/runtime/config-dir/"},
             {"name": "containerd-drop-in-config", "mountPath": "/runtime/config-dir.d/"},
+            {"name": "containerd-socket", "mountPath": "/runtime/sock-dir/"},
             {"name": "driver-install-dir", "mountPath": "/driver-root", "mountPropagation": "HostToContainer"},
             {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
         ],
@@ -283,8 +286,7 @@ def toolkit_daemonset(
         init_containers=[_validation_init("driver-validation", "driver", validator_image)],
         volumes=[
             _host_path("toolkit-install-dir", install_dir),
-            _host_path("containerd-config", "/etc/containerd", "DirectoryOrCreate"),
-            _host_path("containerd-drop-in-config", "/etc/containerd/conf.d", "DirectoryOrCreate"),
+            *runtime_volumes,
             _host_path("driver-install-dir", driver_dir, "DirectoryOrCreate"),
             _host_path("run-nvidia", "/run/nvidia", "Directory"),
             _host_path("host-root", "/"),
@@ -292,6 +294,34 @@ def toolkit_daemonset(
         owner=owner,
         service_account="nvidia-container-toolkit",
     )
+
+
+def runtime_mounts(user: dict[str, str]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """The operator's ``transformForRuntime`` for containerd: host paths from the env (or its defaults) become
+    hostPath volumes, and the env names their place inside the container (``controllers/object_controls.go``).
+    """
+    config = user.get("CONTAINERD_CONFIG") or user.get("RUNTIME_CONFIG") or "/etc/containerd/config.toml"
+    drop_in = user.get("RUNTIME_DROP_IN_CONFIG") or "/etc/containerd/conf.d/99-nvidia.toml"
+    socket = user.get("CONTAINERD_SOCKET") or "/run/containerd/containerd.sock"
+    env = {
+        "RUNTIME_CONFIG": f"/runtime/config-dir/{posixpath.basename(config)}",
+        "CONTAINERD_CONFIG": f"/runtime/config-dir/{posixpath.basename(config)}",
+        "RUNTIME_DROP_IN_CONFIG": f"/runtime/config-dir.d/{posixpath.basename(drop_in)}",
+        "RUNTIME_DROP_IN_CONFIG_HOST_PATH": drop_in,
+        "RUNTIME_SOCKET": f"/runtime/sock-dir/{posixpath.basename(socket)}",
+        "CONTAINERD_SOCKET": f"/runtime/sock-dir/{posixpath.basename(socket)}",
+    }
+    sources = user.get("RUNTIME_CONFIG_SOURCE")
+    if sources:  # file=<host path> is read through the read-only host root at /host
+        env["RUNTIME_CONFIG_SOURCE"] = ",".join(
+            f"file=/host{part[5:]}" if part.startswith("file=/") else part for part in sources.split(",")
+        )
+    volumes = [
+        _host_path("containerd-config", posixpath.dirname(config), "DirectoryOrCreate"),
+        _host_path("containerd-drop-in-config", posixpath.dirname(drop_in), "DirectoryOrCreate"),
+        _host_path("containerd-socket", posixpath.dirname(socket)),
+    ]
+    return env, volumes
 
 
 def _validation_init(name: str, component: str, image: str) -> dict[str, Any]:

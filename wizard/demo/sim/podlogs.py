@@ -227,19 +227,19 @@ def _toolkit(view: NodeView) -> str:
             ],
             "error",
         )
+    installed = [
+        "Parsing arguments",
+        "Starting nvidia-toolkit",
+        "Verifying Flags",
+        f"Installing NVIDIA container toolkit to '{base}'",
+        f"Installing NVIDIA container toolkit config '{base}/.config/nvidia-container-runtime/config.toml'",
+        f"Flushing config to {view.drop_in_path}",
+        "Sending SIGHUP signal to containerd",
+    ]
+    if view.toolkit_error:  # the socket the operator mounted is not where this node's containerd listens
+        return _logrus(installed) + _logrus([view.toolkit_error], "error")
     return _logrus(
-        [
-            "Parsing arguments",
-            "Starting nvidia-toolkit",
-            "Verifying Flags",
-            f"Installing NVIDIA container toolkit to '{base}'",
-            f"Installing NVIDIA container toolkit config '{base}/.config/nvidia-container-runtime/config.toml'",
-            f"Flushing config to {view.drop_in_path}",
-            "Sending SIGHUP signal to containerd",
-            "Successfully signaled containerd",
-            "Completed 'setup' for containerd",
-            "Waiting for signal",
-        ]
+        [*installed, "Successfully signaled containerd", "Completed 'setup' for containerd", "Waiting for signal"]
     )
 
 

@@ -58,6 +58,12 @@ def _toolkit_validation(view: NodeView) -> Verdict:
             f"failed to validate the toolkit: {view.toolkit_install_dir}/toolkit/nvidia-container-runtime: "
             "permission denied",
         )
+    if not view.nvidia_runtime_configured:  # the toolkit wrote a drop-in this node's containerd never reads
+        return Verdict(
+            "fail",
+            "Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get sandbox runtime: "
+            'no runtime for "nvidia" is configured',
+        )
     return Verdict("done", "toolkit validation successful")
 
 
@@ -161,4 +167,6 @@ def main_outcome(pod: dict[str, Any], container: str, view: NodeView | None, rel
         return Verdict("ready")
     if container == "nvidia-container-toolkit-ctr" and not view.mount(view.toolkit_install_dir).writable:
         return Verdict("crash", f"mkdir {view.toolkit_install_dir}: read-only file system")
+    if container == "nvidia-container-toolkit-ctr" and view.toolkit_error:
+        return Verdict("crash", view.toolkit_error)
     return Verdict("ready")

@@ -8,12 +8,21 @@ decide when a waiting container may proceed, and the command interpreter to answ
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.demo.rules.hostos import Mount, mount_of, mounts
 from wizard.demo.rules.nodeinfo import read_node
+from wizard.demo.rules.runtime_layout import (
+    RuntimeLayout,
+    ToolkitHostPaths,
+    flavour_of,
+    layout,
+    runtime_reads_drop_in,
+    toolkit_error,
+)
 from wizard.demo.scenarios.scenario import NodeSpec
 from wizard.demo.sim.operands import (
     COMPONENT_DRIVER,
@@ -114,6 +123,32 @@ class NodeView:
     driver_install_dir: str = DEFAULT_DRIVER_INSTALL_DIR
     drop_in_path: str = "/etc/containerd/conf.d/99-nvidia.toml"
     mount_table: list[Mount] = field(default_factory=list)
+    toolkit_paths: ToolkitHostPaths = field(
+        default_factory=lambda: ToolkitHostPaths(
+            "/etc/containerd/config.toml", "/etc/containerd/conf.d/99-nvidia.toml", "/run/containerd/containerd.sock"
+        )
+    )
+    """The host paths the toolkit DaemonSet mounts for the runtime's config, drop-in and socket."""
+
+    @property
+    def runtime_layout(self) -> RuntimeLayout:
+        """Where this node's distribution keeps containerd."""
+        spec = self.spec
+        return layout(spec.runtime_flavour or flavour_of(spec.runtime, spec.kubelet_version), spec.runtime)
+
+    @property
+    def toolkit_error(self) -> str:
+        """Why the toolkit container fails on this node ("" when it configures the runtime)."""
+        return toolkit_error(self.runtime_layout, self.toolkit_paths)
+
+    @property
+    def nvidia_runtime_configured(self) -> bool:
+        """containerd has an ``nvidia`` runtime: it reads the toolkit's drop-in, or its distribution added one."""
+        if not self.toolkit_installed:
+            return False
+        where = self.runtime_layout
+        found_by_distribution = where.detects_toolkit and self.toolkit_install_dir == DEFAULT_TOOLKIT_INSTALL_DIR
+        return found_by_distribution or runtime_reads_drop_in(where, self.toolkit_paths)
 
     @property
     def host_driver_ok(self) -> bool:
@@ -164,6 +199,24 @@ def _env_of(ds_or_pod: dict[str, Any], container: str) -> dict[str, str]:
     return {}
 
 
+def _toolkit_host_paths(ds: dict[str, Any], env: dict[str, str]) -> ToolkitHostPaths:
+    """The host files behind the toolkit's ``/runtime/...`` env: its hostPath volumes plus the file names."""
+    volumes = {
+        v.get("name"): str((v.get("hostPath") or {}).get("path") or "")
+        for v in ((ds.get("spec") or {}).get("template") or {}).get("spec", {}).get("volumes") or []
+    }
+
+    def host(volume: str, inside: str) -> str:
+        folder = volumes.get(volume, "")
+        return posixpath.join(folder, posixpath.basename(inside)) if folder and inside else ""
+
+    return ToolkitHostPaths(
+        config=host("containerd-config", env.get("CONTAINERD_CONFIG", "")),
+        drop_in=env.get("RUNTIME_DROP_IN_CONFIG_HOST_PATH") or host("containerd-drop-in-config", "99-nvidia.toml"),
+        socket=host("containerd-socket", env.get("CONTAINERD_SOCKET", "")),
+    )
+
+
 def build_views(
     nodes: list[dict[str, Any]],
     pods: list[dict[str, Any]],
@@ -199,9 +252,8 @@ def build_views(
         if env:
             view.toolkit_install_dir = env.get("ROOT", DEFAULT_TOOLKIT_INSTALL_DIR)
             view.driver_install_dir = env.get("DRIVER_INSTALL_DIR", DEFAULT_DRIVER_INSTALL_DIR)
-            drop_in = env.get("RUNTIME_DROP_IN_CONFIG", "")
-            if drop_in and not drop_in.startswith("/runtime/"):
-                view.drop_in_path = drop_in
+            view.toolkit_paths = _toolkit_host_paths(toolkit, env) if toolkit else view.toolkit_paths
+            view.drop_in_path = view.toolkit_paths.drop_in
         views[name] = view
     for pod in pods:
         pod_view = views.get((pod.get("spec") or {}).get("nodeName", ""))
