@@ -97,6 +97,12 @@ class Snapshot:
         await pilot.pause()
         await pilot.pause(0.05)
         svg = app.export_screenshot(title=f"gpu-wizard — {name}")
+        for _ in range(20):  # a frame still settling (a tab underline after a late layout) is not the frame
+            await pilot.pause(0.05)
+            settled = app.export_screenshot(title=f"gpu-wizard — {name}")
+            if settled == svg:
+                break
+            svg = settled
         text = screen_text(app)
         for pattern, replacement in (redact or {}).items():
             svg = re.sub(pattern, replacement, svg)
