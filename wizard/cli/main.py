@@ -154,6 +154,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.upgrade import register as register_upgrade_commands
 
     register_upgrade_commands(sub)  # upgrade, check-kernel
+    from wizard.cli.cleanup import register as register_cleanup_command
+
+    register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
     return parser
 
 

@@ -26,6 +26,7 @@ from wizard.cluster.liveplan import known_release, plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
+from wizard.cluster.probe_cleanup import Found, clean_up
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
@@ -403,6 +404,15 @@ class Cluster:
         async with contextlib.aclosing(checks):
             async for check in checks:
                 yield check
+
+    async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
+        """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
+        :mod:`wizard.cluster.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
+        try:
+            namespace = await self.namespace()
+        except ClusterError:
+            namespace = "gpu-operator"
+        return await clean_up(self.gateway, namespace, dry_run=dry_run)
 
     # -- proving ---------------------------------------------------------------------------------
 

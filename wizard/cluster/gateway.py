@@ -474,6 +474,36 @@ class Gateway:
             f"deleting pod {namespace}/{name}", fn, name, namespace, grace_period_seconds=0, allow_missing=True
         )
 
+    async def create_daemonset(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a DaemonSet (the host probe's)."""
+        fn = self.raw(self.apps, "create_namespaced_daemon_set")
+        return await self.call(
+            f"creating a daemonset in {namespace}", fn, namespace, dict(body), field_manager=FIELD_MANAGER, safe=False
+        )
+
+    async def delete_daemonset(self, namespace: str, name: str) -> None:
+        """Delete a DaemonSet and (background propagation) its pods; one already gone is fine."""
+        fn = self.raw(self.apps, "delete_namespaced_daemon_set")
+        await self.call(
+            f"deleting daemonset {namespace}/{name}",
+            fn,
+            name,
+            namespace,
+            propagation_policy="Background",
+            allow_missing=True,
+        )
+
+    async def list_everywhere(self, resource: str, *, label_selector: str) -> list[dict[str, Any]]:
+        """``pods`` or ``daemonsets`` of every namespace matching ``label_selector`` (what ``gpu-wizard cleanup`` looks for)."""
+        api, operation = {
+            "pods": (self.core, "list_pod_for_all_namespaces"),
+            "daemonsets": (self.apps, "list_daemon_set_for_all_namespaces"),
+        }[resource]
+        found = await self.call(
+            f"listing {resource} in all namespaces", self.raw(api, operation), label_selector=label_selector
+        )
+        return list(found.get("items") or [])
+
     async def access_review(
         self, verb: str, resource: str, *, group: str = "", namespace: str = "", subresource: str = ""
     ) -> tuple[bool, str]:

@@ -1,6 +1,7 @@
 """Kubernetes' own controllers, simulated: DaemonSets, Deployments and garbage collection.
 
-The DaemonSet controller creates one pod per matching node (labels ``controller-revision-hash`` and
+The DaemonSet controller creates one pod per node the template fits (its nodeSelector, its required
+node affinity, its tolerations against the node's NoSchedule/NoExecute taints; labels ``controller-revision-hash`` and
 ``pod-template-generation``, ``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
 on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
 waits for someone to delete them) and writes the DaemonSet status. Also here: what node agents do
@@ -35,6 +36,74 @@ DS_TOLERATIONS = [
 def matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
     """A nodeSelector matches when every key has exactly that value."""
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _term_fits(node: dict[str, Any], term: dict[str, Any]) -> bool:
+    """One nodeSelectorTerm: every matchExpression (labels) and matchField (``metadata.name``) holds."""
+    labels = labels_of(node)
+    fields = {"metadata.name": node["metadata"]["name"]}
+    for source, exprs in ((labels, term.get("matchExpressions")), (fields, term.get("matchFields"))):
+        for expr in exprs or []:
+            key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+            present = key in source
+            if op == "In" and not (present and source[key] in values):
+                return False
+            if op == "NotIn" and present and source[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+    return True
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def fits(node: dict[str, Any], pod_spec: dict[str, Any]) -> bool:
+    """Whether a pod with ``pod_spec`` may run on ``node``: nodeSelector, required node affinity
+    (any term; a term's field index is built once per call), NoSchedule/NoExecute taints tolerated."""
+    if not matches(labels_of(node), pod_spec.get("nodeSelector") or {}):
+        return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if terms and not any(_term_fits(node, term) for term in terms):
+        return False
+    tolerations = list(pod_spec.get("tolerations") or [])
+    return all(
+        _tolerates(tolerations, taint)
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def _indexed(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec whose ``matchFields`` value lists are sets (5,000 node names looked up once per node)."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = [
+        {
+            **term,
+            "matchFields": [{**f, "values": frozenset(f.get("values") or [])} for f in term.get("matchFields") or []],
+        }
+        for term in required.get("nodeSelectorTerms") or []
+    ]
+    if not terms:
+        return spec
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    return {**spec, "affinity": affinity}
 
 
 def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
@@ -78,10 +147,11 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
         meta = ds["metadata"]
         namespace = meta.get("namespace", "default")
         template = ds["spec"]["template"]
-        selector = (template.get("spec") or {}).get("nodeSelector") or {}
+        pod_spec = _indexed(template.get("spec") or {})
+        pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
         revision = template_hash(template)
         generation = str(meta.get("generation", 1))
-        eligible = {n["metadata"]["name"] for n in nodes if matches(labels_of(n), selector)}
+        eligible = {n["metadata"]["name"] for n in nodes if fits(n, pod_spec)}
         on_node: dict[str, dict[str, Any]] = {}
         for pod in by_owner.get(meta.get("uid", ""), []):
             node = pod["spec"].get("nodeName", "")
@@ -101,7 +171,7 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
                 owner,
             )
             pod["spec"]["nodeName"] = node
-            pod["spec"]["affinity"] = {
+            pod["spec"]["affinity"] = {  # the controller pins its pod to the node (replacing the template's)
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [

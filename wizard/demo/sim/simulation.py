@@ -179,6 +179,8 @@ class Simulation:
 
     def _on_change(self, event: WatchEvent) -> None:
         if event.resource == "pods":
+            if event.type == "DELETED":
+                self.kubelet.forget(str(event.obj["metadata"].get("uid", "")))
             if event.old is not None:
                 self._index_pod(event.old, add=False)
             if event.type != "DELETED":
@@ -364,15 +366,25 @@ class Simulation:
         code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
         return ExecResult(out.encode(), err.encode(), code)
 
-    def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str]:
-        """A run-to-completion container's command, run on its node: (exit code, combined output)."""
+    def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str, str]:
+        """A container's command, run on its node: (exit code, combined output, its termination message file)."""
         argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
         found = self._context(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
         if not argv or found is None:
-            return 0, ""
+            return 0, "", ""
         _, view = found
-        code, out, err = nodecmd.run_argv(nodecmd.make_ctx(view, pod, container["name"]), argv)
-        return code, out + err
+        ctx = nodecmd.make_ctx(view, pod, container["name"])
+        code, out, err = nodecmd.run_argv(ctx, argv)
+        path = str(container.get("terminationMessagePath") or "/dev/termination-log")
+        return code, out + err, ctx.files.get(path, "")
+
+    def next_wake(self) -> float | None:
+        """Seconds until the simulation has something to do without a write (a pod's sandbox start), or None."""
+        return self.kubelet.next_start()
+
+    def wake(self) -> None:
+        """Called when :meth:`next_wake`'s time came: the next tick is a full one."""
+        self._others_changed = True
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
         """The log of one container (operator components, or a finished command's output)."""
