@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections import Counter
 from typing import Any
 
@@ -20,7 +21,7 @@ from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.hostprobe import HostRun, host_findmnt, run_on_hosts
 from wizard.cluster.probe import Leftover, probe_pod
-from wizard.cluster.probeset import OWNER_SELECTOR, caps, daemonset, read_message, script
+from wizard.cluster.probeset import OWNER_SELECTOR, anchor_job, caps, daemonset, read_message, script
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
 
@@ -41,6 +42,7 @@ async def gpu_nodes(cluster: Cluster) -> list[str]:
 
 async def leftovers(cluster: Cluster) -> tuple[list[str], list[str]]:
     sets = await cluster.gateway.list_everywhere("daemonsets", label_selector=OWNER_SELECTOR)
+    sets += await cluster.gateway.list_everywhere("jobs", label_selector=OWNER_SELECTOR)
     pods = await cluster.gateway.list_everywhere("pods", label_selector=OWNER_SELECTOR)
     return [d["metadata"]["name"] for d in sets], [p["metadata"]["name"] for p in pods]
 
@@ -65,8 +67,8 @@ async def test_one_daemonset_answers_per_node_and_is_removed(demo_cluster: Clust
         assert got["mount"].output.split()[0] == "/" and got["mount"].output.split()[1].startswith("rw")
         assert got["write"].exit_code != 0 and "Read-only file system" in got["write"].output
         assert run.truncated == []
-    # writes: create + delete of the DaemonSet, whatever the node count
-    assert made["POST"] == 1 and made["DELETE"] == 1 and not made["PUT"] and not made["PATCH"]
+    # writes: create + delete of the DaemonSet and of its deadline Job, whatever the node count
+    assert made["POST"] == 2 and made["DELETE"] == 2 and not made["PUT"] and not made["PATCH"]
 
 
 async def test_a_probe_pod_that_cannot_start_says_why(demo_cluster: ClusterFactory) -> None:
@@ -136,7 +138,7 @@ async def test_a_daemonset_that_cannot_be_deleted_is_a_leftover(demo_cluster: Cl
     async with connected(demo) as cluster:
         nodes = await gpu_nodes(cluster)
         faults: Any = demo.cluster.faults
-        faults.only, faults.methods, faults.error_code, faults.error_rate = ["/apis/apps"], ["DELETE"], 500, 1.0
+        faults.only, faults.methods, faults.error_code, faults.error_rate = ["/apis/apps"], ["DELETE"], 403, 1.0
         runs = [r async for r in run_on_hosts(cluster.gateway, nodes, STEPS[:1], namespace=NS, image=IMAGE)]
         faults.clear()
         left = [r for r in runs if isinstance(r, Leftover)]
@@ -151,24 +153,39 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
     return code, out, err
 
 
-def _leave_probes_behind(demo: DemoClusterThread) -> tuple[str, str]:
-    """What a killed run leaves: a probe DaemonSet (with its pods) and a single-node probe pod."""
-    body = daemonset(
-        "gpu-wizard-probe-killed",
-        NS,
-        ["gpu-a10-01", "gpu-a10-02"],
-        STEPS,
-        image=IMAGE,
-        run_id="killed",
-        tolerations=[],
-        sleep_s=600,
+def _leave_probes_behind(demo: DemoClusterThread, deadline_s: int = 600) -> tuple[str, str]:
+    """What a killed run leaves: a deadline Job owning a probe DaemonSet (with its pods), and a single-node probe pod."""
+    name = "gpu-wizard-probe-killed"
+    job = demo.call(
+        lambda: demo.store.create("jobs", anchor_job(name, NS, image=IMAGE, run_id="killed", deadline_s=deadline_s))
     )
+    nodes = ["gpu-a10-01", "gpu-a10-02"]
+    body = daemonset(name, NS, nodes, STEPS, image=IMAGE, run_id="killed", tolerations=[], sleep_s=600, owner=job)
     demo.call(lambda: demo.store.create("daemonsets", body))
     pod = probe_pod("gpu-a10-01", NS, IMAGE, run_id="killed-too")
     pod["metadata"]["name"] = "gpu-wizard-probe-single"
     demo.call(lambda: demo.store.create("pods", pod))
-    demo.settle()
-    return "gpu-wizard-probe-killed", "gpu-wizard-probe-single"
+    if deadline_s > 5:
+        demo.settle()
+    return name, "gpu-wizard-probe-single"
+
+
+def test_the_deadline_job_takes_the_daemonset_and_its_pods_with_it(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("noexec-run")
+    name, _ = _leave_probes_behind(demo, deadline_s=2)
+
+    def left(kind: str) -> list[str]:
+        return [
+            o["metadata"]["name"]
+            for o in demo.call(lambda: demo.store.list(kind, NS))
+            if "killed" in o["metadata"]["name"]
+        ]
+
+    assert left("daemonsets") == [name]  # the Job was created first (its uid is the owner reference)
+    deadline = time.monotonic() + 10  # the Job fails at its deadline, its TTL (0) deletes it, the collector the rest
+    while (left("jobs") or left("daemonsets") or left("pods")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left("jobs") == left("daemonsets") == left("pods") == []
 
 
 def test_cleanup_removes_what_a_killed_run_left_and_a_repeat_finds_nothing(
@@ -178,15 +195,17 @@ def test_cleanup_removes_what_a_killed_run_left_and_a_repeat_finds_nothing(
     ds, single = _leave_probes_behind(demo)
     argv = ["cleanup", "--kubeconfig", str(demo.kubeconfig_path)]
     code, out, _ = _cli(capsys, *argv, "--dry-run")
-    assert code == 0 and f"would remove daemonset {NS}/{ds} (run killed)" in out
+    assert code == 0 and f"would remove job {NS}/{ds} (run killed)" in out
+    assert f"would remove daemonset {NS}/{ds} (run killed)" in out
     assert f"would remove pod {NS}/{single} on gpu-a10-01 (run killed-too)" in out
     code, out, err = _cli(capsys, *argv)
     assert code == 0, err
-    assert f"✓ removed daemonset {NS}/{ds} (run killed)" in out and f"✓ removed pod {NS}/{single}" in out
+    # the Job first: its DaemonSet (and that one's pods) go with it, unless listed before the collector got to them
+    assert f"✓ removed job {NS}/{ds} (run killed)" in out and f"✓ removed pod {NS}/{single}" in out
     code, out, _ = _cli(capsys, *argv, "-o", "json")
     assert code == 0 and json.loads(out) == {"searched": "every namespace", "dry_run": False, "found": [], "failed": 0}
     code, out, _ = _cli(capsys, *argv)
-    assert code == 0 and out == "nothing left: no gpu-wizard probe DaemonSet or pod in every namespace\n"
+    assert code == 0 and out == "nothing left: no gpu-wizard probe Job, DaemonSet or pod in every namespace\n"
 
 
 def test_cleanup_that_cannot_remove_says_the_command_and_exits_1(
@@ -195,13 +214,13 @@ def test_cleanup_that_cannot_remove_says_the_command_and_exits_1(
     demo = demo_cluster("noexec-run")
     ds, _ = _leave_probes_behind(demo)
     faults = demo.faults
-    faults.only, faults.methods, faults.error_code, faults.error_rate = ["/apis/apps"], ["DELETE"], 403, 1.0
+    faults.only, faults.methods, faults.error_code, faults.error_rate = ["/apis/"], ["DELETE"], 403, 1.0
     try:
         code, out, _ = _cli(capsys, "cleanup", "--kubeconfig", str(demo.kubeconfig_path), "-o", "text")
     finally:
         faults.clear()
     assert code == 1
     assert f"✗ cannot remove daemonset {NS}/{ds}" in out and f"run: kubectl delete daemonset -n {NS} {ds}" in out
-    assert "1 could not be removed" in out
+    assert f"run: kubectl delete job -n {NS} {ds}" in out and "2 could not be removed" in out
     code, _, err = _cli(capsys, "cleanup", "--kubeconfig", "/no/such/kubeconfig")
     assert code == 2 and "Traceback" not in err

@@ -1,4 +1,4 @@
-"""``gpu-wizard cleanup``: remove the host probe DaemonSets and pods a killed gpu-wizard left behind.
+"""``gpu-wizard cleanup``: remove the host probe DaemonSets (their deadline Jobs, their pods) and probe pods a killed gpu-wizard left.
 
 Found by gpu-wizard's owner label in every namespace the user may list; ``--dry-run`` only lists
 them. Exit 0 when nothing is left, 1 when something could not be removed (its ``kubectl delete``
@@ -42,7 +42,7 @@ async def cmd_cleanup(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
         return EXIT_FAILED if failed else EXIT_OK
     if not found:
-        sys.stdout.write(f"nothing left: no gpu-wizard probe DaemonSet or pod in {where}\n")
+        sys.stdout.write(f"nothing left: no gpu-wizard probe Job, DaemonSet or pod in {where}\n")
         return EXIT_OK
     verb = "would remove" if args.dry_run else "removed"
     for f in found:

@@ -8,7 +8,8 @@ How the steps reach the hosts: for several nodes, ONE short-lived DaemonSet
 (:mod:`wizard.cluster.probeset`), node-selected by name to exactly those nodes, with the
 operator's tolerations; its pods leave their results in their termination messages and
 gpu-wizard follows them with one watch, so the API server sees a constant number of writes
-(create and delete of the DaemonSet) whatever the node count. A pod that cannot start
+(create and delete of the DaemonSet and of its deadline Job, :func:`~wizard.cluster.probeset.anchor_job`)
+whatever the node count. A pod that cannot start
 (ImagePullBackOff, unschedulable…) gives its node a :class:`HostRun` with the error and a hint; a
 node that has no result when the run's deadline passes gets one too. For a single node, one probe
 pod and an exec (:class:`wizard.cluster.probe.ProbePod`) answer sooner. Whatever was created is
@@ -32,7 +33,14 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.preflight import active_policy
 from wizard.cluster.probe import _FAILED_WAITING, Leftover, ProbePod, sweep
-from wizard.cluster.probeset import PROBE_CONTAINER, RUN_LABEL, daemonset, policy_tolerations, read_message
+from wizard.cluster.probeset import (
+    PROBE_CONTAINER,
+    RUN_LABEL,
+    anchor_job,
+    daemonset,
+    policy_tolerations,
+    read_message,
+)
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.results import Check, Status
 
@@ -257,6 +265,15 @@ async def _daemonset_run(
         policy = active_policy(await gateway.list_custom(*POLICY))
     except ClusterError:
         policy = None  # no permission to read it: the chart's default tolerations
+    deadline_s = int(budget) + 300
+    try:
+        job = await gateway.create_job(
+            namespace, anchor_job(name, namespace, image=image, run_id=run_id, deadline_s=deadline_s)
+        )
+    except ClusterError as exc:
+        for node in nodes:
+            yield HostRun(node, error=f"cannot create the probe's deadline Job: {exc.message}", hint=exc.hint)
+        return
     body = daemonset(
         name,
         namespace,
@@ -265,23 +282,24 @@ async def _daemonset_run(
         image=image,
         run_id=run_id,
         tolerations=policy_tolerations(policy),
-        sleep_s=int(budget) + 300,
+        sleep_s=deadline_s,
+        owner=job,
     )
+    leftovers: list[Leftover] = []
     try:
-        await gateway.create_daemonset(namespace, body)
-    except ClusterError as exc:
-        for node in nodes:
-            yield HostRun(node, error=f"cannot create the probe DaemonSet: {exc.message}", hint=exc.hint)
-        return
-    leftover: Leftover | None = None
-    try:
+        try:
+            await gateway.create_daemonset(namespace, body)
+        except ClusterError as exc:
+            for node in nodes:
+                yield HostRun(node, error=f"cannot create the probe DaemonSet: {exc.message}", hint=exc.hint)
+            return
         async with contextlib.aclosing(_follow(gateway, namespace, run_id, nodes, steps, image, budget)) as runs:
             async for run in runs:
                 yield run
     finally:
-        # Shielded: a Ctrl-C must still remove the privileged DaemonSet (its pods go with it).
-        leftover = await asyncio.shield(_delete(gateway, namespace, name))
-    if leftover is not None:  # closed early or cancelled: it was logged (the CLI prints it on stderr)
+        # Shielded: a Ctrl-C must still remove the privileged DaemonSet (its pods go with it) and its Job.
+        leftovers = await asyncio.shield(_delete(gateway, namespace, name))
+    for leftover in leftovers:  # closed early or cancelled: they were logged (the CLI prints them on stderr)
         yield leftover
 
 
@@ -336,14 +354,17 @@ async def _follow(
             await watcher
 
 
-async def _delete(gateway: Gateway, namespace: str, name: str) -> Leftover | None:
-    try:
-        await gateway.delete_daemonset(namespace, name)
-    except ClusterError as exc:
-        leftover = Leftover(namespace, name, "", exc.message, kind="daemonset")
-        log.warning(leftover.message)
-        return leftover
-    return None
+async def _delete(gateway: Gateway, namespace: str, name: str) -> list[Leftover]:
+    """Delete the run's DaemonSet, then its deadline Job (both named ``name``); what failed, as leftovers."""
+    leftovers = []
+    for kind, delete in (("daemonset", gateway.delete_daemonset), ("job", gateway.delete_job)):
+        try:
+            await delete(namespace, name)
+        except ClusterError as exc:
+            leftover = Leftover(namespace, name, "", exc.message, kind=kind)
+            log.warning(leftover.message)
+            leftovers.append(leftover)
+    return leftovers
 
 
 async def run_on_hosts(

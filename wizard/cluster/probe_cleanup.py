@@ -3,7 +3,7 @@
 A run removes its DaemonSet (or probe pod) itself, also on Ctrl-C; a killed process cannot. Every
 probe object carries the owner labels of :data:`wizard.cluster.probeset.OWNER_SELECTOR`, so they
 are found by label in every namespace the user may list (else in the operator namespace). The
-DaemonSets go first (background propagation), then every probe pod still there (a bare probe
+deadline Jobs and DaemonSets go first (background propagation), then every probe pod still there (a bare probe
 pod, or a DaemonSet's pod the garbage collector has not reached yet), at once (grace period 0),
 so that a second run finds nothing.
 """
@@ -23,7 +23,7 @@ class Found:
     """One probe object, and what became of it."""
 
     kind: str
-    """``daemonset`` or ``pod``."""
+    """``job`` (a run's deadline anchor), ``daemonset`` or ``pod``."""
     namespace: str
     name: str
     node: str = ""
@@ -43,14 +43,19 @@ async def _listed(gateway: Gateway, resource: str, namespace: str) -> tuple[list
     except ApiError as exc:
         if exc.status != 403:
             raise
-    if resource == "pods":
-        return await gateway.list_pods(namespace, label_selector=OWNER_SELECTOR), f"namespace {namespace}"
-    return await gateway.list_daemonsets(namespace, label_selector=OWNER_SELECTOR), f"namespace {namespace}"
+    listing = {"pods": gateway.list_pods, "daemonsets": gateway.list_daemonsets, "jobs": gateway.list_jobs}[resource]
+    return await listing(namespace, label_selector=OWNER_SELECTOR), f"namespace {namespace}"
 
 
 async def clean_up(gateway: Gateway, namespace: str, *, dry_run: bool) -> tuple[list[Found], str]:
     """Remove (or, ``dry_run``, list) every probe DaemonSet and pod: (what was found, where it was looked for)."""
     found: list[Found] = []
+    jobs, _ = await _listed(gateway, "jobs", namespace)
+    for job in jobs:
+        meta = job["metadata"]
+        assert isinstance(meta, dict)
+        item = Found("job", str(meta.get("namespace") or ""), str(meta["name"]), run=_run(meta))
+        found.append(await _remove(gateway, item, dry_run))
     sets, where = await _listed(gateway, "daemonsets", namespace)
     for ds in sets:
         meta = ds["metadata"]
@@ -79,7 +84,9 @@ async def _remove(gateway: Gateway, item: Found, dry_run: bool) -> Found:
     if dry_run:
         return item
     try:
-        if item.kind == "daemonset":
+        if item.kind == "job":
+            await gateway.delete_job(item.namespace, item.name)
+        elif item.kind == "daemonset":
             await gateway.delete_daemonset(item.namespace, item.name)
         else:
             await gateway.delete_pod(item.namespace, item.name)

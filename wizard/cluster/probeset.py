@@ -120,6 +120,49 @@ def read_message(message: str, steps: Sequence[Step]) -> Message:
     return Message(results, truncated)
 
 
+def anchor_job(name: str, namespace: str, *, image: str, run_id: str, deadline_s: int) -> dict[str, Any]:
+    """The run's deadline: a Job that runs no pod (``parallelism: 0``), fails ``deadline_s`` after it starts
+    (``activeDeadlineSeconds``) and is then deleted at once (``ttlSecondsAfterFinished: 0``); the probe
+    DaemonSet names it as its owner, so the garbage collector removes the DaemonSet and its pods with it
+    (a DaemonSet's pods may not carry ``activeDeadlineSeconds`` themselves). A killed gpu-wizard cannot
+    leave them running past the deadline."""
+    labels = {**OWNER_LABELS, RUN_LABEL: run_id}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "parallelism": 0,
+            "backoffLimit": 0,
+            "activeDeadlineSeconds": deadline_s,
+            "ttlSecondsAfterFinished": 0,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "containers": [{"name": "deadline", "image": image, "command": ["true"]}],
+                },
+            },
+        },
+    }
+
+
+def owned_by(owner: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ownerReferences naming ``owner`` (none without one)."""
+    if not owner:
+        return []
+    meta = owner.get("metadata") or {}
+    return [
+        {
+            "apiVersion": str(owner.get("apiVersion") or "batch/v1"),
+            "kind": str(owner.get("kind") or "Job"),
+            "name": str(meta.get("name") or ""),
+            "uid": str(meta.get("uid") or ""),
+        }
+    ]
+
+
 def daemonset(
     name: str,
     namespace: str,
@@ -130,8 +173,10 @@ def daemonset(
     run_id: str,
     tolerations: Sequence[Mapping[str, Any]],
     sleep_s: int,
+    owner: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The probe DaemonSet, node-selected to exactly ``nodes`` (by name: no node is labelled for it)."""
+    """The probe DaemonSet, node-selected to exactly ``nodes`` (by name: no node is labelled for it);
+    ``owner``: the :func:`anchor_job` object it goes away with."""
     labels = {**OWNER_LABELS, RUN_LABEL: run_id}
     privileged = any(s.host for s in steps)
     affinity = {
@@ -146,7 +191,7 @@ def daemonset(
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": owned_by(owner)},
         "spec": {
             "selector": {"matchLabels": {RUN_LABEL: run_id}},
             "updateStrategy": {"type": "OnDelete"},

@@ -249,7 +249,8 @@ class DemoCluster:
                 if not changed:
                     break
                 await asyncio.sleep(self.step_delay)
-            if not self._dirty.is_set() and getattr(self.sim, "next_wake", lambda: None)() is None:
+            # Stable: no pod is about to start (a far-off Job deadline is a timer, not work in progress).
+            if not self._dirty.is_set() and not getattr(self.sim, "starting", lambda: False)():
                 self._idle.set()
 
     async def settle(self, timeout: float = 30.0) -> None:

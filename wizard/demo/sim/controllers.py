@@ -1,15 +1,20 @@
-"""Kubernetes' own controllers, simulated: DaemonSets, Deployments and garbage collection.
+"""Kubernetes' own controllers, simulated: DaemonSets, Deployments, Jobs' deadlines and garbage collection.
 
 The DaemonSet controller creates one pod per node the template fits (its nodeSelector, its required
 node affinity, its tolerations against the node's NoSchedule/NoExecute taints; labels ``controller-revision-hash`` and
 ``pod-template-generation``, ``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
 on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
-waits for someone to delete them) and writes the DaemonSet status. Also here: what node agents do
+waits for someone to delete them) and writes the DaemonSet status. The Job controller here runs no
+pods (the only Jobs are deadline anchors with ``parallelism: 0``): it sets ``startTime``, fails a Job
+past its ``activeDeadlineSeconds`` (``DeadlineExceeded``) and, as the TTL-after-finished controller,
+deletes a finished Job ``ttlSecondsAfterFinished`` later; the garbage collector then removes what the
+Job owns. Also here: what node agents do
 to their Node (the driver manager's ``pre-installed`` label, the device plugin's ``nvidia.com/gpu``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -303,10 +308,66 @@ def reconcile_deployments(writer: Writer, nodes: list[dict[str, Any]], pods: lis
     return owners
 
 
+def _since(stamp: str) -> float:
+    """Seconds since an RFC 3339 timestamp (0 when there is none)."""
+    try:
+        return (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(stamp)).total_seconds()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def reconcile_jobs(writer: Writer) -> float | None:
+    """Start, expire and (TTL) delete Jobs; returns seconds until the next deadline or TTL is due (None: none)."""
+    due: list[float] = []
+    for job in read(writer.store, "jobs"):
+        spec, status = job.get("spec") or {}, dict(job.get("status") or {})
+        finished = next(
+            (
+                c
+                for c in status.get("conditions") or []
+                if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            ),
+            None,
+        )
+        if finished is not None:
+            ttl = spec.get("ttlSecondsAfterFinished")
+            if ttl is not None:
+                left = float(ttl) - _since(str(finished.get("lastTransitionTime") or ""))
+                if left <= 0:
+                    writer.delete("jobs", job["metadata"]["name"], job["metadata"].get("namespace"))
+                else:
+                    due.append(left)
+            continue
+        if not status.get("startTime"):
+            status.update(startTime=now(), active=0)
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None:
+            left = float(deadline) - _since(str(status["startTime"]))
+            if left <= 0:
+                stamp = now()
+                status["conditions"] = [
+                    {
+                        "type": kind,
+                        "status": "True",
+                        "reason": "DeadlineExceeded",
+                        "lastProbeTime": stamp,
+                        "lastTransitionTime": stamp,
+                        "message": "Job was active longer than specified deadline",
+                    }
+                    for kind in ("FailureTarget", "Failed")
+                ]
+                due.append(float(spec.get("ttlSecondsAfterFinished") or 0))
+            else:
+                due.append(left)
+        if status != (job.get("status") or {}):
+            writer.update("jobs", {**job, "status": status})
+    return min(due) if due else None
+
+
 def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids: set[str]) -> None:
-    """Delete DaemonSets whose ClusterPolicy/NVIDIADriver is gone and pods whose controller is gone."""
+    """Delete DaemonSets whose owner (ClusterPolicy, NVIDIADriver, Job) is gone and pods whose controller is gone."""
     store = writer.store
-    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers") for cr in read(store, res)}
+    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers", "jobs") for cr in read(store, res)}
     for ds in read(store, "daemonsets"):
         refs = ds["metadata"].get("ownerReferences") or []
         if refs and not any(r.get("uid") in crs for r in refs):

@@ -164,6 +164,8 @@ class Simulation:
         self._others_changed = True
         """Something other than a bare pod changed since the last full tick began."""
         self._bare_touched: set[tuple[str, str]] = set()
+        self._jobs_due: float | None = None
+        """Seconds from the last full tick until a Job's deadline or TTL is due."""
         with store.lock:
             for pod in store.iter_objects("pods"):
                 self._index_pod(pod, add=True)
@@ -262,6 +264,7 @@ class Simulation:
             self.upgrades.reconcile(writer, operator.namespace, upgrade_policy)
         nodes = read(self.store, "nodes")
         pods = read(self.store, "pods")
+        self._jobs_due = controllers.reconcile_jobs(writer)
         controllers.reconcile_daemonsets(writer, nodes, pods)
         owners = controllers.reconcile_deployments(writer, nodes, pods)
         controllers.schedule(writer, nodes, read(self.store, "pods"))
@@ -379,8 +382,14 @@ class Simulation:
         return code, out + err, ctx.files.get(path, "")
 
     def next_wake(self) -> float | None:
-        """Seconds until the simulation has something to do without a write (a pod's sandbox start), or None."""
-        return self.kubelet.next_start()
+        """Seconds until the simulation has something to do without a write (a pod's sandbox start, a Job's
+        deadline or TTL), or None."""
+        due = [t for t in (self.kubelet.next_start(), self._jobs_due) if t is not None]
+        return min(due) if due else None
+
+    def starting(self) -> bool:
+        """Whether a pod waits for its sandbox to start (the simulation is not stable yet)."""
+        return self.kubelet.next_start() is not None
 
     def wake(self) -> None:
         """Called when :meth:`next_wake`'s time came: the next tick is a full one."""
