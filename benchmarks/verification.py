@@ -91,7 +91,7 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
         {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}
     )
     out: dict[str, Any] = {}
-    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=60) as cluster:
+    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=600) as cluster:
         start = time.perf_counter()
         prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
         with tempfile.TemporaryDirectory() as backups:

@@ -101,18 +101,25 @@ class Kubelet:
         """(pod uid, container) -> output of a command that ran to completion."""
         self.start_latency = 0.0
         """Seconds from a pod's binding to its sandbox starting."""
-        self._bound: dict[str, float] = {}
-        """Pod uid -> when the kubelet first saw it bound (monotonic), until its sandbox starts."""
+        self._bound: dict[str, tuple[float, tuple[str, str]]] = {}
+        """Pod uid -> (when the kubelet first saw it bound (monotonic), (namespace, name)), until its sandbox starts."""
 
     def next_start(self) -> float | None:
         """Seconds until the next waiting sandbox may start (None: none waits); forgets pods long overdue (deleted)."""
         if not self._bound:
             return None
         now_ = time.monotonic()
-        for uid, seen in list(self._bound.items()):
+        for uid, (seen, _) in list(self._bound.items()):
             if now_ - seen > self.start_latency + 5.0:
                 self._bound.pop(uid)
-        return max(0.0, min(self._bound.values()) + self.start_latency - now_) if self._bound else None
+        if not self._bound:
+            return None
+        return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - now_)
+
+    def due(self) -> list[tuple[str, str]]:
+        """(namespace, name) of the pods whose sandbox may start now."""
+        now_ = time.monotonic()
+        return [key for seen, key in self._bound.values() if now_ - seen >= self.start_latency]
 
     def forget(self, uid: str) -> None:
         """A pod was deleted: its sandbox will never start."""
@@ -122,7 +129,8 @@ class Kubelet:
         if self.start_latency <= 0:
             return True
         uid = str(pod["metadata"].get("uid", pod["metadata"]["name"]))
-        seen = self._bound.setdefault(uid, time.monotonic())
+        key = (str(pod["metadata"].get("namespace", "")), str(pod["metadata"]["name"]))
+        seen, _ = self._bound.setdefault(uid, (time.monotonic(), key))
         if time.monotonic() - seen < self.start_latency:
             return False
         self._bound.pop(uid, None)
@@ -195,6 +203,7 @@ class Kubelet:
         if not status.get("phase"):
             status.update({"phase": "Pending", "qosClass": "BestEffort", "conditions": []})
             self._cond(status, "PodScheduled", "True")
+            self._sandbox_due(pod)  # the start latency counts from the binding
         elif status.get("phase") in ("Succeeded", "Failed"):
             return
         elif "containerStatuses" not in status:

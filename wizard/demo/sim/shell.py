@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 Result = tuple[int, str, str]
 #: Runs one command: (argv, stdin) -> (exit code, stdout, stderr).
@@ -87,8 +88,11 @@ def _dollar(text: str, i: int, quoted: bool) -> tuple[Part, int]:
     return ("lit", "$", quoted), i + 1
 
 
+@lru_cache(maxsize=256)
 def parse(script: str) -> list[tuple[str, list[Command]]]:
-    """The script as [(connector before, pipeline of commands)]; connector ``;``, ``&&`` or ``||``."""
+    """The script as [(connector before, pipeline of commands)]; connector ``;``, ``&&`` or ``||``.
+
+    Cached (every node runs the same script text): the result is shared, so it is never changed."""
     items: list[tuple[str, list[Command]]] = []
     connector, pipeline, command = ";", [], Command()
     word: Word | None = None
