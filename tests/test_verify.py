@@ -325,7 +325,10 @@ def test_a_probe_daemonset_that_cannot_be_deleted_is_a_warning_with_the_kubectl_
     assert code == 0, err
     faults = demo.faults
     faults.only, faults.methods, faults.error_rate = (
-        ["/apis/apps/v1/namespaces/gpu-operator/daemonsets/gpu-wizard-probe-"],
+        [
+            "/apis/apps/v1/namespaces/gpu-operator/daemonsets/gpu-wizard-probe-",
+            "/apis/batch/v1/namespaces/gpu-operator/jobs/gpu-wizard-probe-",  # its deadline Job would take it along
+        ],
         ["DELETE"],
         1.0,
     )
@@ -338,14 +341,15 @@ def test_a_probe_daemonset_that_cannot_be_deleted_is_a_warning_with_the_kubectl_
     left = json.loads(kubectl(demo, "get", "daemonsets", "-n", "gpu-operator", "-l", selector, "-o", "json").stdout)
     names = [ds["metadata"]["name"] for ds in left["items"]]
     assert len(names) == 1
-    command = f"kubectl delete daemonset -n gpu-operator {names[0]}"
-    warning = f"gpu-wizard: warning: privileged probe daemonset gpu-operator/{names[0]} could not be deleted ("
-    assert warning in err and f"; delete it: {command}\n" in err
-    assert f"! probe-pod: privileged probe daemonset gpu-operator/{names[0]} could not be deleted" in out
-    assert out.count(f"delete it: {command}") == 1  # reported once
-    kubectl(demo, "delete", "daemonset", "-n", "gpu-operator", names[0])  # the printed command works as written
+    for kind in ("daemonset", "job"):
+        command = f"kubectl delete {kind} -n gpu-operator {names[0]}"
+        warning = f"gpu-wizard: warning: privileged probe {kind} gpu-operator/{names[0]} could not be deleted ("
+        assert warning in err and f"; delete it: {command}\n" in err
+        assert f"! probe-pod: privileged probe {kind} gpu-operator/{names[0]} could not be deleted" in out
+        assert out.count(f"delete it: {command}") == 1  # reported once
+        kubectl(demo, "delete", kind, "-n", "gpu-operator", names[0])  # the printed command works as written
     demo.settle()
-    for kind in ("daemonsets", "pods"):
+    for kind in ("jobs", "daemonsets", "pods"):
         found = json.loads(kubectl(demo, "get", kind, "-n", "gpu-operator", "-l", selector, "-o", "json").stdout)
         assert found["items"] == []
 

@@ -233,9 +233,11 @@ class DemoCluster:
             wake = getattr(self.sim, "next_wake", lambda: None)()
             if wake is None:
                 await self._dirty.wait()
-            else:  # a pod's sandbox is due without any write: tick then
+            else:  # a pod's sandbox (or a Job's deadline) is due without any write: tick then
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races the event
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), wake + 0.01)
+                    async with asyncio.timeout(wake + 0.01):
+                        await self._dirty.wait()
                 if not self._dirty.is_set():
                     getattr(self.sim, "wake", lambda: None)()
             self._dirty.clear()
