@@ -2,7 +2,7 @@
 
 Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
 ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
-``test``/``[``, ``ls``, ``echo``, ``printf``, ``base64``, ``true``, ``false``, ``env``,
+``test``/``[``, ``ls``, ``echo``, ``printf``, ``base64``, ``tr -s``, ``true``, ``false``, ``env``,
 ``hostname``, ``sleep``, ``lsmod``, ``head``/``tail``/``wc`` (``-c``: bytes), ``chroot DIR CMD``
 and ``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
 ``sh: <cmd>: command not found``. Paths under the container's host-root mount (``/host``) and its
@@ -362,6 +362,8 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
         return _printf(args)
     if cmd == "base64":
         return _base64(args, stdin)
+    if cmd == "tr" and len(args) == 2 and args[0] == "-s":
+        return 0, re.sub(f"([{re.escape(args[1])}])\\1+", r"\1", stdin), ""
     if cmd == "echo":
         newline = args[:1] != ["-n"]
         words = args[1:] if not newline else args
