@@ -318,8 +318,9 @@ class Cluster:
     async def host_drivers(self) -> dict[str, str]:
         """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
 
-        One privileged probe pod per GPU node (the pre-installed check's path), removed afterwards: the
-        front ends run it only when the user asks, since it creates privileged pods.
+        One short-lived privileged probe DaemonSet for all the GPU nodes (the pre-installed check's path,
+        :func:`wizard.cluster.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
+        when the user asks, since it creates privileged pods.
         """
         gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
         if not gpu:
@@ -337,7 +338,7 @@ class Cluster:
         return await self._probe_hosts(plan, gpu)
 
     async def _probe_hosts(self, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
-        """Run the pre-installed host checks on ``nodes`` (a probe pod each): node -> host driver version ("" none)."""
+        """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
         found = {n.name: "" for n in nodes}
         ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
         try:
@@ -390,7 +391,7 @@ class Cluster:
         """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
 
         ``toolkit_install_dir`` defaults to the plan's, else the OS profile's; ``nodes`` to every GPU
-        node. Per node a probe pod runs ``test``/``findmnt`` on the host (see :mod:`wizard.cluster.pathcheck`);
+        node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.pathcheck`);
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
         facts = await self.discover()
