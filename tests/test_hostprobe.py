@@ -224,3 +224,20 @@ def test_cleanup_that_cannot_remove_says_the_command_and_exits_1(
     assert f"run: kubectl delete job -n {NS} {ds}" in out and "2 could not be removed" in out
     code, _, err = _cli(capsys, "cleanup", "--kubeconfig", "/no/such/kubeconfig")
     assert code == 2 and "Traceback" not in err
+
+
+def test_cleanup_without_cluster_wide_listing_looks_in_the_operator_namespace(
+    demo_cluster: ClusterFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("noexec-run")
+    _leave_probes_behind(demo)
+    faults = demo.faults  # the user may not list across namespaces
+    faults.only, faults.methods = ["/api/v1/pods", "/apis/apps/v1/daemonsets", "/apis/batch/v1/jobs"], ["GET"]
+    faults.error_code, faults.error_rate = 403, 1.0
+    try:
+        code, out, _ = _cli(capsys, "cleanup", "--kubeconfig", str(demo.kubeconfig_path))
+        assert code == 0 and f"probe objects in namespace {NS}" in out
+        code, out, _ = _cli(capsys, "cleanup", "--kubeconfig", str(demo.kubeconfig_path))
+        assert code == 0 and out == f"nothing left: no gpu-wizard probe Job, DaemonSet or pod in namespace {NS}\n"
+    finally:
+        faults.clear()
