@@ -241,3 +241,18 @@ def test_cleanup_without_cluster_wide_listing_looks_in_the_operator_namespace(
         assert code == 0 and out == f"nothing left: no gpu-wizard probe Job, DaemonSet or pod in namespace {NS}\n"
     finally:
         faults.clear()
+
+
+async def test_a_single_node_gets_one_probe_pod_with_the_same_results(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("noexec-run")
+    requests: list[str] = []
+    demo.cluster.faults.when = lambda r: requests.append(f"{r.method} {r.path}") or False
+    async with connected(demo) as cluster:
+        runs = [r async for r in run_on_hosts(cluster.gateway, ["gpu-a10-01"], STEPS, namespace=NS, image=IMAGE)]
+        assert await leftovers(cluster) == ([], [])
+    assert len(runs) == 1 and isinstance(runs[0], HostRun) and runs[0].ran
+    got = runs[0].by_check(STEPS)
+    assert got["hostname"].output == "gpu-a10-01" and got["mount"].output.split()[1].startswith("rw")
+    assert "Read-only file system" in got["write"].output
+    writes = [r for r in requests if r.startswith(("POST", "DELETE", "PUT", "PATCH")) and "accessreviews" not in r]
+    assert [w.split()[0] for w in writes] == ["POST", "DELETE"] and all("/pods" in w for w in writes), writes
