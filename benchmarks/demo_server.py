@@ -38,14 +38,18 @@ class Served:
 
 
 @contextlib.contextmanager
-def served(scenario: str, *, script: Path | None = None, startup_timeout: float = 120.0) -> Iterator[Served]:
-    """A demo cluster serving ``scenario`` (name or YAML path) in a child process (``script``: another entry point)."""
+def served(
+    scenario: str, *, script: Path | None = None, startup_timeout: float = 120.0, pod_start_latency: float = 0.0
+) -> Iterator[Served]:
+    """A demo cluster serving ``scenario`` (name or YAML path) in a child process (``script``: another entry point;
+    ``pod_start_latency``: seconds from a pod's binding to its sandbox, 0 unless a benchmark measures it)."""
     with tempfile.TemporaryDirectory(prefix="gpu-wizard-bench-") as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         log = open(Path(tmp) / "server.log", "w+")  # noqa: SIM115 (closed below, after the child)
         code = "import sys; from wizard.demo.serve import main; sys.exit(main(sys.argv[1:]))"
         entry = [str(script)] if script else ["-c", code]
         argv = [sys.executable, *entry, "--scenario", scenario, "--port", "0", "--step-delay", "0"]
+        argv += ["--pod-start-latency", str(pod_start_latency)]
         proc = subprocess.Popen(
             [*argv, "--kubeconfig", str(kubeconfig)], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
         )

@@ -149,13 +149,14 @@ def test_discover_and_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 2 and "no ClusterPolicy in the cluster to verify against" in err and "--answers" in err
 
 
-def test_ctrl_c_during_verify_deletes_the_probe_pods(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+def test_ctrl_c_during_verify_deletes_the_probe_daemonset(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("preinstalled")
     plan = tmp_path / "answers.yaml"
     plan.write_text("version: 1\nmode: preinstalled\n")
     argv = ["--answers", str(plan), "--kubeconfig", str(demo.kubeconfig_path)]
     assert main(["apply", *argv, "--yes", "--backup-dir", str(tmp_path), "--no-wait"]) == 0
-    demo.faults.exec_latency_ms = 5000  # every host nvidia-smi hangs in the kubelet
+    demo.settle()  # the operator's pods are up
+    demo.cluster.sim.kubelet.start_latency = 60  # the probe pods stay Pending: the verification waits for them
     proc = subprocess.Popen(
         [sys.executable, "-m", "wizard", "verify", *argv, "--no-registry"],
         stdout=subprocess.PIPE,
@@ -163,16 +164,17 @@ def test_ctrl_c_during_verify_deletes_the_probe_pods(demo_cluster: ClusterFactor
         text=True,
     )
 
-    def probes() -> list[str]:
-        pods = demo.call(lambda: demo.store.list("pods", "gpu-operator"))
-        return [p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith("gpu-wizard-probe-")]
+    def probes(kind: str) -> list[str]:
+        found = demo.call(lambda: demo.store.list(kind, "gpu-operator"))
+        return [o["metadata"]["name"] for o in found if o["metadata"]["name"].startswith("gpu-wizard-probe-")]
 
     deadline = time.monotonic() + 20
-    while not probes() and time.monotonic() < deadline:
+    while not probes("pods") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert probes(), "the probe pods never started"
-    time.sleep(0.3)  # their execs are in flight now
+    assert probes("daemonsets") and probes("pods"), "the probe pods were never created"
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode == 130 and err.rstrip().endswith("gpu-wizard: interrupted") and "Traceback" not in err
-    assert probes() == []  # deleted before the process exited
+    assert probes("daemonsets") == []  # deleted before the process exited
+    demo.settle()
+    assert probes("pods") == []  # and its pods with it (the garbage collector)

@@ -47,7 +47,7 @@ async def test_verify_without_a_registry_shows_skipped_not_verified(tui_env: Pat
     assert "| gpu-h200-01 | image-digest | - SKIPPED registry digest not checked:" in report_markdown(app.state)
 
 
-async def test_a_probe_pod_left_behind_is_notified_and_reported(tui_env: Path) -> None:
+async def test_a_probe_daemonset_left_behind_is_notified_and_reported(tui_env: Path) -> None:
     app = demo_app(tui_env, "preinstalled")
     async with app.run_test(size=(100, 30)) as pilot:
         await walk_to(pilot, "nodes", "mode")
@@ -58,8 +58,8 @@ async def test_a_probe_pod_left_behind_is_notified_and_reported(tui_env: Path) -
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         await next_to(pilot, "apply")
         await apply_and_roll_out(pilot)
-        faults = app._demo_cluster.faults  # the host probe pods cannot be deleted
-        faults.only, faults.methods = ["/api/v1/namespaces/gpu-operator/pods/gpu-wizard-probe-"], ["DELETE"]
+        faults = app._demo_cluster.faults  # the host probe's DaemonSet cannot be deleted
+        faults.only, faults.methods = ["/apis/apps/v1/namespaces/gpu-operator/daemonsets/gpu-wizard-probe-"], ["DELETE"]
         faults.error_rate = 1.0
         try:
             await verified(pilot)
@@ -67,9 +67,9 @@ async def test_a_probe_pod_left_behind_is_notified_and_reported(tui_env: Path) -
             faults.clear()
     notified = " ".join(n.message for n in app._notifications if n.title == "Probe pod left behind")
     probes = [c for c in app.state.checks if c.check == "probe-pod"]
-    assert sorted(c.node for c in probes) == ["gpu-l40s-01", "gpu-l40s-02"]
+    assert len(probes) == 1  # one DaemonSet for every node
     markdown = report_markdown(app.state)
     for check in probes:
-        command = f"kubectl delete pod -n gpu-operator {check.data['pod']}"
+        command = f"kubectl delete daemonset -n gpu-operator {check.data['daemonset']}"
         assert command in check.message and check.message in notified
-        assert f"| {check.node} | probe-pod | ! privileged probe pod gpu-operator/{check.data['pod']}" in markdown
+        assert f"* ! probe-pod: privileged probe daemonset gpu-operator/{check.data['daemonset']}" in markdown

@@ -313,7 +313,7 @@ def test_cli_verify_with_a_wrong_registry_password_is_skipped_not_verified(
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
 
 
-def test_a_probe_pod_that_cannot_be_deleted_is_a_warning_with_the_kubectl_command(
+def test_a_probe_daemonset_that_cannot_be_deleted_is_a_warning_with_the_kubectl_command(
     demo_cluster: ClusterFactory, kubectl: Kubectl, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     demo = demo_cluster("preinstalled")
@@ -325,7 +325,10 @@ def test_a_probe_pod_that_cannot_be_deleted_is_a_warning_with_the_kubectl_comman
     assert code == 0, err
     faults = demo.faults
     faults.only, faults.methods, faults.error_rate = (
-        ["/api/v1/namespaces/gpu-operator/pods/gpu-wizard-probe-"],
+        [
+            "/apis/apps/v1/namespaces/gpu-operator/daemonsets/gpu-wizard-probe-",
+            "/apis/batch/v1/namespaces/gpu-operator/jobs/gpu-wizard-probe-",  # its deadline Job would take it along
+        ],
         ["DELETE"],
         1.0,
     )
@@ -333,22 +336,22 @@ def test_a_probe_pod_that_cannot_be_deleted_is_a_warning_with_the_kubectl_comman
         code, out, err = _cli(capsys, "verify", *argv)
     finally:
         faults.clear()
-    assert code == 0, out + err  # the checks passed; the pods left behind are warnings, not hidden
-    left = json.loads(kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", PROBE_LABEL, "-o", "json").stdout)
-    names = {pod["spec"]["nodeName"]: pod["metadata"]["name"] for pod in left["items"]}
-    assert sorted(names) == ["gpu-l40s-01", "gpu-l40s-02"]
-    for node, name in names.items():
-        command = f"kubectl delete pod -n gpu-operator {name}"
-        warning = f"gpu-wizard: warning: privileged probe pod gpu-operator/{name} on {node} could not be deleted ("
+    assert code == 0, out + err  # the checks passed; what was left behind is a warning, not hidden
+    selector = "app.kubernetes.io/managed-by=gpu-wizard"
+    left = json.loads(kubectl(demo, "get", "daemonsets", "-n", "gpu-operator", "-l", selector, "-o", "json").stdout)
+    names = [ds["metadata"]["name"] for ds in left["items"]]
+    assert len(names) == 1
+    for kind in ("daemonset", "job"):
+        command = f"kubectl delete {kind} -n gpu-operator {names[0]}"
+        warning = f"gpu-wizard: warning: privileged probe {kind} gpu-operator/{names[0]} could not be deleted ("
         assert warning in err and f"; delete it: {command}\n" in err
-        assert f"! probe-pod {node}: privileged probe pod gpu-operator/{name} on {node}" in out
-        assert out.count(f"delete it: {command}") == 1  # reported once, not again by the final sweep
-    for name in names.values():  # the printed command works as written
-        kubectl(demo, "delete", "pod", "-n", "gpu-operator", name)
-    assert (
-        json.loads(kubectl(demo, "get", "pods", "-n", "gpu-operator", "-l", PROBE_LABEL, "-o", "json").stdout)["items"]
-        == []
-    )
+        assert f"! probe-pod: privileged probe {kind} gpu-operator/{names[0]} could not be deleted" in out
+        assert out.count(f"delete it: {command}") == 1  # reported once
+        kubectl(demo, "delete", kind, "-n", "gpu-operator", names[0])  # the printed command works as written
+    demo.settle()
+    for kind in ("jobs", "daemonsets", "pods"):
+        found = json.loads(kubectl(demo, "get", kind, "-n", "gpu-operator", "-l", selector, "-o", "json").stdout)
+        assert found["items"] == []
 
 
 async def test_mixed_os_under_clusterpolicy_names_the_operators_choice(

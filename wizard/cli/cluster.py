@@ -48,7 +48,7 @@ def register(sub: Any) -> None:
     discover.add_argument(
         "--check-hosts",
         action="store_true",
-        help="also run nvidia-smi on each GPU node's host (one privileged probe pod per node, removed after)",
+        help="also run nvidia-smi on each GPU node's host (one short-lived privileged probe DaemonSet, removed after)",
     )
     discover.set_defaults(handler=command(cmd_discover))
 

@@ -251,7 +251,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
         if args.output == "text":
             sys.stderr.write(
                 f"doctor: checked {len(gpu)} GPU node(s) for mode {run.target.mode.value}, operator "
-                f"{run.target.release} (plan from {printable(run.origin)}); a probe pod per node, removed after\n"
+                f"{run.target.release} (plan from {printable(run.origin)}); one short-lived host probe (a DaemonSet), removed after\n"
             )
         for _name, source in SOURCES:
             async for check in source(cluster, run):

@@ -28,6 +28,7 @@ from wizard.cluster.liveplan import known_release, plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe import manager_image
+from wizard.cluster.probe_cleanup import Found, clean_up
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
 from wizard.engine.mirror import operator_choices
@@ -332,8 +333,9 @@ class Cluster:
     async def host_drivers(self) -> dict[str, str]:
         """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
 
-        One privileged probe pod per GPU node (the pre-installed check's path), removed afterwards: the
-        front ends run it only when the user asks, since it creates privileged pods.
+        One short-lived privileged probe DaemonSet for all the GPU nodes (the pre-installed check's path,
+        :func:`wizard.cluster.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
+        when the user asks, since it creates privileged pods.
         """
         gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
         if not gpu:
@@ -351,7 +353,7 @@ class Cluster:
         return await self._probe_hosts(plan, gpu)
 
     async def _probe_hosts(self, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
-        """Run the pre-installed host checks on ``nodes`` (a probe pod each): node -> host driver version ("" none)."""
+        """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
         found = {n.name: "" for n in nodes}
         ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
         try:
@@ -413,7 +415,7 @@ class Cluster:
         """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
 
         ``toolkit_install_dir`` defaults to the plan's, else the OS profile's; ``nodes`` to every GPU
-        node. Per node a probe pod runs ``test``/``findmnt`` on the host (see :mod:`wizard.cluster.pathcheck`);
+        node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.pathcheck`);
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
         facts = await self.discover()
@@ -439,7 +441,7 @@ class Cluster:
     ) -> AsyncGenerator[HostState | Check, None]:
         """Before apply: each GPU node's host state (nouveau, Secure Boot, host driver, dkms, headers, space).
 
-        A probe pod per node through :func:`wizard.cluster.hostprobe.run_on_hosts`, removed afterwards;
+        The host probe (:func:`wizard.cluster.hostprobe.run_on_hosts`: one DaemonSet for the run), removed afterwards;
         ``nodes`` (names) defaults to every GPU node, and a name that is no GPU node is a ClusterError.
         ``paths_of``: also check that plan's host folders in the same pod (each state's ``path_checks``).
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
@@ -496,6 +498,15 @@ class Cluster:
                 else:
                     for check in host_findings(doctor, state):
                         yield check
+
+    async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
+        """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
+        :mod:`wizard.cluster.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
+        try:
+            namespace = await self.namespace()
+        except ClusterError:
+            namespace = "gpu-operator"
+        return await clean_up(self.gateway, namespace, dry_run=dry_run)
 
     # -- proving ---------------------------------------------------------------------------------
 

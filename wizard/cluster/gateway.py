@@ -105,6 +105,7 @@ class Gateway:
         self.api = client.ApiClient(configuration)
         self.core = client.CoreV1Api(self.api)
         self.apps = client.AppsV1Api(self.api)
+        self.batch = client.BatchV1Api(self.api)
         self.custom = client.CustomObjectsApi(self.api)
         self.authz = client.AuthorizationV1Api(self.api)
         self.versions = client.VersionApi(self.api)
@@ -424,6 +425,12 @@ class Gateway:
         found = await self.call(f"reading secret {namespace}/{name}", fn, name, namespace, allow_missing=True)
         return None if found is None else str(found.get("type") or "Opaque")
 
+    async def list_jobs(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
+        """Jobs of one namespace matching the selector."""
+        fn = self.raw(self.batch, "list_namespaced_job")
+        found = await self.call(f"listing jobs in {namespace}", fn, namespace, label_selector=label_selector)
+        return list(found.get("items") or [])
+
     async def list_daemonsets(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
         """DaemonSets of one namespace matching the selector."""
         fn = self.raw(self.apps, "list_namespaced_daemon_set")
@@ -516,6 +523,52 @@ class Gateway:
         await self.call(
             f"deleting pod {namespace}/{name}", fn, name, namespace, grace_period_seconds=0, allow_missing=True
         )
+
+    async def create_daemonset(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a DaemonSet (the host probe's)."""
+        fn = self.raw(self.apps, "create_namespaced_daemon_set")
+        return await self.call(
+            f"creating a daemonset in {namespace}", fn, namespace, dict(body), field_manager=FIELD_MANAGER, safe=False
+        )
+
+    async def delete_daemonset(self, namespace: str, name: str) -> None:
+        """Delete a DaemonSet and (background propagation) its pods; one already gone is fine."""
+        fn = self.raw(self.apps, "delete_namespaced_daemon_set")
+        await self.call(
+            f"deleting daemonset {namespace}/{name}",
+            fn,
+            name,
+            namespace,
+            propagation_policy="Background",
+            allow_missing=True,
+        )
+
+    async def create_job(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a Job (the host probe's deadline anchor)."""
+        fn = self.raw(self.batch, "create_namespaced_job")
+        return await self.call(
+            f"creating a job in {namespace}", fn, namespace, dict(body), field_manager=FIELD_MANAGER, safe=False
+        )
+
+    async def delete_job(self, namespace: str, name: str) -> None:
+        """Delete a Job and (background propagation) what it owns; one already gone is fine."""
+        fn = self.raw(self.batch, "delete_namespaced_job")
+        await self.call(
+            f"deleting job {namespace}/{name}", fn, name, namespace, propagation_policy="Background", allow_missing=True
+        )
+
+    async def list_everywhere(self, resource: str, *, label_selector: str) -> list[dict[str, Any]]:
+        """``pods``, ``daemonsets`` or ``jobs`` of every namespace matching ``label_selector`` (what ``gpu-wizard
+        cleanup`` looks for)."""
+        api, operation = {
+            "pods": (self.core, "list_pod_for_all_namespaces"),
+            "daemonsets": (self.apps, "list_daemon_set_for_all_namespaces"),
+            "jobs": (self.batch, "list_job_for_all_namespaces"),
+        }[resource]
+        found = await self.call(
+            f"listing {resource} in all namespaces", self.raw(api, operation), label_selector=label_selector
+        )
+        return list(found.get("items") or [])
 
     async def access_review(
         self, verb: str, resource: str, *, group: str = "", namespace: str = "", subresource: str = ""

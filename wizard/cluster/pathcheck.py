@@ -7,10 +7,12 @@ it does not exist yet, its nearest existing parent, where the operand will creat
 writable and on a mount without ``noexec``. A read-only ``/usr/local`` (SLE Micro, other immutable
 OSes) or a ``noexec`` ``/run`` breaks the install only after the rollout; checked here first.
 
-Per node, the host probe (:mod:`wizard.cluster.hostprobe`: host ``/`` at ``/host``,
-deleted afterwards, also on cancellation) runs one script of ``chroot /host test -d|-w`` and
-``findmnt -T`` steps for each path and its parents; plain commands, no shell loops, so the same
-script runs on any host.
+Per node, the host probe (:mod:`wizard.cluster.hostprobe`: host ``/`` read-only at ``/host``,
+deleted afterwards, also on cancellation) runs one script of ``chroot /host test -e|-d`` and
+``findmnt --task 1 -T`` steps for each path and its parents; plain commands, no shell loops, so the
+same script runs on any host. Writability comes from the mount's own ``rw``/``ro`` flag in the
+host init's mount table (``--task 1``): through the probe's read-only bind, ``test -w`` would say
+"not writable" everywhere, and the bind's own flags would show ``ro`` for the root file system.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.hostprobe import run_on_hosts
+from wizard.cluster.hostprobe import host_findmnt, run_on_hosts, truncation_check
 from wizard.cluster.probe import Leftover
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.nodescript import Step, StepResult
@@ -83,13 +85,12 @@ def lineage(path: str) -> list[str]:
 
 
 def steps_for(paths: Sequence[HostPath]) -> list[Step]:
-    """The script of one node: ``test -e`` of each path, ``test -d``, ``test -w`` and ``findmnt`` of every folder on the way."""
+    """The script of one node: ``test -e`` of each path, ``test -d`` and ``findmnt`` of every folder on the way."""
     steps = [Step(f"e {p.path}", ("test", "-e", p.path), host=True) for p in paths]
     for folder in dict.fromkeys(f for p in paths for f in lineage(p.path)):
         steps += [
             Step(f"d {folder}", ("test", "-d", folder), host=True),
-            Step(f"w {folder}", ("test", "-w", folder), host=True),
-            Step(f"m {folder}", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", folder), host=True),
+            Step(f"m {folder}", host_findmnt(folder), host=True),
         ]
     return steps
 
@@ -139,13 +140,12 @@ def finding(spec: HostPath, results: Mapping[str, StepResult], node: str) -> Che
             Status.WARN, "mount unknown", f"cannot tell the mount of {spec.path} (findmnt: {shown or 'no answer'})"
         )
     target, options = fields[0], fields[-1].split(",")
-    writable, noexec = ok.get(f"w {nearest}", False), "noexec" in options
+    writable, noexec = "ro" not in options, "noexec" in options
     data.update(mount=target, options=",".join(options), writable=writable, noexec=noexec)
     where = f"{spec.path} (exists)" if exists else f"{spec.path} (to be created in {nearest})"
     problems: list[tuple[str, str]] = []
     if spec.writable and not writable:
-        why = "mounted read-only" if "ro" in options else "test -w fails (immutable attribute?)"
-        problems.append((f"read-only {target}", f"not writable: {nearest} is on {target}, {why}"))
+        problems.append((f"read-only {target}", f"not writable: {nearest} is on {target}, mounted read-only"))
     if noexec:
         problems.append((f"noexec {target}", f"{target} is mounted noexec: {spec.runs} must execute from there"))
     if problems:
@@ -188,6 +188,8 @@ async def check_nodes(
                 by_name = run.by_check(steps)
                 for p in paths:
                     yield finding(p, by_name, run.node)
+                if run.truncated:
+                    yield truncation_check(run.node, run.truncated)
 
 
 def prepare(

@@ -1,7 +1,9 @@
 """Running commands on a GPU node's host, in a short-lived probe pod.
 
 The operator's ``nvidia-driver-ctr`` does not mount the host's ``/`` (and pre-installed mode has no
-driver pod at all), so a probe pod is created on the node: ``nodeName`` pinned, privileged, host ``/`` at ``/host``,
+driver pod at all), so a probe pod is created on the node (the host probe's path for one node; many
+nodes share one DaemonSet, :mod:`wizard.cluster.probeset`): ``nodeName`` pinned, privileged, host
+``/`` read-only at ``/host``,
 ``activeDeadlineSeconds`` so that a crash of the wizard cannot leave it running forever, and deleted
 as soon as the node's checks are done, also on cancellation. A pod that could not be deleted is
 never passed over in silence: it becomes a :class:`Leftover`, logged as a warning (the CLI prints it
@@ -80,7 +82,7 @@ def probe_pod(node: str, namespace: str, image: str, *, run_id: str = "", deadli
                     "imagePullPolicy": "IfNotPresent",
                     "command": ["sleep", str(deadline_s)],
                     "securityContext": {"privileged": True},
-                    "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT}],
+                    "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True}],
                 }
             ],
             "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}],
@@ -110,28 +112,30 @@ def _probe_state(pod: Mapping[str, Any]) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Leftover:
-    """A privileged probe pod that could not be deleted: the user must delete it."""
+    """A privileged probe pod (or the probe DaemonSet) that could not be deleted: the user must delete it."""
 
     namespace: str
     name: str
     node: str
     why: str
+    kind: str = "pod"
+    """``pod`` or ``daemonset``."""
 
     @property
     def command(self) -> str:
-        return shlex.join(["kubectl", "delete", "pod", "-n", self.namespace, self.name])
+        return shlex.join(["kubectl", "delete", self.kind, "-n", self.namespace, self.name])
 
     @property
     def message(self) -> str:
         on = f" on {self.node}" if self.node else ""
         return (
-            f"privileged probe pod {self.namespace}/{self.name}{on} could not be deleted ({self.why}); "
+            f"privileged probe {self.kind} {self.namespace}/{self.name}{on} could not be deleted ({self.why}); "
             f"delete it: {self.command}"
         )
 
     def check(self) -> Check:
         """The warning a verification or path check reports."""
-        data = {"namespace": self.namespace, "pod": self.name, "command": self.command}
+        data = {"namespace": self.namespace, self.kind: self.name, "command": self.command}
         return Check("probe-pod", Status.WARN, self.message, node=self.node, hint=f"run: {self.command}", data=data)
 
 

@@ -9,14 +9,17 @@ with its own timeouts, so a slow or failing node never holds up the others. Per 
   ``imageID`` digest against the registry's digest of that tag (a tag re-pushed after the pull shows
   up here), and ``nvidia-smi`` run in the container, its output streamed and parsed;
 * pre-installed mode: the ``nvidia.com/gpu.deploy.driver=pre-installed`` label and ``nvidia-smi`` on
-  the host through a short-lived probe pod;
+  the host through the host probe;
 * every mode: the toolkit binary's mount (``noexec`` flagged), ``/run/nvidia/driver`` for the
   containerized driver, and the containerd drop-in's ``BinaryName`` against the live installDir.
 
-A node's commands run as scripts (:mod:`wizard.engine.nodescript`): ``nvidia-smi`` in the driver
-container, the host checks in a probe pod, side by side. The operator's ``nvidia-driver-ctr`` has no
-host root, so the host checks always take the probe path, the same on the demo as on a real
-cluster. Cancelling the consumer cancels every node task; probe pods are deleted on the way out.
+A node's commands run as scripts (:mod:`wizard.engine.nodescript`): ``nvidia-smi`` as an exec in the
+driver container; the host checks (the same steps on every node) through ONE host probe run for
+all the nodes (:func:`wizard.cluster.hostprobe.run_on_hosts`: one DaemonSet), started with the
+verification, each node's host results reported as soon as both they and the node's own checks are
+in. The operator's ``nvidia-driver-ctr`` has no host root, so the host checks always take the probe
+path, the same on the demo as on a real cluster. Cancelling the consumer cancels every node task
+and the probe run, which removes what it created on the way out.
 """
 
 from __future__ import annotations
@@ -25,14 +28,15 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.hostprobe import HostRun, host_findmnt, run_on_hosts, truncation_check
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
-from wizard.cluster.probe import Leftover, ProbePod, Shell, sweep
+from wizard.cluster.probe import Leftover, Shell
 from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
@@ -117,7 +121,27 @@ class VerifyContext:
     skipped: list[Check] = field(default_factory=list)
     """Node checks that could not run: never counted as passed."""
     leftovers: dict[str, Leftover] = field(default_factory=dict)
-    """Probe pods that could not be deleted, by name (reported as warnings naming ``kubectl delete``)."""
+    """Probe objects that could not be deleted, by name (reported as warnings naming ``kubectl delete``)."""
+    hosts: dict[str, asyncio.Future[HostRun]] = field(default_factory=dict)
+    """Node -> its host probe result, set as the probe run delivers it."""
+
+    def host_steps(self) -> list[Step]:
+        """The steps every node's host runs: findmnt of the toolkit binary (and the driver root), the drop-in's
+        ``BinaryName``; in pre-installed mode the host's ``nvidia-smi`` first."""
+        runtime = f"{self.toolkit_dir}/toolkit/nvidia-container-runtime"
+        driver = self.plan.driver_enabled or bool(self.plan.hostPaths.driverInstallDir)
+        steps = [] if self.plan.driver_enabled else [Step("host-nvidia-smi", ("nvidia-smi",), host=True, stream=True)]
+        steps.append(Step("toolkit-path", host_findmnt(runtime), host=True))
+        if driver:
+            steps.append(Step("driver-path", host_findmnt(self.driver_dir), host=True))
+        steps.append(Step("containerd-config", ("grep", "BinaryName", self.drop_in), host=True))
+        return steps
+
+    def host_result(self, node: str) -> asyncio.Future[HostRun]:
+        if node not in self.hosts:
+            self.hosts[node] = asyncio.get_running_loop().create_future()
+        return self.hosts[node]
+
     choices: dict[str, dict[str, str]] = field(default_factory=dict)
     """Mixed-OS ClusterPolicy: node -> {OS tag the operator may pick -> image} (:func:`operator_choices`)."""
     own_tags: dict[str, str] = field(default_factory=dict)
@@ -135,6 +159,8 @@ class NodeRun:
         self.ctx = ctx
         self.node = node
         self._emit = emit
+        self.wants_host = False
+        """The node's own checks got far enough for its host checks to count."""
 
     def emit(self, check: str, status: Status, message: str, **extra: Any) -> None:
         finding = Check(check, status, message, node=self.node.name, **extra)
@@ -148,17 +174,6 @@ class NodeRun:
 
     def line(self, stream: str, text: str) -> None:
         self._emit(LogLine(text, self.node.name, stream))
-
-    def path_steps(self, *, driver: bool) -> list[Step]:
-        """findmnt of the toolkit binary (and the driver root), grep of the containerd drop-in, all on the host."""
-        runtime = f"{self.ctx.toolkit_dir}/toolkit/nvidia-container-runtime"
-        steps = [Step("toolkit-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", runtime), host=True)]
-        if driver:
-            steps.append(
-                Step("driver-path", ("findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", self.ctx.driver_dir), host=True)
-            )
-        steps.append(Step("containerd-config", ("grep", "BinaryName", self.ctx.drop_in), host=True))
-        return steps
 
     async def run_steps(self, shell: Shell, steps: list[Step]) -> None:
         """Run ``steps`` in one exec and report each; an exec that fails fails every one of its checks."""
@@ -196,6 +211,28 @@ class NodeRun:
             await self.driver_mode()
         else:
             await self.preinstalled_mode()
+
+    async def host_checks(self) -> None:
+        """Report this node's host probe results (waits for them: the probe runs for every node at once)."""
+        steps = self.ctx.host_steps()
+        run = await self.ctx.host_result(self.node.name)
+        if not run.ran:
+            for step in steps:
+                self.emit(
+                    step.check,
+                    Status.FAIL,
+                    f"cannot run {step.argv[0]} on the host: {run.error}",
+                    hint=run.hint or "check that the node is Ready",
+                )
+            return
+        for step, result in zip(steps, run.results, strict=True):
+            if step.stream:
+                for text in result.output.splitlines():
+                    self.line("stdout", text)
+            self.report(step, result)
+        if run.truncated:
+            found = truncation_check(self.node.name, run.truncated)
+            self.emit(found.check, found.status, found.message, hint=found.hint, data=found.data)
 
     async def driver_mode(self) -> None:
         pod = self.ctx.pods.get(self.node.name)
@@ -256,27 +293,8 @@ class NodeRun:
         self.digest_check(expected or pod.image, pod.image_id)
         smi = Step("nvidia-smi", ("nvidia-smi",), stream=True)
         driver_shell = Shell(self.ctx.gateway, self.ctx.namespace, pod.name, DRIVER_CONTAINER, "", self.ctx.timeout)
-
-        async def on_the_host() -> None:
-            async with self.probe() as shell:
-                await self.run_steps(shell, self.path_steps(driver=True))
-
-        await asyncio.gather(self.run_steps(driver_shell, [smi]), on_the_host())
-
-    @contextlib.asynccontextmanager
-    async def probe(self) -> AsyncIterator[Shell]:
-        """A probe pod on the node for the block; one that could not be deleted is reported as a warning."""
-        ctx = self.ctx
-        pod = ProbePod(
-            ctx.gateway, self.node.name, ctx.namespace, ctx.probe_image, timeout=ctx.timeout, run_id=ctx.run_id
-        )
-        try:
-            async with pod as shell:
-                yield shell
-        finally:
-            if pod.leftover is not None:
-                self.ctx.leftovers[pod.leftover.name] = pod.leftover
-                self._emit(pod.leftover.check())
+        await self.run_steps(driver_shell, [smi])
+        self.wants_host = True
 
     def digest_check(self, image: str, image_id: str) -> None:
         """The running ``imageID`` against the registry's digest of the tag; SKIPPED (never passed) when
@@ -370,9 +388,7 @@ class NodeRun:
                 f"nvidia.com/gpu.deploy.driver={self.node.deploy_driver or 'unset'}, not pre-installed",
                 hint="with driver.enabled=false the driver manager never relabels the node (operator issue #982); the host nvidia-smi check below is what counts",
             )
-        smi = Step("host-nvidia-smi", ("nvidia-smi",), host=True, stream=True)
-        async with self.probe() as shell:
-            await self.run_steps(shell, [smi, *self.path_steps(driver=bool(self.ctx.plan.hostPaths.driverInstallDir))])
+        self.wants_host = True
 
 
 def summary(ctx: VerifyContext, total: int) -> Check:
@@ -397,6 +413,34 @@ def summary(ctx: VerifyContext, total: int) -> Check:
     return Check("summary", Status.PASS, f"all {total} GPU nodes verified", data=counts)
 
 
+async def _probe_hosts(ctx: VerifyContext, nodes: Sequence[str], concurrency: int, emit: Emit) -> None:
+    """One host probe run for every node; each result goes to the node's future as it arrives."""
+    runs = run_on_hosts(
+        ctx.gateway,
+        nodes,
+        ctx.host_steps(),
+        namespace=ctx.namespace,
+        image=ctx.probe_image,
+        timeout=ctx.timeout,
+        concurrency=concurrency,
+    )
+    try:
+        async with contextlib.aclosing(runs):
+            async for item in runs:
+                if isinstance(item, Leftover):
+                    ctx.leftovers[item.name] = item
+                    emit(item.check())
+                elif not ctx.host_result(item.node).done():
+                    ctx.host_result(item.node).set_result(item)
+    except ClusterError as exc:
+        for node in nodes:
+            if not ctx.host_result(node).done():
+                ctx.host_result(node).set_result(HostRun(node, error=exc.message, hint=exc.hint))
+    for node in nodes:
+        if not ctx.host_result(node).done():
+            ctx.host_result(node).set_result(HostRun(node, error="the host probe gave no result for this node"))
+
+
 async def verify_nodes(
     ctx: VerifyContext,
     nodes: list[NodeFacts],
@@ -406,24 +450,26 @@ async def verify_nodes(
     """Verify ``nodes`` concurrently, yielding findings as they arrive; cleans up on cancellation.
 
     With ``pod_pages`` the driver pods are read while the first nodes are already being checked: a
-    node starts as soon as its pod is known, the nodes without one once every page is read.
+    node starts as soon as its pod is known, the nodes without one once every page is read. The
+    host probe runs for every node from the start; a node's host checks are reported once its own
+    checks are done (outside the concurrency bound: they only wait).
     """
     queue: asyncio.Queue[Item | None] = asyncio.Queue()
     semaphore = asyncio.Semaphore(max(1, concurrency))
     pending = {node.name: node for node in nodes}
     tasks: list[asyncio.Task[None]] = []
-    swept = False
-    """The final sweep ran (else the clean-up runs it)."""
 
     async def one(node: NodeFacts) -> None:
-        async with semaphore:
-            run = NodeRun(ctx, node, queue.put_nowait)
-            try:
+        run = NodeRun(ctx, node, queue.put_nowait)
+        try:
+            async with semaphore:
                 await run.run()
-            except ClusterError as exc:
-                run.emit("node", Status.FAIL, exc.message, hint=exc.hint)
-            except Exception as exc:  # a bug in one node's checks must not end the others
-                run.emit("node", Status.FAIL, f"unexpected error: {exc.__class__.__name__}: {exc}")
+            if run.wants_host:
+                await run.host_checks()
+        except ClusterError as exc:
+            run.emit("node", Status.FAIL, exc.message, hint=exc.hint)
+        except Exception as exc:  # a bug in one node's checks must not end the others
+            run.emit("node", Status.FAIL, f"unexpected error: {exc.__class__.__name__}: {exc}")
 
     def start(name: str) -> None:
         node = pending.pop(name, None)
@@ -449,13 +495,10 @@ async def verify_nodes(
                 ctx.failed.add(name)
                 pending.pop(name)
         await asyncio.gather(*tasks, return_exceptions=True)
-        nonlocal swept
-        for leftover in await sweep(ctx.gateway, ctx.namespace, ctx.run_id, known=set(ctx.leftovers)):
-            ctx.leftovers[leftover.name] = leftover
-            queue.put_nowait(leftover.check())
-        swept = True
+        await asyncio.gather(prober, return_exceptions=True)
         queue.put_nowait(None)
 
+    prober = asyncio.create_task(_probe_hosts(ctx, [n.name for n in nodes], concurrency, queue.put_nowait))
     feeder = asyncio.create_task(feed())
     try:
         while (item := await queue.get()) is not None:
@@ -463,13 +506,10 @@ async def verify_nodes(
     finally:
         for task in (feeder, *tasks):
             task.cancel()
+        prober.cancel()  # closes the probe run: it removes its DaemonSet (shielded) and logs what it could not
         if tasks:
             await asyncio.wait(tasks, timeout=ctx.timeout)
-        if not swept:  # cancelled: the sweep logs what it could not delete (the CLI prints it on stderr)
-            try:
-                await asyncio.shield(sweep(ctx.gateway, ctx.namespace, ctx.run_id, known=set(ctx.leftovers)))
-            except Exception as exc:  # a bug in the clean-up must not hide the reason of the cancellation
-                log.warning("cleaning up the probe pods failed: %s: %s", exc.__class__.__name__, exc)
+        await asyncio.wait([prober], timeout=ctx.timeout)
 
 
 async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:

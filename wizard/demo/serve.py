@@ -86,6 +86,7 @@ class DemoCluster:
         kubeconfig_path: str | Path | None = None,
         simulation: SimulationFactory | None = None,
         tls: bool | None = None,
+        pod_start_latency: float = 0.0,
     ) -> None:
         self.scenario = _load(scenario)
         self.port = port
@@ -97,6 +98,9 @@ class DemoCluster:
             register_crds(self.store, self.scenario.operator.release)
         self.sim = (simulation or _default_simulation)(self.scenario, self.store)
         self.sim.seed()
+        kubelet = getattr(self.sim, "kubelet", None)
+        if kubelet is not None:  # after seeding: what ran before the demo started is up at once
+            kubelet.start_latency = pod_start_latency
         self.server = ApiServer(self.store, self.sim, self.token, self.faults, self.scenario.rbac_deny)
         puller = getattr(self.sim, "puller", None)
         if puller is not None and not self.scenario.registry.url:
@@ -226,13 +230,15 @@ class DemoCluster:
     async def _drive(self) -> None:
         """Tick the simulation after writes until it is stable, then wait for the next write (or its clock)."""
         while True:
-            wake_in = getattr(self.sim, "wake_in", lambda: None)()
-            if wake_in is None:
+            wake = getattr(self.sim, "next_wake", lambda: None)()
+            if wake is None:
                 await self._dirty.wait()
-            else:  # a node waits out its time in an upgrade state: tick when it is up, write or not
-                try:
-                    await asyncio.wait_for(self._dirty.wait(), wake_in + 0.01)
-                except TimeoutError:
+            else:  # a pod's sandbox (or a Job's deadline) is due without any write: tick then
+                # asyncio.timeout, not wait_for: 3.11's wait_for can swallow a cancellation that races the event
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wake + 0.01):
+                        await self._dirty.wait()
+                if not self._dirty.is_set():
                     getattr(self.sim, "wake", lambda: None)()
             self._dirty.clear()
             while True:
@@ -245,7 +251,8 @@ class DemoCluster:
                 if not changed:
                     break
                 await asyncio.sleep(self.step_delay)
-            if not self._dirty.is_set():
+            # Stable: no pod is about to start (a far-off Job deadline is a timer, not work in progress).
+            if not self._dirty.is_set() and not getattr(self.sim, "starting", lambda: False)():
                 self._idle.set()
 
     async def settle(self, timeout: float = 30.0) -> None:
@@ -360,6 +367,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=6443, help="port on 127.0.0.1 (0: any free port; default 6443)")
     parser.add_argument("--step-delay", type=float, default=0.5, help="seconds between simulation steps (default 0.5)")
     parser.add_argument(
+        "--pod-start-latency",
+        type=float,
+        default=2.0,
+        help="seconds from a pod's binding to its containers starting, as on a real node (default 2)",
+    )
+    parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
         help=f"where to write the kubeconfig, which holds the demo's token (default {default_kubeconfig_path()})",
@@ -419,7 +432,11 @@ async def _serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise DemoStartError(f"cannot create the state folder {kubeconfig.parent}: {exc.strerror or exc}") from None
     async with DemoCluster(
-        args.scenario, port=args.port, step_delay=args.step_delay, kubeconfig_path=kubeconfig
+        args.scenario,
+        port=args.port,
+        step_delay=args.step_delay,
+        kubeconfig_path=kubeconfig,
+        pod_start_latency=args.pod_start_latency,
     ) as cluster:
         print(_banner(cluster), flush=True)
         started = time.monotonic()

@@ -76,13 +76,14 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("events", "Event", "", True, ("ev",), ()),
     _builtin("daemonsets", "DaemonSet", "apps", True, ("ds",), ("status",), ("all",)),
     _builtin("deployments", "Deployment", "apps", True, ("deploy",), ("status",), ("all",)),
+    _builtin("jobs", "Job", "batch", True, (), ("status",), ("all",)),
     _builtin("customresourcedefinitions", "CustomResourceDefinition", "apiextensions.k8s.io", False, ("crd", "crds")),
     _builtin(
         "selfsubjectaccessreviews", "SelfSubjectAccessReview", "authorization.k8s.io", False, (), (), (), ("create",)
     ),
 )
 
-BUILTIN_GROUPS: tuple[str, ...] = ("", "apps", "apiextensions.k8s.io", "authorization.k8s.io")
+BUILTIN_GROUPS: tuple[str, ...] = ("", "apps", "batch", "apiextensions.k8s.io", "authorization.k8s.io")
 
 
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:

@@ -1,14 +1,20 @@
-"""Kubernetes' own controllers, simulated: DaemonSets, Deployments and garbage collection.
+"""Kubernetes' own controllers, simulated: DaemonSets, Deployments, Jobs' deadlines and garbage collection.
 
-The DaemonSet controller creates one pod per matching node (labels ``controller-revision-hash`` and
+The DaemonSet controller creates one pod per node the template fits (its nodeSelector, its required
+node affinity, its tolerations against the node's NoSchedule/NoExecute taints; labels ``controller-revision-hash`` and
 ``pod-template-generation``, ``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
 on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
-waits for someone to delete them) and writes the DaemonSet status. Also here: what node agents do
+waits for someone to delete them) and writes the DaemonSet status. The Job controller here runs no
+pods (the only Jobs are deadline anchors with ``parallelism: 0``): it sets ``startTime``, fails a Job
+past its ``activeDeadlineSeconds`` (``DeadlineExceeded``) and, as the TTL-after-finished controller,
+deletes a finished Job ``ttlSecondsAfterFinished`` later; the garbage collector then removes what the
+Job owns. Also here: what node agents do
 to their Node (the driver manager's ``pre-installed`` label, the device plugin's ``nvidia.com/gpu``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Any
 
@@ -35,6 +41,74 @@ DS_TOLERATIONS = [
 def matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
     """A nodeSelector matches when every key has exactly that value."""
     return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _term_fits(node: dict[str, Any], term: dict[str, Any]) -> bool:
+    """One nodeSelectorTerm: every matchExpression (labels) and matchField (``metadata.name``) holds."""
+    labels = labels_of(node)
+    fields = {"metadata.name": node["metadata"]["name"]}
+    for source, exprs in ((labels, term.get("matchExpressions")), (fields, term.get("matchFields"))):
+        for expr in exprs or []:
+            key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+            present = key in source
+            if op == "In" and not (present and source[key] in values):
+                return False
+            if op == "NotIn" and present and source[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+    return True
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def fits(node: dict[str, Any], pod_spec: dict[str, Any]) -> bool:
+    """Whether a pod with ``pod_spec`` may run on ``node``: nodeSelector, required node affinity
+    (any term; a term's field index is built once per call), NoSchedule/NoExecute taints tolerated."""
+    if not matches(labels_of(node), pod_spec.get("nodeSelector") or {}):
+        return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if terms and not any(_term_fits(node, term) for term in terms):
+        return False
+    tolerations = list(pod_spec.get("tolerations") or [])
+    return all(
+        _tolerates(tolerations, taint)
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def _indexed(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec whose ``matchFields`` value lists are sets (5,000 node names looked up once per node)."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = [
+        {
+            **term,
+            "matchFields": [{**f, "values": frozenset(f.get("values") or [])} for f in term.get("matchFields") or []],
+        }
+        for term in required.get("nodeSelectorTerms") or []
+    ]
+    if not terms:
+        return spec
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    return {**spec, "affinity": affinity}
 
 
 def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
@@ -78,10 +152,11 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
         meta = ds["metadata"]
         namespace = meta.get("namespace", "default")
         template = ds["spec"]["template"]
-        selector = (template.get("spec") or {}).get("nodeSelector") or {}
+        pod_spec = _indexed(template.get("spec") or {})
+        pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
         revision = template_hash(template)
         generation = str(meta.get("generation", 1))
-        eligible = {n["metadata"]["name"] for n in nodes if matches(labels_of(n), selector)}
+        eligible = {n["metadata"]["name"] for n in nodes if fits(n, pod_spec)}
         on_node: dict[str, dict[str, Any]] = {}
         for pod in by_owner.get(meta.get("uid", ""), []):
             node = pod["spec"].get("nodeName", "")
@@ -101,7 +176,7 @@ def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list
                 owner,
             )
             pod["spec"]["nodeName"] = node
-            pod["spec"]["affinity"] = {
+            pod["spec"]["affinity"] = {  # the controller pins its pod to the node (replacing the template's)
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
@@ -233,10 +308,66 @@ def reconcile_deployments(writer: Writer, nodes: list[dict[str, Any]], pods: lis
     return owners
 
 
+def _since(stamp: str) -> float:
+    """Seconds since an RFC 3339 timestamp (0 when there is none)."""
+    try:
+        return (dt.datetime.now(dt.UTC) - dt.datetime.fromisoformat(stamp)).total_seconds()
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def reconcile_jobs(writer: Writer) -> float | None:
+    """Start, expire and (TTL) delete Jobs; returns seconds until the next deadline or TTL is due (None: none)."""
+    due: list[float] = []
+    for job in read(writer.store, "jobs"):
+        spec, status = job.get("spec") or {}, dict(job.get("status") or {})
+        finished = next(
+            (
+                c
+                for c in status.get("conditions") or []
+                if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+            ),
+            None,
+        )
+        if finished is not None:
+            ttl = spec.get("ttlSecondsAfterFinished")
+            if ttl is not None:
+                left = float(ttl) - _since(str(finished.get("lastTransitionTime") or ""))
+                if left <= 0:
+                    writer.delete("jobs", job["metadata"]["name"], job["metadata"].get("namespace"))
+                else:
+                    due.append(left)
+            continue
+        if not status.get("startTime"):
+            status.update(startTime=now(), active=0)
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None:
+            left = float(deadline) - _since(str(status["startTime"]))
+            if left <= 0:
+                stamp = now()
+                status["conditions"] = [
+                    {
+                        "type": kind,
+                        "status": "True",
+                        "reason": "DeadlineExceeded",
+                        "lastProbeTime": stamp,
+                        "lastTransitionTime": stamp,
+                        "message": "Job was active longer than specified deadline",
+                    }
+                    for kind in ("FailureTarget", "Failed")
+                ]
+                due.append(float(spec.get("ttlSecondsAfterFinished") or 0))
+            else:
+                due.append(left)
+        if status != (job.get("status") or {}):
+            writer.update("jobs", {**job, "status": status})
+    return min(due) if due else None
+
+
 def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids: set[str]) -> None:
-    """Delete DaemonSets whose ClusterPolicy/NVIDIADriver is gone and pods whose controller is gone."""
+    """Delete DaemonSets whose owner (ClusterPolicy, NVIDIADriver, Job) is gone and pods whose controller is gone."""
     store = writer.store
-    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers") for cr in read(store, res)}
+    crs = {cr["metadata"].get("uid") for res in ("clusterpolicies", "nvidiadrivers", "jobs") for cr in read(store, res)}
     for ds in read(store, "daemonsets"):
         refs = ds["metadata"].get("ownerReferences") or []
         if refs and not any(r.get("uid") in crs for r in refs):

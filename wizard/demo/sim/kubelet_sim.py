@@ -10,12 +10,14 @@ Pods that run a command to completion (``restartPolicy: Never``) get its exit co
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Callable
 from typing import Any
 
 from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.sim.events import record, transition_events
+from wizard.demo.sim.operands import MANAGER_CTR
 from wizard.demo.sim.pull import Puller, PullResult, basic_auth_for
 from wizard.demo.sim.simutil import Writer, now, thaw
 from wizard.demo.sim.workloads import Verdict, init_outcome, main_outcome
@@ -24,9 +26,16 @@ from wizard.demo.sim.world import NodeView
 PULL_WAITING = frozenset(
     {"ContainerCreating", "PodInitializing", "ErrImagePull", "ImagePullBackOff", "InvalidImageName"}
 )
-#: Runs a finished-style container's command: (pod, container) -> (exit code, output).
-CommandRunner = Callable[[dict[str, Any], dict[str, Any]], tuple[int, str]]
+#: Runs a container's command: (pod, container) -> (exit code, output, what it wrote to its termination message path).
+CommandRunner = Callable[[dict[str, Any], dict[str, Any]], tuple[int, str, str]]
 PullKey = tuple[str, str]
+#: The kubelet's limit on one container's termination message (kubecontainer.MaxContainerTerminationMessageLength).
+MESSAGE_LIMIT = 4096
+_FALLBACK_LINES, _FALLBACK_BYTES = 80, 2048
+#: Init containers whose behaviour the operator simulation decides (the operator's own programs).
+MODELLED_INITS = frozenset(
+    {MANAGER_CTR, "driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"}
+)
 
 
 def _state(cs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -72,6 +81,14 @@ def _runs_to_completion(pod: dict[str, Any]) -> bool:
     return pod["spec"].get("restartPolicy", "Always") in ("Never", "OnFailure")
 
 
+def termination_message(container: dict[str, Any], code: int, written: str, output: str) -> str:
+    """What the kubelet puts in ``terminated.message``: the file's tail, or (policy permitting) the log's."""
+    data = written.encode()[-MESSAGE_LIMIT:]
+    if not data.strip() and code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
+        data = "".join(output.splitlines(keepends=True)[-_FALLBACK_LINES:]).encode()[-_FALLBACK_BYTES:]
+    return data.decode(errors="replace")
+
+
 class Kubelet:
     """Every node's kubelet at once (the simulation has no per-node processes)."""
 
@@ -83,6 +100,42 @@ class Kubelet:
         """Per node: image reference -> imageID already pulled there (IfNotPresent pulls nothing)."""
         self.outputs: dict[tuple[str, str], str] = {}
         """(pod uid, container) -> output of a command that ran to completion."""
+        self.start_latency = 0.0
+        """Seconds from a pod's binding to its sandbox starting."""
+        self._bound: dict[str, tuple[float, tuple[str, str]]] = {}
+        """Pod uid -> (when the kubelet first saw it bound (monotonic), (namespace, name)), until its sandbox starts."""
+
+    def next_start(self) -> float | None:
+        """Seconds until the next waiting sandbox may start (None: none waits); forgets pods long overdue (deleted)."""
+        if not self._bound:
+            return None
+        now_ = time.monotonic()
+        for uid, (seen, _) in list(self._bound.items()):
+            if now_ - seen > self.start_latency + 5.0:
+                self._bound.pop(uid)
+        if not self._bound:
+            return None
+        return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - now_)
+
+    def due(self) -> list[tuple[str, str]]:
+        """(namespace, name) of the pods whose sandbox may start now."""
+        now_ = time.monotonic()
+        return [key for seen, key in self._bound.values() if now_ - seen >= self.start_latency]
+
+    def forget(self, uid: str) -> None:
+        """A pod was deleted: its sandbox will never start."""
+        self._bound.pop(uid, None)
+
+    def _sandbox_due(self, pod: dict[str, Any]) -> bool:
+        if self.start_latency <= 0:
+            return True
+        uid = str(pod["metadata"].get("uid", pod["metadata"]["name"]))
+        key = (str(pod["metadata"].get("namespace", "")), str(pod["metadata"]["name"]))
+        seen, _ = self._bound.setdefault(uid, (time.monotonic(), key))
+        if time.monotonic() - seen < self.start_latency:
+            return False
+        self._bound.pop(uid, None)
+        return True
 
     # -- which pulls this tick needs -------------------------------------------------------------
 
@@ -151,9 +204,12 @@ class Kubelet:
         if not status.get("phase"):
             status.update({"phase": "Pending", "qosClass": "BestEffort", "conditions": []})
             self._cond(status, "PodScheduled", "True")
+            self._sandbox_due(pod)  # the start latency counts from the binding
         elif status.get("phase") in ("Succeeded", "Failed"):
             return
         elif "containerStatuses" not in status:
+            if not self._sandbox_due(pod):
+                return
             self._start_sandbox(pod, view)
         else:
             self._advance(pod, view, pulls, keys, volumes_ok, node)
@@ -302,11 +358,17 @@ class Kubelet:
                 "state": {"running": {"startedAt": now()}},
             }
         )
-        if _runs_to_completion(pod) and not init:
-            code, output = self.runner(pod, container)
+        runs_command = bool(container.get("command")) and name not in MODELLED_INITS
+        if (_runs_to_completion(pod) and not init) or (init and runs_command):
+            code, output, written = self.runner(pod, container)
             self.outputs[(pod["metadata"].get("uid", ""), name)] = output
-            cs["state"] = {"terminated": self._terminated(pod, name, cs, code, "Completed" if code == 0 else "Error")}
+            terminated = self._terminated(pod, name, cs, code, "Completed" if code == 0 else "Error")
+            message = termination_message(container, code, written, output)
+            if message:
+                terminated["message"] = message
+            cs["state"] = {"terminated": terminated}
             cs["started"] = False
+            cs["ready"] = init and code == 0
 
     @staticmethod
     def _terminated(pod: dict[str, Any], name: str, cs: dict[str, Any], code: int, reason: str) -> dict[str, Any]:

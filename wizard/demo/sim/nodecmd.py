@@ -1,31 +1,34 @@
 """A tiny shell for commands run inside simulated containers (``kubectl exec`` and command pods).
 
 Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
-``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``, ``test``/``[``, ``ls``, ``echo``, ``true``,
-``false``, ``env``, ``hostname``, ``sleep``, ``lsmod``, ``head``/``tail``/``wc``, ``chroot DIR CMD``
-and ``sh -c`` scripts with ``;``, ``&&``, ``||``, ``|`` and ``>/dev/null`` / ``2>&1``. Anything
-else exits 127 with ``sh: <cmd>: command not found``. Paths under the container's host-root mount
-(``/host``) and its hostPath mounts resolve to the node's files.
+``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
+``test``/``[``, ``ls``, ``echo``, ``printf``, ``base64``, ``tr -s``, ``true``, ``false``, ``env``,
+``hostname``, ``sleep``, ``lsmod``, ``head``/``tail``/``wc`` (``-c``: bytes), ``chroot DIR CMD``
+and ``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
+``sh: <cmd>: command not found``. Paths under the container's host-root mount (``/host``) and its
+hostPath mounts resolve to the node's files; a ``readOnly`` hostPath mount is a read-only bind, as
+on a real node: writes fail, ``test -w`` fails, and ``findmnt`` without ``--task 1`` shows the bound
+file system ``ro`` (submounts keep their own flags: the bind is not recursive). Files a container
+writes outside its mounts (``/dev/termination-log``) are kept in :attr:`Ctx.files`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import posixpath
 import re
-import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from wizard.demo.sim import smi
+from wizard.demo.sim import shell, smi
 from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
 from wizard.demo.sim.nodefs import container_files, host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import NodeView, driver_version_of
 
 Result = tuple[int, str, str]
-_STDERR_NULL = re.compile(r"\s2>\s*/dev/null")
-_STDOUT_NULL = re.compile(r"\s1?>\s*/dev/null")
-_MERGE = re.compile(r"\s2>&1")
+READ_ONLY = "Read-only file system"
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,12 @@ class Ctx:
     """``container``, ``host`` (chroot /host) or ``driver`` (chroot into the driver install dir)."""
     mounts: dict[str, str] = field(default_factory=dict)
     """Container path -> host path, from the pod's hostPath volumes."""
+    ro_sources: frozenset[str] = frozenset()
+    """Host paths bound read-only into this context (``readOnly`` mounts; after chroot through one: ``/``)."""
+    ro_mounts: frozenset[str] = frozenset()
+    """Container paths of the ``readOnly`` hostPath mounts."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
 
     @property
     def is_driver_ctr(self) -> bool:
@@ -52,13 +61,46 @@ def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
         v["name"]: v["hostPath"]["path"] for v in spec.get("volumes") or [] if isinstance(v.get("hostPath"), dict)
     }
     mounts: dict[str, str] = {}
+    read_only: set[str] = set()
     for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         if ctr.get("name") != container:
             continue
         for vm in ctr.get("volumeMounts") or []:
             if vm.get("name") in host_paths:
-                mounts[vm["mountPath"].rstrip("/") or "/"] = host_paths[vm["name"]]
-    return Ctx(view, pod, container, mounts=mounts)
+                where = vm["mountPath"].rstrip("/") or "/"
+                mounts[where] = host_paths[vm["name"]]
+                if vm.get("readOnly"):
+                    read_only.add(where)
+    sources = frozenset(posixpath.normpath(mounts[m]) for m in read_only)
+    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources, ro_mounts=frozenset(read_only))
+
+
+def _bound_read_only(ctx: Ctx, host: str) -> bool:
+    """Whether ``host`` is reached through a read-only bind here (only the bound file system itself:
+    a non-recursive bind leaves the submounts below it as they are)."""
+    mount = ctx.view.mount(host).target
+    return any(
+        (host == src or host.startswith(src.rstrip("/") + "/")) and ctx.view.mount(src).target == mount
+        for src in ctx.ro_sources
+    )
+
+
+def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | None:
+    """Open (``data`` None) or write a file for a redirection: the error message, or None."""
+    path = posixpath.normpath(path)
+    host = _host_path(ctx, path)
+    if host is not None:
+        if _bound_read_only(ctx, host) or not ctx.view.mount(host).writable:
+            return READ_ONLY
+        return None  # written to the node: nothing here reads it back
+    if ctx.root != "container":
+        return READ_ONLY
+    if data is None:
+        if not append or path not in ctx.files:
+            ctx.files[path] = ""
+        return None
+    ctx.files[path] = ctx.files.get(path, "") + data
+    return None
 
 
 def _host_path(ctx: Ctx, path: str) -> str | None:
@@ -88,6 +130,8 @@ def read_file(ctx: Ctx, path: str) -> str | None:
     host = _host_path(ctx, path)
     if host is not None:
         return host_files(ctx.view).get(host)
+    if posixpath.normpath(path) in ctx.files:
+        return ctx.files[posixpath.normpath(path)]
     extra = {}
     if ctx.container == DRIVER_CTR:
         extra["/usr/bin/nvidia-smi"] = "\x7fELF"
@@ -129,11 +173,14 @@ def _nvidia_smi(ctx: Ctx, args: list[str]) -> Result:
 
 
 def _findmnt(ctx: Ctx, args: list[str]) -> Result:
-    target, columns, header = "", ["TARGET", "SOURCE", "FSTYPE", "OPTIONS"], True
+    target, columns, header, host_table = "", ["TARGET", "SOURCE", "FSTYPE", "OPTIONS"], True, False
     it = iter(args)
     for arg in it:
         if arg in ("-T", "--target"):
             target = next(it, "")
+        elif arg in ("-N", "--task"):
+            # pid 1's mount table: with host / bound in, the host's init (its /proc is the host's)
+            host_table = next(it, "") == "1" and (ctx.root == "host" or bool(ctx.mounts))
         elif arg in ("-n", "--noheadings"):
             header = False
         elif arg in ("-o", "--output"):
@@ -154,7 +201,12 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
         for cpath, hpath in ctx.mounts.items():  # show the mount point as the container sees it
             if hpath == "/" and ctx.root == "container":
                 shown = posixpath.normpath(cpath + mount.target)
-        row = {"TARGET": shown, "SOURCE": mount.source, "FSTYPE": mount.fstype, "OPTIONS": mount.options}
+        options = mount.options
+        if host_table:
+            shown = mount.target
+        elif _bound_read_only(ctx, host):
+            options = "ro," + options.split(",", 1)[-1] if "," in options else "ro"
+        row = {"TARGET": shown, "SOURCE": mount.source, "FSTYPE": mount.fstype, "OPTIONS": options}
     unknown = [c for c in columns if c not in row]
     if unknown:
         return 1, "", f"findmnt: unknown column: {unknown[0]}\n"
@@ -214,7 +266,9 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
     elif op == "-e":
         ok = exists_file or exists_dir
     elif op == "-w":
-        ok = (exists_file or exists_dir) and (host is None or ctx.view.mount(host).writable)
+        ok = (exists_file or exists_dir) and (
+            host is None or (ctx.view.mount(host).writable and not _bound_read_only(ctx, host))
+        )
     elif op == "-x":
         ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
     elif op in ("-n", "-z"):
@@ -251,11 +305,12 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     target, command = args[0], args[1:]
     host = _host_path(ctx, target)
     if host == "/":
-        new = replace(ctx, root="host", mounts={})
+        sources = frozenset({"/"}) if _bound_read_only(ctx, "/") else frozenset()
+        new = replace(ctx, root="host", mounts={}, ro_sources=sources, ro_mounts=frozenset())
     elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
         if ctx.view.mount(host).noexec:
             return 126, "", f"chroot: failed to run command '{command[0]}': Permission denied\n"
-        new = replace(ctx, root="driver", mounts={})
+        new = replace(ctx, root="driver", mounts={}, ro_sources=frozenset(), ro_mounts=frozenset())
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
     code, out, err = run_argv(new, command, stdin)
@@ -304,6 +359,12 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
         return 0, "", ""
     if cmd == "false":
         return 1, "", ""
+    if cmd == "printf":
+        return _printf(args)
+    if cmd == "base64":
+        return _base64(args, stdin)
+    if cmd == "tr" and len(args) == 2 and args[0] == "-s":
+        return 0, re.sub(f"([{re.escape(args[1])}])\\1+", r"\1", stdin), ""
     if cmd == "echo":
         newline = args[:1] != ["-n"]
         words = args[1:] if not newline else args
@@ -335,10 +396,81 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
     return 127, "", f"sh: {argv[0]}: command not found\n"
 
 
+def _printf(args: list[str]) -> Result:
+    """``printf FORMAT [ARG]...``: ``%s``, ``%d``, ``%%`` and backslash escapes; the format repeats for extra args."""
+    if not args:
+        return 2, "", "printf: usage: printf format [arguments]\n"
+    fmt, rest = args[0], args[1:]
+    out, err = "", ""
+    while True:
+        i, used = 0, 0
+        while i < len(fmt):
+            ch = fmt[i]
+            if ch == "\\" and i + 1 < len(fmt):
+                out += {"n": "\n", "t": "\t", "\\": "\\", "r": "\r"}.get(fmt[i + 1], "\\" + fmt[i + 1])
+                i += 2
+                continue
+            if ch == "%" and i + 1 < len(fmt):
+                conv = fmt[i + 1]
+                if conv == "%":
+                    out += "%"
+                elif conv in "sd":
+                    value = rest[used] if used < len(rest) else ""
+                    used += 1
+                    if conv == "d":
+                        if value and not value.lstrip("-").isdigit():
+                            err += f"printf: {value}: invalid number\n"
+                            value = "0"
+                        value = str(int(value or "0"))
+                    out += value
+                else:
+                    return 1, out, f"printf: %{conv}: invalid directive\n"
+                i += 2
+                continue
+            out += ch
+            i += 1
+        rest = rest[used:]
+        if not rest or not used:
+            break
+    return (1 if err else 0), out, err
+
+
+def _base64(args: list[str], stdin: str) -> Result:
+    """``base64 [-w COLS] [-d]`` of stdin (coreutils: 76 columns unless ``-w 0``)."""
+    wrap, decode, it = 76, False, iter(args)
+    for arg in it:
+        if arg in ("-d", "--decode"):
+            decode = True
+        elif arg in ("-w", "--wrap"):
+            value = next(it, "")
+            if not value.isdigit():
+                return 1, "", f"base64: invalid wrap size: '{value}'\n"
+            wrap = int(value)
+        elif arg.startswith("-w") and arg[2:].isdigit():
+            wrap = int(arg[2:])
+    if decode:
+        try:
+            return 0, base64.b64decode("".join(stdin.split()), validate=True).decode(errors="replace"), ""
+        except (binascii.Error, ValueError):
+            return 1, "", "base64: invalid input\n"
+    text = base64.b64encode(stdin.encode()).decode()
+    if wrap:
+        text = "\n".join(text[i : i + wrap] for i in range(0, len(text), wrap))
+    return 0, text + "\n" if text else "", ""
+
+
 def _filter(cmd: str, args: list[str], stdin: str) -> Result:
     lines = stdin.splitlines(keepends=True)
     if cmd == "wc":
+        if "-c" in args:
+            return 0, f"{len(stdin.encode())}\n", ""
         return 0, f"{len(lines)}\n", ""
+    if cmd == "head" and "-c" in args:
+        index = args.index("-c")
+        value = args[index + 1] if index + 1 < len(args) else ""
+        if not value.isdigit():
+            return 1, "", f"head: invalid number of bytes: '{value}'\n"
+        return 0, stdin.encode()[: int(value)].decode(errors="ignore"), ""
     count = 10
     for i, arg in enumerate(args):
         if arg == "-n" and i + 1 < len(args) and args[i + 1].isdigit():
@@ -349,57 +481,13 @@ def _filter(cmd: str, args: list[str], stdin: str) -> Result:
     return 0, "".join(picked), ""
 
 
-def _split(script: str) -> list[tuple[str, str]]:
-    """Split a script on ``;``, ``&&`` and ``||`` (outside quotes): [(operator before, command text)]."""
-    parts, current, op, quote, i = [], "", ";", "", 0
-    while i < len(script):
-        ch = script[i]
-        if quote:
-            quote = "" if ch == quote else quote
-            current += ch
-        elif ch in "'\"":
-            quote = ch
-            current += ch
-        elif script.startswith(("&&", "||"), i):
-            parts.append((op, current))
-            op, current = script[i : i + 2], ""
-            i += 1
-        elif ch in ";\n":
-            parts.append((op, current))
-            op, current = ";", ""
-        else:
-            current += ch
-        i += 1
-    parts.append((op, current))
-    return [(o, c.strip()) for o, c in parts if c.strip()]
-
-
 def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
-    """Run an ``sh -c`` script."""
-    code, out, err = 0, "", ""
-    for op, text in _split(script):
-        if (op == "&&" and code != 0) or (op == "||" and code == 0):
-            continue
-        text = text.replace("$?", str(code))
-        text = " " + text
-        merge = bool(_MERGE.search(text))
-        text = _MERGE.sub(" ", text)
-        drop_err = bool(_STDERR_NULL.search(text))
-        text = _STDERR_NULL.sub(" ", text)
-        drop_out = bool(_STDOUT_NULL.search(text))
-        clean = _STDOUT_NULL.sub(" ", text)
-        data = stdin
-        step_err = ""
-        for stage in [s for s in re.split(r"(?<!\|)\|(?!\|)", clean) if s.strip()]:
-            try:
-                argv = shlex.split(stage)
-            except ValueError as exc:
-                return 2, out, err + f"sh: syntax error: {exc}\n"
-            code, data, stage_err = run_argv(ctx, argv, data)
-            step_err += stage_err
-        if merge:
-            data, step_err = data + step_err, ""
-            drop_err = drop_err or drop_out
-        out += "" if drop_out else data
-        err += "" if drop_err else step_err
-    return code, out, err
+    """Run an ``sh -c`` script (see :mod:`wizard.demo.sim.shell`)."""
+
+    def run(argv: list[str], data: str) -> Result:
+        return run_argv(ctx, argv, data)
+
+    def write(path: str, data: str | None, append: bool) -> str | None:
+        return write_file(ctx, path, data, append)
+
+    return shell.Shell(run, write).run(script, stdin)

@@ -14,6 +14,7 @@ costs O(cluster) while a 1,000-node verification starts and deletes a probe pod 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,16 +125,26 @@ def published_images(scenario: Scenario) -> list[str]:
     return refs
 
 
-def _bare(pod: dict[str, Any]) -> bool:
-    """A pod no controller owns or reads: bound to a node, no owner, not labelled as an operand."""
+def _bare(pod: dict[str, Any], store: Store) -> bool:
+    """A pod only the kubelet acts on once it exists: bound to a node, not labelled as an operand, and no
+    owner, or a DaemonSet no operator owns (e.g. a host probe's: the DaemonSet controller acts on the
+    DaemonSet's own writes; its status is brought up to date at the next full tick)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
-    return (
-        not meta.get("ownerReferences")
-        and bool((pod.get("spec") or {}).get("nodeName"))
-        and "app.kubernetes.io/component" not in labels
-        and labels.get("app") not in _OPERAND_APPS
-    )
+    if (
+        not (pod.get("spec") or {}).get("nodeName")
+        or "app.kubernetes.io/component" in labels
+        or labels.get("app") in _OPERAND_APPS
+    ):
+        return False
+    refs = meta.get("ownerReferences") or []
+    if not refs:
+        return True
+    if len(refs) != 1 or refs[0].get("kind") != "DaemonSet":
+        return False
+    owner = store.lookup("daemonsets", str(refs[0].get("name") or ""), meta.get("namespace"))
+    owners = (owner or {}).get("metadata", {}).get("ownerReferences") or []
+    return owner is not None and all(r.get("kind") not in ("ClusterPolicy", "NVIDIADriver") for r in owners)
 
 
 def _volumes_ok(pod: dict[str, Any], configmaps: set[tuple[str, str]]) -> bool:
@@ -164,6 +175,8 @@ class Simulation:
         self._others_changed = True
         """Something other than a bare pod changed since the last full tick began."""
         self._bare_touched: set[tuple[str, str]] = set()
+        self._jobs_at: float | None = None
+        """When (monotonic) a Job's deadline or TTL is due, as of the last full tick."""
         with store.lock:
             for pod in store.iter_objects("pods"):
                 self._index_pod(pod, add=True)
@@ -179,11 +192,19 @@ class Simulation:
 
     def _on_change(self, event: WatchEvent) -> None:
         if event.resource == "pods":
+            if event.type == "DELETED":
+                self.kubelet.forget(str(event.obj["metadata"].get("uid", "")))
             if event.old is not None:
                 self._index_pod(event.old, add=False)
             if event.type != "DELETED":
                 self._index_pod(event.obj, add=True)
-        if event.resource == "pods" and _bare(event.obj) and (event.old is None or _bare(event.old)):
+        owned_pod_gone = event.type == "DELETED" and bool(event.obj["metadata"].get("ownerReferences"))
+        if (
+            event.resource == "pods"
+            and not owned_pod_gone  # its controller may replace it
+            and _bare(event.obj, self.store)
+            and (event.old is None or _bare(event.old, self.store))
+        ):
             meta = event.obj["metadata"]
             self._bare_touched.add((meta.get("namespace", ""), meta["name"]))
         else:
@@ -245,14 +266,6 @@ class Simulation:
         self._seed_rounds()
         self.upgrades.release(state_seconds)
 
-    def wake_in(self) -> float | None:
-        """Seconds until the simulation moves on by the clock alone (None: only a write moves it)."""
-        return self.upgrades.wake_in()
-
-    def wake(self) -> None:
-        """The clock moved: the next tick reconciles everything (not only bare pods)."""
-        self._others_changed = True
-
     # -- ticking ----------------------------------------------------------------------------------
 
     async def tick(self) -> bool:
@@ -287,6 +300,8 @@ class Simulation:
             self.upgrades.reconcile(writer, operator.namespace, upgrade_policy)
         nodes = read(self.store, "nodes")
         pods = read(self.store, "pods")
+        due = controllers.reconcile_jobs(writer)
+        self._jobs_at = None if due is None else time.monotonic() + due
         controllers.reconcile_daemonsets(writer, nodes, pods)
         owners = controllers.reconcile_deployments(writer, nodes, pods)
         controllers.schedule(writer, nodes, read(self.store, "pods"))
@@ -391,15 +406,42 @@ class Simulation:
         code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
         return ExecResult(out.encode(), err.encode(), code)
 
-    def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str]:
-        """A run-to-completion container's command, run on its node: (exit code, combined output)."""
+    def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str, str]:
+        """A container's command, run on its node: (exit code, combined output, its termination message file)."""
         argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
         found = self._context(pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
         if not argv or found is None:
-            return 0, ""
+            return 0, "", ""
         _, view = found
-        code, out, err = nodecmd.run_argv(nodecmd.make_ctx(view, pod, container["name"]), argv)
-        return code, out + err
+        ctx = nodecmd.make_ctx(view, pod, container["name"])
+        code, out, err = nodecmd.run_argv(ctx, argv)
+        path = str(container.get("terminationMessagePath") or "/dev/termination-log")
+        return code, out + err, ctx.files.get(path, "")
+
+    def next_wake(self) -> float | None:
+        """Seconds until the simulation has something to do without a write (a pod's sandbox start, a Job's
+        deadline or TTL, a node's time in an upgrade state), or None."""
+        jobs = None if self._jobs_at is None else max(0.0, self._jobs_at - time.monotonic())
+        due = [t for t in (self.kubelet.next_start(), jobs, self.upgrades.wake_in()) if t is not None]
+        return min(due) if due else None
+
+    def starting(self) -> bool:
+        """Whether a pod waits for its sandbox to start (the simulation is not stable yet)."""
+        return self.kubelet.next_start() is not None
+
+    def wake(self) -> None:
+        """Called when :meth:`next_wake`'s time came: the pods due to start are stepped (a full tick when one
+        of them is not bare, or a Job's time came)."""
+        if self._jobs_at is not None and self._jobs_at <= time.monotonic() + 0.05:
+            self._others_changed = True
+        if self.upgrades.state_seconds:  # an upgrade walks by the clock: a node's time in its state may be up
+            self._others_changed = True
+        for key in self.kubelet.due():
+            pod = self.store.lookup("pods", key[1], key[0])
+            if pod is not None and _bare(pod, self.store):
+                self._bare_touched.add(key)
+            elif pod is not None:
+                self._others_changed = True
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
         """The log of one container (operator components, or a finished command's output)."""
