@@ -36,7 +36,7 @@ def test_bundle_holds_what_support_asks_for_and_no_credential(
     spec = scenario.operator.cluster_policy["spec"]  # type: ignore[index]
     spec["toolkit"]["env"] = [
         {"name": "REGISTRY_PASSWORD", "value": SECRET_VALUES[0]},
-        {"name": "CONTAINERD_SOCKET", "value": "/run/k3s/containerd/containerd.sock"},
+        {"name": "CONTAINERD_SOCKET", "value": "/run/containerd/containerd.sock"},  # the node's own: the toolkit runs
     ]
     spec["driver"]["env"] = [
         {"name": "HF_TOKEN", "value": SECRET_VALUES[1]},
@@ -86,7 +86,7 @@ def test_bundle_holds_what_support_asks_for_and_no_credential(
     assert key_body.encode() not in blob
     for value in SECRET_VALUES:
         assert value.encode() not in blob, value
-    assert b"<redacted>" in blob and b"/run/k3s/containerd/containerd.sock" in blob  # harmless env values stay
+    assert b"<redacted>" in blob and b"/run/containerd/containerd.sock" in blob  # harmless env values stay
     assert b"last-applied-configuration" not in blob and b"managedFields" not in blob
 
     # a repeat run replaces the archive atomically: still 0600, still whole, no temp file left beside it
