@@ -47,12 +47,21 @@ def test_doctor_finds_each_scenario_before_apply(
     assert fix in problems[0]["fix"]
 
 
+RUNTIME_LINE = (
+    "✓ runtime: container runtime: containerd at /run/containerd/containerd.sock → no toolkit env "
+    "(the operator's defaults fit)"
+)
+
+
 @pytest.mark.parametrize("scenario", ["ubuntu-upstream", "preinstalled"])
 def test_a_clean_cluster_exits_zero(capsys: pytest.CaptureFixture[str], scenario: str) -> None:
     code, doc, _ = doctor(capsys, "--demo", scenario)
     assert code == 0, doc
-    assert [f["status"] for f in doc["findings"]] == (["skipped"] if scenario == "ubuntu-upstream" else [])
-    if doc["findings"]:  # without --answers no driver version is named: the image check could not run
+    found = [f for f in doc["findings"] if f["status"] != "pass"]
+    assert [f["status"] for f in found] == (["skipped"] if scenario == "ubuntu-upstream" else [])
+    runtime = [f for f in doc["findings"] if f["check"] == "runtime"]
+    assert runtime[0]["message"] == RUNTIME_LINE.removeprefix("✓ runtime: ")  # said, never a finding
+    if found:  # without --answers no driver version is named: the image check could not run
         assert doc["findings"][0]["check"] == "driver-image" and "--answers" in doc["findings"][0]["message"]
 
 
@@ -66,6 +75,7 @@ def test_text_output_groups_nodes_and_prints_the_fix(capsys: pytest.CaptureFixtu
         "    fix: printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee "
         "/etc/modprobe.d/blacklist-nouveau.conf && sudo update-initramfs -u && sudo reboot",
         "- SKIPPED driver-image: driver images not checked: no plan names a driver version yet (pass --answers FILE)",
+        RUNTIME_LINE,
         "1 finding(s) on 2 node(s); 1 check(s) SKIPPED",
     ]
     assert "doctor: checked 3 GPU node(s) for mode upstream, operator v26.7.0" in err
@@ -80,7 +90,7 @@ def test_node_filter_answers_and_bad_input(
     kube = ["--kubeconfig", str(demo.kubeconfig_path)]
     code, doc, _ = doctor(capsys, *kube, "--node", "gpu-l4-03")
     assert (code, doc["gpuNodes"]) == (0, 1)
-    assert [f["status"] for f in doc["findings"]] == ["skipped"]
+    assert [f["status"] for f in doc["findings"]] == ["skipped", "pass"]
     code, doc, _ = doctor(capsys, *kube, "--node", "gpu-l4-02")
     assert code == 1 and doc["findings"][0]["nodes"] == ["gpu-l4-02"]
     answers = tmp_path / "answers.yaml"
@@ -102,6 +112,8 @@ def test_node_filter_answers_and_bad_input(
 
         pods = Kubectl(binary, tmp_path)(demo, "get", "pods", "-A", "-o", "name")
         assert "probe" not in pods.stdout
+        left = Kubectl(binary, tmp_path)(demo, "get", "daemonsets,jobs", "-A", "-o", "name")
+        assert "probe" not in left.stdout
 
 
 def test_the_readme_transcript_is_what_doctor_prints(capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,3 +164,12 @@ def test_after_a_failed_install_doctor_explains_the_failing_driver_pod(capsys: p
     diagnosis = [f for f in doc["findings"] if f["check"] == "diagnosis"]
     assert [f["nodes"] for f in diagnosis] == [["gpu-h100-03"]]
     assert "#1220" in diagnosis[0]["message"] and "check-kernel 5.15.0-1063-nvidia" in diagnosis[0]["fix"]
+
+
+def test_doctor_names_the_runtime_flavour_and_its_toolkit_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    """SLE Micro on RKE2: the toolkit needs RKE2's containerd socket, config and drop-in (issue 13, runtime bullet)."""
+    code, doc, _ = doctor(capsys, "--demo", "sle-micro-precompiled")
+    assert code == 0, doc
+    (runtime,) = [f for f in doc["findings"] if f["check"] == "runtime"]
+    assert runtime["message"].startswith("container runtime: RKE2 (containerd at /run/k3s/containerd/containerd.sock)")
+    assert "CONTAINERD_SOCKET" in runtime["message"] and "RUNTIME_DROP_IN_CONFIG" in runtime["message"]

@@ -36,10 +36,12 @@ def register(sub: Any) -> None:
     """Add ``doctor`` to ``gpu-wizard``'s subparsers."""
     doctor = sub.add_parser(
         "doctor",
-        help="find the known install failures before apply (nouveau, Secure Boot, host driver, headers, space…)",
-        description="Runs preflight, the kernel-drift and driver-image checks, and a host check on every GPU node "
-        "(nouveau, Secure Boot, host driver, dkms, headers, folders, free space: a privileged probe pod each, "
-        "removed after), and prints each finding once, with the nodes that have it and the fix for their OS. "
+        help="find the known install failures before apply, and explain them after (nouveau, Secure Boot, host driver…)",
+        description="Runs preflight, the kernel-drift and driver-image checks, a host check on every GPU node "
+        "(nouveau, Secure Boot, host driver, dkms, headers, folders, free space: one short-lived DaemonSet, host / "
+        "read-only, removed after), the container runtime flavour and its toolkit settings, and, once something is "
+        "installed, the diagnosis of failing driver and validator pods (logs and events matched against known "
+        "failures); prints each finding once, with the nodes that have it and the fix for their OS. "
         "Exit 0: nothing found; 1: findings; 2: bad input or an unusable cluster.",
     )
     cluster_options(doctor)
@@ -169,6 +171,22 @@ async def host_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check
         yield check
 
 
+async def runtime_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """The container runtime flavour the GPU nodes run (containerd, CRI-O, RKE2, k3s, k0s, MicroK8s) and the
+    toolkit settings the plan gives for it; GPU nodes whose flavour the one toolkit env cannot fit are a warning."""
+    from wizard.engine.results import Check, Status
+    from wizard.engine.runtime import runtime_advice, runtime_choice
+
+    facts = await cluster.discover()
+    choice = runtime_choice(paths_plan(run, run.target), facts)
+    yield Check("runtime", Status.PASS, f"container runtime: {choice.summary()}")
+    for advice in runtime_advice(choice):
+        status = Status.WARN if advice.level == "warning" else Status.SKIP
+        nodes = [n for n, _ in choice.misfits] if advice.code == "runtime-mixed" else list(choice.nodes)
+        for node in nodes or [""]:
+            yield Check(advice.code, status, advice.message, node=node, hint=advice.reason)
+
+
 async def diagnosis_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
     """After an install: why each failing GPU node's driver or validator pod is not ready (the known
     failure its logs show, with the fix). Nothing installed yet (no plan from a live policy or answers): nothing to explain."""
@@ -186,6 +204,7 @@ SOURCES: list[tuple[str, FindingSource]] = [
     ("images", image_findings),
     ("paths", path_findings),
     ("hosts", host_findings),
+    ("runtime", runtime_findings),
     ("diagnosis", diagnosis_findings),
 ]
 """Where findings come from, in order; a new source is one more entry."""
