@@ -1,0 +1,366 @@
+"""TUI scale benchmark: the whole wizard at 80×24, headless, on the ``large`` scenario (5,000 GPU nodes).
+
+The demo cluster runs in its own process (``benchmarks/demo_server.py``); the wizard runs in this one
+under Textual's Pilot, connected through the demo's kubeconfig like ``gpu-wizard --kubeconfig``. It
+walks Connect, Nodes, Mode, Driver, Paths (pressing "Check on nodes"), Preview, Apply (with the
+rollout) and Verify, then idles. Measured, per step: the wall time, the longest event-loop stall (a
+probe task sleeps 10 ms and records how late it wakes), the process's RSS; over the idle period: the
+RSS growth and the CPU used; F1 (help dialog up) at several points, busy ones included, and Ctrl+Q
+(until the app has exited). Then the same path check and verification run through the engine alone
+(``Cluster.check_paths`` / ``Cluster.verify`` consumed headless) against the same cluster, so the TUI's
+overhead is a ratio. Targets (issue 12): stalls ≤ 100 ms, TUI ÷ engine ≤ 1.3, peak RSS ≤ 500 MB,
+idle growth ≤ 10 MB over 120 s, idle CPU ≤ 2 % of a core, F1 and Ctrl+Q ≤ 200 ms.
+
+    .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--idle 120] [--json]
+
+``--nodes 500 --idle 20`` is a quick run while developing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.demo_server import large_scenario, machine, served
+
+TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
+TARGETS |= {"idle_cpu_pct": 2.0, "f1_ms": 200.0, "quit_ms": 200.0}
+#: The loop-lag probe's sleep while the steps run, and while idle (slower: it must not be the idle CPU).
+PROBE_S, IDLE_PROBE_S = 0.010, 0.100
+UPSTREAM_VERSION = "580.126.20"
+
+
+def rss_mb() -> float:
+    """This process's resident set size now, in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def hwm_mb() -> float:
+    """This process's peak resident set size so far, in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class LoopProbe:
+    """Sleeps ``interval`` over and over and records, per phase, how late it woke (the event-loop stall)."""
+
+    def __init__(self) -> None:
+        self.phase = "start"
+        self.interval = PROBE_S
+        self.stalls: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            interval, before = self.interval, loop.time()
+            await asyncio.sleep(interval)
+            late = (loop.time() - before - interval) * 1000
+            self.stalls[self.phase] = max(self.stalls.get(self.phase, 0.0), late)
+
+
+class Walk:
+    """The Pilot walk and everything it measured."""
+
+    def __init__(self, pilot: Any, probe: LoopProbe) -> None:
+        self.pilot = pilot
+        self.app = pilot.app
+        self.probe = probe
+        self.steps: dict[str, dict[str, float]] = {}
+        self.f1_ms: dict[str, float] = {}
+
+    async def until(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what} (step {self.app.state.step})")
+            await asyncio.sleep(0.01)
+
+    def on_step(self, step: str) -> bool:
+        screen = self.app.screen
+        return self.app.state.step == step and type(screen).__module__ == f"screens.steps.{step}" and screen.is_mounted
+
+    def screen_busy(self, *groups: str) -> bool:
+        """A worker of the current screen still runs (in ``groups``, or any but the Nodes watch)."""
+        screen = self.app.screen
+        return any(
+            w.is_running and w.node is screen and ((w.group in groups) if groups else w.group != "nodes")
+            for w in self.app.workers
+        )
+
+    def begin(self, name: str) -> float:
+        self.probe.phase = name
+        return time.perf_counter()
+
+    def end(self, name: str, start: float) -> None:
+        self.steps[name] = {
+            "seconds": round(time.perf_counter() - start, 3),
+            "max_stall_ms": round(self.probe.stalls.get(name, 0.0), 1),
+            "rss_mb": round(rss_mb(), 1),
+        }
+
+    async def next_to(self, step: str, timeout: float = 120) -> None:
+        await self.pilot.press("ctrl+n")
+        await self.until(lambda: self.on_step(step), timeout, f"the {step} step")
+
+    async def override_if_blocked(self) -> None:
+        """A blocking finding of the scenario (a kernel without a precompiled image): tick 'continue anyway'."""
+        screen = self.app.screen
+        if screen.blocker().endswith("anyway'"):
+            screen.query_one("#override").value = True
+            await self.until(lambda: not screen.blocker(), 10, "the override")
+
+    async def f1(self, where: str) -> None:
+        """F1 until the help dialog is the screen, then Esc back."""
+        from screens.dialogs import HelpDialog
+
+        start = time.perf_counter()
+        await self.pilot.press("f1")
+        await self.until(lambda: isinstance(self.app.screen, HelpDialog), 60, "the help dialog")
+        self.f1_ms[where] = round((time.perf_counter() - start) * 1000, 1)
+        await self.pilot.press("escape")
+        await self.until(lambda: not isinstance(self.app.screen, HelpDialog), 60, "the help dialog to close")
+
+    async def run(self) -> None:
+        app, state = self.app, self.app.state
+        start = self.begin("connect")
+        await self.until(lambda: state.preflight is not None and self.on_step("connect"), 120, "the preflight")
+        self.end("connect", start)
+
+        start = self.begin("nodes")
+        await self.next_to("nodes")
+        await self.until(lambda: not app.screen.blocker(), 120, "the node table")
+        self.end("nodes", start)
+        await self.f1("nodes")
+
+        start = self.begin("mode")
+        await self.next_to("mode")
+        self.end("mode", start)
+
+        start = self.begin("driver")
+        await self.next_to("driver")
+        if not state.get("driver.version"):
+            field = app.screen.query_one("#driver-version")
+            field.input.focus()
+            await self.pilot.press("home", "ctrl+k", *UPSTREAM_VERSION)
+        await self.until(lambda: state.rendered is not None and not self.screen_busy(), 300, "the image checks")
+        self.end("driver", start)
+
+        self.probe.phase = "paths"
+        await self.next_to("paths")
+        start = self.begin("paths")
+        app.screen.query_one("#check-paths").press()
+        await self.until(lambda: self.screen_busy("paths"), 10, "the path check to start")
+        await asyncio.sleep(0.5)
+        await self.f1("paths (checking)")
+        await self.until(
+            lambda: state.path_checks is not None and not self.screen_busy("paths"), 3600, "the path check"
+        )
+        self.end("paths", start)
+        await self.override_if_blocked()
+
+        start = self.begin("preview")
+        await self.next_to("preview")
+        await self.until(lambda: state.prepared is not None and not self.screen_busy(), 300, "the dry-run")
+        await self.override_if_blocked()
+        self.end("preview", start)
+
+        self.probe.phase = "apply"
+        await self.next_to("apply")
+        start = self.begin("apply")
+        await self.apply()
+        self.end("apply", start)
+
+        start = self.begin("verify")
+        await self.next_to("verify")
+        await asyncio.sleep(0.5)
+        await self.f1("verify (verifying)")
+        await self.until(lambda: state.checks and not app.screen._verifying, 3600, "the verification")
+        self.end("verify", start)
+        await self.f1("verify (done)")
+
+    async def apply(self) -> None:
+        from screens.dialogs import ConfirmDialog
+
+        app = self.app
+        await self.pilot.press("enter")  # the focused Apply button
+        await self.until(lambda: isinstance(app.screen, ConfirmDialog), 60, "the apply confirmation")
+        await self.pilot.press("tab", "enter")  # focus starts on Cancel
+        await self.until(lambda: app.state.applied is not None, 300, "the apply")
+        await self.until(
+            lambda: getattr(app.screen, "_rollout", None) is not None and app.screen._rollout.done, 3600, "rollout"
+        )
+
+
+async def idle(walk: Walk, seconds: float) -> dict[str, float]:
+    """Leave the finished wizard alone for ``seconds``: RSS growth, CPU used, longest stall."""
+    walk.probe.phase, walk.probe.interval = "idle", IDLE_PROBE_S
+    await asyncio.sleep(2.0)  # the last frame and the finished workers' messages
+    rss_before, cpu_before, start = rss_mb(), time.process_time(), time.perf_counter()
+    await asyncio.sleep(seconds)
+    cpu, wall = time.process_time() - cpu_before, time.perf_counter() - start
+    walk.probe.interval = PROBE_S
+    return {
+        "idle_s": round(wall, 1),
+        "idle_rss_growth_mb": round(rss_mb() - rss_before, 1),
+        "idle_cpu_pct": round(100 * cpu / wall, 2),
+        "idle_max_stall_ms": round(walk.probe.stalls.get("idle", 0.0), 1),
+    }
+
+
+async def tui(kubeconfig: Path, home: Path, idle_s: float) -> dict[str, Any]:
+    """The walk, the idle period, then Ctrl+Q; returns the measures and the plan the engine runs repeat."""
+    from screens.app import WizardApp
+
+    app = WizardApp(kubeconfig=str(kubeconfig), report_dir=home)
+    probe = LoopProbe()
+    async with app.run_test(size=(80, 24)) as pilot:
+        probe.start()
+        walk = Walk(pilot, probe)
+        await walk.run()
+        idled = await idle(walk, idle_s)
+        await walk.f1("after idle")
+        plan, rendered = app.state.valid_plan(), app.state.rendered
+        toolkit_dir = app.state.get("toolkit.installDir")
+        failed = [c.line() for c in app.state.checks if not c.ok]
+        peak = hwm_mb()
+        probe.phase = "quit"
+        start = time.perf_counter()
+        await pilot.press("ctrl+q")
+    quit_ms = (time.perf_counter() - start) * 1000
+    probe.stop()
+    return {
+        "steps": walk.steps,
+        "f1_ms": walk.f1_ms,
+        "quit_ms": round(quit_ms, 1),
+        "peak_rss_mb": round(peak, 1),
+        **idled,
+        "verify_failed": failed[:5],
+        "_plan": (plan, rendered, toolkit_dir),
+    }
+
+
+async def engine(kubeconfig: Path, plan: Any, rendered: Any, toolkit_dir: str | None) -> dict[str, float]:
+    """The same path check and verification through ``wizard.cluster.facade`` alone, consumed headless."""
+    from wizard.cluster.facade import Cluster, open_registry
+    from wizard.engine.registry_routes import registry_hosts
+
+    async with await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60) as cluster:
+        start = time.perf_counter()
+        stream = cluster.check_paths(plan, toolkit_install_dir=toolkit_dir)
+        async with contextlib.aclosing(stream):
+            paths = [check async for check in stream]
+        paths_s = time.perf_counter() - start
+        hosts, mirrors = registry_hosts(plan), plan.driver.registryMirrors
+        async with contextlib.AsyncExitStack() as stack:
+            registry = None
+            if cluster.registry_options(hosts, mirrors):
+                registry = await stack.enter_async_context(open_registry(cluster, hosts, mirrors=mirrors))
+            start = time.perf_counter()
+            stream = cluster.verify(plan, rendered, registry=registry, no_registry="no registry")
+            async with contextlib.aclosing(stream):
+                checks = [item async for item in stream]
+            verify_s = time.perf_counter() - start
+    return {
+        "paths_s": round(paths_s, 3),
+        "verify_s": round(verify_s, 3),
+        "path_checks": len(paths),
+        "items": len(checks),
+    }
+
+
+def private_home(folder: Path) -> Path:
+    """A throw-away HOME so the wizard's answers, backups and reports land nowhere real."""
+    home = folder / "home"
+    home.mkdir()
+    os.environ["HOME"] = str(home)
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "KUBECONFIG"):
+        os.environ.pop(name, None)
+    os.environ["TEXTUAL_ANIMATIONS"] = "none"
+    return home
+
+
+def verdicts(result: dict[str, Any]) -> list[str]:
+    """One line per target that was missed."""
+    missed = []
+    for name, step in result["steps"].items():
+        if step["max_stall_ms"] > TARGETS["max_stall_ms"]:
+            missed.append(f"{name}: event-loop stall {step['max_stall_ms']} ms > {TARGETS['max_stall_ms']:g}")
+    for name in ("paths", "verify"):
+        if result["ratio"][name] > TARGETS["ratio"]:
+            missed.append(f"{name}: TUI ÷ engine {result['ratio'][name]} > {TARGETS['ratio']}")
+    for name in ("peak_rss_mb", "idle_rss_growth_mb", "idle_cpu_pct", "quit_ms"):
+        if result[name] > TARGETS[name]:
+            missed.append(f"{name} {result[name]} > {TARGETS[name]:g}")
+    for where, ms in result["f1_ms"].items():
+        if ms > TARGETS["f1_ms"]:
+            missed.append(f"F1 at {where}: {ms} ms > {TARGETS['f1_ms']:g}")
+    return missed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000, help="GPU nodes of the large scenario")
+    parser.add_argument("--idle", type=float, default=120.0, help="seconds to idle after Verify")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-tui-scale-") as tmp:
+        folder = Path(tmp)
+        home = private_home(folder)
+        scenario = str(large_scenario(folder, args.nodes))
+        with served(scenario) as server:
+            measured = asyncio.run(tui(server.kubeconfig, home, args.idle))
+            plan, rendered, toolkit_dir = measured.pop("_plan")
+            alone = asyncio.run(engine(server.kubeconfig, plan, rendered, toolkit_dir))
+    steps = measured["steps"]
+    ratio = {name: round(steps[name]["seconds"] / alone[f"{name}_s"], 2) for name in ("paths", "verify")}
+    result = {"machine": machine(), "nodes": args.nodes, **measured, "engine": alone, "ratio": ratio}
+    missed = verdicts(result)
+    result["targets_missed"] = missed
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{args.nodes} GPU nodes at 80×24; machine: {result['machine']}")
+        for name, step in steps.items():
+            print(
+                f"  {name:8} {step['seconds']:8.2f} s  longest stall {step['max_stall_ms']:7.1f} ms  RSS {step['rss_mb']} MiB"
+            )
+        for name in ("paths", "verify"):
+            print(f"  {name}: TUI {steps[name]['seconds']} s ÷ engine alone {alone[name + '_s']} s = {ratio[name]}")
+        print(
+            f"  peak RSS {result['peak_rss_mb']} MiB; idle {result['idle_s']} s: RSS growth "
+            f"{result['idle_rss_growth_mb']} MiB, CPU {result['idle_cpu_pct']} % of a core, "
+            f"longest stall {result['idle_max_stall_ms']} ms"
+        )
+        print(f"  F1: {result['f1_ms']} ms; Ctrl+Q: {result['quit_ms']} ms")
+        if result["verify_failed"]:
+            print(f"  verification findings: {result['verify_failed']}")
+        print("targets: " + ("all met" if not missed else "missed:\n    " + "\n    ".join(missed)))
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
