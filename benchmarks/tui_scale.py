@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -55,6 +56,18 @@ def hwm_mb() -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def screen_text(app: Any) -> str:
+    """The screen as plain text, one line per terminal row."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
 
 
 class LoopProbe:
@@ -93,10 +106,20 @@ class Walk:
         self.f1_ms: dict[str, float] = {}
 
     async def until(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
-        deadline = time.monotonic() + timeout
+        deadline, told = time.monotonic() + timeout, time.monotonic() + 60
+        from screens.dialogs import ErrorDialog
+
         while not predicate():
+            if isinstance(self.app.screen, ErrorDialog):
+                raise SystemExit(f"an error dialog while waiting for {what}:\n{screen_text(self.app)}")
+            if time.monotonic() > told:  # a long wait: show what the screen says, once a minute
+                told += 60
+                print(f"still waiting for {what}:\n{screen_text(self.app)}", file=sys.stderr, flush=True)
             if time.monotonic() > deadline:
-                raise SystemExit(f"timed out after {timeout:.0f}s waiting for {what} (step {self.app.state.step})")
+                text = screen_text(self.app)  # what the user would see says why
+                raise SystemExit(
+                    f"timed out after {timeout:.0f}s waiting for {what} (step {self.app.state.step}):\n{text}"
+                )
             await asyncio.sleep(0.01)
 
     def on_step(self, step: str) -> bool:
@@ -116,6 +139,7 @@ class Walk:
         return time.perf_counter()
 
     def end(self, name: str, start: float) -> None:
+        print(f"{name}: {time.perf_counter() - start:.2f} s", file=sys.stderr, flush=True)
         self.steps[name] = {
             "seconds": round(time.perf_counter() - start, 3),
             "max_stall_ms": round(self.probe.stalls.get(name, 0.0), 1),
@@ -139,7 +163,12 @@ class Walk:
 
         start = time.perf_counter()
         await self.pilot.press("f1")
-        await self.until(lambda: isinstance(self.app.screen, HelpDialog), 60, "the help dialog")
+
+        def shown() -> bool:  # the dialog is up and its text laid out
+            screen = self.app.screen
+            return isinstance(screen, HelpDialog) and screen.is_mounted and bool(screen.query_one("Markdown").children)
+
+        await self.until(shown, 60, "the help dialog")
         self.f1_ms[where] = round((time.perf_counter() - start) * 1000, 1)
         await self.pilot.press("escape")
         await self.until(lambda: not isinstance(self.app.screen, HelpDialog), 60, "the help dialog to close")
@@ -322,6 +351,7 @@ def verdicts(result: dict[str, Any]) -> list[str]:
 
 
 def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the demo server is stopped too
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=5000, help="GPU nodes of the large scenario")
     parser.add_argument("--idle", type=float, default=120.0, help="seconds to idle after Verify")

@@ -11,12 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.timer import Timer
 from textual.widgets import Button, DataTable, Label, Log, Static
 
 from screens.steps.base import StepScreen
+from wizard.engine.textsafe import printable
 
 #: Which table column a node-level check fills; every other node-level check goes to "Host".
 COLUMNS = {
@@ -25,6 +28,10 @@ COLUMNS = {
     "nvidia-smi": "smi",
     "host-nvidia-smi": "smi",
 }
+#: Lines the on-screen log keeps (a ring buffer: the oldest go); "Save log" writes every line to a file.
+LOG_LINES = 2000
+#: Seconds between two redraws while results stream in (at most ten a second, whatever the node count).
+FLUSH_INTERVAL = 0.1
 #: Longest cell text before it is cut (the full text is in the summary, the log and the report).
 CELL_WIDTH = 13
 
@@ -66,10 +73,11 @@ class VerifyStep(StepScreen):
         table: DataTable[str] = DataTable(id="verify-table", cursor_type="row")
         yield table
         with Horizontal(id="verify-row"):
-            yield Label("Per node (Enter on a row: in full)")
+            yield Label("Per node (Enter: in full)")
             yield Button("Run again", id="reverify", compact=True)
+            yield Button("Save log", id="save-log", compact=True)
             yield Button("Export report…", id="export", compact=True, variant="primary")
-        yield Log(max_lines=5000, id="verify-log")
+        yield Log(max_lines=LOG_LINES, id="verify-log")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -77,6 +85,7 @@ class VerifyStep(StepScreen):
         for label, key in (("Image", "image"), ("Digest", "digest"), ("nvidia-smi", "smi"), ("Host", "host")):
             table.add_column(label, key=key, width=CELL_WIDTH + 1)
         self._verifying = False
+        self._reset_view()
         if self.state.cluster is None:
             self.query_one("#verify-summary", Static).update(
                 "[$error]✗ not connected: verification needs the cluster[/]"
@@ -98,13 +107,13 @@ class VerifyStep(StepScreen):
 
     @work(exclusive=True, group="verify", exit_on_error=False)
     async def verify(self) -> None:
-        """Stream the engine's verification into the table and the log."""
+        """Stream the engine's verification into the table and the log (drawn in batches, see :meth:`_flush`)."""
         state = self.state
-        table: DataTable[str] = self.query_one(DataTable)
-        log = self.query_one(Log)
+        table: DataTable[Any] = self.query_one(DataTable)
         table.clear()
-        log.clear()
+        self.query_one(Log).clear()
         state.checks, state.log_lines = [], []
+        self._reset_view()
         self._verifying = True
         self._summary()
         self.refresh_nav()
@@ -120,27 +129,87 @@ class VerifyStep(StepScreen):
                         if item.check == "probe-pod":  # a privileged pod left on a node: say it where it is seen
                             self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
                         state.checks.append(item)
-                        self._add_check(table, item)
-                        log.write_line(item.line())
-                        self._summary()
+                        self._queue(item)
                     else:
                         state.log_lines.append(item)
         finally:
             self._verifying = False
+            self._flush()
         # nodes are checked concurrently; once done, show rows and output node by node
         for row in list(table.rows):
             for column in ("image", "digest", "smi", "host"):
-                if table.get_cell(row, column) == "…":
-                    table.update_cell(row, column, "- not checked")
-        table.sort("node")
-        log.clear()
-        for check in sorted(state.checks, key=lambda c: c.node):  # one line per result; the raw output on Enter
-            log.write_line(check.line())
+                if str(table.get_cell(row, column)) == "…":
+                    table.update_cell(row, column, Text("- not checked"))
+        table.sort("node", key=str)
+        log = self.query_one(Log)
+        log.clear()  # one line per result, the last LOG_LINES of them; the raw output on Enter, all in "Save log"
+        lines = [check.line() for check in sorted(state.checks, key=lambda c: c.node)]
+        log.write_lines(printable(line) for line in lines[-LOG_LINES:])
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()
         if self.verified():
             self.state.forget_progress()
+
+    def _reset_view(self) -> None:
+        self._pending: list[Any] = []
+        self._by_node: dict[str, list[Any]] = {}
+        self._flush_timer: Timer | None = None
+        self.flushes = 0
+        """How many times queued results were drawn (a test counts them)."""
+
+    def _queue(self, check: Any) -> None:
+        """Keep ``check`` for the next draw: at most one every :data:`FLUSH_INTERVAL`, whatever the node count."""
+        self._pending.append(check)
+        if check.node:
+            self._by_node.setdefault(check.node, []).append(check)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        """Draw the queued results: their rows and cells, their log lines, the summary."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.flushes += 1
+        table: DataTable[Any] = self.query_one(DataTable)
+        touched: dict[str, None] = {}
+        for check in pending:
+            if check.node:
+                touched[check.node] = None
+        for node in touched:
+            cells = self._cells(node)
+            if node in table.rows:
+                for column, text in cells.items():
+                    table.update_cell(node, column, text)
+            else:
+                table.add_row(Text(printable(node)), *(cells[c] for c in ("image", "digest", "smi", "host")), key=node)
+        self.query_one(Log).write_lines(printable(check.line()) for check in pending)
+        self._summary()
+
+    def _cells(self, node: str) -> dict[str, Text]:
+        """The row of ``node`` from its checks so far (``…`` where none came yet); text, never markup."""
+        cells = dict.fromkeys(("image", "digest", "smi", "host"), Text("…"))
+        others = []
+        for check in self._by_node.get(node, []):
+            column = COLUMNS.get(check.check)
+            if column is not None:
+                cells[column] = Text(printable(cell(check)))
+            else:
+                others.append(check)
+        if others:  # Host: ✓ while every other check of the node passed, else the first failure
+            failed = [c for c in others if not c.ok]
+            cells["host"] = Text(printable(cell(failed[0])) if failed else f"✓ {len(others)} checks")
+        return cells
+
+    @on(Button.Pressed, "#save-log")
+    def _save_log(self) -> None:
+        from screens.report import save_full_log
+
+        save_full_log(self.wizard)
 
     @on(DataTable.RowSelected, "#verify-table")
     def _node_in_full(self, event: DataTable.RowSelected) -> None:
@@ -157,21 +226,6 @@ class VerifyStep(StepScreen):
         if raw:
             lines += ["", "Raw output:", "", "```", *raw, "```"]
         self.app.push_screen(HelpDialog(f"Verify — {node}", "\n".join(lines)))
-
-    def _add_check(self, table: DataTable[str], check: Any) -> None:
-        if not check.node:
-            return
-        if check.node not in table.rows:
-            table.add_row(check.node, "…", "…", "…", "…", key=check.node)
-        column = COLUMNS.get(check.check)
-        if column is not None:
-            table.update_cell(check.node, column, cell(check))
-            return
-        # Host: ✓ while every other check of the node passed, else the first failure
-        others = [c for c in self.state.checks if c.node == check.node and c.check not in COLUMNS]
-        failed = [c for c in others if not c.ok]
-        text = cell(failed[0]) if failed else f"✓ {len(others)} checks"
-        table.update_cell(check.node, "host", text)
 
     def verified(self) -> bool:
         """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made."""
