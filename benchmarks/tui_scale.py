@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.demo_server import large_scenario, machine, served
+from benchmarks.demo_server import Served, large_scenario, machine, served
 
 TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
 TARGETS |= {"idle_cpu_pct": 2.0, "f1_ms": 200.0, "quit_ms": 200.0}
@@ -244,33 +244,46 @@ class Walk:
         )
 
 
-async def idle(walk: Walk, seconds: float) -> dict[str, float]:
-    """Leave the finished wizard alone for ``seconds``: RSS growth, CPU used, longest stall."""
+def server_rss_mb(pid: int) -> float:
+    """The demo server's resident set size now, in MiB (0 when it cannot be read)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def idle(walk: Walk, seconds: float, server: Served) -> dict[str, float]:
+    """Leave the finished wizard alone for ``seconds``: RSS growth, CPU used, longest stall (and the server's)."""
     walk.probe.phase, walk.probe.interval = "idle", IDLE_PROBE_S
     await asyncio.sleep(2.0)  # the last frame and the finished workers' messages
     rss_before, cpu_before, start = rss_mb(), time.process_time(), time.perf_counter()
+    server_rss, server_cpu = server_rss_mb(server.pid), server.cpu_seconds()
     await asyncio.sleep(seconds)
     cpu, wall = time.process_time() - cpu_before, time.perf_counter() - start
+    server_cpu = server.cpu_seconds() - server_cpu
     walk.probe.interval = PROBE_S
     return {
         "idle_s": round(wall, 1),
         "idle_rss_growth_mb": round(rss_mb() - rss_before, 1),
         "idle_cpu_pct": round(100 * cpu / wall, 2),
         "idle_max_stall_ms": round(walk.probe.stalls.get("idle", 0.0), 1),
+        "server_idle_cpu_pct": round(100 * server_cpu / wall, 2),
+        "server_idle_rss_growth_mb": round(server_rss_mb(server.pid) - server_rss, 1),
     }
 
 
-async def tui(kubeconfig: Path, home: Path, idle_s: float) -> dict[str, Any]:
+async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
     """The walk, the idle period, then Ctrl+Q; returns the measures and the plan the engine runs repeat."""
     from screens.app import WizardApp
 
-    app = WizardApp(kubeconfig=str(kubeconfig), report_dir=home)
+    app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home)
     probe = LoopProbe()
     async with app.run_test(size=(80, 24)) as pilot:
         probe.start()
         walk = Walk(pilot, probe)
         await walk.run()
-        idled = await idle(walk, idle_s)
+        idled = await idle(walk, idle_s, server)
         await walk.f1("after idle")
         plan, rendered = app.state.valid_plan(), app.state.rendered
         toolkit_dir = app.state.get("toolkit.installDir")
@@ -362,7 +375,7 @@ def main() -> int:
         home = private_home(folder)
         scenario = str(large_scenario(folder, args.nodes))
         with served(scenario) as server:
-            measured = asyncio.run(tui(server.kubeconfig, home, args.idle))
+            measured = asyncio.run(tui(server, home, args.idle))
             plan, rendered, toolkit_dir = measured.pop("_plan")
             alone = asyncio.run(engine(server.kubeconfig, plan, rendered, toolkit_dir))
     steps = measured["steps"]
@@ -383,7 +396,8 @@ def main() -> int:
         print(
             f"  peak RSS {result['peak_rss_mb']} MiB; idle {result['idle_s']} s: RSS growth "
             f"{result['idle_rss_growth_mb']} MiB, CPU {result['idle_cpu_pct']} % of a core, "
-            f"longest stall {result['idle_max_stall_ms']} ms"
+            f"longest stall {result['idle_max_stall_ms']} ms; the demo server meanwhile: "
+            f"CPU {result['server_idle_cpu_pct']} %, RSS growth {result['server_idle_rss_growth_mb']} MiB"
         )
         print(f"  F1: {result['f1_ms']} ms; Ctrl+Q: {result['quit_ms']} ms")
         if result["verify_failed"]:
