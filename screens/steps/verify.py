@@ -32,6 +32,8 @@ COLUMNS = {
 LOG_LINES = 2000
 #: Seconds between two redraws while results stream in (at most ten a second, whatever the node count).
 FLUSH_INTERVAL = 0.1
+#: Failed nodes named in the summary line (the table, the log and the report have all of them).
+SHOWN_NODES = 5
 #: Longest cell text before it is cut (the full text is in the summary, the log and the report).
 CELL_WIDTH = 13
 
@@ -157,10 +159,18 @@ class VerifyStep(StepScreen):
         self._flush_timer: Timer | None = None
         self.flushes = 0
         """How many times queued results were drawn (a test counts them)."""
+        self._seen_nodes: set[str] = set()
+        self._failed, self._passed = 0, 0
+        self._failed_nodes: dict[str, None] = {}
+        self._skipped: list[Any] = []
+        self._general: list[Any] = []
+        self._notable: list[Any] = []
+        self._findings: list[Any] | None = None
 
     def _queue(self, check: Any) -> None:
         """Keep ``check`` for the next draw: at most one every :data:`FLUSH_INTERVAL`, whatever the node count."""
         self._pending.append(check)
+        self._tally(check)
         if check.node:
             self._by_node.setdefault(check.node, []).append(check)
         if self._flush_timer is None:
@@ -232,43 +242,58 @@ class VerifyStep(StepScreen):
         checks = self.state.checks
         return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
+    def _tally(self, check: Any) -> None:
+        """Count ``check`` into the summary's figures (kept as results come: no rescan of thousands of checks)."""
+        status = check.status.value
+        if check.node:
+            self._seen_nodes.add(check.node)
+        if not check.ok:
+            self._failed += 1
+            self._failed_nodes.setdefault(check.node or "cluster", None)
+        if status == "skipped" and check.check != "summary":
+            self._skipped.append(check)
+        elif check.ok and check.check != "summary":
+            self._passed += 1
+        if not check.node and check.check != "summary":
+            self._general.append(check)
+        if check.node and status in ("fail", "warn", "skipped") and len(self._notable) < 2:
+            self._notable.append(check)
+
     def _summary(self) -> None:
-        checks = self.state.checks
-        nodes = {c.node for c in checks if c.node}
-        failed = [c for c in checks if not c.ok]
-        skipped = [c for c in checks if c.status.value == "skipped" and c.check != "summary"]
-        passed = sum(1 for c in checks if c.ok and c.status.value != "skipped" and c.check != "summary")
         lines = []
+        nodes, failed, skipped, passed = len(self._seen_nodes), self._failed, self._skipped, self._passed
         if self._verifying:
-            lines.append(f"[$accent]… verifying[/] {len(nodes)} node(s) so far")
-        elif not checks:
+            lines.append(f"[$accent]… verifying[/] {nodes} node(s) so far")
+        elif not self.state.checks:
             lines.append("[$text-muted]no findings[/]")
         elif failed:
-            bad = sorted({c.node or "cluster" for c in failed})
+            bad = sorted(self._failed_nodes)
+            where = ", ".join(bad[:SHOWN_NODES]) + (
+                f" and {len(bad) - SHOWN_NODES} more" if len(bad) > SHOWN_NODES else ""
+            )
             also = f", {len(skipped)} SKIPPED" if skipped else ""
-            lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}{also}")
+            lines.append(f"[$error]✗ not verified:[/] {failed} check(s) failed on {escape(where)}{also}")
         elif skipped:
             reason = str(skipped[0].data.get("reason") or skipped[0].message)
             lines.append(
-                f"[$warning]- not verified:[/] {len(nodes)} GPU node(s), {passed} checks passed, "
+                f"[$warning]- not verified:[/] {nodes} GPU node(s), {passed} checks passed, "
                 f"{len(skipped)} SKIPPED ({escape(skipped[0].check)}: {escape(reason)})"
             )
         else:
-            lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {passed} checks passed")
-        from screens.findings import plan_findings
+            lines.append(f"[$success]✓ verified:[/] {nodes} GPU node(s), {passed} checks passed")
+        if self._findings is None:
+            from screens.findings import plan_findings
 
-        findings = plan_findings(self.state)
-        if findings:
+            self._findings = plan_findings(self.state)  # the plan does not change while Verify is shown
+        if self._findings:
             lines.append(
-                f"[$warning]! {len(findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
-                f"{escape(findings[0].message)}"
+                f"[$warning]! {len(self._findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
+                f"{escape(self._findings[0].message)}"
             )
-        for check in checks:
-            if not check.node and check.check != "summary":
-                symbol_style = "$success" if check.ok else "$error"
-                lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
-        shown = ("fail", "warn", "skipped")
-        for check in [c for c in checks if c.status.value in shown and c.node][:2]:
+        for check in self._general:
+            symbol_style = "$success" if check.ok else "$error"
+            lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
+        for check in self._notable:
             lines.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )
