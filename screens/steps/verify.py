@@ -194,7 +194,8 @@ class VerifyStep(StepScreen):
             cells = self._cells(node)
             if node in table.rows:
                 for column, text in cells.items():
-                    table.update_cell(node, column, text)
+                    if table.get_cell(node, column) != text:  # only what changed: each update re-measures a cell
+                        table.update_cell(node, column, text)
             else:
                 table.add_row(Text(printable(node)), *(cells[c] for c in ("image", "digest", "smi", "host")), key=node)
         self.query_one(Log).write_lines(printable(check.line()) for check in pending)
