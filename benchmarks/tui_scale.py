@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, served
+from benchmarks.verification import settle
 
 TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
 TARGETS |= {"idle_cpu_pct": 2.0, "f1_ms": 200.0, "quit_ms": 200.0}
@@ -111,7 +112,7 @@ class Walk:
         self.steps: dict[str, dict[str, float]] = {}
         self.f1_ms: dict[str, float] = {}
         self.engine: dict[str, float] = {}
-        self.kubeconfig = Path()
+        self.server = Served(Path(), 0)
 
     async def until(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
         deadline, told = time.monotonic() + timeout, time.monotonic() + 60
@@ -119,6 +120,7 @@ class Walk:
 
         while not predicate():
             if isinstance(self.app.screen, ErrorDialog):
+                await asyncio.sleep(0.5)  # let it draw: its text is the reason
                 raise SystemExit(f"an error dialog while waiting for {what}:\n{screen_text(self.app)}")
             if time.monotonic() > told:  # a long wait: show what the screen says, once a minute
                 told += 60
@@ -209,6 +211,7 @@ class Walk:
 
         self.probe.phase = "paths"
         await self.next_to("paths")
+        await settle(self.server)
         start = self.begin("paths")
         app.screen.query_one("#check-paths").press()
         await self.until(lambda: self.screen_busy("paths"), 10, "the path check to start")
@@ -227,12 +230,14 @@ class Walk:
         await self.override_if_blocked()
         self.end("preview", start)
 
+        await settle(self.server)
         self.probe.phase = "apply"
         await self.next_to("apply")
         start = self.begin("apply")
         await self.apply()
         self.end("apply", start)
 
+        await settle(self.server)  # the rollout's last reconciles, as benchmarks/verification.py waits
         start = self.begin("verify")
         await self.next_to("verify")
         await asyncio.sleep(0.5)
@@ -244,8 +249,9 @@ class Walk:
 
     async def engine_alone(self, step: str) -> None:
         """The same operation through the engine alone (the wizard idles meanwhile on the same loop)."""
-        state, kubeconfig = self.app.state, self.kubeconfig
+        state, kubeconfig = self.app.state, self.server.kubeconfig
         self.probe.phase = f"engine {step}"
+        await settle(self.server)  # the server may still delete the TUI's probe pods: start both runs alike
         if step == "paths":
             seconds = await engine_paths(kubeconfig, state.valid_plan(), state.get("toolkit.installDir"))
         else:
@@ -305,7 +311,7 @@ async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
     async with app.run_test(size=(80, 24)) as pilot:
         probe.start()
         walk = Walk(pilot, probe)
-        walk.kubeconfig = server.kubeconfig
+        walk.server = server
         await walk.run()
         idled = await idle(walk, idle_s, server)
         await walk.f1("after idle")
