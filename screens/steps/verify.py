@@ -4,6 +4,10 @@
 turns each into a table cell (image, imageID digest, nvidia-smi: ✓/✗ with the reason) or a log
 line. Findings without a node (ClusterPolicy state, validator) go to the summary. Export writes
 the report as Markdown and JSON.
+
+For 5,000 nodes: results are queued and drawn at most every :data:`FLUSH_INTERVAL` (new rows in one
+go, only changed cells), the summary comes from running counts, and the on-screen log is a ring
+buffer of :data:`LOG_LINES`; "Save log" writes every line to the state folder.
 """
 
 from __future__ import annotations
@@ -136,7 +140,8 @@ class VerifyStep(StepScreen):
                         state.log_lines.append(item)
         finally:
             self._verifying = False
-            self._flush()
+            if self.is_attached:  # not when the step was left (the worker is cancelled with the screen)
+                self._flush()
         # nodes are checked concurrently; once done, show rows and output node by node
         for row in list(table.rows):
             for column in ("image", "digest", "smi", "host"):

@@ -109,9 +109,11 @@ class PathResults(Vertical):
         """The check is over: draw what is queued, sort the rows by node and drop the progress line."""
         self._progress = ""
         self.flush()
+        notes = self.query_one("#path-notes", Static)
         if not self._rows and not self._general:
-            self.query_one("#path-notes", Static).update(empty)
+            notes.update(empty)
             return
+        notes.update(self._notes())  # without the progress line, even when nothing was left to draw
         self.table.sort("node", key=lambda cell: cell.plain)
 
     def _cancel_flush(self) -> None:
