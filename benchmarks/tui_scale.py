@@ -305,7 +305,11 @@ async def idle(walk: Walk, seconds: float, server: Served) -> dict[str, float]:
 async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
     """The walk, the idle period, then Ctrl+Q; returns the measures and the plan the engine runs repeat."""
     from screens.app import WizardApp
+    from wizard.cluster.facade import Cluster
 
+    # the API timeout the other benchmarks use (60 s): while it reconciles 1,000s of nodes, the demo server
+    # on a shared 2-core machine can take over the wizard's default 10 s to answer one list
+    Cluster.connect.__func__.__kwdefaults__["timeout"] = 60.0  # type: ignore[attr-defined]
     app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home)
     probe = LoopProbe()
     async with app.run_test(size=(80, 24)) as pilot:
