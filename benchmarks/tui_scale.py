@@ -333,6 +333,10 @@ async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
         "peak_rss_mb": round(peak, 1),
         **idled,
         "verify_failed": failed[:5],
+        "stalls_by_phase_ms": {
+            phase: {"wall": round(ms, 1), "busy": round(probe.busy.get(phase, 0.0), 1)}
+            for phase, ms in probe.stalls.items()
+        },
         "engine": walk.engine,
     }
 
