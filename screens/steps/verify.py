@@ -152,6 +152,7 @@ class VerifyStep(StepScreen):
         log.clear()  # one line per result, the last LOG_LINES of them; the raw output on Enter, all in "Save log"
         lines = [check.line() for check in sorted(state.checks, key=lambda c: c.node)]
         log.write_lines(printable(line) for line in lines[-LOG_LINES:])
+        self.call_after_refresh(log.scroll_end, animate=False)  # the tail, once the table above has its final height
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()
