@@ -178,7 +178,8 @@ Proves the driver works, node by node:
 * **nvidia-smi** — run in the driver container (or on the host for a pre-installed driver); ✓ with the driver
   version and GPUs, ✗ with the reason.
 
-The log shows the raw evidence. **Export** writes the report as Markdown and JSON.
+The log shows one line per result (the last 2,000); **Save log** writes all of them and the raw output to
+the state folder. **Export** writes the report as Markdown and JSON.
 """,
 }
 

@@ -6,6 +6,7 @@ the engine found (``wizard.engine.results.Check`` and ``LogLine``); this module 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,6 +123,41 @@ def write_report(state: WizardState, markdown_path: Path) -> tuple[Path, Path]:
     return markdown_path, json_path
 
 
+def full_log_text(state: WizardState) -> str:
+    """Every verification result and every raw output line (the on-screen log keeps only the last ones)."""
+    lines = [check.line() for check in sorted(state.checks, key=lambda c: c.node)]
+    if state.log_lines:
+        lines += ["", "Raw output:"]
+        lines += [f"[{line.node}] {line.text}" if line.node else line.text for line in state.log_lines]
+    return "\n".join(lines) + "\n"
+
+
+def save_full_log(app: WizardApp) -> None:
+    """Write the whole verification log into the state folder (off the event loop) and say where."""
+    import time
+
+    from wizard.atomic_write import write_private
+    from wizard.paths import state_dir
+
+    state = app.state
+    if not state.checks:
+        app.notify("No verification has run yet.", title="Log", severity="warning")
+        return
+    path = state_dir() / f"verify-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.log"
+
+    async def write() -> None:
+        try:
+            await asyncio.to_thread(lambda: write_private(path, full_log_text(state)))
+        except OSError as exc:
+            from screens.dialogs import ErrorDialog
+
+            app.push_screen(ErrorDialog("Could not write the log", str(exc), "check the state folder's permissions."))
+            return
+        app.notify(display_path(path), title="Full log written")
+
+    app.run_worker(write(), group="save-log", exit_on_error=False)
+
+
 def export_report(app: WizardApp) -> None:
     """Ask where, then write the report (palette "Open report" and the Verify step's Export)."""
     from screens.dialogs import ErrorDialog, PathDialog
@@ -132,10 +168,12 @@ def export_report(app: WizardApp) -> None:
         return
 
     def chosen(path: str | None) -> None:
-        if not path:
-            return
+        if path:  # built and written in a thread: 5,000 nodes make a report of megabytes
+            app.run_worker(write(Path(path)), group="report", exit_on_error=False)
+
+    async def write(path: Path) -> None:
         try:
-            md, js = write_report(state, Path(path))
+            md, js = await asyncio.to_thread(write_report, state, path)
         except OSError as exc:
             app.push_screen(ErrorDialog("Could not write the report", str(exc), "choose a folder you can write to."))
             return

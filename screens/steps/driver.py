@@ -313,8 +313,8 @@ class DriverStep(FormStep):
             return
         from wizard.engine.render import mirror_script, render
 
-        try:
-            rendered = render(plan, facts)
+        try:  # in a thread: 0.5 s for 5,000 nodes, and this runs on every keystroke (debounced below)
+            rendered = await asyncio.to_thread(render, plan, facts)
         except ValueError as exc:  # a node whose facts break Kubernetes' grammars (NodeFactsError): say which
             groups.update(f"[$error]✗ {escape(str(exc))}[/]")
             self.refresh_nav()

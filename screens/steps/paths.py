@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.widgets import Button, Label
 
 from screens.steps.formstep import FormStep
@@ -21,7 +21,12 @@ from screens.widgets.pathresults import PathResults
 from screens.widgets.toggles import Tick
 
 #: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
+#: The limit spares the cluster, not the screen: results are drawn in batches (``PathResults``) and
+#: 5,000 nodes show smoothly, but 5,000 probe pods are not started without being asked.
 AUTO_CHECK_MAX_NODES = 64
+
+
+NO_CHECKS = "the engine ran no path checks on these nodes"
 
 
 def auto_check(state: Any) -> bool:
@@ -40,7 +45,6 @@ class PathsStep(FormStep):
     #path-buttons { height: 1; margin-top: 1; }
     #path-buttons > Button { margin-right: 2; }
     #override { display: none; }
-    #path-results { height: 1fr; }
     #runtime { margin-top: 1; width: 100%; height: auto; }
     """
 
@@ -70,8 +74,7 @@ class PathsStep(FormStep):
             yield Button("Restore defaults", id="defaults", compact=True)
             yield Tick("continue anyway", self.state.override_findings, id="override", compact=True)
         yield Label("Node-side checks", classes="section")
-        with VerticalScroll(id="path-results"):
-            yield PathResults(self._idle_text(), id="path-checks")
+        yield PathResults(self._idle_text(), id="path-checks")
 
     def _toolkit_default(self) -> tuple[str, str]:
         from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR
@@ -176,7 +179,7 @@ class PathsStep(FormStep):
     async def check_paths(self, plan: Any) -> None:
         """Run the node-side checks of both folders, showing each node's results as they come."""
         results = self.query_one("#path-checks", PathResults)
-        results.update("starting a probe pod on each GPU node…")
+        results.start("checking: a probe pod on each GPU node")
         self.state.path_checks = None
         self.refresh_nav()
         checks: list[Any] = []
@@ -184,12 +187,16 @@ class PathsStep(FormStep):
         async with contextlib.aclosing(stream):
             async for check in stream:
                 checks.append(check)
-                results.show(checks)
+                results.add(check)  # drawn in batches, at most ten times a second
         self.state.path_checks = checks
-        self._show_checks(checks)
+        results.finish(NO_CHECKS)
+        self._after_checks(checks)
 
     def _show_checks(self, checks: list[Any]) -> None:
-        self.query_one("#path-checks", PathResults).show(checks, "the engine ran no path checks on these nodes")
+        self.query_one("#path-checks", PathResults).show(checks, NO_CHECKS)
+        self._after_checks(checks)
+
+    def _after_checks(self, checks: list[Any]) -> None:
         failed = any(not c.ok and c.node for c in checks)
         self.query_one("#override").display = failed
         self.refresh_nav()

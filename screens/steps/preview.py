@@ -8,6 +8,7 @@ Rendering is ``wizard.engine.render.render(plan, facts)``; this screen only show
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,12 @@ from typing import Any
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
 from screens.state import display_path
 from screens.steps.base import StepScreen
-from screens.widgets.code import CodeView, Language
+from screens.widgets.code import CodeView, Language, highlight
 from screens.widgets.toggles import Tick
 
 #: Tab id -> (title, language, default file name).
@@ -33,11 +35,27 @@ TABS: dict[str, tuple[str, Language, str]] = {
 }
 
 
+def tab_texts(rendered: Any) -> dict[str, tuple[str, Content]]:
+    """Each tab's text and its highlighted content (CPU work: called in a thread)."""
+    from wizard.engine.render import helm_yaml, mirror_script, to_yaml
+
+    texts = {
+        "tab-policy": to_yaml([rendered.cluster_policy]),
+        "tab-nvd": to_yaml(rendered.nvidia_drivers)
+        or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
+        "tab-mirror": mirror_script(rendered.mirror),
+        "tab-helm": helm_yaml(rendered),
+        "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
+    }
+    return {tab_id: (text, highlight(text, TABS[tab_id][1])) for tab_id, text in texts.items()}
+
+
 class PreviewStep(StepScreen):
     """Review the rendered resources and the server's dry-run verdict."""
 
     STEP = "preview"
     NEXT_LABEL = "Apply… ▶"
+    _rendering = False
 
     DEFAULT_CSS = """
     #verdict-row { height: auto; }
@@ -77,36 +95,34 @@ class PreviewStep(StepScreen):
             self._verdict("[$error]✗ no node facts: connect to a cluster (step 1) first[/]")
             self.refresh_nav()
             return
+        self._verdict("[$accent]… rendering[/]")
+        self._rendering = True
+        self.render_plan(plan, facts)
+
+    @work(exclusive=True, group="render", exit_on_error=False)
+    async def render_plan(self, plan: Any, facts: Any) -> None:
+        """Render and lay out the tabs in a thread (0.5 s for 5,000 nodes: never on the event loop), then dry-run."""
         from wizard.engine.render import render
 
+        state = self.state
         try:
-            state.rendered = render(plan, facts)
+            rendered = await asyncio.to_thread(render, plan, facts)
         except ValueError as exc:
+            self._rendering = False
+            self._verdict("")
             self.show_error(exc, "Cannot render the plan")
             self.refresh_nav()
             return
-        self._show_rendered()
+        state.rendered, self._rendering = rendered, False
+        texts = await asyncio.to_thread(tab_texts, rendered)
+        for tab_id, (text, content) in texts.items():
+            self.query_one(f"#{tab_id}-code", CodeView).show(text, content=content)
+        self._show_advice()
         if state.cluster is None:
             self._verdict("[$warning]! not connected: no server dry-run (the resources are shown as rendered)[/]")
             self.refresh_nav()
         else:
             self.dry_run()
-
-    def _show_rendered(self) -> None:
-        from wizard.engine.render import helm_yaml, mirror_script, to_yaml
-
-        rendered = self.state.rendered
-        texts = {
-            "tab-policy": to_yaml([rendered.cluster_policy]),
-            "tab-nvd": to_yaml(rendered.nvidia_drivers)
-            or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
-            "tab-mirror": mirror_script(rendered.mirror),
-            "tab-helm": helm_yaml(rendered),
-            "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
-        }
-        for tab_id, text in texts.items():
-            self.query_one(f"#{tab_id}-code", CodeView).show(text)
-        self._show_advice()
 
     def _show_advice(self) -> None:
         """Every finding of the plan (this step's and the earlier steps'), and the renderer's notes."""
@@ -181,6 +197,8 @@ class PreviewStep(StepScreen):
 
     def blocker(self) -> str:
         state = self.state
+        if self._rendering:
+            return "rendering…"
         if state.rendered is None:
             return "nothing rendered: fix the earlier steps"
         if state.cluster is None:

@@ -4,6 +4,10 @@
 turns each into a table cell (image, imageID digest, nvidia-smi: ✓/✗ with the reason) or a log
 line. Findings without a node (ClusterPolicy state, validator) go to the summary. Export writes
 the report as Markdown and JSON.
+
+For 5,000 nodes: results are queued and drawn at most every :data:`FLUSH_INTERVAL` (new rows in one
+go, only changed cells), the summary comes from running counts, and the on-screen log is a ring
+buffer of :data:`LOG_LINES`; "Save log" writes every line to the state folder.
 """
 
 from __future__ import annotations
@@ -11,13 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.timer import Timer
 from textual.widgets import Button, DataTable, Label, Log, Static
 
 from screens.steps.base import StepScreen
 from screens.widgets.diagnosis import DiagnosisPanel
+from wizard.engine.textsafe import printable
 
 #: Which table column a node-level check fills; every other node-level check goes to "Host".
 COLUMNS = {
@@ -26,6 +33,12 @@ COLUMNS = {
     "nvidia-smi": "smi",
     "host-nvidia-smi": "smi",
 }
+#: Lines the on-screen log keeps (a ring buffer: the oldest go); "Save log" writes every line to a file.
+LOG_LINES = 2000
+#: Seconds between two redraws while results stream in (at most ten a second, whatever the node count).
+FLUSH_INTERVAL = 0.1
+#: Failed nodes named in the summary line (the table, the log and the report have all of them).
+SHOWN_NODES = 5
 #: Longest cell text before it is cut (the full text is in the summary, the log and the report).
 CELL_WIDTH = 13
 
@@ -67,11 +80,12 @@ class VerifyStep(StepScreen):
         table: DataTable[str] = DataTable(id="verify-table", cursor_type="row")
         yield table
         with Horizontal(id="verify-row"):
-            yield Label("Per node (Enter on a row: in full)")
+            yield Label("Per node (Enter: in full)")
             yield Button("Run again", id="reverify", compact=True)
+            yield Button("Save log", id="save-log", compact=True)
             yield Button("Export report…", id="export", compact=True, variant="primary")
         yield DiagnosisPanel(id="verify-diagnosis")
-        yield Log(max_lines=5000, id="verify-log")
+        yield Log(max_lines=LOG_LINES, id="verify-log")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
@@ -79,6 +93,7 @@ class VerifyStep(StepScreen):
         for label, key in (("Image", "image"), ("Digest", "digest"), ("nvidia-smi", "smi"), ("Host", "host")):
             table.add_column(label, key=key, width=CELL_WIDTH + 1)
         self._verifying = False
+        self._reset_view()
         if self.state.cluster is None:
             self.query_one("#verify-summary", Static).update(
                 "[$error]✗ not connected: verification needs the cluster[/]"
@@ -100,14 +115,14 @@ class VerifyStep(StepScreen):
 
     @work(exclusive=True, group="verify", exit_on_error=False)
     async def verify(self) -> None:
-        """Stream the engine's verification into the table and the log."""
+        """Stream the engine's verification into the table and the log (drawn in batches, see :meth:`_flush`)."""
         state = self.state
-        table: DataTable[str] = self.query_one(DataTable)
-        log = self.query_one(Log)
+        table: DataTable[Any] = self.query_one(DataTable)
         table.clear()
-        log.clear()
+        self.query_one(Log).clear()
         state.checks, state.log_lines, state.diagnosis = [], [], []
         self.query_one(DiagnosisPanel).show([])
+        self._reset_view()
         self._verifying = True
         self._summary()
         self.refresh_nav()
@@ -123,22 +138,24 @@ class VerifyStep(StepScreen):
                         if item.check == "probe-pod":  # a privileged pod left on a node: say it where it is seen
                             self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
                         state.checks.append(item)
-                        self._add_check(table, item)
-                        log.write_line(item.line())
-                        self._summary()
+                        self._queue(item)
                     else:
                         state.log_lines.append(item)
         finally:
             self._verifying = False
+            if self.is_attached:  # not when the step was left (the worker is cancelled with the screen)
+                self._flush()
         # nodes are checked concurrently; once done, show rows and output node by node
         for row in list(table.rows):
             for column in ("image", "digest", "smi", "host"):
-                if table.get_cell(row, column) == "…":
-                    table.update_cell(row, column, "- not checked")
-        table.sort("node")
-        log.clear()
-        for check in sorted(state.checks, key=lambda c: c.node):  # one line per result; the raw output on Enter
-            log.write_line(check.line())
+                if str(table.get_cell(row, column)) == "…":
+                    table.update_cell(row, column, Text("- not checked"))
+        table.sort("node", key=str)
+        log = self.query_one(Log)
+        log.clear()  # one line per result, the last LOG_LINES of them; the raw output on Enter, all in "Save log"
+        lines = [check.line() for check in sorted(state.checks, key=lambda c: c.node)]
+        log.write_lines(printable(line) for line in lines[-LOG_LINES:])
+        self.call_after_refresh(log.scroll_end, animate=False)  # the tail, once the table above has its final height
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
         self.refresh_nav()
@@ -165,6 +182,75 @@ class VerifyStep(StepScreen):
         self.state.diagnosis = found
         panel.show(found)
 
+    def _reset_view(self) -> None:
+        self._pending: list[Any] = []
+        self._by_node: dict[str, list[Any]] = {}
+        self._flush_timer: Timer | None = None
+        self.flushes = 0
+        """How many times queued results were drawn (a test counts them)."""
+        self._seen_nodes: set[str] = set()
+        self._failed, self._passed = 0, 0
+        self._failed_nodes: dict[str, None] = {}
+        self._skipped: list[Any] = []
+        self._general: list[Any] = []
+        self._notable: list[Any] = []
+        self._findings: list[Any] | None = None
+
+    def _queue(self, check: Any) -> None:
+        """Keep ``check`` for the next draw: at most one every :data:`FLUSH_INTERVAL`, whatever the node count."""
+        self._pending.append(check)
+        self._tally(check)
+        if check.node:
+            self._by_node.setdefault(check.node, []).append(check)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_INTERVAL, self._flush)
+
+    def _flush(self) -> None:
+        """Draw the queued results: their rows and cells, their log lines, the summary."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        self.flushes += 1
+        table: DataTable[Any] = self.query_one(DataTable)
+        touched: dict[str, None] = {}
+        for check in pending:
+            if check.node:
+                touched[check.node] = None
+        for node in touched:
+            cells = self._cells(node)
+            if node in table.rows:
+                for column, text in cells.items():
+                    if table.get_cell(node, column) != text:  # only what changed: each update re-measures a cell
+                        table.update_cell(node, column, text)
+            else:
+                table.add_row(Text(printable(node)), *(cells[c] for c in ("image", "digest", "smi", "host")), key=node)
+        self.query_one(Log).write_lines(printable(check.line()) for check in pending)
+        self._summary()
+
+    def _cells(self, node: str) -> dict[str, Text]:
+        """The row of ``node`` from its checks so far (``…`` where none came yet); text, never markup."""
+        cells = dict.fromkeys(("image", "digest", "smi", "host"), Text("…"))
+        others = []
+        for check in self._by_node.get(node, []):
+            column = COLUMNS.get(check.check)
+            if column is not None:
+                cells[column] = Text(printable(cell(check)))
+            else:
+                others.append(check)
+        if others:  # Host: ✓ while every other check of the node passed, else the first failure
+            failed = [c for c in others if not c.ok]
+            cells["host"] = Text(printable(cell(failed[0])) if failed else f"✓ {len(others)} checks")
+        return cells
+
+    @on(Button.Pressed, "#save-log")
+    def _save_log(self) -> None:
+        from screens.report import save_full_log
+
+        save_full_log(self.wizard)
+
     @on(DataTable.RowSelected, "#verify-table")
     def _node_in_full(self, event: DataTable.RowSelected) -> None:
         """Enter on a node: every check of it, with its hint, and the node's raw output."""
@@ -186,63 +272,63 @@ class VerifyStep(StepScreen):
             lines += ["", "Raw output:", "", "```", *raw, "```"]
         self.app.push_screen(HelpDialog(f"Verify — {node}", "\n".join(lines)))
 
-    def _add_check(self, table: DataTable[str], check: Any) -> None:
-        if not check.node:
-            return
-        if check.node not in table.rows:
-            table.add_row(check.node, "…", "…", "…", "…", key=check.node)
-        column = COLUMNS.get(check.check)
-        if column is not None:
-            table.update_cell(check.node, column, cell(check))
-            return
-        # Host: ✓ while every other check of the node passed, else the first failure
-        others = [c for c in self.state.checks if c.node == check.node and c.check not in COLUMNS]
-        failed = [c for c in others if not c.ok]
-        text = cell(failed[0]) if failed else f"✓ {len(others)} checks"
-        table.update_cell(check.node, "host", text)
-
     def verified(self) -> bool:
         """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made."""
         checks = self.state.checks
         return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
+    def _tally(self, check: Any) -> None:
+        """Count ``check`` into the summary's figures (kept as results come: no rescan of thousands of checks)."""
+        status = check.status.value
+        if check.node:
+            self._seen_nodes.add(check.node)
+        if not check.ok:
+            self._failed += 1
+            self._failed_nodes.setdefault(check.node or "cluster", None)
+        if status == "skipped" and check.check != "summary":
+            self._skipped.append(check)
+        elif check.ok and check.check != "summary":
+            self._passed += 1
+        if not check.node and check.check != "summary":
+            self._general.append(check)
+        if check.node and status in ("fail", "warn", "skipped") and len(self._notable) < 2:
+            self._notable.append(check)
+
     def _summary(self) -> None:
-        checks = self.state.checks
-        nodes = {c.node for c in checks if c.node}
-        failed = [c for c in checks if not c.ok]
-        skipped = [c for c in checks if c.status.value == "skipped" and c.check != "summary"]
-        passed = sum(1 for c in checks if c.ok and c.status.value != "skipped" and c.check != "summary")
         lines = []
+        nodes, failed, skipped, passed = len(self._seen_nodes), self._failed, self._skipped, self._passed
         if self._verifying:
-            lines.append(f"[$accent]… verifying[/] {len(nodes)} node(s) so far")
-        elif not checks:
+            lines.append(f"[$accent]… verifying[/] {nodes} node(s) so far")
+        elif not self.state.checks:
             lines.append("[$text-muted]no findings[/]")
         elif failed:
-            bad = sorted({c.node or "cluster" for c in failed})
+            bad = sorted(self._failed_nodes)
+            where = ", ".join(bad[:SHOWN_NODES]) + (
+                f" and {len(bad) - SHOWN_NODES} more" if len(bad) > SHOWN_NODES else ""
+            )
             also = f", {len(skipped)} SKIPPED" if skipped else ""
-            lines.append(f"[$error]✗ not verified:[/] {len(failed)} check(s) failed on {escape(', '.join(bad))}{also}")
+            lines.append(f"[$error]✗ not verified:[/] {failed} check(s) failed on {escape(where)}{also}")
         elif skipped:
             reason = str(skipped[0].data.get("reason") or skipped[0].message)
             lines.append(
-                f"[$warning]- not verified:[/] {len(nodes)} GPU node(s), {passed} checks passed, "
+                f"[$warning]- not verified:[/] {nodes} GPU node(s), {passed} checks passed, "
                 f"{len(skipped)} SKIPPED ({escape(skipped[0].check)}: {escape(reason)})"
             )
         else:
-            lines.append(f"[$success]✓ verified:[/] {len(nodes)} GPU node(s), {passed} checks passed")
-        from screens.findings import plan_findings
+            lines.append(f"[$success]✓ verified:[/] {nodes} GPU node(s), {passed} checks passed")
+        if self._findings is None:
+            from screens.findings import plan_findings
 
-        findings = plan_findings(self.state)
-        if findings:
+            self._findings = plan_findings(self.state)  # the plan does not change while Verify is shown
+        if self._findings:
             lines.append(
-                f"[$warning]! {len(findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
-                f"{escape(findings[0].message)}"
+                f"[$warning]! {len(self._findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
+                f"{escape(self._findings[0].message)}"
             )
-        for check in checks:
-            if not check.node and check.check != "summary":
-                symbol_style = "$success" if check.ok else "$error"
-                lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
-        shown = ("fail", "warn", "skipped")
-        for check in [c for c in checks if c.status.value in shown and c.node][:2]:
+        for check in self._general:
+            symbol_style = "$success" if check.ok else "$error"
+            lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
+        for check in self._notable:
             lines.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )

@@ -95,9 +95,9 @@ class CodeView(VerticalScroll):
     def compose(self):  # type: ignore[no-untyped-def]
         yield Static(highlight(self._text, self._language), expand=False)
 
-    def show(self, text: str, language: Language | None = None) -> None:
-        """Replace the text."""
+    def show(self, text: str, language: Language | None = None, *, content: Content | None = None) -> None:
+        """Replace the text (``content``: already highlighted, e.g. in a thread, for long text)."""
         self._text = text
         if language is not None:
             self._language = language
-        self.query_one(Static).update(highlight(text, self._language))
+        self.query_one(Static).update(content if content is not None else highlight(text, self._language))

@@ -1,9 +1,14 @@
-"""Results of the node-side path checks: one row per node, then each distinct problem with what to do.
+"""Results of the node-side path checks: the summary and each distinct problem, then one table row per node.
 
 Fed with ``wizard.engine.results.Check`` objects from ``Cluster.check_paths`` as they arrive: a
 ``toolkit-dir`` and a ``driver-dir`` check per node (``data["short"]`` fills the table cell) and a
 final ``summary``. Nodes with the same problem share one explanation and one hint, so a thousand
 nodes with a ``noexec`` ``/run`` read as one finding.
+
+Built for 5,000 nodes: :meth:`PathResults.add` only queues a check; the queue is drawn at most
+:data:`FLUSH_INTERVAL` apart (new rows added to the table in one batch, cells of known rows updated),
+and the table is a ``DataTable``, which draws only the rows on screen. The findings sit above the
+table so they are seen without scrolling past every node.
 """
 
 from __future__ import annotations
@@ -12,26 +17,25 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.markup import escape
-from textual.widgets import Static
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.timer import Timer
+from textual.widgets import DataTable, Static
 
-_STYLE = {"pass": "$success", "fail": "$error", "warn": "$warning", "skipped": "$text-muted", "running": "$accent"}
+from wizard.engine.textsafe import printable
+
+_STYLE = {"pass": "success", "fail": "error", "warn": "warning", "skipped": "text-muted", "running": "accent"}
 COLUMNS = (("toolkit-dir", "toolkit installDir"), ("driver-dir", "driverInstallDir"))
 NODE_WIDTH = 16
 CELL_WIDTH = 28
 SHOWN_NODES = 3
+#: Seconds between two redraws while checks stream in (at most ten a second, whatever the node count).
+FLUSH_INTERVAL = 0.1
 
 
 def _status(check: Any) -> str:
     return str(getattr(check.status, "value", check.status))
-
-
-def _cell(check: Any | None) -> str:
-    """``✓ writable, exec`` in the status colour, padded to the column."""
-    if check is None:
-        return " " * CELL_WIDTH
-    text = str(check.data.get("short") or check.message)[: CELL_WIDTH - 3]
-    pad = " " * (CELL_WIDTH - 2 - len(text))
-    return f"[{_STYLE.get(_status(check), '$text')}]{check.status.symbol} {escape(text)}[/]{pad}"
 
 
 def _nodes(names: list[str]) -> str:
@@ -39,47 +43,137 @@ def _nodes(names: list[str]) -> str:
     return ", ".join(names[:SHOWN_NODES]) + more
 
 
-class PathResults(Static):
-    """The node × folder table and, under it, the summary and each distinct problem with its hint."""
+class PathResults(Vertical):
+    """The summary and each distinct problem with its hint, over a node × folder table."""
 
     DEFAULT_CSS = """
-    PathResults { height: auto; }
+    PathResults { height: 1fr; }
+    PathResults > #path-notes { height: auto; max-height: 8; }
+    PathResults > DataTable { height: auto; max-height: 1fr; display: none; }
     """
 
+    def __init__(self, text: str = "", *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._initial = text
+        self._pending: list[Any] = []
+        self._flush_timer: Timer | None = None
+        self.flushes = 0
+        """How many times queued checks were drawn (a test counts them)."""
+        self._reset()
+
+    def _reset(self) -> None:
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._problems: dict[tuple[str, str, str, str], list[str]] = {}
+        self._general: list[Any] = []
+        self._progress = ""
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._initial, id="path-notes")
+        table: DataTable[Any] = DataTable(id="path-table", cursor_type="none", zebra_stripes=False)
+        table.add_column("node", key="node", width=NODE_WIDTH - 1)
+        for key, title in COLUMNS:
+            table.add_column(title, key=key, width=CELL_WIDTH - 1)
+        yield table
+
+    @property
+    def table(self) -> DataTable[Any]:
+        return self.query_one("#path-table", DataTable)
+
+    def update(self, text: str) -> None:
+        """Show ``text`` alone (no table): before a check, or while one starts."""
+        self._cancel_flush()
+        self._pending.clear()
+        self._reset()
+        self.table.clear()
+        self.table.display = False
+        self.query_one("#path-notes", Static).update(text)
+
+    def start(self, text: str) -> None:
+        """A check begins: ``text`` says so until the first results are drawn."""
+        self.update(text)
+        self._progress = text
+
+    def add(self, check: Any) -> None:
+        """Queue one result; it is drawn with the others of the next :data:`FLUSH_INTERVAL`."""
+        self._pending.append(check)
+        if self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_INTERVAL, self.flush)
+
     def show(self, checks: Iterable[Any], empty: str = "") -> None:
-        """Replace the view with ``checks`` (``wizard.engine.results.Check``)."""
-        rows: dict[str, dict[str, Any]] = {}
-        problems: dict[tuple[str, str, str, str], list[str]] = {}
-        general: list[Any] = []
-        for check in checks:
+        """Replace the view with ``checks`` (``wizard.engine.results.Check``), drawn at once."""
+        self.update("")
+        self._pending.extend(checks)
+        self.finish(empty)
+
+    def finish(self, empty: str = "") -> None:
+        """The check is over: draw what is queued, sort the rows by node and drop the progress line."""
+        self._progress = ""
+        self.flush()
+        notes = self.query_one("#path-notes", Static)
+        if not self._rows and not self._general:
+            notes.update(empty)
+            return
+        notes.update(self._notes())  # without the progress line, even when nothing was left to draw
+        self.table.sort("node", key=lambda cell: cell.plain)
+
+    def _cancel_flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+
+    def flush(self) -> None:
+        """Draw the queued results: new rows in one batch, changed cells of known rows, the findings."""
+        self._cancel_flush()
+        pending, self._pending = self._pending, []
+        if not pending and self.flushes:
+            return
+        self.flushes += 1
+        table = self.table
+        new: dict[str, dict[str, Any]] = {}
+        changed: list[Any] = []
+        for check in pending:
             if not (check.node and check.check in dict(COLUMNS)):
-                general.append(check)  # the summary, a node-less skip
+                self._general.append(check)  # the summary, a node-less skip
                 continue
-            rows.setdefault(check.node, {})[check.check] = check
+            if check.node not in self._rows:
+                new.setdefault(check.node, {})[check.check] = check
+            else:
+                changed.append(check)
             if _status(check) in ("fail", "warn"):
                 key = (_status(check), check.check, check.message, check.hint)
-                problems.setdefault(key, []).append(check.node)
-        if not rows and not general:
-            self.update(empty)
-            return
+                self._problems.setdefault(key, []).append(check.node)
+        for check in changed:
+            self._rows[check.node][check.check] = check
+            table.update_cell(check.node, check.check, self._cell(check))
+        for node, cells in new.items():
+            self._rows[node] = cells
+            table.add_row(Text(printable(node)), *(self._cell(cells.get(name)) for name, _ in COLUMNS), key=node)
+        table.display = bool(self._rows)
+        self.query_one("#path-notes", Static).update(self._notes())
+
+    def _cell(self, check: Any | None) -> Text:
+        """``✓ writable, exec`` in the status colour."""
+        if check is None:
+            return Text("…")
+        text = printable(str(check.data.get("short") or check.message))[: CELL_WIDTH - 3]
+        colour = self.app.theme_variables.get(_STYLE.get(_status(check), "text"), "")
+        return Text(f"{check.status.symbol} {text}", style=colour)
+
+    def _notes(self) -> str:
         lines: list[str] = []
-        if rows:
-            header = "".join(title.ljust(CELL_WIDTH) for _, title in COLUMNS)
-            lines.append(f"[b]{'node'.ljust(NODE_WIDTH)}{header}[/]".rstrip())
-            for node in sorted(rows):
-                cells = "".join(_cell(rows[node].get(name)) for name, _ in COLUMNS)
-                lines.append(f"{escape(node[: NODE_WIDTH - 1]).ljust(NODE_WIDTH)}{cells}".rstrip())
-        for check in general:
-            style = _STYLE.get(_status(check), "$text")
+        if self._progress:
+            lines.append(f"[$accent]…[/] {escape(self._progress)} ({len(self._rows)} node(s) so far)")
+        for check in self._general:
+            style = f"${_STYLE.get(_status(check), 'text')}"
             name = "" if check.check == "summary" else f"[b]{escape(check.check)}:[/] "
             lines.append(f"[{style}]{check.status.symbol} [/]{name}{escape(check.message)}")
             if check.hint and _status(check) in ("fail", "warn"):
                 lines.append(f"   [$text-muted]→ {escape(check.hint)}[/]")
-        for (status, name, message, hint), nodes in problems.items():
-            style = _STYLE.get(status, "$text")
+        for (status, name, message, hint), nodes in self._problems.items():
+            style = f"${_STYLE.get(status, 'text')}"
             symbol = "✗" if status == "fail" else "!"
             where = escape(_nodes(sorted(nodes)))
             lines.append(f"[{style}]{symbol} [/][b]{escape(name)}[/] on {where}: {escape(message)}")
             if hint:
                 lines.append(f"   [$text-muted]→ {escape(hint)}[/]")
-        self.update("\n".join(lines))
+        return "\n".join(lines)

@@ -1,0 +1,449 @@
+"""TUI scale benchmark: the whole wizard at 80×24, headless, on the ``large`` scenario (5,000 GPU nodes).
+
+The demo cluster runs in its own process (``benchmarks/demo_server.py``); the wizard runs in this one
+under Textual's Pilot, connected through the demo's kubeconfig like ``gpu-wizard --kubeconfig``. It
+walks Connect, Nodes, Mode, Driver, Paths (pressing "Check on nodes"), Preview, Apply (with the
+rollout) and Verify, then idles. Measured, per step: the wall time, the longest event-loop stall (a
+probe task sleeps 10 ms and records how late it wakes; "busy" is the part of that lateness the loop's
+thread spent computing, the rest being time a shared machine gave to other processes), the RSS; over the idle period: the
+RSS growth and the CPU used; F1 (help dialog up) at several points, busy ones included, and Ctrl+Q
+(until the app has exited). Right after the TUI's path check and verification, the same operation
+runs through the engine alone (``Cluster.check_paths`` / ``Cluster.verify`` consumed headless, the
+wizard idling meanwhile) against the same cluster, so the TUI's overhead is a ratio. Targets (issue 12): stalls ≤ 100 ms, TUI ÷ engine ≤ 1.3, peak RSS ≤ 500 MB,
+idle growth ≤ 10 MB over 120 s, idle CPU ≤ 2 % of a core, F1 and Ctrl+Q ≤ 200 ms.
+
+    .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--idle 120] [--json]
+
+``--nodes 500 --idle 20`` is a quick run while developing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.demo_server import Served, large_scenario, machine, served
+from benchmarks.verification import settle
+
+TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
+TARGETS |= {"idle_cpu_pct": 2.0, "f1_ms": 200.0, "quit_ms": 200.0}
+#: The loop-lag probe's sleep while the steps run, and while idle (slower: it must not be the idle CPU).
+PROBE_S, IDLE_PROBE_S = 0.010, 0.100
+UPSTREAM_VERSION = "580.126.20"
+
+
+def rss_mb() -> float:
+    """This process's resident set size now, in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def hwm_mb() -> float:
+    """This process's peak resident set size so far, in MiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def screen_text(app: Any) -> str:
+    """The screen as plain text, one line per terminal row."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), color_system=None, record=True)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text()
+
+
+class LoopProbe:
+    """Sleeps ``interval`` over and over and records, per phase, how late it woke (the event-loop stall)."""
+
+    def __init__(self) -> None:
+        self.phase = "start"
+        self.interval = PROBE_S
+        self.stalls: dict[str, float] = {}
+        self.busy: dict[str, float] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            interval, before, cpu = self.interval, loop.time(), time.thread_time()
+            await asyncio.sleep(interval)
+            late = (loop.time() - before - interval) * 1000
+            # the part of the lateness the loop's thread spent computing: on a shared machine the rest
+            # is time the OS gave to other processes, not work of the wizard's
+            busy = min(late, (time.thread_time() - cpu) * 1000)
+            self.stalls[self.phase] = max(self.stalls.get(self.phase, 0.0), late)
+            self.busy[self.phase] = max(self.busy.get(self.phase, 0.0), busy)
+
+
+class Walk:
+    """The Pilot walk and everything it measured."""
+
+    def __init__(self, pilot: Any, probe: LoopProbe) -> None:
+        self.pilot = pilot
+        self.app = pilot.app
+        self.probe = probe
+        self.steps: dict[str, dict[str, float]] = {}
+        self.f1_ms: dict[str, float] = {}
+        self.engine: dict[str, float] = {}
+        self.server = Served(Path(), 0)
+
+    async def until(self, predicate: Callable[[], object], timeout: float, what: str) -> None:
+        deadline, told = time.monotonic() + timeout, time.monotonic() + 60
+        from screens.dialogs import ErrorDialog
+
+        while not predicate():
+            if isinstance(self.app.screen, ErrorDialog):
+                await asyncio.sleep(0.5)  # let it draw: its text is the reason
+                raise SystemExit(f"an error dialog while waiting for {what}:\n{screen_text(self.app)}")
+            if time.monotonic() > told:  # a long wait: show what the screen says, once a minute
+                told += 60
+                print(f"still waiting for {what}:\n{screen_text(self.app)}", file=sys.stderr, flush=True)
+            if time.monotonic() > deadline:
+                text = screen_text(self.app)  # what the user would see says why
+                raise SystemExit(
+                    f"timed out after {timeout:.0f}s waiting for {what} (step {self.app.state.step}):\n{text}"
+                )
+            await asyncio.sleep(0.01)
+
+    def on_step(self, step: str) -> bool:
+        screen = self.app.screen
+        return self.app.state.step == step and type(screen).__module__ == f"screens.steps.{step}" and screen.is_mounted
+
+    def screen_busy(self, *groups: str) -> bool:
+        """A worker of the current screen still runs (in ``groups``, or any but the Nodes watch)."""
+        screen = self.app.screen
+        return any(
+            w.is_running and w.node is screen and ((w.group in groups) if groups else w.group != "nodes")
+            for w in self.app.workers
+        )
+
+    def begin(self, name: str) -> float:
+        self.probe.phase = name
+        return time.perf_counter()
+
+    def end(self, name: str, start: float) -> None:
+        self.steps[name] = {
+            "seconds": round(time.perf_counter() - start, 3),
+            "max_stall_ms": round(self.probe.stalls.get(name, 0.0), 1),
+            "max_busy_stall_ms": round(self.probe.busy.get(name, 0.0), 1),
+            "rss_mb": round(rss_mb(), 1),
+        }
+        print(f"{name}: {self.steps[name]}", file=sys.stderr, flush=True)
+
+    async def next_to(self, step: str, timeout: float = 120) -> None:
+        await self.pilot.press("ctrl+n")
+        await self.until(lambda: self.on_step(step), timeout, f"the {step} step")
+
+    async def override_if_blocked(self) -> None:
+        """A blocking finding of the scenario (a kernel without a precompiled image): tick 'continue anyway'."""
+        screen = self.app.screen
+        if screen.blocker().endswith("anyway'"):
+            screen.query_one("#override").value = True
+            await self.until(lambda: not screen.blocker(), 10, "the override")
+
+    async def f1(self, where: str) -> None:
+        """F1 until the help dialog is the screen, then Esc back."""
+        from screens.dialogs import HelpDialog
+
+        start = time.perf_counter()
+        await self.pilot.press("f1")
+
+        def shown() -> bool:  # the dialog is up and its text laid out
+            screen = self.app.screen
+            return isinstance(screen, HelpDialog) and screen.is_mounted and bool(screen.query_one("Markdown").children)
+
+        await self.until(shown, 60, "the help dialog")
+        self.f1_ms[where] = round((time.perf_counter() - start) * 1000, 1)
+        await self.pilot.press("escape")
+        await self.until(lambda: not isinstance(self.app.screen, HelpDialog), 60, "the help dialog to close")
+
+    async def run(self) -> None:
+        app, state = self.app, self.app.state
+        start = self.begin("connect")
+        await self.until(lambda: state.preflight is not None and self.on_step("connect"), 120, "the preflight")
+        self.end("connect", start)
+
+        start = self.begin("nodes")
+        await self.next_to("nodes")
+        await self.until(lambda: not app.screen.blocker(), 120, "the node table")
+        self.end("nodes", start)
+        await self.f1("nodes")
+
+        start = self.begin("mode")
+        await self.next_to("mode")
+        self.end("mode", start)
+
+        start = self.begin("driver")
+        await self.next_to("driver")
+        if not state.get("driver.version"):
+            field = app.screen.query_one("#driver-version")
+            field.input.focus()
+            await self.pilot.press("home", "ctrl+k", *UPSTREAM_VERSION)
+        await self.until(lambda: state.rendered is not None and not self.screen_busy(), 300, "the image checks")
+        self.end("driver", start)
+
+        self.probe.phase = "paths"
+        await self.next_to("paths")
+        await settle(self.server)
+        start = self.begin("paths")
+        app.screen.query_one("#check-paths").press()
+        await self.until(lambda: self.screen_busy("paths"), 10, "the path check to start")
+        await asyncio.sleep(0.5)
+        await self.f1("paths (checking)")
+        await self.until(
+            lambda: state.path_checks is not None and not self.screen_busy("paths"), 3600, "the path check"
+        )
+        self.end("paths", start)
+        await self.override_if_blocked()
+        await self.engine_alone("paths")
+
+        start = self.begin("preview")
+        await self.next_to("preview")
+        await self.until(lambda: state.prepared is not None and not self.screen_busy(), 300, "the dry-run")
+        await self.override_if_blocked()
+        self.end("preview", start)
+
+        await settle(self.server)
+        self.probe.phase = "apply"
+        await self.next_to("apply")
+        start = self.begin("apply")
+        await self.apply()
+        self.end("apply", start)
+
+        await settle(self.server)  # the rollout's last reconciles, as benchmarks/verification.py waits
+        start = self.begin("verify")
+        await self.next_to("verify")
+        await asyncio.sleep(0.5)
+        await self.f1("verify (verifying)")
+        await self.until(lambda: state.checks and not app.screen._verifying, 3600, "the verification")
+        self.end("verify", start)
+        await self.f1("verify (done)")
+        await self.engine_alone("verify")
+
+    async def engine_alone(self, step: str) -> None:
+        """The same operation through the engine alone (the wizard idles meanwhile on the same loop)."""
+        state, kubeconfig = self.app.state, self.server.kubeconfig
+        self.probe.phase = f"engine {step}"
+        await settle(self.server)  # the server may still delete the TUI's probe pods: start both runs alike
+        if step == "paths":
+            seconds = await engine_paths(kubeconfig, state.valid_plan(), state.get("toolkit.installDir"))
+        else:
+            seconds = await engine_verify(kubeconfig, state.valid_plan(), state.rendered)
+        self.engine[f"{step}_s"] = round(seconds, 3)
+        print(f"{step} through the engine alone: {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    async def apply(self) -> None:
+        from screens.dialogs import ConfirmDialog
+
+        app = self.app
+        await self.pilot.press("enter")  # the focused Apply button
+        await self.until(lambda: isinstance(app.screen, ConfirmDialog), 60, "the apply confirmation")
+        await self.pilot.press("tab", "enter")  # focus starts on Cancel
+        await self.until(lambda: app.state.applied is not None, 300, "the apply")
+        await self.until(
+            lambda: getattr(app.screen, "_rollout", None) is not None and app.screen._rollout.done, 3600, "rollout"
+        )
+
+
+def server_rss_mb(pid: int) -> float:
+    """The demo server's resident set size now, in MiB (0 when it cannot be read)."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def idle(walk: Walk, seconds: float, server: Served) -> dict[str, float]:
+    """Leave the finished wizard alone for ``seconds``: RSS growth, CPU used, longest stall (and the server's)."""
+    walk.probe.phase, walk.probe.interval = "idle", IDLE_PROBE_S
+    await asyncio.sleep(2.0)  # the last frame and the finished workers' messages
+    rss_before, cpu_before, start = rss_mb(), time.process_time(), time.perf_counter()
+    server_rss, server_cpu = server_rss_mb(server.pid), server.cpu_seconds()
+    await asyncio.sleep(seconds)
+    cpu, wall = time.process_time() - cpu_before, time.perf_counter() - start
+    server_cpu = server.cpu_seconds() - server_cpu
+    walk.probe.interval = PROBE_S
+    return {
+        "idle_s": round(wall, 1),
+        "idle_rss_growth_mb": round(rss_mb() - rss_before, 1),
+        "idle_cpu_pct": round(100 * cpu / wall, 2),
+        "idle_max_stall_ms": round(walk.probe.stalls.get("idle", 0.0), 1),
+        "idle_max_busy_stall_ms": round(walk.probe.busy.get("idle", 0.0), 1),
+        "server_idle_cpu_pct": round(100 * server_cpu / wall, 2),
+        "server_idle_rss_growth_mb": round(server_rss_mb(server.pid) - server_rss, 1),
+    }
+
+
+async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
+    """The walk, the idle period, then Ctrl+Q; returns the measures and the plan the engine runs repeat."""
+    from screens.app import WizardApp
+    from wizard.cluster.facade import Cluster
+
+    # the API timeout the other benchmarks use (60 s): while it reconciles 1,000s of nodes, the demo server
+    # on a shared 2-core machine can take over the wizard's default 10 s to answer one list
+    Cluster.connect.__func__.__kwdefaults__["timeout"] = 60.0  # type: ignore[attr-defined]
+    app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home)
+    probe = LoopProbe()
+    async with app.run_test(size=(80, 24)) as pilot:
+        probe.start()
+        walk = Walk(pilot, probe)
+        walk.server = server
+        await walk.run()
+        idled = await idle(walk, idle_s, server)
+        await walk.f1("after idle")
+        failed = [c.line() for c in app.state.checks if not c.ok]
+        peak = hwm_mb()
+        probe.phase = "quit"
+        start = time.perf_counter()
+        await pilot.press("ctrl+q")
+    quit_ms = (time.perf_counter() - start) * 1000
+    probe.stop()
+    return {
+        "steps": walk.steps,
+        "f1_ms": walk.f1_ms,
+        "quit_ms": round(quit_ms, 1),
+        "peak_rss_mb": round(peak, 1),
+        **idled,
+        "verify_failed": failed[:5],
+        "stalls_by_phase_ms": {
+            phase: {"wall": round(ms, 1), "busy": round(probe.busy.get(phase, 0.0), 1)}
+            for phase, ms in probe.stalls.items()
+        },
+        "engine": walk.engine,
+    }
+
+
+async def engine_paths(kubeconfig: Path, plan: Any, toolkit_dir: str | None) -> float:
+    """The same path check through ``wizard.cluster.facade`` alone, consumed headless: seconds."""
+    from wizard.cluster.facade import Cluster
+
+    async with await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60) as cluster:
+        start = time.perf_counter()
+        stream = cluster.check_paths(plan, toolkit_install_dir=toolkit_dir)
+        async with contextlib.aclosing(stream):
+            async for _ in stream:
+                pass
+        return time.perf_counter() - start
+
+
+async def engine_verify(kubeconfig: Path, plan: Any, rendered: Any) -> float:
+    """The same verification (with the same registry) through ``wizard.cluster.facade`` alone: seconds."""
+    from wizard.cluster.facade import Cluster, open_registry
+    from wizard.engine.registry_routes import registry_hosts
+
+    async with await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60) as cluster:
+        hosts, mirrors = registry_hosts(plan), plan.driver.registryMirrors
+        async with contextlib.AsyncExitStack() as stack:
+            registry = None
+            if cluster.registry_options(hosts, mirrors):
+                registry = await stack.enter_async_context(open_registry(cluster, hosts, mirrors=mirrors))
+            start = time.perf_counter()
+            stream = cluster.verify(plan, rendered, registry=registry, no_registry="no registry")
+            async with contextlib.aclosing(stream):
+                async for _ in stream:
+                    pass
+            return time.perf_counter() - start
+
+
+def private_home(folder: Path) -> Path:
+    """A throw-away HOME so the wizard's answers, backups and reports land nowhere real."""
+    home = folder / "home"
+    home.mkdir()
+    os.environ["HOME"] = str(home)
+    for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "KUBECONFIG"):
+        os.environ.pop(name, None)
+    os.environ["TEXTUAL_ANIMATIONS"] = "none"
+    return home
+
+
+def verdicts(result: dict[str, Any]) -> list[str]:
+    """One line per target that was missed."""
+    missed = []
+    for name, step in result["steps"].items():
+        if step["max_stall_ms"] > TARGETS["max_stall_ms"]:
+            missed.append(f"{name}: event-loop stall {step['max_stall_ms']} ms > {TARGETS['max_stall_ms']:g}")
+    for name in ("paths", "verify"):
+        if result["ratio"][name] > TARGETS["ratio"]:
+            missed.append(f"{name}: TUI ÷ engine {result['ratio'][name]} > {TARGETS['ratio']}")
+    for name in ("peak_rss_mb", "idle_rss_growth_mb", "idle_cpu_pct", "quit_ms"):
+        if result[name] > TARGETS[name]:
+            missed.append(f"{name} {result[name]} > {TARGETS[name]:g}")
+    for where, ms in result["f1_ms"].items():
+        if ms > TARGETS["f1_ms"]:
+            missed.append(f"F1 at {where}: {ms} ms > {TARGETS['f1_ms']:g}")
+    return missed
+
+
+def main() -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unwind: the demo server is stopped too
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000, help="GPU nodes of the large scenario")
+    parser.add_argument("--idle", type=float, default=120.0, help="seconds to idle after Verify")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-tui-scale-") as tmp:
+        folder = Path(tmp)
+        home = private_home(folder)
+        scenario = str(large_scenario(folder, args.nodes))
+        with served(scenario) as server:
+            measured = asyncio.run(tui(server, home, args.idle))
+    alone = measured["engine"]
+    steps = measured["steps"]
+    ratio = {name: round(steps[name]["seconds"] / alone[f"{name}_s"], 2) for name in ("paths", "verify")}
+    result = {"machine": machine(), "nodes": args.nodes, **measured, "ratio": ratio}
+    missed = verdicts(result)
+    result["targets_missed"] = missed
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{args.nodes} GPU nodes at 80×24; machine: {result['machine']}")
+        for name, step in steps.items():
+            print(
+                f"  {name:8} {step['seconds']:8.2f} s  longest stall {step['max_stall_ms']:7.1f} ms "
+                f"(busy {step['max_busy_stall_ms']:7.1f} ms)  RSS {step['rss_mb']} MiB"
+            )
+        for name in ("paths", "verify"):
+            print(f"  {name}: TUI {steps[name]['seconds']} s ÷ engine alone {alone[name + '_s']} s = {ratio[name]}")
+        print(
+            f"  peak RSS {result['peak_rss_mb']} MiB; idle {result['idle_s']} s: RSS growth "
+            f"{result['idle_rss_growth_mb']} MiB, CPU {result['idle_cpu_pct']} % of a core, "
+            f"longest stall {result['idle_max_stall_ms']} ms; the demo server meanwhile: "
+            f"CPU {result['server_idle_cpu_pct']} %, RSS growth {result['server_idle_rss_growth_mb']} MiB"
+        )
+        print(f"  F1: {result['f1_ms']} ms; Ctrl+Q: {result['quit_ms']} ms")
+        if result["verify_failed"]:
+            print(f"  verification findings: {result['verify_failed']}")
+        print("targets: " + ("all met" if not missed else "missed:\n    " + "\n    ".join(missed)))
+    return 0 if not missed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
