@@ -214,7 +214,7 @@ class Kubelet:
         else:
             self._advance(pod, view, pulls, keys, volumes_ok, node)
         if pod.get("status") != before:
-            writer.update("pods", pod)
+            writer.update("pods", pod, adopt=True)  # a fresh status on the stored (never mutated) rest
             record(writer, pod, transition_events(before, pod))
 
     def _start_sandbox(self, pod: dict[str, Any], view: NodeView | None) -> None:
