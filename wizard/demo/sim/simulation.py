@@ -438,12 +438,17 @@ class Simulation:
             self._others_changed = True
         if self.upgrades.state_seconds:  # an upgrade walks by the clock: a node's time in its state may be up
             self._others_changed = True
+        stranded: set[tuple[str, str]] = set()
         for key in self.kubelet.due():
             pod = self.store.lookup("pods", key[1], key[0])
-            if pod is not None and _bare(pod, self.store):
+            if pod is None or self.store.lookup("nodes", pod["spec"].get("nodeName", "")) is None:
+                stranded.add(key)  # no kubelet will ever start it: stop waking up for it
+            elif _bare(pod, self.store):
                 self._bare_touched.add(key)
-            elif pod is not None:
+            else:
                 self._others_changed = True
+        if stranded:
+            self.kubelet.forget_pods(stranded)
 
     def logs(self, namespace: str, pod: str, container: str) -> str:
         """The log of one container (operator components, or a finished command's output)."""
