@@ -411,3 +411,42 @@ async def test_real_registry_digest_is_pulled_and_a_repush_does_not_change_runni
     assert waiting_reason(pod, "nvidia-driver-ctr") == "ImagePullBackOff"
     assert "code = NotFound" in status_of(pod, "nvidia-driver-ctr")["state"]["waiting"]["message"]
     assert store.get("nodes", "gpu-h200-01")["metadata"]["labels"][LABEL_UPGRADE_STATE] == "upgrade-failed"
+
+
+def test_an_adopted_write_leaves_every_earlier_copy_and_event_as_it_was() -> None:
+    """The kubelet hands its pods' statuses to the store without a deep copy (``adopt``): what a
+    reader or a watcher got before must still not change under a later write, adopted or not."""
+    store = Store()
+    events: list[Any] = []
+    store.subscribe(events.append)
+    store.create("pods", {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n1"}})
+    first = store.lookup("pods", "p", "ns")
+    assert first is not None
+    read_copy = store.get("pods", "p", "ns")
+    status = {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}
+    adopted = store.update("pods", {**first, "status": status}, adopt=True)
+    assert adopted is store.lookup("pods", "p", "ns")  # the stored object itself, read-only
+    assert adopted["spec"] is first["spec"]  # shared: stored objects are never mutated
+    assert adopted["metadata"] is not first["metadata"]  # the store fills in its own metadata
+    assert first["metadata"]["resourceVersion"] != adopted["metadata"]["resourceVersion"]
+    # A later write (a private copy, as the HTTP layer and the controllers make) changes nothing seen before.
+    later = store.get("pods", "p", "ns")
+    assert later is not None
+    later["status"]["phase"] = "Running"
+    later["status"]["conditions"].append({"type": "Ready", "status": "True"})
+    later["spec"]["nodeName"] = "n2"
+    store.update("pods", later)
+    assert adopted["status"] == status and status == {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "True"}],
+    }
+    assert first["spec"] == {"nodeName": "n1"} and "status" not in first
+    assert read_copy is not None and read_copy["spec"] == {"nodeName": "n1"} and "status" not in read_copy
+    added, modified, second = events
+    assert added.obj is first and modified.obj is adopted and modified.old is first
+    assert second.old is adopted and second.obj["status"]["phase"] == "Running"
+    assert [e.obj["spec"]["nodeName"] for e in events] == ["n1", "n1", "n2"]
+    # The adopted no-op write returns the stored object; nothing is emitted.
+    current = store.lookup("pods", "p", "ns")
+    assert current is not None
+    assert store.update("pods", {**current}, adopt=True) is current and len(events) == 3

@@ -206,3 +206,25 @@ async def test_pods_without_a_node_are_scheduled_or_left_unschedulable() -> None
     assert stuck["phase"] == "Pending"
     assert stuck["conditions"][0]["reason"] == "Unschedulable"
     assert "0/4 nodes are available" in stuck["conditions"][0]["message"]
+
+
+async def test_a_sandbox_still_starts_when_the_simulation_was_busy_long_past_its_start_latency() -> None:
+    """A tick of thousands of pods can outlast a pod's start latency by many seconds: the pod must still
+    start when the simulation gets to it (it was once forgotten after 5 s and stayed Pending for good);
+    a waiting pod whose node is gone is dropped instead, so that nothing wakes up for it forever."""
+    sim, store = world("ubuntu-upstream")
+    nodes = [n["metadata"]["name"] for n in store.list("nodes")]
+    sim.kubelet.start_latency = 0.05
+    for node in nodes[:2]:
+        store.create("pods", probe_pod(node))
+    await settle(sim)
+    assert all("containerStatuses" not in p["status"] for p in store.list("pods", "default"))
+    assert sim.next_wake() is not None
+    sim.kubelet._bound = {uid: (seen - 60, key) for uid, (seen, key) in sim.kubelet._bound.items()}  # busy for 60 s
+    store.delete("nodes", nodes[1])
+    assert sim.next_wake() == 0.0
+    sim.wake()
+    await settle(sim)
+    started = store.get("pods", f"probe-{nodes[0]}", "default")
+    assert started is not None and started["status"]["phase"] == "Running"
+    assert sim.next_wake() is None  # the pod of the deleted node is no longer waited for

@@ -222,7 +222,7 @@ def schedule(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, A
         selector = spec.get("nodeSelector") or {}
         fits = [n["metadata"]["name"] for n in ready if matches(labels_of(n), selector)]
         if fits:
-            writer.update("pods", {**pod, "spec": {**spec, "nodeName": fits[0]}})
+            writer.update("pods", {**pod, "spec": {**spec, "nodeName": fits[0]}}, adopt=True)
             continue
         message = (
             f"0/{len(nodes)} nodes are available: {len(nodes)} node(s) didn't match Pod's node affinity/selector. "

@@ -106,16 +106,15 @@ class Kubelet:
         """Pod uid -> (when the kubelet first saw it bound (monotonic), (namespace, name)), until its sandbox starts."""
 
     def next_start(self) -> float | None:
-        """Seconds until the next waiting sandbox may start (None: none waits); forgets pods long overdue (deleted)."""
+        """Seconds until the next waiting sandbox may start (None: none waits).
+
+        A pod waits here until its sandbox starts, it is deleted (:meth:`forget`) or its node is gone
+        (:meth:`forget_pods`), however long the simulation was busy: forgetting pods by their age left
+        probe pods Pending for good when a tick of thousands of pods took longer than that age.
+        """
         if not self._bound:
             return None
-        now_ = time.monotonic()
-        for uid, (seen, _) in list(self._bound.items()):
-            if now_ - seen > self.start_latency + 5.0:
-                self._bound.pop(uid)
-        if not self._bound:
-            return None
-        return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - now_)
+        return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - time.monotonic())
 
     def due(self) -> list[tuple[str, str]]:
         """(namespace, name) of the pods whose sandbox may start now."""
@@ -125,6 +124,12 @@ class Kubelet:
     def forget(self, uid: str) -> None:
         """A pod was deleted: its sandbox will never start."""
         self._bound.pop(uid, None)
+
+    def forget_pods(self, keys: set[tuple[str, str]]) -> None:
+        """Pods (namespace, name) that can no longer start (gone, or their node is): stop waiting for them."""
+        for uid, (_, key) in list(self._bound.items()):
+            if key in keys:
+                self._bound.pop(uid)
 
     def _sandbox_due(self, pod: dict[str, Any]) -> bool:
         if self.start_latency <= 0:
@@ -214,7 +219,7 @@ class Kubelet:
         else:
             self._advance(pod, view, pulls, keys, volumes_ok, node)
         if pod.get("status") != before:
-            writer.update("pods", pod)
+            writer.update("pods", pod, adopt=True)  # a fresh status on the stored (never mutated) rest
             record(writer, pod, transition_events(before, pod))
 
     def _start_sandbox(self, pod: dict[str, Any], view: NodeView | None) -> None:

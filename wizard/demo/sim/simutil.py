@@ -84,17 +84,23 @@ class Writer:
         self.store = store
         self.changed = False
 
-    def update(self, resource: str, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """Replace ``obj`` unless the stored version is identical; None when it vanished or conflicted."""
+    def update(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any] | None:
+        """Replace ``obj`` unless the stored version is identical; None when it vanished or conflicted.
+
+        ``adopt``: ``obj`` is handed over, never mutated afterwards (see :meth:`Store.update`); the
+        stored object is then returned as it is, read-only, instead of a private copy.
+        """
         meta = obj.get("metadata") or {}
         current = self.store.lookup(resource, meta.get("name", ""), meta.get("namespace"))
         if current is None:
             return None
         if _same(current, obj):
-            return thaw(current)
+            return current if adopt else thaw(current)
         try:
             stored = self.store.update(
-                resource, {**obj, "metadata": {**meta, "resourceVersion": current["metadata"]["resourceVersion"]}}
+                resource,
+                {**obj, "metadata": {**meta, "resourceVersion": current["metadata"]["resourceVersion"]}},
+                adopt=adopt,
             )
         except (StoreConflict, StoreNotFound):
             self.changed = True  # someone else wrote; look again next tick

@@ -229,6 +229,7 @@ def build_views(
     toolkit = next((ds for ds in daemonsets if ds["metadata"]["name"] == TOOLKIT_DS), None)
     plugin_ds = any(ds["metadata"]["name"] == DEVICE_PLUGIN_DS for ds in daemonsets)
     env = _env_of(toolkit, "nvidia-container-toolkit-ctr") if toolkit else {}
+    toolkit_paths = _toolkit_host_paths(toolkit, env) if toolkit and env else None  # the same for every node
     for node in nodes:
         name = node["metadata"]["name"]
         spec = specs.get(name) or spec_from_node(node)
@@ -252,7 +253,7 @@ def build_views(
         if env:
             view.toolkit_install_dir = env.get("ROOT", DEFAULT_TOOLKIT_INSTALL_DIR)
             view.driver_install_dir = env.get("DRIVER_INSTALL_DIR", DEFAULT_DRIVER_INSTALL_DIR)
-            view.toolkit_paths = _toolkit_host_paths(toolkit, env) if toolkit else view.toolkit_paths
+            view.toolkit_paths = toolkit_paths or view.toolkit_paths
             view.drop_in_path = view.toolkit_paths.drop_in
         views[name] = view
     for pod in pods:
