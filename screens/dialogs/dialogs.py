@@ -145,6 +145,11 @@ class HelpDialog(ModalScreen[None]):
         self._title = title
         self._text = text
 
+    @property
+    def text(self) -> str:
+        """The help's Markdown source (the dialog shows it laid out)."""
+        return self._text
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Help — {self._title}", classes="dialog-title", markup=False)
