@@ -177,7 +177,9 @@ class Walk:
 
         def shown() -> bool:  # the dialog is up and its text laid out
             screen = self.app.screen
-            return isinstance(screen, HelpDialog) and screen.is_mounted and bool(screen.query_one("Markdown").children)
+            return (
+                isinstance(screen, HelpDialog) and screen.is_mounted and screen.query_one("#help-text").size.height > 0
+            )
 
         await self.until(shown, 60, "the help dialog")
         self.f1_ms[where] = round((time.perf_counter() - start) * 1000, 1)

@@ -98,6 +98,7 @@ class WizardApp(App[int]):
     def on_mount(self) -> None:
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
+        self.after_first_frame(self._prebuild_help)
         if self.start_step == "connect":
             self.after_first_frame(self._load_answers)
         else:  # a later step needs its answers before it is built
@@ -123,6 +124,14 @@ class WizardApp(App[int]):
         waiting, self._after_first_frame = self._after_first_frame, []
         for callback in waiting:
             self.call_later(callback)
+
+    def _prebuild_help(self) -> None:
+        """Parse every step's F1 help in a thread, so that F1 only lays out text that is ready."""
+        from screens.dialogs.dialogs import prebuild_help
+        from screens.help_text import HELP, step_help
+
+        texts = [step_help(step, web=self.web) for step in HELP]
+        self.run_worker(lambda: prebuild_help(texts), thread=True, group="prebuild-help", exit_on_error=False)
 
     def _load_answers(self) -> None:
         """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""

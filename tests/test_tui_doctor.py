@@ -46,5 +46,6 @@ async def test_operatortype_answers_reach_the_mode_and_f1_explains_both_words(tu
         assert "mode: preinstalled" in saved and "operatortype:" not in saved
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the help")
-        text = app.screen.query_one("Markdown").source if app.screen.query("Markdown") else screen_text(app)
+        assert isinstance(app.screen, HelpDialog)
+        text = app.screen.text
         assert "operatortype=preinstalled" in text and "Pre-installed" in text

@@ -360,7 +360,9 @@ class DriverStep(FormStep):
         plan = rendered.plan
         if not plan.precompiled:
             return {}
-        return {e.image: tuple_status(plan.driver.version, e.kernel, e.tag_os) for e in rendered.node_images if e.image}
+        # One status per image, not per node: 5,000 nodes share a handful of (kernel, OS) images.
+        tuples = {e.image: (e.kernel, e.tag_os) for e in rendered.node_images if e.image}
+        return {image: tuple_status(plan.driver.version, kernel, tag_os) for image, (kernel, tag_os) in tuples.items()}
 
     def _show_support(self, rendered: Any, statuses: list[Any]) -> None:
         """The support request for every precompiled group whose tuple nobody publishes."""

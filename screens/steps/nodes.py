@@ -8,6 +8,7 @@ node events redraws the table once. Each row says where its facts came from (NFD
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from typing import Any
 
@@ -16,6 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, DataTable, Label, Static
+from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from screens.steps.base import StepScreen
 from wizard.engine.textsafe import printable
@@ -27,6 +29,11 @@ HOST_LINES = 3
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
 
+#: Rows added to the table per slice (with their measuring, ~50-100 ms of loop time on the loaded 2-core machine).
+ROWS_PER_SLICE = 200
+#: Seconds between slices: long enough for the table to measure the new rows and a frame to be drawn.
+SLICE_PAUSE = 0.02
+
 
 def short_runtime(runtime: str) -> str:
     """``containerd://1.7.23`` -> ``containerd 1.7.23``."""
@@ -37,6 +44,47 @@ def gpu_text(count: int, product: str) -> str:
     """``8×H200`` from the count and the ``nvidia.com/gpu.product`` label."""
     name = product.removeprefix("NVIDIA-") if product else "GPU"
     return f"{count}×{name}" if count else name
+
+
+def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
+    """The deploy label, else what the host check found (``host 580.126.20``, ``host: none``)."""
+    if node.deploy_driver:
+        return str(node.deploy_driver)
+    if node.name in host_drivers:
+        version = host_drivers[node.name]
+        return f"host {version}" if version else "host: none"
+    return "-"
+
+
+def table_rows(facts: Any, release: str, host_drivers: dict[str, str]) -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
+    """The groups summary (markup) and the table's rows as (key, cells); pure, so it runs in a thread."""
+    groups = facts.groups(release)
+    lines = []
+    for number, group in enumerate(groups, start=1):
+        products = ", ".join(p.removeprefix("NVIDIA-") for p in group.products) or "GPU"
+        lines.append(
+            f"[b]{number}[/] {group.count:>3} × [$accent]{escape(printable(group.kernel))}[/]  "
+            f"[b]{escape(group.tag_os)}[/]  {escape(products)}"
+        )
+    others = len(facts.nodes) - len(facts.gpu_nodes)
+    if others:
+        lines.append(f"[$text-muted]    + {others} node(s) without an NVIDIA GPU (not shown)[/]")
+    if not groups:
+        lines.append("[$warning]! no GPU nodes: no node has nvidia.com/gpu.present or an NVIDIA PCI label[/]")
+    rows: list[tuple[str, tuple[str, ...]]] = []
+    for number, group in enumerate(groups, start=1):
+        for node in sorted(group.nodes, key=lambda n: n.name):
+            same = node.kernel_source == node.os_source
+            cells = (
+                str(number),
+                node.name,
+                gpu_text(node.gpu_count, node.gpu_product),
+                short_runtime(node.container_runtime),
+                driver_cell(node, host_drivers),
+                node.kernel_source if same else f"{node.kernel_source}/{node.os_source}",
+            )
+            rows.append((node.name, cells))
+    return "\n".join(lines), rows
 
 
 class NodesStep(StepScreen):
@@ -74,6 +122,8 @@ class NodesStep(StepScreen):
         table.add_column("Driver", key="driver")
         table.add_column("Facts", key="source")
         self._redraw_pending = False
+        self._filling: str | None = None
+        self._fill: Worker[None] | None = None
         self._show_host_findings()
         if self.state.nodes:
             self.redraw()
@@ -94,6 +144,9 @@ class NodesStep(StepScreen):
             facts = await cluster.discover()
             state.nodes = {n.name: n for n in facts.nodes}
             self.redraw()
+        if self._fill is not None:  # "live" once the table shows every node
+            with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                await self._fill.wait()
         self.query_one("#watch-note", Static).update("● live: watching the cluster's nodes")
         self.refresh_nav()
         self.maybe_replay()
@@ -116,56 +169,39 @@ class NodesStep(StepScreen):
         self.refresh_nav()
 
     def redraw(self) -> None:
-        """Rebuild the groups summary and the table from the state (cursor kept on its node)."""
+        """Rebuild the groups summary and the table from the state (cursor kept on its node).
+
+        The rows are worked out in a thread and added in slices of :data:`ROWS_PER_SLICE`, one slice a
+        frame: adding and measuring 5,000 rows at once held the event loop for over a second.
+        """
+        table: DataTable[str] = self.query_one(DataTable)
+        if self._filling is None:  # a fill in progress: keep the node it was going to select
+            self._filling = self._selected_node(table)
+        self._fill = self._fill_table(self._filling)
+
+    @work(exclusive=True, group="node-table", exit_on_error=False)
+    async def _fill_table(self, selected: str | None) -> None:
         facts = self.state.facts
         table: DataTable[str] = self.query_one(DataTable)
         groups_view = self.query_one("#groups", Static)
         if facts is None:
             groups_view.update("no nodes found")
             table.clear()
+            self._filling = None
             return
         release = str(self.state.get("operator.version") or self._release())
-        groups = facts.groups(release)
-        lines = []
-        for number, group in enumerate(groups, start=1):
-            products = ", ".join(p.removeprefix("NVIDIA-") for p in group.products) or "GPU"
-            lines.append(
-                f"[b]{number}[/] {group.count:>3} × [$accent]{escape(printable(group.kernel))}[/]  "
-                f"[b]{escape(group.tag_os)}[/]  {escape(products)}"
-            )
-        others = len(facts.nodes) - len(facts.gpu_nodes)
-        if others:
-            lines.append(f"[$text-muted]    + {others} node(s) without an NVIDIA GPU (not shown)[/]")
-        if not groups:
-            lines.append("[$warning]! no GPU nodes: no node has nvidia.com/gpu.present or an NVIDIA PCI label[/]")
-        groups_view.update("\n".join(lines))
-        selected = self._selected_node(table)
+        summary, rows = await asyncio.to_thread(table_rows, facts, release, dict(self.state.host_drivers))
+        groups_view.update(summary)
         table.clear()
-        for number, group in enumerate(groups, start=1):
-            for node in sorted(group.nodes, key=lambda n: n.name):
-                table.add_row(
-                    str(number),
-                    node.name,
-                    gpu_text(node.gpu_count, node.gpu_product),
-                    short_runtime(node.container_runtime),
-                    self._driver_cell(node),
-                    node.kernel_source
-                    if node.kernel_source == node.os_source
-                    else f"{node.kernel_source}/{node.os_source}",
-                    key=node.name,
-                )
+        for start in range(0, len(rows), ROWS_PER_SLICE):
+            if start:
+                await asyncio.sleep(SLICE_PAUSE)  # let the table measure the slice and the screen draw
+            for key, cells in rows[start : start + ROWS_PER_SLICE]:
+                table.add_row(*cells, key=key)
+        self._filling = None
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile
                 table.move_cursor(row=table.get_row_index(selected))
-
-    def _driver_cell(self, node: Any) -> str:
-        """The deploy label, else what the host check found (``host 580.126.20``, ``host: none``)."""
-        if node.deploy_driver:
-            return str(node.deploy_driver)
-        if node.name in self.state.host_drivers:
-            version = self.state.host_drivers[node.name]
-            return f"host {version}" if version else "host: none"
-        return "-"
 
     @on(Button.Pressed, "#host-check")
     def _check_hosts(self, event: Button.Pressed) -> None:

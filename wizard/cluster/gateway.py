@@ -77,6 +77,17 @@ async def _load_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple
     return configuration, chosen
 
 
+def _import_api_classes() -> None:
+    """Import the generated API classes the gateway builds (the client loads them lazily).
+
+    Their pydantic models take about a second of CPU to import; in a thread that second no longer
+    stalls the caller's event loop (the TUI's Connect step).
+    """
+    apis = ("ApiClient", "CoreV1Api", "AppsV1Api", "BatchV1Api", "CustomObjectsApi", "AuthorizationV1Api", "VersionApi")
+    for name in apis:
+        getattr(client, name)
+
+
 def _in_cluster_configuration() -> client.Configuration:
     configuration = client.Configuration()
     try:
@@ -123,6 +134,7 @@ class Gateway:
         timeout: float = DEFAULT_TIMEOUT,
     ) -> Gateway:
         """Load credentials like kubectl does (no request is made yet)."""
+        await asyncio.to_thread(_import_api_classes)
         if in_cluster:
             return cls(_in_cluster_configuration(), context="in-cluster", timeout=timeout)
         configuration, chosen = await _load_kubeconfig(kubeconfig, context)
