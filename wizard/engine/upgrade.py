@@ -18,6 +18,7 @@ from typing import Any
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.mirror import NodeImage
 from wizard.engine.plan import Plan
+from wizard.engine.upgradestates import UPGRADE_STATES
 
 PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])%$")
 OS_TAG_RE = re.compile(r"[a-z][a-z-]*[0-9][0-9.]*", re.ASCII)
@@ -113,21 +114,6 @@ def _int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise UpgradePolicyError(f"upgradePolicy.{name}: {value!r} is not an integer")
     return value
-
-
-UPGRADE_STATES = (
-    "upgrade-required",
-    "cordon-required",
-    "wait-for-jobs-required",
-    "pod-deletion-required",
-    "drain-required",
-    "pod-restart-required",
-    "validation-required",
-    "uncordon-required",
-    "upgrade-done",
-    "upgrade-failed",
-)
-"""The operator's ``nvidia.com/gpu-driver-upgrade-state`` values, in the order a node walks them."""
 
 
 @dataclass(frozen=True)
