@@ -37,6 +37,8 @@ DRIVER_CONTAINER = "nvidia-driver-ctr"
 FALSE_READY_REASONS = frozenset({"NoGPUNodes", "NFDLabelsMissing"})
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 PROBE_PREFIX = "gpu-wizard-probe-"
+YIELD_EVERY = 100
+"""Watch events (and listed objects) handled before a cache yields to the event loop."""
 
 Phase = Literal["waiting", "progressing", "ready", "failed"]
 
@@ -166,6 +168,10 @@ def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _waiting_entries(pod: dict[str, Any]) -> tuple[PodStatus, ...]:
+    return tuple(waiting_pods(pod))
+
+
 class Cache:
     """Objects of one kind kept current by one paged list and then a watch (listed again on 410).
 
@@ -183,9 +189,14 @@ class Cache:
         namespace: str | None = None,
         label_selector: str | None = None,
         slim: Callable[[dict[str, Any]], dict[str, Any]] = without_managed_fields,
+        index: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None,
     ) -> None:
         self.gateway = gateway
         self.slim = slim
+        self.index = index
+        self.indexed: dict[str, tuple[Any, ...]] = {}
+        """Name -> ``index(object)`` for the objects where it is not empty, kept as objects come and go (so a
+        snapshot reads the few pods that wait instead of scanning every pod of 5,000 nodes)."""
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -198,21 +209,41 @@ class Cache:
     def items(self) -> list[dict[str, Any]]:
         return [self.objects[name] for name in sorted(self.objects)]
 
+    def indexed_items(self) -> list[Any]:
+        """The ``index`` entries of every object, in name order."""
+        return [entry for name in sorted(self.indexed) for entry in self.indexed[name]]
+
+    def _put(self, name: str, obj: dict[str, Any], objects: dict[str, Any], indexed: dict[str, Any]) -> None:
+        objects[name] = obj
+        entries = self.index(obj) if self.index is not None else ()
+        if entries:
+            indexed[name] = entries
+        else:
+            indexed.pop(name, None)
+
+    def _drop(self, name: str) -> None:
+        self.objects.pop(name, None)
+        self.indexed.pop(name, None)
+
     async def _list(self) -> str:
+        # built aside and swapped in whole: a snapshot between two pages must not see half a list
         objects: dict[str, dict[str, Any]] = {}
+        indexed: dict[str, tuple[Any, ...]] = {}
         rv, cont = "", None
         while True:
             page = await self.gateway.list_page(
                 self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=500, cont=cont
             )
-            for item in page.pop("items", None) or []:
-                objects[str(item["metadata"]["name"])] = self.slim(item)
+            for count, item in enumerate(page.pop("items", None) or [], 1):
+                self._put(str(item["metadata"]["name"]), self.slim(item), objects, indexed)
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
             meta = page.get("metadata") or {}
             rv = str(meta.get("resourceVersion") or rv)
             cont = meta.get("continue") or None
             if not cont:
                 break
-        self.objects = objects
+        self.objects, self.indexed = objects, indexed
         self.lists += 1
         self.listed.set()
         self.changed.set()
@@ -221,6 +252,7 @@ class Cache:
     async def run(self) -> None:
         """List, then follow the watch; list again when it expires. Runs until cancelled."""
         reconnects = Reconnects()
+        handled = 0
         while True:
             try:
                 rv = await self._list()
@@ -233,13 +265,17 @@ class Cache:
                             meta = obj.get("metadata") or {}
                             rv = str(meta.get("resourceVersion") or rv)
                             if kind == "DELETED":
-                                self.objects.pop(str(meta.get("name")), None)
+                                self._drop(str(meta.get("name")))
                             elif kind in ("ADDED", "MODIFIED"):
-                                self.objects[str(meta.get("name"))] = self.slim(obj)
+                                self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
                             else:
                                 continue  # BOOKMARK: only the resourceVersion moves on
                             self.changed.set()
                             reconnects.progressed()
+                            handled += 1
+                            if handled % YIELD_EVERY == 0:
+                                # a burst of buffered events is read without a pause: let the loop breathe
+                                await asyncio.sleep(0)
             except Gone:
                 continue
             except ClusterError as exc:
@@ -282,7 +318,7 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         n["metadata"]["name"]: str((n["metadata"].get("labels") or {}).get(LABEL_UPGRADE_STATE, ""))
         for n in followed.nodes.items()
     }
-    pods = [entry for pod in followed.pods.items() for entry in waiting_pods(pod)]
+    pods: list[PodStatus] = followed.pods.indexed_items()
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
@@ -440,7 +476,7 @@ async def follow(
         drivers=Cache(gateway, DRIVERS, changed) if plan.driver.useNvidiaDriverCRD else None,
         daemonsets=Cache(gateway, "daemonsets", changed, namespace=namespace),
         nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
-        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod),
+        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=_waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
