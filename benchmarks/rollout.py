@@ -6,7 +6,10 @@ upgrade to another version with ``upgradePolicy.maxParallelUpgrades: 0`` and ``m
 ``Cluster.rollout`` — five kinds listed once, then watched — and the client's requests are counted
 (``Gateway.stats``). For comparison the same run measures what one round of the former poll cost
 (the four lists, the label-selected node list among them, which carries every GPU node once the
-operator labels them), i.e. what a 1-second poll would have added per second.
+operator labels them), i.e. what a 1-second poll would have added per second. It also reports the
+client's peak RSS (``getrusage``; the demo server is another process) up to the end of the upgrade and
+after the poll round (which holds every pod whole) and the longest event-loop stall
+while following (a loop-lag probe: sleep 10 ms, record how late it wakes).
 
     .venv/bin/python benchmarks/rollout.py [--nodes 5000] [--json]
 """
@@ -18,6 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import resource
 import sys
 import tempfile
 import time
@@ -48,18 +52,42 @@ def _plan(version: str) -> Any:
     return Plan.model_validate({"mode": "upstream", "driver": {"version": version, "repository": "nvcr.io/nvidia"}})
 
 
-async def _apply_and_follow(cluster: Any, plan: Any, backups: str) -> tuple[float, int, int, str]:
-    """Apply ``plan``, follow its rollout: (seconds, requests, snapshots, final phase)."""
+class LoopLag:
+    """The longest time the event loop was late to wake a 10 ms sleep (CPU work holding the loop)."""
+
+    def __init__(self) -> None:
+        self.max_ms = 0.0
+
+    async def run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(0.01)
+            self.max_ms = max(self.max_ms, (time.perf_counter() - start - 0.01) * 1000)
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident set size (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+async def _apply_and_follow(cluster: Any, plan: Any, backups: str) -> tuple[float, int, int, str, float]:
+    """Apply ``plan``, follow its rollout: (seconds, requests, snapshots, final phase, longest stall ms)."""
     from wizard.engine.render import render
 
     prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
     await cluster.apply(prepared, backup_dir=backups)
     before, start, snapshots, final = cluster.gateway.stats.requests, time.perf_counter(), 0, None
-    async with contextlib.aclosing(cluster.rollout(plan, interval=1.0, timeout=1200)) as rollout:
-        async for status in rollout:
-            snapshots += 1
-            final = status
-    return time.perf_counter() - start, cluster.gateway.stats.requests - before, snapshots, final.phase
+    lag = LoopLag()
+    probe = asyncio.create_task(lag.run())
+    try:
+        async with contextlib.aclosing(cluster.rollout(plan, interval=1.0, timeout=1200)) as rollout:
+            async for status in rollout:
+                snapshots += 1
+                final = status
+    finally:
+        probe.cancel()
+    seconds, requests = time.perf_counter() - start, cluster.gateway.stats.requests - before
+    return seconds, requests, snapshots, final.phase, lag.max_ms
 
 
 async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
@@ -90,15 +118,20 @@ async def measure(server: Served) -> dict[str, Any]:
             policy = await cluster.gateway.get_custom(*POLICY, "cluster-policy")
             policy["spec"]["driver"]["upgradePolicy"].update(maxParallelUpgrades=0, maxUnavailable="100%")
             await cluster.gateway.replace_custom(*POLICY, "cluster-policy", policy)
-            seconds, requests, snapshots, phase = await _apply_and_follow(cluster, _plan(NEW), backups)
+            seconds, requests, snapshots, phase, stall = await _apply_and_follow(cluster, _plan(NEW), backups)
+            followed_rss = peak_rss_mb()  # before the poll round below, which holds every pod whole
         poll_seconds, poll_bytes = await _one_poll(cluster, await cluster.namespace(_plan(NEW)))
     return {
         "install_seconds": round(install[0], 1),
         "install_requests": install[1],
+        "install_max_stall_ms": round(install[4]),
         "upgrade_seconds": round(seconds, 1),
         "upgrade_requests": requests,
         "upgrade_requests_per_second": round(requests / seconds, 3) if seconds else 0.0,
         "snapshots": snapshots,
+        "upgrade_max_stall_ms": round(stall),
+        "peak_rss_mb_following": round(followed_rss, 1),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
         "phase": phase,
         "poll_round_seconds": round(poll_seconds, 3),
         "poll_round_mb": round(poll_bytes / 1e6, 2),
@@ -119,7 +152,10 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{args.nodes} GPU nodes: upgrade {OLD} → {NEW} followed by watches in {result['upgrade_seconds']} s "
             f"with {result['upgrade_requests']} API requests ({result['upgrade_requests_per_second']}/s), "
-            f"{result['snapshots']} snapshots, ended {result['phase']}.\n"
+            f"{result['snapshots']} snapshots, ended {result['phase']}; longest event-loop stall "
+            f"{result['upgrade_max_stall_ms']} ms (install {result['install_max_stall_ms']} ms), "
+            f"peak RSS {result['peak_rss_mb_following']} MB while installing and following "
+            f"({result['peak_rss_mb']} MB with the poll round).\n"
             f"One round of the former 1 s poll: 4 requests, {result['poll_round_mb']} MB, "
             f"{result['poll_round_seconds']} s — i.e. 4 requests/s and {result['poll_round_mb']} MB/s while it ran."
         )

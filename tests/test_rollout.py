@@ -3,11 +3,25 @@ and crash-loop verdicts on a time window rather than on two samples."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import copy
+import json
 from pathlib import Path
+from typing import Any
 
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
-from wizard.cluster.rollout import PodStatus, UpgradeClock
+from wizard.cluster.rollout import (
+    Cache,
+    PodStatus,
+    UpgradeClock,
+    slim_node,
+    slim_pod,
+    waiting_pods,
+    without_managed_fields,
+)
+from wizard.engine.facts import LABEL_UPGRADE_STATE
 
 
 def test_crash_loop_verdict_needs_the_whole_window() -> None:
@@ -47,3 +61,81 @@ async def test_an_upgrade_is_followed_by_watches_not_polls(demo_cluster: Cluster
     # 50 ms would have made hundreds of requests.
     assert requests <= 15, requests
     print(f"rollout followed with {requests} requests, {len(statuses)} snapshots")
+
+
+def _pod_with_everything() -> dict[str, Any]:
+    """A driver pod as the API server sends it: managedFields, owner, spec and three container statuses."""
+    return {
+        "metadata": {
+            "name": "nvidia-driver-daemonset-abcde",
+            "namespace": "gpu-operator",
+            "labels": {"app.kubernetes.io/component": "nvidia-driver"},
+            "ownerReferences": [{"kind": "DaemonSet", "name": "nvidia-driver-daemonset", "uid": "u1"}],
+            "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {"f:phase": {}}}}],
+        },
+        "spec": {"nodeName": "gpu-7", "containers": [{"name": "nvidia-driver-ctr", "image": "nvcr.io/x:1"}]},
+        "status": {
+            "phase": "Pending",
+            "initContainerStatuses": [
+                {"name": "k8s-driver-manager", "state": {"waiting": {"reason": "PodInitializing"}}}
+            ],
+            "containerStatuses": [
+                {
+                    "name": "nvidia-driver-ctr",
+                    "image": "nvcr.io/x:1",
+                    "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}},
+                },
+                {"name": "sidecar", "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}},
+            ],
+        },
+    }
+
+
+def test_the_caches_keep_what_the_follower_reads_and_drop_managed_fields() -> None:
+    pod = _pod_with_everything()
+    slim = slim_pod(copy.deepcopy(pod))
+    assert (
+        waiting_pods(slim)
+        == waiting_pods(pod)
+        == [
+            PodStatus(
+                "nvidia-driver-daemonset-abcde", "gpu-7", "Pending", "ErrImagePull", "not found", "nvidia-driver-ctr"
+            )
+        ]
+    )
+    assert "managedFields" not in json.dumps(slim) and "ownerReferences" not in json.dumps(slim)
+    assert len(json.dumps(slim)) < len(json.dumps(pod)) / 2
+    node = {
+        "metadata": {
+            "name": "gpu-7",
+            "labels": {LABEL_UPGRADE_STATE: "upgrade-done", "kubernetes.io/hostname": "gpu-7"},
+            "managedFields": [{"manager": "kubelet"}],
+        },
+        "status": {"capacity": {"nvidia.com/gpu": "8"}},
+    }
+    assert slim_node(node) == {"metadata": {"name": "gpu-7", "labels": {LABEL_UPGRADE_STATE: "upgrade-done"}}}
+    policy = {"metadata": {"name": "cluster-policy", "managedFields": [{}]}, "status": {"state": "ready"}}
+    assert without_managed_fields(policy) == {"metadata": {"name": "cluster-policy"}, "status": {"state": "ready"}}
+
+
+async def test_a_slim_pod_cache_reads_the_same_as_the_whole_pods(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("existing-install-plain")
+    async with connected(demo) as cluster:
+        namespace = await cluster.namespace(await cluster.live_plan())
+        whole = {p["metadata"]["name"]: p for p in await cluster.gateway.list_pods(namespace)}
+        cache = Cache(cluster.gateway, "pods", asyncio.Event(), namespace=namespace, slim=slim_pod)
+        task = asyncio.create_task(cache.run())
+        try:
+            await asyncio.wait_for(cache.listed.wait(), 10)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    # a settled install: the cache holds the same pods, each cut to what the follower reads of it
+    assert whole and set(cache.objects) == set(whole)
+    for name, pod in whole.items():
+        assert cache.objects[name] == slim_pod(pod)
+        assert waiting_pods(cache.objects[name]) == waiting_pods(pod)
+        assert (
+            "managedFields" not in cache.objects[name]["metadata"] and "containers" not in cache.objects[name]["spec"]
+        )

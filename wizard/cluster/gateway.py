@@ -264,7 +264,7 @@ class Gateway:
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """``(type, object)`` events of a list call's watch after ``resource_version``, until the server ends
         it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again)."""
-        stream = watch.Watch(return_type="object")
+        stream = _DictWatch()
         limit = float(timeout_seconds + 15)
         try:
             async for event in stream.stream(
@@ -661,3 +661,12 @@ class Gateway:
                 if isinstance(message.data, bytes | str):
                     output.frame(message.data)
         return output.result()
+
+
+class _DictWatch(watch.Watch):  # type: ignore[misc]
+    """A watch whose events carry the object as decoded once: the library's ``return_type="object"`` encodes
+    every decoded event back to JSON and decodes it again (three JSON passes per event, thousands of events
+    in a 5,000-node rollout, all on the event loop)."""
+
+    def get_return_type(self, func: Any) -> None:
+        return None  # no model and no re-decoding: ``object`` stays the decoded dict

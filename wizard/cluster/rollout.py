@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -37,6 +37,8 @@ DRIVER_CONTAINER = "nvidia-driver-ctr"
 FALSE_READY_REASONS = frozenset({"NoGPUNodes", "NFDLabelsMissing"})
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 PROBE_PREFIX = "gpu-wizard-probe-"
+YIELD_EVERY = 100
+"""Watch events (and listed objects) handled before a cache yields to the event loop."""
 
 Phase = Literal["waiting", "progressing", "ready", "failed"]
 
@@ -128,10 +130,54 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     return out
 
 
+def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
+    waiting = (cs.get("state") or {}).get("waiting")
+    slim: dict[str, Any] = {"name": cs.get("name")}
+    if waiting:
+        slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
+    return slim
+
+
+def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
+    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons."""
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    slim_status: dict[str, Any] = {"phase": status.get("phase")}
+    for key in ("initContainerStatuses", "containerStatuses"):
+        if status.get(key):
+            slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
+    return {
+        "metadata": {"name": meta.get("name")},
+        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
+        "status": slim_status,
+    }
+
+
+def slim_node(node: dict[str, Any]) -> dict[str, Any]:
+    """What the follower reads of a node: its name and its driver upgrade state label."""
+    meta = node.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    slim_labels = {LABEL_UPGRADE_STATE: labels[LABEL_UPGRADE_STATE]} if LABEL_UPGRADE_STATE in labels else {}
+    return {"metadata": {"name": meta.get("name"), "labels": slim_labels}}
+
+
+def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """The object without ``metadata.managedFields`` (kinds with a handful of objects keep the rest)."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict) and "managedFields" in meta:
+        meta.pop("managedFields")
+    return obj
+
+
+def _waiting_entries(pod: dict[str, Any]) -> tuple[PodStatus, ...]:
+    return tuple(waiting_pods(pod))
+
+
 class Cache:
     """Objects of one kind kept current by one paged list and then a watch (listed again on 410).
 
-    ``changed`` is set on every event so a follower wakes up only when something happened.
+    Each object is cut to ``slim(object)`` as it enters, so 5,000 nodes' pods and nodes cost what the
+    follower reads of them, not whole objects with their managedFields. ``changed`` is set on every
+    event so a follower wakes up only when something happened.
     """
 
     def __init__(
@@ -142,8 +188,15 @@ class Cache:
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        slim: Callable[[dict[str, Any]], dict[str, Any]] = without_managed_fields,
+        index: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None,
     ) -> None:
         self.gateway = gateway
+        self.slim = slim
+        self.index = index
+        self.indexed: dict[str, tuple[Any, ...]] = {}
+        """Name -> ``index(object)`` for the objects where it is not empty, kept as objects come and go (so a
+        snapshot reads the few pods that wait instead of scanning every pod of 5,000 nodes)."""
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -156,21 +209,41 @@ class Cache:
     def items(self) -> list[dict[str, Any]]:
         return [self.objects[name] for name in sorted(self.objects)]
 
+    def indexed_items(self) -> list[Any]:
+        """The ``index`` entries of every object, in name order."""
+        return [entry for name in sorted(self.indexed) for entry in self.indexed[name]]
+
+    def _put(self, name: str, obj: dict[str, Any], objects: dict[str, Any], indexed: dict[str, Any]) -> None:
+        objects[name] = obj
+        entries = self.index(obj) if self.index is not None else ()
+        if entries:
+            indexed[name] = entries
+        else:
+            indexed.pop(name, None)
+
+    def _drop(self, name: str) -> None:
+        self.objects.pop(name, None)
+        self.indexed.pop(name, None)
+
     async def _list(self) -> str:
+        # built aside and swapped in whole: a snapshot between two pages must not see half a list
         objects: dict[str, dict[str, Any]] = {}
+        indexed: dict[str, tuple[Any, ...]] = {}
         rv, cont = "", None
         while True:
             page = await self.gateway.list_page(
                 self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=500, cont=cont
             )
-            for item in page.get("items") or []:
-                objects[str(item["metadata"]["name"])] = item
+            for count, item in enumerate(page.pop("items", None) or [], 1):
+                self._put(str(item["metadata"]["name"]), self.slim(item), objects, indexed)
+                if count % YIELD_EVERY == 0:
+                    await asyncio.sleep(0)
             meta = page.get("metadata") or {}
             rv = str(meta.get("resourceVersion") or rv)
             cont = meta.get("continue") or None
             if not cont:
                 break
-        self.objects = objects
+        self.objects, self.indexed = objects, indexed
         self.lists += 1
         self.listed.set()
         self.changed.set()
@@ -179,6 +252,7 @@ class Cache:
     async def run(self) -> None:
         """List, then follow the watch; list again when it expires. Runs until cancelled."""
         reconnects = Reconnects()
+        handled = 0
         while True:
             try:
                 rv = await self._list()
@@ -191,13 +265,17 @@ class Cache:
                             meta = obj.get("metadata") or {}
                             rv = str(meta.get("resourceVersion") or rv)
                             if kind == "DELETED":
-                                self.objects.pop(str(meta.get("name")), None)
+                                self._drop(str(meta.get("name")))
                             elif kind in ("ADDED", "MODIFIED"):
-                                self.objects[str(meta.get("name"))] = obj
+                                self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
                             else:
                                 continue  # BOOKMARK: only the resourceVersion moves on
                             self.changed.set()
                             reconnects.progressed()
+                            handled += 1
+                            if handled % YIELD_EVERY == 0:
+                                # a burst of buffered events is read without a pause: let the loop breathe
+                                await asyncio.sleep(0)
             except Gone:
                 continue
             except ClusterError as exc:
@@ -240,7 +318,7 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         n["metadata"]["name"]: str((n["metadata"].get("labels") or {}).get(LABEL_UPGRADE_STATE, ""))
         for n in followed.nodes.items()
     }
-    pods = [entry for pod in followed.pods.items() for entry in waiting_pods(pod)]
+    pods: list[PodStatus] = followed.pods.indexed_items()
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
@@ -397,8 +475,8 @@ async def follow(
         policies=Cache(gateway, POLICY, changed),
         drivers=Cache(gateway, DRIVERS, changed) if plan.driver.useNvidiaDriverCRD else None,
         daemonsets=Cache(gateway, "daemonsets", changed, namespace=namespace),
-        nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE),
-        pods=Cache(gateway, "pods", changed, namespace=namespace),
+        nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
+        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=_waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
