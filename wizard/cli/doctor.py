@@ -26,6 +26,7 @@ from wizard.cli.session import cluster_options, command, load_plan, open_cluster
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
+    from wizard.engine.facts import ClusterFacts
     from wizard.engine.grouping import FindingGroup
     from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.plan import Plan
@@ -73,9 +74,18 @@ class DoctorRun:
     """Probe pods that could not be deleted."""
     args: argparse.Namespace | None = None
     """The command's flags (the registry options of the image check)."""
+    facts: ClusterFacts | None = None
+    """The nodes, listed once for every source (at 5,000 nodes a list is ten pages)."""
 
 
 FindingSource = Callable[["Cluster", DoctorRun], AsyncIterator["Check"]]
+
+
+async def _facts(cluster: Cluster, run: DoctorRun) -> ClusterFacts:
+    """The nodes as :func:`doctor_run` listed them (listed now only for a run built elsewhere)."""
+    if run.facts is None:
+        run.facts = await cluster.discover()
+    return run.facts
 
 
 async def preflight_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
@@ -96,7 +106,7 @@ async def kernel_drift_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterat
     if not preflight.crds:
         return
     running = await running_driver_images(cluster, preflight.operator_namespace)
-    for drift in kernel_drift(await cluster.discover(), running):
+    for drift in kernel_drift(await _facts(cluster, run), running):
         if not run.nodes or drift.node in run.nodes:
             hint = f"gpu-wizard check-kernel {drift.kernel}"
             yield Check("kernel-drift", Status.FAIL, drift.message(), node=drift.node, hint=hint)
@@ -113,7 +123,7 @@ async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Chec
             why = "no plan names a driver version yet (pass --answers FILE)"
             yield Check("driver-image", Status.SKIP, f"driver images not checked: {why}")
         return
-    rendered = render(plan, await cluster.discover())
+    rendered = render(plan, await _facts(cluster, run))
     if run.args is None:
         return
     async with registry_client(run.args, cluster, plan) as registry:
@@ -177,7 +187,7 @@ async def runtime_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Ch
     from wizard.engine.results import Check, Status
     from wizard.engine.runtime import runtime_advice, runtime_choice
 
-    facts = await cluster.discover()
+    facts = await _facts(cluster, run)
     choice = runtime_choice(paths_plan(run, run.target), facts)
     yield Check("runtime", Status.PASS, f"container runtime: {choice.summary()}")
     for advice in runtime_advice(choice):
@@ -248,7 +258,7 @@ async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: l
         recommended = facts.recommend_mode({name: s.host_driver for name, s in states.items() if not s.error})
         target = dataclasses.replace(provisional, mode=Mode(recommended.value))
         run = DoctorRun(target, None, f"recommended: {recommended.reason}", nodes)
-    run.states, run.probe_checks = states, probe_checks
+    run.states, run.probe_checks, run.facts = states, probe_checks, facts
     return run
 
 
@@ -266,7 +276,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     async with open_cluster(args) as cluster:
         run = await doctor_run(cluster, plan, args.answers or "", list(args.node))
         run.args = args
-        gpu = sorted(run.states) or [n.name for n in (await cluster.discover()).gpu_nodes]
+        gpu = sorted(run.states) or [n.name for n in (await _facts(cluster, run)).gpu_nodes]
         if args.output == "text":
             sys.stderr.write(
                 f"doctor: checked {len(gpu)} GPU node(s) for mode {run.target.mode.value}, operator "

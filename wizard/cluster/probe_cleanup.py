@@ -50,18 +50,14 @@ async def _listed(gateway: Gateway, resource: str, namespace: str) -> tuple[list
 async def clean_up(gateway: Gateway, namespace: str, *, dry_run: bool) -> tuple[list[Found], str]:
     """Remove (or, ``dry_run``, list) every probe DaemonSet and pod: (what was found, where it was looked for)."""
     found: list[Found] = []
-    jobs, _ = await _listed(gateway, "jobs", namespace)
-    for job in jobs:
-        meta = job["metadata"]
-        assert isinstance(meta, dict)
-        item = Found("job", str(meta.get("namespace") or ""), str(meta["name"]), run=_run(meta))
-        found.append(await _remove(gateway, item, dry_run))
-    sets, where = await _listed(gateway, "daemonsets", namespace)
-    for ds in sets:
-        meta = ds["metadata"]
-        assert isinstance(meta, dict)
-        item = Found("daemonset", str(meta.get("namespace") or ""), str(meta["name"]), run=_run(meta))
-        found.append(await _remove(gateway, item, dry_run))
+    where = ""
+    for kind, resource in (("job", "jobs"), ("daemonset", "daemonsets")):  # owners first: the GC follows them
+        owners, where = await _listed(gateway, resource, namespace)
+        for owner in owners:
+            meta = owner["metadata"]
+            assert isinstance(meta, dict)
+            item = Found(kind, str(meta.get("namespace") or ""), str(meta["name"]), run=_run(meta))
+            found.append(await _remove(gateway, item, dry_run))
     pods, _ = await _listed(gateway, "pods", namespace)
     for pod in pods:
         meta, spec = pod["metadata"], pod.get("spec") or {}
