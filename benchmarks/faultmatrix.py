@@ -28,8 +28,10 @@ from wizard.demo.serve import DemoClusterThread
 
 Outcome = Literal["survived", "reported", "crashed"]
 
-#: Client limit for every request in the matrix, and the latency of a "slow" response (beyond it).
-REQUEST_TIMEOUT = 0.4
+#: Client limit for every request in the matrix, and the latency of a "slow" response (beyond it). 0.8 s,
+#: not less: with the whole suite on 2 cores an unfaulted request in the same process as the demo's
+#: simulation ticks (now also running probe DaemonSets) sometimes took over 0.4 s, which read as a fault.
+REQUEST_TIMEOUT = 0.8
 SLOW_MS = 1000
 #: Matching requests that fail before a transient fault clears (apply's write is tried twice: one fault;
 #: one Retry-After wait proves it is honoured).
