@@ -196,13 +196,16 @@ async def test_a_spare_started_ahead_opens_at_once_and_is_given_to_one_tab_only(
         await tab.close()
 
 
-def test_a_killed_server_leaves_no_app_running_and_the_next_start_removes_its_folders() -> None:
-    with ServedWizard("--max-sessions", "1", "--spares", "0") as served:
+def test_a_killed_server_leaves_no_app_running_and_the_next_start_removes_its_folders(tmp_path: Path) -> None:
+    # A private TMPDIR: another test's server, starting meanwhile in another worker, sweeps the shared
+    # temporary folder for dead servers' roots and would remove this one before it is looked at.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    with ServedWizard("--max-sessions", "1", "--spares", "0", env=env) as served:
         pid, root = _start_one_session(served)
         served.stop(signal.SIGKILL)
         _forget_tab(served)
         assert wait_until(lambda: not alive(pid), 10), "the app outlived its killed server"
-    assert root.is_dir()  # nobody was left to remove it…
+    assert root.parent == tmp_path and root.is_dir()  # nobody was left to remove it…
     assert root in remove_stale_roots(root.parent)  # …until the next server starts
     assert not root.exists()
 
