@@ -12,7 +12,10 @@ runs through the engine alone (``Cluster.check_paths`` / ``Cluster.verify`` cons
 wizard idling meanwhile) against the same cluster, so the TUI's overhead is a ratio. Targets (issue 12): stalls ≤ 100 ms, TUI ÷ engine ≤ 1.3, peak RSS ≤ 500 MB,
 idle growth ≤ 10 MB over 120 s, idle CPU ≤ 2 % of a core, F1 and Ctrl+Q ≤ 200 ms.
 
-    .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--idle 120] [--json]
+    .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--idle 120] [--json] [--stalls]
+
+``--stalls`` also samples the loop thread's stack whenever the loop is over 50 ms late
+(``benchmarks/stallwatch.py``) and prints, per step, the code it was running (to stderr).
 
 ``--nodes 500 --idle 20`` is a quick run while developing.
 """
@@ -35,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, served
+from benchmarks.stallwatch import StallWatch
 from benchmarks.verification import settle
 
 TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
@@ -75,19 +79,35 @@ def screen_text(app: Any) -> str:
 class LoopProbe:
     """Sleeps ``interval`` over and over and records, per phase, how late it woke (the event-loop stall)."""
 
-    def __init__(self) -> None:
-        self.phase = "start"
+    def __init__(self, watch: StallWatch | None = None) -> None:
+        self.watch = watch
+        self._phase = "start"
         self.interval = PROBE_S
         self.stalls: dict[str, float] = {}
         self.busy: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self._phase = name
+        if self.watch is not None:
+            self.watch.phase = name
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.watch is not None:
+            self.watch.start()
 
     def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
+        if self.watch is not None:
+            self.watch.stop()
+            print(self.watch.report(), file=sys.stderr, flush=True)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -304,7 +324,7 @@ async def idle(walk: Walk, seconds: float, server: Served) -> dict[str, float]:
     }
 
 
-async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
+async def tui(server: Served, home: Path, idle_s: float, stalls: bool = False) -> dict[str, Any]:
     """The walk, the idle period, then Ctrl+Q; returns the measures and the plan the engine runs repeat."""
     from screens.app import WizardApp
     from wizard.cluster.facade import Cluster
@@ -313,7 +333,7 @@ async def tui(server: Served, home: Path, idle_s: float) -> dict[str, Any]:
     # on a shared 2-core machine can take over the wizard's default 10 s to answer one list
     Cluster.connect.__func__.__kwdefaults__["timeout"] = 60.0  # type: ignore[attr-defined]
     app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home)
-    probe = LoopProbe()
+    probe = LoopProbe(StallWatch() if stalls else None)
     async with app.run_test(size=(80, 24)) as pilot:
         probe.start()
         walk = Walk(pilot, probe)
@@ -410,13 +430,14 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=5000, help="GPU nodes of the large scenario")
     parser.add_argument("--idle", type=float, default=120.0, help="seconds to idle after Verify")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--stalls", action="store_true", help="print where the loop stalled (stderr)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="gpu-wizard-tui-scale-") as tmp:
         folder = Path(tmp)
         home = private_home(folder)
         scenario = str(large_scenario(folder, args.nodes))
         with served(scenario) as server:
-            measured = asyncio.run(tui(server, home, args.idle))
+            measured = asyncio.run(tui(server, home, args.idle, args.stalls))
     alone = measured["engine"]
     steps = measured["steps"]
     ratio = {name: round(steps[name]["seconds"] / alone[f"{name}_s"], 2) for name in ("paths", "verify")}

@@ -20,7 +20,10 @@ their sum against the wall shows whether a run waited for the cluster or for a C
 shared cores are noisy.
 
     .venv/bin/python benchmarks/verification.py [--nodes 5000] [--concurrency 16] [--latency-ms 50]
-        [--pod-start-latency 2] [--compare-nodes 1000] [--json]
+        [--pod-start-latency 2] [--compare-nodes 1000] [--json] [--stalls]
+
+``--stalls`` samples the client's event loop whenever it is over 50 ms late and prints where it was
+(``benchmarks/stallwatch.py``; stderr) and the longest stall of each run.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, peak_rss_mb, served
+from benchmarks.stallwatch import StallWatch
 
 TARGET = 1.3
 _WRITES = ("create", "delete", "patch", "replace")
@@ -106,6 +110,10 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
             raise SystemExit(f"rollout did not get ready: {final.message}")
         await settle(server)
         counts = count_requests(cluster.gateway)
+        watch = StallWatch() if args.stalls else None
+        if watch is not None:
+            watch.start()
+            watch.phase = "verify"
 
         start, cpu, server_cpu = time.perf_counter(), time.process_time(), server.cpu_seconds()
         stream = cluster.verify(plan, concurrency=args.concurrency, timeout=120)
@@ -122,6 +130,8 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
             raise SystemExit("verification failed:\n" + "\n".join(failed[:10]))
         await settle(server)
 
+        if watch is not None:
+            watch.phase = "host checks"
         ctx = await cluster._verify_context(plan, None, registry=None, timeout=120)
         steps = ctx.host_steps()
         nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
@@ -153,6 +163,9 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
                 "requests": dict(counts),
             }
             await settle(server)
+    if watch is not None:
+        watch.stop()
+        print(watch.report(), file=sys.stderr, flush=True)
     return out
 
 
@@ -164,6 +177,7 @@ def main() -> int:
     parser.add_argument("--pod-start-latency", type=float, default=2.0)
     parser.add_argument("--compare-nodes", type=int, default=1000, help="nodes for the per-node pods path (0: skip)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--stalls", action="store_true", help="print where the client's loop stalled (stderr)")
     args = parser.parse_args()
     latency, start = args.latency_ms / 1000, args.pod_start_latency
     with tempfile.TemporaryDirectory() as tmp:
