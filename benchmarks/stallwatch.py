@@ -20,8 +20,8 @@ import collections
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
+from types import FrameType
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 _OURS = ("/wizard/", "/screens/", "/benchmarks/")
@@ -63,15 +63,22 @@ class StallWatch:
             frame = sys._current_frames().get(self._loop_thread)
             if frame is None:
                 continue
-            self.samples[self.phase][self._key(frame)] += 1
+            try:
+                key = self._key(frame)
+            except Exception:  # the loop thread's frames change under us: skip this sample
+                continue
+            self.samples[self.phase][key] += 1
 
-    def _key(self, frame: object) -> str:
-        stack = traceback.extract_stack(frame)  # type: ignore[arg-type]
-        ours = [f for f in stack if any(part in f.filename for part in _OURS)]
-        inner = stack[-1]
-        picked = ours[-self.depth :][::-1]
-        lines = [f"{_short(inner.filename)}:{inner.lineno} {inner.name}"]
-        lines += [f"  < {_short(f.filename)}:{f.lineno} {f.name}" for f in picked if f is not inner]
+    def _key(self, frame: FrameType) -> str:
+        stack: list[tuple[str, int, str]] = []
+        current: FrameType | None = frame
+        while current is not None:
+            code = current.f_code
+            stack.append((code.co_filename, current.f_lineno, code.co_name))
+            current = current.f_back
+        inner, ours = stack[0], [f for f in stack if any(part in f[0] for part in _OURS)]
+        lines = [f"{_short(inner[0])}:{inner[1]} {inner[2]}"]
+        lines += [f"  < {_short(f[0])}:{f[1]} {f[2]}" for f in ours[: self.depth] if f is not inner]
         return "\n".join(lines)
 
     def report(self, top: int = 8) -> str:
