@@ -3,7 +3,7 @@
 A heartbeat task on the loop stamps the time every few milliseconds; a daemon thread wakes every
 ``sample_s`` and, while the heartbeat is older than ``threshold_ms``, records the loop thread's current
 stack (``sys._current_frames``), attributed to the phase the caller set. The report lists, per phase,
-the stacks that were seen most while stalled (each sample counts ``sample_s``), innermost project frame
+the stacks that were seen most while stalled (each sample counts the time since the previous one), innermost project frame
 first: a locator for the code to move off the loop, not a profiler (a long C call that holds the GIL
 is sampled once it returns control).
 
@@ -36,6 +36,7 @@ class StallWatch:
         self.sample_s = sample_s
         self.depth = depth
         self.samples: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        """Phase -> stack -> seconds sampled while stalled."""
         self._beat = time.monotonic()
         self._loop_thread = 0
         self._stop = threading.Event()
@@ -57,8 +58,13 @@ class StallWatch:
             await asyncio.sleep(0.002)
 
     def _sample(self) -> None:
+        last = time.monotonic()
         while not self._stop.wait(self.sample_s):
-            if time.monotonic() - self._beat < self.threshold:
+            # a sample stands for the time since the previous one: while the loop thread holds the GIL the
+            # sampler wakes later than asked, so counting samples would undercount
+            now = time.monotonic()
+            weight, last = now - last, now
+            if now - self._beat < self.threshold:
                 continue
             frame = sys._current_frames().get(self._loop_thread)
             if frame is None:
@@ -67,7 +73,7 @@ class StallWatch:
                 key = self._key(frame)
             except Exception:  # the loop thread's frames change under us: skip this sample
                 continue
-            self.samples[self.phase][key] += 1
+            self.samples[self.phase][key] += weight
 
     def _key(self, frame: FrameType) -> str:
         stack: list[tuple[str, int, str]] = []
@@ -85,10 +91,10 @@ class StallWatch:
         """Per phase, the stacks seen most while the loop was stalled, with the time they account for."""
         out = []
         for phase, counter in self.samples.items():
-            total = sum(counter.values()) * self.sample_s * 1000
+            total = sum(counter.values()) * 1000
             out.append(f"== {phase}: {total:.0f} ms sampled while stalled > {self.threshold * 1000:.0f} ms")
-            for key, count in counter.most_common(top):
-                out.append(f"{count * self.sample_s * 1000:7.0f} ms  {key}")
+            for key, seconds in counter.most_common(top):
+                out.append(f"{seconds * 1000:7.0f} ms  {key}")
         return "\n".join(out)
 
 
