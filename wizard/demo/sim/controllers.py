@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
 from typing import Any
 
+from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
 from wizard.demo.sim.nodes import set_gpu_capacity
 from wizard.demo.sim.operands import MANAGER_CTR
@@ -142,74 +144,91 @@ def _pod_from_template(
     }
 
 
-def reconcile_daemonsets(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+def eligible_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
+    """The nodes a DaemonSet's pods may run on (its template against each node, with the controller's tolerations)."""
+    pod_spec = _indexed(ds["spec"]["template"].get("spec") or {})
+    pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
+    return frozenset(n["metadata"]["name"] for n in nodes if fits(n, pod_spec))
+
+
+#: The nodes a DaemonSet fits, given the DaemonSet and every node (the simulation caches it per DaemonSet spec).
+Eligible = Callable[[dict[str, Any], list[dict[str, Any]]], frozenset[str]]
+
+
+def reconcile_daemonsets(
+    writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]], eligible: Eligible = eligible_nodes
+) -> None:
     """Create, delete and replace DaemonSet pods; write every DaemonSet's status."""
-    store = writer.store
     by_owner: dict[str, list[dict[str, Any]]] = {}
     for pod in pods:
         by_owner.setdefault(controller_uid(pod), []).append(pod)
-    for ds in read(store, "daemonsets"):
-        meta = ds["metadata"]
-        namespace = meta.get("namespace", "default")
-        template = ds["spec"]["template"]
-        pod_spec = _indexed(template.get("spec") or {})
-        pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
-        revision = template_hash(template)
-        generation = str(meta.get("generation", 1))
-        eligible = {n["metadata"]["name"] for n in nodes if fits(n, pod_spec)}
-        on_node: dict[str, dict[str, Any]] = {}
-        for pod in by_owner.get(meta.get("uid", ""), []):
-            node = pod["spec"].get("nodeName", "")
-            if node not in eligible or node in on_node:
-                writer.delete("pods", pod["metadata"]["name"], namespace)
-            else:
-                on_node[node] = pod
-        owner = _owner("DaemonSet", "apps/v1", meta["name"], meta.get("uid", ""))
-        for node in sorted(eligible - set(on_node)):
-            seed = f"{meta.get('uid')}/{node}/{store.resource_version}"
-            name = f"{meta['name']}-{stable_suffix(seed)}"
-            pod = _pod_from_template(
-                template,
-                namespace,
-                name,
-                {"controller-revision-hash": revision, "pod-template-generation": generation},
-                owner,
-            )
-            pod["spec"]["nodeName"] = node
-            pod["spec"]["affinity"] = {  # the controller pins its pod to the node (replacing the template's)
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                        ]
-                    }
+    for ds in read(writer.store, "daemonsets"):
+        reconcile_daemonset(writer, ds, by_owner.get(ds["metadata"].get("uid", ""), []), eligible(ds, nodes))
+
+
+def reconcile_daemonset(
+    writer: Writer, ds: dict[str, Any], owned: list[dict[str, Any]], eligible: frozenset[str]
+) -> None:
+    """One DaemonSet: its pods (``owned``: those whose controller it is) on exactly the ``eligible`` nodes, and its status."""
+    store = writer.store
+    meta = ds["metadata"]
+    namespace = meta.get("namespace", "default")
+    template = ds["spec"]["template"]
+    revision = template_hash(template)
+    generation = str(meta.get("generation", 1))
+    on_node: dict[str, dict[str, Any]] = {}
+    for pod in owned:
+        node = pod["spec"].get("nodeName", "")
+        if node not in eligible or node in on_node:
+            writer.delete("pods", pod["metadata"]["name"], namespace)
+        else:
+            on_node[node] = pod
+    owner = _owner("DaemonSet", "apps/v1", meta["name"], meta.get("uid", ""))
+    for node in sorted(eligible - set(on_node)):
+        seed = f"{meta.get('uid')}/{node}/{store.resource_version}"
+        name = f"{meta['name']}-{stable_suffix(seed)}"
+        pod = _pod_from_template(
+            template,
+            namespace,
+            name,
+            {"controller-revision-hash": revision, "pod-template-generation": generation},
+            owner,
+        )
+        pod["spec"]["nodeName"] = node
+        pod["spec"]["affinity"] = {  # the controller pins its pod to the node (replacing the template's)
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                    ]
                 }
             }
-            pod["spec"]["tolerations"] = list(pod["spec"].get("tolerations") or []) + DS_TOLERATIONS
-            created = writer.create("pods", pod)
-            if created is not None:
-                on_node[node] = created
-        outdated = [p for p in on_node.values() if labels_of(p).get("controller-revision-hash") != revision]
-        rolling = ds["spec"].get("updateStrategy", {}).get("type") != "OnDelete"
-        if rolling and outdated and all(pod_ready(p) for p in on_node.values() if p not in outdated):
-            victim = outdated[0]
-            writer.delete("pods", victim["metadata"]["name"], namespace)
-            on_node.pop(victim["spec"]["nodeName"], None)
-        ready = sum(1 for p in on_node.values() if pod_ready(p))
-        updated = sum(1 for p in on_node.values() if labels_of(p).get("controller-revision-hash") == revision)
-        status = {
-            "currentNumberScheduled": len(on_node),
-            "desiredNumberScheduled": len(eligible),
-            "numberMisscheduled": 0,
-            "numberReady": ready,
-            "numberAvailable": ready,
-            "observedGeneration": meta.get("generation", 1),
-            "updatedNumberScheduled": updated,
         }
-        if len(eligible) - ready:
-            status["numberUnavailable"] = len(eligible) - ready
-        if ds.get("status") != status:
-            writer.update("daemonsets", {**ds, "status": status})
+        pod["spec"]["tolerations"] = list(pod["spec"].get("tolerations") or []) + DS_TOLERATIONS
+        created = writer.create("pods", pod)
+        if created is not None:
+            on_node[node] = created
+    outdated = [p for p in on_node.values() if labels_of(p).get("controller-revision-hash") != revision]
+    rolling = ds["spec"].get("updateStrategy", {}).get("type") != "OnDelete"
+    if rolling and outdated and all(pod_ready(p) for p in on_node.values() if p not in outdated):
+        victim = outdated[0]
+        writer.delete("pods", victim["metadata"]["name"], namespace)
+        on_node.pop(victim["spec"]["nodeName"], None)
+    ready = sum(1 for p in on_node.values() if pod_ready(p))
+    updated = sum(1 for p in on_node.values() if labels_of(p).get("controller-revision-hash") == revision)
+    status = {
+        "currentNumberScheduled": len(on_node),
+        "desiredNumberScheduled": len(eligible),
+        "numberMisscheduled": 0,
+        "numberReady": ready,
+        "numberAvailable": ready,
+        "observedGeneration": meta.get("generation", 1),
+        "updatedNumberScheduled": updated,
+    }
+    if len(eligible) - ready:
+        status["numberUnavailable"] = len(eligible) - ready
+    if ds.get("status") != status:
+        writer.update("daemonsets", {**ds, "status": status})
 
 
 def schedule(writer: Writer, nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
@@ -377,6 +396,42 @@ def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids:
         owner = controller_uid(pod)
         if owner and owner not in live:
             writer.delete("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
+
+
+_OWNER_RESOURCES = {
+    "ClusterPolicy": "clusterpolicies",
+    "NVIDIADriver": "nvidiadrivers",
+    "Job": "jobs",
+    "DaemonSet": "daemonsets",
+}
+
+
+def _owner_exists(store: Store, ref: dict[str, Any], namespace: str) -> bool:
+    """The object an ownerReference names still exists (same uid); owners the store cannot hold count as present."""
+    resource = _OWNER_RESOURCES.get(str(ref.get("kind") or ""))
+    if resource is None:
+        return True
+    scoped = None if resource in ("clusterpolicies", "nvidiadrivers") else namespace
+    found = store.lookup(resource, str(ref.get("name") or ""), scoped)
+    return found is not None and found["metadata"].get("uid") == ref.get("uid")
+
+
+def collect_dependents(writer: Writer, uid: str) -> None:
+    """:func:`collect_garbage` for one owner that went away (``uid``): the DaemonSets it owned that have no
+    owner left, and the pods it controlled."""
+    store = writer.store
+    for resource, obj in store.dependents(uid):
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        refs = meta.get("ownerReferences") or []
+        if resource == "daemonsets":
+            owners = [r for r in refs if r.get("kind") in ("ClusterPolicy", "NVIDIADriver", "Job")]
+            if not any(_owner_exists(store, r, namespace) for r in owners):
+                writer.delete("daemonsets", meta["name"], namespace)
+        elif resource == "pods" and controller_uid(obj) == uid:
+            ref = next(r for r in refs if r.get("uid") == uid)
+            if not _owner_exists(store, ref, namespace):
+                writer.delete("pods", meta["name"], namespace)
 
 
 def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, NodeView]) -> None:

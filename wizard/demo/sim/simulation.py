@@ -6,9 +6,11 @@ and, on every :meth:`Simulation.tick`, runs one step of each controller: the GPU
 garbage collector, and the kubelet (pulls, container starts, readiness). :meth:`Simulation.exec`
 and :meth:`Simulation.logs` answer ``kubectl exec`` and ``kubectl logs`` as the node would.
 
-When nothing but bare pods (no owner, already bound to a node: the wizard's probe pods) changed
-since the last full tick, a tick steps only those pods: no controller reads them, and a full tick
-costs O(cluster) while a 1,000-node verification starts and deletes a probe pod per node.
+A full tick costs O(cluster). When only objects no operator reads changed since the last one (a Job,
+the wizard's probe DaemonSet and its pods, bare pods: see ``changes.py``), a light tick runs just
+the Job controller, that DaemonSet's controller, the garbage collector for the owners that went and
+the kubelet for the pods that changed: a 5,000-node verification starts and deletes a probe pod per
+node, and each full tick would step ~30,000 pods.
 """
 
 from __future__ import annotations
@@ -23,19 +25,21 @@ from wizard.demo.api.store import Store, WatchEvent
 from wizard.demo.rules.operator_rules import OperatorRelease, bundle_of, bundled_releases
 from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
 from wizard.demo.sim import controllers, nodecmd
+from wizard.demo.sim.changes import Changes, plain_pod
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.nvd_sim import NVIDIADriverController
-from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, ENV_NAMES, TOOLKIT_DS, VALIDATOR_DS
+from wizard.demo.sim.operands import ENV_NAMES
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
-from wizard.demo.sim.simutil import Writer, labels_of, read, thaw
+from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, build_views
 
 _SEED_ROUNDS = 200
-_OPERAND_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS, "gpu-operator"})
+#: Cached DaemonSet node sets kept at most (one per DaemonSet spec; more only after many spec changes).
+_ELIGIBLE_CACHE = 256
 
 
 @dataclass
@@ -125,28 +129,6 @@ def published_images(scenario: Scenario) -> list[str]:
     return refs
 
 
-def _bare(pod: dict[str, Any], store: Store) -> bool:
-    """A pod only the kubelet acts on once it exists: bound to a node, not labelled as an operand, and no
-    owner, or a DaemonSet no operator owns (e.g. a host probe's: the DaemonSet controller acts on the
-    DaemonSet's own writes; its status is brought up to date at the next full tick)."""
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    if (
-        not (pod.get("spec") or {}).get("nodeName")
-        or "app.kubernetes.io/component" in labels
-        or labels.get("app") in _OPERAND_APPS
-    ):
-        return False
-    refs = meta.get("ownerReferences") or []
-    if not refs:
-        return True
-    if len(refs) != 1 or refs[0].get("kind") != "DaemonSet":
-        return False
-    owner = store.lookup("daemonsets", str(refs[0].get("name") or ""), meta.get("namespace"))
-    owners = (owner or {}).get("metadata", {}).get("ownerReferences") or []
-    return owner is not None and all(r.get("kind") not in ("ClusterPolicy", "NVIDIADriver") for r in owners)
-
-
 def _volumes_ok(pod: dict[str, Any], configmaps: set[tuple[str, str]]) -> bool:
     """Every ConfigMap volume of the pod exists (or is optional), else its containers cannot start."""
     namespace = pod["metadata"].get("namespace", "")
@@ -172,9 +154,14 @@ class Simulation:
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
         self._pods_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
         """Stored pods by ``spec.nodeName``, kept current by the store listener (exec and bare ticks read it)."""
-        self._others_changed = True
-        """Something other than a bare pod changed since the last full tick began."""
-        self._bare_touched: set[tuple[str, str]] = set()
+        self.changes = Changes()
+        """What changed since the last tick looked (a full tick's worth, or what a light tick steps)."""
+        self.full_ticks = 0
+        self.pods_stepped = 0
+        """How many full ticks ran and how many pod steps the kubelet took (the demo's own tests read them)."""
+        self._node_epoch = 0
+        """Bumped by every node write: a DaemonSet's eligible nodes are cached until then."""
+        self._eligible: dict[tuple[str, int, int], frozenset[str]] = {}
         self._jobs_at: float | None = None
         """When (monotonic) a Job's deadline or TTL is due, as of the last full tick."""
         with store.lock:
@@ -198,17 +185,20 @@ class Simulation:
                 self._index_pod(event.old, add=False)
             if event.type != "DELETED":
                 self._index_pod(event.obj, add=True)
-        owned_pod_gone = event.type == "DELETED" and bool(event.obj["metadata"].get("ownerReferences"))
-        if (
-            event.resource == "pods"
-            and not owned_pod_gone  # its controller may replace it
-            and _bare(event.obj, self.store)
-            and (event.old is None or _bare(event.old, self.store))
-        ):
-            meta = event.obj["metadata"]
-            self._bare_touched.add((meta.get("namespace", ""), meta["name"]))
-        else:
-            self._others_changed = True
+        elif event.resource == "nodes":
+            self._node_epoch += 1
+        self.changes.note(event, self.store)
+
+    def _eligible_nodes(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
+        """:func:`controllers.eligible_nodes`, once per DaemonSet spec (generation) and node writes."""
+        meta = ds["metadata"]
+        key = (str(meta.get("uid", "")), int(meta.get("generation", 1)), self._node_epoch)
+        found = self._eligible.get(key)
+        if found is None:
+            if len(self._eligible) >= _ELIGIBLE_CACHE:
+                self._eligible.clear()
+            found = self._eligible[key] = controllers.eligible_nodes(ds, nodes)
+        return found
 
     # -- seeding ----------------------------------------------------------------------------------
 
@@ -270,11 +260,11 @@ class Simulation:
 
     async def tick(self) -> bool:
         """One step of operator reconcile and kubelet progress; True while something changed."""
-        if not self._others_changed:
-            # Nothing but bare pods changed since a full tick that found the world stable.
-            return await self._bare_tick() if self._bare_touched else False
-        self._others_changed = False
-        self._bare_touched.clear()
+        if not self.changes.full:
+            # Only objects no operator reads changed since a full tick looked at everything.
+            return await self._light_tick() if self.changes.pending() else False
+        self.changes.clear()
+        self.full_ticks += 1
         writer = Writer(self.store)
         pods, views, keys, requests = self._control(writer)
         results = await self.puller.resolve_many(requests) if requests else {}
@@ -302,7 +292,7 @@ class Simulation:
         pods = read(self.store, "pods")
         due = controllers.reconcile_jobs(writer)
         self._jobs_at = None if due is None else time.monotonic() + due
-        controllers.reconcile_daemonsets(writer, nodes, pods)
+        controllers.reconcile_daemonsets(writer, nodes, pods, self._eligible_nodes)
         owners = controllers.reconcile_deployments(writer, nodes, pods)
         controllers.schedule(writer, nodes, read(self.store, "pods"))
         controllers.collect_garbage(writer, pods, owners)
@@ -330,13 +320,32 @@ class Simulation:
                 requests.add(key)
         return keys, requests
 
-    async def _bare_tick(self) -> bool:
-        """Step only the bare pods that changed (their own writes bring them back until they are stable)."""
-        touched, self._bare_touched = sorted(self._bare_touched), set()
-        pods = [p for ns, name in touched if (p := self.store.lookup("pods", name, ns)) is not None]
+    async def _light_tick(self) -> bool:
+        """The Job controller, the touched plain DaemonSets' controller, the garbage collector for the owners
+        that went away, then the kubelet for the touched plain pods (their own writes bring them back until
+        they are stable). What this tick writes is sorted again by the listener: a write only a full tick
+        handles makes the next tick a full one."""
+        changes = self.changes
+        writer = Writer(self.store)
+        if changes.jobs:
+            changes.jobs = False
+            due = controllers.reconcile_jobs(writer)
+            self._jobs_at = None if due is None else time.monotonic() + due
+        touched, changes.daemonsets = sorted(changes.daemonsets), set()
+        nodes: list[dict[str, Any]] | None = None
+        for namespace, name in touched:
+            ds = self.store.lookup("daemonsets", name, namespace)
+            if ds is not None:
+                nodes = read(self.store, "nodes") if nodes is None else nodes
+                uid = ds["metadata"].get("uid", "")
+                owned = [obj for res, obj in self.store.dependents(uid) if res == "pods" and controller_uid(obj) == uid]
+                controllers.reconcile_daemonset(writer, ds, owned, self._eligible_nodes(ds, nodes))
+        while changes.gone:  # a deleted DaemonSet's uid comes back here within this loop: its pods go too
+            controllers.collect_dependents(writer, changes.gone.pop())
+        keys_now, changes.pods = sorted(changes.pods), set()
+        pods = [p for ns, name in keys_now if (p := self.store.lookup("pods", name, ns)) is not None]
         keys, requests = self._pulls(pods)
         results = await self.puller.resolve_many(requests) if requests else {}
-        writer = Writer(self.store)
         daemonsets = read(self.store, "daemonsets")
         configmaps = self._configmaps()
         for pod in pods:
@@ -346,6 +355,7 @@ class Simulation:
                 continue
             view = build_views([node_obj], self._pods_on(node), daemonsets, self.specs)[node]
             uid_keys = keys.get(pod["metadata"]["uid"], {})
+            self.pods_stepped += 1
             self.kubelet.step(writer, pod, view, results, uid_keys, _volumes_ok(pod, configmaps))
         return writer.changed
 
@@ -366,6 +376,7 @@ class Simulation:
             if not node or node not in views:
                 continue
             uid_keys = keys.get(pod["metadata"]["uid"], {})
+            self.pods_stepped += 1
             self.kubelet.step(writer, pod, views[node], results, uid_keys, _volumes_ok(pod, configmaps))
         nodes = read(self.store, "nodes")
         views = build_views(nodes, read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
@@ -433,20 +444,20 @@ class Simulation:
 
     def wake(self) -> None:
         """Called when :meth:`next_wake`'s time came: the pods due to start are stepped (a full tick when one
-        of them is not bare, or a Job's time came)."""
+        of them is one an operator reads), and the Jobs when a deadline or TTL came."""
         if self._jobs_at is not None and self._jobs_at <= time.monotonic() + 0.05:
-            self._others_changed = True
+            self.changes.jobs = True
         if self.upgrades.state_seconds:  # an upgrade walks by the clock: a node's time in its state may be up
-            self._others_changed = True
+            self.changes.full = True
         stranded: set[tuple[str, str]] = set()
         for key in self.kubelet.due():
             pod = self.store.lookup("pods", key[1], key[0])
             if pod is None or self.store.lookup("nodes", pod["spec"].get("nodeName", "")) is None:
                 stranded.add(key)  # no kubelet will ever start it: stop waking up for it
-            elif _bare(pod, self.store):
-                self._bare_touched.add(key)
+            elif plain_pod(pod, self.store) is not None:
+                self.changes.pods.add(key)
             else:
-                self._others_changed = True
+                self.changes.full = True
         if stranded:
             self.kubelet.forget_pods(stranded)
 

@@ -1,0 +1,70 @@
+"""What the demo simulation steps per change: a host probe's lifecycle costs O(its pods), never O(cluster).
+
+Counted, not timed: ``Simulation.full_ticks`` (ticks that run every controller over every pod) and
+``Simulation.pods_stepped`` (kubelet steps). A verification of 5,000 GPU nodes creates a deadline Job
+and one probe DaemonSet, whose pods run a host script, then deletes both: each full tick on the way
+stepped ~30,000 operand pods.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.sim_helpers import NS, cluster_policy, pods_of, settle, world
+from wizard.cluster.probeset import anchor_job, daemonset
+from wizard.engine.nodescript import Step
+
+
+async def _upstream_world() -> tuple[Any, Any, list[str]]:
+    sim, store = world("ubuntu-upstream")
+    store.create("clusterpolicies", cluster_policy(repository="nvcr.io/nvidia", image="driver", version="580.126.20"))
+    await settle(sim)
+    gpu_nodes = sorted(pods_of(store))
+    assert gpu_nodes
+    return sim, store, gpu_nodes
+
+
+def _probe_pods(store: Any) -> list[dict[str, Any]]:
+    return [p for p in store.list("pods", NS) if p["metadata"]["name"].startswith("gpu-wizard-probe-")]
+
+
+async def test_a_probe_daemonsets_lifecycle_steps_its_own_pods_not_the_cluster() -> None:
+    sim, store, nodes = await _upstream_world()
+    operand_pods = len(store.list("pods"))
+    assert operand_pods >= 3 * len(nodes)
+    full, stepped = sim.full_ticks, sim.pods_stepped
+    steps = [Step("uname", ("uname", "-r"), host=True), Step("ls", ("ls", "/host/run/nvidia"))]
+    job = store.create("jobs", anchor_job("gpu-wizard-probe-t", NS, image="busybox:1.36", run_id="t", deadline_s=600))
+    body = daemonset(
+        "gpu-wizard-probe-t", NS, nodes, steps, image="busybox:1.36", run_id="t", tolerations=[], sleep_s=600, owner=job
+    )
+    store.create("daemonsets", body)
+    await settle(sim)
+    pods = _probe_pods(store)
+    assert sorted(p["spec"]["nodeName"] for p in pods) == nodes
+    for pod in pods:
+        (probe,) = pod["status"]["initContainerStatuses"]
+        done = probe["state"]["terminated"]
+        assert done["exitCode"] == 0 and [code for code, *_ in json.loads(done["message"])["r"]] == [0, 0]
+        assert pod["status"]["phase"] == "Running"
+    ds = store.get("daemonsets", "gpu-wizard-probe-t", NS)
+    assert ds["status"]["numberReady"] == ds["status"]["desiredNumberScheduled"] == len(nodes)
+
+    store.delete("jobs", "gpu-wizard-probe-t", NS)  # the garbage collector takes the DaemonSet and its pods
+    await settle(sim)
+    assert store.get("daemonsets", "gpu-wizard-probe-t", NS) is None and _probe_pods(store) == []
+    assert len(store.list("pods")) == operand_pods
+
+    assert sim.full_ticks == full, "a probe's Job, DaemonSet and pods set off a full tick"
+    assert sim.pods_stepped - stepped <= 6 * len(nodes)
+
+
+async def test_a_change_an_operator_reads_still_runs_a_full_tick() -> None:
+    sim, store, nodes = await _upstream_world()
+    full = sim.full_ticks
+    node = store.get("nodes", nodes[0])
+    node["metadata"]["labels"]["example.com/touched"] = "yes"
+    store.update("nodes", node)
+    await settle(sim)
+    assert sim.full_ticks > full

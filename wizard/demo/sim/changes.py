@@ -1,0 +1,135 @@
+"""What a write to the store sets off in the simulation: a full tick, or a light one over what it touched.
+
+A full tick runs every controller and steps every pod on every node: O(cluster), about 6 pods per
+GPU node. Most of what a verification writes concerns objects that only Kubernetes' own controllers
+act on and that the GPU Operator never reads: a Job, a DaemonSet no operator owns (the wizard's host
+probe), the pods of such a DaemonSet, pods without an owner. :class:`Changes` collects those from the
+store's events so that a light tick handles just them — the Job controller, that DaemonSet's controller,
+the garbage collector for the owners that went away, the kubelet for the pods that changed — in
+O(what changed). Any other change (a node, a ClusterPolicy, an operand DaemonSet or pod, a Deployment,
+a ConfigMap, ...) asks for a full tick, which looks at everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.demo.api.store import Key, Store, WatchEvent
+from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, TOOLKIT_DS, VALIDATOR_DS
+
+#: Owners whose objects the operator simulation reconciles.
+OPERATOR_KINDS = frozenset({"ClusterPolicy", "NVIDIADriver"})
+#: ``app`` labels of the pods the operator simulation and the node views look at.
+OPERAND_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS, "gpu-operator"})
+#: DaemonSets the node views look up by name (what the toolkit mounts, whether a plugin runs).
+_OPERAND_DAEMONSETS = OPERAND_APPS
+#: Resources nothing in the simulation reads (the kubelet only records Events).
+_UNREAD = frozenset({"events"})
+
+
+def _key(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+
+
+def operand_labelled(obj: dict[str, Any]) -> bool:
+    """Labelled like an operator component (the node views and the operator find those by label)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return "app.kubernetes.io/component" in labels or labels.get("app") in OPERAND_APPS
+
+
+def plain_daemonset(ds: dict[str, Any]) -> bool:
+    """A DaemonSet only Kubernetes' DaemonSet controller acts on: no operator owns it and it is none of
+    the operands the node views look for."""
+    meta = ds.get("metadata") or {}
+    return (
+        not operand_labelled(ds)
+        and meta.get("name") not in _OPERAND_DAEMONSETS
+        and all(ref.get("kind") not in OPERATOR_KINDS for ref in meta.get("ownerReferences") or [])
+    )
+
+
+@dataclass(frozen=True)
+class PlainPod:
+    """A pod only the kubelet (and its DaemonSet's controller) acts on; ``owner``: that DaemonSet's key
+    while it exists, ``orphaned``: the uid of its owner when that is gone (the garbage collector's turn)."""
+
+    owner: Key | None = None
+    orphaned: str = ""
+
+
+def plain_pod(pod: dict[str, Any], store: Store) -> PlainPod | None:
+    """How a bound pod that no operator controller reads depends on other objects; None for any other pod
+    (unscheduled, operand-labelled, owned by a ReplicaSet, or by a DaemonSet an operator owns)."""
+    meta = pod.get("metadata") or {}
+    if not (pod.get("spec") or {}).get("nodeName") or operand_labelled(pod):
+        return None
+    refs = meta.get("ownerReferences") or []
+    if not refs:
+        return PlainPod()
+    if len(refs) != 1 or refs[0].get("kind") != "DaemonSet":
+        return None
+    namespace = str(meta.get("namespace") or "")
+    owner = store.lookup("daemonsets", str(refs[0].get("name") or ""), namespace)
+    if owner is None or owner["metadata"].get("uid") != refs[0].get("uid"):
+        return PlainPod(orphaned=str(refs[0].get("uid") or ""))
+    return PlainPod(owner=_key(owner)) if plain_daemonset(owner) else None
+
+
+@dataclass
+class Changes:
+    """What changed since the last tick looked, by what it sets off."""
+
+    full: bool = True
+    """Something a full tick must look at changed (also at start: nothing was looked at yet)."""
+    pods: set[Key] = field(default_factory=set)
+    """Plain pods the kubelet steps."""
+    daemonsets: set[Key] = field(default_factory=set)
+    """Plain DaemonSets whose controller runs (the DaemonSet or one of its pods changed)."""
+    jobs: bool = False
+    """A Job changed, or a Job's deadline or TTL is due."""
+    gone: set[str] = field(default_factory=set)
+    """uids of deleted owners (Jobs, plain DaemonSets) whose dependents the garbage collector removes."""
+
+    def pending(self) -> bool:
+        """Whether a light tick has anything to do."""
+        return bool(self.pods or self.daemonsets or self.jobs or self.gone)
+
+    def clear(self) -> None:
+        """A full tick is about to look at everything."""
+        self.full = False
+        self.pods.clear()
+        self.daemonsets.clear()
+        self.jobs = False
+        self.gone.clear()
+
+    def note(self, event: WatchEvent, store: Store) -> None:
+        """Sort one store event (called under the store lock, in the writer's thread)."""
+        if event.resource in _UNREAD or self.full:
+            return
+        deleted = event.type == "DELETED"
+        if event.resource == "jobs":
+            self.jobs = True
+            if deleted:
+                self.gone.add(str(event.obj["metadata"].get("uid", "")))
+            return
+        plain_before = event.old is None or deleted or plain_daemonset(event.old)
+        if event.resource == "daemonsets" and plain_daemonset(event.obj) and plain_before:
+            if deleted:
+                self.gone.add(str(event.obj["metadata"].get("uid", "")))
+            else:
+                self.daemonsets.add(_key(event.obj))
+            return
+        if event.resource == "pods":
+            now = plain_pod(event.obj, store)
+            before = plain_pod(event.old, store) if event.old is not None and not deleted else now
+            if now is not None and before is not None:
+                if not deleted:
+                    self.pods.add(_key(event.obj))
+                if now.owner is not None:
+                    self.daemonsets.add(now.owner)  # its status counts the pod; a deleted one may be replaced
+                if now.orphaned:
+                    self.gone.add(now.orphaned)
+                return
+        self.full = True
