@@ -117,13 +117,14 @@ class Store:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any]:
+    def create(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any]:
         """Store a new object; fills uid, creationTimestamp, resourceVersion, generation=1.
 
         A missing ``name`` with a ``generateName`` gets a random suffix, as the API server does.
-        Raises StoreConflict if an object with that key exists.
+        Raises StoreConflict if an object with that key exists. ``adopt``: as for :meth:`update` (the
+        simulated DaemonSet controller creates a probe pod per node this way, sharing its template).
         """
-        new = clone(obj)
+        new = {**obj, "metadata": dict(obj.get("metadata") or {})} if adopt else clone(obj)
         meta = new.setdefault("metadata", {})
         with self._lock:
             if not meta.get("name") and meta.get("generateName"):
@@ -141,7 +142,7 @@ class Store:
             self._index_owners(resource, key, new, None)
             self._sorted.pop(resource, None)
             self._emit(resource, "ADDED", new, None)
-            return clone(new)
+            return new if adopt else clone(new)
 
     def update(
         self, resource: str, obj: dict[str, Any], *, expect_rv: str | None = None, adopt: bool = False
@@ -192,8 +193,13 @@ class Store:
             self._emit(resource, "MODIFIED", new, old)
             return new if adopt else clone(new)
 
-    def delete(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event."""
+    def delete(
+        self, resource: str, name: str, namespace: str | None = None, *, copy: bool = True
+    ) -> dict[str, Any] | None:
+        """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event.
+
+        ``copy=False``: the object returned is the one in the DELETED event, read-only (the garbage
+        collector reads only its uid; a deep copy of every pod it deletes cost more than the delete)."""
         key = (namespace or "", name)
         with self._lock:
             old = self._objects.get(resource, {}).pop(key, None)
@@ -205,7 +211,7 @@ class Store:
             self._rv += 1
             gone = {**old, "metadata": {**old["metadata"], "resourceVersion": str(self._rv)}}
             self._emit(resource, "DELETED", gone, old)
-            return clone(gone)
+            return clone(gone) if copy else gone
 
     def dependents(self, uid: str) -> builtins.list[tuple[str, dict[str, Any]]]:
         """(resource, stored object) of every object with an ownerReference to ``uid``; do not mutate."""

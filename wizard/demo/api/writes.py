@@ -319,7 +319,7 @@ def cascade(store: Store, deleted: dict[str, Any], resource: str) -> None:
         for obj in list(store.iter_objects(plural)):
             store.delete(plural, obj["metadata"]["name"], obj["metadata"].get("namespace"))
     for res, obj in store.dependents(meta.get("uid", "")):
-        gone = store.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"))
+        gone = store.delete(res, obj["metadata"]["name"], obj["metadata"].get("namespace"), copy=False)
         if gone is not None:
             cascade(store, gone, res)
 

@@ -205,7 +205,7 @@ def reconcile_daemonset(
             }
         }
         pod["spec"]["tolerations"] = list(pod["spec"].get("tolerations") or []) + DS_TOLERATIONS
-        created = writer.create("pods", pod)
+        created = writer.create("pods", pod, adopt=True)  # fresh but for the template's parts, never mutated
         if created is not None:
             on_node[node] = created
     outdated = [p for p in on_node.values() if labels_of(p).get("controller-revision-hash") != revision]

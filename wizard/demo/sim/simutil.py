@@ -108,10 +108,10 @@ class Writer:
         self.changed = True
         return stored
 
-    def create(self, resource: str, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """Create ``obj``; None when an object of that name already exists."""
+    def create(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any] | None:
+        """Create ``obj``; None when an object of that name already exists (``adopt``: see :meth:`Store.create`)."""
         try:
-            stored = self.store.create(resource, obj)
+            stored = self.store.create(resource, obj, adopt=adopt)
         except StoreConflict:
             return None
         self.changed = True
@@ -119,7 +119,7 @@ class Writer:
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> None:
         """Delete an object if it exists."""
-        if self.store.delete(resource, name, namespace) is not None:
+        if self.store.delete(resource, name, namespace, copy=False) is not None:
             self.changed = True
 
 
