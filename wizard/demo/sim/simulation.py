@@ -35,7 +35,7 @@ from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
-from wizard.demo.sim.world import NodeView, build_views
+from wizard.demo.sim.world import NodeView, NodeViews, build_views
 
 _SEED_ROUNDS = 200
 #: Cached DaemonSet node sets kept at most (one per DaemonSet spec; more only after many spec changes).
@@ -162,6 +162,7 @@ class Simulation:
         self._node_epoch = 0
         """Bumped by every node write: a DaemonSet's eligible nodes are cached until then."""
         self._eligible: dict[tuple[str, int, int], frozenset[str]] = {}
+        self._views = NodeViews(self.specs)
         self._jobs_at: float | None = None
         """When (monotonic) a Job's deadline or TTL is due, as of the last full tick."""
         with store.lock:
@@ -187,6 +188,8 @@ class Simulation:
                 self._index_pod(event.obj, add=True)
         elif event.resource == "nodes":
             self._node_epoch += 1
+            if event.type == "DELETED":
+                self._views.forget(str(event.obj["metadata"].get("name", "")))
         self.changes.note(event, self.store)
 
     def _eligible_nodes(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
@@ -353,7 +356,7 @@ class Simulation:
             node_obj = self.store.lookup("nodes", node)
             if node_obj is None:
                 continue
-            view = build_views([node_obj], self._pods_on(node), daemonsets, self.specs)[node]
+            view = self._views.view(node_obj, self._pods_on(node), daemonsets)
             uid_keys = keys.get(pod["metadata"]["uid"], {})
             self.pods_stepped += 1
             self.kubelet.step(writer, pod, view, results, uid_keys, _volumes_ok(pod, configmaps))
@@ -394,8 +397,7 @@ class Simulation:
         node_obj = self.store.lookup("nodes", node) if node else None
         if node_obj is None:
             return None
-        views = build_views([node_obj], self._pods_on(node), read(self.store, "daemonsets"), self.specs)
-        return pod, views[node]
+        return pod, self._views.view(node_obj, self._pods_on(node), read(self.store, "daemonsets"))
 
     def _pods_on(self, node: str) -> list[dict[str, Any]]:
         """Pods bound to ``node`` (stored objects, by namespace and name), from the listener's index.

@@ -271,3 +271,47 @@ def build_views(
         elif app == VALIDATOR_DS:
             pod_view.validator_pod = pod
     return views
+
+
+def _operand_role(pod: dict[str, Any]) -> bool:
+    """A pod :func:`build_views` puts into a node's view (read without ``labels_of``: stored objects)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get("app.kubernetes.io/component") == COMPONENT_DRIVER or labels.get("app") in _VIEW_APPS
+
+
+def _view_daemonset(ds: dict[str, Any]) -> bool:
+    """A DaemonSet :func:`build_views` reads (the driver's, the toolkit's, the device plugin's)."""
+    meta = ds.get("metadata") or {}
+    component = (meta.get("labels") or {}).get("app.kubernetes.io/component")
+    return component == COMPONENT_DRIVER or meta.get("name") in (TOOLKIT_DS, DEVICE_PLUGIN_DS)
+
+
+_VIEW_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS})
+
+
+class NodeViews:
+    """One node's view at a time (per exec, per pod a light tick steps), built again only when what
+    :func:`build_views` reads of it changed: the node, the operand pods on it, the operand DaemonSets.
+
+    The inputs are stored objects, never mutated, so comparing them is mostly comparing identities.
+    A verification of 1,000 nodes built ~9,000 single-node views that were all alike per node.
+    """
+
+    def __init__(self, specs: dict[str, NodeSpec]) -> None:
+        self.specs = specs
+        self._views: dict[str, tuple[tuple[Any, ...], NodeView]] = {}
+
+    def view(self, node: dict[str, Any], pods: list[dict[str, Any]], daemonsets: list[dict[str, Any]]) -> NodeView:
+        """The view of ``node`` given the pods bound to it and every DaemonSet (do not mutate it)."""
+        name = node["metadata"]["name"]
+        inputs = (node, tuple(p for p in pods if _operand_role(p)), tuple(d for d in daemonsets if _view_daemonset(d)))
+        found = self._views.get(name)
+        if found is not None and found[0] == inputs:
+            return found[1]
+        view = build_views([node], pods, daemonsets, self.specs)[name]
+        self._views[name] = (inputs, view)
+        return view
+
+    def forget(self, node: str) -> None:
+        """The node is gone."""
+        self._views.pop(node, None)
