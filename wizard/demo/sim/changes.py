@@ -77,6 +77,16 @@ def plain_pod(pod: dict[str, Any], store: Store) -> PlainPod | None:
     return PlainPod(owner=_key(owner)) if plain_daemonset(owner) else None
 
 
+def _same_ties(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """``new`` is ``old`` with another status: the same spec, labels and owners (the kubelet's writes share them)."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    return (
+        old.get("spec") is new.get("spec")
+        and old_meta.get("labels") is new_meta.get("labels")
+        and old_meta.get("ownerReferences") is new_meta.get("ownerReferences")
+    )
+
+
 @dataclass
 class Changes:
     """What changed since the last tick looked, by what it sets off."""
@@ -123,7 +133,9 @@ class Changes:
             return
         if event.resource == "pods":
             now = plain_pod(event.obj, store)
-            before = plain_pod(event.old, store) if event.old is not None and not deleted else now
+            before = (
+                now if event.old is None or deleted or _same_ties(event.old, event.obj) else plain_pod(event.old, store)
+            )
             if now is not None and before is not None:
                 if not deleted:
                     self.pods.add(_key(event.obj))
