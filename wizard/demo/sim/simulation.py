@@ -35,7 +35,7 @@ from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
-from wizard.demo.sim.world import NodeView, NodeViews, build_views
+from wizard.demo.sim.world import NodeView, NodeViews
 
 _SEED_ROUNDS = 200
 #: Cached DaemonSet node sets kept at most (one per DaemonSet spec; more only after many spec changes).
@@ -163,6 +163,8 @@ class Simulation:
         """Bumped by every node write: a DaemonSet's eligible nodes are cached until then."""
         self._eligible: dict[tuple[str, int, int], frozenset[str]] = {}
         self._views = NodeViews(self.specs)
+        self._steady: dict[str, tuple[dict[str, Any], NodeView, bool, OperatorRelease]] = {}
+        """Pod uid -> what its last step, which wrote nothing, read: a full tick skips it while all is the same."""
         self._jobs_at: float | None = None
         """When (monotonic) a Job's deadline or TTL is due, as of the last full tick."""
         with store.lock:
@@ -182,6 +184,7 @@ class Simulation:
         if event.resource == "pods":
             if event.type == "DELETED":
                 self.kubelet.forget(str(event.obj["metadata"].get("uid", "")))
+                self._steady.pop(str(event.obj["metadata"].get("uid", "")), None)
             if event.old is not None:
                 self._index_pod(event.old, add=False)
             if event.type != "DELETED":
@@ -300,7 +303,7 @@ class Simulation:
         controllers.schedule(writer, nodes, read(self.store, "pods"))
         controllers.collect_garbage(writer, pods, owners)
         pods = read(self.store, "pods")
-        views = build_views(nodes, pods, read(self.store, "daemonsets"), self.specs)
+        views = self._all_views(nodes)
         keys, requests = self._pulls(pods)
         return pods, views, keys, requests
 
@@ -365,6 +368,13 @@ class Simulation:
     def _configmaps(self) -> set[tuple[str, str]]:
         return {(c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")}
 
+    def _all_views(self, nodes: list[dict[str, Any]]) -> dict[str, NodeView]:
+        """Every node's view, each the same object as last time unless what it reads changed."""
+        daemonsets = read(self.store, "daemonsets")
+        return {
+            n["metadata"]["name"]: self._views.view(n, self._pods_on(n["metadata"]["name"]), daemonsets) for n in nodes
+        }
+
     def _kubelet(
         self,
         writer: Writer,
@@ -373,16 +383,29 @@ class Simulation:
         keys: dict[str, dict[str, PullKey]],
         results: dict[PullKey, PullResult],
     ) -> None:
+        """Step every bound pod, except one already steady: its last step wrote nothing, and neither the pod
+        (the same stored object) nor anything its step reads (its node's view, its volumes, the operator's
+        release) changed since; a pod waiting for an image pull or its sandbox's start is always stepped."""
         configmaps = self._configmaps()
+        release = self._release
         for pod in pods:
             node = pod.get("spec", {}).get("nodeName", "")
             if not node or node not in views:
                 continue
-            uid_keys = keys.get(pod["metadata"]["uid"], {})
+            meta = pod["metadata"]
+            uid_keys = keys.get(meta["uid"], {})
+            view, volumes = views[node], _volumes_ok(pod, configmaps)
+            steady = self._steady.get(meta["uid"])
+            if steady is not None and not uid_keys and steady == (pod, view, volumes, release):
+                continue
             self.pods_stepped += 1
-            self.kubelet.step(writer, pod, views[node], results, uid_keys, _volumes_ok(pod, configmaps))
+            self.kubelet.step(writer, pod, view, results, uid_keys, volumes)
+            if self.store.lookup("pods", meta["name"], meta.get("namespace")) is pod and "containerStatuses" in (
+                pod.get("status") or {}
+            ):
+                self._steady[meta["uid"]] = (pod, view, volumes, release)
         nodes = read(self.store, "nodes")
-        views = build_views(nodes, read(self.store, "pods"), read(self.store, "daemonsets"), self.specs)
+        views = self._all_views(nodes)
         controllers.node_agents(writer, nodes, views)
 
     # -- exec and logs ----------------------------------------------------------------------------
