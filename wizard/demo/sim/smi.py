@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 
 from wizard.demo.scenarios.scenario import NodeSpec
 
@@ -65,6 +66,12 @@ class Gpu:
 
 def gpus_for(node: str, product: str, count: int, mig_profile: str = "", mig_per_gpu: int = 0) -> list[Gpu]:
     """The GPUs of a node, with stable bus ids, UUIDs and serials; each split in ``mig_per_gpu`` MIG devices."""
+    return list(_gpus(node, product, count, mig_profile, mig_per_gpu))
+
+
+@lru_cache(maxsize=8192)
+def _gpus(node: str, product: str, count: int, mig_profile: str, mig_per_gpu: int) -> tuple[Gpu, ...]:
+    """:func:`gpus_for`, once per node (a verification runs nvidia-smi on every node: a UUID hash per GPU)."""
     mig = (mig_profile,) * mig_per_gpu if mig_profile else ()
     name, memory, cap, idle, cc = PRODUCTS.get(product, (product.replace("-", " "), 81920, 400, 60, "8.0"))
     out = []
@@ -85,7 +92,7 @@ def gpus_for(node: str, product: str, count: int, mig_profile: str = "", mig_per
                 mig,
             )
         )
-    return out
+    return tuple(out)
 
 
 def gpus_of(spec: NodeSpec) -> list[Gpu]:
