@@ -12,6 +12,7 @@ a ConfigMap, ...) asks for a full tick, which looks at everything.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,9 @@ class PlainPod:
     orphaned: str = ""
 
 
-def plain_pod(pod: dict[str, Any], store: Store) -> PlainPod | None:
+def plain_pod(
+    pod: dict[str, Any], store: Store, plain_owner: Callable[[dict[str, Any]], bool] = plain_daemonset
+) -> PlainPod | None:
     """How a bound pod that no operator controller reads depends on other objects; None for any other pod
     (unscheduled, operand-labelled, owned by a ReplicaSet, or by a DaemonSet an operator owns)."""
     meta = pod.get("metadata") or {}
@@ -74,7 +77,7 @@ def plain_pod(pod: dict[str, Any], store: Store) -> PlainPod | None:
     owner = store.lookup("daemonsets", str(refs[0].get("name") or ""), namespace)
     if owner is None or owner["metadata"].get("uid") != refs[0].get("uid"):
         return PlainPod(orphaned=str(refs[0].get("uid") or ""))
-    return PlainPod(owner=_key(owner)) if plain_daemonset(owner) else None
+    return PlainPod(owner=_key(owner)) if plain_owner(owner) else None
 
 
 def _same_ties(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -101,6 +104,13 @@ class Changes:
     """A Job changed, or a Job's deadline or TTL is due."""
     gone: set[str] = field(default_factory=set)
     """uids of deleted owners (Jobs, plain DaemonSets) whose dependents the garbage collector removes."""
+    _owner: tuple[dict[str, Any] | None, bool] = (None, False)
+    """The last owning DaemonSet looked at and whether it is plain (a probe's pods come one after another)."""
+
+    def _plain_owner(self, ds: dict[str, Any]) -> bool:
+        if self._owner[0] is not ds:
+            self._owner = (ds, plain_daemonset(ds))
+        return self._owner[1]
 
     def pending(self) -> bool:
         """Whether a light tick has anything to do."""
@@ -132,9 +142,11 @@ class Changes:
                 self.daemonsets.add(_key(event.obj))
             return
         if event.resource == "pods":
-            now = plain_pod(event.obj, store)
+            now = plain_pod(event.obj, store, self._plain_owner)
             before = (
-                now if event.old is None or deleted or _same_ties(event.old, event.obj) else plain_pod(event.old, store)
+                now
+                if event.old is None or deleted or _same_ties(event.old, event.obj)
+                else plain_pod(event.old, store, self._plain_owner)
             )
             if now is not None and before is not None:
                 if not deleted:

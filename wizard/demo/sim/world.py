@@ -300,11 +300,16 @@ class NodeViews:
     def __init__(self, specs: dict[str, NodeSpec]) -> None:
         self.specs = specs
         self._views: dict[str, tuple[tuple[Any, ...], NodeView]] = {}
+        self._daemonsets: tuple[list[dict[str, Any]], tuple[dict[str, Any], ...]] = ([], ())
+        """The last DaemonSet list passed in (held, so its identity stays its own) and those a view reads."""
 
     def view(self, node: dict[str, Any], pods: list[dict[str, Any]], daemonsets: list[dict[str, Any]]) -> NodeView:
-        """The view of ``node`` given the pods bound to it and every DaemonSet (do not mutate it)."""
+        """The view of ``node`` given the pods bound to it and every DaemonSet (do not mutate it; pass the same
+        ``daemonsets`` list for many nodes when nothing was written in between: it is sorted once)."""
         name = node["metadata"]["name"]
-        inputs = (node, tuple(p for p in pods if _operand_role(p)), tuple(d for d in daemonsets if _view_daemonset(d)))
+        if self._daemonsets[0] is not daemonsets:
+            self._daemonsets = (daemonsets, tuple(d for d in daemonsets if _view_daemonset(d)))
+        inputs = (node, tuple(p for p in pods if _operand_role(p)), self._daemonsets[1])
         found = self._views.get(name)
         if found is not None and found[0] == inputs:
             return found[1]
