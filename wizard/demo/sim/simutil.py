@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 import pickle
+import time
 from typing import Any
 
 from wizard.demo.api.store import Store, StoreConflict, StoreNotFound
@@ -14,9 +15,17 @@ from wizard.demo.api.store import Store, StoreConflict, StoreNotFound
 SUFFIX_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
+_stamp: tuple[int, str] = (-1, "")
+"""The last second formatted (the kubelet stamps several conditions per pod step)."""
+
+
 def now() -> str:
     """The current UTC time in Kubernetes' RFC 3339 form."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _stamp
+    second = int(time.time())
+    if _stamp[0] != second:
+        _stamp = (second, dt.datetime.fromtimestamp(second, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _stamp[1]
 
 
 def stable_suffix(text: str, length: int = 5) -> str:
