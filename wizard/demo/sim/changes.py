@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.demo.api.store import Key, Store, WatchEvent
+from wizard.demo.sim.controllers import Eligible, reconcile_daemonset, reconcile_jobs
 from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, TOOLKIT_DS, VALIDATOR_DS
+from wizard.demo.sim.simutil import Writer, controller_uid, read
 
 #: Owners whose objects the operator simulation reconciles.
 OPERATOR_KINDS = frozenset({"ClusterPolicy", "NVIDIADriver"})
@@ -49,6 +51,42 @@ def plain_daemonset(ds: dict[str, Any]) -> bool:
         and meta.get("name") not in _OPERAND_DAEMONSETS
         and all(ref.get("kind") not in OPERATOR_KINDS for ref in meta.get("ownerReferences") or [])
     )
+
+
+_OWNER_RESOURCES = {
+    "ClusterPolicy": "clusterpolicies",
+    "NVIDIADriver": "nvidiadrivers",
+    "Job": "jobs",
+    "DaemonSet": "daemonsets",
+}
+
+
+def _owner_exists(store: Store, ref: dict[str, Any], namespace: str) -> bool:
+    """The object an ownerReference names still exists (same uid); owners the store cannot hold count as present."""
+    resource = _OWNER_RESOURCES.get(str(ref.get("kind") or ""))
+    if resource is None:
+        return True
+    scoped = None if resource in ("clusterpolicies", "nvidiadrivers") else namespace
+    found = store.lookup(resource, str(ref.get("name") or ""), scoped)
+    return found is not None and found["metadata"].get("uid") == ref.get("uid")
+
+
+def collect_dependents(writer: Writer, uid: str) -> None:
+    """:func:`controllers.collect_garbage` for one owner that went away (``uid``): the DaemonSets it owned that have no
+    owner left, and the pods it controlled."""
+    store = writer.store
+    for resource, obj in store.dependents(uid):
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        refs = meta.get("ownerReferences") or []
+        if resource == "daemonsets":
+            owners = [r for r in refs if r.get("kind") in ("ClusterPolicy", "NVIDIADriver", "Job")]
+            if not any(_owner_exists(store, r, namespace) for r in owners):
+                writer.delete("daemonsets", meta["name"], namespace)
+        elif resource == "pods" and controller_uid(obj) == uid:
+            ref = next(r for r in refs if r.get("uid") == uid)
+            if not _owner_exists(store, ref, namespace):
+                writer.delete("pods", meta["name"], namespace)
 
 
 @dataclass(frozen=True)
@@ -157,3 +195,25 @@ class Changes:
                     self.gone.add(now.orphaned)
                 return
         self.full = True
+
+    def run_controllers(self, writer: Writer, eligible: Eligible) -> tuple[bool, float | None]:
+        """A light tick's controllers: the Job controller (when a Job changed or one's time came), each
+        touched plain DaemonSet's, the garbage collector for the owners that went away. Returns whether
+        the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
+        store = writer.store
+        jobs_ran, due = self.jobs, None
+        if self.jobs:
+            self.jobs = False
+            due = reconcile_jobs(writer)
+        touched, self.daemonsets = sorted(self.daemonsets), set()
+        nodes: list[dict[str, Any]] | None = None
+        for namespace, name in touched:
+            ds = store.lookup("daemonsets", name, namespace)
+            if ds is not None:
+                nodes = read(store, "nodes") if nodes is None else nodes
+                uid = ds["metadata"].get("uid", "")
+                owned = [obj for res, obj in store.dependents(uid) if res == "pods" and controller_uid(obj) == uid]
+                reconcile_daemonset(writer, ds, owned, eligible(ds, nodes))
+        while self.gone:  # a deleted DaemonSet's uid comes back here within this loop: its pods go too
+            collect_dependents(writer, self.gone.pop())
+        return jobs_ran, due

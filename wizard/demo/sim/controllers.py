@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
 from wizard.demo.sim.nodes import set_gpu_capacity
 from wizard.demo.sim.operands import MANAGER_CTR
@@ -396,42 +395,6 @@ def collect_garbage(writer: Writer, pods: list[dict[str, Any]], live_owner_uids:
         owner = controller_uid(pod)
         if owner and owner not in live:
             writer.delete("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-
-
-_OWNER_RESOURCES = {
-    "ClusterPolicy": "clusterpolicies",
-    "NVIDIADriver": "nvidiadrivers",
-    "Job": "jobs",
-    "DaemonSet": "daemonsets",
-}
-
-
-def _owner_exists(store: Store, ref: dict[str, Any], namespace: str) -> bool:
-    """The object an ownerReference names still exists (same uid); owners the store cannot hold count as present."""
-    resource = _OWNER_RESOURCES.get(str(ref.get("kind") or ""))
-    if resource is None:
-        return True
-    scoped = None if resource in ("clusterpolicies", "nvidiadrivers") else namespace
-    found = store.lookup(resource, str(ref.get("name") or ""), scoped)
-    return found is not None and found["metadata"].get("uid") == ref.get("uid")
-
-
-def collect_dependents(writer: Writer, uid: str) -> None:
-    """:func:`collect_garbage` for one owner that went away (``uid``): the DaemonSets it owned that have no
-    owner left, and the pods it controlled."""
-    store = writer.store
-    for resource, obj in store.dependents(uid):
-        meta = obj["metadata"]
-        namespace = str(meta.get("namespace") or "")
-        refs = meta.get("ownerReferences") or []
-        if resource == "daemonsets":
-            owners = [r for r in refs if r.get("kind") in ("ClusterPolicy", "NVIDIADriver", "Job")]
-            if not any(_owner_exists(store, r, namespace) for r in owners):
-                writer.delete("daemonsets", meta["name"], namespace)
-        elif resource == "pods" and controller_uid(obj) == uid:
-            ref = next(r for r in refs if r.get("uid") == uid)
-            if not _owner_exists(store, ref, namespace):
-                writer.delete("pods", meta["name"], namespace)
 
 
 def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, NodeView]) -> None:

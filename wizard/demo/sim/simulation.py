@@ -20,20 +20,19 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.bundled import operator_values
 from wizard.demo.api.store import Store, WatchEvent
-from wizard.demo.rules.operator_rules import OperatorRelease, bundle_of, bundled_releases
-from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
+from wizard.demo.rules.operator_rules import OperatorRelease
+from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.changes import Changes, plain_pod
+from wizard.demo.sim.install import operator_deployment, published_images, workload_pod
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.nvd_sim import NVIDIADriverController
-from wizard.demo.sim.operands import ENV_NAMES
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
-from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, thaw
+from wizard.demo.sim.simutil import Writer, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, NodeViews
 
@@ -49,84 +48,6 @@ class ExecResult:
     stdout: bytes
     stderr: bytes
     exit_code: int
-
-
-def operator_deployment(scenario: Scenario) -> dict[str, Any]:
-    """The GPU Operator Deployment as Helm installs it, with each operand's default image in its env."""
-    spec = scenario.operator
-    values = operator_values(bundle_of(spec.release))
-    repo = spec.repository or "nvcr.io/nvidia"
-
-    def default(section: dict[str, Any], version: str | None = None) -> str:
-        base = section.get("repository", "nvcr.io/nvidia")
-        if spec.repository:  # a mirror keeps the path below the registry's namespace
-            base = repo + base.removeprefix("nvcr.io/nvidia")
-        return f"{base}/{section['image']}:{version or section.get('version') or spec.release}"
-
-    env = {
-        ENV_NAMES["driver"]: default(values["driver"]),
-        ENV_NAMES["manager"]: default(values["driver"]["manager"]),
-        ENV_NAMES["toolkit"]: default(values["toolkit"]),
-        ENV_NAMES["validator"]: default(values["validator"], spec.release),
-        ENV_NAMES["devicePlugin"]: default(values["devicePlugin"]),
-    }
-    labels = {
-        "app": "gpu-operator",
-        "app.kubernetes.io/component": "gpu-operator",
-        "app.kubernetes.io/managed-by": "Helm",
-    }
-    container = {
-        "name": "gpu-operator",
-        "image": f"{repo}/gpu-operator:{spec.release}",
-        "imagePullPolicy": "IfNotPresent",
-        "command": ["gpu-operator"],
-        "args": ["--leader-elect", "--zap-time-encoding=epoch", "--zap-log-level=info"],
-        "env": [
-            {"name": "WATCH_NAMESPACE", "value": ""},
-            {"name": "OPERATOR_NAMESPACE", "value": spec.namespace},
-            *({"name": k, "value": v} for k, v in env.items()),
-        ],
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "gpu-operator", "namespace": spec.namespace, "labels": dict(labels)},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "gpu-operator"}},
-            "template": {
-                "metadata": {"labels": dict(labels)},
-                "spec": {
-                    "serviceAccountName": "gpu-operator",
-                    "priorityClassName": "system-node-critical",
-                    "containers": [container],
-                    "nodeSelector": {},
-                },
-            },
-        },
-    }
-
-
-def published_images(scenario: Scenario) -> list[str]:
-    """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
-    refs = []
-    mirror = scenario.operator.repository
-    for bundle in bundled_releases().values():
-        values = operator_values(bundle)
-        sections = [
-            values["driver"]["manager"],
-            values["toolkit"],
-            values["devicePlugin"],
-            values["validator"],
-            values["operator"],
-        ]
-        for section in sections:
-            base = section.get("repository", "nvcr.io/nvidia")
-            tag = section.get("version") or bundle
-            refs.append(f"{base}/{section['image']}:{tag}")
-            if mirror:
-                refs.append(f"{mirror}{base.removeprefix('nvcr.io/nvidia')}/{section['image']}:{tag}")
-    return refs
 
 
 def _volumes_ok(pod: dict[str, Any], configmaps: set[tuple[str, str]]) -> bool:
@@ -333,21 +254,9 @@ class Simulation:
         handles makes the next tick a full one."""
         changes = self.changes
         writer = Writer(self.store)
-        if changes.jobs:
-            changes.jobs = False
-            due = controllers.reconcile_jobs(writer)
+        jobs_ran, due = changes.run_controllers(writer, self._eligible_nodes)
+        if jobs_ran:
             self._jobs_at = None if due is None else time.monotonic() + due
-        touched, changes.daemonsets = sorted(changes.daemonsets), set()
-        nodes: list[dict[str, Any]] | None = None
-        for namespace, name in touched:
-            ds = self.store.lookup("daemonsets", name, namespace)
-            if ds is not None:
-                nodes = read(self.store, "nodes") if nodes is None else nodes
-                uid = ds["metadata"].get("uid", "")
-                owned = [obj for res, obj in self.store.dependents(uid) if res == "pods" and controller_uid(obj) == uid]
-                controllers.reconcile_daemonset(writer, ds, owned, self._eligible_nodes(ds, nodes))
-        while changes.gone:  # a deleted DaemonSet's uid comes back here within this loop: its pods go too
-            controllers.collect_dependents(writer, changes.gone.pop())
         keys_now, changes.pods = sorted(changes.pods), set()
         pods = [p for ns, name in keys_now if (p := self.store.lookup("pods", name, ns)) is not None]
         keys, requests = self._pulls(pods)
@@ -499,18 +408,3 @@ class Simulation:
             stamp = dt.datetime.now(dt.UTC).timestamp()
             return f'{{"level":"info","ts":{stamp:.3f},"logger":"controllers.ClusterPolicy","msg":"Reconciliate ClusterPolicies after node label update"}}\n'
         return container_log(obj, container, view, self._release)
-
-
-def workload_pod(spec: WorkloadSpec) -> dict[str, Any]:
-    """A user's pod bound to its node; the kubelet starts it like any other (its image is in the catalog)."""
-    resources = {"limits": {"nvidia.com/gpu": str(spec.gpus)}} if spec.gpus else {}
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": {"app": spec.name}},
-        "spec": {
-            "nodeName": spec.node,
-            "restartPolicy": "Always",
-            "containers": [{"name": "main", "image": spec.image, "resources": resources}],
-        },
-    }

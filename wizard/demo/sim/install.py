@@ -1,0 +1,104 @@
+"""What a scenario installs before the simulation runs: the GPU Operator's Deployment as Helm installs it,
+the images the operator's registry (or mirror) publishes, and the users' own pods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wizard.bundled import operator_values
+from wizard.demo.rules.operator_rules import bundle_of, bundled_releases
+from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
+from wizard.demo.sim.operands import ENV_NAMES
+
+
+def operator_deployment(scenario: Scenario) -> dict[str, Any]:
+    """The GPU Operator Deployment as Helm installs it, with each operand's default image in its env."""
+    spec = scenario.operator
+    values = operator_values(bundle_of(spec.release))
+    repo = spec.repository or "nvcr.io/nvidia"
+
+    def default(section: dict[str, Any], version: str | None = None) -> str:
+        base = section.get("repository", "nvcr.io/nvidia")
+        if spec.repository:  # a mirror keeps the path below the registry's namespace
+            base = repo + base.removeprefix("nvcr.io/nvidia")
+        return f"{base}/{section['image']}:{version or section.get('version') or spec.release}"
+
+    env = {
+        ENV_NAMES["driver"]: default(values["driver"]),
+        ENV_NAMES["manager"]: default(values["driver"]["manager"]),
+        ENV_NAMES["toolkit"]: default(values["toolkit"]),
+        ENV_NAMES["validator"]: default(values["validator"], spec.release),
+        ENV_NAMES["devicePlugin"]: default(values["devicePlugin"]),
+    }
+    labels = {
+        "app": "gpu-operator",
+        "app.kubernetes.io/component": "gpu-operator",
+        "app.kubernetes.io/managed-by": "Helm",
+    }
+    container = {
+        "name": "gpu-operator",
+        "image": f"{repo}/gpu-operator:{spec.release}",
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["gpu-operator"],
+        "args": ["--leader-elect", "--zap-time-encoding=epoch", "--zap-log-level=info"],
+        "env": [
+            {"name": "WATCH_NAMESPACE", "value": ""},
+            {"name": "OPERATOR_NAMESPACE", "value": spec.namespace},
+            *({"name": k, "value": v} for k, v in env.items()),
+        ],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "gpu-operator", "namespace": spec.namespace, "labels": dict(labels)},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "gpu-operator"}},
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "serviceAccountName": "gpu-operator",
+                    "priorityClassName": "system-node-critical",
+                    "containers": [container],
+                    "nodeSelector": {},
+                },
+            },
+        },
+    }
+
+
+def published_images(scenario: Scenario) -> list[str]:
+    """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
+    refs = []
+    mirror = scenario.operator.repository
+    for bundle in bundled_releases().values():
+        values = operator_values(bundle)
+        sections = [
+            values["driver"]["manager"],
+            values["toolkit"],
+            values["devicePlugin"],
+            values["validator"],
+            values["operator"],
+        ]
+        for section in sections:
+            base = section.get("repository", "nvcr.io/nvidia")
+            tag = section.get("version") or bundle
+            refs.append(f"{base}/{section['image']}:{tag}")
+            if mirror:
+                refs.append(f"{mirror}{base.removeprefix('nvcr.io/nvidia')}/{section['image']}:{tag}")
+    return refs
+
+
+def workload_pod(spec: WorkloadSpec) -> dict[str, Any]:
+    """A user's pod bound to its node; the kubelet starts it like any other (its image is in the catalog)."""
+    resources = {"limits": {"nvidia.com/gpu": str(spec.gpus)}} if spec.gpus else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": spec.name, "namespace": spec.namespace, "labels": {"app": spec.name}},
+        "spec": {
+            "nodeName": spec.node,
+            "restartPolicy": "Always",
+            "containers": [{"name": "main", "image": spec.image, "resources": resources}],
+        },
+    }
