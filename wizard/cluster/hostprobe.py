@@ -41,6 +41,7 @@ from wizard.cluster.probeset import (
     policy_tolerations,
     read_message,
 )
+from wizard.cluster.slices import Slices
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.results import Check, Status
 
@@ -203,6 +204,17 @@ def _pending_reason(pod: Mapping[str, Any] | None) -> str:
     return f"the probe pod is still {status.get('phase') or 'Pending'}"
 
 
+_ANSWERS = ('"terminated"', '"Unschedulable"', '"Failed"', '"Succeeded"', *(f'"{r}"' for r in sorted(_FAILED_WAITING)))
+"""Strings one of which a pod's JSON contains once :func:`pod_outcome` can settle its node."""
+
+
+def undecided(line: str) -> bool:
+    """Whether a watch event's raw JSON shows a probe pod that cannot settle its node yet (created, scheduled,
+    its probe still running): such events are not decoded. Cheap substring tests; a false "decided" only
+    costs a decode."""
+    return not any(answer in line for answer in _ANSWERS)
+
+
 class _Follower:
     """Follows the run's pods (list, then watch; re-lists when the watch expires) and settles each node once."""
 
@@ -223,21 +235,27 @@ class _Follower:
         node = _pod_node(pod)
         if node not in self.pending or (pod.get("metadata") or {}).get("deletionTimestamp"):
             return
-        self.last[node] = pod
         run = pod_outcome(pod, node, self.steps, self.image)
-        if run is not None:
+        if run is None:
+            self.last[node] = pod
+        else:  # a settled node's pod is not kept (5,000 decoded pods add up)
             self.pending.discard(node)
+            self.last.pop(node, None)
             self.out.put_nowait(run)
 
     async def follow(self) -> None:
+        """List, then watch, until every node is settled. Only events that can settle a node are decoded
+        (:func:`undecided`), and the loop is handed back every few milliseconds while a burst is handled."""
+        slices = Slices()
         while self.pending:
             page = await self.gateway.list_page("pods", namespace=self.namespace, label_selector=self.selector)
             for pod in page.get("items") or []:
                 self.see(pod)
+                await slices.pause()
             version = str((page.get("metadata") or {}).get("resourceVersion") or "")
             try:
                 events = self.gateway.watch_resource(
-                    "pods", version, namespace=self.namespace, label_selector=self.selector
+                    "pods", version, namespace=self.namespace, label_selector=self.selector, skip=undecided
                 )
                 async with contextlib.aclosing(events):
                     async for kind, pod in events:
@@ -245,8 +263,21 @@ class _Follower:
                             self.see(pod)
                         if not self.pending:
                             return
+                        await slices.pause()
             except Gone:
                 continue
+
+    async def refresh(self) -> None:
+        """Read the unsettled nodes' pods again (the watch passed over their undecided states), for the reason
+        a node has no result; the pods as last seen if the list fails."""
+        with contextlib.suppress(ClusterError):
+            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector)
+            async with contextlib.aclosing(pages):
+                async for pods, _ in pages:
+                    for pod in pods:
+                        node = _pod_node(pod)
+                        if node in self.pending and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                            self.last[node] = pod
 
 
 async def _daemonset_run(
@@ -332,6 +363,9 @@ async def _follow(
                 left -= 1
                 yield follower.out.get_nowait()
             failure = watcher.exception() if watcher.done() and not watcher.cancelled() else None
+            if failure is None:
+                watcher.cancel()
+                await follower.refresh()
             for node in sorted(follower.pending):
                 if failure is not None:
                     why = (

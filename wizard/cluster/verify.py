@@ -25,6 +25,7 @@ and the probe run, which removes what it created on the way out.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import uuid
@@ -38,6 +39,7 @@ from wizard.cluster.hostprobe import HostRun, host_findmnt, run_on_hosts, trunca
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
 from wizard.cluster.probe import Leftover, Shell
 from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
+from wizard.cluster.slices import Slices, gc_paused
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
 from wizard.engine.nodescript import Step, StepResult, drop_in_finding, mount_finding
@@ -441,6 +443,42 @@ async def _probe_hosts(ctx: VerifyContext, nodes: Sequence[str], concurrency: in
             ctx.host_result(node).set_result(HostRun(node, error="the host probe gave no result for this node"))
 
 
+class Outbox:
+    """Findings and log lines of every node task, in the order they were made, to the one consumer.
+
+    A node's ``nvidia-smi`` output alone is ~50 log lines: items are appended to a deque and the
+    consumer wakes once per batch (an ``asyncio.Queue`` costs a put, a get and a wake-up check per
+    item). The consumer hands the loop back every few milliseconds while it drains a long batch.
+    """
+
+    def __init__(self) -> None:
+        self.items: collections.deque[Item] = collections.deque()
+        self.ready = asyncio.Event()
+        self.closed = False
+        self.slices = Slices()
+
+    def put(self, item: Item) -> None:
+        self.items.append(item)
+        self.ready.set()
+
+    def close(self) -> None:
+        """No more items: the consumer ends once it has taken those already in."""
+        self.closed = True
+        self.ready.set()
+
+    async def drain(self) -> AsyncGenerator[Item, None]:
+        """Every item, as it comes, until :meth:`close`."""
+        items = self.items
+        while True:
+            await self.ready.wait()
+            self.ready.clear()
+            while items:
+                yield items.popleft()
+                await self.slices.pause()
+            if self.closed:
+                return
+
+
 async def verify_nodes(
     ctx: VerifyContext,
     nodes: list[NodeFacts],
@@ -454,13 +492,13 @@ async def verify_nodes(
     host probe runs for every node from the start; a node's host checks are reported once its own
     checks are done (outside the concurrency bound: they only wait).
     """
-    queue: asyncio.Queue[Item | None] = asyncio.Queue()
+    outbox = Outbox()
     semaphore = asyncio.Semaphore(max(1, concurrency))
     pending = {node.name: node for node in nodes}
     tasks: list[asyncio.Task[None]] = []
 
     async def one(node: NodeFacts) -> None:
-        run = NodeRun(ctx, node, queue.put_nowait)
+        run = NodeRun(ctx, node, outbox.put)
         try:
             async with semaphore:
                 await run.run()
@@ -488,21 +526,20 @@ async def verify_nodes(
             for name in list(pending):
                 start(name)
         except ClusterError as exc:
-            queue.put_nowait(
-                Check("driver-pod", Status.FAIL, f"cannot list the driver pods: {exc.message}", hint=exc.hint)
-            )
+            outbox.put(Check("driver-pod", Status.FAIL, f"cannot list the driver pods: {exc.message}", hint=exc.hint))
             for name in list(pending):
                 ctx.failed.add(name)
                 pending.pop(name)
         await asyncio.gather(*tasks, return_exceptions=True)
         await asyncio.gather(prober, return_exceptions=True)
-        queue.put_nowait(None)
+        outbox.close()
 
-    prober = asyncio.create_task(_probe_hosts(ctx, [n.name for n in nodes], concurrency, queue.put_nowait))
+    prober = asyncio.create_task(_probe_hosts(ctx, [n.name for n in nodes], concurrency, outbox.put))
     feeder = asyncio.create_task(feed())
     try:
-        while (item := await queue.get()) is not None:
-            yield item
+        async with contextlib.aclosing(outbox.drain()) as items:
+            async for item in items:
+                yield item
     finally:
         for task in (feeder, *tasks):
             task.cancel()
@@ -513,7 +550,11 @@ async def verify_nodes(
 
 
 async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:
-    """The driver pods, summarised, one API page at a time (terminating pods left out)."""
-    async with contextlib.aclosing(gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR)) as pages:
-        async for page, _ in pages:
-            yield [DriverPod.of(pod) for pod in page if not pod["metadata"].get("deletionTimestamp")]
+    """The driver pods, summarised, one API page at a time (terminating pods left out).
+
+    The pages are read with the garbage collector paused (:func:`~wizard.cluster.slices.gc_paused`): only the
+    summaries outlive them."""
+    with gc_paused():
+        async with contextlib.aclosing(gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR)) as pages:
+            async for page, _ in pages:
+                yield [DriverPod.of(pod) for pod in page if not pod["metadata"].get("deletionTimestamp")]
