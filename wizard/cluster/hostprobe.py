@@ -41,7 +41,7 @@ from wizard.cluster.probeset import (
     policy_tolerations,
     read_message,
 )
-from wizard.cluster.slices import Slices
+from wizard.cluster.slices import Slices, gc_frozen
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.results import Check, Status
 
@@ -419,11 +419,12 @@ async def run_on_hosts(
     consumer) stops the run and removes what it created.
     """
     if len(nodes) <= 1:
-        runs = _per_node_pods(
+        runs: AsyncGenerator[HostRun | Leftover, None] = _per_node_pods(
             gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
         )
     else:
         runs = _daemonset_run(gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout)
-    async with contextlib.aclosing(runs):
-        async for item in runs:
-            yield item
+    with gc_frozen():  # thousands of results must not make the collector rescan the whole heap
+        async with contextlib.aclosing(runs):
+            async for item in runs:
+                yield item
