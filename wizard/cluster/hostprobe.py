@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 POLICY = ("nvidia.com", "v1", "clusterpolicies")
 PODS_PER_SECOND = 50.0
 """How fast a DaemonSet controller is assumed to create pods: the run's deadline grows with the node count."""
+LIST_PAGE = 100
+"""Pods per list page: a page is decoded on the event loop in one go (500 probe pods took ~100 ms)."""
 _IMAGE_HINT = "the probe image {image} must be pullable on the node; pass --probe-image with a mirrored copy"
 
 
@@ -248,11 +250,14 @@ class _Follower:
         (:func:`undecided`), and the loop is handed back every few milliseconds while a burst is handled."""
         slices = Slices()
         while self.pending:
-            page = await self.gateway.list_page("pods", namespace=self.namespace, label_selector=self.selector)
-            for pod in page.get("items") or []:
-                self.see(pod)
-                await slices.pause()
-            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+            version = ""
+            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
+            async with contextlib.aclosing(pages):
+                async for pods, listed in pages:
+                    version = version or listed  # the list's snapshot: the watch goes on from the first page's
+                    for pod in pods:
+                        self.see(pod)
+                        await slices.pause()
             try:
                 events = self.gateway.watch_resource(
                     "pods", version, namespace=self.namespace, label_selector=self.selector, skip=undecided
@@ -271,7 +276,7 @@ class _Follower:
         """Read the unsettled nodes' pods again (the watch passed over their undecided states), for the reason
         a node has no result; the pods as last seen if the list fails."""
         with contextlib.suppress(ClusterError):
-            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector)
+            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
             async with contextlib.aclosing(pages):
                 async for pods, _ in pages:
                     for pod in pods:

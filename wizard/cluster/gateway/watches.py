@@ -121,8 +121,18 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
     not decoded at all."""
 
     def __init__(self, skip: Callable[[str], bool] | None = None) -> None:
-        super().__init__()
+        # Not the library's __init__: it builds an ApiClient (a fresh TLS context loading the system's CA
+        # certificates, ~50 ms on the loop) that only model deserialisation would use, and there is none here.
+        self._raw_return_type = None
+        self._stop = False
+        self.resource_version = None
+        self.resp = None
         self._skip = skip
+
+    async def close(self) -> None:
+        if self.resp is not None:
+            self.resp.release()
+            self.resp = None
 
     def get_return_type(self, func: Any) -> None:
         return None  # no model and no re-decoding: ``object`` stays the decoded dict
