@@ -161,8 +161,9 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
             **await lag.stop(),
         }
         failed = [c.line() for c in checks if not c.ok]
-        if failed:
-            raise SystemExit("verification failed:\n" + "\n".join(failed[:10]))
+        out["verify"]["failed_checks"] = len(failed)
+        if failed:  # reported with the numbers (a failure at scale is a finding too), not instead of them
+            print(f"verification: {len(failed)} checks failed, e.g.:\n" + "\n".join(failed[:5]), file=sys.stderr)
         await settle(server)
 
         if watch is not None:
@@ -282,7 +283,8 @@ def main() -> int:
                 f"  longest loop stall {r['max_stall_ms']} ms (of it the loop thread's CPU: {r['max_stall_cpu_ms']} ms)"
             )
         print(f"peak RSS of this process: {result['peak_rss_mb']} MiB; machine: {result['machine']}")
-    return 0 if result["runs"]["verify"]["vs_ideal"] <= TARGET else 1
+    verified = result["runs"]["verify"]
+    return 0 if verified["vs_ideal"] <= TARGET and not verified["failed_checks"] else 1
 
 
 if __name__ == "__main__":
