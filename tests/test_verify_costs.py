@@ -176,3 +176,17 @@ def test_the_heap_stays_frozen_until_the_last_overlapping_run_ends() -> None:
     assert frozen > 0 and gc.get_freeze_count() >= frozen
     inner.__exit__(None, None, None)
     assert gc.get_freeze_count() == 0
+
+
+async def test_a_pod_still_starting_at_the_deadline_is_named_not_taken_for_a_missing_one(
+    demo_cluster: ClusterFactory,
+) -> None:
+    demo = demo_cluster("noexec-run", pod_start_latency=60)  # bound, never started within the run
+    async with connected(demo) as cluster:
+        nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
+        steps = [Step("usr", ("test", "-d", "/usr"), host=True)]
+        image = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+        runs = [r async for r in run_on_hosts(cluster.gateway, nodes, steps, namespace=NS, image=image, timeout=1.0)]
+    errors = {r.node: r.error for r in runs if isinstance(r, HostRun)}
+    assert sorted(errors) == nodes
+    assert all("the probe pod is still" in e and "no probe pod was created" not in e for e in errors.values()), errors

@@ -273,16 +273,15 @@ class _Follower:
                 continue
 
     async def refresh(self) -> None:
-        """Read the unsettled nodes' pods again (the watch passed over their undecided states), for the reason
-        a node has no result; the pods as last seen if the list fails."""
+        """Read the unsettled nodes' pods again at the deadline: one that answered just now settles its node,
+        the others give the reason a node has no result (the watch passed over their undecided states);
+        the pods as last seen if the list fails."""
         with contextlib.suppress(ClusterError):
             pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
             async with contextlib.aclosing(pages):
                 async for pods, _ in pages:
                     for pod in pods:
-                        node = _pod_node(pod)
-                        if node in self.pending and not (pod.get("metadata") or {}).get("deletionTimestamp"):
-                            self.last[node] = pod
+                        self.see(pod)
 
 
 async def _daemonset_run(
@@ -364,13 +363,13 @@ async def _follow(
                 yield get.result()
                 continue
             get.cancel()
+            failure = watcher.exception() if watcher.done() and not watcher.cancelled() else None
+            if failure is None and follower.pending:  # the deadline, not the watch's end: look once more
+                watcher.cancel()
+                await follower.refresh()
             while not follower.out.empty():
                 left -= 1
                 yield follower.out.get_nowait()
-            failure = watcher.exception() if watcher.done() and not watcher.cancelled() else None
-            if failure is None:
-                watcher.cancel()
-                await follower.refresh()
             for node in sorted(follower.pending):
                 if failure is not None:
                     why = (
