@@ -41,6 +41,7 @@ from wizard.cluster.probeset import (
     policy_tolerations,
     read_message,
 )
+from wizard.cluster.slices import Slices, gc_frozen
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.results import Check, Status
 
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 POLICY = ("nvidia.com", "v1", "clusterpolicies")
 PODS_PER_SECOND = 50.0
 """How fast a DaemonSet controller is assumed to create pods: the run's deadline grows with the node count."""
+LIST_PAGE = 100
+"""Pods per list page: a page is decoded on the event loop in one go (500 probe pods took ~100 ms)."""
 _IMAGE_HINT = "the probe image {image} must be pullable on the node; pass --probe-image with a mirrored copy"
 
 
@@ -203,6 +206,17 @@ def _pending_reason(pod: Mapping[str, Any] | None) -> str:
     return f"the probe pod is still {status.get('phase') or 'Pending'}"
 
 
+_ANSWERS = ('"terminated"', '"Unschedulable"', '"Failed"', '"Succeeded"', *(f'"{r}"' for r in sorted(_FAILED_WAITING)))
+"""Strings one of which a pod's JSON contains once :func:`pod_outcome` can settle its node."""
+
+
+def undecided(line: str) -> bool:
+    """Whether a watch event's raw JSON shows a probe pod that cannot settle its node yet (created, scheduled,
+    its probe still running): such events are not decoded. Cheap substring tests; a false "decided" only
+    costs a decode."""
+    return not any(answer in line for answer in _ANSWERS)
+
+
 class _Follower:
     """Follows the run's pods (list, then watch; re-lists when the watch expires) and settles each node once."""
 
@@ -223,21 +237,30 @@ class _Follower:
         node = _pod_node(pod)
         if node not in self.pending or (pod.get("metadata") or {}).get("deletionTimestamp"):
             return
-        self.last[node] = pod
         run = pod_outcome(pod, node, self.steps, self.image)
-        if run is not None:
+        if run is None:
+            self.last[node] = pod
+        else:  # a settled node's pod is not kept (5,000 decoded pods add up)
             self.pending.discard(node)
+            self.last.pop(node, None)
             self.out.put_nowait(run)
 
     async def follow(self) -> None:
+        """List, then watch, until every node is settled. Only events that can settle a node are decoded
+        (:func:`undecided`), and the loop is handed back every few milliseconds while a burst is handled."""
+        slices = Slices()
         while self.pending:
-            page = await self.gateway.list_page("pods", namespace=self.namespace, label_selector=self.selector)
-            for pod in page.get("items") or []:
-                self.see(pod)
-            version = str((page.get("metadata") or {}).get("resourceVersion") or "")
+            version = ""
+            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
+            async with contextlib.aclosing(pages):
+                async for pods, listed in pages:
+                    version = version or listed  # the list's snapshot: the watch goes on from the first page's
+                    for pod in pods:
+                        self.see(pod)
+                        await slices.pause()
             try:
                 events = self.gateway.watch_resource(
-                    "pods", version, namespace=self.namespace, label_selector=self.selector
+                    "pods", version, namespace=self.namespace, label_selector=self.selector, skip=undecided
                 )
                 async with contextlib.aclosing(events):
                     async for kind, pod in events:
@@ -245,8 +268,20 @@ class _Follower:
                             self.see(pod)
                         if not self.pending:
                             return
+                        await slices.pause()
             except Gone:
                 continue
+
+    async def refresh(self) -> None:
+        """Read the unsettled nodes' pods again at the deadline: one that answered just now settles its node,
+        the others give the reason a node has no result (the watch passed over their undecided states);
+        the pods as last seen if the list fails."""
+        with contextlib.suppress(ClusterError):
+            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
+            async with contextlib.aclosing(pages):
+                async for pods, _ in pages:
+                    for pod in pods:
+                        self.see(pod)
 
 
 async def _daemonset_run(
@@ -328,10 +363,13 @@ async def _follow(
                 yield get.result()
                 continue
             get.cancel()
+            failure = watcher.exception() if watcher.done() and not watcher.cancelled() else None
+            if failure is None and follower.pending:  # the deadline, not the watch's end: look once more
+                watcher.cancel()
+                await follower.refresh()
             while not follower.out.empty():
                 left -= 1
                 yield follower.out.get_nowait()
-            failure = watcher.exception() if watcher.done() and not watcher.cancelled() else None
             for node in sorted(follower.pending):
                 if failure is not None:
                     why = (
@@ -385,11 +423,12 @@ async def run_on_hosts(
     consumer) stops the run and removes what it created.
     """
     if len(nodes) <= 1:
-        runs = _per_node_pods(
+        runs: AsyncGenerator[HostRun | Leftover, None] = _per_node_pods(
             gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
         )
     else:
         runs = _daemonset_run(gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout)
-    async with contextlib.aclosing(runs):
-        async for item in runs:
-            yield item
+    with gc_frozen():  # thousands of results must not make the collector rescan the whole heap
+        async with contextlib.aclosing(runs):
+            async for item in runs:
+                yield item

@@ -6,10 +6,11 @@ framing of exec output (channel bytes, line splitting, the status channel's exit
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiohttp
@@ -17,6 +18,8 @@ import aiohttp
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 
 _CHANNELS = {1: "stdout", 2: "stderr"}
+EXEC_PROTOCOL = "v4.channel.k8s.io"
+"""The exec subprotocol: channel-prefixed frames, the exit status as a ``metav1.Status`` on channel 3."""
 _STATUS_CHANNEL = 3
 
 
@@ -69,6 +72,28 @@ def env_proxy(url: str) -> str:
     if proxy and parts.hostname and urllib.request.proxy_bypass(parts.hostname):
         return ""
     return proxy
+
+
+def websocket_base(host: str) -> str:
+    """The API server's address (with any path prefix, e.g. a proxy's) for websockets: ``wss://`` for ``https://``."""
+    parts = urllib.parse.urlsplit(host.rstrip("/"))
+    scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+    return urllib.parse.urlunsplit(parts._replace(scheme=scheme))
+
+
+def exec_url(base: str, namespace: str, pod: str, container: str, command: Sequence[str]) -> str:
+    """``…/api/v1/namespaces/<ns>/pods/<pod>/exec?command=…`` (one ``command`` per argument), stdout and stderr
+    attached, no stdin, no TTY: the request the generated client's ``connect_get_namespaced_pod_exec`` sends."""
+    path = f"/api/v1/namespaces/{urllib.parse.quote(namespace, safe='')}/pods/{urllib.parse.quote(pod, safe='')}/exec"
+    return f"{base}{path}?{_exec_query(tuple(command), container)}"
+
+
+@functools.lru_cache(maxsize=64)
+def _exec_query(command: tuple[str, ...], container: str) -> str:
+    """The query of an exec (the same long script for thousands of nodes: quoted once)."""
+    query = [("command", arg) for arg in command]
+    query += [("container", container), ("stderr", "true"), ("stdin", "false"), ("stdout", "true"), ("tty", "false")]
+    return urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
 
 
 @dataclass(frozen=True)
