@@ -130,7 +130,11 @@ def anchor_job(name: str, namespace: str, *, image: str, run_id: str, deadline_s
     (``activeDeadlineSeconds``) and is then deleted at once (``ttlSecondsAfterFinished: 0``); the probe
     DaemonSet names it as its owner, so the garbage collector removes the DaemonSet and its pods with it
     (a DaemonSet's pods may not carry ``activeDeadlineSeconds`` themselves). A killed gpu-wizard cannot
-    leave them running past the deadline."""
+    leave them running past the deadline. That a Job without pods still meets its deadline is the Job
+    controller's own rule (kubernetes pkg/controller/job/job_controller.go, ``syncJob``): it sets
+    ``status.startTime`` at the first sync of any Job that is not suspended, whatever its parallelism,
+    and fails it with ``DeadlineExceeded`` once ``activeDeadlineSeconds`` have passed since then; with
+    ``parallelism`` set and ``completions`` unset no pod is wanted and the Job never completes first."""
     labels = {**OWNER_LABELS, RUN_LABEL: run_id}
     return {
         "apiVersion": "batch/v1",
