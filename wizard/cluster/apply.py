@@ -20,6 +20,7 @@ in the preview; a conflict with any other manager needs ``--force-conflicts``. A
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import difflib
 from collections.abc import Iterable, Mapping
@@ -186,10 +187,8 @@ def _skip_empty_repo_config(body: dict[str, Any], live: Mapping[str, Any], owned
 async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
     """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
     plan = rendered.plan
-    bundle = plan.operator.bundle
-    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
-    for driver in rendered.nvidia_drivers:
-        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    # CPU work off the event loop (the TUI's): loading the CRD schema and validating, then the YAML diffs
+    errors = await asyncio.to_thread(local_errors, rendered)
 
     live_policy = active_policy(await gateway.list_custom(*POLICY))
     owned: list[tuple[str, ...]] | None = None
@@ -249,7 +248,7 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
             continue
         dry_run[ref.key] = answer
         only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
-        diffs.append(unified_diff(_strip(current, only), _strip(answer, only), ref.key))
+        diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
     driver_spec = (body.get("spec") or {}).get("driver") or {}
     return ApplyPlan(
         objects=objects,
@@ -263,6 +262,21 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         managers=managers,
         takeover=takeover,
     )
+
+
+def local_errors(rendered: Rendered) -> list[str]:
+    """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``."""
+    bundle = rendered.plan.operator.bundle
+    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
+    for driver in rendered.nvidia_drivers:
+        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    return errors
+
+
+def _diff(
+    current: Mapping[str, Any] | None, answer: Mapping[str, Any], only: list[tuple[str, ...]] | None, key: str
+) -> str:
+    return unified_diff(_strip(current, only), _strip(answer, only), key)
 
 
 def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
@@ -351,7 +365,7 @@ async def _write_phase(
     gateway: Gateway, prepared: ApplyPlan, refs: list[ObjectRef], backup: Backup, backup_dir: Path
 ) -> ApplyResult:
     """Write the backup, apply each object in order; on a failure restore the applied ones and say how it ended."""
-    path = write_backup(backup_dir, default_backup_name(gateway.context), backup)
+    path = await asyncio.to_thread(write_backup, backup_dir, default_backup_name(gateway.context), backup)
     done: list[ObjectRef] = []
     for ref, body in zip(refs, prepared.objects, strict=True):
         force = prepared.force_conflicts or ref.key in prepared.takeover
