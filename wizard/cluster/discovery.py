@@ -20,9 +20,9 @@ from wizard.cluster.gateway import Gateway, Gone
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.retry import Reconnects
 
-PAGE_SIZE = 250
-"""Nodes per page: a page is decoded in one go on the event loop (500 nodes took 40-170 ms); the next page is
-read ahead meanwhile, so smaller pages cost discovery no time."""
+PAGE_SIZE = 500
+"""Nodes per page, as kubectl pages. A page is decoded in one go on the event loop: ~30 ms of CPU for 500 nodes
+(250 halved that but cost discovery a tenth more CPU in requests); the next page is read ahead meanwhile."""
 FACTS_PER_SLICE = 100
 """Nodes turned into facts before discovery yields to the event loop."""
 
