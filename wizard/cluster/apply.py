@@ -29,11 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup, write_backup
+from wizard.cluster.backup import Backup, ObjectRef, clean, write_backup
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
 from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.preflight import POLICY, active_policy
+from wizard.cluster.restore import read_object, restore
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
 from wizard.engine.render_policy import (
@@ -46,8 +47,6 @@ from wizard.engine.render_policy import (
 )
 from wizard.retry import APPLY, Retryable, retrying
 
-CONFLICT_ATTEMPTS = 5
-"""Tries to restore one object when the operator keeps updating it between our read and our write."""
 CREATE_MANAGER = "gpu-wizard-create"
 """The field manager of the one apply that creates a ClusterPolicy whole (chart defaults included)."""
 OWN_MANAGERS = frozenset({FIELD_MANAGER, CREATE_MANAGER})
@@ -325,7 +324,7 @@ def default_backup_name(context: str) -> str:
 
 
 async def _read(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
-    return await gateway.get_custom(*ref.api, ref.name)
+    return await read_object(gateway, ref)
 
 
 async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path) -> ApplyResult:
@@ -428,47 +427,3 @@ async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool
     except ClusterError:
         return False
     return True
-
-
-async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
-    """Put one saved object back; a write raced by the operator (its status updates) is re-read and retried."""
-    for attempt in range(CONFLICT_ATTEMPTS):
-        now = await _read(gateway, ref)
-        body = clean(saved)
-        if now is None:
-            await gateway.create_custom(*ref.api, body)
-            return f"re-created {ref.key}"
-        if clean(now) == body:
-            return f"{ref.key} already matches the backup"
-        body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
-        try:
-            await gateway.replace_custom(*ref.api, ref.name, body)
-        except ApiError as exc:
-            if exc.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
-                raise
-            continue  # modified between our read and our write: read again, like kubectl's retry on conflict
-        return f"restored {ref.key}"
-    raise AssertionError("unreachable")
-
-
-async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
-    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
-    lines: list[str] = []
-    for saved in backup.objects:
-        ref = ObjectRef.of(saved)
-        if only is not None and ref.key not in only:
-            continue
-        lines.append(await _restore_one(gateway, ref, saved))
-        if clean(await _read(gateway, ref) or {}) != clean(saved):
-            raise ClusterError(f"rollback: {ref.key} still differs from the backup after restoring it")
-    for ref in backup.created:
-        if only is not None and ref.key not in only:
-            continue
-        gone = await gateway.delete_custom(*ref.api, ref.name)
-        lines.append(f"deleted {ref.key} (created by the apply)" if gone else f"{ref.key} already absent")
-    return lines
-
-
-async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
-    """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
-    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))

@@ -18,6 +18,7 @@ from typing import Any
 from wizard.cluster import apply as applying
 from wizard.cluster import collector, proving, support, upgrades
 from wizard.cluster import diagnose as diagnosing
+from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
 from wizard.cluster.backup import Backup
 from wizard.cluster.discovery import NodeDirectory
@@ -283,7 +284,7 @@ class Cluster:
 
     async def rollback(self, backup: Backup | str | Path) -> list[str]:
         """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
-        return await applying.rollback(self.gateway, backup)
+        return await restoring.rollback(self.gateway, backup)
 
     async def rollout(
         self,
