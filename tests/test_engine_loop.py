@@ -91,6 +91,9 @@ def test_bulk_reads_pause_the_collector_until_the_last_ends_then_freeze_what_the
         second.__exit__(None, None, None)
         assert gc.isenabled()
         assert gc.get_freeze_count() >= frozen + len(kept)  # later collections do not walk what was kept
+        replaced = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]  # what a watch brings later
+        collector.keep()
+        assert gc.get_freeze_count() >= frozen + len(kept) + len(replaced)
     finally:
         gc.unfreeze()
         if not enabled:

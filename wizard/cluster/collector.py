@@ -9,7 +9,8 @@ reference cycles, so the collector has nothing to find in what the engine reads.
 :func:`bulk` pauses the collector while a bulk read decodes and keeps objects (the pause is shared by
 concurrent reads: it ends with the last of them), then freezes what is alive (``gc.freeze``): later
 collections no longer walk it. Frozen objects are still freed by reference counting when dropped; only
-a reference cycle among objects alive at that moment would wait for :func:`gc.unfreeze`.
+a reference cycle among objects alive at that moment would wait for :func:`gc.unfreeze`. A watch that
+replaces what a list kept calls :func:`keep` now and then, so the replacements are not walked either.
 """
 
 from __future__ import annotations
@@ -38,3 +39,11 @@ def bulk() -> Iterator[None]:
             gc.freeze()
             if _was_enabled:
                 gc.enable()
+
+
+def keep() -> None:
+    """Freeze what is alive now (unless a bulk read will), after collecting the young generations (cheap:
+    their cyclic garbage is not frozen with the rest)."""
+    if _active == 0 and gc.isenabled():
+        gc.collect(1)
+        gc.freeze()

@@ -25,6 +25,8 @@ from wizard.retry import Reconnects
 PROBE_PREFIX = "gpu-wizard-probe-"
 YIELD_EVERY = 100
 """Watch events (and listed objects) handled before a cache yields to the event loop."""
+KEEP_EVERY = 2000
+"""Watch events after which a cache freezes what it keeps (:func:`wizard.cluster.collector.keep`)."""
 LIST_PAGE = 100
 """Objects per page of a list: a page is decoded in one go on the event loop (500 of the operator's pods took
 40-150 ms), so pages are kept small; a rollout lists each kind once."""
@@ -210,6 +212,8 @@ class Cache:
                             self.changed.set()
                             reconnects.progressed()
                             handled += 1
+                            if handled % KEEP_EVERY == 0:
+                                collector.keep()
                             if handled % YIELD_EVERY == 0:
                                 # a burst of buffered events is read without a pause: let the loop breathe
                                 await asyncio.sleep(0)
