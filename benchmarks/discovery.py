@@ -13,9 +13,11 @@ Wall times stretch with the machine's load; the client's CPU seconds of discover
 fetch (the server runs in another process) are reported too.
 
 Targets: discovery ≤ 1.2 × the gateway's paged fetch and faster than kubectl. The demo server runs in its own process.
-Prints one line per measurement, the ratios, and the client's peak RSS.
+Prints one line per measurement, the ratios, the client's peak RSS, and the longest event-loop stall while
+``Cluster.discover()`` ran (a loop-lag probe; the TUI's Nodes step runs it on its loop). ``--stalls`` also
+prints where the loop was while it was over 50 ms late (``benchmarks/stallwatch.py``; stderr).
 
-    .venv/bin/python benchmarks/discovery.py [--runs 5] [--json] [--in-process]
+    .venv/bin/python benchmarks/discovery.py [--runs 5] [--json] [--in-process] [--stalls]
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import machine, peak_rss_mb, served, server_of
+from benchmarks.rollout import LoopLag
+from benchmarks.stallwatch import StallWatch
 
 TARGET_GATEWAY = 1.2
 PAGE_SIZE = 500
@@ -99,8 +103,16 @@ def cli_discover(kubeconfig: Path, home: str) -> int:
     return len(json.loads(out.stdout)["nodes"])
 
 
-async def measure(kubeconfig: Path, runs: int, in_process: bool = False) -> dict[str, list[float]]:
+async def measure(
+    kubeconfig: Path, runs: int, in_process: bool = False, stalls: bool = False
+) -> dict[str, list[float]]:
     from wizard.cluster.facade import Cluster
+
+    watch = StallWatch() if stalls else None
+    if watch is not None:
+        watch.start()
+    lag = LoopLag(watch)
+    probe = asyncio.create_task(lag.run())
 
     server, token, ca = server_of(kubeconfig)
     cluster = await Cluster.connect(kubeconfig=str(kubeconfig), timeout=60)
@@ -114,6 +126,7 @@ async def measure(kubeconfig: Path, runs: int, in_process: bool = False) -> dict
         "cli -o json": [],
         "discover cpu": [],  # the client's own CPU seconds (the demo server runs in another process)
         "gateway cpu": [],
+        "discover max stall ms": [],
     }
     try:
         # Warm-up: imports, connections, kubectl's discovery cache.
@@ -125,9 +138,13 @@ async def measure(kubeconfig: Path, runs: int, in_process: bool = False) -> dict
             assert kubectl_list(kubeconfig, home) == nodes
             assert cli_discover(kubeconfig, home) == nodes
         for _ in range(runs):
+            lag.max_ms.clear()
+            lag.phase = "discover"
             start, cpu = time.perf_counter(), time.process_time()
             facts = await cluster.discover()
             times["discover"].append(time.perf_counter() - start)
+            lag.phase = "baselines"
+            times["discover max stall ms"].append(lag.max_ms.get("discover", 0.0))
             times["discover cpu"].append(time.process_time() - cpu)
             assert len(facts.nodes) == nodes
             start, cpu = time.perf_counter(), time.process_time()
@@ -150,6 +167,10 @@ async def measure(kubeconfig: Path, runs: int, in_process: bool = False) -> dict
             times["cli -o json"].append(time.perf_counter() - start)
         print(f"nodes: {nodes} ({len(facts.gpu_nodes)} GPU)")
     finally:
+        probe.cancel()
+        if watch is not None:
+            watch.stop()
+            print(watch.report(), file=sys.stderr, flush=True)
         await cluster.close()
         shutil.rmtree(home, ignore_errors=True)
     return times
@@ -182,6 +203,7 @@ def main() -> int:
     parser.add_argument(
         "--in-process", action="store_true", help="only discover, the gateway and raw aiohttp (no kubectl, no CLI)"
     )
+    parser.add_argument("--stalls", action="store_true", help="print where the loop stalled during discover (stderr)")
     parser.add_argument("--engine-only", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine_only:
@@ -189,7 +211,8 @@ def main() -> int:
         print(round(peak_rss_mb(), 1))
         return 0
     with served("large") as server:
-        times = asyncio.run(measure(server.kubeconfig, args.runs, args.in_process))
+        times = asyncio.run(measure(server.kubeconfig, args.runs, args.in_process, args.stalls))
+        stalls_ms = times.pop("discover max stall ms")
         times = {name: values for name, values in times.items() if values}
         engine_peak = engine_rss(server.kubeconfig, args.runs)
     median = {k: statistics.median(v) for k, v in times.items()}
@@ -205,6 +228,7 @@ def main() -> int:
         "discover_vs_gateway_client_cpu": round(median["discover cpu"] / median["gateway cpu"], 3),
         "discover_vs_raw": round(vs_raw, 2),
         "discover_vs_kubectl": round(vs_kubectl, 2),
+        "discover_max_stall_ms": round(max(stalls_ms)),
         "engine_peak_rss_mb": engine_peak,
         "benchmark_process_peak_rss_mb": round(peak_rss_mb(), 1),
     }
@@ -217,6 +241,11 @@ def main() -> int:
         print(f"discover / gateway, client CPU    = {result['discover_vs_gateway_client_cpu']}  (load-independent)")
         print(f"discover / node_pages (same path, no facts) = {result['discover_vs_node_pages']}")
         print(f"discover / raw aiohttp GET + JSON = {result['discover_vs_raw']}")
+        print(
+            f"longest event-loop stall during discover: {result['discover_max_stall_ms']} ms (runs: "
+            + ", ".join(f"{ms:.0f}" for ms in stalls_ms)
+            + ")"
+        )
         print(f"load average: {os.getloadavg()[0]:.1f} (wall times stretch with it)")
         if "kubectl" in median:
             print(f"discover / kubectl get nodes -o json = {result['discover_vs_kubectl']}  (target < 1)")

@@ -8,10 +8,15 @@ upgrade to another version with ``upgradePolicy.maxParallelUpgrades: 0`` and ``m
 (the four lists, the label-selected node list among them, which carries every GPU node once the
 operator labels them), i.e. what a 1-second poll would have added per second. It also reports the
 client's peak RSS (``getrusage``; the demo server is another process) up to the end of the upgrade and
-after the poll round (which holds every pod whole) and the longest event-loop stall
-while following (a loop-lag probe: sleep 10 ms, record how late it wakes).
+after the poll round (which holds every pod whole) and the longest event-loop stall of each engine
+step the TUI runs on its loop — connect, preflight, discover, the registry's image checks, prepare
+(dry-run and diff), apply (backup and writes) and following — with a loop-lag probe (sleep 10 ms,
+record how late it wakes). ``render`` runs in a thread, as the TUI runs it.
 
-    .venv/bin/python benchmarks/rollout.py [--nodes 5000] [--json]
+``--stalls`` also samples the loop thread's stack whenever the loop is over 50 ms late and prints, per
+step, where it was (``benchmarks/stallwatch.py``; stderr).
+
+    .venv/bin/python benchmarks/rollout.py [--nodes 5000] [--json] [--stalls]
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import resource
 import sys
 import tempfile
@@ -31,6 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, served
+from benchmarks.stallwatch import StallWatch
 
 OLD, NEW = "580.126.20", "595.91.07"
 
@@ -53,16 +60,32 @@ def _plan(version: str) -> Any:
 
 
 class LoopLag:
-    """The longest time the event loop was late to wake a 10 ms sleep (CPU work holding the loop)."""
+    """The longest time the event loop was late to wake a 10 ms sleep (CPU work holding the loop), per step.
 
-    def __init__(self) -> None:
-        self.max_ms = 0.0
+    Set :attr:`phase` as the engine moves on; a :class:`StallWatch`, when given, follows the same phase.
+    """
+
+    def __init__(self, watch: StallWatch | None = None) -> None:
+        self.max_ms: dict[str, float] = {}
+        self.watch = watch
+        self._phase = "start"
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self._phase = name
+        if self.watch is not None:
+            self.watch.phase = name
 
     async def run(self) -> None:
         while True:
             start = time.perf_counter()
             await asyncio.sleep(0.01)
-            self.max_ms = max(self.max_ms, (time.perf_counter() - start - 0.01) * 1000)
+            late = (time.perf_counter() - start - 0.01) * 1000
+            self.max_ms[self._phase] = max(self.max_ms.get(self._phase, 0.0), late)
 
 
 def peak_rss_mb() -> float:
@@ -70,24 +93,37 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def _apply_and_follow(cluster: Any, plan: Any, backups: str) -> tuple[float, int, int, str, float]:
-    """Apply ``plan``, follow its rollout: (seconds, requests, snapshots, final phase, longest stall ms)."""
+async def _apply_and_follow(
+    cluster: Any, plan: Any, backups: str, lag: LoopLag, step: str
+) -> tuple[float, int, int, str]:
+    """Check images, prepare, apply ``plan`` and follow its rollout, each a phase ``<step> <name>`` of ``lag``:
+    (seconds following, requests, snapshots, final phase)."""
+    from wizard.engine.registry_routes import registry_hosts
     from wizard.engine.render import render
 
-    prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+    lag.phase = f"{step} discover"
+    facts = await cluster.discover()
+    lag.phase = f"{step} render (thread)"
+    rendered = await asyncio.to_thread(render, plan, facts)
+    lag.phase = f"{step} check images"
+    async with cluster.open_registry(registry_hosts(plan), mirrors=plan.driver.registryMirrors) as registry:
+        statuses = await cluster.check_images(rendered, registry)
+    missing = [s.image for s in statuses if not s.ok]
+    if missing:
+        raise SystemExit(f"images missing in the demo registry: {missing[:3]}")
+    lag.phase = f"{step} prepare"
+    prepared = await cluster.prepare_apply(rendered)
+    lag.phase = f"{step} apply"
     await cluster.apply(prepared, backup_dir=backups)
+    lag.phase = f"{step} follow"
     before, start, snapshots, final = cluster.gateway.stats.requests, time.perf_counter(), 0, None
-    lag = LoopLag()
-    probe = asyncio.create_task(lag.run())
-    try:
-        async with contextlib.aclosing(cluster.rollout(plan, interval=1.0, timeout=1200)) as rollout:
-            async for status in rollout:
-                snapshots += 1
-                final = status
-    finally:
-        probe.cancel()
+    async with contextlib.aclosing(cluster.rollout(plan, interval=1.0, timeout=1200)) as rollout:
+        async for status in rollout:
+            snapshots += 1
+            final = status
+    lag.phase = "between"
     seconds, requests = time.perf_counter() - start, cluster.gateway.stats.requests - before
-    return seconds, requests, snapshots, final.phase, lag.max_ms
+    return seconds, requests, snapshots, final.phase
 
 
 async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
@@ -107,29 +143,48 @@ async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
     return time.perf_counter() - start, len(json.dumps(found))
 
 
-async def measure(server: Served) -> dict[str, Any]:
+async def measure(server: Served, stalls: bool = False) -> dict[str, Any]:
     from wizard.cluster.facade import Cluster
     from wizard.cluster.preflight import POLICY
 
+    watch = StallWatch() if stalls else None
+    if watch is not None:
+        watch.start()
+    lag = LoopLag(watch)
+    probe = asyncio.create_task(lag.run())
+    lag.phase = "connect"
     # a demo simulating thousands of nodes in one process answers slowly while it reconciles
-    async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=300) as cluster:
-        with tempfile.TemporaryDirectory() as backups:
-            install = await _apply_and_follow(cluster, _plan(OLD), backups)
-            policy = await cluster.gateway.get_custom(*POLICY, "cluster-policy")
-            policy["spec"]["driver"]["upgradePolicy"].update(maxParallelUpgrades=0, maxUnavailable="100%")
-            await cluster.gateway.replace_custom(*POLICY, "cluster-policy", policy)
-            seconds, requests, snapshots, phase, stall = await _apply_and_follow(cluster, _plan(NEW), backups)
-            followed_rss = peak_rss_mb()  # before the poll round below, which holds every pod whole
-        poll_seconds, poll_bytes = await _one_poll(cluster, await cluster.namespace(_plan(NEW)))
+    try:
+        async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=300) as cluster:
+            lag.phase = "preflight"
+            await cluster.preflight(_plan(OLD))
+            with tempfile.TemporaryDirectory() as backups:
+                install = await _apply_and_follow(cluster, _plan(OLD), backups, lag, "install")
+                policy = await cluster.gateway.get_custom(*POLICY, "cluster-policy")
+                policy["spec"]["driver"]["upgradePolicy"].update(maxParallelUpgrades=0, maxUnavailable="100%")
+                await cluster.gateway.replace_custom(*POLICY, "cluster-policy", policy)
+                seconds, requests, snapshots, phase = await _apply_and_follow(
+                    cluster, _plan(NEW), backups, lag, "upgrade"
+                )
+                followed_rss = peak_rss_mb()  # before the poll round below, which holds every pod whole
+            lag.phase = "poll round"
+            poll_seconds, poll_bytes = await _one_poll(cluster, await cluster.namespace(_plan(NEW)))
+    finally:
+        probe.cancel()
+        if watch is not None:
+            watch.stop()
+            print(watch.report(), file=sys.stderr, flush=True)
+    stalls_ms = {name: round(ms) for name, ms in lag.max_ms.items() if name not in ("start", "between", "poll round")}
     return {
         "install_seconds": round(install[0], 1),
         "install_requests": install[1],
-        "install_max_stall_ms": round(install[4]),
+        "install_max_stall_ms": round(lag.max_ms.get("install follow", 0.0)),
         "upgrade_seconds": round(seconds, 1),
         "upgrade_requests": requests,
         "upgrade_requests_per_second": round(requests / seconds, 3) if seconds else 0.0,
         "snapshots": snapshots,
-        "upgrade_max_stall_ms": round(stall),
+        "upgrade_max_stall_ms": round(lag.max_ms.get("upgrade follow", 0.0)),
+        "max_stall_ms": stalls_ms,
         "peak_rss_mb_following": round(followed_rss, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "phase": phase,
@@ -142,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--stalls", action="store_true", help="print where the loop stalled, per step (stderr)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as folder, served(str(scenario_file(Path(folder), args.nodes))) as server:
-        result = asyncio.run(measure(server))
-    result = {"nodes": args.nodes, **result, "machine": machine()}
+        result = asyncio.run(measure(server, args.stalls))
+    result = {"nodes": args.nodes, **result, "load_average": round(os.getloadavg()[0], 1), "machine": machine()}
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -156,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{result['upgrade_max_stall_ms']} ms (install {result['install_max_stall_ms']} ms), "
             f"peak RSS {result['peak_rss_mb_following']} MB while installing and following "
             f"({result['peak_rss_mb']} MB with the poll round).\n"
+            f"Longest event-loop stall per step (ms; load average {os.getloadavg()[0]:.1f}): "
+            + ", ".join(f"{name} {ms}" for name, ms in result["max_stall_ms"].items())
+            + "\n"
             f"One round of the former 1 s poll: 4 requests, {result['poll_round_mb']} MB, "
             f"{result['poll_round_seconds']} s — i.e. 4 requests/s and {result['poll_round_mb']} MB/s while it ran."
         )

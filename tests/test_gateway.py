@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -226,31 +224,3 @@ async def test_node_pages_read_ahead_and_close_cleanly(demo: DemoClusterThread) 
         pending = [t for t in asyncio.all_tasks() if "list_nodes_page" in repr(t.get_coro())]
         assert not pending
         assert gc.isenabled()  # paused only while the pages were read
-
-
-async def test_a_watch_builds_no_tls_context_of_its_own(
-    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The library's Watch built a whole ApiClient per watch, loading the system CA store (25–55 ms on the loop)."""
-    async with connected(demo) as cluster:
-        await cluster.discover()
-        built: list[object] = []
-        real = ssl.create_default_context
-
-        def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
-            built.append(args)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(ssl, "create_default_context", counted)
-        seen: list[str] = []
-
-        async def follow() -> None:
-            async for _kind, facts in cluster.watch_nodes():
-                seen.append(facts.name)
-
-        task = asyncio.create_task(follow())
-        await asyncio.sleep(0.5)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert built == []

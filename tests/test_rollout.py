@@ -12,15 +12,8 @@ from typing import Any
 
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
-from wizard.cluster.rollout import (
-    Cache,
-    PodStatus,
-    UpgradeClock,
-    slim_node,
-    slim_pod,
-    waiting_pods,
-    without_managed_fields,
-)
+from wizard.cluster.rollout import UpgradeClock
+from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 
 

@@ -8,7 +8,6 @@ stream's consumer hands the event loop back while it drains a long batch.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import time
 import urllib.parse
@@ -23,7 +22,7 @@ from tests.fixtures_demo import ClusterFactory
 from tests.test_verify import _install
 from wizard.cluster.gateway import watches as watches_module
 from wizard.cluster.hostprobe import HostRun, run_on_hosts, undecided
-from wizard.cluster.slices import Slices, gc_frozen
+from wizard.cluster.slices import Slices
 from wizard.cluster.transport import exec_url, websocket_base
 from wizard.cluster.verify import Outbox
 from wizard.engine.nodescript import Step
@@ -164,18 +163,6 @@ async def test_slices_yield_only_once_their_budget_is_spent() -> None:
     slices = Slices(budget_s=0)
     await slices.pause()
     assert slices.yields == 1
-
-
-def test_the_heap_stays_frozen_until_the_last_overlapping_run_ends() -> None:
-    assert gc.get_freeze_count() == 0
-    outer, inner = gc_frozen(), gc_frozen()
-    outer.__enter__()
-    frozen = gc.get_freeze_count()
-    inner.__enter__()
-    outer.__exit__(None, None, None)  # overlapping, not nested: the other run still holds the heap frozen
-    assert frozen > 0 and gc.get_freeze_count() >= frozen
-    inner.__exit__(None, None, None)
-    assert gc.get_freeze_count() == 0
 
 
 async def test_a_pod_still_starting_at_the_deadline_is_named_not_taken_for_a_missing_one(

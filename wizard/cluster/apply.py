@@ -20,6 +20,7 @@ in the preview; a conflict with any other manager needs ``--force-conflicts``. A
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import difflib
 from collections.abc import Iterable, Mapping
@@ -28,11 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup, write_backup
+from wizard.cluster.backup import Backup, ObjectRef, clean, write_backup
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
 from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.preflight import POLICY, active_policy
+from wizard.cluster.restore import read_object, restore
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
 from wizard.engine.render_policy import (
@@ -45,8 +47,6 @@ from wizard.engine.render_policy import (
 )
 from wizard.retry import APPLY, Retryable, retrying
 
-CONFLICT_ATTEMPTS = 5
-"""Tries to restore one object when the operator keeps updating it between our read and our write."""
 CREATE_MANAGER = "gpu-wizard-create"
 """The field manager of the one apply that creates a ClusterPolicy whole (chart defaults included)."""
 OWN_MANAGERS = frozenset({FIELD_MANAGER, CREATE_MANAGER})
@@ -186,10 +186,8 @@ def _skip_empty_repo_config(body: dict[str, Any], live: Mapping[str, Any], owned
 async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
     """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
     plan = rendered.plan
-    bundle = plan.operator.bundle
-    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
-    for driver in rendered.nvidia_drivers:
-        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    # CPU work off the event loop (the TUI's): loading the CRD schema and validating, then the YAML diffs
+    errors = await asyncio.to_thread(local_errors, rendered)
 
     live_policy = active_policy(await gateway.list_custom(*POLICY))
     owned: list[tuple[str, ...]] | None = None
@@ -249,7 +247,7 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
             continue
         dry_run[ref.key] = answer
         only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
-        diffs.append(unified_diff(_strip(current, only), _strip(answer, only), ref.key))
+        diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
     driver_spec = (body.get("spec") or {}).get("driver") or {}
     return ApplyPlan(
         objects=objects,
@@ -263,6 +261,21 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         managers=managers,
         takeover=takeover,
     )
+
+
+def local_errors(rendered: Rendered) -> list[str]:
+    """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``."""
+    bundle = rendered.plan.operator.bundle
+    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
+    for driver in rendered.nvidia_drivers:
+        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    return errors
+
+
+def _diff(
+    current: Mapping[str, Any] | None, answer: Mapping[str, Any], only: list[tuple[str, ...]] | None, key: str
+) -> str:
+    return unified_diff(_strip(current, only), _strip(answer, only), key)
 
 
 def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
@@ -311,7 +324,7 @@ def default_backup_name(context: str) -> str:
 
 
 async def _read(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
-    return await gateway.get_custom(*ref.api, ref.name)
+    return await read_object(gateway, ref)
 
 
 async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path) -> ApplyResult:
@@ -351,7 +364,7 @@ async def _write_phase(
     gateway: Gateway, prepared: ApplyPlan, refs: list[ObjectRef], backup: Backup, backup_dir: Path
 ) -> ApplyResult:
     """Write the backup, apply each object in order; on a failure restore the applied ones and say how it ended."""
-    path = write_backup(backup_dir, default_backup_name(gateway.context), backup)
+    path = await asyncio.to_thread(write_backup, backup_dir, default_backup_name(gateway.context), backup)
     done: list[ObjectRef] = []
     for ref, body in zip(refs, prepared.objects, strict=True):
         force = prepared.force_conflicts or ref.key in prepared.takeover
@@ -414,47 +427,3 @@ async def _undo(gateway: Gateway, backup: Backup, refs: list[ObjectRef]) -> bool
     except ClusterError:
         return False
     return True
-
-
-async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
-    """Put one saved object back; a write raced by the operator (its status updates) is re-read and retried."""
-    for attempt in range(CONFLICT_ATTEMPTS):
-        now = await _read(gateway, ref)
-        body = clean(saved)
-        if now is None:
-            await gateway.create_custom(*ref.api, body)
-            return f"re-created {ref.key}"
-        if clean(now) == body:
-            return f"{ref.key} already matches the backup"
-        body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
-        try:
-            await gateway.replace_custom(*ref.api, ref.name, body)
-        except ApiError as exc:
-            if exc.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
-                raise
-            continue  # modified between our read and our write: read again, like kubectl's retry on conflict
-        return f"restored {ref.key}"
-    raise AssertionError("unreachable")
-
-
-async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
-    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
-    lines: list[str] = []
-    for saved in backup.objects:
-        ref = ObjectRef.of(saved)
-        if only is not None and ref.key not in only:
-            continue
-        lines.append(await _restore_one(gateway, ref, saved))
-        if clean(await _read(gateway, ref) or {}) != clean(saved):
-            raise ClusterError(f"rollback: {ref.key} still differs from the backup after restoring it")
-    for ref in backup.created:
-        if only is not None and ref.key not in only:
-            continue
-        gone = await gateway.delete_custom(*ref.api, ref.name)
-        lines.append(f"deleted {ref.key} (created by the apply)" if gone else f"{ref.key} already absent")
-    return lines
-
-
-async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
-    """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
-    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))

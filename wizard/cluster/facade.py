@@ -1,14 +1,14 @@
 """The cluster engine's front door: one object per connected cluster, used by the CLI and the TUI.
 
 ``Cluster`` ties the pieces together: :mod:`wizard.cluster.gateway` (the only Kubernetes client user),
-:mod:`wizard.cluster.preflight`, :mod:`wizard.cluster.apply`, :mod:`wizard.cluster.rollout` and :mod:`wizard.cluster.verify`. All
-methods are coroutines or async iterators and bounded by timeouts; errors a user can fix come out
-as :class:`ClusterError` with a ``message`` and a ``hint``.
+:mod:`wizard.cluster.preflight`, :mod:`wizard.cluster.discovery` (nodes), :mod:`wizard.cluster.apply`,
+:mod:`wizard.cluster.rollout`, and :mod:`wizard.cluster.proving` (the host checks and the verification
+on the nodes). All methods are coroutines or async iterators and bounded by timeouts; errors a user
+can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from pathlib import Path
@@ -16,33 +16,32 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
+from wizard.cluster import collector, proving, support, upgrades
 from wizard.cluster import diagnose as diagnosing
-from wizard.cluster import hostcheck, pathcheck, support, upgrades
+from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
-from wizard.cluster import verify as verifying
 from wizard.cluster.backup import Backup
+from wizard.cluster.discovery import NodeDirectory
 from wizard.cluster.errors import ApiError, ClusterError
-from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.gateway import Gateway
 from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
 from wizard.cluster.kubeconfig import demo_marker, list_contexts
-from wizard.cluster.liveplan import known_release, plan_from_live
+from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
-from wizard.cluster.probe import manager_image
 from wizard.cluster.probe_cleanup import Found, clean_up
-from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
+from wizard.cluster.registry_routing import cluster_registry_options, registry_client
+from wizard.cluster.verify import VerifyContext
+from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
-from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
-from wizard.engine.render import Rendered, render
-from wizard.engine.results import Check, ClusterInfo, LogLine, Status
-from wizard.engine.textsafe import printable
+from wizard.engine.render import Rendered
+from wizard.engine.results import Check, ClusterInfo, LogLine
 from wizard.engine.upgrade import plan_policy
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
-from wizard.retry import Reconnects
 
 __all__ = [
     "ApplyPlan",
@@ -68,7 +67,6 @@ ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
 UpgradeReport = upgrades.UpgradeReport
 upgrade_report_lines = upgrades.report_lines
-PAGE_SIZE = 500
 
 
 def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]:
@@ -99,8 +97,7 @@ def open_registry(
     """
     hosts = list(hosts)
     options = cluster.registry_options(hosts, mirrors) if cluster is not None else mirror_options(mirrors or {}, hosts)
-    insecure = [*insecure_registries, *options.pop("insecure_registries", [])]
-    return RegistryClient(auth_file=auth_file, insecure_registries=insecure, timeout=timeout, **options)
+    return registry_client(options, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout)
 
 
 async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
@@ -124,8 +121,7 @@ class Cluster:
         self.info = info
         self.demo_mirrors: dict[str, str] = dict(demo_mirrors or {})
         """The registry mirrors the demo's kubeconfig marker names (``{}`` for a real cluster)."""
-        self._nodes_rv = ""
-        self._known: dict[str, NodeFacts] = {}
+        self._nodes = NodeDirectory(gateway)
         self._preflight: Preflight | None = None
         self.host_verified: set[str] = set()
         """GPU nodes whose host nvidia-smi passed in this session (pre-installed mode)."""
@@ -142,7 +138,10 @@ class Cluster:
         timeout: float = 10.0,
     ) -> Cluster:
         """Load credentials like kubectl, then prove the server answers and accepts them."""
-        gateway = await Gateway.connect(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout)
+        with collector.bulk():  # the Kubernetes client's classes are imported: kept for good, never walked again
+            gateway = await Gateway.connect(
+                kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
+            )
         try:
             # The demo is known by the marker it writes into its own kubeconfig, never by what a server says.
             marker = None if in_cluster else demo_marker(kubeconfig, gateway.context)
@@ -191,6 +190,10 @@ class Cluster:
         """Do the repoConfig ConfigMap and the pull Secrets the plan names exist in the operator namespace?"""
         return await reference_checks(self.gateway, plan, await self.namespace(plan))
 
+    async def known_preflight(self) -> Preflight:
+        """The last preflight's answer (running it once when none ran yet)."""
+        return self._preflight or await self.preflight()
+
     async def namespace(self, plan: Plan | None = None) -> str:
         """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""
         policy = active_policy(await self.gateway.list_custom(*POLICY))
@@ -209,50 +212,17 @@ class Cluster:
         return plan_from_live(policy, drivers, release=found.operator_release, namespace=found.operator_namespace)
 
     async def discover(self) -> ClusterFacts:
-        """Every node, listed in pages of 500, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
-        nodes: list[NodeFacts] = []
-        async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
-            async for page in pages:
-                nodes.extend(node_facts(item) for item in page.get("items") or [])
-                meta = page.get("metadata") or {}
-                if not meta.get("continue"):
-                    self._nodes_rv = str(meta.get("resourceVersion") or "")
-        self._known = {n.name: n for n in nodes}
-        return ClusterFacts(nodes)
+        """Every node, listed in pages, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
+        return await self._nodes.discover()
 
-    async def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
+    def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
         """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
-        if not self._nodes_rv:
-            for facts in (await self.discover()).nodes:
-                yield "ADDED", facts
-        reconnects = Reconnects()
-        while True:
-            try:
-                async with contextlib.aclosing(self.gateway.watch_nodes(self._nodes_rv)) as events:
-                    async for kind, obj in events:
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                        self._nodes_rv = rv or self._nodes_rv
-                        if kind not in ("ADDED", "MODIFIED", "DELETED"):
-                            continue
-                        facts = node_facts(obj)
-                        if kind == "DELETED":
-                            self._known.pop(facts.name, None)
-                        else:
-                            self._known[facts.name] = facts
-                        reconnects.progressed()
-                        yield kind, facts
-            except Gone:
-                before = dict(self._known)
-                for facts in (await self.discover()).nodes:
-                    old = before.pop(facts.name, None)
-                    if old is None:
-                        yield "ADDED", facts
-                    elif old != facts:
-                        yield "MODIFIED", facts
-                for gone in before.values():
-                    yield "DELETED", gone
-            except ClusterError as exc:
-                await reconnects.failed(exc)
+        return self._nodes.watch()
+
+    @property
+    def _nodes_rv(self) -> str:
+        """The resourceVersion a node watch starts from (the last list's, or the last event's)."""
+        return self._nodes.resource_version
 
     def registry_options(self, hosts: Iterable[str], mirrors: Mapping[str, str] | None = None) -> dict[str, Any]:
         """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster pulls them.
@@ -262,18 +232,8 @@ class Cluster:
         its API server, so its CA (the kubeconfig's) is trusted for it, and an unverified connection
         (``insecure-skip-tls-verify``) stays unverified there too.
         """
-        options = mirror_options({**self.demo_mirrors, **(mirrors or {})}, hosts)
-        if not self.info.demo or not options:
-            return options
-        configuration = self.gateway.configuration
-        api_endpoint = self.gateway.server.split("://", 1)[-1].rstrip("/")
-        if not getattr(configuration, "verify_ssl", True):
-            options["insecure_registries"] = sorted({*options["insecure_registries"], api_endpoint})
-        ca_path = getattr(configuration, "ssl_ca_cert", None)
-        if ca_path:
-            with contextlib.suppress(OSError):  # the client library's copy of the kubeconfig's CA data
-                options["ca_data"] = Path(str(ca_path)).read_text(encoding="ascii")
-        return options
+        demo = self.demo_mirrors if self.info.demo else None
+        return cluster_registry_options(self.gateway, demo, hosts, mirrors)
 
     def open_registry(
         self,
@@ -310,26 +270,8 @@ class Cluster:
     ) -> ApplyResult:
         """Back up, then server-side apply; pre-installed mode first needs nvidia-smi to pass on every GPU host."""
         if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
-            await self._require_host_drivers(prepared)
+            await proving.require_host_drivers(self, prepared)
         return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
-
-    async def _require_host_drivers(self, prepared: ApplyPlan) -> None:
-        facts = await self.discover()
-        gpu = [n for n in facts.gpu_nodes if n.name not in self.host_verified]
-        if gpu:
-            if prepared.plan is None:
-                raise ClusterError(
-                    "pre-installed mode: cannot tell which release to probe with",
-                    "pass --allow-unverified-preinstalled",
-                )
-            await self._probe_hosts(prepared.plan, gpu)
-        missing = sorted(n.name for n in facts.gpu_nodes if n.name not in self.host_verified)
-        if missing:
-            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-            raise ClusterError(
-                f"nothing applied: pre-installed mode needs a working host driver, but nvidia-smi did not pass on {shown}",
-                "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
-            )
 
     async def host_drivers(self) -> dict[str, str]:
         """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
@@ -338,38 +280,11 @@ class Cluster:
         :func:`wizard.cluster.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
         when the user asks, since it creates privileged pods.
         """
-        gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
-        if not gpu:
-            return {}
-        preflight = self._preflight or await self.preflight()
-        plan = Plan.model_validate(
-            {
-                "mode": "preinstalled",
-                "operator": {
-                    "version": known_release(preflight.operator_release),
-                    "namespace": preflight.operator_namespace,
-                },
-            }
-        )
-        return await self._probe_hosts(plan, gpu)
-
-    async def _probe_hosts(self, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
-        """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
-        found = {n.name: "" for n in nodes}
-        ctx = await self._verify_context(plan, None, registry=None, timeout=30.0)
-        try:
-            pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
-            async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, 16, pages)) as probes:
-                async for item in probes:
-                    if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
-                        found[item.node] = str((item.data or {}).get("driver_version") or "")
-        finally:
-            self.host_verified |= ctx.host_ok
-        return found
+        return await proving.host_drivers(self)
 
     async def rollback(self, backup: Backup | str | Path) -> list[str]:
         """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
-        return await applying.rollback(self.gateway, backup)
+        return await restoring.rollback(self.gateway, backup)
 
     async def rollout(
         self,
@@ -404,7 +319,7 @@ class Cluster:
             async for status in statuses:
                 yield status
 
-    async def check_paths(
+    def check_paths(
         self,
         plan: Plan,
         *,
@@ -419,19 +334,16 @@ class Cluster:
         node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.pathcheck`);
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
-        facts = await self.discover()
-        targets, paths = pathcheck.prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
-        namespace = await self.namespace(plan) if targets else ""
-        policy = active_policy(await self.gateway.list_custom(*POLICY)) if targets else None
-        image = self.probe_image or manager_image(policy, plan.operator.bundle)
-        checks = pathcheck.run(
-            self.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+        return proving.check_paths(
+            self,
+            plan,
+            toolkit_install_dir=toolkit_install_dir,
+            nodes=nodes,
+            concurrency=concurrency,
+            timeout=timeout,
         )
-        async with contextlib.aclosing(checks):
-            async for check in checks:
-                yield check
 
-    async def host_states(
+    def host_states(
         self,
         target: Plan | DoctorTarget,
         nodes: list[str] | None = None,
@@ -448,38 +360,7 @@ class Cluster:
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
         """
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        facts = await self.discover()
-        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
-        if nodes:
-            known = {n.name for n in gpu}
-            missing = [name for name in nodes if name not in known]
-            if missing:
-                raise ClusterError(
-                    f"no GPU node named {printable(missing[0])!r} in the cluster",
-                    "gpu-wizard discover lists the GPU nodes",
-                )
-            gpu = [n for n in gpu if n.name in set(nodes)]
-        if not gpu:
-            return
-        namespace = (self._preflight or await self.preflight()).operator_namespace or doctor.namespace
-        policy = active_policy(await self.gateway.list_custom(*POLICY))
-        image = self.probe_image or manager_image(policy, doctor.bundle)
-        paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
-        states = hostcheck.host_states(
-            self.gateway,
-            gpu,
-            doctor,
-            namespace=namespace,
-            image=image,
-            timeout=timeout,
-            concurrency=concurrency,
-            paths=paths,
-        )
-        async with contextlib.aclosing(states):
-            async for state in states:
-                if isinstance(state, HostState) and state.host_driver and not state.error:
-                    self.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
-                yield state
+        return proving.host_states(self, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout)
 
     async def host_doctor(
         self,
@@ -511,7 +392,7 @@ class Cluster:
 
     # -- proving ---------------------------------------------------------------------------------
 
-    async def verify(
+    def verify(
         self,
         plan: Plan,
         rendered: Rendered | None = None,
@@ -525,32 +406,15 @@ class Cluster:
 
         Without ``registry`` the digest checks are SKIPPED with ``no_registry`` as the reason.
         """
-        policy = active_policy(await self.gateway.list_custom(*POLICY))
-        drivers = await self.gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
-        for check in verifying.policy_checks(plan, policy, drivers):
-            yield check
-        facts = await self.discover()
-        gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
-        if not gpu:
-            yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
-            return
-        # CPU-bound for thousands of nodes (render alone ~0.5 s at 5,000): in a thread, so the loop stays live
-        rendered = rendered or await asyncio.to_thread(render, plan, facts)
-        choices = await asyncio.to_thread(operator_choices, plan, facts)
-        ctx = await self._verify_context(
-            plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
+        return proving.verify(
+            self,
+            plan,
+            rendered,
+            registry=registry,
+            no_registry=no_registry,
+            concurrency=concurrency,
+            timeout=timeout,
         )
-        ctx.own_tags = {n.name: n.tag_os(plan.operator.version) for n in gpu}
-        if registry is None:
-            ctx.no_registry = no_registry or "no registry client was given"
-        try:
-            pages = verifying.driver_pod_pages(self.gateway, ctx.namespace)
-            async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, concurrency, pages)) as items:
-                async for item in items:
-                    yield item
-        finally:
-            self.host_verified |= ctx.host_ok
-        yield verifying.summary(ctx, len(gpu))
 
     async def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
         """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
@@ -586,34 +450,7 @@ class Cluster:
                 yield item
 
     async def _verify_context(
-        self,
-        plan: Plan,
-        rendered: Rendered | None,
-        *,
-        registry: RegistryClient | None,
-        timeout: float,
-        policy: dict[str, Any] | None = None,
-        choices: dict[str, dict[str, str]] | None = None,
-    ) -> verifying.VerifyContext:
-        """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
-        namespace = await self.namespace(plan)
-        policy = policy or active_policy(await self.gateway.list_custom(*POLICY))
-        expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
-        possible = {i for i in expected.values() if i} | {i for c in (choices or {}).values() for i in c.values()}
-        digests = await registry.check_many(sorted(possible)) if registry else {}
-        toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
-        return verifying.VerifyContext(
-            gateway=self.gateway,
-            plan=plan,
-            namespace=namespace,
-            expected=expected,
-            choices=choices or {},
-            pods={},
-            digests=digests,
-            no_registry="",
-            toolkit_dir=toolkit_dir,
-            driver_dir=driver_dir,
-            drop_in=drop_in,
-            probe_image=self.probe_image or manager_image(policy, plan.operator.bundle),
-            timeout=timeout,
-        )
+        self, plan: Plan, rendered: Rendered | None, *, registry: RegistryClient | None, timeout: float
+    ) -> VerifyContext:
+        """Everything the node checks share (:func:`wizard.cluster.proving.verify_context`)."""
+        return await proving.verify_context(self, plan, rendered, registry=registry, timeout=timeout)

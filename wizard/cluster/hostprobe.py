@@ -29,6 +29,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.cluster import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.preflight import active_policy
@@ -41,7 +42,7 @@ from wizard.cluster.probeset import (
     policy_tolerations,
     read_message,
 )
-from wizard.cluster.slices import Slices, gc_frozen
+from wizard.cluster.slices import Slices
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.results import Check, Status
 
@@ -428,7 +429,7 @@ async def run_on_hosts(
         )
     else:
         runs = _daemonset_run(gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout)
-    with gc_frozen():  # thousands of results must not make the collector rescan the whole heap
+    with collector.frozen():  # thousands of results must not make the collector rescan the whole heap
         async with contextlib.aclosing(runs):
             async for item in runs:
                 yield item

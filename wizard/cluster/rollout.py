@@ -20,25 +20,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
+from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_entries
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
 from wizard.engine.upgradestates import duration_text, stuck_nodes
-from wizard.retry import Reconnects
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
 FALSE_READY_REASONS = frozenset({"NoGPUNodes", "NFDLabelsMissing"})
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
-PROBE_PREFIX = "gpu-wizard-probe-"
-YIELD_EVERY = 100
-"""Watch events (and listed objects) handled before a cache yields to the event loop."""
+SNAPSHOT_GAP = 0.25
+"""Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
 
 Phase = Literal["waiting", "progressing", "ready", "failed"]
 
@@ -71,18 +70,6 @@ class DaemonSetStatus:
 
 
 @dataclass(frozen=True)
-class PodStatus:
-    """One operand container that is waiting (image pull, crash loop…)."""
-
-    name: str
-    node: str
-    phase: str
-    reason: str = ""
-    message: str = ""
-    container: str = ""
-
-
-@dataclass(frozen=True)
 class RolloutStatus:
     """One snapshot of the rollout."""
 
@@ -109,177 +96,6 @@ def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
     """The ``Ready`` condition of a ClusterPolicy or NVIDIADriver ({} when absent)."""
     conditions = ((obj or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conditions if c.get("type") == "Ready"), {})
-
-
-def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
-    """The containers of one pod that wait for a reason worth showing (not the normal start-up)."""
-    meta, status = pod["metadata"], pod.get("status") or {}
-    if str(meta.get("name") or "").startswith(PROBE_PREFIX):
-        return []
-    node, phase = str((pod.get("spec") or {}).get("nodeName") or ""), str(status.get("phase") or "")
-    out = []
-    for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
-        waiting = (cs.get("state") or {}).get("waiting") or {}
-        reason = str(waiting.get("reason") or "")
-        if reason and reason not in ("PodInitializing", "ContainerCreating"):
-            out.append(
-                PodStatus(
-                    meta["name"], node, phase, reason, str(waiting.get("message") or ""), str(cs.get("name") or "")
-                )
-            )
-    return out
-
-
-def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
-    waiting = (cs.get("state") or {}).get("waiting")
-    slim: dict[str, Any] = {"name": cs.get("name")}
-    if waiting:
-        slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
-    return slim
-
-
-def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons."""
-    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
-    slim_status: dict[str, Any] = {"phase": status.get("phase")}
-    for key in ("initContainerStatuses", "containerStatuses"):
-        if status.get(key):
-            slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
-    return {
-        "metadata": {"name": meta.get("name")},
-        "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
-        "status": slim_status,
-    }
-
-
-def slim_node(node: dict[str, Any]) -> dict[str, Any]:
-    """What the follower reads of a node: its name and its driver upgrade state label."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    slim_labels = {LABEL_UPGRADE_STATE: labels[LABEL_UPGRADE_STATE]} if LABEL_UPGRADE_STATE in labels else {}
-    return {"metadata": {"name": meta.get("name"), "labels": slim_labels}}
-
-
-def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object without ``metadata.managedFields`` (kinds with a handful of objects keep the rest)."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict) and "managedFields" in meta:
-        meta.pop("managedFields")
-    return obj
-
-
-def _waiting_entries(pod: dict[str, Any]) -> tuple[PodStatus, ...]:
-    return tuple(waiting_pods(pod))
-
-
-class Cache:
-    """Objects of one kind kept current by one paged list and then a watch (listed again on 410).
-
-    Each object is cut to ``slim(object)`` as it enters, so 5,000 nodes' pods and nodes cost what the
-    follower reads of them, not whole objects with their managedFields. ``changed`` is set on every
-    event so a follower wakes up only when something happened.
-    """
-
-    def __init__(
-        self,
-        gateway: Gateway,
-        resource: str | tuple[str, str, str],
-        changed: asyncio.Event,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        slim: Callable[[dict[str, Any]], dict[str, Any]] = without_managed_fields,
-        index: Callable[[dict[str, Any]], tuple[Any, ...]] | None = None,
-    ) -> None:
-        self.gateway = gateway
-        self.slim = slim
-        self.index = index
-        self.indexed: dict[str, tuple[Any, ...]] = {}
-        """Name -> ``index(object)`` for the objects where it is not empty, kept as objects come and go (so a
-        snapshot reads the few pods that wait instead of scanning every pod of 5,000 nodes)."""
-        self.resource = resource
-        self.namespace = namespace
-        self.label_selector = label_selector
-        self.changed = changed
-        self.objects: dict[str, dict[str, Any]] = {}
-        self.listed = asyncio.Event()
-        self.lists = 0
-        """How many times the kind was listed (1 unless watches expired)."""
-
-    def items(self) -> list[dict[str, Any]]:
-        return [self.objects[name] for name in sorted(self.objects)]
-
-    def indexed_items(self) -> list[Any]:
-        """The ``index`` entries of every object, in name order."""
-        return [entry for name in sorted(self.indexed) for entry in self.indexed[name]]
-
-    def _put(self, name: str, obj: dict[str, Any], objects: dict[str, Any], indexed: dict[str, Any]) -> None:
-        objects[name] = obj
-        entries = self.index(obj) if self.index is not None else ()
-        if entries:
-            indexed[name] = entries
-        else:
-            indexed.pop(name, None)
-
-    def _drop(self, name: str) -> None:
-        self.objects.pop(name, None)
-        self.indexed.pop(name, None)
-
-    async def _list(self) -> str:
-        # built aside and swapped in whole: a snapshot between two pages must not see half a list
-        objects: dict[str, dict[str, Any]] = {}
-        indexed: dict[str, tuple[Any, ...]] = {}
-        rv, cont = "", None
-        while True:
-            page = await self.gateway.list_page(
-                self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=500, cont=cont
-            )
-            for count, item in enumerate(page.pop("items", None) or [], 1):
-                self._put(str(item["metadata"]["name"]), self.slim(item), objects, indexed)
-                if count % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
-            meta = page.get("metadata") or {}
-            rv = str(meta.get("resourceVersion") or rv)
-            cont = meta.get("continue") or None
-            if not cont:
-                break
-        self.objects, self.indexed = objects, indexed
-        self.lists += 1
-        self.listed.set()
-        self.changed.set()
-        return rv
-
-    async def run(self) -> None:
-        """List, then follow the watch; list again when it expires. Runs until cancelled."""
-        reconnects = Reconnects()
-        handled = 0
-        while True:
-            try:
-                rv = await self._list()
-                while True:
-                    events = self.gateway.watch_resource(
-                        self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
-                    )
-                    async with contextlib.aclosing(events) as stream:
-                        async for kind, obj in stream:
-                            meta = obj.get("metadata") or {}
-                            rv = str(meta.get("resourceVersion") or rv)
-                            if kind == "DELETED":
-                                self._drop(str(meta.get("name")))
-                            elif kind in ("ADDED", "MODIFIED"):
-                                self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
-                            else:
-                                continue  # BOOKMARK: only the resourceVersion moves on
-                            self.changed.set()
-                            reconnects.progressed()
-                            handled += 1
-                            if handled % YIELD_EVERY == 0:
-                                # a burst of buffered events is read without a pause: let the loop breathe
-                                await asyncio.sleep(0)
-            except Gone:
-                continue
-            except ClusterError as exc:
-                await reconnects.failed(exc)
 
 
 @dataclass
@@ -476,7 +292,7 @@ async def follow(
         drivers=Cache(gateway, DRIVERS, changed) if plan.driver.useNvidiaDriverCRD else None,
         daemonsets=Cache(gateway, "daemonsets", changed, namespace=namespace),
         nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
-        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=_waiting_entries),
+        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
@@ -524,6 +340,9 @@ async def follow(
                 return
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), interval)
+            # Events come in bursts and a snapshot reads every node (~15 ms at 5,000): take one at most every
+            # SNAPSHOT_GAP, letting the caches take in the rest of the burst meanwhile.
+            await asyncio.sleep(max(0.0, now + min(SNAPSHOT_GAP, interval) - time.monotonic()))
     finally:
         for task in tasks:
             task.cancel()

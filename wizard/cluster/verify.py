@@ -34,13 +34,14 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, Sequence
 
+from wizard.cluster import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
 from wizard.cluster.probe import Leftover
 from wizard.cluster.rollout import DRIVER_SELECTOR
-from wizard.cluster.slices import Slices, gc_frozen, gc_paused
+from wizard.cluster.slices import Slices
 from wizard.cluster.verify_context import DriverPod, VerifyContext
 from wizard.cluster.verify_node import Emit, Item, NodeRun
 from wizard.engine.facts import NodeFacts
@@ -204,7 +205,7 @@ async def verify_nodes(
         await asyncio.gather(prober, return_exceptions=True)
         outbox.close()
 
-    with gc_frozen():  # the heap as it is (nodes' facts, a front end's state) is not rescanned meanwhile
+    with collector.frozen():  # the heap as it is (nodes' facts, a front end's state) is not rescanned meanwhile
         prober = asyncio.create_task(_probe_hosts(ctx, [n.name for n in nodes], concurrency, outbox.put))
         feeder = asyncio.create_task(feed())
         try:
@@ -223,9 +224,9 @@ async def verify_nodes(
 async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:
     """The driver pods, summarised, one API page at a time (terminating pods left out).
 
-    The pages are read with the garbage collector paused (:func:`~wizard.cluster.slices.gc_paused`): only the
+    The pages are read with the garbage collector paused (:func:`~wizard.cluster.collector.paused`): only the
     summaries outlive them."""
-    with gc_paused():
+    with collector.paused():
         pages = gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR, limit=POD_PAGE)
         async with contextlib.aclosing(pages):
             async for page, _ in pages:

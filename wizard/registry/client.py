@@ -19,9 +19,11 @@ import logging
 import re
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
@@ -122,11 +124,8 @@ class RegistryClient:
         self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
         # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
         self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
+        self._extra_cas = (ca_file, ca_data) if ca_file or ca_data else None
         self._ssl: ssl.SSLContext | bool = True
-        if ca_file or ca_data:
-            context = ssl.create_default_context()
-            context.load_verify_locations(cafile=ca_file, cadata=ca_data)
-            self._ssl = context
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._timeout_s = timeout
         self._concurrency = max(1, concurrency)
@@ -146,6 +145,8 @@ class RegistryClient:
             log.warning(warning)
 
     async def __aenter__(self) -> RegistryClient:
+        if self._extra_cas is not None:  # in a thread: the first build loads the system's CA store
+            self._ssl = await asyncio.to_thread(tls_context, *self._extra_cas)
         self._session = aiohttp.ClientSession(
             timeout=self._timeout,
             connector=aiohttp.TCPConnector(limit=self._concurrency),
@@ -392,6 +393,25 @@ class RegistryClient:
         if resp.status == 429:
             return f"registry error: {host} keeps answering 429 Too Many Requests; try again later"
         return f"registry error: {host} answered HTTP {resp.status} for {repo}{suffix}"
+
+
+_TLS_CONTEXTS: dict[tuple[str, int, str], ssl.SSLContext] = {}
+_TLS_LOCK = threading.Lock()
+
+
+def tls_context(ca_file: str | None, ca_data: str | None) -> ssl.SSLContext:
+    """A TLS context trusting the system's CAs and these, built once per process for the same CAs (a CA file
+    by its path and modification time): each build loads the system's CA store, 40-200 ms of CPU, and a
+    front end opens a client for every image check. Contexts are safe to share between connections."""
+    stamp = Path(ca_file).stat().st_mtime_ns if ca_file else 0
+    key = (ca_file or "", stamp, ca_data or "")
+    with _TLS_LOCK:
+        context = _TLS_CONTEXTS.get(key)
+        if context is None:
+            context = ssl.create_default_context()
+            context.load_verify_locations(cafile=ca_file, cadata=ca_data)
+            _TLS_CONTEXTS[key] = context
+        return context
 
 
 def _os_reason(error: OSError) -> str:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from wizard.cluster import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 
@@ -41,25 +41,22 @@ class Reads(GatewayBase):
         The cyclic garbage collector is paused while the pages are read: decoding 5,000 nodes allocates
         about a million containers, and each allocation burst made the collector scan the growing heap
         again for cycles that JSON cannot contain (a third of discovery's CPU time). Memory is still freed
-        by reference counting; the collector runs again when the generator ends.
+        by reference counting; the collector runs again when the generator ends (:func:`wizard.cluster.collector.paused`).
         """
-        collecting = gc.isenabled()
-        gc.disable()
-        ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))
-        try:
-            while ahead is not None:
-                page = await ahead
-                cont = (page.get("metadata") or {}).get("continue") or None
-                ahead = asyncio.ensure_future(self.list_nodes_page(limit=limit, cont=cont)) if cont else None
-                await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
-                yield page
-        finally:
-            if collecting:
-                gc.enable()
-            if ahead is not None and not ahead.done():
-                ahead.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                    await ahead
+        with collector.paused():
+            ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))
+            try:
+                while ahead is not None:
+                    page = await ahead
+                    cont = (page.get("metadata") or {}).get("continue") or None
+                    ahead = asyncio.ensure_future(self.list_nodes_page(limit=limit, cont=cont)) if cont else None
+                    await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
+                    yield page
+            finally:
+                if ahead is not None and not ahead.done():
+                    ahead.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                        await ahead
 
     async def list_page(
         self,

@@ -1,0 +1,191 @@
+"""The engine keeps the event loop (the TUI's) live: big lists are handled in slices that yield, and
+TLS contexts, each loading the system's CA store, are not built again and again on the loop.
+
+Not timings: what must yield does, what must be built once is, what must run in a thread does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import certifi
+import pytest
+
+from tests.cluster_util import connected, upstream_plan
+from tests.fixtures_demo import ClusterFactory
+from tests.test_render_golden import node
+from wizard.cluster import apply as applying
+from wizard.cluster import collector
+from wizard.cluster.discovery import FACTS_PER_SLICE, facts_in_slices
+from wizard.cluster.rollout_cache import LIST_PAGE, YIELD_EVERY, Cache, slim_node
+from wizard.demo.scenarios.scenario import load_scenario
+from wizard.registry.client import RegistryClient
+
+
+class Ticks:
+    """Counts how often a task of its own got the loop while ``work`` ran: 0 means ``work`` never yielded."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(0)
+            self.count += 1
+
+    async def around(self, work: Any) -> Any:
+        ticker = asyncio.create_task(self._tick())
+        await asyncio.sleep(0)  # the ticker starts
+        before = self.count
+        try:
+            return await work
+        finally:
+            ticker.cancel()
+            self.count -= before
+
+
+@contextlib.contextmanager
+def counted_tls_contexts() -> Iterator[list[str]]:
+    """The names of the threads that built a default TLS context (``ssl.create_default_context``) meanwhile."""
+    built: list[str] = []
+    original: Callable[..., ssl.SSLContext] = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    ssl.create_default_context = counting  # type: ignore[assignment]
+    try:
+        yield built
+    finally:
+        ssl.create_default_context = original
+
+
+async def test_discovery_builds_the_facts_of_a_page_in_slices_that_yield() -> None:
+    items = [node(f"gpu-{i:03d}") for i in range(FACTS_PER_SLICE * 3 + 1)]
+    ticks = Ticks()
+    facts = await ticks.around(facts_in_slices(items))
+    assert [f.name for f in facts] == [f"gpu-{i:03d}" for i in range(len(items))]
+    assert ticks.count >= 3  # the loop ran something else between the 4 slices
+
+
+def test_bulk_reads_pause_the_collector_until_the_last_ends_then_freeze_what_they_keep() -> None:
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        frozen = gc.get_freeze_count()
+        first, second = collector.bulk(), collector.bulk()
+        first.__enter__()
+        assert not gc.isenabled()
+        second.__enter__()
+        kept = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]
+        first.__exit__(None, None, None)
+        assert not gc.isenabled()  # the other read still decodes
+        second.__exit__(None, None, None)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= frozen + len(kept)  # later collections do not walk what was kept
+        replaced = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]  # what a watch brings later
+        collector.keep()
+        assert gc.get_freeze_count() >= frozen + len(kept) + len(replaced)
+    finally:
+        gc.unfreeze()
+        if not enabled:
+            gc.disable()
+
+
+def test_a_long_run_freezes_the_heap_it_starts_with_and_what_it_made_and_never_unfreezes() -> None:
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        before = gc.get_freeze_count()
+        with collector.frozen():
+            started = gc.get_freeze_count()
+            assert started >= before  # the nodes' facts and a front end's widgets are not rescanned meanwhile
+            results = [[f"gpu-{i}"] for i in range(1000)]  # lists: always tracked by the collector
+            with collector.frozen():  # verification runs the host probe inside: overlapping runs nest
+                pass
+        # (a few objects frozen at the start may have been freed since: a margin, not an exact count)
+        assert gc.get_freeze_count() >= started + len(results) - 100  # an unfreeze would hand the heap back
+        with collector.paused():
+            with collector.paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the outer pause still holds
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()
+        if not enabled:
+            gc.disable()
+
+
+async def test_a_rollout_cache_lists_in_slices_that_yield(demo_cluster: ClusterFactory) -> None:
+    large = load_scenario("large")
+    for spec in large.nodes:
+        spec.count = min(spec.count, 50)  # 203 nodes: pages of LIST_PAGE, slices of YIELD_EVERY
+    demo = demo_cluster(large)
+    async with connected(demo) as cluster:
+        cache = Cache(cluster.gateway, "nodes", asyncio.Event(), slim=slim_node)
+        ticks = Ticks()
+        await ticks.around(cache._list())
+    assert len(cache.objects) == 203
+    assert ticks.count >= 203 // min(YIELD_EVERY, LIST_PAGE)
+
+
+async def test_watches_build_no_tls_context(demo_cluster: ClusterFactory) -> None:
+    # The client library's Watch built an ApiClient, and with it a TLS context loading the CA store, per watch.
+    demo = demo_cluster("ubuntu-upstream")
+    async with connected(demo) as cluster:
+        first = await cluster.gateway.list_page("nodes", limit=1)
+        rv = str(first["metadata"]["resourceVersion"])
+        with counted_tls_contexts() as built:
+            for _ in range(2):
+                events = cluster.gateway.watch_resource("nodes", rv, timeout_seconds=1)
+                async with contextlib.aclosing(events) as stream:
+                    async for _event in stream:
+                        pass
+    assert built == []
+
+
+async def test_registry_clients_share_one_tls_context_per_ca_built_off_the_loop() -> None:
+    ca = certifi.where()
+    with counted_tls_contexts() as built:
+        clients = [RegistryClient(ca_file=ca, credentials={}) for _ in range(3)]
+        for client in clients:
+            async with client:
+                pass
+    assert len({id(c._ssl) for c in clients}) == 1
+    assert isinstance(clients[0]._ssl, ssl.SSLContext)
+    assert len(built) <= 1  # another test of this process may have built it already
+    assert threading.main_thread().name not in built
+
+
+async def test_prepare_and_apply_do_their_cpu_work_in_threads(
+    demo_cluster: ClusterFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads: dict[str, set[str]] = {}
+
+    def recorded(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            threads.setdefault(name, set()).add(threading.current_thread().name)
+            return fn(*args, **kwargs)
+
+        return run
+
+    for name in ("local_errors", "unified_diff", "write_backup"):
+        monkeypatch.setattr(applying, name, recorded(name, getattr(applying, name)))
+    demo = demo_cluster("ubuntu-upstream")
+    async with connected(demo) as cluster:
+        from wizard.engine.render import render
+
+        plan = upstream_plan()
+        prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+        assert (await cluster.apply(prepared, backup_dir=tmp_path)).ok
+    assert set(threads) == {"local_errors", "unified_diff", "write_backup"}
+    main = threading.main_thread().name
+    assert all(main not in names for names in threads.values()), threads

@@ -1,0 +1,243 @@
+"""What the facade runs on the GPU nodes themselves: the host checks before apply, the pre-installed
+driver gate, and the verification after it.
+
+:class:`wizard.cluster.facade.Cluster` keeps the front ends' methods (and their documentation) and
+calls here; everything here reads the cluster through the few members of :class:`Connected`. Every
+check on a node's host goes through :func:`wizard.cluster.hostprobe.run_on_hosts` (by way of
+:mod:`wizard.cluster.pathcheck`, :mod:`wizard.cluster.hostcheck` and :mod:`wizard.cluster.verify`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from wizard.cluster import hostcheck, pathcheck
+from wizard.cluster import verify as verifying
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.liveplan import known_release
+from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
+from wizard.cluster.probe import manager_image
+from wizard.engine.hostdoctor import DoctorTarget, HostState
+from wizard.engine.mirror import operator_choices
+from wizard.engine.plan import Plan
+from wizard.engine.render import Rendered, render
+from wizard.engine.results import Check, LogLine, Status
+from wizard.engine.textsafe import printable
+
+if TYPE_CHECKING:
+    from wizard.cluster.apply import ApplyPlan
+    from wizard.cluster.gateway import Gateway
+    from wizard.cluster.preflight import Preflight
+    from wizard.engine.facts import ClusterFacts, NodeFacts
+    from wizard.registry.client import RegistryClient
+
+
+class Connected(Protocol):
+    """What these checks read of the connected cluster (``wizard.cluster.facade.Cluster``)."""
+
+    gateway: Gateway
+    host_verified: set[str]
+    probe_image: str
+
+    async def discover(self) -> ClusterFacts: ...
+
+    async def namespace(self, plan: Plan | None = None) -> str: ...
+
+    async def known_preflight(self) -> Preflight: ...
+
+
+async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
+    """Pre-installed mode: probe the GPU hosts not yet verified; ClusterError naming those whose nvidia-smi failed."""
+    facts = await cluster.discover()
+    gpu = [n for n in facts.gpu_nodes if n.name not in cluster.host_verified]
+    if gpu:
+        if prepared.plan is None:
+            raise ClusterError(
+                "pre-installed mode: cannot tell which release to probe with",
+                "pass --allow-unverified-preinstalled",
+            )
+        await probe_hosts(cluster, prepared.plan, gpu)
+    missing = sorted(n.name for n in facts.gpu_nodes if n.name not in cluster.host_verified)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise ClusterError(
+            f"nothing applied: pre-installed mode needs a working host driver, but nvidia-smi did not pass on {shown}",
+            "fix the host driver (gpu-wizard verify shows the output), or pass --allow-unverified-preinstalled",
+        )
+
+
+async def host_drivers(cluster: Connected) -> dict[str, str]:
+    """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers)."""
+    gpu = sorted((await cluster.discover()).gpu_nodes, key=lambda n: n.name)
+    if not gpu:
+        return {}
+    preflight = await cluster.known_preflight()
+    plan = Plan.model_validate(
+        {
+            "mode": "preinstalled",
+            "operator": {
+                "version": known_release(preflight.operator_release),
+                "namespace": preflight.operator_namespace,
+            },
+        }
+    )
+    return await probe_hosts(cluster, plan, gpu)
+
+
+async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
+    """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
+    found = {n.name: "" for n in nodes}
+    ctx = await verify_context(cluster, plan, None, registry=None, timeout=30.0)
+    try:
+        pages = verifying.driver_pod_pages(cluster.gateway, ctx.namespace)
+        async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, 16, pages)) as probes:
+            async for item in probes:
+                if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
+                    found[item.node] = str((item.data or {}).get("driver_version") or "")
+    finally:
+        cluster.host_verified |= ctx.host_ok
+    return found
+
+
+async def check_paths(
+    cluster: Connected,
+    plan: Plan,
+    *,
+    toolkit_install_dir: str | None,
+    nodes: list[str] | None,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check, None]:
+    """The path check of ``plan``'s host folders (see ``Cluster.check_paths``)."""
+    facts = await cluster.discover()
+    targets, paths = pathcheck.prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
+    namespace = await cluster.namespace(plan) if targets else ""
+    policy = active_policy(await cluster.gateway.list_custom(*POLICY)) if targets else None
+    image = cluster.probe_image or manager_image(policy, plan.operator.bundle)
+    checks = pathcheck.run(
+        cluster.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+    )
+    async with contextlib.aclosing(checks):
+        async for check in checks:
+            yield check
+
+
+async def host_states(
+    cluster: Connected,
+    doctor: DoctorTarget,
+    nodes: list[str] | None,
+    *,
+    paths_of: Plan | None,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[HostState | Check, None]:
+    """Each GPU node's host state (see ``Cluster.host_states``); a node whose host nvidia-smi passed is remembered."""
+    facts = await cluster.discover()
+    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+    if nodes:
+        known = {n.name for n in gpu}
+        missing = [name for name in nodes if name not in known]
+        if missing:
+            raise ClusterError(
+                f"no GPU node named {printable(missing[0])!r} in the cluster",
+                "gpu-wizard discover lists the GPU nodes",
+            )
+        gpu = [n for n in gpu if n.name in set(nodes)]
+    if not gpu:
+        return
+    namespace = (await cluster.known_preflight()).operator_namespace or doctor.namespace
+    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
+    image = cluster.probe_image or manager_image(policy, doctor.bundle)
+    paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
+    states = hostcheck.host_states(
+        cluster.gateway,
+        gpu,
+        doctor,
+        namespace=namespace,
+        image=image,
+        timeout=timeout,
+        concurrency=concurrency,
+        paths=paths,
+    )
+    async with contextlib.aclosing(states):
+        async for state in states:
+            if isinstance(state, HostState) and state.host_driver and not state.error:
+                cluster.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
+            yield state
+
+
+async def verify(
+    cluster: Connected,
+    plan: Plan,
+    rendered: Rendered | None,
+    *,
+    registry: RegistryClient | None,
+    no_registry: str,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check | LogLine, None]:
+    """The whole verification (see ``Cluster.verify``)."""
+    gateway = cluster.gateway
+    policy = active_policy(await gateway.list_custom(*POLICY))
+    drivers = await gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
+    for check in verifying.policy_checks(plan, policy, drivers):
+        yield check
+    facts = await cluster.discover()
+    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+    if not gpu:
+        yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
+        return
+    # CPU-bound for thousands of nodes (render alone ~0.5 s at 5,000): in a thread, so the loop stays live
+    rendered = rendered or await asyncio.to_thread(render, plan, facts)
+    choices = await asyncio.to_thread(operator_choices, plan, facts)
+    ctx = await verify_context(
+        cluster, plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
+    )
+    ctx.own_tags = {n.name: n.tag_os(plan.operator.version) for n in gpu}
+    if registry is None:
+        ctx.no_registry = no_registry or "no registry client was given"
+    try:
+        pages = verifying.driver_pod_pages(gateway, ctx.namespace)
+        async with contextlib.aclosing(verifying.verify_nodes(ctx, gpu, concurrency, pages)) as items:
+            async for item in items:
+                yield item
+    finally:
+        cluster.host_verified |= ctx.host_ok
+    yield verifying.summary(ctx, len(gpu))
+
+
+async def verify_context(
+    cluster: Connected,
+    plan: Plan,
+    rendered: Rendered | None,
+    *,
+    registry: RegistryClient | None,
+    timeout: float,
+    policy: dict[str, Any] | None = None,
+    choices: dict[str, dict[str, str]] | None = None,
+) -> verifying.VerifyContext:
+    """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
+    namespace = await cluster.namespace(plan)
+    policy = policy or active_policy(await cluster.gateway.list_custom(*POLICY))
+    expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
+    possible = {i for i in expected.values() if i} | {i for c in (choices or {}).values() for i in c.values()}
+    digests = await registry.check_many(sorted(possible)) if registry else {}
+    toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
+    return verifying.VerifyContext(
+        gateway=cluster.gateway,
+        plan=plan,
+        namespace=namespace,
+        expected=expected,
+        choices=choices or {},
+        pods={},
+        digests=digests,
+        no_registry="",
+        toolkit_dir=toolkit_dir,
+        driver_dir=driver_dir,
+        drop_in=drop_in,
+        probe_image=cluster.probe_image or manager_image(policy, plan.operator.bundle),
+        timeout=timeout,
+    )

@@ -1,0 +1,68 @@
+"""Putting custom resources back to what a backup holds: the undo of an apply, and ``gpu-wizard rollback``.
+
+Each saved object is replaced at the live resourceVersion (re-read and tried again when the operator's
+status updates race the write, as kubectl retries on conflict) and read back to confirm; the objects the
+apply created are deleted. :mod:`wizard.cluster.apply` undoes a failed apply with :func:`restore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup
+from wizard.cluster.errors import ApiError, ClusterError
+from wizard.cluster.gateway import Gateway
+
+CONFLICT_ATTEMPTS = 5
+"""Tries to restore one object when the operator keeps updating it between our read and our write."""
+
+
+async def read_object(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
+    """The live object (None: absent)."""
+    return await gateway.get_custom(*ref.api, ref.name)
+
+
+async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
+    """Put one saved object back; a write raced by the operator (its status updates) is re-read and retried."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        now = await read_object(gateway, ref)
+        body = clean(saved)
+        if now is None:
+            await gateway.create_custom(*ref.api, body)
+            return f"re-created {ref.key}"
+        if clean(now) == body:
+            return f"{ref.key} already matches the backup"
+        body["metadata"]["resourceVersion"] = now["metadata"]["resourceVersion"]
+        try:
+            await gateway.replace_custom(*ref.api, ref.name, body)
+        except ApiError as exc:
+            if exc.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+            continue  # modified between our read and our write: read again, like kubectl's retry on conflict
+        return f"restored {ref.key}"
+    raise AssertionError("unreachable")
+
+
+async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
+    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
+    lines: list[str] = []
+    for saved in backup.objects:
+        ref = ObjectRef.of(saved)
+        if only is not None and ref.key not in only:
+            continue
+        lines.append(await _restore_one(gateway, ref, saved))
+        if clean(await read_object(gateway, ref) or {}) != clean(saved):
+            raise ClusterError(f"rollback: {ref.key} still differs from the backup after restoring it")
+    for ref in backup.created:
+        if only is not None and ref.key not in only:
+            continue
+        gone = await gateway.delete_custom(*ref.api, ref.name)
+        lines.append(f"deleted {ref.key} (created by the apply)" if gone else f"{ref.key} already absent")
+    return lines
+
+
+async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
+    """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
+    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))
