@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Log
+from textual.widgets import Log
 
 from screens.app import WizardApp
 from screens.steps.verify import LOG_LINES, VerifyStep
 from screens.widgets.pathresults import PathResults
+from screens.widgets.rowtable import RowTable
 from tests.snapshots.plugin import wait_for
 from wizard.engine.results import Check, Status
 
@@ -89,7 +90,7 @@ async def test_verify_draws_a_burst_of_results_in_batches_and_keeps_a_bounded_lo
             screen._queue(check)
         await pilot.pause(0.3)
         assert screen.flushes <= 2
-        table = screen.query_one(DataTable)
+        table = screen.query_one(RowTable)
         assert table.row_count == len(checks) // 3
         assert str(table.get_row("gpu-0001")[3]) == "✓ 580.126.20" and str(table.get_row("gpu-0001")[4]) == "✓ 1 checks"
         assert screen.query_one(Log).line_count <= LOG_LINES
