@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
+from screens.heap import frozen_heap, refreeze
 from screens.steps.base import StepScreen
 from screens.widgets.rowtable import RowTable
 from wizard.engine.textsafe import printable
@@ -90,6 +91,7 @@ class NodesStep(StepScreen):
 
     DEFAULT_CSS = """
     #groups { height: auto; max-height: 6; }
+    #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
     #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -132,6 +134,10 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="nodes", exit_on_error=False)
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
+        with frozen_heap():  # 5,000 nodes' pages decoded: collections skip what existed before
+            await self._discover(refresh)
+
+    async def _discover(self, refresh: bool) -> None:
         state = self.state
         cluster = state.connected()
         if refresh:
@@ -188,6 +194,7 @@ class NodesStep(StepScreen):
         groups_view.update(summary)
         table.clear()
         table.add_rows(rows)
+        refreeze()  # the nodes' facts and rows stay: collections skip them while the watch runs
         self._filling = None
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile

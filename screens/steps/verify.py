@@ -23,6 +23,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import Button, Label, Log, Static
 
+from screens.heap import frozen_heap, refreeze
 from screens.steps.base import StepScreen
 from screens.widgets.diagnosis import DiagnosisPanel
 from screens.widgets.rowtable import RowTable
@@ -137,14 +138,15 @@ class VerifyStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 no_registry = "" if registry is not None else "this demo cluster simulates no registry to ask"
                 stream = state.connected().verify(plan, state.rendered, registry=registry, no_registry=no_registry)
-                async for item in stream:
-                    if isinstance(item, Check):
-                        if item.check == "probe-pod":  # a privileged pod left on a node: say it where it is seen
-                            self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
-                        state.checks.append(item)
-                        self._queue(item)
-                    else:
-                        state.log_lines.append(item)
+                with frozen_heap():  # 30,000 checks and 250,000 lines: collections skip what existed before
+                    async for item in stream:
+                        if isinstance(item, Check):
+                            if item.check == "probe-pod":  # a privileged pod left on a node: say it where seen
+                                self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
+                            state.checks.append(item)
+                            self._queue(item)
+                        else:
+                            state.log_lines.append(item)
         finally:
             self._verifying = False
             if self.is_attached:  # not when the step was left (the worker is cancelled with the screen)
@@ -218,6 +220,7 @@ class VerifyStep(StepScreen):
         if not pending:
             return
         self.flushes += 1
+        refreeze()
         table = self.query_one(RowTable)
         touched: dict[str, None] = {}
         for check in pending:

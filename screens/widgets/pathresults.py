@@ -24,6 +24,7 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Static
 
+from screens.heap import refreeze
 from screens.widgets.rowtable import RowTable
 from wizard.engine.textsafe import printable
 
@@ -130,6 +131,7 @@ class PathResults(Vertical):
         if not pending and self.flushes:
             return
         self.flushes += 1
+        refreeze()
         table = self.table
         new: dict[str, dict[str, Any]] = {}
         changed: list[Any] = []
