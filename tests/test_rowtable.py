@@ -93,3 +93,13 @@ async def test_cells_by_key_widths_and_sorting() -> None:
         assert table.get_row_index("b") == 1 and "a" in table.rows
         table.clear()
         assert table.row_count == 0 and table.cursor_key is None and table.columns[0].width == len("Node")
+
+
+async def test_a_control_character_in_a_cell_never_reaches_the_terminal() -> None:
+    app = Holder()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(RowTable)
+        table.add_row("n[red]\x1b]0;x", "\x1b[2J\r", key="hostile")
+        await pilot.pause()
+        line = "".join(segment.text for segment in table.render_line(1))
+        assert "\x1b" not in line and "\r" not in line and "[red]" in line  # shown as text, never markup

@@ -8,8 +8,8 @@ a fixed width, or one that grows to the widest cell seen (each cell measured onc
 
 What the steps use of ``DataTable`` is kept: a header that stays put, zebra stripes, a row cursor
 (↑ ↓ PgUp PgDn Home End, Enter or a click selects: :class:`RowTable.RowSelected`), rows and cells by
-key, sorting by a column. Cell text must be printable already (the callers pass it through
-``wizard.engine.textsafe``); it is never read as markup.
+key, sorting by a column. Cell text is never read as markup, and a cell with a control character
+goes through ``wizard.engine.textsafe`` when it is drawn (only the lines on screen pay for it).
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from wizard.engine.textsafe import printable
 
 #: A cell as stored: its text and a Rich style string ("" for the row's own style).
 Cell = tuple[str, str]
@@ -232,6 +234,8 @@ class RowTable(ScrollView, can_focus=True):
             self._refresh_index(old)
             self._refresh_index(self.cursor_row)
         self._scroll_cursor_into_view()
+        # again once laid out: right after rows were added the scroll range is still the old one
+        self.call_after_refresh(self._scroll_cursor_into_view)
 
     # -- drawing ---------------------------------------------------------------------------------
 
@@ -273,6 +277,8 @@ class RowTable(ScrollView, can_focus=True):
         segments = []
         pad = " " * PADDING
         for column, (text, cell_style) in zip(self.columns, cells, strict=False):
+            if not text.isprintable():  # ESC, CR, newline from a hostile name: never to the terminal
+                text = printable(text)
             if cell_len(text) > column.width:
                 text = set_cell_size(text, column.width - 1) + "…" if column.width > 1 else text[:1]
             else:
