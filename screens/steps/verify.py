@@ -159,8 +159,8 @@ class VerifyStep(StepScreen):
         table.sort("node")
         log = self.query_one(Log)
         log.clear()  # one line per result, the last LOG_LINES of them; the raw output on Enter, all in "Save log"
-        lines = [check.line() for check in sorted(state.checks, key=lambda c: c.node)]
-        log.write_lines(printable(line) for line in lines[-LOG_LINES:])
+        tail = sorted(state.checks, key=lambda c: c.node)[-LOG_LINES:]  # formatted: only the lines kept
+        log.write_lines(printable(check.line()) for check in tail)
         self.call_after_refresh(log.scroll_end, animate=False)  # the tail, once the table above has its final height
         self.wizard.exit_code = 0 if self.verified() else 1
         self._summary()
