@@ -271,6 +271,11 @@ class ApplyStep(StepScreen):
 
     @work(exclusive=True, group="apply", exit_on_error=False)
     async def apply(self) -> None:
+        """See :meth:`_apply_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._apply_body()
+
+    async def _apply_body(self) -> None:
         """Back up, apply, then follow the rollout."""
         state = self.state
         self.query_one("#apply", Button).disabled = True

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
+from screens.heap import frozen_heap
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
@@ -312,6 +313,11 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
+        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._check_images_body(delay)
+
+    async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""
         state = self.state
         plan, facts = state.plan(), state.facts
