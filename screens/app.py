@@ -127,11 +127,10 @@ class WizardApp(App[int]):
 
     def _prebuild_help(self) -> None:
         """Parse every step's F1 help in a thread, so that F1 only lays out text that is ready."""
-        from screens.dialogs.dialogs import prebuild_help
         from screens.help_text import HELP, step_help
 
         texts = [step_help(step, web=self.web) for step in HELP]
-        self.run_worker(lambda: prebuild_help(texts), thread=True, group="prebuild-help", exit_on_error=False)
+        self.run_worker(lambda: _warm_up(texts), thread=True, group="prebuild-help", exit_on_error=False)
 
     def _load_answers(self) -> None:
         """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
@@ -349,7 +348,9 @@ class WizardApp(App[int]):
         if self.state.is_demo and not options:
             yield None
             return
-        async with open_registry(cluster, hosts, mirrors=mirrors) as client:
+        # built in a thread: the client's TLS context loads the system CA store (50-100 ms held on the loop)
+        registry = await asyncio.to_thread(open_registry, cluster, hosts, mirrors=mirrors)
+        async with registry as client:
             yield client
 
     async def on_unmount(self) -> None:
@@ -434,6 +435,22 @@ class WizardApp(App[int]):
     def _help(self) -> None:
         if isinstance(self.screen, StepScreen):
             self.screen.action_help()
+
+
+def _warm_up(help_texts: list[str]) -> None:
+    """In a thread after the first frame: F1's help parsed, and modules a later step imports on the loop.
+
+    A thread holds the GIL only for a switch interval (5 ms) at a time, so the loop keeps answering;
+    the same import on the loop held it for its whole length (jsonschema in Preview's dry run: ~0.1 s).
+    """
+    import importlib
+
+    from screens.dialogs.dialogs import prebuild_help
+
+    prebuild_help(help_texts)
+    for module in ("jsonschema",):
+        with contextlib.suppress(ImportError):  # the step that needs it says what is missing
+            importlib.import_module(module)
 
 
 def run(args: object) -> int:

@@ -7,14 +7,17 @@ step started keeps running once the step is left.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from textual.app import App, ComposeResult
-from textual.widgets import DataTable, Log
+from textual.widgets import Log
 
+from screens import heap
 from screens.app import WizardApp
-from screens.steps.verify import LOG_LINES, VerifyStep
+from screens.steps.verify import LIVE_LOG_LINES, LOG_LINES, VerifyStep
 from screens.widgets.pathresults import PathResults
+from screens.widgets.rowtable import RowTable
 from tests.snapshots.plugin import wait_for
 from wizard.engine.results import Check, Status
 
@@ -89,10 +92,10 @@ async def test_verify_draws_a_burst_of_results_in_batches_and_keeps_a_bounded_lo
             screen._queue(check)
         await pilot.pause(0.3)
         assert screen.flushes <= 2
-        table = screen.query_one(DataTable)
+        table = screen.query_one(RowTable)
         assert table.row_count == len(checks) // 3
         assert str(table.get_row("gpu-0001")[3]) == "✓ 580.126.20" and str(table.get_row("gpu-0001")[4]) == "✓ 1 checks"
-        assert screen.query_one(Log).line_count <= LOG_LINES
+        assert screen.query_one(Log).line_count <= LIVE_LOG_LINES * screen.flushes  # a batch writes its tail only
         await pilot.click("#save-log")  # the whole log, every line, into the state folder
         folder = tui_env / ".local" / "state" / "gpu-wizard"
         await wait_for(pilot, lambda: list(folder.glob("verify-*.log")), what="the saved log")
@@ -113,3 +116,13 @@ async def test_leaving_verify_stops_its_timers_and_workers(tui_env: Path) -> Non
         assert not screen.is_attached
         assert not [t for t in screen._timers if t._active.is_set()]
         assert not [w for w in app.workers if w.node is screen and w.is_running]
+        assert heap.streams() == 0 and gc.get_freeze_count() == 0  # nothing left frozen for the collector
+
+
+def test_the_heap_is_frozen_while_a_stream_runs_and_let_go_after() -> None:
+    with heap.frozen_heap():
+        assert gc.get_freeze_count() > 0
+        with heap.frozen_heap():  # a second stream meanwhile
+            pass
+        assert gc.get_freeze_count() > 0 and heap.streams() == 1
+    assert gc.get_freeze_count() == 0 and heap.streams() == 0

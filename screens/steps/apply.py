@@ -21,10 +21,12 @@ from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, Checkbox, DataTable, Label, Static
+from textual.widgets import Button, Checkbox, Label, Static
 
+from screens.heap import frozen_heap, refreeze
 from screens.state import display_path
 from screens.steps.base import StepScreen
+from screens.widgets.rowtable import RowTable
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 
@@ -83,15 +85,14 @@ class ApplyStep(StepScreen):
             yield Static("", id="helm-values")
             yield Label("Rollout", classes="section")
             yield Static("not started", id="rollout-state")
-            table: DataTable[str] = DataTable(id="rollout-table", cursor_type="none", show_cursor=False)
-            yield table
+            yield RowTable(id="rollout-table", cursor=False)
             yield UpgradePlanView(id="upgrade-plan")
 
     def on_mount(self) -> None:
         self._rollout: Any = None
         self._helm: Any = None  # the HelmChange when a Helm release owns the live policy
         self._helm_saved = False
-        table = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         table.add_column("Node / DaemonSet", key="what")
         table.add_column("State", key="state")
         state = self.state
@@ -270,6 +271,11 @@ class ApplyStep(StepScreen):
 
     @work(exclusive=True, group="apply", exit_on_error=False)
     async def apply(self) -> None:
+        """See :meth:`_apply_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._apply_body()
+
+    async def _apply_body(self) -> None:
         """Back up, apply, then follow the rollout."""
         state = self.state
         self.query_one("#apply", Button).disabled = True
@@ -303,12 +309,13 @@ class ApplyStep(StepScreen):
     async def _follow(self) -> None:
         state = self.state
         self._rollout = None
-        async for status in state.connected().rollout(state.valid_plan()):
-            self._rollout = status
-            self._show_rollout(status)
-            self.refresh_nav()
-            if status.done:
-                break
+        with frozen_heap():  # the watches' events of 5,000 nodes: collections skip what existed before
+            async for status in state.connected().rollout(state.valid_plan()):
+                self._rollout = status
+                self._show_rollout(status)
+                self.refresh_nav()
+                if status.done:
+                    break
         if self._rollout is not None and self._rollout.phase == "ready":
             self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
@@ -317,6 +324,7 @@ class ApplyStep(StepScreen):
             view.load()
 
     def _show_rollout(self, status: Any) -> None:
+        refreeze()  # the follower's caches so far are long-lived: collections skip them
         style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
         head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
         if status.policy_state:
@@ -333,17 +341,21 @@ class ApplyStep(StepScreen):
             head += "\n" + escape(self._after_failure())
         self.query_one("#rollout-state", Static).update(head)
 
-        table: DataTable[str] = self.query_one(DataTable)
-        table.clear()
+        # every row again, in one go: the RowTable draws only the lines on screen, so 5,000 nodes'
+        # upgrade states cost list appends per status, not a DataTable measuring 5,000 rows
+        rows: list[tuple[str, tuple[str, str]]] = []
         for ds in status.daemonsets:
             mark = "✓" if ds.done else "…"
             name = "ds/" + ds.name.removeprefix("nvidia-driver-daemonset-")
             name = name if len(name) <= 48 else name[:47] + "…"
-            table.add_row(name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated", key=f"ds:{ds.name}")
-        for name, value in sorted(status.upgrade_states.items()):
-            table.add_row(name, value, key=f"node:{name}")
-        for name, value in sorted(status.nvidia_drivers.items()):
-            table.add_row(f"NVIDIADriver/{name}", value, key=f"nvd:{name}")
+            rows.append((f"ds:{ds.name}", (name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated")))
+        rows += [(f"node:{name}", (name, value)) for name, value in sorted(status.upgrade_states.items())]
+        rows += [
+            (f"nvd:{name}", (f"NVIDIADriver/{name}", value)) for name, value in sorted(status.nvidia_drivers.items())
+        ]
+        table = self.query_one(RowTable)
+        table.clear()
+        table.add_rows(rows)
 
     def _after_failure(self) -> str:
         """What the user can do once the rollout failed: go back and change the plan, or roll back."""

@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
+from screens.heap import frozen_heap
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
@@ -156,10 +157,17 @@ class DriverStep(FormStep):
         return [(c.label, c.version) for c in choices]
 
     def _tag_oses(self) -> list[str]:
-        facts = self.state.facts
-        if facts is None:
-            return []
-        return facts.os_tags(str(self.state.get("operator.version") or "v26.7.0"))
+        """The GPU nodes' distinct OS tags, worked out once per release while the step is shown (the nodes
+        do not change meanwhile: their watch belongs to the Nodes step): 5,000 nodes' OS strings were
+        parsed five times while the step was composed."""
+        release = str(self.state.get("operator.version") or "v26.7.0")
+        cached: dict[str, list[str]] = self.__dict__.setdefault("_tag_oses_by_release", {})
+        if release not in cached:
+            facts = self.state.facts
+            if facts is None:
+                return []
+            cached[release] = facts.os_tags(release)
+        return list(cached[release])
 
     def _crd_note(self) -> str:
         tags = self._tag_oses()
@@ -305,6 +313,11 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
+        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._check_images_body(delay)
+
+    async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""
         state = self.state
         plan, facts = state.plan(), state.facts

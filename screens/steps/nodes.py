@@ -16,10 +16,12 @@ from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Button, DataTable, Label, Static
+from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
+from screens.heap import frozen_heap, refreeze
 from screens.steps.base import StepScreen
+from screens.widgets.rowtable import RowTable
 from wizard.engine.textsafe import printable
 
 HOST_NOTE = "Host driver, nouveau, Secure Boot? Check probes each GPU host."
@@ -28,11 +30,6 @@ HOST_LINES = 3
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
-
-#: Rows added to the table per slice (with their measuring, ~50-100 ms of loop time on the loaded 2-core machine).
-ROWS_PER_SLICE = 200
-#: Seconds between slices: long enough for the table to measure the new rows and a frame to be drawn.
-SLICE_PAUSE = 0.02
 
 
 def short_runtime(runtime: str) -> str:
@@ -106,16 +103,15 @@ class NodesStep(StepScreen):
         yield Static("discovering nodes…", id="groups")
         yield Label("GPU nodes", classes="section")
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
-        table: DataTable[str] = DataTable(id="node-table", cursor_type="row", zebra_stripes=True)
-        yield table
+        yield RowTable(id="node-table", zebra_stripes=True)
         yield Static("", id="host-findings")
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
             yield Button("Check hosts", id="host-check", compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_column("Grp", key="group")
+        table = self.query_one(RowTable)
+        table.add_column("Grp", key="group", width=3)
         table.add_column("Node", key="node")
         table.add_column("GPU", key="gpu")
         table.add_column("Runtime", key="runtime")
@@ -138,6 +134,10 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="nodes", exit_on_error=False)
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
+        with frozen_heap():  # 5,000 nodes' pages decoded: collections skip what existed before
+            await self._discover(refresh)
+
+    async def _discover(self, refresh: bool) -> None:
         state = self.state
         cluster = state.connected()
         if refresh:
@@ -171,10 +171,10 @@ class NodesStep(StepScreen):
     def redraw(self) -> None:
         """Rebuild the groups summary and the table from the state (cursor kept on its node).
 
-        The rows are worked out in a thread and added in slices of :data:`ROWS_PER_SLICE`, one slice a
-        frame: adding and measuring 5,000 rows at once held the event loop for over a second.
+        The rows are worked out in a thread and handed to the :class:`RowTable` in one go: it draws
+        only the rows on screen (``DataTable`` measured all 5,000 and held the loop for over a second).
         """
-        table: DataTable[str] = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         if self._filling is None:  # a fill in progress: keep the node it was going to select
             self._filling = self._selected_node(table)
         self._fill = self._fill_table(self._filling)
@@ -182,7 +182,7 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="node-table", exit_on_error=False)
     async def _fill_table(self, selected: str | None) -> None:
         facts = self.state.facts
-        table: DataTable[str] = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         groups_view = self.query_one("#groups", Static)
         if facts is None:
             groups_view.update("no nodes found")
@@ -193,11 +193,8 @@ class NodesStep(StepScreen):
         summary, rows = await asyncio.to_thread(table_rows, facts, release, dict(self.state.host_drivers))
         groups_view.update(summary)
         table.clear()
-        for start in range(0, len(rows), ROWS_PER_SLICE):
-            if start:
-                await asyncio.sleep(SLICE_PAUSE)  # let the table measure the slice and the screen draw
-            for key, cells in rows[start : start + ROWS_PER_SLICE]:
-                table.add_row(*cells, key=key)
+        table.add_rows(rows)
+        refreeze()  # the nodes' facts and rows stay: collections skip them while the watch runs
         self._filling = None
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile
@@ -268,14 +265,8 @@ class NodesStep(StepScreen):
         return f"host driver: {working}/{len(found)} GPU nodes{recommended}{findings}"
 
     @staticmethod
-    def _selected_node(table: DataTable[Any]) -> str | None:
-        if table.row_count == 0:
-            return None
-        try:
-            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
-        except Exception:
-            return None
-        return str(key.value) if key.value is not None else None
+    def _selected_node(table: RowTable) -> str | None:
+        return table.cursor_key
 
     def _release(self) -> str:
         from wizard.engine.plan import DEFAULT_RELEASE

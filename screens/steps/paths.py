@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Label
 
+from screens.heap import frozen_heap
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
@@ -184,10 +185,11 @@ class PathsStep(FormStep):
         self.refresh_nav()
         checks: list[Any] = []
         stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
-        async with contextlib.aclosing(stream):
-            async for check in stream:
-                checks.append(check)
-                results.add(check)  # drawn in batches, at most ten times a second
+        with frozen_heap():  # 5,000 probe results: collections skip what existed before
+            async with contextlib.aclosing(stream):
+                async for check in stream:
+                    checks.append(check)
+                    results.add(check)  # drawn in batches, at most ten times a second
         self.state.path_checks = checks
         results.finish(NO_CHECKS)
         self._after_checks(checks)

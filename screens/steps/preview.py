@@ -19,6 +19,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
+from screens.heap import frozen_heap
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language, highlight
@@ -101,6 +102,11 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="render", exit_on_error=False)
     async def render_plan(self, plan: Any, facts: Any) -> None:
+        """See :meth:`_render_plan_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._render_plan_body(plan, facts)
+
+    async def _render_plan_body(self, plan: Any, facts: Any) -> None:
         """Render and lay out the tabs in a thread (0.5 s for 5,000 nodes: never on the event loop), then dry-run."""
         from wizard.engine.render import render
 
@@ -155,6 +161,11 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
     async def dry_run(self) -> None:
+        """See :meth:`_dry_run_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
+        with frozen_heap():
+            await self._dry_run_body()
+
+    async def _dry_run_body(self) -> None:
         """Server-side dry-run of every object, and the diff against the live ones."""
         state = self.state
         self._verdict("[$accent]… server dry-run running[/]")
