@@ -443,21 +443,21 @@ async def tui(
 
 
 async def consume_like_the_tui(stream: Any) -> None:
-    """Read a stream to its end under the TUI's collector policy (``screens.heap``), drawing nothing.
+    """Read a stream to its end under the TUI's collector policy (``wizard.collector``), drawing nothing.
 
     The engine-alone runs share this process and its heap with the idle TUI: without the same policy
     their full collections walk the whole TUI too (3.5 s at 5,000 nodes), and the ratio would credit
     the TUI with the difference. Refrozen every 0.1 s, as the TUI's batches are.
     """
-    from screens.heap import frozen_heap, refreeze
+    from wizard import collector
 
     loop = asyncio.get_running_loop()
     last = loop.time()
-    with frozen_heap():
+    with collector.frozen():
         async with contextlib.aclosing(stream):
             async for _ in stream:
                 if loop.time() - last > 0.1:
-                    refreeze()
+                    collector.keep()
                     last = loop.time()
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
@@ -28,10 +30,15 @@ from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_f
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
+from wizard import collector
 from wizard.paths import backups_dir, state_dir
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
+#: How often the app looks whether the deferred full garbage collection may run, and how long the user
+#: must have pressed nothing first (wizard.collector: the young generations are collected as usual).
+IDLE_COLLECT_CHECK_S = 2.0
+IDLE_BEFORE_COLLECT_S = 3.0
 
 
 class WizardApp(App[int]):
@@ -84,6 +91,7 @@ class WizardApp(App[int]):
         self._demo_cluster: Any = None
         self.exit_code = 0
         self._first_frame_shown = False
+        self._last_input = time.monotonic()
         self._after_first_frame: list[Callable[[], object]] = []
         """Work held back until the first frame is on the terminal (see :meth:`after_first_frame`)."""
 
@@ -120,10 +128,24 @@ class WizardApp(App[int]):
     def on_ready(self) -> None:
         """Textual's Ready: the DOM is built and the first frame displayed."""
         gc.enable()  # paused by wizard.launch while the TUI loaded
+        # A full collection walks the whole heap (5,000 nodes' facts, results, the DOM: up to a second) and
+        # would otherwise start at any moment, e.g. when a run unfreezes the heap: it runs when the user is idle.
+        collector.defer_full_collections()
+        self.set_interval(IDLE_COLLECT_CHECK_S, self._collect_if_idle)
         self._first_frame_shown = True
         waiting, self._after_first_frame = self._after_first_frame, []
         for callback in waiting:
             self.call_later(callback)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key | events.MouseDown):
+            self._last_input = time.monotonic()
+        await super().on_event(event)
+
+    def _collect_if_idle(self) -> None:
+        """The deferred full collection, once the user has not pressed anything for a while and no run streams."""
+        if time.monotonic() - self._last_input >= IDLE_BEFORE_COLLECT_S:
+            collector.collect_if_idle()
 
     def _prebuild_help(self) -> None:
         """Parse every step's F1 help in a thread, so that F1 only lays out text that is ready."""
@@ -354,6 +376,7 @@ class WizardApp(App[int]):
             yield client
 
     async def on_unmount(self) -> None:
+        collector.resume_full_collections()
         cluster, self.state.cluster = self.state.cluster, None
         if cluster is not None:
             with contextlib.suppress(Exception):  # closing is best effort at exit

@@ -21,8 +21,8 @@ import pytest
 from tests.cluster_util import connected, upstream_plan
 from tests.fixtures_demo import ClusterFactory
 from tests.test_render_golden import node
+from wizard import collector
 from wizard.cluster import apply as applying
-from wizard.cluster import collector
 from wizard.cluster.discovery import FACTS_PER_SLICE, facts_in_slices
 from wizard.cluster.rollout_cache import LIST_PAGE, YIELD_EVERY, Cache, slim_node
 from wizard.demo.scenarios.scenario import load_scenario
@@ -76,48 +76,29 @@ async def test_discovery_builds_the_facts_of_a_page_in_slices_that_yield() -> No
     assert ticks.count >= 3  # the loop ran something else between the 4 slices
 
 
-def test_bulk_reads_pause_the_collector_until_the_last_ends_then_freeze_what_they_keep() -> None:
+def test_bulk_reads_pause_the_collector_and_runs_freeze_what_they_keep_until_the_last_run_ends() -> None:
     enabled = gc.isenabled()
     gc.enable()
     try:
-        frozen = gc.get_freeze_count()
         first, second = collector.bulk(), collector.bulk()
         first.__enter__()
         assert not gc.isenabled()
         second.__enter__()
-        kept = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]
         first.__exit__(None, None, None)
         assert not gc.isenabled()  # the other read still decodes
         second.__exit__(None, None, None)
-        assert gc.isenabled()
-        assert gc.get_freeze_count() >= frozen + len(kept)  # later collections do not walk what was kept
-        replaced = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]  # what a watch brings later
-        collector.keep()
-        assert gc.get_freeze_count() >= frozen + len(kept) + len(replaced)
-    finally:
-        gc.unfreeze()
-        if not enabled:
-            gc.disable()
-
-
-def test_a_long_run_freezes_the_heap_it_starts_with_and_what_it_made_and_never_unfreezes() -> None:
-    enabled = gc.isenabled()
-    gc.enable()
-    try:
-        before = gc.get_freeze_count()
+        assert gc.isenabled() and gc.get_freeze_count() == 0  # outside a run nothing is frozen (for good)
         with collector.frozen():
             started = gc.get_freeze_count()
-            assert started >= before  # the nodes' facts and a front end's widgets are not rescanned meanwhile
-            results = [[f"gpu-{i}"] for i in range(1000)]  # lists: always tracked by the collector
+            assert started > 0  # the nodes' facts and a front end's widgets are not rescanned meanwhile
+            with collector.bulk():
+                kept = [[f"pod-{i}"] for i in range(1000)]  # lists: always tracked by the collector
+            assert gc.get_freeze_count() >= started + len(kept) - 100  # what the read kept is skipped too
             with collector.frozen():  # verification runs the host probe inside: overlapping runs nest
                 pass
-        # (a few objects frozen at the start may have been freed since: a margin, not an exact count)
-        assert gc.get_freeze_count() >= started + len(results) - 100  # an unfreeze would hand the heap back
-        with collector.paused():
-            with collector.paused():
-                assert not gc.isenabled()
-            assert not gc.isenabled()  # the outer pause still holds
-        assert gc.isenabled()
+            assert gc.get_freeze_count() > 0 and collector.runs() == 1
+        # nothing stays frozen: a screen the user left is cyclic garbage and must be collectable
+        assert gc.get_freeze_count() == 0 and collector.runs() == 0
     finally:
         gc.unfreeze()
         if not enabled:
@@ -189,3 +170,17 @@ async def test_prepare_and_apply_do_their_cpu_work_in_threads(
     assert set(threads) == {"local_errors", "unified_diff", "write_backup"}
     main = threading.main_thread().name
     assert all(main not in names for names in threads.values()), threads
+
+
+def test_full_collections_wait_for_an_idle_moment_and_come_back_afterwards() -> None:
+    before = gc.get_threshold()
+    collector.defer_full_collections()
+    try:
+        assert gc.get_threshold()[2] > 10**6  # no full pass at a random moment (e.g. after an unfreeze)
+        with collector.frozen():
+            assert not collector.collect_if_idle(min_interval_s=0)  # never while a run streams
+        with collector.paused():
+            assert not collector.collect_if_idle(min_interval_s=0)
+    finally:
+        collector.resume_full_collections()
+    assert gc.get_threshold() == before

@@ -13,12 +13,12 @@ from pathlib import Path
 from textual.app import App, ComposeResult
 from textual.widgets import Log
 
-from screens import heap
 from screens.app import WizardApp
 from screens.steps.verify import LIVE_LOG_LINES, LOG_LINES, VerifyStep
 from screens.widgets.pathresults import PathResults
 from screens.widgets.rowtable import RowTable
 from tests.snapshots.plugin import wait_for
+from wizard import collector
 from wizard.engine.results import Check, Status
 
 
@@ -116,13 +116,13 @@ async def test_leaving_verify_stops_its_timers_and_workers(tui_env: Path) -> Non
         assert not screen.is_attached
         assert not [t for t in screen._timers if t._active.is_set()]
         assert not [w for w in app.workers if w.node is screen and w.is_running]
-        assert heap.streams() == 0 and gc.get_freeze_count() == 0  # nothing left frozen for the collector
+        assert collector.runs() == 0 and gc.get_freeze_count() == 0  # nothing left frozen for the collector
 
 
 def test_the_heap_is_frozen_while_a_stream_runs_and_let_go_after() -> None:
-    with heap.frozen_heap():
+    with collector.frozen():
         assert gc.get_freeze_count() > 0
-        with heap.frozen_heap():  # a second stream meanwhile
+        with collector.frozen():  # a second stream meanwhile
             pass
-        assert gc.get_freeze_count() > 0 and heap.streams() == 1
-    assert gc.get_freeze_count() == 0 and heap.streams() == 0
+        assert gc.get_freeze_count() > 0 and collector.runs() == 1
+    assert gc.get_freeze_count() == 0 and collector.runs() == 0

@@ -23,12 +23,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Static
 
-from screens.heap import frozen_heap, refreeze
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.rowtable import RowTable
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
+from wizard import collector
 
 
 def object_key(body: dict[str, Any]) -> str:
@@ -271,8 +271,8 @@ class ApplyStep(StepScreen):
 
     @work(exclusive=True, group="apply", exit_on_error=False)
     async def apply(self) -> None:
-        """See :meth:`_apply_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
-        with frozen_heap():
+        """See :meth:`_apply_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
             await self._apply_body()
 
     async def _apply_body(self) -> None:
@@ -309,7 +309,7 @@ class ApplyStep(StepScreen):
     async def _follow(self) -> None:
         state = self.state
         self._rollout = None
-        with frozen_heap():  # the watches' events of 5,000 nodes: collections skip what existed before
+        with collector.frozen():  # the watches' events of 5,000 nodes: collections skip what existed before
             async for status in state.connected().rollout(state.valid_plan()):
                 self._rollout = status
                 self._show_rollout(status)
@@ -324,7 +324,7 @@ class ApplyStep(StepScreen):
             view.load()
 
     def _show_rollout(self, status: Any) -> None:
-        refreeze()  # the follower's caches so far are long-lived: collections skip them
+        collector.keep()  # the follower's caches so far are long-lived: collections skip them
         style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
         head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
         if status.policy_state:

@@ -19,12 +19,12 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from screens.heap import frozen_heap
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
 from screens.widgets.toggles import Tick
+from wizard import collector
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -313,8 +313,8 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
-        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
-        with frozen_heap():
+        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
             await self._check_images_body(delay)
 
     async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:

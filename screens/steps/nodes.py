@@ -19,9 +19,9 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
-from screens.heap import frozen_heap, refreeze
 from screens.steps.base import StepScreen
 from screens.widgets.rowtable import RowTable
+from wizard import collector
 from wizard.engine.textsafe import printable
 
 HOST_NOTE = "Host driver, nouveau, Secure Boot? Check probes each GPU host."
@@ -134,7 +134,7 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="nodes", exit_on_error=False)
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
-        with frozen_heap():  # 5,000 nodes' pages decoded: collections skip what existed before
+        with collector.frozen():  # 5,000 nodes' pages decoded: collections skip what existed before
             await self._discover(refresh)
 
     async def _discover(self, refresh: bool) -> None:
@@ -194,7 +194,7 @@ class NodesStep(StepScreen):
         groups_view.update(summary)
         table.clear()
         table.add_rows(rows)
-        refreeze()  # the nodes' facts and rows stay: collections skip them while the watch runs
+        collector.keep()  # the nodes' facts and rows stay: collections skip them while the watch runs
         self._filling = None
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile

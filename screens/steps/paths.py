@@ -15,11 +15,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Button, Label
 
-from screens.heap import frozen_heap
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 from screens.widgets.toggles import Tick
+from wizard import collector
 
 #: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
 #: The limit spares the cluster, not the screen: results are drawn in batches (``PathResults``) and
@@ -185,7 +185,7 @@ class PathsStep(FormStep):
         self.refresh_nav()
         checks: list[Any] = []
         stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
-        with frozen_heap():  # 5,000 probe results: collections skip what existed before
+        with collector.frozen():  # 5,000 probe results: collections skip what existed before
             async with contextlib.aclosing(stream):
                 async for check in stream:
                     checks.append(check)

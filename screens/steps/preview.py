@@ -19,11 +19,11 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
-from screens.heap import frozen_heap
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language, highlight
 from screens.widgets.toggles import Tick
+from wizard import collector
 
 #: Tab id -> (title, language, default file name).
 TABS: dict[str, tuple[str, Language, str]] = {
@@ -102,8 +102,8 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="render", exit_on_error=False)
     async def render_plan(self, plan: Any, facts: Any) -> None:
-        """See :meth:`_render_plan_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
-        with frozen_heap():
+        """See :meth:`_render_plan_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
             await self._render_plan_body(plan, facts)
 
     async def _render_plan_body(self, plan: Any, facts: Any) -> None:
@@ -161,8 +161,8 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
     async def dry_run(self) -> None:
-        """See :meth:`_dry_run_body`; the collector skips what existed before it meanwhile (``screens.heap``)."""
-        with frozen_heap():
+        """See :meth:`_dry_run_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
             await self._dry_run_body()
 
     async def _dry_run_body(self) -> None:

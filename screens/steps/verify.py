@@ -23,10 +23,10 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import Button, Label, Log, Static
 
-from screens.heap import frozen_heap, refreeze
 from screens.steps.base import StepScreen
 from screens.widgets.diagnosis import DiagnosisPanel
 from screens.widgets.rowtable import RowTable
+from wizard import collector
 from wizard.engine.textsafe import printable
 
 #: Which table column a node-level check fills; every other node-level check goes to "Host".
@@ -140,7 +140,7 @@ class VerifyStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 no_registry = "" if registry is not None else "this demo cluster simulates no registry to ask"
                 stream = state.connected().verify(plan, state.rendered, registry=registry, no_registry=no_registry)
-                with frozen_heap():  # 30,000 checks and 250,000 lines: collections skip what existed before
+                with collector.frozen():  # 30,000 checks and 250,000 lines: collections skip what existed before
                     async for item in stream:
                         if isinstance(item, Check):
                             if item.check == "probe-pod":  # a privileged pod left on a node: say it where seen
@@ -222,7 +222,7 @@ class VerifyStep(StepScreen):
         if not pending:
             return
         self.flushes += 1
-        refreeze()
+        collector.keep()
         table = self.query_one(RowTable)
         touched: dict[str, None] = {}
         for check in pending:

@@ -24,8 +24,8 @@ from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Static
 
-from screens.heap import refreeze
 from screens.widgets.rowtable import RowTable
+from wizard import collector
 from wizard.engine.textsafe import printable
 
 _STYLE = {"pass": "success", "fail": "error", "warn": "warning", "skipped": "text-muted", "running": "accent"}
@@ -131,7 +131,7 @@ class PathResults(Vertical):
         if not pending and self.flushes:
             return
         self.flushes += 1
-        refreeze()
+        collector.keep()
         table = self.table
         new: dict[str, dict[str, Any]] = {}
         changed: list[Any] = []

@@ -4,7 +4,7 @@
 starts where discovery ended and a watch that expired (410) is answered by listing again and telling
 the caller only what changed. The facts of a page are built in slices of :data:`FACTS_PER_SLICE`
 nodes with a yield between them: 500 nodes' facts in one go held the event loop (the TUI's) for tens
-of milliseconds per page; the collector stays out of the way meanwhile (:func:`wizard.cluster.collector.bulk`).
+of milliseconds per page; the collector stays out of the way meanwhile (:func:`wizard.collector.bulk`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from wizard.cluster import collector
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts

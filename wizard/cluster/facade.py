@@ -15,9 +15,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard import collector
 from wizard.cluster import apply as applying
-from wizard.cluster import collector, proving, support, upgrades
 from wizard.cluster import diagnose as diagnosing
+from wizard.cluster import proving, support, upgrades
 from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
 from wizard.cluster.backup import Backup

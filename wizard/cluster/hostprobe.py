@@ -29,7 +29,7 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.cluster import collector
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.preflight import active_policy

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
@@ -299,53 +300,55 @@ async def follow(
     last: tuple[Any, ...] | None = None
     last_change = last_yield = started
     stall = timeout if stall_window is None else stall_window
-    try:
-        listed: asyncio.Future[Any] = asyncio.gather(*(cache.listed.wait() for cache in followed.all()))
-        waiting: list[asyncio.Future[Any]] = [*tasks, listed]
-        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-        if not listed.done():
-            listed.cancel()
-        while True:
+    # the caches of 5,000 nodes and pods are long-lived: collections skip them (wizard.collector)
+    with collector.frozen():
+        try:
+            listed: asyncio.Future[Any] = asyncio.gather(*(cache.listed.wait() for cache in followed.all()))
+            waiting: list[asyncio.Future[Any]] = [*tasks, listed]
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if not listed.done():
+                listed.cancel()
+            while True:
+                for task in tasks:
+                    if task.done():
+                        task.result()  # a cache gave up: raise its error
+                changed.clear()
+                status = snapshot(followed, plan, started, clock)
+                now = time.monotonic()
+                looping = clock.crash_looping_for(crash_window, now) if not status.done else None
+                if looping is not None:
+                    pod = next(p for p in status.pods if (p.name, p.container) == looping)
+                    status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, pod))
+                key = (
+                    status.phase,
+                    status.message,
+                    status.policy_state,
+                    tuple(status.daemonsets),
+                    tuple(status.pods),
+                    tuple(sorted(status.upgrade_states.items())),
+                )
+                if key != last or status.done:
+                    last, last_change, last_yield = key, now, now
+                    yield status
+                elif heartbeat is not None and now - last_yield >= heartbeat:
+                    last_yield = now
+                    yield status
+                if status.done:
+                    return
+                if status.elapsed > timeout:
+                    yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
+                    return
+                if now - last_change > stall:
+                    yield replace(status, phase="failed", message=stalled_message(status, stall))
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), interval)
+                # Events come in bursts and a snapshot reads every node (~15 ms at 5,000): take one at most every
+                # SNAPSHOT_GAP, letting the caches take in the rest of the burst meanwhile.
+                await asyncio.sleep(max(0.0, now + min(SNAPSHOT_GAP, interval) - time.monotonic()))
+        finally:
             for task in tasks:
-                if task.done():
-                    task.result()  # a cache gave up: raise its error
-            changed.clear()
-            status = snapshot(followed, plan, started, clock)
-            now = time.monotonic()
-            looping = clock.crash_looping_for(crash_window, now) if not status.done else None
-            if looping is not None:
-                pod = next(p for p in status.pods if (p.name, p.container) == looping)
-                status = replace(status, phase="failed", message=await _crash_message(gateway, namespace, pod))
-            key = (
-                status.phase,
-                status.message,
-                status.policy_state,
-                tuple(status.daemonsets),
-                tuple(status.pods),
-                tuple(sorted(status.upgrade_states.items())),
-            )
-            if key != last or status.done:
-                last, last_change, last_yield = key, now, now
-                yield status
-            elif heartbeat is not None and now - last_yield >= heartbeat:
-                last_yield = now
-                yield status
-            if status.done:
-                return
-            if status.elapsed > timeout:
-                yield replace(status, phase="failed", message=f"not ready after {timeout:g}s: {status.message}")
-                return
-            if now - last_change > stall:
-                yield replace(status, phase="failed", message=stalled_message(status, stall))
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), interval)
-            # Events come in bursts and a snapshot reads every node (~15 ms at 5,000): take one at most every
-            # SNAPSHOT_GAP, letting the caches take in the rest of the burst meanwhile.
-            await asyncio.sleep(max(0.0, now + min(SNAPSHOT_GAP, interval) - time.monotonic()))
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                await task
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                    await task

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.cluster import collector
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.engine.facts import LABEL_UPGRADE_STATE
@@ -28,7 +28,7 @@ YIELD_EVERY = 25
 caches' slices run back to back in one loop iteration when all their watches have data (100 events each:
 an iteration of 150-300 ms at 5,000 nodes)."""
 KEEP_EVERY = 2000
-"""Watch events after which a cache freezes what it keeps (:func:`wizard.cluster.collector.keep`)."""
+"""Watch events after which a cache freezes what it keeps (:func:`wizard.collector.keep`)."""
 LIST_PAGE = 100
 """Objects per page of a list: a page is decoded in one go on the event loop (500 of the operator's pods took
 40-150 ms), so pages are kept small; a rollout lists each kind once."""

@@ -1,4 +1,4 @@
-"""Keeping the event loop responsive through bulk work: short slices (the collector's part: :mod:`wizard.cluster.collector`).
+"""Keeping the event loop responsive through bulk work: short slices (the collector's part: :mod:`wizard.collector`).
 
 A loop that handles thousands of items in a row (watch events, results, list pages) without awaiting
 anything that suspends stalls every other task for the whole run: the TUI's keys and redraws, the

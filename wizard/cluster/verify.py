@@ -34,7 +34,7 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, Sequence
 
-from wizard.cluster import collector
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
@@ -224,7 +224,7 @@ async def verify_nodes(
 async def driver_pod_pages(gateway: Gateway, namespace: str) -> AsyncGenerator[list[DriverPod], None]:
     """The driver pods, summarised, one API page at a time (terminating pods left out).
 
-    The pages are read with the garbage collector paused (:func:`~wizard.cluster.collector.paused`): only the
+    The pages are read with the garbage collector paused (:func:`~wizard.collector.paused`): only the
     summaries outlive them."""
     with collector.paused():
         pages = gateway.pod_pages(namespace, label_selector=DRIVER_SELECTOR, limit=POD_PAGE)

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from wizard.cluster import collector
+from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 
@@ -41,7 +41,7 @@ class Reads(GatewayBase):
         The cyclic garbage collector is paused while the pages are read: decoding 5,000 nodes allocates
         about a million containers, and each allocation burst made the collector scan the growing heap
         again for cycles that JSON cannot contain (a third of discovery's CPU time). Memory is still freed
-        by reference counting; the collector runs again when the generator ends (:func:`wizard.cluster.collector.paused`).
+        by reference counting; the collector runs again when the generator ends (:func:`wizard.collector.paused`).
         """
         with collector.paused():
             ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))

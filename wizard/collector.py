@@ -1,0 +1,125 @@
+"""The one policy for Python's cyclic garbage collector while gpu-wizard works (engine and TUI alike).
+
+A full collection walks every container object the process holds, in one go, holding the GIL: after
+the Kubernetes client's import that is ~190,000 objects and 80-230 ms on this project's 2-core
+machine, and with 5,000 nodes' facts, a rollout's caches, 30,000 results and the Textual DOM it was
+0.15-1 s — each one an event-loop stall (the TUI's keys and redraws wait). JSON holds no reference
+cycles, so the collector has nothing to find in most of what the engine reads.
+
+* :func:`paused` — the collector paused while pages are decoded and summarised (reference counting
+  still frees them); pauses are shared by concurrent and nested users and end with the last of them.
+* :func:`frozen` — a long run (discovery's watch, the path check, the rollout, verification) freezes
+  what exists when it starts (``gc.freeze``: collections skip it); :func:`keep` freezes what the run
+  built so far (the caches, the results) as it goes. When the last run ends everything is unfrozen:
+  nothing is frozen for good, because a removed screen (Textual widgets reference their parents) is
+  cyclic garbage, and freezing it for good would leak every step the user leaves.
+* :func:`bulk` — :func:`paused`, then, inside a run, :func:`keep` what the read kept.
+* :func:`defer_full_collections` / :func:`collect_if_idle` — a front end that knows when its user waits
+  for nothing (the TUI) takes the full collections, which an unfreeze would otherwise set off at a random
+  moment, for itself: young generations are still collected as usual (cheap), the full pass runs when
+  the user is idle and no run holds the heap frozen, at most once per ``min_interval_s``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import time
+from collections.abc import Iterator
+
+_pausing = 0
+_was_enabled = False
+_runs = 0
+_last_full = 0.0
+FULL_AFTER = 10
+"""Young-generation collections since the last full one before an idle full collection is worth it
+(CPython's own default for its third generation)."""
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """The cyclic collector paused for the block (shared by nested and concurrent blocks)."""
+    global _pausing, _was_enabled
+    if _pausing == 0:
+        _was_enabled = gc.isenabled()
+        gc.disable()
+    _pausing += 1
+    try:
+        yield
+    finally:
+        _pausing -= 1
+        if _pausing == 0 and _was_enabled:
+            gc.enable()
+
+
+@contextlib.contextmanager
+def frozen() -> Iterator[None]:
+    """What exists now is left out of collections until the last overlapping run ends (then all is unfrozen)."""
+    global _runs
+    gc.freeze()  # again for a second run: what the first one built meanwhile is long-lived too
+    _runs += 1
+    try:
+        yield
+    finally:
+        _runs -= 1
+        if _runs == 0:
+            gc.unfreeze()
+
+
+def keep() -> None:
+    """Inside a run: what was built so far is long-lived too; later collections skip it (``gc.freeze`` only
+    moves a list, and it all goes back when the last run ends). Outside a run: nothing."""
+    if _runs:
+        gc.freeze()
+
+
+@contextlib.contextmanager
+def bulk() -> Iterator[None]:
+    """A bulk read: the collector paused while it decodes; inside a run, what it kept is then frozen."""
+    with paused():
+        yield
+    keep()
+
+
+def runs() -> int:
+    """How many runs hold the heap frozen now (a test checks that a left step let go)."""
+    return _runs
+
+
+_DEFERRED = 1 << 30
+_full_threshold: int | None = None
+
+
+def defer_full_collections() -> None:
+    """Full collections only through :func:`collect_if_idle` until :func:`resume_full_collections` (the young
+    generations as before)."""
+    global _full_threshold
+    young, middle, full = gc.get_threshold()
+    if full != _DEFERRED:
+        _full_threshold = full
+    gc.set_threshold(young, middle, _DEFERRED)
+
+
+def resume_full_collections() -> None:
+    """CPython's own full collections again (the front end ends)."""
+    global _full_threshold
+    young, middle, _ = gc.get_threshold()
+    if _full_threshold is not None:
+        gc.set_threshold(young, middle, _full_threshold)
+        _full_threshold = None
+
+
+def collect_if_idle(min_interval_s: float = 60.0) -> bool:
+    """A full collection now, if one is due: called by a front end when its user waits for nothing.
+
+    Not while a run holds the heap frozen or a read pauses the collector, not before ``FULL_AFTER``
+    young collections happened since the last full one, and at most once per ``min_interval_s`` (an idle
+    TUI must stay near 0 % CPU). True when it collected.
+    """
+    global _last_full
+    now = time.monotonic()
+    if _runs or _pausing or not gc.isenabled() or gc.get_count()[2] < FULL_AFTER or now - _last_full < min_interval_s:
+        return False
+    _last_full = now
+    gc.collect()
+    return True
