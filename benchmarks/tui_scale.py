@@ -15,7 +15,8 @@ idle growth ≤ 10 MB over 120 s, idle CPU ≤ 2 % of a core, F1 and Ctrl+Q ≤ 
     .venv/bin/python benchmarks/tui_scale.py [--nodes 5000] [--idle 120] [--json] [--stalls]
 
 ``--stalls`` also samples the loop thread's stack whenever the loop is over 50 ms late
-(``benchmarks/stallwatch.py``) and prints, per step, the code it was running (to stderr).
+(``benchmarks/stallwatch.py``) and prints, per step, the code it was running (to stderr). Its heartbeat
+(every 2 ms) and sampler cost CPU of their own: the idle CPU of such a run is not the wizard's.
 
 ``--profile verify,engine verify`` runs cProfile on the loop thread during those phases (the TUI's
 step and the same operation through the engine alone) and prints each one's most expensive

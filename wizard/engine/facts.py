@@ -215,22 +215,27 @@ class NodeFacts:
         ``unknown`` (no OS, or a VERSION_ID the release refuses, see :meth:`os_tag_error`) only groups
         and labels such nodes; no image is ever built from it (:attr:`~wizard.engine.mirror.NodeImage.unplaced`).
         """
-        return (
-            UNKNOWN_OS_TAG if self.os_tag_error(operator_release) or not self.os_id else self._os_tag(operator_release)
-        )
+        if not self.os_id:
+            return UNKNOWN_OS_TAG
+        tag, error = _derived_os_tag(self.os_id, self.os_version, operator_release)
+        return UNKNOWN_OS_TAG if error else tag
 
     def os_tag_error(self, operator_release: str) -> str:
         """Why the given release cannot make an OS tag of this node's ID and VERSION_ID (``A.10``), or ``""``."""
         if not self.os_id:
             return ""
-        try:
-            self._os_tag(operator_release)
-        except ValueError as exc:
-            return str(exc)
-        return ""
+        return _derived_os_tag(self.os_id, self.os_version, operator_release)[1]
 
-    def _os_tag(self, operator_release: str) -> str:
-        return os_tag(self.os_id, self.os_version, operator_release)
+
+@functools.lru_cache(maxsize=1024)
+def _derived_os_tag(os_id: str, os_version: str, operator_release: str) -> tuple[str, str]:
+    """``(tag, "")`` or ``("", why not)``: thousands of nodes share a few OSes, so each is worked out once (the
+    Driver and Preview steps asked for 5,000 nodes' tags on the event loop: ~30 ms a time). Bounded: the
+    OS strings come from the cluster."""
+    try:
+        return os_tag(os_id, os_version, operator_release), ""
+    except ValueError as exc:
+        return "", str(exc)
 
 
 def node_facts(node: Mapping[str, Any]) -> NodeFacts:
