@@ -37,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, served
-from benchmarks.stallwatch import StallWatch
+from benchmarks.stallwatch import Phased, StallWatch
 
 OLD, NEW = "580.126.20", "595.91.07"
 
@@ -59,26 +59,15 @@ def _plan(version: str) -> Any:
     return Plan.model_validate({"mode": "upstream", "driver": {"version": version, "repository": "nvcr.io/nvidia"}})
 
 
-class LoopLag:
+class LoopLag(Phased):
     """The longest time the event loop was late to wake a 10 ms sleep (CPU work holding the loop), per step.
 
     Set :attr:`phase` as the engine moves on; a :class:`StallWatch`, when given, follows the same phase.
     """
 
     def __init__(self, watch: StallWatch | None = None) -> None:
+        super().__init__(watch)
         self.max_ms: dict[str, float] = {}
-        self.watch = watch
-        self._phase = "start"
-
-    @property
-    def phase(self) -> str:
-        return self._phase
-
-    @phase.setter
-    def phase(self, name: str) -> None:
-        self._phase = name
-        if self.watch is not None:
-            self.watch.phase = name
 
     async def run(self) -> None:
         while True:

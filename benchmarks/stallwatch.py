@@ -102,3 +102,25 @@ def _short(filename: str) -> str:
     if filename.startswith(ROOT):
         return filename[len(ROOT) + 1 :]
     return filename.split("site-packages/")[-1].split("/lib/python3.11/")[-1]
+
+
+class Phased:
+    """A loop probe that measures per phase; a :class:`StallWatch`, when given, follows the same phase."""
+
+    def __init__(self, watch: StallWatch | None = None) -> None:
+        self.watch = watch
+        self._phase = "start"
+
+    @property
+    def phase(self) -> str:
+        return self._phase
+
+    @phase.setter
+    def phase(self, name: str) -> None:
+        self._phase = name
+        if self.watch is not None:
+            self.watch.phase = name
+        self.phase_changed(name)
+
+    def phase_changed(self, name: str) -> None:
+        """What a subclass does when the phase changes (nothing here)."""

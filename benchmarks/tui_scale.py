@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.demo_server import Served, large_scenario, machine, served
-from benchmarks.stallwatch import StallWatch
+from benchmarks.stallwatch import Phased, StallWatch
 from benchmarks.verification import settle
 
 TARGETS = {"max_stall_ms": 100.0, "ratio": 1.3, "peak_rss_mb": 500.0, "idle_rss_growth_mb": 10.0}
@@ -87,11 +87,11 @@ def screen_text(app: Any) -> str:
     return console.export_text()
 
 
-class LoopProbe:
+class LoopProbe(Phased):
     """Sleeps ``interval`` over and over and records, per phase, how late it woke (the event-loop stall)."""
 
     def __init__(self, watch: StallWatch | None = None, profile: set[str] | None = None) -> None:
-        self.watch = watch
+        super().__init__(watch)
         self.profile_phases = profile or set()
         self.profiles: dict[str, cProfile.Profile] = {}
         """Phase -> its cProfile of the loop thread (for the phases asked with ``--profile``)."""
@@ -100,21 +100,12 @@ class LoopProbe:
         """Phase -> the longest garbage collection (ms): a full pass walks every object the process holds."""
         self.gc_total: dict[str, float] = {}
         self._gc_started = 0.0
-        self._phase = "start"
         self.interval = PROBE_S
         self.stalls: dict[str, float] = {}
         self.busy: dict[str, float] = {}
         self._task: asyncio.Task[None] | None = None
 
-    @property
-    def phase(self) -> str:
-        return self._phase
-
-    @phase.setter
-    def phase(self, name: str) -> None:
-        self._phase = name
-        if self.watch is not None:
-            self.watch.phase = name
+    def phase_changed(self, name: str) -> None:
         if self._profiling is not None:
             self._profiling.disable()
             self._profiling = None
