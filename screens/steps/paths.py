@@ -176,8 +176,8 @@ class PathsStep(FormStep):
             return
         self.check_paths(plan)
 
-    @work(exclusive=True, group="paths", exit_on_error=False)
-    async def check_paths(self, plan: Any) -> None:
+    @work(exclusive=True, group="paths", exit_on_error=False, description="check the host paths on the nodes")
+    async def check_paths(self, plan: Any) -> None:  # (a description: Textual would repr() the plan on the loop)
         """Run the node-side checks of both folders, showing each node's results as they come."""
         results = self.query_one("#path-checks", PathResults)
         results.start("checking: a probe pod on each GPU node")
