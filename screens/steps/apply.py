@@ -15,6 +15,7 @@ evictions, duration) is shown under the change (:mod:`screens.widgets.upgradepla
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from rich.markup import escape
@@ -310,12 +311,14 @@ class ApplyStep(StepScreen):
         state = self.state
         self._rollout = None
         with collector.frozen():  # the watches' events of 5,000 nodes: collections skip what existed before
-            async for status in state.connected().rollout(state.valid_plan()):
-                self._rollout = status
-                self._show_rollout(status)
-                self.refresh_nav()
-                if status.done:
-                    break
+            # closed at once on leaving (its watches end, its own frozen run ends), not whenever it is collected
+            async with contextlib.aclosing(state.connected().rollout(state.valid_plan())) as statuses:
+                async for status in statuses:
+                    self._rollout = status
+                    self._show_rollout(status)
+                    self.refresh_nav()
+                    if status.done:
+                        break
         if self._rollout is not None and self._rollout.phase == "ready":
             self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
