@@ -1,6 +1,7 @@
 """The one door to the Kubernetes API: the official client's asyncio flavour (``kubernetes.aio``).
 
-Nothing else in ``wizard/`` imports ``kubernetes``: only this package, in modules along its seams —
+Nothing else in ``wizard/`` imports ``kubernetes``, and in this package only :mod:`~.kube` does; the
+rest takes the client's names from it, in modules along its seams —
 :mod:`~wizard.cluster.gateway.base` (the connection and the one request path), :mod:`~.connect`
 (credentials like kubectl), :mod:`~.reads`, :mod:`~.writes`, :mod:`~.watches` and :mod:`~.execs`
 (commands over the websocket exec API). Every call hands back plain JSON dicts: the engine reads nodes

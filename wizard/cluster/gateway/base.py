@@ -16,10 +16,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
-from kubernetes.aio import client
-from kubernetes.aio.stream import WsApiClient
 
 from wizard.cluster.errors import ApiError, ClusterError
+from wizard.cluster.gateway.kube import WsApiClient, client
 from wizard.cluster.transport import env_proxy, status_error, transport_error
 from wizard.engine.results import CallStats
 from wizard.retry import API_CALL, DROPS, Retryable, dropped, retryable_status, retrying

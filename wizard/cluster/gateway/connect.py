@@ -4,10 +4,8 @@ or the pod's service account in-cluster; and importing the generated API classes
 
 from __future__ import annotations
 
-from kubernetes.aio import client, config
-from kubernetes.aio.config import ConfigException
-
 from wizard.cluster.errors import ClusterError
+from wizard.cluster.gateway.kube import ConfigException, client, config
 from wizard.cluster.kubeconfig import (
     choose_context,
     context_kubeconfig,

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-from kubernetes.aio.stream import WsApiClient
 
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.base import GatewayBase
+from wizard.cluster.gateway.kube import WsApiClient
 from wizard.cluster.transport import EXEC_PROTOCOL, ExecOutput, ExecResult, exec_url, websocket_base
 from wizard.retry import DROPS, EXEC, Retryable, retryable_status, retrying
 

@@ -10,11 +10,10 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import aiohttp
-from kubernetes.aio import watch
-from kubernetes.aio.client.exceptions import ApiException
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
+from wizard.cluster.gateway.kube import ApiException, watch
 from wizard.retry import DROPS
 
 
