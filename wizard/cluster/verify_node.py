@@ -58,16 +58,17 @@ class NodeRun:
         try:
             results = await shell.run_steps(steps, self.line)
         except ClusterError as exc:
-            for step in steps:
-                self.emit(
-                    step.check,
-                    Status.FAIL,
-                    f"cannot run {step.argv[0]} in {shell.pod}: {exc.message}",
-                    hint=exc.hint or "check that the node's kubelet is reachable",
-                )
+            self.fail_steps(
+                steps, f"in {shell.pod}: {exc.message}", exc.hint or "check that the node's kubelet is reachable"
+            )
             return
         for step, result in zip(steps, results, strict=True):
             self.report(step, result)
+
+    def fail_steps(self, steps: list[Step], where_and_why: str, hint: str) -> None:
+        """Every one of ``steps`` failed: their command could not run (``where_and_why``: "in POD: …")."""
+        for step in steps:
+            self.emit(step.check, Status.FAIL, f"cannot run {step.argv[0]} {where_and_why}", hint=hint)
 
     def report(self, step: Step, result: StepResult) -> None:
         if step.check in ("nvidia-smi", "host-nvidia-smi"):
@@ -95,13 +96,7 @@ class NodeRun:
         steps = self.ctx.host_steps()
         run = await self.ctx.host_result(self.node.name)
         if not run.ran:
-            for step in steps:
-                self.emit(
-                    step.check,
-                    Status.FAIL,
-                    f"cannot run {step.argv[0]} on the host: {run.error}",
-                    hint=run.hint or "check that the node is Ready",
-                )
+            self.fail_steps(steps, f"on the host: {run.error}", run.hint or "check that the node is Ready")
             return
         for step, result in zip(steps, run.results, strict=True):
             if step.stream:
