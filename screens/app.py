@@ -138,7 +138,7 @@ class WizardApp(App[int]):
             self.call_later(callback)
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key | events.MouseDown):
+        if isinstance(event, events.Key | events.MouseDown | events.MouseScrollDown | events.MouseScrollUp):
             self._last_input = time.monotonic()
         await super().on_event(event)
 

@@ -216,3 +216,17 @@ async def test_starting_the_preview_render_does_not_repr_the_nodes(
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for(pilot, lambda: "kind: ClusterPolicy" in screen_text(app), what="the rendered policy")
     assert shown == []
+
+
+async def test_a_help_dialog_never_draws_control_characters_it_quotes(tui_env: Path) -> None:
+    """The Verify step's "node in full" dialog quotes node names and raw pod output in Markdown."""
+    from screens.dialogs import HelpDialog
+
+    app = offline_app(tui_env, "sle-micro-precompiled", "mode")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.push_screen(HelpDialog("Verify — gpu-01", "## gpu-01\n\n```\nok\x1b]0;owned\x07 \x1b[2J\n```"))
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the dialog")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "ok" in text and "\\x1b" in text  # shown as a visible escape

@@ -17,7 +17,7 @@ cycles, so the collector has nothing to find in most of what the engine reads.
 * :func:`defer_full_collections` / :func:`collect_if_idle` — a front end that knows when its user waits
   for nothing (the TUI) takes the full collections, which an unfreeze would otherwise set off at a random
   moment, for itself: young generations are still collected as usual (cheap), the full pass runs when
-  the user is idle and no run holds the heap frozen, at most once per ``min_interval_s``.
+  the user is idle and no read pauses the collector, at most once per ``min_interval_s``.
 """
 
 from __future__ import annotations
@@ -112,13 +112,14 @@ def resume_full_collections() -> None:
 def collect_if_idle(min_interval_s: float = 60.0) -> bool:
     """A full collection now, if one is due: called by a front end when its user waits for nothing.
 
-    Not while a run holds the heap frozen or a read pauses the collector, not before ``FULL_AFTER``
+    Not while a read pauses the collector, not before ``FULL_AFTER``
     young collections happened since the last full one, and at most once per ``min_interval_s`` (an idle
-    TUI must stay near 0 % CPU). True when it collected.
+    TUI must stay near 0 % CPU). A run may hold the heap frozen meanwhile (the Nodes step's watch does for
+    as long as the step is open): the pass then walks only what is not frozen. True when it collected.
     """
     global _last_full
     now = time.monotonic()
-    if _runs or _pausing or not gc.isenabled() or gc.get_count()[2] < FULL_AFTER or now - _last_full < min_interval_s:
+    if _pausing or not gc.isenabled() or gc.get_count()[2] < FULL_AFTER or now - _last_full < min_interval_s:
         return False
     _last_full = now
     gc.collect()

@@ -21,6 +21,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from wizard.engine.textsafe import printable
+
 if TYPE_CHECKING:
     from rich.markdown import Markdown as RichMarkdown
 
@@ -156,7 +158,8 @@ class HelpDialog(ModalScreen[None]):
             with VerticalScroll(classes="dialog-body", id="help-body"):
                 # One Static holding Rich's Markdown, not Textual's Markdown widget: that one mounts a
                 # widget per block and cost 0.4-0.6 s of loop CPU per F1; this lays out in milliseconds.
-                yield Static(help_markdown(self._text), id="help-text")
+                # printable: the text may quote node names and raw pod output, and Rich's Markdown keeps ESC
+                yield Static(help_markdown(printable(self._text, keep="\n")), id="help-text")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", id="close", compact=True, variant="primary")
 

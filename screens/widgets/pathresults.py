@@ -15,11 +15,13 @@ table so they are seen without scrolling past every node.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
 from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.color import Color, ColorParseError
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Static
@@ -162,7 +164,7 @@ class PathResults(Vertical):
         if check is None:
             return Text("…")
         text = printable(str(check.data.get("short") or check.message))[: CELL_WIDTH - 3]
-        colour = self.app.theme_variables.get(_STYLE.get(_status(check), "text"), "")
+        colour = _rich_colour(self.app.theme_variables.get(_STYLE.get(_status(check), "text"), ""))
         return Text(f"{check.status.symbol} {text}", style=colour)
 
     def _notes(self) -> str:
@@ -183,3 +185,13 @@ class PathResults(Vertical):
             if hint:
                 lines.append(f"   [$text-muted]→ {escape(hint)}[/]")
         return "\n".join(lines)
+
+
+@lru_cache(maxsize=64)
+def _rich_colour(value: str) -> str:
+    """A theme variable as a colour Rich can draw (``""`` for Textual-only ones such as ``auto 60%``, which
+    Rich's style parser refuses: the whole frame would fail when such a cell is drawn)."""
+    try:
+        return Color.parse(value).hex
+    except ColorParseError:
+        return ""
