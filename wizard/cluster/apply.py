@@ -323,10 +323,6 @@ def default_backup_name(context: str) -> str:
     return f"backup-{safe}-{stamp}.yaml"
 
 
-async def _read(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
-    return await read_object(gateway, ref)
-
-
 async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path) -> ApplyResult:
     """Back up the live objects, then server-side apply every body; never leave a partial apply behind.
 
@@ -339,7 +335,7 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
             "fix the answers (or resolve the conflict), then preview again",
         )
     refs = [ObjectRef.of(obj) for obj in prepared.objects]
-    current = {ref.key: await _read(gateway, ref) for ref in refs}
+    current = {ref.key: await read_object(gateway, ref) for ref in refs}
     for ref in refs:
         before, now = prepared.live.get(ref.key), current[ref.key]
         if _version(before) != _version(now):
@@ -414,7 +410,7 @@ async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], 
         try:
             await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force, field_manager=manager)
         except ConnectionDropped as exc:
-            if not contains(await _read(gateway, ref), body):
+            if not contains(await read_object(gateway, ref), body):
                 raise Retryable(exc) from None  # not applied: apply once more
 
     await retrying(APPLY, attempt, stats=gateway.stats)

@@ -139,7 +139,7 @@ class Cluster:
         timeout: float = 10.0,
     ) -> Cluster:
         """Load credentials like kubectl, then prove the server answers and accepts them."""
-        with collector.bulk():  # the Kubernetes client's classes are imported: kept for good, never walked again
+        with collector.paused():  # the Kubernetes client's classes are imported: no collection walks them meanwhile
             gateway = await Gateway.connect(
                 kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
             )

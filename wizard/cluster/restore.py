@@ -7,6 +7,7 @@ apply created are deleted. :mod:`wizard.cluster.apply` undoes a failed apply wit
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -65,4 +66,6 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
 
 async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
     """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
-    return await restore(gateway, backup if isinstance(backup, Backup) else read_backup(Path(backup)))
+    if not isinstance(backup, Backup):
+        backup = await asyncio.to_thread(read_backup, Path(backup))  # a file read and a YAML parse: off the loop
+    return await restore(gateway, backup)
