@@ -97,7 +97,10 @@ async def op_watch(lab: Lab, trial: Trial) -> str:
         try:
             await until(lambda: demo.faults.total >= (trial.cell.budget or 2) or task.done(), 3.0)
             patch = gateway.raw(gateway.core, "patch_node")
-            await gateway.call("label", patch, node, {"metadata": {"labels": {"fault-matrix": value}}}, safe=False)
+            # The change the watch must see, not the operation under test: an idempotent merge patch that
+            # may take longer than the matrix's request limit on busy cores (it did, once in 60 under load).
+            label = {"metadata": {"labels": {"fault-matrix": value}}}
+            await gateway.call("label", patch, node, label, timeout=10.0)
             kind = await asyncio.wait_for(task, 20)
         finally:
             task.cancel()

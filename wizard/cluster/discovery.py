@@ -48,47 +48,82 @@ class NodeDirectory:
 
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages of :data:`PAGE_SIZE`, as :mod:`wizard.engine.facts`."""
+        nodes, self.resource_version = await self._list()
+        self.known = {n.name: n for n in nodes}
+        return ClusterFacts(nodes)
+
+    async def _list(self) -> tuple[list[NodeFacts], str]:
+        """Every node's facts and the list's resourceVersion."""
         nodes: list[NodeFacts] = []
+        version = ""
         with collector.bulk():
             async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
                 async for page in pages:
                     nodes.extend(await facts_in_slices(page.get("items") or []))
                     meta = page.get("metadata") or {}
                     if not meta.get("continue"):
-                        self.resource_version = str(meta.get("resourceVersion") or "")
-        self.known = {n.name: n for n in nodes}
-        return ClusterFacts(nodes)
+                        version = str(meta.get("resourceVersion") or "")
+        return nodes, version
 
     async def watch(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
-        """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
+        """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled.
+
+        The watch keeps its own place (resourceVersion and the facts it told of): a :meth:`discover` by
+        someone else meanwhile must not move it past changes this caller has not been told of. It writes what
+        it learns back to the directory (its latest resourceVersion and facts), where the next watch starts."""
         if not self.resource_version:
             for facts in (await self.discover()).nodes:
                 yield "ADDED", facts
+        version, told = self.resource_version, dict(self.known)
         reconnects = Reconnects()
+        relist = False
         while True:
             try:
-                async with contextlib.aclosing(self.gateway.watch_nodes(self.resource_version)) as events:
+                if relist:
+                    # Nothing was watching since the 410: what changed meanwhile is told by comparing.
+                    nodes, version = await self._list()
+                    relist = False
+                    reconnects.progressed()
+                    changes = _changes(told, nodes)
+                    told = {n.name: n for n in nodes}
+                    self.resource_version, self.known = version, dict(told)
+                    for kind, facts in changes:
+                        yield kind, facts
+                async with contextlib.aclosing(self.gateway.watch_nodes(version)) as events:
                     async for kind, obj in events:
-                        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
-                        self.resource_version = rv or self.resource_version
+                        version = str((obj.get("metadata") or {}).get("resourceVersion") or "") or version
+                        self.resource_version = version
                         if kind not in ("ADDED", "MODIFIED", "DELETED"):
                             continue
                         facts = node_facts(obj)
-                        if kind == "DELETED":
-                            self.known.pop(facts.name, None)
-                        else:
-                            self.known[facts.name] = facts
+                        for place in (told, self.known):  # its own place, and the directory's latest
+                            if kind == "DELETED":
+                                place.pop(facts.name, None)
+                            else:
+                                place[facts.name] = facts
                         reconnects.progressed()
                         yield kind, facts
             except Gone:
-                before = dict(self.known)
-                for facts in (await self.discover()).nodes:
-                    old = before.pop(facts.name, None)
-                    if old is None:
-                        yield "ADDED", facts
-                    elif old != facts:
-                        yield "MODIFIED", facts
-                for gone in before.values():
-                    yield "DELETED", gone
-            except ClusterError as exc:
+                relist = True
+            except ClusterError as exc:  # the watch or the relist: tried again under the reconnect policy
                 await reconnects.failed(exc)
+
+
+def _changes(told: dict[str, NodeFacts], nodes: list[NodeFacts]) -> list[tuple[str, NodeFacts]]:
+    """What a relist shows changed since the facts ``told``: ADDED, MODIFIED and DELETED events."""
+    before = dict(told)
+    changes: list[tuple[str, NodeFacts]] = []
+    for facts in nodes:
+        old = before.pop(facts.name, None)
+        if old is None:
+            changes.append(("ADDED", facts))
+        elif _differ(old, facts):
+            changes.append(("MODIFIED", facts))
+    changes.extend(("DELETED", gone) for gone in before.values())
+    return changes
+
+
+def _differ(old: NodeFacts, new: NodeFacts) -> bool:
+    """Whether a caller would see a change: NodeFacts' own equality leaves out its labels and annotations (mappings,
+    kept out of its hash), and a change of labels alone is one (the 410 relist dropped it: the fault matrix's flake)."""
+    return old != new or old.labels != new.labels or old.annotations != new.annotations

@@ -1,0 +1,99 @@
+"""The node watch under 410 Gone with the change forced into each window where a watch can lose it.
+
+The fault matrix's ``watch-410`` cell (a label change must reach the watcher while the demo expires
+every watch) failed now and then in the full suite: the label PATCH raced the watcher's relist. Here
+the change is made by the demo server itself at the exact moment that matters (from the fault
+filter's ``when`` hook, on the server's loop, before the request is served), so every run takes the
+same path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from aiohttp import web
+
+from tests.cluster_util import connected
+from tests.fixtures_demo import ClusterFactory
+from wizard.cluster.facade import Cluster
+from wizard.demo.serve import DemoClusterThread
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture(scope="module")
+def demo(demo_cluster_module: ClusterFactory) -> Iterator[DemoClusterThread]:
+    yield demo_cluster_module("sle-micro-precompiled", tls=False)
+
+
+@pytest.fixture(autouse=True)
+def _reset(demo: DemoClusterThread) -> Iterator[None]:
+    demo.faults.clear()
+    demo.faults.injected.clear()
+    yield
+    demo.faults.clear()
+
+
+def label_node(demo: DemoClusterThread, node: str, value: str) -> None:
+    """Set the ``fault-matrix`` label in the demo's store (on the server's loop, as a PATCH would)."""
+    obj = demo.store.get("nodes", node)
+    assert obj is not None
+    obj["metadata"].setdefault("labels", {})["fault-matrix"] = value
+    demo.store.update("nodes", obj)
+
+
+def patch_before(demo: DemoClusterThread, node: str, value: str, *, watch: bool) -> Callable[[web.Request], bool]:
+    """A fault filter that, once the first 410 was sent, labels ``node`` just before the next node
+    request of the given kind (a list: ``watch=False``; a watch: ``watch=True``) is served."""
+    done = False
+
+    def when(request: web.Request) -> bool:
+        nonlocal done
+        is_watch = request.query.get("watch") in ("true", "1")
+        if not done and is_watch == watch and demo.faults.injected["watch_expiry"] >= 1:
+            done = True
+            label_node(demo, node, value)
+        return True
+
+    return when
+
+
+async def seen(cluster: Cluster, node: str, value: str) -> str:
+    """The kind of the first watch event saying ``node`` has the label value."""
+    async for kind, facts in cluster.watch_nodes():
+        if facts.name == node and facts.labels.get("fault-matrix") == value:
+            return kind
+    raise AssertionError("the watch ended")
+
+
+async def watch_sees_change(demo: DemoClusterThread, *, before_watch: bool, budget: int | None) -> str:
+    value = uuid.uuid4().hex[:8]
+    async with connected(demo) as cluster:
+        node = (await cluster.discover()).nodes[0].name
+        faults = demo.faults
+        faults.only, faults.watch_expiry_s, faults.budget = ["/api/v1/nodes"], 0.1, budget
+        faults.when = patch_before(demo, node, value, watch=before_watch)
+        task = asyncio.create_task(seen(cluster, node, value))
+        try:
+            return await asyncio.wait_for(task, 5.0)
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+@pytest.mark.parametrize("budget", [1, None], ids=["transient", "persistent"])
+async def test_a_label_change_between_the_410_and_the_relist_is_reported(
+    demo: DemoClusterThread, budget: int | None
+) -> None:
+    """No watch is open while the label changes: only the relist can tell, and a label is a change."""
+    assert await watch_sees_change(demo, before_watch=False, budget=budget) == "MODIFIED"
+
+
+async def test_a_label_change_between_the_relist_and_the_next_watch_is_reported(demo: DemoClusterThread) -> None:
+    """The next watch starts from the relist's resourceVersion, so the server replays the change."""
+    assert await watch_sees_change(demo, before_watch=True, budget=1) == "MODIFIED"
