@@ -68,6 +68,14 @@ class LoopLag(Phased):
     def __init__(self, watch: StallWatch | None = None) -> None:
         super().__init__(watch)
         self.max_ms: dict[str, float] = {}
+        self.cpu_s: dict[str, float] = {}
+        """This process's CPU seconds per step (the client's: the demo server runs in another process)."""
+        self._cpu_mark, self._previous = time.process_time(), "start"
+
+    def phase_changed(self, name: str) -> None:
+        now = time.process_time()
+        self.cpu_s[self._previous] = self.cpu_s.get(self._previous, 0.0) + now - self._cpu_mark
+        self._cpu_mark, self._previous = now, name
 
     async def run(self) -> None:
         while True:
@@ -174,6 +182,9 @@ async def measure(server: Served, stalls: bool = False) -> dict[str, Any]:
         "snapshots": snapshots,
         "upgrade_max_stall_ms": round(lag.max_ms.get("upgrade follow", 0.0)),
         "max_stall_ms": stalls_ms,
+        "client_cpu_s": {
+            name: round(cpu, 2) for name, cpu in lag.cpu_s.items() if name not in ("start", "between", "poll round")
+        },
         "peak_rss_mb_following": round(followed_rss, 1),
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "phase": phase,
@@ -203,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({result['peak_rss_mb']} MB with the poll round).\n"
             f"Longest event-loop stall per step (ms; load average {os.getloadavg()[0]:.1f}): "
             + ", ".join(f"{name} {ms}" for name, ms in result["max_stall_ms"].items())
+            + "\nClient CPU per step (s): "
+            + ", ".join(f"{name} {cpu}" for name, cpu in result["client_cpu_s"].items())
             + "\n"
             f"One round of the former 1 s poll: 4 requests, {result['poll_round_mb']} MB, "
             f"{result['poll_round_seconds']} s — i.e. 4 requests/s and {result['poll_round_mb']} MB/s while it ran."

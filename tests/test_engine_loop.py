@@ -11,6 +11,7 @@ import contextlib
 import gc
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,9 @@ from tests.fixtures_demo import ClusterFactory
 from tests.test_render_golden import node
 from wizard import collector
 from wizard.cluster import apply as applying
-from wizard.cluster.discovery import FACTS_PER_SLICE, facts_in_slices
-from wizard.cluster.rollout_cache import LIST_PAGE, YIELD_EVERY, Cache, slim_node
+from wizard.cluster.discovery import facts_in_slices
+from wizard.cluster.rollout_cache import Cache, slim_node
+from wizard.cluster.slices import SLICE_S, Slices
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.registry.client import RegistryClient
 
@@ -69,11 +71,23 @@ def counted_tls_contexts() -> Iterator[list[str]]:
 
 
 async def test_discovery_builds_the_facts_of_a_page_in_slices_that_yield() -> None:
-    items = [node(f"gpu-{i:03d}") for i in range(FACTS_PER_SLICE * 3 + 1)]
+    items = [node(f"gpu-{i:03d}") for i in range(40)]
+    names = [f"gpu-{i:03d}" for i in range(len(items))]
     ticks = Ticks()
-    facts = await ticks.around(facts_in_slices(items))
-    assert [f.name for f in facts] == [f"gpu-{i:03d}" for i in range(len(items))]
-    assert ticks.count >= 3  # the loop ran something else between the 4 slices
+    every = Slices(budget_s=0)  # every slice is spent at once: the loop gets a turn after each node
+    assert [f.name for f in await ticks.around(facts_in_slices(items, every))] == names
+    assert every.yields == len(items) and ticks.count >= len(items)
+    never = Slices(budget_s=3600)
+    assert [f.name for f in await ticks.around(facts_in_slices(items, never))] == names
+    assert never.yields == 0 and ticks.count == 0  # the budget decides, not a count of nodes
+
+
+async def test_discovery_hands_the_loop_back_at_its_own_budget_when_the_facts_take_longer() -> None:
+    slices = Slices()
+    items = [node(f"gpu-{i:03d}") for i in range(200)]
+    started = time.monotonic()
+    await Ticks().around(facts_in_slices(items, slices))
+    assert time.monotonic() - started < SLICE_S or slices.yields >= 1
 
 
 def test_bulk_reads_pause_the_collector_and_runs_freeze_what_they_keep_until_the_last_run_ends() -> None:
@@ -105,17 +119,41 @@ def test_bulk_reads_pause_the_collector_and_runs_freeze_what_they_keep_until_the
             gc.disable()
 
 
-async def test_a_rollout_cache_lists_in_slices_that_yield(demo_cluster: ClusterFactory) -> None:
+async def test_a_rollout_cache_lists_and_watches_in_slices_that_yield(demo_cluster: ClusterFactory) -> None:
     large = load_scenario("large")
     for spec in large.nodes:
-        spec.count = min(spec.count, 50)  # 203 nodes: pages of LIST_PAGE, slices of YIELD_EVERY
+        spec.count = min(spec.count, 50)  # 203 nodes: more than one page of LIST_PAGE
     demo = demo_cluster(large)
     async with connected(demo) as cluster:
-        cache = Cache(cluster.gateway, "nodes", asyncio.Event(), slim=slim_node)
+        changed = asyncio.Event()
+        cache = Cache(cluster.gateway, "nodes", changed, slim=slim_node)
+        cache.slices = Slices(budget_s=0)  # spent at once: the cache yields after every object it takes in
         ticks = Ticks()
         await ticks.around(cache._list())
-    assert len(cache.objects) == 203
-    assert ticks.count >= 203 // min(YIELD_EVERY, LIST_PAGE)
+        assert len(cache.objects) == 203 and cache.slices.yields >= 203
+        assert ticks.count >= 203
+        # the watch: a burst of events read without a pause yields as the list does
+        listed = cache.slices.yields
+        follower = asyncio.create_task(cache.run())
+        try:
+            await asyncio.wait_for(cache.listed.wait(), 10)
+            listed = cache.slices.yields
+            names = sorted(cache.objects)[:20]
+            for name in names:
+                await cluster.gateway.call(
+                    "label",
+                    cluster.gateway.raw(cluster.gateway.core, "patch_node"),
+                    name,
+                    {"metadata": {"labels": {"engine-loop": "burst"}}},
+                )
+            deadline = time.monotonic() + 10
+            while cache.slices.yields < listed + len(names) and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+    assert cache.slices.yields >= listed + len(names)  # one pause per watch event
 
 
 async def test_watches_build_no_tls_context(demo_cluster: ClusterFactory) -> None:

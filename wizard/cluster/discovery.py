@@ -2,14 +2,14 @@
 
 :class:`NodeDirectory` remembers the list's resourceVersion and the facts it handed out, so the watch
 starts where discovery ended and a watch that expired (410) is answered by listing again and telling
-the caller only what changed. The facts of a page are built in slices of :data:`FACTS_PER_SLICE`
-nodes with a yield between them: 500 nodes' facts in one go held the event loop (the TUI's) for tens
-of milliseconds per page; the collector stays out of the way meanwhile (:func:`wizard.collector.bulk`).
+the caller only what changed. The facts of a page are built in time slices
+(:class:`wizard.cluster.slices.Slices`) that hand the loop back: 500 nodes' facts in one go held the
+event loop (the TUI's) for tens of milliseconds per page; the collector stays out of the way meanwhile
+(:func:`wizard.collector.bulk`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
@@ -17,23 +17,22 @@ from typing import Any
 from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.slices import Slices
 from wizard.engine.facts import ClusterFacts, NodeFacts, node_facts
 from wizard.retry import Reconnects
 
 PAGE_SIZE = 500
 """Nodes per page, as kubectl pages. A page is decoded in one go on the event loop: ~30 ms of CPU for 500 nodes
 (250 halved that but cost discovery a tenth more CPU in requests); the next page is read ahead meanwhile."""
-FACTS_PER_SLICE = 100
-"""Nodes turned into facts before discovery yields to the event loop."""
 
 
-async def facts_in_slices(items: list[dict[str, Any]], size: int = FACTS_PER_SLICE) -> list[NodeFacts]:
-    """:func:`node_facts` of every item, yielding to the event loop between slices of ``size``."""
+async def facts_in_slices(items: list[dict[str, Any]], slices: Slices | None = None) -> list[NodeFacts]:
+    """:func:`node_facts` of every item, handing the event loop back whenever ``slices``' budget is spent."""
+    slices = slices or Slices()
     out: list[NodeFacts] = []
-    for start in range(0, len(items), size):
-        if start:
-            await asyncio.sleep(0)
-        out.extend(node_facts(item) for item in items[start : start + size])
+    for item in items:
+        out.append(node_facts(item))
+        await slices.pause()
     return out
 
 
@@ -56,10 +55,11 @@ class NodeDirectory:
         """Every node's facts and the list's resourceVersion."""
         nodes: list[NodeFacts] = []
         version = ""
+        slices = Slices()
         with collector.bulk():
             async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
                 async for page in pages:
-                    nodes.extend(await facts_in_slices(page.get("items") or []))
+                    nodes.extend(await facts_in_slices(page.get("items") or [], slices))
                     meta = page.get("metadata") or {}
                     if not meta.get("continue"):
                         version = str(meta.get("resourceVersion") or "")

@@ -5,7 +5,8 @@ its resourceVersion (listed again on 410). Each object is cut down as it enters 
 :func:`slim_node`, :func:`without_managed_fields`) to what :mod:`wizard.cluster.rollout` reads of it,
 and the pods that wait for a reason worth showing (:func:`waiting_pods`) are indexed, so a snapshot
 reads a few entries instead of every pod. The event loop stays live while thousands of objects come
-in: pages are small, and a cache yields every :data:`YIELD_EVERY` objects.
+in: pages are small, and a cache hands the loop back in time slices (:class:`wizard.cluster.slices.Slices`)
+while it takes in listed objects and bursts of watch events.
 """
 
 from __future__ import annotations
@@ -19,14 +20,11 @@ from typing import Any
 from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.slices import Slices
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.retry import Reconnects
 
 PROBE_PREFIX = "gpu-wizard-probe-"
-YIELD_EVERY = 25
-"""Watch events (and listed objects) handled before a cache yields to the event loop. Small, because the five
-caches' slices run back to back in one loop iteration when all their watches have data (100 events each:
-an iteration of 150-300 ms at 5,000 nodes)."""
 KEEP_EVERY = 2000
 """Watch events after which a cache freezes what it keeps (:func:`wizard.collector.keep`)."""
 LIST_PAGE = 100
@@ -141,6 +139,10 @@ class Cache:
         self.listed = asyncio.Event()
         self.lists = 0
         """How many times the kind was listed (1 unless watches expired)."""
+        self.slices = Slices()
+        """The cache's own time slices: the five caches' slices may run back to back in one loop iteration when
+        all their watches have data, so each is short (a count of 100 events each made iterations of 150-300 ms
+        at 5,000 nodes)."""
 
     def items(self) -> list[dict[str, Any]]:
         return [self.objects[name] for name in sorted(self.objects)]
@@ -180,10 +182,9 @@ class Cache:
             page = await self.gateway.list_page(
                 self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=LIST_PAGE, cont=cont
             )
-            for count, item in enumerate(page.pop("items", None) or [], 1):
+            for item in page.pop("items", None) or []:
                 self._put(str(item["metadata"]["name"]), self.slim(item), objects, indexed)
-                if count % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
+                await self.slices.pause()
             meta = page.get("metadata") or {}
             rv = str(meta.get("resourceVersion") or rv)
             cont = meta.get("continue") or None
@@ -216,9 +217,8 @@ class Cache:
                             handled += 1
                             if handled % KEEP_EVERY == 0:
                                 collector.keep()
-                            if handled % YIELD_EVERY == 0:
-                                # a burst of buffered events is read without a pause: let the loop breathe
-                                await asyncio.sleep(0)
+                            # a burst of buffered events is read without a pause: let the loop breathe
+                            await self.slices.pause()
             except Gone:
                 continue
             except ClusterError as exc:
