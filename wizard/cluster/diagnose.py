@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
@@ -31,6 +31,10 @@ from wizard.engine.facts import LABEL_UPGRADE_STATE, NodeFacts
 from wizard.engine.failures import Evidence, Finding, last_lines, match
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable, shell_command
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
+    from wizard.engine.plan import Plan
 
 MANAGER_CONTAINER = "k8s-driver-manager"
 VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
@@ -283,3 +287,13 @@ async def diagnose(
         f"{failing} failing GPU nodes in {len(groups)} groups; {read} pods read, {matched} explained by a known failure",
         data={"failing": failing, "groups": len(groups), "read": read, "matched": matched},
     )
+
+
+async def diagnose_cluster(cluster: Connected, plan: Plan, nodes: Iterable[str] | None) -> AsyncGenerator[Check, None]:
+    """:func:`diagnose` of the cluster's GPU nodes in the plan's operator namespace (``nodes``: only these)."""
+    namespace = await cluster.namespace(plan)
+    gpu = {n.name: n for n in (await cluster.discover()).gpu_nodes}
+    checks = diagnose(cluster.gateway, namespace, gpu, only=set(nodes) if nodes is not None else None)
+    async with contextlib.aclosing(checks):
+        async for check in checks:
+            yield check

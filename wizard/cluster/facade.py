@@ -9,37 +9,35 @@ can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from wizard import collector
 from wizard.cluster import apply as applying
 from wizard.cluster import diagnose as diagnosing
 from wizard.cluster import proving, support, upgrades
 from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
 from wizard.cluster.backup import Backup
+from wizard.cluster.connection import open_gateway
 from wizard.cluster.discovery import NodeDirectory
-from wizard.cluster.errors import ApiError, ClusterError
+from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
-from wizard.cluster.kubeconfig import demo_marker, list_contexts
+from wizard.cluster.kubeconfig import list_contexts
 from wizard.cluster.liveplan import plan_from_live
-from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, run_preflight
+from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
-from wizard.cluster.probe_cleanup import Found, clean_up
+from wizard.cluster.probe_cleanup import Found, clean_up_cluster
 from wizard.cluster.registry_routing import cluster_registry_options, registry_client
 from wizard.cluster.verify import VerifyContext
 from wizard.engine.facts import ClusterFacts, NodeFacts
-from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
+from wizard.engine.hostdoctor import DoctorTarget, HostState
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
 from wizard.engine.results import Check, ClusterInfo, LogLine
-from wizard.engine.upgrade import plan_policy
 from wizard.registry.client import RegistryClient
 from wizard.registry.images import ImageStatus, check_images
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
@@ -138,33 +136,9 @@ class Cluster:
         in_cluster: bool = False,
         timeout: float = 10.0,
     ) -> Cluster:
-        """Load credentials like kubectl, then prove the server answers and accepts them."""
-        with collector.paused():  # the Kubernetes client's classes are imported: no collection walks them meanwhile
-            gateway = await Gateway.connect(
-                kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
-            )
-        try:
-            # The demo is known by the marker it writes into its own kubeconfig, never by what a server says.
-            marker = None if in_cluster else demo_marker(kubeconfig, gateway.context)
-            version = await gateway.version()
-            await gateway.access_review("list", "nodes")  # /version is public; this proves the credentials
-        except ApiError as exc:
-            await gateway.close()
-            if exc.status in (401, 403):
-                raise ClusterError(
-                    f"{gateway.server} rejected the credentials of context {gateway.context!r} ({exc.status})",
-                    "log in again: the token or client certificate is missing, expired or not accepted",
-                ) from None
-            raise
-        except BaseException:
-            await gateway.close()
-            raise
-        info = ClusterInfo(
-            context=gateway.context,
-            server=gateway.server,
-            version=str(version.get("gitVersion") or ""),
-            demo=marker is not None,
-            insecure=not gateway.configuration.verify_ssl,
+        """Load credentials like kubectl, then prove the server answers and accepts them (see :mod:`wizard.cluster.connection`)."""
+        gateway, info, marker = await open_gateway(
+            kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
         )
         return cls(gateway, info, demo_mirrors=marker)
 
@@ -197,13 +171,7 @@ class Cluster:
 
     async def namespace(self, plan: Plan | None = None) -> str:
         """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""
-        policy = active_policy(await self.gateway.list_custom(*POLICY))
-        live = str(((policy or {}).get("status") or {}).get("namespace") or "")
-        if live:
-            return live
-        if self._preflight is None:
-            self._preflight = await run_preflight(self.gateway, plan)
-        return self._preflight.operator_namespace
+        return await live_namespace(self.gateway) or (self._preflight or await self.preflight(plan)).operator_namespace
 
     async def live_plan(self) -> Plan:
         """The plan the cluster runs now (live ClusterPolicy and default NVIDIADriver): an upgrade starts here."""
@@ -287,7 +255,7 @@ class Cluster:
         """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
         return await restoring.rollback(self.gateway, backup)
 
-    async def rollout(
+    def rollout(
         self,
         plan: Plan,
         *,
@@ -302,23 +270,15 @@ class Cluster:
         A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         """
-        if stall_window is None:
-            policy = plan_policy(plan)
-            stall_window = policy.stall_seconds() if policy is not None else None
-        namespace = await self.namespace(plan)
-        statuses = rollouts.follow(
-            self.gateway,
+        return rollouts.follow_cluster(
+            self,
             plan,
-            namespace,
             interval=interval,
             timeout=timeout,
             crash_window=crash_window,
             stall_window=stall_window,
             heartbeat=heartbeat,
         )
-        async with contextlib.aclosing(statuses):
-            async for status in statuses:
-                yield status
 
     def check_paths(
         self,
@@ -363,7 +323,7 @@ class Cluster:
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
         return proving.host_states(self, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout)
 
-    async def host_doctor(
+    def host_doctor(
         self,
         target: Plan | DoctorTarget,
         nodes: list[str] | None = None,
@@ -373,23 +333,12 @@ class Cluster:
     ) -> AsyncGenerator[Check, None]:
         """Before apply: the host findings for ``target`` on each GPU node, as each node finishes (see :meth:`host_states`)."""
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        states = self.host_states(doctor, nodes, concurrency=concurrency, timeout=timeout)
-        async with contextlib.aclosing(states):
-            async for state in states:
-                if isinstance(state, Check):
-                    yield state
-                else:
-                    for check in host_findings(doctor, state):
-                        yield check
+        return proving.host_doctor(self, doctor, nodes, concurrency=concurrency, timeout=timeout)
 
     async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
         """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
         :mod:`wizard.cluster.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
-        try:
-            namespace = await self.namespace()
-        except ClusterError:
-            namespace = "gpu-operator"
-        return await clean_up(self.gateway, namespace, dry_run=dry_run)
+        return await clean_up_cluster(self, dry_run=dry_run)
 
     # -- proving ---------------------------------------------------------------------------------
 
@@ -417,7 +366,7 @@ class Cluster:
             timeout=timeout,
         )
 
-    async def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
+    def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
         """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
 
         Streams one ``diagnosis`` check per representative failing pod (the known failure it shows,
@@ -425,15 +374,9 @@ class Cluster:
         share a state, then a ``diagnosis-summary``. ``nodes``: only these. Reads pods, logs, events
         and nodes only (see :mod:`wizard.cluster.diagnose`).
         """
-        namespace = await self.namespace(plan)
-        gpu = {n.name: n for n in (await self.discover()).gpu_nodes}
-        only = set(nodes) if nodes is not None else None
-        checks = diagnosing.diagnose(self.gateway, namespace, gpu, only=only)
-        async with contextlib.aclosing(checks):
-            async for check in checks:
-                yield check
+        return diagnosing.diagnose_cluster(self, plan, nodes)
 
-    async def support_files(
+    def support_files(
         self, plan: Plan | None, *, about: Mapping[str, bytes]
     ) -> AsyncGenerator[support.BundleFile | str, None]:
         """The support bundle's files (``about``: gpu-wizard's own), with progress lines between them.
@@ -441,14 +384,7 @@ class Cluster:
         Reads the operator's objects, pods, logs, events and GPU node labels and runs ``nvidia-smi -q``
         in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
         """
-        namespace = await self.namespace(plan)
-        gpu = sorted((await self.discover()).gpu_nodes, key=lambda n: n.name)
-        files = support.collect(
-            self.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about
-        )
-        async with contextlib.aclosing(files):
-            async for item in files:
-                yield item
+        return support.collect_cluster(self, plan, about=about)
 
     async def _verify_context(
         self, plan: Plan, rendered: Rendered | None, *, registry: RegistryClient | None, timeout: float

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.probeset import OWNER_SELECTOR, RUN_LABEL
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,16 @@ async def clean_up(gateway: Gateway, namespace: str, *, dry_run: bool) -> tuple[
         item = Found("pod", str(meta.get("namespace") or ""), str(meta["name"]), node=node, run=_run(meta))
         found.append(await _remove(gateway, item, dry_run))
     return found, where
+
+
+async def clean_up_cluster(cluster: Connected, *, dry_run: bool) -> tuple[list[Found], str]:
+    """:func:`clean_up`, looking in the operator namespace where every namespace cannot be listed
+    (``gpu-operator`` when even that cannot be found)."""
+    try:
+        namespace = await cluster.namespace()
+    except ClusterError:
+        namespace = "gpu-operator"
+    return await clean_up(cluster.gateway, namespace, dry_run=dry_run)
 
 
 def _run(meta: dict[str, object]) -> str:

@@ -20,7 +20,7 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.liveplan import known_release
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
-from wizard.engine.hostdoctor import DoctorTarget, HostState
+from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, render
@@ -167,6 +167,20 @@ async def host_states(
             if isinstance(state, HostState) and state.host_driver and not state.error:
                 cluster.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
             yield state
+
+
+async def host_doctor(
+    cluster: Connected, doctor: DoctorTarget, nodes: list[str] | None, *, concurrency: int, timeout: float
+) -> AsyncGenerator[Check, None]:
+    """The host findings for ``doctor`` on each GPU node, as each node finishes (see ``Cluster.host_doctor``)."""
+    states = host_states(cluster, doctor, nodes, paths_of=None, concurrency=concurrency, timeout=timeout)
+    async with contextlib.aclosing(states):
+        async for state in states:
+            if isinstance(state, Check):
+                yield state
+            else:
+                for check in host_findings(doctor, state):
+                    yield check
 
 
 async def verify(

@@ -22,7 +22,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from wizard import collector
 from wizard.cluster.errors import ClusterError
@@ -31,7 +31,11 @@ from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_entries
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
+from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
@@ -352,3 +356,34 @@ async def follow(
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, ClusterError):
                     await task
+
+
+async def follow_cluster(
+    cluster: Connected,
+    plan: Plan,
+    *,
+    interval: float,
+    timeout: float,
+    crash_window: float,
+    stall_window: float | None,
+    heartbeat: float | None,
+) -> AsyncGenerator[RolloutStatus, None]:
+    """:func:`follow` in the plan's operator namespace (see ``Cluster.rollout``); without a ``stall_window``, a
+    plan that sets its upgradePolicy gives one from its timeouts."""
+    if stall_window is None:
+        policy = plan_policy(plan)
+        stall_window = policy.stall_seconds() if policy is not None else None
+    namespace = await cluster.namespace(plan)
+    statuses = follow(
+        cluster.gateway,
+        plan,
+        namespace,
+        interval=interval,
+        timeout=timeout,
+        crash_window=crash_window,
+        stall_window=stall_window,
+        heartbeat=heartbeat,
+    )
+    async with contextlib.aclosing(statuses):
+        async for status in statuses:
+            yield status

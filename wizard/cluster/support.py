@@ -24,7 +24,7 @@ import json
 import re
 from collections.abc import AsyncGenerator, Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.cluster.diagnose import diagnose, failing_pod
 from wizard.cluster.errors import ClusterError
@@ -32,6 +32,10 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY
 from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.facts import NodeFacts
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
+    from wizard.engine.plan import Plan
 
 SAMPLED_PODS = 20
 """Driver pods whose logs and ``nvidia-smi -q`` go into the bundle (failing first, then by node name)."""
@@ -167,6 +171,18 @@ async def collect(
     except ClusterError as exc:
         yield BundleFile("diagnosis.SKIPPED.txt", f"SKIPPED: {exc.message}\n".encode())
     yield BundleFile("NOTES.txt", ("\n".join(notes) + "\n" if notes else "nothing was sampled or left out\n").encode())
+
+
+async def collect_cluster(
+    cluster: Connected, plan: Plan | None, *, about: Mapping[str, bytes]
+) -> AsyncGenerator[BundleFile | str, None]:
+    """:func:`collect` for the cluster's GPU nodes in the plan's operator namespace (see ``Cluster.support_files``)."""
+    namespace = await cluster.namespace(plan)
+    gpu = sorted((await cluster.discover()).gpu_nodes, key=lambda n: n.name)
+    files = collect(cluster.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about)
+    async with contextlib.aclosing(files):
+        async for item in files:
+            yield item
 
 
 async def _section(path: str, read: Awaitable[Any]) -> BundleFile:
