@@ -97,3 +97,39 @@ async def test_a_label_change_between_the_410_and_the_relist_is_reported(
 async def test_a_label_change_between_the_relist_and_the_next_watch_is_reported(demo: DemoClusterThread) -> None:
     """The next watch starts from the relist's resourceVersion, so the server replays the change."""
     assert await watch_sees_change(demo, before_watch=True, budget=1) == "MODIFIED"
+
+
+async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_past_a_change(
+    demo: DemoClusterThread,
+) -> None:
+    """The watch resumes from its own resourceVersion, not from the directory's latest list: another caller's
+    list includes the change, but this watch's caller was never told of it."""
+    value = uuid.uuid4().hex[:8]
+    async with connected(demo) as cluster:
+        node = (await cluster.discover()).nodes[0].name
+        faults = demo.faults
+        labelled = False
+
+        def when(request: web.Request) -> bool:
+            nonlocal labelled
+            if labelled or request.query.get("watch") not in ("true", "1"):
+                return False
+            labelled = True
+            label_node(demo, node, value)
+            return True  # this watch is held (latency), then fails (500) before it serves anything: it reconnects
+
+        faults.only, faults.latency_ms, faults.when = ["/api/v1/nodes"], 1000, when
+        faults.error_rate, faults.error_code = 1.0, 500  # not a dropped connection: aiohttp would re-send that itself
+        task = asyncio.create_task(seen(cluster, node, value))
+        try:
+            for _ in range(500):
+                if labelled:
+                    break
+                await asyncio.sleep(0.01)
+            other = {n.name: n for n in (await cluster.discover()).nodes}  # another caller (a TUI step) lists
+            assert other[node].labels.get("fault-matrix") == value and not task.done()
+            assert await asyncio.wait_for(task, 8.0) == "MODIFIED"
+        finally:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
