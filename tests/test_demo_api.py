@@ -164,6 +164,24 @@ def test_list_nodes_with_paging_and_selectors(core: client.CoreV1Api) -> None:
     assert core.read_node("gpu-01").status.node_info.kernel_version == KERNEL
 
 
+def test_list_pages_show_the_first_pages_snapshot(core: client.CoreV1Api, cluster: DemoClusterThread) -> None:
+    """A real server serves every page from the first page's revision: a change between pages does not show
+    (a client that pages, then watches from the list's resourceVersion, is told of it by the watch)."""
+    first = json.loads(core.list_node(limit=2, _preload_content=False).data)
+    core.patch_node("gpu-02", {"metadata": {"labels": {"snapshot-test": "changed"}}})
+    try:
+        rest = json.loads(core.list_node(limit=2, _continue=first["metadata"]["continue"], _preload_content=False).data)
+        assert [n["metadata"]["name"] for n in rest["items"]] == ["gpu-02"]
+        assert "snapshot-test" not in rest["items"][0]["metadata"]["labels"]
+        assert rest["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+        cluster.store.compact()  # as etcd compacts a revision away: the token expires
+        with pytest.raises(ApiException) as expired:
+            core.list_node(limit=2, _continue=first["metadata"]["continue"])
+        assert expired.value.status == 410 and json.loads(expired.value.body)["reason"] == "Expired"
+    finally:
+        core.patch_node("gpu-02", [{"op": "remove", "path": "/metadata/labels/snapshot-test"}])
+
+
 def test_patch_node_labels_merge_and_json_patch(core: client.CoreV1Api) -> None:
     core.patch_node("cpu", {"metadata": {"labels": {"team": "ml"}}})
     assert core.read_node("cpu").metadata.labels["team"] == "ml"

@@ -20,8 +20,8 @@ from ruamel.yaml.error import YAMLError
 from wizard.demo.api import protobuf, tables
 from wizard.demo.api.kinds import ResourceType
 from wizard.demo.api.selectors import combined
-from wizard.demo.api.status import bad_request, not_found
-from wizard.demo.api.store import Key, Store
+from wizard.demo.api.status import ApiError, bad_request, not_found
+from wizard.demo.api.store import Key, Store, StoreGone
 
 
 @dataclass(frozen=True)
@@ -63,13 +63,23 @@ def _encode_continue(rv: int, key: Key) -> str:
     return base64.urlsafe_b64encode(raw).decode()
 
 
-def _decode_continue(token: str) -> Key:
+def _decode_continue(token: str) -> tuple[int, Key]:
+    """The snapshot's resourceVersion and the last key served."""
     try:
         data = json.loads(base64.urlsafe_b64decode(token.encode()))
         namespace, name = data["start"]
-        return (str(namespace), str(name))
+        return int(data["rv"]), (str(namespace), str(name))
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise bad_request("continue key is not valid: the token is not one this server issued") from None
+
+
+def _expired() -> ApiError:
+    """A continue token older than the history: what a real server answers once etcd compacted its revision."""
+    return ApiError(
+        410,
+        "The provided continue parameter is too old to display a consistent list result. You can start a new "
+        "list without the continue parameter.",
+    )
 
 
 def get_object(store: Store, request: web.Request, target: Target) -> web.Response:
@@ -100,17 +110,31 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
     with store.lock:
         rv = store.resource_version
         keys = store.keys(rtype.plural)
-        start = bisect.bisect_left(keys, (namespace, "")) if namespace is not None else 0
+        then: dict[Key, dict[str, Any] | None] = {}
+        after: Key | None = None
         token = query.get("continue")
         if token:
-            start = max(start, bisect.bisect_right(keys, _decode_continue(token)))
+            # Every page of one list shows the first page's snapshot, as a real server's do (etcd at the
+            # first page's revision): an object changed since shows as it was then, one created since
+            # not at all, one deleted since still. A client that pages and then watches from the list's
+            # resourceVersion misses nothing that way; served from the live state it would.
+            rv, after = _decode_continue(token)
+            try:
+                then = store.as_of(rtype.plural, rv)
+            except StoreGone:
+                raise _expired() from None
+            if then:
+                keys = sorted({*keys, *then})
+        start = bisect.bisect_left(keys, (namespace, "")) if namespace is not None else 0
+        if after is not None:
+            start = max(start, bisect.bisect_right(keys, after))
         items: list[dict[str, Any]] = []
         more, last_index = False, start - 1
         for index in range(start, len(keys)):
             key = keys[index]
             if namespace is not None and key[0] != namespace:
                 break
-            obj = store.lookup(rtype.plural, key[1], key[0])
+            obj = then[key] if key in then else store.lookup(rtype.plural, key[1], key[0])
             if obj is None or (matcher is not None and not matcher(obj)):
                 continue
             if limit and len(items) == limit:

@@ -320,6 +320,22 @@ class Store:
 
         return backlog, unsubscribe
 
+    def as_of(self, resource: str, rv: int) -> dict[Key, dict[str, Any] | None]:
+        """What changed in ``resource`` after ``rv``: each such key's object as it was at ``rv`` (None: it did
+        not exist then). A real API server serves every page of a paged list from the first page's
+        snapshot (etcd at that revision); this is how the demo does. Raises StoreGone when ``rv`` is older
+        than the retained history (a real server's expired continue token)."""
+        with self._lock:
+            if rv < self._compacted_rv:
+                raise StoreGone(f"too old resource version: {rv} ({self._compacted_rv})")
+            then: dict[Key, dict[str, Any] | None] = {}
+            for event in reversed(self._history):  # newest first: the earliest change after rv is written last
+                if event.rv <= rv:
+                    break
+                if event.resource == resource:
+                    then[object_key(event.obj)] = event.old
+            return then
+
     def compact(self) -> None:
         """Forget the watch history (as etcd compaction does): older versions now answer Gone."""
         with self._lock:
