@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.screen import Screen
+from textual.widgets import TabbedContent
 
 from screens.steps.driver import DriverStep
+from screens.widgets.code import CodeView
 from screens.widgets.field import AnswerField
 from screens.widgets.mirror import MirrorPanel
 from tests.snapshots.plugin import screen_text, wait_for
@@ -97,3 +99,20 @@ async def test_a_new_step_is_neither_restyled_nor_laid_out_again_for_its_own_res
         assert "DriverStep" in resized
         assert "Next ▶" in screen_text(app).splitlines()[28]
         assert on_step(app, "driver")
+
+
+async def test_preview_fills_only_the_tab_shown_and_each_other_tab_when_first_shown(tui_env: Path) -> None:
+    app = offline_app(tui_env, "sle-micro-precompiled", "preview")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: "not connected" in screen_text(app), what="the rendered tabs")
+        assert [view.id for view in screen.query(CodeView)] == ["tab-policy-code"]
+        assert screen.query_one(CodeView).text == screen.tab_text("tab-policy")
+        assert "kind: ClusterPolicy" in screen_text(app)
+        mirror = screen.tab_text("tab-mirror")  # kept for the tab, and for Save, before the tab is shown
+        assert "skopeo copy" in mirror
+        screen.query_one(TabbedContent).active = "tab-mirror"
+        await wait_for(pilot, lambda: screen.query("#tab-mirror-code"), what="the mirror tab's view")
+        await wait_for(pilot, lambda: "skopeo copy" in screen_text(app), what="the mirror plan on screen")
+        assert screen.query_one("#tab-mirror-code", CodeView).text == mirror
+        assert len(screen.query(CodeView)) == 2
