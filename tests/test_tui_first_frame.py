@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from textual.app import App
 from textual.screen import Screen
-from textual.widgets import TabbedContent
+from textual.widgets import Static, TabbedContent
 
 from screens.steps.driver import DriverStep
 from screens.widgets.code import CodeView
@@ -116,3 +116,30 @@ async def test_preview_fills_only_the_tab_shown_and_each_other_tab_when_first_sh
         await wait_for(pilot, lambda: "skopeo copy" in screen_text(app), what="the mirror plan on screen")
         assert screen.query_one("#tab-mirror-code", CodeView).text == mirror
         assert len(screen.query(CodeView)) == 2
+
+
+async def test_a_keystroke_that_changes_no_message_lays_nothing_out_again(
+    tui_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every keystroke shows each field's error and Next's status again; the same text must not update them
+    (an update lays the whole screen out: 25-35 ms of the Driver step's loop per keystroke)."""
+    app = offline_app(tui_env, "sle-micro-precompiled", "driver")
+    updated: list[str] = []
+    update = Static.update
+
+    def record(self: Static, *args: Any, **kwargs: Any) -> None:
+        if self.has_class("field-note") or self.id == "nav-status":
+            updated.append(str(self.parent.id if self.has_class("field-note") else self.id))  # type: ignore[union-attr]
+        update(self, *args, **kwargs)
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.screen.query(MirrorPanel) and app.state.rendered is not None)
+        field = app.screen.query_one("#driver-image", AnswerField)
+        field.input.focus()
+        monkeypatch.setattr(Static, "update", record)
+        await pilot.press("end", *"xy")
+        await wait_for(pilot, lambda: app.state.get("driver.image") == "nvidia-driverxy", what="the answer")
+        assert updated == []
+        await pilot.press(*" y")  # a space is not valid in an image name: that field's note changes, once
+        await wait_for(pilot, lambda: field.has_class("-invalid"), what="the field's error")
+        assert updated.count("driver-image") == 1 and updated.count("nav-status") == 1, updated
