@@ -172,8 +172,9 @@ class DriverStep(FormStep):
         whole form at once held the loop ~100 ms whatever the node count. Its fields take their
         values and errors now, as the fields above did when they were composed.
         """
-        rest = self.below_the_fold()
-        await self.query_one("#driver-scroll").mount_all(rest)
+        if not self.is_attached:  # left before its first frame
+            return
+        await self.query_one("#driver-scroll").mount_all(self.below_the_fold())
         errors = self.state.errors_for(self.FIELDS)
         for field in self.query(AnswerField).filter("#registry-mirrors"):
             field.show_error(errors.get(field.path, ""))
