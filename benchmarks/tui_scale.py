@@ -5,7 +5,9 @@ under Textual's Pilot, connected through the demo's kubeconfig like ``gpu-wizard
 walks Connect, Nodes, Mode, Driver, Paths (pressing "Check on nodes"), Preview, Apply (with the
 rollout) and Verify, then idles. Measured, per step: the wall time, the longest event-loop stall (a
 probe task sleeps 10 ms and records how late it wakes; "busy" is the part of that lateness the loop's
-thread spent computing, the rest being time a shared machine gave to other processes), the RSS; over the idle period: the
+thread spent computing, the rest being time a shared machine gave to other processes; "longest turn" is the
+loop thread's CPU in its longest single callback, the part of a stall one handler or one Textual layout
+holds, whatever the load), the RSS; over the idle period: the
 RSS growth and the CPU used; F1 (help dialog up) at several points, busy ones included, and Ctrl+Q
 (until the app has exited). Right after the TUI's path check and verification, the same operation
 runs through the engine alone (``Cluster.check_paths`` / ``Cluster.verify`` consumed headless, the
@@ -103,7 +105,10 @@ class LoopProbe(Phased):
         self.interval = PROBE_S
         self.stalls: dict[str, float] = {}
         self.busy: dict[str, float] = {}
+        self.turns: dict[str, float] = {}
+        """Phase -> the loop thread's CPU in its longest callback (ms): a stall's own work, whatever the load."""
         self._task: asyncio.Task[None] | None = None
+        self._handle_run: Callable[[asyncio.Handle], None] | None = None
 
     def phase_changed(self, name: str) -> None:
         if self._profiling is not None:
@@ -127,6 +132,7 @@ class LoopProbe(Phased):
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
+        self._time_turns()
         gc.callbacks.append(self._gc)
         if self.watch is not None:
             self.watch.start()
@@ -139,7 +145,30 @@ class LoopProbe(Phased):
         self.gc_max[self.phase] = max(self.gc_max.get(self.phase, 0.0), ms)
         self.gc_total[self.phase] = self.gc_total.get(self.phase, 0.0) + ms
 
+    def _time_turns(self) -> None:
+        """Time every callback the loop runs (a task's step between two awaits, a timer) on the thread's CPU clock.
+
+        The probe's lateness adds up every callback run before it, and the time the machine gave other
+        processes; the longest callback is the part one handler, or one Textual layout, holds the loop.
+        """
+        run = self._handle_run = asyncio.Handle._run
+        turns, clock = self.turns, time.thread_time
+
+        def timed(handle: asyncio.Handle) -> None:
+            started = clock()
+            try:
+                run(handle)
+            finally:
+                ms = (clock() - started) * 1000
+                if ms > turns.get(self.phase, 0.0):
+                    turns[self.phase] = ms
+
+        asyncio.Handle._run = timed  # type: ignore[method-assign]
+
     def stop(self) -> None:
+        if self._handle_run is not None:
+            asyncio.Handle._run = self._handle_run  # type: ignore[method-assign]
+            self._handle_run = None
         with contextlib.suppress(ValueError):
             gc.callbacks.remove(self._gc)
         if self._task is not None:
@@ -213,6 +242,7 @@ class Walk:
             "seconds": round(time.perf_counter() - start, 3),
             "max_stall_ms": round(self.probe.stalls.get(name, 0.0), 1),
             "max_busy_stall_ms": round(self.probe.busy.get(name, 0.0), 1),
+            "max_turn_cpu_ms": round(self.probe.turns.get(name, 0.0), 1),
             "rss_mb": round(rss_mb(), 1),
             "gc_max_ms": round(self.probe.gc_max.get(name, 0.0), 1),
             "gc_total_ms": round(self.probe.gc_total.get(name, 0.0), 1),
@@ -425,6 +455,7 @@ async def tui(
             phase: {
                 "wall": round(ms, 1),
                 "busy": round(probe.busy.get(phase, 0.0), 1),
+                "turn": round(probe.turns.get(phase, 0.0), 1),
                 "gc_max": round(probe.gc_max.get(phase, 0.0), 1),
                 "gc_total": round(probe.gc_total.get(phase, 0.0), 1),
             }
@@ -543,7 +574,8 @@ def main() -> int:
         for name, step in steps.items():
             print(
                 f"  {name:8} {step['seconds']:8.2f} s  longest stall {step['max_stall_ms']:7.1f} ms "
-                f"(busy {step['max_busy_stall_ms']:7.1f} ms, GC {step['gc_max_ms']:6.1f} ms)  RSS {step['rss_mb']} MiB"
+                f"(busy {step['max_busy_stall_ms']:7.1f} ms, longest turn {step['max_turn_cpu_ms']:6.1f} ms, "
+                f"GC {step['gc_max_ms']:6.1f} ms)  RSS {step['rss_mb']} MiB"
             )
         for name in ("paths", "verify"):
             print(f"  {name}: TUI {steps[name]['seconds']} s ÷ engine alone {alone[name + '_s']} s = {ratio[name]}")

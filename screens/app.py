@@ -5,16 +5,16 @@ Started by ``gpu-wizard`` (current kube context) or ``gpu-wizard --demo [SCENARI
 ``wizard.cluster.facade.Cluster`` and, in demo mode, the built-in ``DemoCluster`` running on this very
 event loop. Step screens ask to move with :class:`~screens.steps.base.StepScreen.Navigate`; the App
 saves the answers and swaps the screen. Only Textual is imported before the first frame; the
-engine (pydantic, the Kubernetes client, aiohttp) is loaded afterwards.
+engine (pydantic, the Kubernetes client, aiohttp) is loaded afterwards. Beside it: :mod:`screens.idle`
+(what waits for the first frame, the warm-up thread, the idle-time garbage collection) and
+:mod:`screens.resume` (the answers a run starts from).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,9 +24,10 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from screens import keys
+from screens import keys, resume
 from screens.flow import STEP_NAMES, STEPS, step_named
-from screens.state import INCOMPLETE_HEADER, WizardState, display_path, import_facade
+from screens.idle import IdleWork
+from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
@@ -35,10 +36,6 @@ from wizard.paths import backups_dir, state_dir
 
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
-#: How often the app looks whether the deferred full garbage collection may run, and how long the user
-#: must have pressed nothing first (wizard.collector: the young generations are collected as usual).
-IDLE_COLLECT_CHECK_S = 2.0
-IDLE_BEFORE_COLLECT_S = 3.0
 
 
 class WizardApp(App[int]):
@@ -90,10 +87,8 @@ class WizardApp(App[int]):
         """Served to a browser (``gpu-wizard serve``): the footer and F1 show the browser's keys."""
         self._demo_cluster: Any = None
         self.exit_code = 0
-        self._first_frame_shown = False
-        self._last_input = time.monotonic()
-        self._after_first_frame: list[Callable[[], object]] = []
-        """Work held back until the first frame is on the terminal (see :meth:`after_first_frame`)."""
+        self.idle = IdleWork(self, web=web)
+        """Work held back until the first frame, warmed up in a thread, or left for when the user is idle."""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -106,133 +101,19 @@ class WizardApp(App[int]):
     def on_mount(self) -> None:
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
-        self.after_first_frame(self._prebuild_help)
         if self.start_step == "connect":
-            self.after_first_frame(self._load_answers)
+            self.idle.after_first_frame(partial(resume.load_answers, self))
         else:  # a later step needs its answers before it is built
-            self._load_answers()
+            resume.load_answers(self)
             self.push_screen(make_screen(self.start_step))
-
-    def after_first_frame(self, callback: Callable[[], object]) -> None:
-        """Run ``callback`` once the first frame has been displayed (at once, later on).
-
-        Reading files and importing the engine (which holds the GIL for a second) compete with the first
-        frame; a fixed grace period let them start before it on a loaded machine, where the first frame
-        takes longer than the grace.
-        """
-        if self._first_frame_shown:
-            self.call_later(callback)
-        else:
-            self._after_first_frame.append(callback)
 
     def on_ready(self) -> None:
         """Textual's Ready: the DOM is built and the first frame displayed."""
-        gc.enable()  # paused by wizard.launch while the TUI loaded
-        # A full collection walks the whole heap (5,000 nodes' facts, results, the DOM: up to a second) and
-        # would otherwise start at any moment, e.g. when a run unfreezes the heap: it runs when the user is idle.
-        collector.defer_full_collections()
-        self.set_interval(IDLE_COLLECT_CHECK_S, self._collect_if_idle)
-        self._first_frame_shown = True
-        waiting, self._after_first_frame = self._after_first_frame, []
-        for callback in waiting:
-            self.call_later(callback)
+        self.idle.first_frame_shown()
 
     async def on_event(self, event: events.Event) -> None:
-        if isinstance(event, events.Key | events.MouseDown | events.MouseScrollDown | events.MouseScrollUp):
-            self._last_input = time.monotonic()
+        self.idle.note_event(event)
         await super().on_event(event)
-
-    def _collect_if_idle(self) -> None:
-        """The deferred full collection, once the user has not pressed anything for a while and no run streams."""
-        if time.monotonic() - self._last_input >= IDLE_BEFORE_COLLECT_S:
-            collector.collect_if_idle()
-
-    def _prebuild_help(self) -> None:
-        """Parse every step's F1 help in a thread, so that F1 only lays out text that is ready."""
-        from screens.help_text import HELP, step_help
-
-        texts = [step_help(step, web=self.web) for step in HELP]
-        self.run_worker(lambda: _warm_up(texts), thread=True, group="prebuild-help", exit_on_error=False)
-
-    def _load_answers(self) -> None:
-        """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :meth:`offer_resume`."""
-        from screens.state import default_answers_path
-
-        state = self.state
-        try:
-            if self.answers_file is not None:
-                state.load(self.answers_file, given=True)
-                state.replay = self.replay_answers
-            elif self.start_step != "connect":  # a later step shown directly (tests, screenshots)
-                state.load(default_answers_path(), given=False)
-        except Exception as exc:  # an unreadable file must not stop the wizard
-            state.load_errors.append(str(exc))
-        self._show_load_errors()
-        if self.answers_file is not None or self.start_step != "connect":
-            self.settled.set()
-
-    def _show_load_errors(self) -> None:
-        state = self.state
-        if state.load_errors:
-            self.notify("\n".join(state.load_errors[:6]), title="Answers file problems", severity="warning", timeout=12)
-            state.load_errors.clear()
-
-    async def offer_resume(self) -> None:
-        """Once connected: offer to resume a saved run of this very cluster (or demo scenario), else start over.
-
-        A saved run is tied to its cluster: a run made on another context, server or scenario is
-        never resumed (its values would reach a plan the user did not make here). "Start over"
-        starts from the defaults, not from the old answers. Called by Connect; asks once.
-        """
-        from screens.state import default_answers_path
-
-        state = self.state
-        if self.settled.is_set():
-            return
-        state.answers_path = default_answers_path()
-        saved = state.saved_step()
-        if saved in STEP_NAMES and saved != "connect" and state.saved_run_matches():
-            from screens.dialogs import ConfirmDialog
-
-            title = step_named(saved).title
-            body = (
-                f"A previous run on this cluster stopped at **{title}**; its answers are in "
-                f"`{display_path(state.answers_path)}`.\n\n"
-                "Resume replays the answers and stops there. Start over starts from the defaults."
-            )
-            resume = await self.push_screen_wait(
-                ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over")
-            )
-            self._resumed(bool(resume))
-        elif saved is not None:
-            other = state.saved_run()
-            where = (
-                f"demo scenario {other.get('demo')}" if other.get("demo") else f"context {other.get('context') or '?'}"
-            )
-            self.notify(
-                f"The saved run in {display_path(state.answers_path)} was made on {where}: not resumed here. "
-                "This run starts from the defaults and replaces it when it saves.",
-                title="Saved run not resumed",
-                timeout=10,
-            )
-            state.start_over()
-        self.settled.set()
-
-    def _resumed(self, resume: bool) -> None:
-        state = self.state
-        if resume:
-            saved = state.saved_step() or "preview"
-            try:
-                state.load(state.answers_path, given=False)
-                if state.answers_path.read_text(encoding="utf-8").startswith(INCOMPLETE_HEADER):
-                    state.load_errors.clear()  # saved mid-way on purpose: the later steps fill the gaps
-            except Exception as exc:  # an unreadable file must not stop the wizard
-                state.load_errors.append(str(exc))
-            self._show_load_errors()
-            until = saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
-            state.replay, state.replay_until = True, until
-        else:
-            state.start_over()
 
     # -- navigation -------------------------------------------------------------------------
 
@@ -458,22 +339,6 @@ class WizardApp(App[int]):
     def _help(self) -> None:
         if isinstance(self.screen, StepScreen):
             self.screen.action_help()
-
-
-def _warm_up(help_texts: list[str]) -> None:
-    """In a thread after the first frame: F1's help parsed, and modules a later step imports on the loop.
-
-    A thread holds the GIL only for a switch interval (5 ms) at a time, so the loop keeps answering;
-    the same import on the loop held it for its whole length (jsonschema in Preview's dry run: ~0.1 s).
-    """
-    import importlib
-
-    from screens.dialogs.dialogs import prebuild_help
-
-    prebuild_help(help_texts)
-    for module in ("jsonschema",):
-        with contextlib.suppress(ImportError):  # the step that needs it says what is missing
-            importlib.import_module(module)
 
 
 def run(args: object) -> int:

@@ -34,7 +34,7 @@ async def test_noexec_run_blocks_paths_and_travels_to_apply_and_the_report(tui_e
         await pilot.click("#override")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
-        tab = app.screen.query_one("#tab-advice-code").text
+        tab = app.screen.tab_text("tab-advice")
         assert NOEXEC in tab and "driverInstallDir does not move it" in tab
         await next_to(pilot, "apply")  # the override given on Paths holds for the same answers
         await pilot.press("enter")

@@ -149,7 +149,7 @@ async def test_preinstalled_host_driver(tui_env: Path) -> None:
         await next_to(pilot, "paths")  # Driver & registry does not apply
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
-        assert "enabled: false" in app.screen.query_one("#tab-policy-code").text
+        assert "enabled: false" in app.screen.tab_text("tab-policy")
         await next_to(pilot, "apply")
         await apply_and_roll_out(pilot)
         text = await verified(pilot)
@@ -198,9 +198,9 @@ async def test_upstream_air_gapped(tui_env: Path) -> None:
         await next_to(pilot, "paths")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
-        policy = app.screen.query_one("#tab-policy-code").text
+        policy = app.screen.tab_text("tab-policy")
         assert "configMapName: repo-config" in policy and "registry.airgap.local/nvidia" in policy
-        assert "skopeo copy" in app.screen.query_one("#tab-mirror-code").text
+        assert "skopeo copy" in app.screen.tab_text("tab-mirror")
         await next_to(pilot, "apply")
         await apply_and_roll_out(pilot, expect_warning=True)  # upstream is not validated: warned
         text = await verified(pilot)
@@ -244,7 +244,7 @@ async def test_existing_install_upgrade_shows_the_diff_and_the_rollout(tui_env: 
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         assert "update ClusterPolicy/cluster-policy" in screen_text(app)
-        diff = app.screen.query_one("#tab-diff-code").text
+        diff = app.screen.tab_text("tab-diff")
         assert "-    version: 570.195.03" in diff and "+    version: 580.126.20" in diff
         await next_to(pilot, "apply")
         await apply_and_roll_out(pilot, expect_warning=True)

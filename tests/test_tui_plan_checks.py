@@ -49,7 +49,7 @@ async def test_preview_and_apply_warn_about_a_missing_repo_config(tui_env: Path)
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         text = " ".join(screen_text(app).split())
         assert "✗ driver.repoConfig.configMapName: ConfigMap repo-config not found in namespace" in text
-        warnings_tab = app.screen.query_one("#tab-advice-code").text
+        warnings_tab = app.screen.tab_text("tab-advice")
         assert "→ create it from the nodes' package-repository files" in warnings_tab
         await pilot.press("ctrl+n")  # a blocking finding holds Next until the user overrides it
         await pilot.pause()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -42,6 +43,7 @@ class StepScreen(Screen[None]):
     """Markdown shown by F1."""
     NEXT_LABEL: ClassVar[str] = "Next ▶"
     _last_refusal: tuple[str, float] = ("", 0.0)
+    _shown_before = False
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.BACK.terminal, "back", "Back"),
@@ -91,6 +93,27 @@ class StepScreen(Screen[None]):
     def compose_body(self) -> ComposeResult:
         """The step's own widgets."""
         yield from ()
+
+    # -- the first frame ---------------------------------------------------------------------
+    # Textual builds a new screen's first frame in one turn of the loop: it styles every widget as it is
+    # mounted, styles them all again when the screen is shown (ScreenResume), lays the screen out, and
+    # lays it out once more for the Resize that first layout sends the screen itself. For a form of
+    # 50-100 widgets that turn held the loop 100 ms and more; the two handlers below skip the repeats.
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Shown for the first time: its widgets were styled as they were mounted, moments ago."""
+        if not self._shown_before:
+            self._shown_before = True
+            event.refresh_styles = False  # read by Textual's own handler, which runs after this one
+
+    def on_resize(self, event: events.Resize) -> None:
+        """A resize to the size the screen is laid out at already: Textual's layout again would change nothing.
+
+        That is the Resize a new screen's first layout sends itself; a terminal's resize arrives
+        while the screen still has its old size, and Textual lays it out as usual.
+        """
+        if event.size == self.outer_size:
+            event.prevent_default()  # Screen's own handler: the layout of this screen and the one under it
 
     # -- navigation -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
 from textual.worker import Worker
 
+from screens import resume
 from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
@@ -78,7 +79,7 @@ class ConnectStep(StepScreen):
         """Options for a Select still mounting, applied once it is mounted."""
         self.refresh_nav()
         # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
-        self.wizard.after_first_frame(self._start)
+        self.wizard.idle.after_first_frame(self._start)
 
     def _start(self) -> None:
         state = self.state
@@ -261,7 +262,7 @@ class ConnectStep(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
-        await app.offer_resume()
+        await resume.offer_resume(app)
         app.prefill_from_live()
         await self._replay_when_settled()
 

@@ -17,6 +17,7 @@ from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
 from screens.steps.formstep import FormStep
@@ -55,6 +56,10 @@ class DriverStep(FormStep):
 
     STEP = "driver"
     FIELDS: ClassVar[tuple[str, ...]] = ("driver",)
+    # The version field takes the focus as the screen is composed: Textual's default focused the first
+    # focusable widget, the form's scroll container, and moving the focus on from it restyled the whole
+    # form twice (~30 ms each) before the step's first frame.
+    AUTO_FOCUS = "#driver-version Input"
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
@@ -116,37 +121,64 @@ class DriverStep(FormStep):
                     "useNvidiaDriverCRD", bool(state.get("driver.useNvidiaDriverCRD")), id="use-crd", compact=True
                 )
                 yield Static(self._crd_note(), classes="switch-note", markup=False)
-            with Horizontal(classes="switch-row", id="airgapped-row"):
-                yield Label("Air-gapped nodes")
-                yield Tick("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
-                yield Static("no public package repos for headers", classes="switch-note")
-            yield AnswerField(
-                "repoConfig",
-                "driver.repoConfig.configMapName",
-                str(state.get("driver.repoConfig.configMapName") or ""),
-                placeholder="ConfigMap name (apt/yum/zypper repo files)",
-                hint="upstream only: replaces the image's package repositories",
-                id="repo-config",
-            )
+            if upstream:  # never shown for the other modes (and a step's mode does not change while it is up)
+                with Horizontal(classes="switch-row", id="airgapped-row"):
+                    yield Label("Air-gapped nodes")
+                    yield Tick("airgapped", bool(state.get("driver.airgapped")), id="airgapped", compact=True)
+                    yield Static("no public package repos for headers", classes="switch-note")
+                yield AnswerField(
+                    "repoConfig",
+                    "driver.repoConfig.configMapName",
+                    str(state.get("driver.repoConfig.configMapName") or ""),
+                    placeholder="ConfigMap name (apt/yum/zypper repo files)",
+                    hint="upstream only: replaces the image's package repositories",
+                    id="repo-config",
+                )
             with Horizontal(id="images-head"):
                 yield Label("Images per (kernel, OS) group")
                 yield Button("Check again", id="recheck", compact=True)
             yield ImageGroups(id="groups")
-            yield MirrorPanel(id="mirror")
-            yield AnswerField(
+            # the rest of the form (below the first view at 80×24) follows the first frame: see _mount_rest
+
+    def below_the_fold(self) -> list[Widget]:
+        """The form's widgets under the first view: the mirror plan, the registry mirrors, the support request."""
+        state = self.state
+        mirrors = state.get("driver.registryMirrors") or {}
+        return [
+            MirrorPanel(id="mirror"),
+            AnswerField(
                 "Registry mirrors",
                 "driver.registryMirrors",
-                ", ".join(f"{k}={v}" for k, v in (state.get("driver.registryMirrors") or {}).items()),
+                ", ".join(f"{k}={v}" for k, v in mirrors.items()),
                 placeholder="none (SOURCE=https://MIRROR, comma-separated)",
                 id="registry-mirrors",
                 hint="hosts the nodes pull through a mirror; image checks ask it",
-            )
-            with VerticalScroll(id="support"):
-                with Horizontal(id="support-head"):
-                    yield Label("Support request: no published image for a kernel")
-                    yield Button("Copy", id="support-copy", compact=True)
-                yield Static("", id="support-text", markup=False)
-        self._upstream = upstream
+            ),
+            VerticalScroll(
+                Horizontal(
+                    Label("Support request: no published image for a kernel"),
+                    Button("Copy", id="support-copy", compact=True),
+                    id="support-head",
+                ),
+                Static("", id="support-text", markup=False),
+                id="support",
+            ),
+        ]
+
+    async def _mount_rest(self) -> None:
+        """Mount the form below the first view once that view is on screen.
+
+        Textual composes, styles and lays out every widget of a screen before its first frame: the
+        whole form at once held the loop ~100 ms whatever the node count. Its fields take their
+        values and errors now, as the fields above did when they were composed.
+        """
+        if not self.is_attached:  # left before its first frame
+            return
+        await self.query_one("#driver-scroll").mount_all(self.below_the_fold())
+        errors = self.state.errors_for(self.FIELDS)
+        for field in self.query(AnswerField).filter("#registry-mirrors"):
+            field.show_error(errors.get(field.path, ""))
+        self._rest_mounted.set()
 
     def _catalog_options(self) -> list[tuple[str, str]]:
         from wizard.engine.catalog import driver_versions
@@ -215,15 +247,14 @@ class DriverStep(FormStep):
         self.query_one("#catalog-row").display = not upstream
         if upstream and self.state.cluster is not None:
             self.list_upstream_versions()
-        self.query_one("#airgapped-row").display = upstream
-        self.query_one("#repo-config").display = upstream
+        self._rest_mounted = asyncio.Event()
+        self.call_after_refresh(self._mount_rest)
         version = self.state.get("driver.version")
         catalog = self.query_one("#catalog", Select)
         if version and any(value == version for _, value in self._catalog_options()):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
         self.answers_changed()
-        self.query_one(AnswerField).input.focus()
 
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_upstream_versions(self) -> None:
@@ -319,6 +350,7 @@ class DriverStep(FormStep):
 
     async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""
+        await self._rest_mounted.wait()  # the mirror plan and the support request are shown below the first view
         state = self.state
         plan, facts = state.plan(), state.facts
         groups = self.query_one("#groups", ImageGroups)

@@ -25,6 +25,8 @@ from screens.widgets.code import CodeView, Language, highlight
 from screens.widgets.toggles import Tick
 from wizard import collector
 
+#: The tab shown first: the only one whose view is composed with the step.
+FIRST_TAB = "tab-policy"
 #: Tab id -> (title, language, default file name).
 TABS: dict[str, tuple[str, Language, str]] = {
     "tab-policy": ("ClusterPolicy", "yaml", "clusterpolicy.yaml"),
@@ -58,6 +60,11 @@ class PreviewStep(StepScreen):
     NEXT_LABEL = "Apply… ▶"
     _rendering = False
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._tab_texts: dict[str, tuple[str, Content | None]] = {}
+        """Tab id -> its text and highlighted content (None: highlighted when its view is mounted)."""
+
     DEFAULT_CSS = """
     #verdict-row { height: auto; }
     #dry-run { width: 1fr; height: auto; }
@@ -81,7 +88,28 @@ class PreviewStep(StepScreen):
         with TabbedContent(id="preview-tabs"):
             for tab_id, (title, language, _) in TABS.items():
                 with TabPane(title, id=tab_id):
-                    yield CodeView("", language, id=f"{tab_id}-code")
+                    if tab_id == FIRST_TAB:  # the others' views are mounted when their tab is first shown
+                        yield CodeView("", language, id=f"{tab_id}-code")
+
+    def tab_text(self, tab_id: str) -> str:
+        """The plain text of a tab (what Save writes), shown or not."""
+        return self._tab_texts.get(tab_id, ("", None))[0]
+
+    def _show_tab(self, tab_id: str, text: str, content: Content | None = None) -> None:
+        """Keep a tab's text; its view shows it now when mounted, else when the tab is first shown."""
+        self._tab_texts[tab_id] = (text, content)
+        for view in self.query(f"#{tab_id}-code").results(CodeView):
+            view.show(text, content=content)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_shown(self, event: TabbedContent.TabActivated) -> None:
+        """A tab shown for the first time gets its view: six views laid out at once made Preview's first frame."""
+        pane = event.pane
+        tab_id = str(pane.id)
+        if tab_id not in TABS or pane.query(CodeView):
+            return
+        text, content = self._tab_texts.get(tab_id, ("", None))
+        pane.mount(CodeView(text, TABS[tab_id][1], content=content, id=f"{tab_id}-code"))
 
     def on_mount(self) -> None:
         self.query_one("#warnings").display = False
@@ -124,7 +152,7 @@ class PreviewStep(StepScreen):
         state.rendered, self._rendering = rendered, False
         texts = await asyncio.to_thread(tab_texts, rendered)
         for tab_id, (text, content) in texts.items():
-            self.query_one(f"#{tab_id}-code", CodeView).show(text, content=content)
+            self._show_tab(tab_id, text, content)
         self._show_advice()
         if state.cluster is None:
             self._verdict("[$warning]! not connected: no server dry-run (the resources are shown as rendered)[/]")
@@ -156,7 +184,7 @@ class PreviewStep(StepScreen):
         self.query_one("#advice", Static).update("\n".join(lines))
         self.query_one("#warnings").display = bool(lines)
         self.query_one("#override").display = any(f.blocking for f in findings)
-        self.query_one("#tab-advice-code", CodeView).show("\n".join(full) or "no warnings\n")
+        self._show_tab("tab-advice", "\n".join(full) or "no warnings\n")
 
     def _verdict(self, markup: str) -> None:
         self.query_one("#dry-run", Static).update(markup)
@@ -199,7 +227,7 @@ class PreviewStep(StepScreen):
         from screens.steps.apply import changes
 
         diff = str(getattr(prepared, "diff", "") or "")
-        self.query_one("#tab-diff-code", CodeView).show(diff or "# no change against the live objects\n")
+        self._show_tab("tab-diff", diff or "# no change against the live objects\n")
         if prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
@@ -253,7 +281,7 @@ class PreviewStep(StepScreen):
 
         if not path:
             return
-        text = self.query_one(f"#{tab_id}-code", CodeView).text
+        text = self.tab_text(tab_id)
         if tab_id in ("tab-policy", "tab-nvd") and self.state.rendered is not None:
             from wizard.engine.render import to_yaml
 

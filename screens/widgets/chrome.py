@@ -105,6 +105,8 @@ class NavBar(Horizontal):
         super().__init__()
         self._back = back
         self._next_label = next_label
+        self._status = ("", False)
+        """The status shown (the label starts empty)."""
 
     def compose(self) -> ComposeResult:
         yield Button("◀ Back", id="back", compact=True, disabled=not self._back)
@@ -116,7 +118,14 @@ class NavBar(Horizontal):
         self.post_message(self.Pressed(-1 if event.button.id == "back" else 1))
 
     def status(self, text: str, *, error: bool = False) -> None:
-        """Show a short status (what is missing before Next works, or what is running)."""
+        """Show a short status (what is missing before Next works, or what is running).
+
+        The same text again changes nothing: steps say it after every keystroke, and an update lays
+        the whole screen out again.
+        """
+        if (text, error) == self._status:
+            return
+        self._status = (text, error)
         label = self.query_one("#nav-status", Static)
         label.update(text)
         label.set_class(error, "-error")

@@ -81,10 +81,14 @@ class CodeView(VerticalScroll):
     """
     # Code keeps its lines (a wrapped skopeo command reads as two) and scrolls sideways; prose wraps.
 
-    def __init__(self, text: str = "", language: Language = "text", *, id: str | None = None) -> None:
+    def __init__(
+        self, text: str = "", language: Language = "text", *, content: Content | None = None, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self._text = text
         self._language: Language = language
+        self._content = content
+        """``text`` already highlighted (e.g. in a thread), or None to highlight it when composed."""
         self.set_class(language == "text", "-wrap")
 
     @property
@@ -93,11 +97,16 @@ class CodeView(VerticalScroll):
         return self._text
 
     def compose(self):  # type: ignore[no-untyped-def]
-        yield Static(highlight(self._text, self._language), expand=False)
+        content, self._content = self._content, None
+        yield Static(content if content is not None else highlight(self._text, self._language), expand=False)
 
     def show(self, text: str, language: Language | None = None, *, content: Content | None = None) -> None:
         """Replace the text (``content``: already highlighted, e.g. in a thread, for long text)."""
         self._text = text
         if language is not None:
             self._language = language
-        self.query_one(Static).update(content if content is not None else highlight(text, self._language))
+        views = self.query_children(Static)
+        if not views:  # mounted, not composed yet: compose shows it
+            self._content = content
+            return
+        views.first().update(content if content is not None else highlight(text, self._language))

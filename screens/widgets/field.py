@@ -60,6 +60,8 @@ class AnswerField(Vertical):
         self._value = value
         self._placeholder = placeholder
         self._suggestions = suggestions
+        self._error_shown: str | None = None
+        """The message :meth:`show_error` shows now ("" the hint; None: nothing shown yet)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -84,7 +86,14 @@ class AnswerField(Vertical):
             self.input.value = value
 
     def show_error(self, message: str) -> None:
-        """Show the field's error (or the hint again when ``message`` is empty)."""
+        """Show the field's error (or the hint again when ``message`` is empty).
+
+        The same message again changes nothing: a step shows every field's error after each keystroke,
+        and each note's update laid the whole screen out again (25-35 ms for the Driver step).
+        """
+        if message == self._error_shown:
+            return
+        self._error_shown = message
         note = self.query_one(".field-note", Static)
         note.update(f"✗ {message}" if message else self.hint)
         note.set_class(bool(message), "-error")

@@ -1,0 +1,112 @@
+"""Work the app keeps out of the user's way: held back until the first frame, done in a thread, or done while idle.
+
+:class:`IdleWork` belongs to the :class:`~screens.app.WizardApp`. It holds callbacks until the first frame
+is on the terminal (reading files and importing the engine hold the GIL and would delay it), then warms
+up in a thread what later steps would otherwise build on the event loop (F1's help, the step modules,
+the driver catalog), and takes the cyclic garbage collector's full passes for the times the user has
+pressed nothing for a while and no run streams (``wizard.collector``: a full pass walks the whole heap,
+up to a second at 5,000 nodes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import time
+from collections.abc import Callable
+from typing import Any
+
+from textual import events
+from textual.app import App
+
+from wizard import collector
+
+#: How often the app looks whether the deferred full garbage collection may run, and how long the user
+#: must have pressed nothing first (wizard.collector: the young generations are collected as usual).
+IDLE_COLLECT_CHECK_S = 2.0
+IDLE_BEFORE_COLLECT_S = 3.0
+#: Modules a later step imports on the event loop, imported in the warm-up thread instead.
+WARM_MODULES = (
+    "jsonschema",  # Preview's dry run: ~0.1 s held on the loop
+    "screens.steps.nodes",
+    "screens.steps.mode",
+    "screens.steps.driver",
+    "screens.steps.paths",
+    "screens.steps.preview",
+    "screens.steps.apply",
+    "screens.steps.verify",
+)
+#: Input that counts as the user being busy (mouse-wheel scrolling included).
+INPUT_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
+
+
+class IdleWork:
+    """The first-frame hold-back, the warm-up thread and the idle-time full collection of one app."""
+
+    def __init__(self, app: App[Any], *, web: bool) -> None:
+        self._app = app
+        self._web = web
+        self._first_frame_shown = False
+        self._waiting: list[Callable[[], object]] = []
+        self._last_input = time.monotonic()
+
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame has been displayed (at once, later on).
+
+        Reading files and importing the engine (which holds the GIL for a second) compete with the first
+        frame; a fixed grace period let them start before it on a loaded machine, where the first frame
+        takes longer than the grace.
+        """
+        if self._first_frame_shown:
+            self._app.call_later(callback)
+        else:
+            self._waiting.append(callback)
+
+    def first_frame_shown(self) -> None:
+        """Called on Textual's Ready (the DOM built, the first frame displayed): start everything held back."""
+        gc.enable()  # paused by wizard.launch while the TUI loaded
+        # A full collection walks the whole heap (5,000 nodes' facts, results, the DOM: up to a second) and
+        # would otherwise start at any moment, e.g. when a run unfreezes the heap: it runs when the user is idle.
+        collector.defer_full_collections()
+        self._app.set_interval(IDLE_COLLECT_CHECK_S, self._collect_if_idle)
+        self._first_frame_shown = True
+        waiting, self._waiting = self._waiting, []
+        for callback in [self._warm_up, *waiting]:
+            self._app.call_later(callback)
+
+    def note_event(self, event: events.Event) -> None:
+        """Every event the app receives passes here: input postpones the idle-time collection."""
+        if isinstance(event, INPUT_EVENTS):
+            self._last_input = time.monotonic()
+
+    def _collect_if_idle(self) -> None:
+        """The deferred full collection, once the user has not pressed anything for a while and no run streams."""
+        if time.monotonic() - self._last_input >= IDLE_BEFORE_COLLECT_S:
+            collector.collect_if_idle()
+
+    def _warm_up(self) -> None:
+        """Parse every step's F1 help in a thread (F1 then only lays out text that is ready), and warm the rest."""
+        from screens.help_text import HELP, step_help
+
+        texts = [step_help(step, web=self._web) for step in HELP]
+        self._app.run_worker(lambda: warm_up(texts), thread=True, group="prebuild-help", exit_on_error=False)
+
+
+def warm_up(help_texts: list[str]) -> None:
+    """In a thread after the first frame: F1's help parsed, modules a later step imports, the driver catalog.
+
+    A thread holds the GIL only for a switch interval (5 ms) at a time, so the loop keeps answering;
+    the same work on the loop held it for its whole length, inside the step's first frame (the Driver
+    step's module and the catalog it parses: ~25 ms).
+    """
+    import importlib
+
+    from screens.dialogs.dialogs import prebuild_help
+    from wizard.engine.catalog import catalog_entries
+
+    prebuild_help(help_texts)
+    for module in WARM_MODULES:
+        with contextlib.suppress(ImportError):  # the step that needs it says what is missing
+            importlib.import_module(module)
+    with contextlib.suppress(ValueError):  # a broken catalog: the Driver step says so
+        catalog_entries()

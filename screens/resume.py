@@ -1,0 +1,93 @@
+"""Where a run's answers come from at start-up: an ``--answers`` file (replayed), or a saved run of this cluster.
+
+:func:`load_answers` runs when the app starts (after the first frame when it starts at Connect);
+:func:`offer_resume` runs once Connect has reached a cluster, because a saved run is tied to the cluster
+it was made on. Either sets the app's ``settled`` event, which the steps wait for before replaying.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from screens.flow import STEP_NAMES, step_named
+from screens.state import INCOMPLETE_HEADER, default_answers_path, display_path
+
+if TYPE_CHECKING:
+    from screens.app import WizardApp
+
+
+def load_answers(app: WizardApp) -> None:
+    """Prefill from ``--answers`` (replayed). Saved answers wait for the cluster: see :func:`offer_resume`."""
+    state = app.state
+    try:
+        if app.answers_file is not None:
+            state.load(app.answers_file, given=True)
+            state.replay = app.replay_answers
+        elif app.start_step != "connect":  # a later step shown directly (tests, screenshots)
+            state.load(default_answers_path(), given=False)
+    except Exception as exc:  # an unreadable file must not stop the wizard
+        state.load_errors.append(str(exc))
+    show_load_errors(app)
+    if app.answers_file is not None or app.start_step != "connect":
+        app.settled.set()
+
+
+def show_load_errors(app: WizardApp) -> None:
+    """The answers file's problems as one notification (the first six)."""
+    state = app.state
+    if state.load_errors:
+        app.notify("\n".join(state.load_errors[:6]), title="Answers file problems", severity="warning", timeout=12)
+        state.load_errors.clear()
+
+
+async def offer_resume(app: WizardApp) -> None:
+    """Once connected: offer to resume a saved run of this very cluster (or demo scenario), else start over.
+
+    A saved run is tied to its cluster: a run made on another context, server or scenario is
+    never resumed (its values would reach a plan the user did not make here). "Start over"
+    starts from the defaults, not from the old answers. Called by Connect; asks once.
+    """
+    state = app.state
+    if app.settled.is_set():
+        return
+    state.answers_path = default_answers_path()
+    saved = state.saved_step()
+    if saved in STEP_NAMES and saved != "connect" and state.saved_run_matches():
+        from screens.dialogs import ConfirmDialog
+
+        title = step_named(saved).title
+        body = (
+            f"A previous run on this cluster stopped at **{title}**; its answers are in "
+            f"`{display_path(state.answers_path)}`.\n\n"
+            "Resume replays the answers and stops there. Start over starts from the defaults."
+        )
+        resume = await app.push_screen_wait(ConfirmDialog("Resume where you stopped?", body, "Resume", "Start over"))
+        _resumed(app, bool(resume))
+    elif saved is not None:
+        other = state.saved_run()
+        where = f"demo scenario {other.get('demo')}" if other.get("demo") else f"context {other.get('context') or '?'}"
+        app.notify(
+            f"The saved run in {display_path(state.answers_path)} was made on {where}: not resumed here. "
+            "This run starts from the defaults and replaces it when it saves.",
+            title="Saved run not resumed",
+            timeout=10,
+        )
+        state.start_over()
+    app.settled.set()
+
+
+def _resumed(app: WizardApp, resume: bool) -> None:
+    state = app.state
+    if resume:
+        saved = state.saved_step() or "preview"
+        try:
+            state.load(state.answers_path, given=False)
+            if state.answers_path.read_text(encoding="utf-8").startswith(INCOMPLETE_HEADER):
+                state.load_errors.clear()  # saved mid-way on purpose: the later steps fill the gaps
+        except Exception as exc:  # an unreadable file must not stop the wizard
+            state.load_errors.append(str(exc))
+        show_load_errors(app)
+        until = saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
+        state.replay, state.replay_until = True, until
+    else:
+        state.start_over()
