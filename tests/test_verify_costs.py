@@ -21,9 +21,10 @@ from tests.cluster_util import collect, connected, sle_plan
 from tests.fixtures_demo import ClusterFactory
 from tests.test_verify import _install
 from wizard.cluster.gateway import watches as watches_module
+from wizard.cluster.gateway.websocket import Dialer
 from wizard.cluster.hostprobe import HostRun, run_on_hosts, undecided
 from wizard.cluster.slices import Slices
-from wizard.cluster.transport import exec_url, websocket_base
+from wizard.cluster.transport import EXEC_PROTOCOL, exec_target
 from wizard.cluster.verify import Outbox
 from wizard.engine.nodescript import Step
 from wizard.engine.results import LogLine, Status
@@ -119,13 +120,13 @@ def test_the_exec_request_is_the_one_the_generated_client_builds() -> None:
         return str(serialized[1])
 
     theirs = urllib.parse.urlsplit(asyncio.run(generated()))
-    ours = urllib.parse.urlsplit(
-        exec_url(websocket_base(configuration.host), NS, "nvidia-driver-daemonset-a b", "nvidia-driver-ctr", command)
-    )
-    assert ours.scheme == "wss" and (ours.netloc, ours.path) == (
-        theirs.netloc,
-        urllib.parse.unquote(theirs.path).replace(" ", "%20"),
-    )
+    dialer = Dialer(configuration.host, None, protocol=EXEC_PROTOCOL)
+    upgrade = dialer.upgrade(exec_target(NS, "nvidia-driver-daemonset-a b", "nvidia-driver-ctr", command), {})
+    request_line, *headers = upgrade.request.decode().split("\r\n")
+    method, target, version = request_line.split(" ")
+    ours = urllib.parse.urlsplit(target)
+    assert (method, version) == ("GET", "HTTP/1.1") and f"Host: {theirs.netloc}" in headers
+    assert ours.path == urllib.parse.unquote(theirs.path).replace(" ", "%20")
     assert sorted(urllib.parse.parse_qsl(ours.query)) == sorted(urllib.parse.parse_qsl(theirs.query))
 
 

@@ -101,7 +101,7 @@ async def _one_node(
     probe = ProbePod(gateway, node, namespace, image, timeout=timeout, run_id=run_id)
     try:
         async with probe as shell:
-            results = await shell.run_steps(steps, lambda _stream, _line: None)
+            results = await shell.run_steps(steps, lambda _stream, _lines: None)
     except ClusterError as exc:
         hint = exc.hint or "check that the node is Ready and its kubelet reachable"
         return HostRun(node, error=exc.message, hint=hint), probe.leftover
@@ -222,9 +222,19 @@ class _Follower:
     """Follows the run's pods (list, then watch; re-lists when the watch expires) and settles each node once."""
 
     def __init__(
-        self, gateway: Gateway, namespace: str, run_id: str, nodes: Sequence[str], steps: Sequence[Step], image: str
+        self,
+        gateway: Gateway,
+        namespace: str,
+        run_id: str,
+        nodes: Sequence[str],
+        steps: Sequence[Step],
+        image: str,
+        created: str = "",
     ) -> None:
         self.gateway = gateway
+        self.created = created
+        """The resourceVersion of the DaemonSet's creation: every pod of the run comes after it, so the first
+        watch starts there instead of after a list (of pods that, that early, cannot have answered)."""
         self.namespace = namespace
         self.selector = f"{RUN_LABEL}={run_id}"
         self.pending = set(nodes)
@@ -247,18 +257,19 @@ class _Follower:
             self.out.put_nowait(run)
 
     async def follow(self) -> None:
-        """List, then watch, until every node is settled. Only events that can settle a node are decoded
+        """Watch (after a list, unless the DaemonSet was just created) until every node is settled. Only events that can settle a node are decoded
         (:func:`undecided`), and the loop is handed back every few milliseconds while a burst is handled."""
         slices = Slices()
+        version, self.created = self.created, ""
         while self.pending:
-            version = ""
-            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
-            async with contextlib.aclosing(pages):
-                async for pods, listed in pages:
-                    version = version or listed  # the list's snapshot: the watch goes on from the first page's
-                    for pod in pods:
-                        self.see(pod)
-                        await slices.pause()
+            if not version:  # first, without a creation to start from, or after the watch expired: list
+                pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
+                async with contextlib.aclosing(pages):
+                    async for pods, listed in pages:
+                        version = version or listed  # the list's snapshot: the watch goes on from the first page's
+                        for pod in pods:
+                            self.see(pod)
+                            await slices.pause()
             try:
                 events = self.gateway.watch_resource(
                     "pods", version, namespace=self.namespace, label_selector=self.selector, skip=undecided
@@ -271,7 +282,8 @@ class _Follower:
                             return
                         await slices.pause()
             except Gone:
-                continue
+                pass
+            version = ""  # the watch ended (expired, or the server's timeout): list again
 
     async def refresh(self) -> None:
         """Read the unsettled nodes' pods again at the deadline: one that answered just now settles its node,
@@ -324,12 +336,14 @@ async def _daemonset_run(
     leftovers: list[Leftover] = []
     try:
         try:
-            await gateway.create_daemonset(namespace, body)
+            created = await gateway.create_daemonset(namespace, body)
         except ClusterError as exc:
             for node in nodes:
                 yield HostRun(node, error=f"cannot create the probe DaemonSet: {exc.message}", hint=exc.hint)
             return
-        async with contextlib.aclosing(_follow(gateway, namespace, run_id, nodes, steps, image, budget)) as runs:
+        version = str((created.get("metadata") or {}).get("resourceVersion") or "")
+        follow = _follow(gateway, namespace, run_id, nodes, steps, image, budget, version)
+        async with contextlib.aclosing(follow) as runs:
             async for run in runs:
                 yield run
     finally:
@@ -347,9 +361,10 @@ async def _follow(
     steps: Sequence[Step],
     image: str,
     budget: float,
+    created: str,
 ) -> AsyncGenerator[HostRun, None]:
     """Each node's :class:`HostRun` as its pod answers; the rest when ``budget`` seconds have passed."""
-    follower = _Follower(gateway, namespace, run_id, nodes, steps, image)
+    follower = _Follower(gateway, namespace, run_id, nodes, steps, image, created)
     watcher = asyncio.create_task(follower.follow())
     deadline = time.monotonic() + budget
     try:
