@@ -22,7 +22,8 @@ from tests.fixtures_demo import ClusterFactory
 from tests.test_verify import _install
 from wizard.cluster.gateway import watches as watches_module
 from wizard.cluster.gateway.websocket import Dialer
-from wizard.cluster.hostprobe import HostRun, run_on_hosts, undecided
+from wizard.cluster.hostprobe import HostRun, run_on_hosts
+from wizard.cluster.probefollow import undecided
 from wizard.cluster.slices import Slices
 from wizard.cluster.transport import EXEC_PROTOCOL, exec_target
 from wizard.cluster.verify import Outbox
