@@ -186,7 +186,7 @@ class _Connection(asyncio.Protocol):
         self.tls: ssl.SSLObject | None = None
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
-        self.frames = FrameReader(on_message, self._send)
+        self.frames = FrameReader(on_message)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -283,7 +283,9 @@ class _Connection(asyncio.Protocol):
                 return
             self._upgraded(*answer)
             data, self.buffer = bytes(self.buffer), bytearray()
-        self.frames.feed(data)
+        reply = self.frames.feed(data)
+        if reply:
+            self._send(reply)
         if self.frames.closed and not self.done.done():
             self._keep_session()
             self.done.set_result(True)

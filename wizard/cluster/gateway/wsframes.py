@@ -69,18 +69,20 @@ def http_head(buffer: bytearray) -> tuple[int, dict[str, str]] | None:
 
 class FrameReader:
     """RFC 6455 frames from the server, as they arrive in pieces: messages go to ``on_message`` whole
-    (fragments joined), pings are answered through ``send``, a close frame is answered and reported."""
+    (fragments joined); :meth:`feed` returns the frames to send back (a pong for a ping, the answer to a
+    close frame). It holds no reference to its connection (no reference cycle per exec)."""
 
-    def __init__(self, on_message: Callable[[bytes], None], send: Callable[[bytes], None]) -> None:
+    def __init__(self, on_message: Callable[[bytes], None]) -> None:
         self.on_message = on_message
-        self.send = send
+        self.replies: list[bytes] = []
         self.buffer = bytearray()
         self.fragments: list[bytes] | None = None
         self.fragmented = 0
         self.closed = False
         """A close frame came (and was answered)."""
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> bytes:
+        """Take ``data``; what to send back (b"" for nothing)."""
         buffer = self.buffer
         buffer += data
         at, size = 0, len(buffer)
@@ -105,16 +107,20 @@ class FrameReader:
             at += head + length
             self._frame(bool(first & 0x80), first & 0x0F, payload)
         del buffer[:at]
+        if not self.replies:
+            return b""
+        replies, self.replies = b"".join(self.replies), []
+        return replies
 
     def _frame(self, fin: bool, opcode: int, payload: bytes) -> None:
         if opcode >= 0x8:  # control frames: never fragmented, may come between a message's fragments
             if not fin or len(payload) > 125:
                 raise ProtocolViolation("a fragmented or oversized websocket control frame")
             if opcode == _PING:
-                self.send(masked_frame(_PONG, payload))
+                self.replies.append(masked_frame(_PONG, payload))
             elif opcode == _CLOSE:
                 self.closed = True
-                self.send(masked_frame(_CLOSE, payload[:2]))
+                self.replies.append(masked_frame(_CLOSE, payload[:2]))
             elif opcode != _PONG:
                 raise ProtocolViolation(f"unknown websocket opcode {opcode}")
             return
