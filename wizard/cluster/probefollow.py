@@ -148,6 +148,8 @@ class _Follower:
         self.pending = set(nodes)
         self.steps = steps
         self.image = image
+        self.settled: set[str] = set()
+        """Pods whose node is settled: their later events (the main container starting) are not decoded."""
         self.last: dict[str, Mapping[str, Any]] = {}
         """Node -> its pod as last seen (for the reason a node timed out)."""
         self.out: asyncio.Queue[HostRun] = asyncio.Queue()
@@ -160,9 +162,19 @@ class _Follower:
         if run is None:
             self.last[node] = pod
         else:  # a settled node's pod is not kept (5,000 decoded pods add up)
+            self.settled.add(str(pod["metadata"].get("name") or ""))
             self.pending.discard(node)
             self.last.pop(node, None)
             self.out.put_nowait(run)
+
+    def skip(self, line: str) -> bool:
+        """Whether a watch event's raw line need not be decoded: its pod settled its node already, or cannot
+        yet (:func:`undecided`). The pod's name is the first ``"name"`` key of the line (metadata's; were it
+        another object's, the line would only be decoded)."""
+        at = line.find('"name":"')
+        if at >= 0 and line[at + 8 : line.find('"', at + 8)] in self.settled:
+            return True
+        return undecided(line)
 
     async def follow(self) -> None:
         """Watch (after a list, unless the DaemonSet was just created) until every node is settled. Only events that can settle a node are decoded
@@ -180,7 +192,7 @@ class _Follower:
                             await slices.pause()
             try:
                 events = self.gateway.watch_resource(
-                    "pods", version, namespace=self.namespace, label_selector=self.selector, skip=undecided
+                    "pods", version, namespace=self.namespace, label_selector=self.selector, skip=self.skip
                 )
                 async with contextlib.aclosing(events):
                     async for kind, pod in events:
