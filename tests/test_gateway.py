@@ -186,7 +186,7 @@ async def test_exec_streams_lines_and_reports_the_exit_code(demo: DemoClusterThr
                     pod,
                     PROBE_CONTAINER,
                     ["chroot", "/host", *argv],
-                    on_line=lambda s, t: lines.append((s, t)),
+                    on_lines=lambda s, batch: lines.extend((s, t) for t in batch),
                 )
 
             found = await run("grep", "PRETTY_NAME", "/etc/os-release")

@@ -13,7 +13,7 @@ import time
 import urllib.parse
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -21,9 +21,11 @@ from tests.cluster_util import collect, connected, sle_plan
 from tests.fixtures_demo import ClusterFactory
 from tests.test_verify import _install
 from wizard.cluster.gateway import watches as watches_module
-from wizard.cluster.hostprobe import HostRun, run_on_hosts, undecided
+from wizard.cluster.gateway.websocket import Dialer
+from wizard.cluster.hostprobe import HostRun, run_on_hosts
+from wizard.cluster.probefollow import _Follower, undecided
 from wizard.cluster.slices import Slices
-from wizard.cluster.transport import exec_url, websocket_base
+from wizard.cluster.transport import EXEC_PROTOCOL, exec_target
 from wizard.cluster.verify import Outbox
 from wizard.engine.nodescript import Step
 from wizard.engine.results import LogLine, Status
@@ -72,8 +74,10 @@ async def test_the_probe_watch_decodes_only_events_that_settle_a_node(
         runs = [r async for r in run_on_hosts(cluster.gateway, nodes, steps, namespace=NS, image=image)]
     assert sorted(r.node for r in runs if isinstance(r, HostRun) and r.ran) == nodes
     assert skipped, "the pods' pending states were decoded"
-    assert all(undecided(line) for line in skipped)
     pods = [e for e in decoded if e["type"] in ("ADDED", "MODIFIED")]
+    settled = {str(e["raw_object"]["metadata"]["name"]) for e in pods}
+    # skipped: a pod that cannot answer yet, or one whose node is settled (its main container starting)
+    assert all(undecided(line) or any(f'"name":"{name}"' in line for name in settled) for line in skipped)
     assert len(pods) <= len(nodes), [e["type"] for e in decoded]  # each settling event decoded once
 
 
@@ -87,6 +91,18 @@ def test_undecided_pod_states_are_told_apart_without_decoding() -> None:
     line = lambda pod: json.dumps({"type": "MODIFIED", "object": pod}, separators=(",", ":"))  # noqa: E731
     assert undecided(line(pending)) and undecided(line(running))
     assert not any(undecided(line(p)) for p in (done, pulling, unschedulable, failed))
+
+
+def test_a_settled_pods_later_events_are_not_decoded() -> None:
+    follower = _Follower(cast(Any, None), NS, "run-1", ["gpu-0", "gpu-1"], [Step("usr", ("true",), host=True)], "i")
+    follower.settled.add("probe-a")
+    pod = {
+        "metadata": {"labels": {"app.kubernetes.io/name": "gpu-wizard-probe"}, "name": "probe-a"},
+        "status": {"initContainerStatuses": [{"name": "probe", "state": {"terminated": {"exitCode": 0}}}]},
+    }
+    line = json.dumps({"type": "MODIFIED", "object": pod}, separators=(",", ":"))
+    assert follower.skip(line)  # its node has its result: the main container's start is not decoded
+    assert not follower.skip(line.replace("probe-a", "probe-b"))  # another pod's answer is
 
 
 def test_the_exec_request_is_the_one_the_generated_client_builds() -> None:
@@ -119,13 +135,13 @@ def test_the_exec_request_is_the_one_the_generated_client_builds() -> None:
         return str(serialized[1])
 
     theirs = urllib.parse.urlsplit(asyncio.run(generated()))
-    ours = urllib.parse.urlsplit(
-        exec_url(websocket_base(configuration.host), NS, "nvidia-driver-daemonset-a b", "nvidia-driver-ctr", command)
-    )
-    assert ours.scheme == "wss" and (ours.netloc, ours.path) == (
-        theirs.netloc,
-        urllib.parse.unquote(theirs.path).replace(" ", "%20"),
-    )
+    dialer = Dialer(configuration.host, None, protocol=EXEC_PROTOCOL)
+    upgrade = dialer.upgrade(exec_target(NS, "nvidia-driver-daemonset-a b", "nvidia-driver-ctr", command), {})
+    request_line, *headers = upgrade.request.decode().split("\r\n")
+    method, target, version = request_line.split(" ")
+    ours = urllib.parse.urlsplit(target)
+    assert (method, version) == ("GET", "HTTP/1.1") and f"Host: {theirs.netloc}" in headers
+    assert ours.path == urllib.parse.unquote(theirs.path).replace(" ", "%20")
     assert sorted(urllib.parse.parse_qsl(ours.query)) == sorted(urllib.parse.parse_qsl(theirs.query))
 
 

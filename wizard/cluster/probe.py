@@ -156,12 +156,12 @@ class Shell:
     root: str
     timeout: float
 
-    async def run_steps(self, steps: Sequence[Step], on_line: Callable[[str, str], None]) -> list[StepResult]:
-        """Run the steps as one ``sh -c`` exec; ``on_line`` gets the lines of streaming steps as they arrive."""
-        splitter = StepSplitter(steps, on_line)
+    async def run_steps(self, steps: Sequence[Step], on_lines: Callable[[str, list[str]], None]) -> list[StepResult]:
+        """Run the steps as one ``sh -c`` exec; ``on_lines`` gets the lines of streaming steps as they arrive."""
+        splitter = StepSplitter(steps, on_lines)
         argv = ["sh", "-c", script(steps, self.root)]
         await self.gateway.exec(
-            self.namespace, self.pod, self.container, argv, on_line=splitter.feed, timeout=self.timeout
+            self.namespace, self.pod, self.container, argv, on_lines=splitter.feed_lines, timeout=self.timeout
         )
         return splitter.results()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -23,6 +24,14 @@ EXEC_PROTOCOL = "v4.channel.k8s.io"
 _STATUS_CHANNEL = 3
 
 
+class ConnectFailed(Exception):
+    """No connection to the server could be opened (refused, unreachable, unknown host): nothing was sent."""
+
+    def __init__(self, os_error: OSError) -> None:
+        super().__init__(str(os_error))
+        self.os_error = os_error
+
+
 def transport_error(exc: BaseException, what: str, server: str, timeout: float) -> ClusterError:
     """A timeout, TLS failure, refused connection or dropped connection, worded with what to do."""
     if isinstance(exc, TimeoutError):
@@ -30,12 +39,12 @@ def transport_error(exc: BaseException, what: str, server: str, timeout: float) 
             f"{what}: no answer from {server} within {timeout:g}s",
             "check that the API server is up and reachable (VPN, proxy, firewall)",
         )
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError | ssl.SSLError):
         return ClusterError(
             f"{what}: TLS verification of {server} failed ({exc})",
             "check the context's certificate-authority and that the server address is right",
         )
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, aiohttp.ClientConnectorError | ConnectFailed):
         return ClusterError(
             f"{what}: cannot connect to {server} ({exc.os_error.strerror or exc})",
             "check that the cluster is running and the context points at the right server",
@@ -74,18 +83,12 @@ def env_proxy(url: str) -> str:
     return proxy
 
 
-def websocket_base(host: str) -> str:
-    """The API server's address (with any path prefix, e.g. a proxy's) for websockets: ``wss://`` for ``https://``."""
-    parts = urllib.parse.urlsplit(host.rstrip("/"))
-    scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
-    return urllib.parse.urlunsplit(parts._replace(scheme=scheme))
-
-
-def exec_url(base: str, namespace: str, pod: str, container: str, command: Sequence[str]) -> str:
-    """``…/api/v1/namespaces/<ns>/pods/<pod>/exec?command=…`` (one ``command`` per argument), stdout and stderr
-    attached, no stdin, no TTY: the request the generated client's ``connect_get_namespaced_pod_exec`` sends."""
+def exec_target(namespace: str, pod: str, container: str, command: Sequence[str]) -> str:
+    """``/api/v1/namespaces/<ns>/pods/<pod>/exec?command=…`` (one ``command`` per argument), stdout and stderr
+    attached, no stdin, no TTY: the request the generated client's ``connect_get_namespaced_pod_exec`` sends
+    (under the server URL's path prefix, if it has one)."""
     path = f"/api/v1/namespaces/{urllib.parse.quote(namespace, safe='')}/pods/{urllib.parse.quote(pod, safe='')}/exec"
-    return f"{base}{path}?{_exec_query(tuple(command), container)}"
+    return f"{path}?{_exec_query(tuple(command), container)}"
 
 
 @functools.lru_cache(maxsize=64)
@@ -107,10 +110,11 @@ class ExecResult:
 
 
 class ExecOutput:
-    """Collects an exec's channel frames into lines (handed to ``on_line`` as they complete) and its exit code."""
+    """Collects an exec's channel frames into lines and its exit code; ``on_lines(stream, lines)`` gets each
+    frame's complete lines at once, as they arrive (a node's whole ``nvidia-smi`` table is usually one frame)."""
 
-    def __init__(self, on_line: Callable[[str, str], None] | None) -> None:
-        self.on_line = on_line
+    def __init__(self, on_lines: Callable[[str, list[str]], None] | None) -> None:
+        self.on_lines = on_lines
         self.partial = {"stdout": "", "stderr": ""}
         self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
         self.exit_code: int | None = None
@@ -134,10 +138,10 @@ class ExecOutput:
         if final and self.partial[stream]:
             complete.append(self.partial[stream])
             self.partial[stream] = ""
-        for line in complete:
-            self.lines[stream].append(line)
-            if self.on_line is not None:
-                self.on_line(stream, line)
+        if complete:
+            self.lines[stream] += complete
+            if self.on_lines is not None:
+                self.on_lines(stream, complete)
 
     def result(self) -> ExecResult:
         """Flush unterminated last lines; the result."""

@@ -24,6 +24,7 @@ from wizard.engine.results import Check, LogLine, Status
 
 Item = Check | LogLine
 Emit = Callable[[Item], None]
+EmitMany = Callable[[list[Item]], None]
 
 
 def _digest_of(image_id: str) -> str:
@@ -31,12 +32,14 @@ def _digest_of(image_id: str) -> str:
 
 
 class NodeRun:
-    """The checks of one GPU node; findings go to ``emit`` as they are made."""
+    """The checks of one GPU node; findings go to ``emit`` as they are made, output lines to ``emit_many``
+    a batch at a time."""
 
-    def __init__(self, ctx: VerifyContext, node: NodeFacts, emit: Emit) -> None:
+    def __init__(self, ctx: VerifyContext, node: NodeFacts, emit: Emit, emit_many: EmitMany) -> None:
         self.ctx = ctx
         self.node = node
         self._emit = emit
+        self._emit_many = emit_many
         self.wants_host = False
         """The node's own checks got far enough for its host checks to count."""
 
@@ -53,10 +56,15 @@ class NodeRun:
     def line(self, stream: str, text: str) -> None:
         self._emit(LogLine(text, self.node.name, stream))
 
+    def lines(self, stream: str, texts: list[str]) -> None:
+        """Output lines, handed on together (a node's ``nvidia-smi`` table is ~50 of them)."""
+        node = self.node.name
+        self._emit_many([LogLine(text, node, stream) for text in texts])
+
     async def run_steps(self, shell: Shell, steps: list[Step]) -> None:
         """Run ``steps`` in one exec and report each; an exec that fails fails every one of its checks."""
         try:
-            results = await shell.run_steps(steps, self.line)
+            results = await shell.run_steps(steps, self.lines)
         except ClusterError as exc:
             self.fail_steps(
                 steps, f"in {shell.pod}: {exc.message}", exc.hint or "check that the node's kubelet is reachable"
@@ -99,9 +107,8 @@ class NodeRun:
             self.fail_steps(steps, f"on the host: {run.error}", run.hint or "check that the node is Ready")
             return
         for step, result in zip(steps, run.results, strict=True):
-            if step.stream:
-                for text in result.output.splitlines():
-                    self.line("stdout", text)
+            if step.stream and result.output:
+                self.lines("stdout", result.output.splitlines())
             self.report(step, result)
         if run.truncated:
             found = truncation_check(self.node.name, run.truncated)

@@ -52,28 +52,40 @@ def script(steps: Sequence[Step], host_root: str) -> str:
 
 
 class StepSplitter:
-    """Feeds streamed stdout lines to the right step; ``on_line`` gets the lines of streaming steps."""
+    """Feeds streamed stdout lines to the right step; ``on_lines(stream, lines)`` gets the lines of streaming
+    steps (and any other stream's), a batch at a time, in order."""
 
-    def __init__(self, steps: Sequence[Step], on_line: Callable[[str, str], None]) -> None:
+    def __init__(self, steps: Sequence[Step], on_lines: Callable[[str, list[str]], None]) -> None:
         self.steps = steps
-        self.on_line = on_line
+        self.on_lines = on_lines
         self.outputs: list[list[str]] = [[] for _ in steps]
         self.codes: list[int | None] = [None] * len(steps)
         self.index = 0
 
     def feed(self, stream: str, line: str) -> None:
         """One line of the exec's output."""
+        self.feed_lines(stream, [line])
+
+    def feed_lines(self, stream: str, lines: list[str]) -> None:
+        """Lines of the exec's output, in order."""
         if stream != "stdout" or self.index >= len(self.steps):
-            self.on_line(stream, line)
+            self.on_lines(stream, lines)
             return
-        if line.startswith(MARK):
-            code = line[len(MARK) :].strip()
-            self.codes[self.index] = int(code) if code.lstrip("-").isdigit() else None
-            self.index += 1
-            return
-        self.outputs[self.index].append(line)
-        if self.steps[self.index].stream:
-            self.on_line(stream, line)
+        shown: list[str] = []
+        steps, count = self.steps, len(self.steps)
+        for line in lines:
+            if self.index >= count:
+                shown.append(line)
+            elif line.startswith(MARK):
+                code = line[len(MARK) :].strip()
+                self.codes[self.index] = int(code) if code.lstrip("-").isdigit() else None
+                self.index += 1
+            else:
+                self.outputs[self.index].append(line)
+                if steps[self.index].stream:
+                    shown.append(line)
+        if shown:
+            self.on_lines(stream, shown)
 
     def results(self) -> list[StepResult]:
         """Every step's result (steps after an aborted one have no exit status)."""

@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 
 from wizard.cluster.errors import ApiError, ClusterError
-from wizard.cluster.gateway.kube import WsApiClient, client
+from wizard.cluster.gateway.kube import client
+from wizard.cluster.gateway.websocket import Dialer
 from wizard.cluster.transport import env_proxy, status_error, transport_error
 from wizard.engine.results import CallStats
 from wizard.retry import API_CALL, DROPS, Retryable, dropped, retryable_status, retrying
@@ -48,17 +49,14 @@ class GatewayBase:
         self.custom = client.CustomObjectsApi(self.api)
         self.authz = client.AuthorizationV1Api(self.api)
         self.versions = client.VersionApi(self.api)
-        self._ws: WsApiClient | None = None
-        """The websocket client of execs (:mod:`wizard.cluster.gateway.execs`), made on the first one."""
+        self._execs: Dialer | None = None
+        """The websockets of execs (:mod:`wizard.cluster.gateway.execs`), made on the first one."""
         self.stats = CallStats()
         """Requests sent (every attempt) and retries made, for fault reports."""
 
     async def close(self) -> None:
-        """Close the HTTP and websocket sessions."""
+        """Close the HTTP session (an exec's connection is its own, closed when it ends)."""
         await self.api.close()
-        if self._ws is not None:
-            await self._ws.close()
-            self._ws = None
 
     def _transport_error(self, exc: BaseException, what: str, timeout: float) -> ClusterError:
         return transport_error(exc, what, self.server, timeout)

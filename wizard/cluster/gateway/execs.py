@@ -1,16 +1,18 @@
 """The gateway's exec: a command run in a container over the websocket exec API, its lines streamed.
 
 Every exec is a websocket of its own (a TCP connection, a TLS handshake and an HTTP upgrade: the
-protocol allows no sharing), so the request around it is kept lean: the URL and headers are built
-here (:func:`wizard.cluster.transport.exec_url`), not by the generated API, whose argument validation
-and serialisation cost as much client CPU as the rest of the request; the websocket session and its TLS
-context are made once and reused. The credential header comes from the client's own auth settings
-(refreshed by its hook, as the generated API would).
+protocol allows no sharing), so the request around it is kept lean: the URL is built here
+(:func:`wizard.cluster.transport.exec_target`), not by the generated API, whose argument validation and
+serialisation cost as much client CPU as the rest of the request, and the websocket is the gateway's own
+(:mod:`wizard.cluster.gateway.websocket`: over the Kubernetes client's TLS context and the kubeconfig's
+proxy, its TLS session resumed from one exec to the next). The credential header comes from the client's
+own auth settings (refreshed by its hook, as the generated API would).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -18,8 +20,16 @@ import aiohttp
 
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.base import GatewayBase
-from wizard.cluster.gateway.kube import WsApiClient
-from wizard.cluster.transport import EXEC_PROTOCOL, ExecOutput, ExecResult, exec_url, websocket_base
+from wizard.cluster.gateway.websocket import Dialer
+from wizard.cluster.gateway.wsframes import HandshakeRefused, ProtocolViolation, ProxyRefused
+from wizard.cluster.transport import (
+    EXEC_PROTOCOL,
+    ConnectFailed,
+    ExecOutput,
+    ExecResult,
+    env_proxy,
+    exec_target,
+)
 from wizard.retry import DROPS, EXEC, Retryable, retryable_status, retrying
 
 SHOWN_COMMAND = 48
@@ -36,13 +46,13 @@ class Execs(GatewayBase):
         container: str,
         command: list[str],
         *,
-        on_line: Callable[[str, str], None] | None = None,
+        on_lines: Callable[[str, list[str]], None] | None = None,
         timeout: float | None = None,
     ) -> ExecResult:
         """Run a command in a container over the websocket exec API.
 
-        ``on_line(stream, line)`` is called for each complete stdout/stderr line as it arrives, so a
-        front end can show the output live. The whole exec is bounded by ``timeout``. A handshake the
+        ``on_lines(stream, lines)`` is called with the complete stdout/stderr lines of each frame as it
+        arrives, so a front end can show the output live. The whole exec is bounded by ``timeout``. A handshake the
         server refuses with 429 or 5xx (kubelet unreachable, throttled) is retried: the command never ran.
         """
         limit = timeout or self.timeout
@@ -54,8 +64,8 @@ class Execs(GatewayBase):
         async def attempt() -> ExecResult:
             self.stats.requests += 1
             try:
-                return await self._exec_once(namespace, pod, container, command, ExecOutput(on_line))
-            except aiohttp.WSServerHandshakeError as exc:
+                return await self._exec_once(namespace, pod, container, command, ExecOutput(on_lines))
+            except HandshakeRefused as exc:
                 refused = ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})")
                 if retryable_status(exc.status, safe=True):  # refused before the command started
                     raise Retryable(refused) from None
@@ -64,7 +74,18 @@ class Execs(GatewayBase):
         try:
             async with asyncio.timeout(limit):
                 return await retrying(EXEC, attempt, stats=self.stats)
-        except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
+        except ProxyRefused as exc:
+            raise ClusterError(
+                f"{what}: the proxy {self.configuration.proxy or env_proxy(self.server)} refused the tunnel to "
+                f"{self.server} ({exc})",
+                "check the proxy's address and credentials (the kubeconfig's proxy-url, or HTTPS_PROXY)",
+            ) from None
+        except ProtocolViolation as exc:
+            raise ClusterError(
+                f"{what}: the server's websocket answer is not valid ({exc})",
+                "a proxy or load balancer in front of the API server may not pass websockets through",
+            ) from None
+        except (TimeoutError, ConnectFailed, ssl.SSLError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
@@ -72,31 +93,33 @@ class Execs(GatewayBase):
     async def _exec_once(
         self, namespace: str, pod: str, container: str, command: list[str], output: ExecOutput
     ) -> ExecResult:
-        session = self._session()
-        headers = {**self._exec_headers, **await self._auth_headers()}
-        url = exec_url(self._ws_base, namespace, pod, container, command)
-        proxy = self.configuration.proxy or None
-        async with session.ws_connect(url, headers=headers, proxy=proxy, proxy_headers=self._proxy_headers) as ws:
-            async for message in ws:
-                if isinstance(message.data, bytes | str):
-                    output.frame(message.data)
+        dialer = self._dialer()
+        target = exec_target(namespace, pod, container, command)
+        closed = await dialer.run(target, await self._auth_headers(), output.frame)
+        if not closed and output.exit_code is None:  # the connection ended mid-stream: the outcome is unknown
+            raise aiohttp.ServerDisconnectedError()
         return output.result()
 
-    def _session(self) -> aiohttp.ClientSession:
-        """The websocket session (its TLS context made once, on the first exec) and what every request shares."""
-        if self._ws is None:
-            self._ws = WsApiClient(configuration=self.configuration)
-            self._ws_base = websocket_base(self.configuration.host)
-            headers = {**self.api.default_headers, "Accept": "*/*", "sec-websocket-protocol": EXEC_PROTOCOL}
+    def _dialer(self) -> Dialer:
+        """The websockets' dialer (made on the first exec): the API server's address, the client's TLS
+        context, the proxy, and the headers every upgrade request shares."""
+        if self._execs is None:
+            headers = {**self.api.default_headers, "Accept": "*/*"}
             if self.api.cookie:
                 headers["Cookie"] = str(self.api.cookie)
-            self._exec_headers: dict[str, str] = headers
-            self._proxy_headers = self.configuration.proxy_headers or None
-        rest = self._ws.rest_client
-        if rest.pool_manager is None:
-            rest.pool_manager = rest._create_pool_manager()
-        session: aiohttp.ClientSession = rest.pool_manager
-        return session
+            try:
+                self._execs = Dialer(
+                    self.configuration.host,
+                    self.api.rest_client.ssl_context,
+                    server_name=self.configuration.tls_server_name or "",
+                    proxy=self.configuration.proxy or env_proxy(self.configuration.host),
+                    proxy_headers=dict(self.configuration.proxy_headers or {}),
+                    headers=headers,
+                    protocol=EXEC_PROTOCOL,
+                )
+            except ValueError as exc:
+                raise ClusterError(f"context {self.context!r}: {exc}", "fix the kubeconfig") from None
+        return self._execs
 
     async def _auth_headers(self) -> dict[str, str]:
         """The credential headers the generated API would send (refreshed by the client's hook, if any)."""

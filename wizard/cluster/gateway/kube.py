@@ -10,6 +10,5 @@ from __future__ import annotations
 from kubernetes.aio import client, config, watch
 from kubernetes.aio.client.exceptions import ApiException
 from kubernetes.aio.config import ConfigException
-from kubernetes.aio.stream import WsApiClient
 
-__all__ = ["ApiException", "ConfigException", "WsApiClient", "client", "config", "watch"]
+__all__ = ["ApiException", "ConfigException", "client", "config", "watch"]

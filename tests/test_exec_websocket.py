@@ -1,0 +1,279 @@
+"""The exec's own websocket client: against the demo cluster over real HTTPS (directly and through a real
+HTTP CONNECT proxy), and its frame reader on the bytes RFC 6455 allows.
+
+The proxy is a small asyncio tunnel written here (no proxy in the test infrastructure): it forwards
+bytes both ways, can demand credentials, and can cut a tunnel once the client sent its upgrade request
+(a drop in the middle of an exec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster_util import kubeconfig
+from tests.fixtures_demo import ClusterFactory
+from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
+from wizard.cluster.facade import Cluster
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.gateway.wsframes import FrameReader, ProtocolViolation, masked_frame
+from wizard.cluster.probe import PROBE_CONTAINER, ProbePod
+from wizard.cluster.transport import ExecOutput
+from wizard.demo.serve import DemoClusterThread
+
+NS = "gpu-operator"
+NODE = "gpu-h200-01"
+
+
+@pytest.fixture(scope="module")
+def demo(demo_cluster_module: ClusterFactory) -> Iterator[DemoClusterThread]:
+    yield demo_cluster_module("sle-micro-precompiled")
+
+
+@pytest.fixture(autouse=True)
+def _no_faults(demo: DemoClusterThread) -> Iterator[None]:
+    yield
+    demo.faults.clear()
+    demo.faults.injected.clear()
+
+
+class ConnectProxy:
+    """An HTTP CONNECT proxy: tunnels to whatever the client names, records each CONNECT's head."""
+
+    def __init__(self, *, credentials: str = "", cut_after_s: float | None = None) -> None:
+        self.credentials = credentials
+        self.cut_after_s = cut_after_s
+        """Cut the tunnel this long after the client's second burst (TLS Finished + upgrade request)."""
+        self.connects: list[tuple[str, dict[str, str]]] = []
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        authority = head[0].split(" ")[1]
+        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:] if line)}
+        self.connects.append((authority, headers))
+        wanted = "Basic " + base64.b64encode(self.credentials.encode()).decode()
+        if self.credentials and headers.get("proxy-authorization") != wanted:
+            writer.write(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+            await writer.drain()
+            writer.close()
+            return
+        host, _, port = authority.rpartition(":")
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        bursts = 0
+
+        def cut() -> None:
+            for side in (writer, up_writer):
+                side.transport.abort()
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, upstream: bool) -> None:
+            nonlocal bursts
+            with contextlib.suppress(OSError):
+                while data := await source.read(65536):
+                    sink.write(data)
+                    if upstream:
+                        bursts += 1
+                        if bursts == 2 and self.cut_after_s is not None:
+                            asyncio.get_running_loop().call_later(self.cut_after_s, cut)
+            sink.close()
+
+        await asyncio.gather(pipe(reader, up_writer, True), pipe(up_reader, writer, False))
+
+
+def _kubeconfig(demo: DemoClusterThread, path: Path, *, proxy: str = "") -> Path:
+    kubeconfig(path, demo.url, token=demo.token, ca=demo.ca_path)
+    if proxy:
+        text = path.read_text()
+        path.write_text(text.replace(f"    server: {demo.url}\n", f"    server: {demo.url}\n    proxy-url: {proxy}\n"))
+    return path
+
+
+@contextlib.asynccontextmanager
+async def _probe(cluster: Cluster) -> AsyncIterator[str]:
+    async with ProbePod(cluster.gateway, NODE, NS, "busybox:1.36", timeout=10) as shell:
+        yield shell.pod
+
+
+async def _uname(gateway: Gateway, pod: str) -> str:
+    result = await gateway.exec(NS, pod, PROBE_CONTAINER, ["chroot", "/host", "uname", "-r"])
+    assert result.exit_code == 0
+    return result.stdout
+
+
+async def test_execs_resume_the_tls_session_and_honour_tls_server_name(demo: DemoClusterThread) -> None:
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster:
+        gateway = cluster.gateway
+        gateway.configuration.tls_server_name = "localhost"  # in the demo certificate: verified against it
+        async with _probe(cluster) as pod:
+            outputs = [await _uname(gateway, pod) for _ in range(3)]
+            assert outputs == ["5.14.21-150500.55.166-default"] * 3
+            assert gateway._execs is not None and gateway._execs.resumed == 2  # the first one made the session
+
+            gateway._execs = None  # a new dialer, checking a name the certificate does not carry
+            gateway.configuration.tls_server_name = "api.wrong.example"
+            with pytest.raises(ClusterError, match=r"TLS verification of https://127\.0\.0\.1:\d+ failed") as err:
+                await _uname(gateway, pod)
+            assert "certificate-authority" in err.value.hint
+            gateway.configuration.tls_server_name = None
+            gateway._execs = None
+
+
+async def test_a_refusal_names_the_status_and_only_5xx_and_429_are_retried(demo: DemoClusterThread) -> None:
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster:
+        gateway = cluster.gateway
+        before = gateway.stats.requests
+        with pytest.raises(ApiError, match=r"exec uname in gpu-operator/no-such-pod \(probe\): .*HTTP 404") as err:
+            await gateway.exec(NS, "no-such-pod", PROBE_CONTAINER, ["uname"])
+        assert err.value.status == 404 and gateway.stats.requests == before + 1  # a 4xx is not retried
+
+        async with _probe(cluster) as pod:
+            demo.faults.exec_fail_nodes, demo.faults.budget = [NODE], 2  # kubelet unreachable twice, then fine
+            before = gateway.stats.requests
+            assert await _uname(gateway, pod) == "5.14.21-150500.55.166-default"
+            assert demo.faults.injected["exec_fail"] == 2 and gateway.stats.requests == before + 3
+
+
+async def test_a_big_output_arrives_whole_across_reads_and_lines(demo: DemoClusterThread) -> None:
+    # 2**13 words of 16 characters, doubled by the node shell itself: a 139,264-byte stdout message (a
+    # 64-bit length) over many TLS records; printf puts every word on a line.
+    script = "a='word-0123456789 '; " + "a=$a$a; " * 13 + "printf '%s\\n' $a"
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster, _probe(cluster) as pod:
+        batches: list[int] = []
+        result = await cluster.gateway.exec(
+            NS, pod, PROBE_CONTAINER, ["sh", "-c", script], on_lines=lambda _s, lines: batches.append(len(lines))
+        )
+    assert result.exit_code == 0 and result.stdout.split("\n") == ["word-0123456789"] * 2**13
+    assert sum(batches) == 2**13
+
+
+async def test_execs_go_through_the_kubeconfigs_proxy(demo: DemoClusterThread, tmp_path: Path) -> None:
+    proxy = ConnectProxy(credentials="alice:s3cret:x")
+    url = await proxy.start()
+    try:
+        with_credentials = url.replace("http://", "http://alice:s3cret%3Ax@")
+        path = _kubeconfig(demo, tmp_path / "k", proxy=with_credentials)
+        async with await Cluster.connect(kubeconfig=str(path)) as cluster, _probe(cluster) as pod:
+            assert await _uname(cluster.gateway, pod) == "5.14.21-150500.55.166-default"
+            authority, headers = proxy.connects[-1]
+            assert authority == demo.url.removeprefix("https://")  # the API server, by address and port
+            assert headers["host"] == authority and "user-agent" not in headers  # only what the proxy needs
+
+            cluster.gateway.configuration.proxy = url  # the same proxy without credentials: it says 407
+            cluster.gateway._execs = None
+            with pytest.raises(ClusterError, match=r"the proxy http://127\.0\.0\.1:\d+ refused the tunnel .*HTTP 407"):
+                await _uname(cluster.gateway, pod)
+    finally:
+        await proxy.close()
+
+
+async def test_a_connection_dropped_mid_exec_is_one_clear_error(demo: DemoClusterThread, tmp_path: Path) -> None:
+    proxy = ConnectProxy(cut_after_s=0.3)
+    url = await proxy.start()
+    try:
+        async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as direct, _probe(direct) as pod:
+            path = _kubeconfig(demo, tmp_path / "k", proxy=url)
+            async with await Cluster.connect(kubeconfig=str(path)) as cluster:
+                demo.faults.exec_latency_ms = 1500  # upgraded at once, the output 1.5 s later: cut in between
+                started = time.monotonic()
+                with pytest.raises(ConnectionDropped, match=r"the connection to https://127\.0\.0\.1:\d+ dropped"):
+                    await cluster.gateway.exec(NS, pod, PROBE_CONTAINER, ["uname", "-r"])
+                assert time.monotonic() - started < 1.5  # not retried: the command may have run
+    finally:
+        await proxy.close()
+
+
+# -- the frame reader, on bytes ------------------------------------------------------------------------------
+
+
+def _frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
+    """A server frame (unmasked)."""
+    size = len(payload)
+    if size < 126:
+        head = bytes((0x80 * fin | opcode, size))
+    elif size < 65536:
+        head = bytes((0x80 * fin | opcode, 126)) + size.to_bytes(2, "big")
+    else:
+        head = bytes((0x80 * fin | opcode, 127)) + size.to_bytes(8, "big")
+    return head + payload
+
+
+def _unmask(frame: bytes) -> tuple[int, bytes]:
+    assert frame[1] & 0x80, "client frames are masked"
+    key, body = frame[2:6], frame[6:]
+    return frame[0] & 0x0F, bytes(b ^ key[i % 4] for i, b in enumerate(body))
+
+
+def test_fragments_join_around_a_ping_and_lengths_of_16_and_64_bits_parse_byte_by_byte() -> None:
+    messages: list[bytes] = []
+    sent = bytearray()
+    reader = FrameReader(messages.append)
+    big, medium = os.urandom(70_000), b"m" * 300
+    stream = (
+        _frame(2, b"\x01first ", fin=False)
+        + _frame(9, b"are you there")
+        + _frame(0, b"second ", fin=False)
+        + _frame(0, b"third", fin=True)
+        + _frame(2, medium)
+        + _frame(1, big)
+        + _frame(8, (1000).to_bytes(2, "big") + b"bye")
+        + _frame(2, b"after the close: ignored")
+    )
+    for i in range(len(stream)):  # the worst case of a TCP stream: one byte at a time
+        sent += reader.feed(stream[i : i + 1])
+    assert messages == [b"\x01first second third", medium, big]
+    pong, close = bytes(sent[: 6 + 13]), bytes(sent[6 + 13 :])
+    assert [_unmask(pong), _unmask(close)] == [(0xA, b"are you there"), (0x8, (1000).to_bytes(2, "big"))]
+    assert reader.closed
+
+
+@pytest.mark.parametrize(
+    ("stream", "why"),
+    [
+        (bytes((0x82, 0x81, 1, 2, 3, 4, 5)), "masked a frame"),
+        (_frame(0, b"x"), "continuation frame without a message"),
+        (_frame(2, b"a", fin=False) + _frame(2, b"b"), "before the last one's final fragment"),
+        (_frame(9, b"x", fin=False), "fragmented or oversized websocket control frame"),
+        (_frame(5, b""), "unknown websocket opcode 5"),
+        (bytes((0x82, 127)) + (2**40).to_bytes(8, "big"), "a websocket frame of 1099511627776 bytes"),
+    ],
+    ids=["masked", "orphan-continuation", "interleaved", "fragmented-ping", "opcode", "huge"],
+)
+def test_what_rfc_6455_forbids_is_a_protocol_violation(stream: bytes, why: str) -> None:
+    reader = FrameReader(lambda _m: None)
+    with pytest.raises(ProtocolViolation, match=why):
+        reader.feed(stream)
+
+
+def test_client_frames_are_masked_control_frames() -> None:
+    frame = masked_frame(0xA, b"ping!")
+    assert frame[0] == 0x8A and frame[1] == 0x80 | 5 and _unmask(frame) == (0xA, b"ping!")
+    with pytest.raises(ValueError, match="125 bytes"):
+        masked_frame(0x9, b"x" * 126)
+
+
+def test_exec_output_joins_lines_split_across_frames() -> None:
+    batches: list[tuple[str, list[str]]] = []
+    output = ExecOutput(lambda stream, lines: batches.append((stream, lines)))
+    for frame in (b"\x01GPU 0: H2", b"\x0100\nGPU 1: H200\nGP", b"\x02warn\n", b"\x01U 2"):
+        output.frame(frame)
+    output.frame(b'\x03{"status":"Success"}')
+    result = output.result()
+    assert batches == [("stdout", ["GPU 0: H200", "GPU 1: H200"]), ("stderr", ["warn"]), ("stdout", ["GPU 2"])]
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "GPU 0: H200\nGPU 1: H200\nGPU 2", "warn")
