@@ -129,6 +129,9 @@ class NodeView:
         )
     )
     """The host paths the toolkit DaemonSet mounts for the runtime's config, drop-in and socket."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What is worked out from the view once and read by every command on the node (its files, its mounts):
+    a view is not changed after :func:`build_views` (a changed node or pod gets a new view)."""
 
     @property
     def runtime_layout(self) -> RuntimeLayout:
@@ -171,7 +174,11 @@ class NodeView:
 
     def mount(self, path: str) -> Mount:
         """The host mount holding ``path``."""
-        return mount_of(self.mount_table, path)
+        key = ("mount", path)
+        found: Mount | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = mount_of(self.mount_table, path)
+        return found
 
     def validated(self, component: str) -> bool:
         """``/run/nvidia/validations/<component>-ready`` exists (a validation init container passed)."""
