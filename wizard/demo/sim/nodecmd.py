@@ -18,6 +18,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from wizard.demo.sim import shell, smi
@@ -48,6 +49,11 @@ class Ctx:
     """Container paths of the ``readOnly`` hostPath mounts."""
     files: dict[str, str] = field(default_factory=dict)
     """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
+
+    @cached_property
+    def mounts_deepest_first(self) -> tuple[tuple[str, str], ...]:
+        """:attr:`mounts`, the longest container path first (a path resolves through the deepest mount)."""
+        return tuple(sorted(self.mounts.items(), key=lambda kv: -len(kv[0])))
 
     @property
     def is_driver_ctr(self) -> bool:
@@ -108,7 +114,7 @@ def _host_path(ctx: Ctx, path: str) -> str | None:
     path = posixpath.normpath(path) if path else "/"
     if ctx.root in ("host", "driver"):
         return path if ctx.root == "host" else posixpath.join(ctx.view.driver_install_dir, path.lstrip("/"))
-    for mount, host in sorted(ctx.mounts.items(), key=lambda kv: -len(kv[0])):
+    for mount, host in ctx.mounts_deepest_first:
         if path == mount or path.startswith(mount + "/"):
             return posixpath.normpath(host + path[len(mount) :]) if host != "/" else (path[len(mount) :] or "/")
     return None
