@@ -9,7 +9,7 @@ import base64
 from tests.sim_helpers import NS, settle, world
 from wizard.cluster.hostprobe import host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
-from wizard.demo.sim import coreutils, nodecmd, nodefs, shell, smi
+from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell, smi
 from wizard.demo.sim.controllers import fits
 from wizard.demo.sim.kubelet_sim import MESSAGE_LIMIT, termination_message
 from wizard.engine.nodescript import Step
@@ -18,7 +18,7 @@ from wizard.engine.nvsmi import parse_table
 IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
 
 
-def _ctx(read_only: bool = True) -> nodecmd.Ctx:
+def _ctx(read_only: bool = True) -> container.Ctx:
     sim, store = world("noexec-run")
     pod = {
         "metadata": {"name": "p", "namespace": NS},
@@ -38,7 +38,7 @@ def _ctx(read_only: bool = True) -> nodecmd.Ctx:
     store.create("pods", pod)
     found = view(NS, "p")
     assert found is not None
-    return nodecmd.make_ctx(found[1], found[0], "c")
+    return container.make_ctx(found[1], found[0], "c")
 
 
 def test_the_shell_grammar_the_probe_script_uses() -> None:
@@ -127,10 +127,10 @@ def test_a_script_is_parsed_once_however_many_nodes_run_it() -> None:
         'printf \'[%d,%d,"%s"]]}\' "$c" "$n" "$b" >>/dev/termination-log'
     )
     shell.parse.cache_clear()
-    first = nodecmd.run_script(nodecmd.make_ctx(ctx.view, ctx.pod, "c"), script)
+    first = nodecmd.run_script(container.make_ctx(ctx.view, ctx.pod, "c"), script)
     texts = shell.parse.cache_info().misses
     for _ in range(50):
-        again = nodecmd.make_ctx(ctx.view, ctx.pod, "c")
+        again = container.make_ctx(ctx.view, ctx.pod, "c")
         assert nodecmd.run_script(again, script) == first
         assert again.files["/dev/termination-log"] == f'{{"r":[[0,10,"{base64.b64encode(b"gpu-a10-01").decode()}"]]}}'
     assert shell.parse.cache_info().misses == texts == 4  # the script and its three substitutions

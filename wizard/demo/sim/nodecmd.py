@@ -5,11 +5,9 @@ Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query
 ``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``chroot DIR CMD``, the text
 tools of :mod:`wizard.demo.sim.coreutils` (``printf``, ``echo``, ``base64``, ``head``…) and
 ``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
-``sh: <cmd>: command not found``. Paths under the container's host-root mount (``/host``) and its
-hostPath mounts resolve to the node's files; a ``readOnly`` hostPath mount is a read-only bind, as
-on a real node: writes fail, ``test -w`` fails, and ``findmnt`` without ``--task 1`` shows the bound
-file system ``ro`` (submounts keep their own flags: the bind is not recursive). Files a container
-writes outside its mounts (``/dev/termination-log``) are kept in :attr:`Ctx.files`.
+``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
+hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
+``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
 """
 
 from __future__ import annotations
@@ -17,143 +15,16 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
 
 from wizard.demo.sim import shell, smi
+from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
 from wizard.demo.sim.coreutils import TEXT_COMMANDS
 from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
-from wizard.demo.sim.nodefs import container_files, host_dirs, host_files
+from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
-from wizard.demo.sim.world import NodeView, driver_version_of
+from wizard.demo.sim.world import driver_version_of
 
 Result = tuple[int, str, str]
-READ_ONLY = "Read-only file system"
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """Where a command runs: a container of a pod on a node, or (after chroot) the host or driver root."""
-
-    view: NodeView
-    pod: dict[str, Any]
-    container: str
-    root: str = "container"
-    """``container``, ``host`` (chroot /host) or ``driver`` (chroot into the driver install dir)."""
-    mounts: dict[str, str] = field(default_factory=dict)
-    """Container path -> host path, from the pod's hostPath volumes."""
-    ro_sources: frozenset[str] = frozenset()
-    """Host paths bound read-only into this context (``readOnly`` mounts; after chroot through one: ``/``)."""
-    ro_mounts: frozenset[str] = frozenset()
-    """Container paths of the ``readOnly`` hostPath mounts."""
-    files: dict[str, str] = field(default_factory=dict)
-    """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
-
-    @cached_property
-    def mounts_deepest_first(self) -> tuple[tuple[str, str], ...]:
-        """:attr:`mounts`, the longest container path first (a path resolves through the deepest mount)."""
-        return tuple(sorted(self.mounts.items(), key=lambda kv: -len(kv[0])))
-
-    @property
-    def is_driver_ctr(self) -> bool:
-        return self.root == "driver" or (self.root == "container" and self.container == DRIVER_CTR)
-
-
-def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
-    """The context of one container, with its hostPath mounts."""
-    spec = pod.get("spec") or {}
-    host_paths = {
-        v["name"]: v["hostPath"]["path"] for v in spec.get("volumes") or [] if isinstance(v.get("hostPath"), dict)
-    }
-    mounts: dict[str, str] = {}
-    read_only: set[str] = set()
-    for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        if ctr.get("name") != container:
-            continue
-        for vm in ctr.get("volumeMounts") or []:
-            if vm.get("name") in host_paths:
-                where = vm["mountPath"].rstrip("/") or "/"
-                mounts[where] = host_paths[vm["name"]]
-                if vm.get("readOnly"):
-                    read_only.add(where)
-    sources = frozenset(posixpath.normpath(mounts[m]) for m in read_only)
-    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources, ro_mounts=frozenset(read_only))
-
-
-def _bound_read_only(ctx: Ctx, host: str) -> bool:
-    """Whether ``host`` is reached through a read-only bind here (only the bound file system itself:
-    a non-recursive bind leaves the submounts below it as they are)."""
-    mount = ctx.view.mount(host).target
-    return any(
-        (host == src or host.startswith(src.rstrip("/") + "/")) and ctx.view.mount(src).target == mount
-        for src in ctx.ro_sources
-    )
-
-
-def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | None:
-    """Open (``data`` None) or write a file for a redirection: the error message, or None."""
-    path = posixpath.normpath(path)
-    host = _host_path(ctx, path)
-    if host is not None:
-        if _bound_read_only(ctx, host) or not ctx.view.mount(host).writable:
-            return READ_ONLY
-        return None  # written to the node: nothing here reads it back
-    if ctx.root != "container":
-        return READ_ONLY
-    if data is None:
-        if not append or path not in ctx.files:
-            ctx.files[path] = ""
-        return None
-    ctx.files[path] = ctx.files.get(path, "") + data
-    return None
-
-
-def _host_path(ctx: Ctx, path: str) -> str | None:
-    """The host path a path in this context refers to, or None for the container's own files."""
-    path = posixpath.normpath(path) if path else "/"
-    if ctx.root in ("host", "driver"):
-        return path if ctx.root == "host" else posixpath.join(ctx.view.driver_install_dir, path.lstrip("/"))
-    for mount, host in ctx.mounts_deepest_first:
-        if path == mount or path.startswith(mount + "/"):
-            return posixpath.normpath(host + path[len(mount) :]) if host != "/" else (path[len(mount) :] or "/")
-    return None
-
-
-def _image_os(ctx: Ctx) -> tuple[str, str]:
-    image = next(
-        (c.get("image", "") for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), ""
-    )
-    tag = str(image).rsplit("/", 1)[-1].partition(":")[2]
-    match = re.search(r"-(ubuntu|rhel|rocky|sles|sle-micro|sl-micro|rhcos)(\d+(?:\.\d+)?)$", tag)
-    if match:
-        return match[1], match[2]
-    return "rhel", "9.6"  # the operator's images are UBI 9 based
-
-
-def read_file(ctx: Ctx, path: str) -> str | None:
-    """File content in this context, or None."""
-    host = _host_path(ctx, path)
-    if host is not None:
-        return host_files(ctx.view).get(host)
-    if posixpath.normpath(path) in ctx.files:
-        return ctx.files[posixpath.normpath(path)]
-    extra = {}
-    if ctx.container == DRIVER_CTR:
-        extra["/usr/bin/nvidia-smi"] = "\x7fELF"
-    os_id, version = _image_os(ctx)
-    return container_files(os_id, version, extra).get(posixpath.normpath(path))
-
-
-def is_dir(ctx: Ctx, path: str) -> bool:
-    """Whether ``path`` is a directory in this context."""
-    host = _host_path(ctx, path)
-    if host is not None:
-        return host in host_dirs(ctx.view)
-    norm = posixpath.normpath(path)
-    return (
-        norm in {"/", "/etc", "/usr", "/usr/bin", "/bin", "/tmp", "/var", "/proc", "/dev", "/run"} or norm in ctx.mounts
-    )
 
 
 def _nvidia_smi(ctx: Ctx, args: list[str]) -> Result:
@@ -193,7 +64,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
             columns = [c.strip().upper() for c in next(it, "").split(",") if c.strip()]
         elif not arg.startswith("-"):
             target = arg
-    host = _host_path(ctx, target or "/")
+    host = host_path(ctx, target or "/")
     if host is None:
         row = {
             "TARGET": "/",
@@ -210,7 +81,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
         options = mount.options
         if host_table:
             shown = mount.target
-        elif _bound_read_only(ctx, host):
+        elif bound_read_only(ctx, host):
             options = "ro," + options.split(",", 1)[-1] if "," in options else "ro"
         row = {"TARGET": shown, "SOURCE": mount.source, "FSTYPE": mount.fstype, "OPTIONS": options}
     unknown = [c for c in columns if c not in row]
@@ -264,7 +135,7 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
     op, path = args
     exists_file = read_file(ctx, path) is not None
     exists_dir = is_dir(ctx, path)
-    host = _host_path(ctx, path)
+    host = host_path(ctx, path)
     if op == "-f":
         ok = exists_file
     elif op == "-d":
@@ -273,7 +144,7 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
         ok = exists_file or exists_dir
     elif op == "-w":
         ok = (exists_file or exists_dir) and (
-            host is None or (ctx.view.mount(host).writable and not _bound_read_only(ctx, host))
+            host is None or (ctx.view.mount(host).writable and not bound_read_only(ctx, host))
         )
     elif op == "-x":
         ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
@@ -291,7 +162,7 @@ def _ls(ctx: Ctx, args: list[str]) -> Result:
         if read_file(ctx, path) is not None:
             out.append(path)
         elif is_dir(ctx, path):
-            host = _host_path(ctx, path)
+            host = host_path(ctx, path)
             names: set[str] = set()
             if host is not None:
                 prefix = host.rstrip("/") + "/"
@@ -309,9 +180,9 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     if len(args) < 2:
         return 125, "", "chroot: missing operand\n"
     target, command = args[0], args[1:]
-    host = _host_path(ctx, target)
+    host = host_path(ctx, target)
     if host == "/":
-        sources = frozenset({"/"}) if _bound_read_only(ctx, "/") else frozenset()
+        sources = frozenset({"/"}) if bound_read_only(ctx, "/") else frozenset()
         new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, frozenset(), ctx.files)
     elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
         if ctx.view.mount(host).noexec:

@@ -25,6 +25,7 @@ from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.changes import Changes, plain_pod
+from wizard.demo.sim.container import make_ctx
 from wizard.demo.sim.install import operator_deployment, published_images, workload_pod
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
@@ -359,7 +360,7 @@ class Simulation:
         if view.spec.name in self.scenario.faults.exec_fail_nodes:
             message = f"error: unable to upgrade connection: error dialing backend: dial tcp {view.ip}:10250: connect: connection refused\n"
             return ExecResult(b"", message.encode(), 1)
-        ctx = nodecmd.make_ctx(view, obj, container)
+        ctx = make_ctx(view, obj, container)
         code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
         return ExecResult(out.encode(), err.encode(), code)
 
@@ -370,7 +371,7 @@ class Simulation:
         if not argv or found is None:
             return 0, "", ""
         _, view = found
-        ctx = nodecmd.make_ctx(view, pod, container["name"])
+        ctx = make_ctx(view, pod, container["name"])
         code, out, err = nodecmd.run_argv(ctx, argv)
         path = str(container.get("terminationMessagePath") or "/dev/termination-log")
         return code, out + err, ctx.files.get(path, "")
