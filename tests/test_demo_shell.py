@@ -157,3 +157,10 @@ def test_printf_repeats_its_format_for_extra_arguments() -> None:
     assert coreutils.printf(["%s-%d\\n", "a", "1", "b", "2"]) == (0, "a-1\nb-2\n", "")
     assert coreutils.printf(["x\\ty%%%s", "z"]) == (0, "x\ty%z", "")
     assert coreutils.printf(["<%d>", "q"]) == (1, "<0>", "printf: q: invalid number\n")
+
+
+def test_a_quoted_parameter_is_one_field_even_when_empty_or_spaced() -> None:
+    ((_, (command,)),) = shell.parse('printf "<%s>" "$x" "$?" "$y" $x')
+    assert [w.variable for w in command.words] == [None, None, "x", "?", "y", None]
+    code, out, _ = nodecmd.run_script(_ctx(), 'x=\'a  b\'; false; printf \'<%s>\' "$x" "$?" "$y" $x')
+    assert (code, out) == (0, "<a  b><1><><a><b>")

@@ -34,6 +34,8 @@ class Word:
     quoted: bool = False
     literal: list[str] | None = None
     """Its fields when it expands nothing (set by the parser: the same for every run of the script)."""
+    variable: str | None = None
+    """The name when the word is one quoted parameter (``"$o"``, an assignment's ``$?``): its one field is the value."""
 
 
 @dataclass
@@ -111,6 +113,8 @@ def _seal(word: Word) -> None:
     if all(kind == "lit" for kind, _, _ in word.parts):
         text = "".join(text for _, text, _ in word.parts)
         word.literal = [text] if text or word.quoted else []
+    elif word.quoted and len(word.parts) == 1 and word.parts[0][0] == "var":
+        word.variable = word.parts[0][1]
 
 
 def _split_assignments(command: Command) -> None:
@@ -265,7 +269,7 @@ class Shell:
         if kind == "lit":
             return text
         if kind == "var":
-            return str(self.status) if text == "?" else self.vars.get(text, "")
+            return self._parameter(text)
         child = Shell(self.run_command, self.write, self.vars)
         child.status = self.status
         code, out, err = child.run(text)
@@ -313,7 +317,12 @@ class Shell:
         self._sub_status, self._sub_err = None, ""
         argv: list[str] = []
         for word in command.words:
-            argv.extend(word.literal if word.literal is not None else self.expand(word))
+            if word.literal is not None:
+                argv.extend(word.literal)
+            elif word.variable is not None:
+                argv.append(self._parameter(word.variable))
+            else:
+                argv.extend(self.expand(word))
         if not command.redirs:  # most commands: stdout to the pipe or the script's output, stderr to its errors
             if not argv:
                 self._assign(command)
@@ -360,7 +369,15 @@ class Shell:
 
     def _assign(self, command: Command) -> None:
         for name, value in command.assignments:
-            self.vars[name] = "".join(value.literal if value.literal is not None else self.expand(value, split=False))
+            if value.literal is not None:
+                self.vars[name] = "".join(value.literal)
+            elif value.variable is not None:
+                self.vars[name] = self._parameter(value.variable)
+            else:
+                self.vars[name] = "".join(self.expand(value, split=False))
+
+    def _parameter(self, name: str) -> str:
+        return str(self.status) if name == "?" else self.vars.get(name, "")
 
 
 def _leading_literals(word: Word) -> list[Part]:
