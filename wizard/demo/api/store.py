@@ -238,6 +238,12 @@ class Store:
             ]
 
     def _index_owners(self, resource: str, key: Key, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        if (
+            new is not None
+            and old is not None
+            and new["metadata"].get("ownerReferences") is old["metadata"].get("ownerReferences")
+        ):
+            return  # the same owners (a status write keeps the metadata's parts): nothing to re-index
         for obj, add in ((old, False), (new, True)):
             for ref in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
                 uid = ref.get("uid") if isinstance(ref, dict) else None
