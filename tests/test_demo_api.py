@@ -22,6 +22,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
 from tests.fixtures_demo import ClusterFactory
+from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
 from wizard.demo.serve import DemoClusterThread
 
@@ -484,3 +485,17 @@ def test_listing_the_large_scenario_in_pages_is_fast(demo_cluster: ClusterFactor
     elapsed = time.monotonic() - started
     assert len(names) == len(set(names)) >= 5000
     assert elapsed < 5.0, f"listing {len(names)} nodes in pages of 500 took {elapsed:.2f}s"
+
+
+def test_a_status_write_reuses_the_specs_json_and_the_bytes_stay_what_json_dumps_gives() -> None:
+    store = Store()
+    spec = {"containers": [{"name": "c", "command": ["sh", "-c", 'printf "é\\n%s" "$x"']}], "f": 1.5, "n": None}
+    store.create("pods", {"metadata": {"name": "p", "namespace": "ns"}, "spec": spec, "status": {"phase": "Pending"}})
+    for phase in ("Running", "Succeeded"):
+        stored = store.lookup("pods", "p", "ns")
+        assert stored is not None
+        data = store.encoded("pods", stored, ("v1", "Pod"))
+        assert data == json.dumps({"apiVersion": "v1", "kind": "Pod", **stored}, separators=(",", ":")).encode()
+        store.update("pods", {**stored, "status": {"phase": phase}}, adopt=True)
+        kept = store._encoded["pods"][("ns", "p")]
+        assert kept[:2] == ("", b"") and kept[2] is stored["spec"]  # the old JSON dropped, the spec's kept

@@ -9,7 +9,7 @@ import base64
 from tests.sim_helpers import NS, settle, world
 from wizard.cluster.hostprobe import host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
-from wizard.demo.sim import nodecmd, smi
+from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell, smi
 from wizard.demo.sim.controllers import fits
 from wizard.demo.sim.kubelet_sim import MESSAGE_LIMIT, termination_message
 from wizard.engine.nodescript import Step
@@ -18,7 +18,7 @@ from wizard.engine.nvsmi import parse_table
 IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
 
 
-def _ctx(read_only: bool = True) -> nodecmd.Ctx:
+def _ctx(read_only: bool = True) -> container.Ctx:
     sim, store = world("noexec-run")
     pod = {
         "metadata": {"name": "p", "namespace": NS},
@@ -38,7 +38,7 @@ def _ctx(read_only: bool = True) -> nodecmd.Ctx:
     store.create("pods", pod)
     found = view(NS, "p")
     assert found is not None
-    return nodecmd.make_ctx(found[1], found[0], "c")
+    return container.make_ctx(found[1], found[0], "c")
 
 
 def test_the_shell_grammar_the_probe_script_uses() -> None:
@@ -116,3 +116,51 @@ def test_an_eight_gpu_host_nvidia_smi_fits_the_message_squeezed() -> None:
     assert code == 0 and len(out) < 1600
     report = parse_table(out, 0)
     assert report.ok and report.gpu_count == 8 and report.driver_version == "580.126.09"
+
+
+def test_a_script_is_parsed_once_however_many_nodes_run_it() -> None:
+    """Every node of a probe runs the same script text: its grammar (and its substitutions') is read once."""
+    ctx = _ctx()
+    script = (
+        "printf '{\"r\":[' >/dev/termination-log; o=$(chroot /host cat /etc/hostname 2>&1); c=$?\n"
+        'n=$(printf %s "$o" | wc -c); b=$(printf %s "$o" | head -c 999 | base64 -w 0)\n'
+        'printf \'[%d,%d,"%s"]]}\' "$c" "$n" "$b" >>/dev/termination-log'
+    )
+    shell.parse.cache_clear()
+    first = nodecmd.run_script(container.make_ctx(ctx.view, ctx.pod, "c"), script)
+    texts = shell.parse.cache_info().misses
+    for _ in range(50):
+        again = container.make_ctx(ctx.view, ctx.pod, "c")
+        assert nodecmd.run_script(again, script) == first
+        assert again.files["/dev/termination-log"] == f'{{"r":[[0,10,"{base64.b64encode(b"gpu-a10-01").decode()}"]]}}'
+    assert shell.parse.cache_info().misses == texts == 4  # the script and its three substitutions
+
+
+def test_words_without_expansions_are_resolved_when_parsed() -> None:
+    ((_, (command,)),) = shell.parse("printf '' a\"b\" $x >/dev/null")
+    assert [w.literal for w in command.words] == [["printf"], [""], ["ab"], None]
+    ((_, (assign,)),) = shell.parse("o=$(true) p=x")
+    assert not assign.words and [(name, value.literal) for name, value in assign.assignments] == [
+        ("o", None),
+        ("p", ["x"]),
+    ]
+
+
+def test_a_nodes_files_are_worked_out_once_per_view() -> None:
+    ctx = _ctx()
+    assert nodefs.host_files(ctx.view) is nodefs.host_files(ctx.view)
+    assert nodefs.host_dirs(ctx.view) is nodefs.host_dirs(ctx.view)
+    assert ctx.view.mount("/usr/local") is ctx.view.mount("/usr/local")
+
+
+def test_printf_repeats_its_format_for_extra_arguments() -> None:
+    assert coreutils.printf(["%s-%d\\n", "a", "1", "b", "2"]) == (0, "a-1\nb-2\n", "")
+    assert coreutils.printf(["x\\ty%%%s", "z"]) == (0, "x\ty%z", "")
+    assert coreutils.printf(["<%d>", "q"]) == (1, "<0>", "printf: q: invalid number\n")
+
+
+def test_a_quoted_parameter_is_one_field_even_when_empty_or_spaced() -> None:
+    ((_, (command,)),) = shell.parse('printf "<%s>" "$x" "$?" "$y" $x')
+    assert [w.variable for w in command.words] == [None, None, "x", "?", "y", None]
+    code, out, _ = nodecmd.run_script(_ctx(), 'x=\'a  b\'; false; printf \'<%s>\' "$x" "$?" "$y" $x')
+    assert (code, out) == (0, "<a  b><1><><a><b>")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import uuid
 
 from tests.sim_helpers import (
     NS,
@@ -16,6 +18,7 @@ from tests.sim_helpers import (
     waiting_reason,
     world,
 )
+from wizard.demo.sim import smi
 from wizard.engine.nvsmi import parse_query_csv, parse_table
 
 
@@ -228,3 +231,15 @@ async def test_a_sandbox_still_starts_when_the_simulation_was_busy_long_past_its
     started = store.get("pods", f"probe-{nodes[0]}", "default")
     assert started is not None and started["status"]["phase"] == "Running"
     assert sim.next_wake() is None  # the pod of the deleted node is no longer waited for
+
+
+def test_gpu_uuids_are_rfc4122_name_based_and_the_table_is_laid_out_once_per_gpu_shape() -> None:
+    for name in ("gpu-h100-0001/gpu/0", "ü/gpu/7", ""):
+        ident = uuid.uuid5(uuid.NAMESPACE_OID, name)
+        assert smi._uuid5_oid(name) == (str(ident), ident.int)
+    smi._table_body.cache_clear()
+    when = dt.datetime(2026, 1, 2, 3, 4, 5)
+    tables = {smi.table("580.126.20", smi.gpus_for(f"n{i}", "NVIDIA-H200", 8), when) for i in range(20)}
+    assert len(tables) == 1 and smi._table_body.cache_info().misses == 1
+    (text,) = tables
+    assert text.startswith("Fri Jan  2 03:04:05 2026       \n") and parse_table(text, 0).gpu_count == 8

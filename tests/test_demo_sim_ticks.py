@@ -33,7 +33,7 @@ async def test_a_probe_daemonsets_lifecycle_steps_its_own_pods_not_the_cluster()
     sim, store, nodes = await _upstream_world()
     operand_pods = len(store.list("pods"))
     assert operand_pods >= 3 * len(nodes)
-    full, stepped = sim.full_ticks, sim.pods_stepped
+    full, stepped, controller_runs = sim.full_ticks, sim.pods_stepped, sim.changes.daemonset_runs
     steps = [Step("uname", ("uname", "-r"), host=True), Step("ls", ("ls", "/host/run/nvidia"))]
     job = store.create("jobs", anchor_job("gpu-wizard-probe-t", NS, image="busybox:1.36", run_id="t", deadline_s=600))
     body = daemonset(
@@ -58,6 +58,8 @@ async def test_a_probe_daemonsets_lifecycle_steps_its_own_pods_not_the_cluster()
 
     assert sim.full_ticks == full, "a probe's Job, DaemonSet and pods set off a full tick"
     assert sim.pods_stepped - stepped <= 6 * len(nodes)
+    # The DaemonSet's controller runs when its pods come, go or change readiness, not for every status write.
+    assert sim.changes.daemonset_runs - controller_runs <= 4
 
 
 async def test_a_change_an_operator_reads_runs_a_full_tick_that_steps_only_the_pods_it_concerns() -> None:

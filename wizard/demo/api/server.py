@@ -10,6 +10,7 @@ exactly as to a real cluster. Only loopback clients are served.
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import json
 import logging
@@ -32,6 +33,15 @@ log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _PUBLIC = ("/healthz", "/livez", "/readyz")
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+@functools.lru_cache(maxsize=64)
+def _loopback(remote: str) -> bool:
+    """Whether a peer address is a loopback one (parsed once per address: every exec is a new connection)."""
+    try:
+        return ipaddress.ip_address(remote.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _not_found_path() -> ApiError:
@@ -84,11 +94,7 @@ class ApiServer:
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Serve loopback clients only, and only under a loopback Host name (no DNS rebinding)."""
-        remote = request.remote or ""
-        try:
-            local = ipaddress.ip_address(remote.split("%")[0]).is_loopback
-        except ValueError:
-            local = False
+        local = _loopback(request.remote or "")
         host = (request.host or "").rsplit(":", 1)[0] if not (request.host or "").startswith("[") else "[::1]"
         if not local or host not in _LOOPBACK_HOSTS:
             return ApiError(403, "the gpu-wizard demo API serves loopback clients only").response()

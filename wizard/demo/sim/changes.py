@@ -20,6 +20,7 @@ from wizard.demo.api.store import Key, Store, WatchEvent
 from wizard.demo.sim.controllers import Eligible, reconcile_daemonset, reconcile_jobs
 from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, TOOLKIT_DS, VALIDATOR_DS
 from wizard.demo.sim.simutil import Writer, controller_uid, read
+from wizard.demo.sim.world import pod_ready
 
 #: Owners whose objects the operator simulation reconciles.
 OPERATOR_KINDS = frozenset({"ClusterPolicy", "NVIDIADriver"})
@@ -142,6 +143,8 @@ class Changes:
     """A Job changed, or a Job's deadline or TTL is due."""
     gone: set[str] = field(default_factory=set)
     """uids of deleted owners (Jobs, plain DaemonSets) whose dependents the garbage collector removes."""
+    daemonset_runs: int = 0
+    """How many times a light tick ran a DaemonSet's controller (the demo's own tests read it)."""
     _owner: tuple[dict[str, Any] | None, bool] = (None, False)
     """The last owning DaemonSet looked at and whether it is plain (a probe's pods come one after another)."""
 
@@ -180,17 +183,17 @@ class Changes:
                 self.daemonsets.add(_key(event.obj))
             return
         if event.resource == "pods":
+            tied = event.old is not None and not deleted and _same_ties(event.old, event.obj)
             now = plain_pod(event.obj, store, self._plain_owner)
-            before = (
-                now
-                if event.old is None or deleted or _same_ties(event.old, event.obj)
-                else plain_pod(event.old, store, self._plain_owner)
-            )
+            before = now if event.old is None or deleted or tied else plain_pod(event.old, store, self._plain_owner)
             if now is not None and before is not None:
                 if not deleted:
                     self.pods.add(_key(event.obj))
-                if now.owner is not None:
-                    self.daemonsets.add(now.owner)  # its status counts the pod; a deleted one may be replaced
+                # Its DaemonSet's controller reads a pod's node, labels and readiness (its status counts ready
+                # pods; a deleted one may be replaced): a status write that changes none of them leaves it be.
+                counted = not tied or pod_ready(event.old) != pod_ready(event.obj)
+                if now.owner is not None and counted:
+                    self.daemonsets.add(now.owner)
                 if now.orphaned:
                     self.gone.add(now.orphaned)
                 return
@@ -213,6 +216,7 @@ class Changes:
                 nodes = read(store, "nodes") if nodes is None else nodes
                 uid = ds["metadata"].get("uid", "")
                 owned = [obj for res, obj in store.dependents(uid) if res == "pods" and controller_uid(obj) == uid]
+                self.daemonset_runs += 1
                 reconcile_daemonset(writer, ds, owned, eligible(ds, nodes))
         while self.gone:  # a deleted DaemonSet's uid comes back here within this loop: its pods go too
             collect_dependents(writer, self.gone.pop())

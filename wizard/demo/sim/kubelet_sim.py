@@ -202,19 +202,21 @@ class Kubelet:
     ) -> None:
         """Advance one pod by one step and write it back if anything changed."""
         before = pod.get("status")
+        phase = (before or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return
+        starting = bool(phase) and "containerStatuses" not in (before or {})
+        if starting and not self._sandbox_due(pod):
+            return  # its sandbox is not up yet: nothing to write (and no copy of its status to make)
         pod = {**pod, "status": thaw(before or {})}  # only the status changes: don't copy the big spec
         status = pod.setdefault("status", {})
         spec = pod["spec"]
         node = spec.get("nodeName", "")
-        if not status.get("phase"):
+        if not phase:
             status.update({"phase": "Pending", "qosClass": "BestEffort", "conditions": []})
             self._cond(status, "PodScheduled", "True")
             self._sandbox_due(pod)  # the start latency counts from the binding
-        elif status.get("phase") in ("Succeeded", "Failed"):
-            return
-        elif "containerStatuses" not in status:
-            if not self._sandbox_due(pod):
-                return
+        elif starting:
             self._start_sandbox(pod, view)
         else:
             self._advance(pod, view, pulls, keys, volumes_ok, node)

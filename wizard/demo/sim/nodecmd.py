@@ -2,152 +2,29 @@
 
 Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
 ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
-``test``/``[``, ``ls``, ``echo``, ``printf``, ``base64``, ``tr -s``, ``true``, ``false``, ``env``,
-``hostname``, ``sleep``, ``lsmod``, ``head``/``tail``/``wc`` (``-c``: bytes), ``chroot DIR CMD``
-and ``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
-``sh: <cmd>: command not found``. Paths under the container's host-root mount (``/host``) and its
-hostPath mounts resolve to the node's files; a ``readOnly`` hostPath mount is a read-only bind, as
-on a real node: writes fail, ``test -w`` fails, and ``findmnt`` without ``--task 1`` shows the bound
-file system ``ro`` (submounts keep their own flags: the bind is not recursive). Files a container
-writes outside its mounts (``/dev/termination-log``) are kept in :attr:`Ctx.files`.
+``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``chroot DIR CMD``, the text
+tools of :mod:`wizard.demo.sim.coreutils` (``printf``, ``echo``, ``base64``, ``head``…) and
+``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
+``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
+hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
+``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import posixpath
 import re
-from dataclasses import dataclass, field, replace
-from typing import Any
+from collections.abc import Callable
 
 from wizard.demo.sim import shell, smi
+from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
+from wizard.demo.sim.coreutils import TEXT_COMMANDS
 from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
-from wizard.demo.sim.nodefs import container_files, host_dirs, host_files
+from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
-from wizard.demo.sim.world import NodeView, driver_version_of
+from wizard.demo.sim.world import driver_version_of
 
 Result = tuple[int, str, str]
-READ_ONLY = "Read-only file system"
-
-
-@dataclass(frozen=True)
-class Ctx:
-    """Where a command runs: a container of a pod on a node, or (after chroot) the host or driver root."""
-
-    view: NodeView
-    pod: dict[str, Any]
-    container: str
-    root: str = "container"
-    """``container``, ``host`` (chroot /host) or ``driver`` (chroot into the driver install dir)."""
-    mounts: dict[str, str] = field(default_factory=dict)
-    """Container path -> host path, from the pod's hostPath volumes."""
-    ro_sources: frozenset[str] = frozenset()
-    """Host paths bound read-only into this context (``readOnly`` mounts; after chroot through one: ``/``)."""
-    ro_mounts: frozenset[str] = frozenset()
-    """Container paths of the ``readOnly`` hostPath mounts."""
-    files: dict[str, str] = field(default_factory=dict)
-    """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
-
-    @property
-    def is_driver_ctr(self) -> bool:
-        return self.root == "driver" or (self.root == "container" and self.container == DRIVER_CTR)
-
-
-def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
-    """The context of one container, with its hostPath mounts."""
-    spec = pod.get("spec") or {}
-    host_paths = {
-        v["name"]: v["hostPath"]["path"] for v in spec.get("volumes") or [] if isinstance(v.get("hostPath"), dict)
-    }
-    mounts: dict[str, str] = {}
-    read_only: set[str] = set()
-    for ctr in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        if ctr.get("name") != container:
-            continue
-        for vm in ctr.get("volumeMounts") or []:
-            if vm.get("name") in host_paths:
-                where = vm["mountPath"].rstrip("/") or "/"
-                mounts[where] = host_paths[vm["name"]]
-                if vm.get("readOnly"):
-                    read_only.add(where)
-    sources = frozenset(posixpath.normpath(mounts[m]) for m in read_only)
-    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources, ro_mounts=frozenset(read_only))
-
-
-def _bound_read_only(ctx: Ctx, host: str) -> bool:
-    """Whether ``host`` is reached through a read-only bind here (only the bound file system itself:
-    a non-recursive bind leaves the submounts below it as they are)."""
-    mount = ctx.view.mount(host).target
-    return any(
-        (host == src or host.startswith(src.rstrip("/") + "/")) and ctx.view.mount(src).target == mount
-        for src in ctx.ro_sources
-    )
-
-
-def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | None:
-    """Open (``data`` None) or write a file for a redirection: the error message, or None."""
-    path = posixpath.normpath(path)
-    host = _host_path(ctx, path)
-    if host is not None:
-        if _bound_read_only(ctx, host) or not ctx.view.mount(host).writable:
-            return READ_ONLY
-        return None  # written to the node: nothing here reads it back
-    if ctx.root != "container":
-        return READ_ONLY
-    if data is None:
-        if not append or path not in ctx.files:
-            ctx.files[path] = ""
-        return None
-    ctx.files[path] = ctx.files.get(path, "") + data
-    return None
-
-
-def _host_path(ctx: Ctx, path: str) -> str | None:
-    """The host path a path in this context refers to, or None for the container's own files."""
-    path = posixpath.normpath(path) if path else "/"
-    if ctx.root in ("host", "driver"):
-        return path if ctx.root == "host" else posixpath.join(ctx.view.driver_install_dir, path.lstrip("/"))
-    for mount, host in sorted(ctx.mounts.items(), key=lambda kv: -len(kv[0])):
-        if path == mount or path.startswith(mount + "/"):
-            return posixpath.normpath(host + path[len(mount) :]) if host != "/" else (path[len(mount) :] or "/")
-    return None
-
-
-def _image_os(ctx: Ctx) -> tuple[str, str]:
-    image = next(
-        (c.get("image", "") for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), ""
-    )
-    tag = str(image).rsplit("/", 1)[-1].partition(":")[2]
-    match = re.search(r"-(ubuntu|rhel|rocky|sles|sle-micro|sl-micro|rhcos)(\d+(?:\.\d+)?)$", tag)
-    if match:
-        return match[1], match[2]
-    return "rhel", "9.6"  # the operator's images are UBI 9 based
-
-
-def read_file(ctx: Ctx, path: str) -> str | None:
-    """File content in this context, or None."""
-    host = _host_path(ctx, path)
-    if host is not None:
-        return host_files(ctx.view).get(host)
-    if posixpath.normpath(path) in ctx.files:
-        return ctx.files[posixpath.normpath(path)]
-    extra = {}
-    if ctx.container == DRIVER_CTR:
-        extra["/usr/bin/nvidia-smi"] = "\x7fELF"
-    os_id, version = _image_os(ctx)
-    return container_files(os_id, version, extra).get(posixpath.normpath(path))
-
-
-def is_dir(ctx: Ctx, path: str) -> bool:
-    """Whether ``path`` is a directory in this context."""
-    host = _host_path(ctx, path)
-    if host is not None:
-        return host in host_dirs(ctx.view)
-    norm = posixpath.normpath(path)
-    return (
-        norm in {"/", "/etc", "/usr", "/usr/bin", "/bin", "/tmp", "/var", "/proc", "/dev", "/run"} or norm in ctx.mounts
-    )
 
 
 def _nvidia_smi(ctx: Ctx, args: list[str]) -> Result:
@@ -187,7 +64,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
             columns = [c.strip().upper() for c in next(it, "").split(",") if c.strip()]
         elif not arg.startswith("-"):
             target = arg
-    host = _host_path(ctx, target or "/")
+    host = host_path(ctx, target or "/")
     if host is None:
         row = {
             "TARGET": "/",
@@ -204,7 +81,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
         options = mount.options
         if host_table:
             shown = mount.target
-        elif _bound_read_only(ctx, host):
+        elif bound_read_only(ctx, host):
             options = "ro," + options.split(",", 1)[-1] if "," in options else "ro"
         row = {"TARGET": shown, "SOURCE": mount.source, "FSTYPE": mount.fstype, "OPTIONS": options}
     unknown = [c for c in columns if c not in row]
@@ -258,7 +135,7 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
     op, path = args
     exists_file = read_file(ctx, path) is not None
     exists_dir = is_dir(ctx, path)
-    host = _host_path(ctx, path)
+    host = host_path(ctx, path)
     if op == "-f":
         ok = exists_file
     elif op == "-d":
@@ -267,7 +144,7 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
         ok = exists_file or exists_dir
     elif op == "-w":
         ok = (exists_file or exists_dir) and (
-            host is None or (ctx.view.mount(host).writable and not _bound_read_only(ctx, host))
+            host is None or (ctx.view.mount(host).writable and not bound_read_only(ctx, host))
         )
     elif op == "-x":
         ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
@@ -285,7 +162,7 @@ def _ls(ctx: Ctx, args: list[str]) -> Result:
         if read_file(ctx, path) is not None:
             out.append(path)
         elif is_dir(ctx, path):
-            host = _host_path(ctx, path)
+            host = host_path(ctx, path)
             names: set[str] = set()
             if host is not None:
                 prefix = host.rstrip("/") + "/"
@@ -303,14 +180,14 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     if len(args) < 2:
         return 125, "", "chroot: missing operand\n"
     target, command = args[0], args[1:]
-    host = _host_path(ctx, target)
+    host = host_path(ctx, target)
     if host == "/":
-        sources = frozenset({"/"}) if _bound_read_only(ctx, "/") else frozenset()
-        new = replace(ctx, root="host", mounts={}, ro_sources=sources, ro_mounts=frozenset())
+        sources = frozenset({"/"}) if bound_read_only(ctx, "/") else frozenset()
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, frozenset(), ctx.files)
     elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
         if ctx.view.mount(host).noexec:
             return 126, "", f"chroot: failed to run command '{command[0]}': Permission denied\n"
-        new = replace(ctx, root="driver", mounts={}, ro_sources=frozenset(), ro_mounts=frozenset())
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), frozenset(), ctx.files)
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
     code, out, err = run_argv(new, command, stdin)
@@ -319,166 +196,94 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return code, out, err
 
 
+def _uname(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    spec = ctx.view.spec
+    if args and args[0] == "-a":
+        return 0, f"Linux {spec.name} {spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
+    value = {"-r": spec.kernel, "-m": "x86_64" if spec.arch == "amd64" else "aarch64", "-s": "Linux"}
+    return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
+
+
+def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    if not args:
+        return 0, stdin, ""
+    out, err = "", ""
+    for path in args:
+        text = read_file(ctx, path)
+        if text is None:
+            err += f"cat: {path}: {'Is a directory' if is_dir(ctx, path) else 'No such file or directory'}\n"
+        else:
+            out += text
+    return (1 if err else 0), out, err
+
+
+def _env(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    env = next(
+        (c.get("env") or [] for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), []
+    )
+    lines = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", f"HOSTNAME={ctx.view.spec.name}"]
+    lines += [f"{e['name']}={e.get('value', '')}" for e in env if "value" in e]
+    return 0, "".join(f"{line}\n" for line in lines), ""
+
+
+def _hostname(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    on_host = ctx.root == "host" or ctx.pod["spec"].get("hostNetwork")
+    return 0, f"{ctx.view.spec.name if on_host else ctx.pod['metadata']['name']}\n", ""
+
+
+def _id(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    return 0, "0\n" if args[:1] == ["-u"] else "uid=0(root) gid=0(root) groups=0(root)\n", ""
+
+
+_MODULES = (
+    "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\n"
+    "nvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
+)
+
+
+def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    view = ctx.view
+    loaded = view.driver_version != ""
+    return 0, "Module                  Size  Used by\n" + (_MODULES if loaded else "") + lsmod_lines(view), ""
+
+
+#: Commands that look at the node or the container: name -> (context, args, stdin) -> result.
+_NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
+    "nvidia-smi": lambda ctx, args, stdin: _nvidia_smi(ctx, args),
+    "uname": _uname,
+    "cat": _cat,
+    "grep": _grep,
+    "findmnt": lambda ctx, args, stdin: _findmnt(ctx, args),
+    "test": lambda ctx, args, stdin: _test(ctx, args),
+    "[": lambda ctx, args, stdin: _test(ctx, args),
+    "ls": lambda ctx, args, stdin: _ls(ctx, args),
+    "chroot": _chroot,
+    "env": _env,
+    "printenv": _env,
+    "hostname": _hostname,
+    "id": _id,
+    "lsmod": _lsmod,
+}
+
+
 def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
     """Run one command (no shell syntax) in a context: (exit code, stdout, stderr)."""
     if not argv:
         return 0, "", ""
-    cmd, args = posixpath.basename(argv[0]), argv[1:]
-    view = ctx.view
+    cmd, args = argv[0].rpartition("/")[2], argv[1:]  # the program's base name, as a PATH lookup finds it
     if cmd in ("sh", "bash", "ash") and args[:1] == ["-c"] and len(args) >= 2:
         return run_script(ctx, args[1], stdin)
-    if cmd == "nvidia-smi":
-        return _nvidia_smi(ctx, args)
-    if cmd == "uname":
-        value = {"-r": view.spec.kernel, "-m": "x86_64" if view.spec.arch == "amd64" else "aarch64", "-s": "Linux"}
-        if args and args[0] == "-a":
-            return 0, f"Linux {view.spec.name} {view.spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
-        return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
-    if cmd == "cat":
-        if not args:
-            return 0, stdin, ""
-        out, err = "", ""
-        for path in args:
-            text = read_file(ctx, path)
-            if text is None:
-                err += f"cat: {path}: {'Is a directory' if is_dir(ctx, path) else 'No such file or directory'}\n"
-            else:
-                out += text
-        return (1 if err else 0), out, err
-    if cmd == "grep":
-        return _grep(ctx, args, stdin)
-    if cmd == "findmnt":
-        return _findmnt(ctx, args)
-    if cmd in ("test", "["):
-        return _test(ctx, args)
-    if cmd == "ls":
-        return _ls(ctx, args)
-    if cmd == "chroot":
-        return _chroot(ctx, args, stdin)
-    if cmd in ("true", "sleep", ":"):
-        return 0, "", ""
-    if cmd == "false":
-        return 1, "", ""
-    if cmd == "printf":
-        return _printf(args)
-    if cmd == "base64":
-        return _base64(args, stdin)
-    if cmd == "tr" and len(args) == 2 and args[0] == "-s":
-        return 0, re.sub(f"([{re.escape(args[1])}])\\1+", r"\1", stdin), ""
-    if cmd == "echo":
-        newline = args[:1] != ["-n"]
-        words = args[1:] if not newline else args
-        return 0, " ".join(words) + ("\n" if newline else ""), ""
-    if cmd in ("env", "printenv"):
-        env = next(
-            (c.get("env") or [] for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), []
-        )
-        lines = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", f"HOSTNAME={view.spec.name}"]
-        lines += [f"{e['name']}={e.get('value', '')}" for e in env if "value" in e]
-        return 0, "".join(f"{line}\n" for line in lines), ""
-    if cmd == "hostname":
-        return (
-            0,
-            f"{view.spec.name if ctx.root == 'host' or ctx.pod['spec'].get('hostNetwork') else ctx.pod['metadata']['name']}\n",
-            "",
-        )
-    if cmd == "id":
-        return 0, "0\n" if args[:1] == ["-u"] else "uid=0(root) gid=0(root) groups=0(root)\n", ""
-    if cmd == "lsmod":
-        loaded = view.driver_version != ""
-        body = "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\nnvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
-        return 0, "Module                  Size  Used by\n" + (body if loaded else "") + lsmod_lines(view), ""
-    if cmd in ("head", "tail") or cmd == "wc":
-        return _filter(cmd, args, stdin)
-    host_tool = run_host_tool(view, cmd, args) if ctx.root == "host" else None
+    node_command = _NODE_COMMANDS.get(cmd)
+    if node_command is not None:
+        return node_command(ctx, args, stdin)
+    text_command = TEXT_COMMANDS.get(cmd)
+    result = text_command(args, stdin) if text_command is not None else None
+    if result is not None:
+        return result
+    host_tool = run_host_tool(ctx.view, cmd, args) if ctx.root == "host" else None
     if host_tool is not None:
         return host_tool
     return 127, "", f"sh: {argv[0]}: command not found\n"
-
-
-def _printf(args: list[str]) -> Result:
-    """``printf FORMAT [ARG]...``: ``%s``, ``%d``, ``%%`` and backslash escapes; the format repeats for extra args."""
-    if not args:
-        return 2, "", "printf: usage: printf format [arguments]\n"
-    fmt, rest = args[0], args[1:]
-    out, err = "", ""
-    while True:
-        i, used = 0, 0
-        while i < len(fmt):
-            ch = fmt[i]
-            if ch == "\\" and i + 1 < len(fmt):
-                out += {"n": "\n", "t": "\t", "\\": "\\", "r": "\r"}.get(fmt[i + 1], "\\" + fmt[i + 1])
-                i += 2
-                continue
-            if ch == "%" and i + 1 < len(fmt):
-                conv = fmt[i + 1]
-                if conv == "%":
-                    out += "%"
-                elif conv in "sd":
-                    value = rest[used] if used < len(rest) else ""
-                    used += 1
-                    if conv == "d":
-                        if value and not value.lstrip("-").isdigit():
-                            err += f"printf: {value}: invalid number\n"
-                            value = "0"
-                        value = str(int(value or "0"))
-                    out += value
-                else:
-                    return 1, out, f"printf: %{conv}: invalid directive\n"
-                i += 2
-                continue
-            out += ch
-            i += 1
-        rest = rest[used:]
-        if not rest or not used:
-            break
-    return (1 if err else 0), out, err
-
-
-def _base64(args: list[str], stdin: str) -> Result:
-    """``base64 [-w COLS] [-d]`` of stdin (coreutils: 76 columns unless ``-w 0``)."""
-    wrap, decode, it = 76, False, iter(args)
-    for arg in it:
-        if arg in ("-d", "--decode"):
-            decode = True
-        elif arg in ("-w", "--wrap"):
-            value = next(it, "")
-            if not value.isdigit():
-                return 1, "", f"base64: invalid wrap size: '{value}'\n"
-            wrap = int(value)
-        elif arg.startswith("-w") and arg[2:].isdigit():
-            wrap = int(arg[2:])
-    if decode:
-        try:
-            return 0, base64.b64decode("".join(stdin.split()), validate=True).decode(errors="replace"), ""
-        except (binascii.Error, ValueError):
-            return 1, "", "base64: invalid input\n"
-    text = base64.b64encode(stdin.encode()).decode()
-    if wrap:
-        text = "\n".join(text[i : i + wrap] for i in range(0, len(text), wrap))
-    return 0, text + "\n" if text else "", ""
-
-
-def _filter(cmd: str, args: list[str], stdin: str) -> Result:
-    lines = stdin.splitlines(keepends=True)
-    if cmd == "wc":
-        if "-c" in args:
-            return 0, f"{len(stdin.encode())}\n", ""
-        return 0, f"{len(lines)}\n", ""
-    if cmd == "head" and "-c" in args:
-        index = args.index("-c")
-        value = args[index + 1] if index + 1 < len(args) else ""
-        if not value.isdigit():
-            return 1, "", f"head: invalid number of bytes: '{value}'\n"
-        return 0, stdin.encode()[: int(value)].decode(errors="ignore"), ""
-    count = 10
-    for i, arg in enumerate(args):
-        if arg == "-n" and i + 1 < len(args) and args[i + 1].isdigit():
-            count = int(args[i + 1])
-        elif arg.startswith("-") and arg[1:].isdigit():
-            count = int(arg[1:])
-    picked = lines[:count] if cmd == "head" else lines[-count:] if count else []
-    return 0, "".join(picked), ""
 
 
 def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:

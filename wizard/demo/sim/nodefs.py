@@ -94,7 +94,14 @@ def driver_ready_file(view: NodeView) -> str:
 
 
 def host_files(view: NodeView) -> dict[str, str]:
-    """Every file the host shows, path -> content."""
+    """Every file the host shows, path -> content (worked out once per view: do not mutate it)."""
+    found: dict[str, str] | None = view.memo.get("host_files")
+    if found is None:
+        found = view.memo["host_files"] = _host_files(view)
+    return found
+
+
+def _host_files(view: NodeView) -> dict[str, str]:
     spec = view.spec
     files = {
         "/etc/os-release": os_release(spec.os_id, spec.os_version),
@@ -146,7 +153,14 @@ def runtime_files(view: NodeView) -> dict[str, str]:
 
 
 def host_dirs(view: NodeView) -> set[str]:
-    """Every directory the host shows."""
+    """Every directory the host shows (worked out once per view: do not mutate it)."""
+    found: set[str] | None = view.memo.get("host_dirs")
+    if found is None:
+        found = view.memo["host_dirs"] = _host_dirs(view)
+    return found
+
+
+def _host_dirs(view: NodeView) -> set[str]:
     dirs = set(HOST_DIRS) | {f"/lib/modules/{view.spec.kernel}"}
     if view.spec.kernel_headers:  # the headers package links build/ to the kernel's source tree
         dirs.add(f"/lib/modules/{view.spec.kernel}/build")

@@ -32,13 +32,20 @@ Part = tuple[str, str, bool]
 class Word:
     parts: list[Part] = field(default_factory=list)
     quoted: bool = False
+    literal: list[str] | None = None
+    """Its fields when it expands nothing (set by the parser: the same for every run of the script)."""
+    variable: str | None = None
+    """The name when the word is one quoted parameter (``"$o"``, an assignment's ``$?``): its one field is the value."""
 
 
 @dataclass
 class Command:
     words: list[Word] = field(default_factory=list)
+    """The words after the leading assignments (the command name and its arguments)."""
     redirs: list[tuple[int, str, Word | None]] = field(default_factory=list)
     """(fd, ``>`` | ``>>`` | ``>&1``, target)."""
+    assignments: list[tuple[str, Word]] = field(default_factory=list)
+    """Leading ``name=value`` words: (name, value)."""
 
 
 class ShellSyntaxError(Exception):
@@ -100,6 +107,30 @@ def _joined(parts: list[Part]) -> list[Part]:
     return out
 
 
+def _seal(word: Word) -> None:
+    """Join the word's adjacent literals and, when it expands nothing, keep its fields."""
+    word.parts = _joined(word.parts)
+    if all(kind == "lit" for kind, _, _ in word.parts):
+        text = "".join(text for _, text, _ in word.parts)
+        word.literal = [text] if text or word.quoted else []
+    elif word.quoted and len(word.parts) == 1 and word.parts[0][0] == "var":
+        word.variable = word.parts[0][1]
+
+
+def _split_assignments(command: Command) -> None:
+    """Move the command's leading ``name=value`` words to its assignments (decided by the text alone)."""
+    words = command.words
+    while words and words[0].parts and words[0].parts[0][0] == "lit" and not words[0].parts[0][2]:
+        head = "".join(p[1] for p in _leading_literals(words[0]))
+        match = _ASSIGN.match(head)
+        if not match:
+            break
+        value = Word(_drop_prefix(words[0].parts, match.end()), quoted=True)
+        _seal(value)
+        command.assignments.append((match[1], value))
+        words.pop(0)
+
+
 @lru_cache(maxsize=256)
 def parse(script: str) -> list[tuple[str, list[Command]]]:
     """The script as [(connector before, pipeline of commands)]; connector ``;``, ``&&`` or ``||``.
@@ -115,7 +146,7 @@ def parse(script: str) -> list[tuple[str, list[Command]]]:
         nonlocal word, pending
         if word is None:
             return
-        word.parts = _joined(word.parts)
+        _seal(word)
         if pending is not None:
             command.redirs.append((pending[0], pending[1], word))
             pending = None
@@ -129,6 +160,7 @@ def parse(script: str) -> list[tuple[str, list[Command]]]:
         if pending is not None:
             raise ShellSyntaxError("redirection without a target")
         if command.words or command.redirs:
+            _split_assignments(command)
             pipeline.append(command)
         command = Command()
 
@@ -237,7 +269,7 @@ class Shell:
         if kind == "lit":
             return text
         if kind == "var":
-            return str(self.status) if text == "?" else self.vars.get(text, "")
+            return self._parameter(text)
         child = Shell(self.run_command, self.write, self.vars)
         child.status = self.status
         code, out, err = child.run(text)
@@ -283,17 +315,21 @@ class Shell:
 
     def _simple(self, command: Command, stdin: str, *, piped: bool) -> Result:
         self._sub_status, self._sub_err = None, ""
-        words = list(command.words)
-        assignments: list[tuple[str, Word]] = []
-        while words and words[0].parts and words[0].parts[0][0] == "lit" and not words[0].parts[0][2]:
-            head = "".join(p[1] for p in _leading_literals(words[0]))
-            match = _ASSIGN.match(head)
-            if not match:
-                break
-            rest = Word(_drop_prefix(words[0].parts, match.end()), quoted=True)
-            assignments.append((match[1], rest))
-            words.pop(0)
-        argv = [f for w in words for f in self.expand(w)]
+        argv: list[str] = []
+        for word in command.words:
+            if word.literal is not None:
+                argv.extend(word.literal)
+            elif word.variable is not None:
+                argv.append(self._parameter(word.variable))
+            else:
+                argv.extend(self.expand(word))
+        if not command.redirs:  # most commands: stdout to the pipe or the script's output, stderr to its errors
+            if not argv:
+                self._assign(command)
+                return (self._sub_status if self._sub_status is not None else 0), "", self._sub_err
+            env_err = self._sub_err
+            code, out, err = self.run_command(argv, stdin)
+            return code, out, env_err + err
         # Where fd 1 and fd 2 go, applied left to right: "out", "err", "null" or ("file", path).
         targets: dict[int, object] = {1: "pipe" if piped else "out", 2: "err"}
         opened: list[str] = []
@@ -301,7 +337,12 @@ class Shell:
             if op.startswith(">&"):
                 targets[fd] = targets[int(op[2])]
                 continue
-            path = " ".join(self.expand(target, split=False)) if target is not None else ""
+            if target is None:
+                path = ""
+            elif target.literal is not None:
+                path = " ".join(target.literal)
+            else:
+                path = " ".join(self.expand(target, split=False))
             if path == "/dev/null":
                 targets[fd] = "null"
                 continue
@@ -311,8 +352,7 @@ class Shell:
             targets[fd] = ("file", path)
             opened.append(path)
         if not argv:
-            for name, value in assignments:
-                self.vars[name] = "".join(self.expand(value, split=False))
+            self._assign(command)
             return (self._sub_status if self._sub_status is not None else 0), "", self._sub_err
         env_err = self._sub_err
         code, out, err = self.run_command(argv, stdin)
@@ -326,6 +366,18 @@ class Shell:
             elif isinstance(where, tuple):
                 self.write(str(where[1]), data, True)
         return code, stdout, stderr
+
+    def _assign(self, command: Command) -> None:
+        for name, value in command.assignments:
+            if value.literal is not None:
+                self.vars[name] = "".join(value.literal)
+            elif value.variable is not None:
+                self.vars[name] = self._parameter(value.variable)
+            else:
+                self.vars[name] = "".join(self.expand(value, split=False))
+
+    def _parameter(self, name: str) -> str:
+        return str(self.status) if name == "?" else self.vars.get(name, "")
 
 
 def _leading_literals(word: Word) -> list[Part]:

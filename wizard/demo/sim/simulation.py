@@ -25,6 +25,7 @@ from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim import controllers, nodecmd
 from wizard.demo.sim.changes import Changes, plain_pod
+from wizard.demo.sim.container import make_ctx
 from wizard.demo.sim.install import operator_deployment, published_images, workload_pod
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
 from wizard.demo.sim.nodes import node_object
@@ -34,7 +35,7 @@ from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Writer, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
-from wizard.demo.sim.world import NodeView, NodeViews
+from wizard.demo.sim.world import NodeView, NodeViews, operand_role
 
 _SEED_ROUNDS = 200
 #: Cached DaemonSet node sets kept at most (one per DaemonSet spec; more only after many spec changes).
@@ -73,8 +74,11 @@ class Simulation:
         self.upgrades = UpgradeController()
         self._release = OperatorRelease.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
-        self._pods_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-        """Stored pods by ``spec.nodeName``, kept current by the store listener (exec and bare ticks read it)."""
+        self._operands_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        """The stored pods a node's view reads (:func:`world.operand_role`) by ``spec.nodeName``, kept current by
+        the store listener; a probe pod's writes leave it (and the node's view) as it is."""
+        self._operands_sorted: dict[str, list[dict[str, Any]]] = {}
+        """The same per node in key order, until one of them changes."""
         self.changes = Changes()
         """What changed since the last tick looked (a full tick's worth, or what a light tick steps)."""
         self.full_ticks = 0
@@ -94,12 +98,15 @@ class Simulation:
             store.subscribe(self._on_change)
 
     def _index_pod(self, pod: dict[str, Any], *, add: bool) -> None:
+        if not operand_role(pod):
+            return
         node = (pod.get("spec") or {}).get("nodeName", "")
         key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
         if add:
-            self._pods_by_node.setdefault(node, {})[key] = pod
+            self._operands_by_node.setdefault(node, {})[key] = pod
         else:
-            self._pods_by_node.get(node, {}).pop(key, None)
+            self._operands_by_node.get(node, {}).pop(key, None)
+        self._operands_sorted.pop(node, None)
 
     def _on_change(self, event: WatchEvent) -> None:
         if event.resource == "pods":
@@ -332,13 +339,17 @@ class Simulation:
         return pod, self._views.view(node_obj, self._pods_on(node), read(self.store, "daemonsets"))
 
     def _pods_on(self, node: str) -> list[dict[str, Any]]:
-        """Pods bound to ``node`` (stored objects, by namespace and name), from the listener's index.
+        """The pods bound to ``node`` that its view reads (stored objects, by namespace and name), from the
+        listener's index.
 
         Verification execs into every node and starts a probe pod on each; scanning every pod per
         exec (or rebuilding an index after every write) cost seconds of the server's event loop.
         """
-        pods = self._pods_by_node.get(node, {})
-        return [pods[key] for key in sorted(pods)]
+        found = self._operands_sorted.get(node)
+        if found is None:
+            pods = self._operands_by_node.get(node, {})
+            found = self._operands_sorted[node] = [pods[key] for key in sorted(pods)]
+        return found
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""
@@ -349,7 +360,7 @@ class Simulation:
         if view.spec.name in self.scenario.faults.exec_fail_nodes:
             message = f"error: unable to upgrade connection: error dialing backend: dial tcp {view.ip}:10250: connect: connection refused\n"
             return ExecResult(b"", message.encode(), 1)
-        ctx = nodecmd.make_ctx(view, obj, container)
+        ctx = make_ctx(view, obj, container)
         code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
         return ExecResult(out.encode(), err.encode(), code)
 
@@ -360,7 +371,7 @@ class Simulation:
         if not argv or found is None:
             return 0, "", ""
         _, view = found
-        ctx = nodecmd.make_ctx(view, pod, container["name"])
+        ctx = make_ctx(view, pod, container["name"])
         code, out, err = nodecmd.run_argv(ctx, argv)
         path = str(container.get("terminationMessagePath") or "/dev/termination-log")
         return code, out + err, ctx.files.get(path, "")

@@ -129,6 +129,9 @@ class NodeView:
         )
     )
     """The host paths the toolkit DaemonSet mounts for the runtime's config, drop-in and socket."""
+    memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What is worked out from the view once and read by every command on the node (its files, its mounts):
+    a view is not changed after :func:`build_views` (a changed node or pod gets a new view)."""
 
     @property
     def runtime_layout(self) -> RuntimeLayout:
@@ -171,7 +174,11 @@ class NodeView:
 
     def mount(self, path: str) -> Mount:
         """The host mount holding ``path``."""
-        return mount_of(self.mount_table, path)
+        key = ("mount", path)
+        found: Mount | None = self.memo.get(key)
+        if found is None:
+            found = self.memo[key] = mount_of(self.mount_table, path)
+        return found
 
     def validated(self, component: str) -> bool:
         """``/run/nvidia/validations/<component>-ready`` exists (a validation init container passed)."""
@@ -273,7 +280,7 @@ def build_views(
     return views
 
 
-def _operand_role(pod: dict[str, Any]) -> bool:
+def operand_role(pod: dict[str, Any]) -> bool:
     """A pod :func:`build_views` puts into a node's view (read without ``labels_of``: stored objects)."""
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return labels.get("app.kubernetes.io/component") == COMPONENT_DRIVER or labels.get("app") in _VIEW_APPS
@@ -303,17 +310,18 @@ class NodeViews:
         self._daemonsets: tuple[list[dict[str, Any]], tuple[dict[str, Any], ...]] = ([], ())
         """The last DaemonSet list passed in (held, so its identity stays its own) and those a view reads."""
 
-    def view(self, node: dict[str, Any], pods: list[dict[str, Any]], daemonsets: list[dict[str, Any]]) -> NodeView:
-        """The view of ``node`` given the pods bound to it and every DaemonSet (do not mutate it; pass the same
-        ``daemonsets`` list for many nodes when nothing was written in between: it is sorted once)."""
+    def view(self, node: dict[str, Any], operands: list[dict[str, Any]], daemonsets: list[dict[str, Any]]) -> NodeView:
+        """The view of ``node`` given the pods bound to it that a view reads (:func:`operand_role`: the caller keeps
+        them indexed, a probe pod is none of them) and every DaemonSet (do not mutate the view or the lists; pass
+        the same ``daemonsets`` list for many nodes when nothing was written in between: it is sorted once)."""
         name = node["metadata"]["name"]
         if self._daemonsets[0] is not daemonsets:
             self._daemonsets = (daemonsets, tuple(d for d in daemonsets if _view_daemonset(d)))
-        inputs = (node, tuple(p for p in pods if _operand_role(p)), self._daemonsets[1])
+        inputs = (node, operands, self._daemonsets[1])
         found = self._views.get(name)
         if found is not None and found[0] == inputs:
             return found[1]
-        view = build_views([node], pods, daemonsets, self.specs)[name]
+        view = build_views([node], operands, daemonsets, self.specs)[name]
         self._views[name] = (inputs, view)
         return view
 
