@@ -135,6 +135,41 @@ async def test_execs_resume_the_tls_session_and_honour_tls_server_name(demo: Dem
             gateway._execs = None
 
 
+def _tcp_states(port: int) -> list[tuple[int, int, str]]:
+    """(local port, remote port, state hex) of this machine's IPv4 TCP sockets with ``port`` at either end."""
+    rows = []
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, remote, state = line.split()[1:4]
+        ends = (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16))
+        if port in ends:
+            rows.append((*ends, state))
+    return rows
+
+
+async def test_the_server_closes_each_exec_connection_after_the_close_handshakes(demo: DemoClusterThread) -> None:
+    """The websocket's close frame and then TLS's close_notify are answered, so the server closes the TCP
+    connection (RFC 6455 7.1.1) and keeps the TIME_WAIT: thousands of TIME_WAITs on the client's side made
+    each new connect() search past them for a port; a close_notify left unanswered kept every connection
+    open until the server's TLS shutdown timed out."""
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("SKIPPED: no /proc/net/tcp to read TCP states from (not Linux)")
+    port = int(demo.url.rsplit(":", 1)[1].strip("/"))
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster, _probe(cluster) as pod:
+        before = {(a, b) for a, b, _ in _tcp_states(port)}
+        for _ in range(5):
+            await _uname(cluster.gateway, pod)
+        deadline = time.monotonic() + 5
+        while True:
+            ours = [row for row in _tcp_states(port) if row[:2] not in before and (row[1], row[0]) not in before]
+            established = [row for row in ours if row[2] == "01"]
+            if not established or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        assert not established, f"exec connections still open: {established}"
+        time_waits = [row for row in ours if row[2] == "06"]
+        assert len(time_waits) >= 5 and all(local == port for local, _, _ in time_waits), ours
+
+
 async def test_a_refusal_names_the_status_and_only_5xx_and_429_are_retried(demo: DemoClusterThread) -> None:
     async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster:
         gateway = cluster.gateway

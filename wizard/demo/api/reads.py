@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import heapq
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -123,8 +124,12 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
                 then = store.as_of(rtype.plural, rv)
             except StoreGone:
                 raise _expired() from None
-            if then:
-                keys = sorted({*keys, *then})
+            # Keys deleted since the snapshot are listed still (the live keys hold the rest).
+            gone = sorted(
+                k for k, obj in then.items() if obj is not None and store.lookup(rtype.plural, k[1], k[0]) is None
+            )
+            if gone:
+                keys = list(heapq.merge(keys, gone))
         start = bisect.bisect_left(keys, (namespace, "")) if namespace is not None else 0
         if after is not None:
             start = max(start, bisect.bisect_right(keys, after))
