@@ -193,6 +193,8 @@ class _Connection(asyncio.Protocol):
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
         self.frames = FrameReader(on_message)
+        self._close_timer: asyncio.TimerHandle | None = None
+        """Cuts the connection off if the server does not close it after the close handshakes."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -309,7 +311,7 @@ class _Connection(asyncio.Protocol):
             # each new connect() searched past them for a free port (connect 10x dearer at 3,000 nodes).
             # A server that does not close is cut off after a while.
             if self.transport is not None:
-                asyncio.get_running_loop().call_later(SERVER_CLOSE_WAIT_S, self.abort)
+                self._close_timer = asyncio.get_running_loop().call_later(SERVER_CLOSE_WAIT_S, self.abort)
 
     def _upgraded(self, status: int, headers: dict[str, str]) -> None:
         if status != 101:
@@ -345,6 +347,9 @@ class _Connection(asyncio.Protocol):
             self.transport.abort()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._close_timer is not None:  # the server closed: the timer (and what it holds) goes at once
+            self._close_timer.cancel()
+            self._close_timer = None
         if self.done.done():
             return
         if self.stage == "frames":
