@@ -164,3 +164,10 @@ def test_a_quoted_parameter_is_one_field_even_when_empty_or_spaced() -> None:
     assert [w.variable for w in command.words] == [None, None, "x", "?", "y", None]
     code, out, _ = nodecmd.run_script(_ctx(), 'x=\'a  b\'; false; printf \'<%s>\' "$x" "$?" "$y" $x')
     assert (code, out) == (0, "<a  b><1><><a><b>")
+
+
+def test_an_unquoted_parameter_after_empty_quotes_is_still_split() -> None:
+    """``""$x`` is a quoted empty string joined to an unquoted expansion: sh splits it (review found the
+    one-field shortcut taken for it)."""
+    code, out, _ = nodecmd.run_script(_ctx(), "x='a  b'; printf '<%s>' \"\"$x")
+    assert (code, out) == (0, "<a><b>")

@@ -74,6 +74,15 @@ def status_error(status: int, raw: bytes, headers: Mapping[str, str], what: str,
     return error
 
 
+def shown_proxy(proxy: str) -> str:
+    """A proxy URL as messages show it: ``scheme://host:port``, never its user name and password."""
+    parts = urllib.parse.urlsplit(proxy)
+    if not parts.hostname:
+        return "(a proxy URL without a host)"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
 def env_proxy(url: str) -> str:
     """The proxy the environment (HTTPS_PROXY, NO_PROXY…) sets for ``url``, or ""."""
     parts = urllib.parse.urlsplit(url)

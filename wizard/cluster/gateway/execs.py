@@ -29,6 +29,7 @@ from wizard.cluster.transport import (
     ExecResult,
     env_proxy,
     exec_target,
+    shown_proxy,
 )
 from wizard.retry import DROPS, EXEC, Retryable, retryable_status, retrying
 
@@ -76,7 +77,7 @@ class Execs(GatewayBase):
                 return await retrying(EXEC, attempt, stats=self.stats)
         except ProxyRefused as exc:
             raise ClusterError(
-                f"{what}: the proxy {self.configuration.proxy or env_proxy(self.server)} refused the tunnel to "
+                f"{what}: the proxy {shown_proxy(self.configuration.proxy or env_proxy(self.server))} refused the tunnel to "
                 f"{self.server} ({exc})",
                 "check the proxy's address and credentials (the kubeconfig's proxy-url, or HTTPS_PROXY)",
             ) from None

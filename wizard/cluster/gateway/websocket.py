@@ -27,7 +27,7 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 
@@ -38,7 +38,7 @@ from wizard.cluster.gateway.wsframes import (
     ProxyRefused,
     http_head,
 )
-from wizard.cluster.transport import ConnectFailed
+from wizard.cluster.transport import ConnectFailed, shown_proxy
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 RESOLVE_TTL_S = 10.0
@@ -54,7 +54,7 @@ SERVER_CLOSE_WAIT_S = 5.0
 class Upgrade:
     """One exec's upgrade request and the ``Sec-WebSocket-Accept`` its answer must carry."""
 
-    request: bytes
+    request: bytes = field(repr=False)  # it carries the credential header: never in a traceback's locals
     accept: str
 
 
@@ -107,7 +107,7 @@ class Dialer:
         if proxy:
             via = urllib.parse.urlsplit(proxy)
             if via.scheme != "http" or not via.hostname:
-                raise ValueError(f"proxy {proxy!r}: only http:// proxies (HTTP CONNECT) carry execs")
+                raise ValueError(f"proxy {shown_proxy(proxy)}: only http:// proxies (HTTP CONNECT) carry execs")
             self.proxy = (via.hostname, via.port or 80)
             extra = dict(proxy_headers or {})
             if via.username is not None:

@@ -148,6 +148,8 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
             items.append(obj)
             last_index = index
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if token and not more:
+            store.list_done(rtype.plural, rv)
         if more:
             meta["continue"] = _encode_continue(rv, keys[last_index])
             if matcher is None:

@@ -382,6 +382,11 @@ class Store:
                 del self._snapshots[next(iter(self._snapshots))]
             return then
 
+    def list_done(self, resource: str, rv: int) -> None:
+        """The last page of the list at ``rv`` was served: its snapshot is not needed any more."""
+        with self._lock:
+            self._snapshots.pop((resource, rv), None)
+
     def compact(self) -> None:
         """Forget the watch history (as etcd compaction does): older versions now answer Gone."""
         with self._lock:

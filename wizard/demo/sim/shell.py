@@ -113,7 +113,7 @@ def _seal(word: Word) -> None:
     if all(kind == "lit" for kind, _, _ in word.parts):
         text = "".join(text for _, text, _ in word.parts)
         word.literal = [text] if text or word.quoted else []
-    elif word.quoted and len(word.parts) == 1 and word.parts[0][0] == "var":
+    elif len(word.parts) == 1 and word.parts[0][0] == "var" and word.parts[0][2]:  # "$o", not ""$o
         word.variable = word.parts[0][1]
 
 
