@@ -324,3 +324,22 @@ def test_exec_output_joins_lines_split_across_frames() -> None:
     result = output.result()
     assert batches == [("stdout", ["GPU 0: H200", "GPU 1: H200"]), ("stderr", ["warn"]), ("stdout", ["GPU 2"])]
     assert (result.exit_code, result.stdout, result.stderr) == (0, "GPU 0: H200\nGPU 1: H200\nGPU 2", "warn")
+
+
+async def test_a_name_with_several_addresses_is_raced_and_the_one_that_answered_kept(
+    demo: DemoClusterThread, tmp_path: Path
+) -> None:
+    """An unreachable address beside the good one (an AAAA record nobody routes) must not cost every exec its
+    timeout: the addresses are raced (RFC 8305) and the one that answered serves the next execs."""
+    path = _kubeconfig(demo, tmp_path / "k")
+    path.write_text(path.read_text().replace("https://127.0.0.1:", "https://localhost:"))
+    async with await Cluster.connect(kubeconfig=str(path)) as cluster, _probe(cluster) as pod:
+        await _uname(cluster.gateway, pod)
+        dialer = cluster.gateway._execs
+        assert dialer is not None
+        port = dialer.port
+        dialer._addresses = (time.monotonic(), [("192.0.2.1", port), ("127.0.0.1", port)])  # TEST-NET-1: no answer
+        started = time.monotonic()
+        assert await _uname(cluster.gateway, pod) == "5.14.21-150500.55.166-default"
+        assert time.monotonic() - started < 5
+        assert dialer._addresses[1] == [("127.0.0.1", port)]

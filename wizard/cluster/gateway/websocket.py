@@ -42,6 +42,8 @@ from wizard.cluster.transport import ConnectFailed, shown_proxy
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 RESOLVE_TTL_S = 10.0
+HAPPY_EYEBALLS_S = 0.25
+"""RFC 8305's connection attempt delay: the next address is tried when the first has not answered by then."""
 """How long a host name's addresses are reused (thousands of execs would otherwise resolve it each)."""
 SESSION_RENEWAL_S = 300.0
 """How long one TLS session is offered before a newer one replaces it (at most half its lifetime)."""
@@ -143,6 +145,20 @@ class Dialer:
 
     async def _open(self, loop: asyncio.AbstractEventLoop, connection: _Connection, host: str, port: int) -> None:
         addresses = await self._resolve(loop, host, port)
+        if len(addresses) > 1:
+            # Several addresses (an AAAA record beside the A one): raced as RFC 8305 says, so one that does
+            # not answer costs a quarter second once, not every exec's whole timeout; the one that
+            # answered serves the next execs until the name is resolved again.
+            try:
+                transport, _ = await loop.create_connection(
+                    lambda: connection, host, port, happy_eyeballs_delay=HAPPY_EYEBALLS_S
+                )
+            except OSError as exc:
+                raise ConnectFailed(exc) from None
+            peer = transport.get_extra_info("peername")
+            if peer:
+                self._addresses = (self._addresses[0], [(str(peer[0]), int(peer[1]))])
+            return
         error: OSError | None = None
         for address in addresses:
             try:
