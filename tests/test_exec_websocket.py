@@ -299,8 +299,9 @@ def test_fragments_join_around_a_ping_and_lengths_of_16_and_64_bits_parse_byte_b
         (_frame(9, b"x", fin=False), "fragmented or oversized websocket control frame"),
         (_frame(5, b""), "unknown websocket opcode 5"),
         (bytes((0x82, 127)) + (2**40).to_bytes(8, "big"), "a websocket frame of 1099511627776 bytes"),
+        (bytes((0xC2, 1)) + b"x", "reserved bits set"),
     ],
-    ids=["masked", "orphan-continuation", "interleaved", "fragmented-ping", "opcode", "huge"],
+    ids=["masked", "orphan-continuation", "interleaved", "fragmented-ping", "opcode", "huge", "rsv"],
 )
 def test_what_rfc_6455_forbids_is_a_protocol_violation(stream: bytes, why: str) -> None:
     reader = FrameReader(lambda _m: None)
@@ -343,3 +344,31 @@ async def test_a_name_with_several_addresses_is_raced_and_the_one_that_answered_
         assert await _uname(cluster.gateway, pod) == "5.14.21-150500.55.166-default"
         assert time.monotonic() - started < 5
         assert dialer._addresses[1] == [("127.0.0.1", port)]
+
+
+async def test_a_server_that_agrees_to_no_exec_protocol_is_a_protocol_violation() -> None:
+    """Without the agreed channel protocol the frames carry no exit status: said plainly, not read as a drop."""
+    from aiohttp import web
+
+    from wizard.cluster.gateway.websocket import Dialer
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()  # agrees to no subprotocol (an old or foreign server)
+        await ws.prepare(request)
+        await ws.send_bytes(b"\x01output")
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/x", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        dialer = Dialer(f"http://127.0.0.1:{port}", None, protocol="v4.channel.k8s.io")
+        with pytest.raises(ProtocolViolation, match="agreed to exec protocol 'none'"):
+            await dialer.run("/x", {}, lambda _message: None)
+    finally:
+        await runner.cleanup()

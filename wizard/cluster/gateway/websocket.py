@@ -87,6 +87,8 @@ class Dialer:
         self.tls = tls if secure else None
         self.server_name = server_name or self.host
         self.prefix = parts.path.rstrip("/")
+        self.protocol = protocol
+        """The exec subprotocol asked for; the server must agree to it."""
         self.session: ssl.SSLSession | None = None
         """The last TLS session the server gave a ticket for (offered to the next handshake)."""
         self.session_renewal = 0.0
@@ -336,6 +338,11 @@ class _Connection(asyncio.Protocol):
             raise ProtocolViolation("the server answered 101 without upgrading to a websocket")
         if headers.get("sec-websocket-accept") != self.upgrade.accept:
             raise ProtocolViolation("the server's Sec-WebSocket-Accept does not match the request's key")
+        agreed = headers.get("sec-websocket-protocol", "")
+        if agreed != self.dialer.protocol:  # without it the frames carry no exit status to read
+            raise ProtocolViolation(
+                f"the server agreed to exec protocol {agreed or 'none'!r}, not {self.dialer.protocol}"
+            )
         self.stage = "frames"
 
     def _keep_session(self) -> None:

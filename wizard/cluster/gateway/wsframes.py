@@ -88,6 +88,8 @@ class FrameReader:
         at, size = 0, len(buffer)
         while size - at >= 2 and not self.closed:
             first, second = buffer[at], buffer[at + 1]
+            if first & 0x70:  # RSV1-3: meaningful only with an extension, and none was negotiated
+                raise ProtocolViolation("a websocket frame with reserved bits set (no extension was agreed)")
             length, head = second & 0x7F, 2
             if length == 126:
                 if size - at < 4:
