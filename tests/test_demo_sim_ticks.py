@@ -8,11 +8,15 @@ stepped ~30,000 operand pods.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from tests.sim_helpers import NS, cluster_policy, pods_of, settle, world
 from wizard.cluster.probeset import anchor_job, daemonset
+from wizard.demo.sim import controllers, simutil
 from wizard.engine.nodescript import Step
 
 
@@ -75,3 +79,61 @@ async def test_a_change_an_operator_reads_runs_a_full_tick_that_steps_only_the_p
     assert len(on_the_node) < len(store.list("pods")) / 2
     # The others' pods are steady: the same stored objects and node views as at their last step.
     assert sim.pods_stepped - stepped <= ticks * len(on_the_node)
+
+
+def _start_probe(store: Any, nodes: list[str]) -> None:
+    steps = [Step("uname", ("uname", "-r"), host=True)]
+    job = store.create("jobs", anchor_job("gpu-wizard-probe-t", NS, image="busybox:1.36", run_id="t", deadline_s=600))
+    body = daemonset(
+        "gpu-wizard-probe-t", NS, nodes, steps, image="busybox:1.36", run_id="t", tolerations=[], sleep_s=600, owner=job
+    )
+    store.create("daemonsets", body)
+
+
+async def test_a_long_tick_hands_the_loop_back_and_keeps_what_was_written_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A real API server answers while its kubelets work; the demo's tick pauses between pods (here between
+    # every two), and a pod someone wrote during a pause must not be overwritten by the kubelet's older copy.
+    monkeypatch.setattr(simutil, "TICK_SLICE_S", 0.0)
+    sim, store, nodes = await _upstream_world()
+    _start_probe(store, nodes)
+    written: dict[str, set[str]] = {}
+    done = False
+
+    async def annotate_a_probe_pod_each_turn() -> None:
+        turn = 0
+        while not done and turn < 3 * len(nodes):
+            await asyncio.sleep(0)
+            pods = _probe_pods(store)
+            if not pods:
+                continue
+            pod = pods[turn % len(pods)]
+            key = f"example.com/turn-{turn}"
+            pod["metadata"].setdefault("annotations", {})[key] = "x"
+            store.update("pods", pod)
+            written.setdefault(pod["metadata"]["name"], set()).add(key)
+            turn += 1
+
+    task = asyncio.create_task(annotate_a_probe_pod_each_turn())
+    await settle(sim)
+    done = True
+    await task
+    assert sum(len(keys) for keys in written.values()) >= len(nodes), "the ticks never handed the loop back"
+    for pod in _probe_pods(store):
+        assert written.get(pod["metadata"]["name"], set()) <= set(pod["metadata"].get("annotations") or {})
+        (probe,) = pod["status"]["initContainerStatuses"]
+        assert probe["state"]["terminated"]["exitCode"] == 0 and pod["status"]["phase"] == "Running"
+
+
+async def test_a_daemonset_fills_its_nodes_a_burst_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(controllers, "BURST_REPLICAS", 2)  # Kubernetes' controller: 250 pods per sync
+    sim, store, nodes = await _upstream_world()
+    assert len(nodes) > 2
+    _start_probe(store, nodes)
+    await sim.tick()
+    assert len(_probe_pods(store)) == 2
+    await settle(sim)
+    assert sorted(p["spec"]["nodeName"] for p in _probe_pods(store)) == nodes
+    ds = store.get("daemonsets", "gpu-wizard-probe-t", NS)
+    assert ds["status"]["numberReady"] == ds["status"]["currentNumberScheduled"] == len(nodes)

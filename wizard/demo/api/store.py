@@ -346,7 +346,13 @@ class Store:
             if since is not None:
                 if since < self._compacted_rv:
                     raise StoreGone(f"too old resource version: {since} ({self._compacted_rv})")
-                backlog = [ev for ev in self._history if ev.rv > since]
+                # From the newest back (the history is in revision order): a watch from a recent
+                # revision costs what it replays, not the whole retained history.
+                for event in reversed(self._history):
+                    if event.rv <= since:
+                        break
+                    backlog.append(event)
+                backlog.reverse()
             self._listeners.append(listener)
 
         def unsubscribe() -> None:

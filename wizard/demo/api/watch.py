@@ -191,6 +191,10 @@ async def serve_watch(
                     lines.append(encode(kind, event.obj))
             if lines:
                 await resp.write(b"".join(lines))
+            if pending:
+                # A long backlog (a watch from a revision thousands of writes ago) goes out a batch at a
+                # time: a real API server serves every other request meanwhile.
+                await asyncio.sleep(0)
         await resp.write_eof()
     except ConnectionResetError:
         pass  # the client went away: nothing left to tell it

@@ -25,6 +25,11 @@ from wizard.demo.sim.operands import MANAGER_CTR
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, now, read, stable_suffix, template_hash, thaw
 from wizard.demo.sim.world import NodeView, container_status, is_running, pod_ready
 
+BURST_REPLICAS = 250
+"""Pods one DaemonSet's sync creates at most (Kubernetes' DaemonSet controller's ``BurstReplicas``): a
+DaemonSet over 5,000 nodes fills up over several syncs, each after the last one's writes, as on a real
+cluster; one sync creating them all held the API server's event loop for a fifth of a second."""
+
 #: Tolerations the DaemonSet controller adds to every pod it creates.
 DS_TOLERATIONS = [
     {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": effect}
@@ -183,7 +188,7 @@ def reconcile_daemonset(
         else:
             on_node[node] = pod
     owner = _owner("DaemonSet", "apps/v1", meta["name"], meta.get("uid", ""))
-    for node in sorted(eligible - set(on_node)):
+    for node in sorted(eligible - set(on_node))[:BURST_REPLICAS]:
         seed = f"{meta.get('uid')}/{node}/{store.resource_version}"
         name = f"{meta['name']}-{stable_suffix(seed)}"
         pod = _pod_from_template(

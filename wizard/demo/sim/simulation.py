@@ -33,7 +33,7 @@ from wizard.demo.sim.nvd_sim import NVIDIADriverController
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
-from wizard.demo.sim.simutil import Writer, labels_of, read, thaw
+from wizard.demo.sim.simutil import Pacer, Writer, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
 from wizard.demo.sim.world import NodeView, NodeViews, operand_role
 
@@ -270,7 +270,17 @@ class Simulation:
         results = await self.puller.resolve_many(requests) if requests else {}
         daemonsets = read(self.store, "daemonsets")
         configmaps = self._configmaps()
+        pacer, skipped = Pacer(), False
         for pod in pods:
+            if pacer.due():
+                await pacer.pause()
+                daemonsets, configmaps = read(self.store, "daemonsets"), self._configmaps()
+            meta = pod["metadata"]
+            # Requests ran during the pauses (and the image pulls): a pod written since it was read was
+            # queued again by that write, and the next tick steps its new version.
+            if self.store.lookup("pods", meta["name"], meta.get("namespace")) is not pod:
+                skipped = True
+                continue
             node = pod["spec"]["nodeName"]
             node_obj = self.store.lookup("nodes", node)
             if node_obj is None:
@@ -279,7 +289,7 @@ class Simulation:
             uid_keys = keys.get(pod["metadata"]["uid"], {})
             self.pods_stepped += 1
             self.kubelet.step(writer, pod, view, results, uid_keys, _volumes_ok(pod, configmaps))
-        return writer.changed
+        return writer.changed or skipped
 
     def _configmaps(self) -> set[tuple[str, str]]:
         return {(c["metadata"].get("namespace", ""), c["metadata"]["name"]) for c in read(self.store, "configmaps")}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import json
@@ -37,6 +38,34 @@ def stable_suffix(text: str, length: int = 5) -> str:
 def template_hash(template: dict[str, Any]) -> str:
     """A ``controller-revision-hash`` for a pod template (stable across runs)."""
     return stable_suffix(json.dumps(template, sort_keys=True), 10)
+
+
+TICK_SLICE_S = 0.01
+"""How long a tick works before it hands the event loop back to the API server (see :class:`Pacer`)."""
+
+
+class Pacer:
+    """Lets the API server answer during a long tick.
+
+    On a real cluster thousands of kubelets run beside the API server and never hold up its requests;
+    here they share one event loop, so a tick that steps 5,000 probe pods in one go (a few hundred
+    milliseconds) would stall every request, exec frame and watch in flight meanwhile, which no real
+    cluster does. A tick asks :meth:`due` between pods and, when it is, awaits :meth:`pause`; whatever it
+    read before the pause may have changed when it goes on (see the callers).
+    """
+
+    def __init__(self, budget: float | None = None) -> None:
+        self.budget = TICK_SLICE_S if budget is None else budget
+        self.until = time.monotonic() + self.budget
+        self.pauses = 0
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.until
+
+    async def pause(self) -> None:
+        await asyncio.sleep(0)
+        self.pauses += 1
+        self.until = time.monotonic() + self.budget
 
 
 def read(store: Store, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
