@@ -18,6 +18,7 @@ from aiohttp import web
 
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_faults import faults_off
 from wizard.cluster import probefollow
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.demo.serve import DemoClusterThread
@@ -33,17 +34,14 @@ PROBE_PODS = f"/api/v1/namespaces/{NS}/pods"
 
 
 @pytest.fixture(scope="module")
-def demo(demo_cluster_module: ClusterFactory) -> Iterator[DemoClusterThread]:
-    yield demo_cluster_module("noexec-run", pod_start_latency=1.5)
+def slow_pods_demo(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
+    return demo_cluster_module("noexec-run", pod_start_latency=1.5)
 
 
-@pytest.fixture(autouse=True)
-def _reset(demo: DemoClusterThread) -> Iterator[None]:
-    demo.faults.clear()
-    demo.faults.injected.clear()
-    yield
-    demo.faults.clear()
-    demo.faults.error_code = 500
+@pytest.fixture
+def demo(slow_pods_demo: DemoClusterThread) -> Iterator[DemoClusterThread]:
+    with faults_off(slow_pods_demo):
+        yield slow_pods_demo
 
 
 @dataclass
