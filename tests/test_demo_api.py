@@ -183,6 +183,32 @@ def test_list_pages_show_the_first_pages_snapshot(core: client.CoreV1Api, cluste
         core.patch_node("gpu-02", [{"op": "remove", "path": "/metadata/labels/snapshot-test"}])
 
 
+def test_a_continue_pages_remaining_count_is_of_the_first_pages_snapshot(core: client.CoreV1Api) -> None:
+    """``remainingItemCount`` counts what the later pages will serve (the snapshot's keys), as a real server's
+    does: not a key created since the first page, still a key deleted since."""
+    ns = "paging-test"
+    core.create_namespace({"metadata": {"name": ns}})
+    made = ["a", "b", "c"]
+    try:
+        for name in made:
+            core.create_namespaced_config_map(ns, {"metadata": {"name": name}})
+        first = core.list_namespaced_config_map(ns, limit=1)
+        assert [c.metadata.name for c in first.items] == ["a"] and first.metadata.remaining_item_count == 2
+        for name in ("b2", "d"):  # created after the snapshot: never served by this list
+            core.create_namespaced_config_map(ns, {"metadata": {"name": name}})
+            made.append(name)
+        core.delete_namespaced_config_map("c", ns)  # deleted after it: still served
+        made.remove("c")
+        second = core.list_namespaced_config_map(ns, limit=1, _continue=first.metadata._continue)
+        assert [c.metadata.name for c in second.items] == ["b"] and second.metadata.remaining_item_count == 1
+        last = core.list_namespaced_config_map(ns, limit=1, _continue=second.metadata._continue)
+        assert [c.metadata.name for c in last.items] == ["c"] and not last.metadata._continue
+    finally:
+        for name in made:
+            core.delete_namespaced_config_map(name, ns)
+        core.delete_namespace(ns)
+
+
 def test_patch_node_labels_merge_and_json_patch(core: client.CoreV1Api) -> None:
     core.patch_node("cpu", {"metadata": {"labels": {"team": "ml"}}})
     assert core.read_node("cpu").metadata.labels["team"] == "ml"

@@ -3,72 +3,56 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
 from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
 from wizard.demo.serve import DemoClusterThread
 
 
-@pytest.fixture(scope="module")
-def demo(demo_cluster_module: ClusterFactory) -> Iterator[DemoClusterThread]:
-    yield demo_cluster_module("sle-micro-precompiled", tls=False)
-
-
-@pytest.fixture(autouse=True)
-def _reset(demo: DemoClusterThread) -> Iterator[None]:
-    demo.faults.clear()
-    demo.faults.injected.clear()
-    yield
-    demo.faults.clear()
-    demo.faults.error_code = 500
-
-
-async def test_a_budget_makes_a_fault_transient_and_every_injection_is_counted(demo: DemoClusterThread) -> None:
-    async with connected(demo) as cluster:
-        demo.faults.error_rate, demo.faults.budget, demo.faults.only = 1.0, 2, ["/api/v1/nodes"]
+async def test_a_budget_makes_a_fault_transient_and_every_injection_is_counted(faults_demo: DemoClusterThread) -> None:
+    async with connected(faults_demo) as cluster:
+        faults_demo.faults.error_rate, faults_demo.faults.budget, faults_demo.faults.only = 1.0, 2, ["/api/v1/nodes"]
         facts = await cluster.discover()  # two 500s, then served: the gateway retries reads
         assert len(facts.nodes) == 3
-        assert demo.faults.injected == {"error": 2} and demo.faults.budget == 0
+        assert faults_demo.faults.injected == {"error": 2} and faults_demo.faults.budget == 0
         assert cluster.gateway.stats.retries == 2
 
 
-async def test_method_filter_spares_the_reads(demo: DemoClusterThread) -> None:
-    async with connected(demo) as cluster:
-        demo.faults.error_rate, demo.faults.methods = 1.0, ["POST"]
+async def test_method_filter_spares_the_reads(faults_demo: DemoClusterThread) -> None:
+    async with connected(faults_demo) as cluster:
+        faults_demo.faults.error_rate, faults_demo.faults.methods = 1.0, ["POST"]
         assert len((await cluster.discover()).nodes) == 3  # GET is not faulted
         with pytest.raises(ApiError) as err:
             await cluster.gateway.create_pod("gpu-operator", {"metadata": {"name": "x"}, "spec": {"containers": []}})
-        assert err.value.status == 500 and demo.faults.injected["error"] == 1
+        assert err.value.status == 500 and faults_demo.faults.injected["error"] == 1
 
 
-async def test_drop_after_acting_hides_an_answer_the_server_gave(demo: DemoClusterThread) -> None:
+async def test_drop_after_acting_hides_an_answer_the_server_gave(faults_demo: DemoClusterThread) -> None:
     body = {"metadata": {"name": "dropped-after"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    async with connected(demo) as cluster:
-        demo.faults.drop_rate, demo.faults.drop_after, demo.faults.methods = 1.0, True, ["POST"]
+    async with connected(faults_demo) as cluster:
+        faults_demo.faults.drop_rate, faults_demo.faults.drop_after, faults_demo.faults.methods = 1.0, True, ["POST"]
         with pytest.raises(ConnectionDropped):
             await cluster.gateway.create_pod("gpu-operator", body)
-        demo.faults.clear()
+        faults_demo.faults.clear()
         assert await cluster.gateway.read_pod("gpu-operator", "dropped-after") is not None  # it was created
         await cluster.gateway.delete_pod("gpu-operator", "dropped-after")
-    assert demo.faults.injected == {"drop": 1}
+    assert faults_demo.faults.injected == {"drop": 1}
 
 
-async def test_watch_expiry_and_latency_are_counted_within_the_budget(demo: DemoClusterThread) -> None:
-    async with connected(demo, timeout=0.3) as cluster:
+async def test_watch_expiry_and_latency_are_counted_within_the_budget(faults_demo: DemoClusterThread) -> None:
+    async with connected(faults_demo, timeout=0.3) as cluster:
         await cluster.discover()
-        demo.faults.watch_expiry_s, demo.faults.budget = 0.2, 1
+        faults_demo.faults.watch_expiry_s, faults_demo.faults.budget = 0.2, 1
         events = cluster.gateway.watch_nodes(cluster._nodes_rv, timeout_seconds=1)
         with pytest.raises(ClusterError, match="watch expired"):
             async for _ in events:
                 pass
-        assert demo.faults.injected == {"watch_expiry": 1}
-        demo.faults.latency_ms, demo.faults.budget, demo.faults.watch_expiry_s = 1000, 1, 0
+        assert faults_demo.faults.injected == {"watch_expiry": 1}
+        faults_demo.faults.latency_ms, faults_demo.faults.budget, faults_demo.faults.watch_expiry_s = 1000, 1, 0
         with pytest.raises(ClusterError, match=r"within 0\.3s"):
             await cluster.discover()
         await asyncio.sleep(0.8)  # let the slow request finish on the server
         assert len((await cluster.discover()).nodes) == 3  # budget spent: fast again
-    assert demo.faults.injected == {"watch_expiry": 1, "latency": 1}
+    assert faults_demo.faults.injected == {"watch_expiry": 1, "latency": 1}

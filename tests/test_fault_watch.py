@@ -12,30 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from aiohttp import web
 
 from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
 from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
 
 pytestmark = pytest.mark.timeout(30)
-
-
-@pytest.fixture(scope="module")
-def demo(demo_cluster_module: ClusterFactory) -> Iterator[DemoClusterThread]:
-    yield demo_cluster_module("sle-micro-precompiled", tls=False)
-
-
-@pytest.fixture(autouse=True)
-def _reset(demo: DemoClusterThread) -> Iterator[None]:
-    demo.faults.clear()
-    demo.faults.injected.clear()
-    yield
-    demo.faults.clear()
 
 
 def label_node(demo: DemoClusterThread, node: str, value: str) -> None:
@@ -88,26 +74,26 @@ async def watch_sees_change(demo: DemoClusterThread, *, before_watch: bool, budg
 
 @pytest.mark.parametrize("budget", [1, None], ids=["transient", "persistent"])
 async def test_a_label_change_between_the_410_and_the_relist_is_reported(
-    demo: DemoClusterThread, budget: int | None
+    faults_demo: DemoClusterThread, budget: int | None
 ) -> None:
     """No watch is open while the label changes: only the relist can tell, and a label is a change."""
-    assert await watch_sees_change(demo, before_watch=False, budget=budget) == "MODIFIED"
+    assert await watch_sees_change(faults_demo, before_watch=False, budget=budget) == "MODIFIED"
 
 
-async def test_a_label_change_between_the_relist_and_the_next_watch_is_reported(demo: DemoClusterThread) -> None:
+async def test_a_label_change_between_the_relist_and_the_next_watch_is_reported(faults_demo: DemoClusterThread) -> None:
     """The next watch starts from the relist's resourceVersion, so the server replays the change."""
-    assert await watch_sees_change(demo, before_watch=True, budget=1) == "MODIFIED"
+    assert await watch_sees_change(faults_demo, before_watch=True, budget=1) == "MODIFIED"
 
 
 async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_past_a_change(
-    demo: DemoClusterThread,
+    faults_demo: DemoClusterThread,
 ) -> None:
     """The watch resumes from its own resourceVersion, not from the directory's latest list: another caller's
     list includes the change, but this watch's caller was never told of it."""
     value = uuid.uuid4().hex[:8]
-    async with connected(demo) as cluster:
+    async with connected(faults_demo) as cluster:
         node = (await cluster.discover()).nodes[0].name
-        faults = demo.faults
+        faults = faults_demo.faults
         labelled = False
 
         def when(request: web.Request) -> bool:
@@ -115,7 +101,7 @@ async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_pa
             if labelled or request.query.get("watch") not in ("true", "1"):
                 return False
             labelled = True
-            label_node(demo, node, value)
+            label_node(faults_demo, node, value)
             return True  # this watch is held (latency), then fails (500) before it serves anything: it reconnects
 
         faults.only, faults.latency_ms, faults.when = ["/api/v1/nodes"], 1000, when
@@ -136,7 +122,7 @@ async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_pa
 
 
 def test_discovery_lists_again_when_its_continue_token_expired(
-    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+    faults_demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A list whose first page's revision was compacted away between pages (a real server answers the
     continue token 410 Expired) is read again from its first page, not failed and not half old, half new."""
@@ -149,16 +135,16 @@ def test_discovery_lists_again_when_its_continue_token_expired(
         nonlocal compacted
         if request.query.get("continue") and not compacted:
             compacted += 1
-            node = demo.store.list("nodes")[-1]["metadata"]["name"]
-            label_node(demo, node, uuid.uuid4().hex[:8])  # a write after the first page's revision,
-            demo.store.compact()  # then that revision compacted away
+            node = faults_demo.store.list("nodes")[-1]["metadata"]["name"]
+            label_node(faults_demo, node, uuid.uuid4().hex[:8])  # a write after the first page's revision,
+            faults_demo.store.compact()  # then that revision compacted away
         return True
 
     async def run() -> list[str]:
-        async with connected(demo) as cluster:
-            demo.faults.when = when
+        async with connected(faults_demo) as cluster:
+            faults_demo.faults.when = when
             return sorted(n.name for n in (await cluster.discover()).nodes)
 
     names = asyncio.run(run())
     assert compacted == 1
-    assert names == sorted(n["metadata"]["name"] for n in demo.store.list("nodes"))
+    assert names == sorted(n["metadata"]["name"] for n in faults_demo.store.list("nodes"))

@@ -6,7 +6,9 @@ list only after the watch expired), decodes only the events that can settle a no
 a substring test on the raw line), and keeps no settled pod. A node is settled by its pod's result
 (the probe's termination message, :func:`~wizard.cluster.probeset.read_message`) or by why the pod
 cannot run (image pull, unschedulable, ended); when the run's deadline passes, the nodes without a
-result get one saying what their pod was still doing.
+result get one saying what their pod was still doing. A watch that ends or fails is opened again from
+the last resourceVersion seen, under the one reconnect policy (:data:`wizard.retry.RECONNECT`), as the
+rollout's caches do.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from wizard.cluster.probe import _FAILED_WAITING
 from wizard.cluster.probeset import PROBE_CONTAINER, RUN_LABEL, read_message
 from wizard.cluster.slices import Slices
 from wizard.engine.nodescript import Step, StepResult
+from wizard.retry import RECONNECT, Reconnects
 
 LIST_PAGE = 100
 """Pods per list page: a page is decoded on the event loop in one go (500 probe pods took ~100 ms)."""
+WATCH_TIMEOUT_S = 300
+"""How long the server keeps one watch open (``timeoutSeconds``); the follower then watches on from where it was."""
 _IMAGE_HINT = "the probe image {image} must be pullable on the node; pass --probe-image with a mirrored copy"
 
 
@@ -153,6 +158,8 @@ class _Follower:
         self.last: dict[str, Mapping[str, Any]] = {}
         """Node -> its pod as last seen (for the reason a node timed out)."""
         self.out: asyncio.Queue[HostRun] = asyncio.Queue()
+        self.trouble: ClusterError | None = None
+        """The watch's last failure while no event has come since (said with the nodes still pending at the deadline)."""
 
     def see(self, pod: Mapping[str, Any]) -> None:
         node = _pod_node(pod)
@@ -170,51 +177,75 @@ class _Follower:
     def skip(self, line: str) -> bool:
         """Whether a watch event's raw line need not be decoded: its pod settled its node already, or cannot
         yet (:func:`undecided`). The pod's name is the first ``"name"`` key of the line (metadata's; were it
-        another object's, the line would only be decoded)."""
+        another object's, the line would only be decoded). A line that is no event (no ``"object"`` key: the
+        Status of a watch refused with 403, 429 or 500) is always decoded, so that the refusal is raised instead
+        of passing for a watch that ended."""
+        if '"object"' not in line:
+            return False  # not an event: an error answer's Status, which the watch must raise
         at = line.find('"name":"')
         if at >= 0 and line[at + 8 : line.find('"', at + 8)] in self.settled:
             return True
         return undecided(line)
 
     async def follow(self) -> None:
-        """Watch (after a list, unless the DaemonSet was just created) until every node is settled. Only events that can settle a node are decoded
-        (:func:`undecided`), and the loop is handed back every few milliseconds while a burst is handled."""
+        """Watch (after a list, unless the DaemonSet was just created) until every node is settled. Only events
+        that can settle a node are decoded (:func:`undecided`), and the loop is handed back every few milliseconds
+        while a burst is handled.
+
+        A watch that ends (the server's timeout) or fails (an error answer, a dropped connection, a timeout) is
+        opened again from the last resourceVersion seen, as the rollout's caches do: failures wait and are
+        counted under :data:`~wizard.retry.RECONNECT` (reset by any event), a 410 lists again, and the last
+        failure is raised once the policy's attempts are used up. The run's deadline bounds it all."""
         slices = Slices()
+        reconnects = Reconnects(RECONNECT)
         version, self.created = self.created, ""
         while self.pending:
-            if not version:  # first, without a creation to start from, or after the watch expired: list
-                pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
-                async with contextlib.aclosing(pages):
-                    async for pods, listed in pages:
-                        version = version or listed  # the list's snapshot: the watch goes on from the first page's
-                        for pod in pods:
-                            self.see(pod)
-                            await slices.pause()
             try:
+                if not version:  # first, without a creation to start from, or after the watch expired: list
+                    version = await self._list(slices)
                 events = self.gateway.watch_resource(
-                    "pods", version, namespace=self.namespace, label_selector=self.selector, skip=self.skip
+                    "pods",
+                    version,
+                    namespace=self.namespace,
+                    label_selector=self.selector,
+                    timeout_seconds=WATCH_TIMEOUT_S,
+                    skip=self.skip,
                 )
                 async with contextlib.aclosing(events):
                     async for kind, pod in events:
+                        # decoded events and bookmarks move the version on (a skipped one is replayed at most)
+                        version = str((pod.get("metadata") or {}).get("resourceVersion") or version)
+                        reconnects.progressed()
+                        self.trouble = None
                         if kind in ("ADDED", "MODIFIED"):
                             self.see(pod)
                         if not self.pending:
                             return
                         await slices.pause()
             except Gone:
-                pass
-            version = ""  # the watch ended (expired, or the server's timeout): list again
+                version = ""  # too old to resume from: list again
+            except ClusterError as exc:
+                self.trouble = exc
+                await reconnects.failed(exc)
+
+    async def _list(self, slices: Slices) -> str:
+        """Every page of the run's pods through :meth:`see`: the first page's resourceVersion (the list's snapshot)."""
+        version = ""
+        pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
+        async with contextlib.aclosing(pages):
+            async for pods, listed in pages:
+                version = version or listed
+                for pod in pods:
+                    self.see(pod)
+                    await slices.pause()
+        return version
 
     async def refresh(self) -> None:
         """Read the unsettled nodes' pods again at the deadline: one that answered just now settles its node,
         the others give the reason a node has no result (the watch passed over their undecided states);
         the pods as last seen if the list fails."""
         with contextlib.suppress(ClusterError):
-            pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
-            async with contextlib.aclosing(pages):
-                async for pods, _ in pages:
-                    for pod in pods:
-                        self.see(pod)
+            await self._list(Slices())
 
 
 async def follow_pods(
@@ -257,9 +288,12 @@ async def follow_pods(
                         if isinstance(failure, ClusterError)
                         else f"{failure.__class__.__name__}: {failure}"
                     )
-                    yield HostRun(node, error=f"lost track of the probe pods: {why}", hint="run the check again")
+                    hint = (failure.hint if isinstance(failure, ClusterError) else "") or "run the check again"
+                    yield HostRun(node, error=f"lost track of the probe pods: {why}", hint=hint)
                 else:
                     why = _pending_reason(follower.last.get(node))
+                    if follower.trouble is not None:  # the watch was failing when the time ran out: say so
+                        why += f" (watching the probe pods failed: {follower.trouble.message})"
                     yield HostRun(
                         node,
                         error=f"no probe result within {budget:.0f}s: {why}",

@@ -1,0 +1,141 @@
+"""The host probe's follower when its watch of the probe pods fails, against the demo cluster over real HTTPS.
+
+The demo refuses the watch (500, 429, 403), drops it mid-stream, or ends it at its ``timeoutSeconds``;
+the follower must watch on from the resourceVersion it had (no list, which would re-read every probe pod),
+wait between failures under the one reconnect policy, and end with a reason naming what failed when the
+failure persists. The pods start after 1.5 s, so every fault lands while the nodes are still pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pytest
+from aiohttp import web
+
+from tests.cluster_util import connected
+from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_faults import faults_off
+from wizard.cluster import probefollow
+from wizard.cluster.hostprobe import HostRun, run_on_hosts
+from wizard.demo.serve import DemoClusterThread
+from wizard.engine.nodescript import Step
+from wizard.retry import Policy
+
+pytestmark = pytest.mark.timeout(30)
+
+NS = "gpu-operator"
+IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+STEPS = [Step("hostname", ("cat", "/etc/hostname"), host=True)]
+PROBE_PODS = f"/api/v1/namespaces/{NS}/pods"
+
+
+@pytest.fixture(scope="module")
+def slow_pods_demo(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
+    return demo_cluster_module("noexec-run", pod_start_latency=1.5)
+
+
+@pytest.fixture
+def demo(slow_pods_demo: DemoClusterThread) -> Iterator[DemoClusterThread]:
+    with faults_off(slow_pods_demo):
+        yield slow_pods_demo
+
+
+@dataclass
+class Requests:
+    """The probe pods' list and watch requests as the demo received them: ``(kind, resourceVersion, when)``."""
+
+    seen: list[tuple[str, str, float]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[tuple[str, str, float]]:
+        return [r for r in self.seen if r[0] == kind]
+
+
+def record(demo: DemoClusterThread, *, fault_watches: bool = False, drop_first_watch_after: float = 0.0) -> Requests:
+    """Record the probe pods' requests; fault the watches (``error_*`` faults), or drop the first one mid-stream."""
+    requests = Requests()
+
+    def when(request: web.Request) -> bool:
+        if request.path != PROBE_PODS or "gpu-wizard" not in request.query.get("labelSelector", ""):
+            return False
+        watch = request.query.get("watch") in ("true", "1")
+        requests.seen.append(("watch" if watch else "list", request.query.get("resourceVersion", ""), time.monotonic()))
+        if watch and drop_first_watch_after and len(requests.of("watch")) == 1:
+            transport = request.transport
+            assert transport is not None
+            asyncio.get_running_loop().call_later(drop_first_watch_after, transport.abort)
+        return watch and fault_watches
+
+    demo.faults.when = when
+    return requests
+
+
+async def probe(demo: DemoClusterThread, timeout: float = 10.0) -> dict[str, HostRun]:
+    async with connected(demo) as cluster:
+        nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
+        runs = run_on_hosts(cluster.gateway, nodes, STEPS, namespace=NS, image=IMAGE, timeout=timeout)
+        by_node = {r.node: r async for r in runs if isinstance(r, HostRun)}
+    assert sorted(by_node) == nodes
+    return by_node
+
+
+@pytest.mark.parametrize("code", [500, 429])
+async def test_a_watch_refused_once_is_opened_again_from_its_version_after_a_pause(
+    demo: DemoClusterThread, code: int
+) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.budget = 1.0, code, 1
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, first, refused), (_, again, reopened), *_ = requests.of("watch")
+    assert faults.injected["error"] == 1 and requests.of("list") == []  # watched on, not listed again
+    assert again == first and reopened - refused >= 0.9  # RECONNECT's first wait (1 s, less the clocks' slack)
+
+
+async def test_a_watch_dropped_mid_stream_is_opened_again_from_its_version(demo: DemoClusterThread) -> None:
+    requests = record(demo, drop_first_watch_after=0.2)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs  # not "lost track of the probe pods"
+    watches = requests.of("watch")
+    assert len(watches) >= 2 and int(watches[1][1]) >= int(watches[0][1]) and requests.of("list") == []
+
+
+async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "WATCH_TIMEOUT_S", 1)
+    requests = record(demo)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    watches = requests.of("watch")
+    assert len(watches) >= 2 and requests.of("list") == []
+    assert int(watches[1][1]) > int(watches[0][1])  # the bookmark the server ended the watch with moved it on
+
+
+async def test_a_watch_refused_for_good_ends_naming_the_refusal(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
+    faults = demo.faults
+    faults.error_rate, faults.error_code = 1.0, 403
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert len(requests.of("watch")) == 3  # the policy's attempts, not a request loop
+    for run in runs.values():
+        assert run.error.startswith("lost track of the probe pods: watching pods in gpu-operator: Forbidden"), run
+        assert "\n" not in run.error and "ask a cluster admin" in run.hint
+
+
+async def test_the_deadline_says_the_watch_was_failing(demo: DemoClusterThread) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code = 1.0, 403
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo, timeout=1.0)  # before the pods answer, and before RECONNECT gives up
+    assert len(requests.of("watch")) <= 2
+    for run in runs.values():
+        assert run.error.startswith("no probe result within 1s: the probe pod is still"), run
+        assert "(watching the probe pods failed: watching pods in gpu-operator: Forbidden" in run.error
