@@ -162,10 +162,13 @@ async def serve_watch(
                     wait = min(wait, started + expiry_s - now)
                 if wait <= 0 or hub.closing.is_set():
                     if bookmarks:
+                        # The store's revision only when every event up to it went out (or was not this
+                        # watch's): a client resuming from the bookmark must not skip events still queued.
+                        at = str(store.resource_version) if queue.empty() else last_rv
                         mark = {
                             "kind": rtype.kind,
                             "apiVersion": rtype.api_version,
-                            "metadata": {"resourceVersion": str(store.resource_version)},
+                            "metadata": {"resourceVersion": at},
                         }
                         await resp.write(_line({"type": "BOOKMARK", "object": mark}))
                     break
@@ -182,6 +185,7 @@ async def serve_watch(
             batch, pending = pending[:_BATCH], pending[_BATCH:]
             lines = []
             for event in batch:
+                last_rv = str(event.rv)
                 if event.resource != rtype.plural:
                     continue
                 if namespace is not None and event.obj["metadata"].get("namespace") != namespace:
