@@ -105,7 +105,7 @@ async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
     The returned object's ``kubeconfig_path`` is what :meth:`Cluster.connect` is then given, so the
     front end reaches the demo exactly as it reaches a real cluster.
     """
-    from wizard.demo.serve import DemoCluster
+    from wizard.demo.cluster import DemoCluster
 
     demo = DemoCluster(scenario, port=0, step_delay=step_delay)
     await demo.__aenter__()
