@@ -23,7 +23,7 @@ from typing import Any
 from wizard.demo.api.store import Store, WatchEvent
 from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.scenarios.scenario import Scenario
-from wizard.demo.sim import controllers, nodecmd
+from wizard.demo.sim import controllers, nodecmd, placement
 from wizard.demo.sim.changes import Changes, plain_pod
 from wizard.demo.sim.container import make_ctx
 from wizard.demo.sim.install import install_scenario, published_images
@@ -110,14 +110,14 @@ class Simulation:
         self.changes.note(event, self.store)
 
     def _eligible_nodes(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
-        """:func:`controllers.eligible_nodes`, once per DaemonSet spec (generation) and node writes."""
+        """:func:`placement.eligible_nodes`, once per DaemonSet spec (generation) and node writes."""
         meta = ds["metadata"]
         key = (str(meta.get("uid", "")), int(meta.get("generation", 1)), self._node_epoch)
         found = self._eligible.get(key)
         if found is None:
             if len(self._eligible) >= _ELIGIBLE_CACHE:
                 self._eligible.clear()
-            found = self._eligible[key] = controllers.eligible_nodes(ds, nodes)
+            found = self._eligible[key] = placement.eligible_nodes(ds, nodes)
         return found
 
     # -- seeding ----------------------------------------------------------------------------------
