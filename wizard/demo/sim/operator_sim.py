@@ -4,10 +4,11 @@ Reconciles the oldest ClusterPolicy the way ``controllers/clusterpolicy_controll
 node labels (``addGPUStateLabels``), then the controller's init (the first GPU node's OS, and the
 kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
 container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
-(``operands.py``), then ``status`` with the operator's conditions and messages. Under ClusterPolicy
-the driver's OS tag comes from the *first* GPU node and is used cluster-wide, which gives mixed-OS
-clusters wrong images (issue #1622); that bug is reproduced on purpose. Names and images follow
-the demo's own reading of the operator (:mod:`wizard.demo.rules.operator_rules`), per release.
+(``operands.py``, ``runtime_operands.py``), then ``status`` with the operator's conditions and
+messages. Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
+cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug is reproduced on
+purpose. Names and images follow the demo's own reading of the operator
+(:mod:`wizard.demo.rules.operator_rules`), per release.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from wizard.demo.rules.operator_rules import (
     precompiled_daemonset_name,
     repo_config_dirs,
 )
-from wizard.demo.sim import operands
+from wizard.demo.sim import operands, runtime_operands
 from wizard.demo.sim.operands import OperandError
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 
@@ -272,18 +273,20 @@ class ClusterPolicyController:
                 return []
             image = operands.operand_image(section, "CONTAINER_TOOLKIT_IMAGE", env)
             return [
-                operands.toolkit_daemonset(
+                runtime_operands.toolkit_daemonset(
                     namespace=ns, image=image, validator_image=validator_image, owner=policy, spec=spec
                 )
             ]
         if state == "state-operator-validation":
-            return [operands.validator_daemonset(namespace=ns, image=validator_image, owner=policy, spec=spec)]
+            return [runtime_operands.validator_daemonset(namespace=ns, image=validator_image, owner=policy, spec=spec)]
         section = spec.get("devicePlugin") or {}
         if section.get("enabled", True) is False:
             return []
         image = operands.operand_image(section, "DEVICE_PLUGIN_IMAGE", env)
         return [
-            operands.device_plugin_daemonset(namespace=ns, image=image, validator_image=validator_image, owner=policy)
+            runtime_operands.device_plugin_daemonset(
+                namespace=ns, image=image, validator_image=validator_image, owner=policy
+            )
         ]
 
     def _driver_daemonsets(
