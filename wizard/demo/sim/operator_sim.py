@@ -23,7 +23,6 @@ from wizard.demo.rules.operator_rules import (
     LABEL_OS_ID,
     LABEL_PRECOMPILED,
     NFD,
-    NVIDIA_PCI_LABELS,
     OperatorRelease,
     PolicyOS,
     RuleError,
@@ -35,20 +34,10 @@ from wizard.demo.rules.operator_rules import (
     repo_config_dirs,
 )
 from wizard.demo.sim import operands, runtime_operands
+from wizard.demo.sim.gpu_labels import DEPLOY_PREFIX, gpu_state_labels
 from wizard.demo.sim.operands import OperandError
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 
-DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
-DEPLOY_OPERANDS = (
-    "driver",
-    "gpu-feature-discovery",
-    "container-toolkit",
-    "device-plugin",
-    "dcgm",
-    "dcgm-exporter",
-    "node-status-exporter",
-    "operator-validator",
-)
 STATES = ("state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin")
 
 
@@ -76,30 +65,6 @@ def find_operator(deployments: list[dict[str, Any]], default_release: str) -> Op
         env = {e["name"]: str(e.get("value", "")) for e in containers[0].get("env") or [] if "name" in e}
         return OperatorInfo(dep["metadata"].get("namespace", "default"), release, env)
     return None
-
-
-def is_gpu_node(labels: dict[str, str]) -> bool:
-    """NFD saw an NVIDIA PCI device (what makes the operator set ``nvidia.com/gpu.present=true``)."""
-    return any(labels.get(key) == "true" for key in NVIDIA_PCI_LABELS)
-
-
-def gpu_state_labels(labels: dict[str, str]) -> dict[str, str]:
-    """``addGPUStateLabels``/``removeGPUStateLabels``: the node's labels after the operator's pass."""
-    new = dict(labels)
-    if is_gpu_node(labels):
-        new[LABEL_GPU_PRESENT] = "true"
-        if labels.get(f"{DEPLOY_PREFIX}operands") == "false":
-            for operand in DEPLOY_OPERANDS:
-                new.pop(DEPLOY_PREFIX + operand, None)
-        else:
-            for operand in DEPLOY_OPERANDS:
-                if not new.get(DEPLOY_PREFIX + operand):  # a non-empty value (pre-installed) is kept
-                    new[DEPLOY_PREFIX + operand] = "true"
-    elif labels.get(LABEL_GPU_PRESENT) == "true":
-        new[LABEL_GPU_PRESENT] = "false"
-        for operand in DEPLOY_OPERANDS:
-            new.pop(DEPLOY_PREFIX + operand, None)
-    return new
 
 
 @dataclass(frozen=True)
