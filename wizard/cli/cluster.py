@@ -116,7 +116,7 @@ def register(sub: Any) -> None:
 async def cmd_discover(args: argparse.Namespace) -> int:
     """``gpu-wizard discover``."""
     from wizard.cluster.upgrades import running_driver_images
-    from wizard.engine.upgrade import kernel_drift
+    from wizard.engine.kernel_drift import kernel_drift
 
     async with open_cluster(args) as cluster:
         facts = await cluster.discover()
