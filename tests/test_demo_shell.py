@@ -10,8 +10,8 @@ from tests.sim_helpers import NS, settle, world
 from wizard.cluster.hostprobe import host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
 from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell, smi
-from wizard.demo.sim.kubelet_sim import MESSAGE_LIMIT, termination_message
 from wizard.demo.sim.placement import fits
+from wizard.demo.sim.pod_status import MESSAGE_LIMIT, termination_message
 from wizard.engine.nodescript import Step
 from wizard.engine.nvsmi import parse_table
 
