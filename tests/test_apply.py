@@ -11,7 +11,7 @@ import pytest
 
 from tests.cluster_util import connected, preinstalled_plan, scenario, sle_plan
 from tests.fixtures_demo import ClusterFactory
-from wizard.cluster.apply import ApplyPlan
+from wizard.cluster.apply_preview import ApplyPlan
 from wizard.cluster.backup import clean, private, read_backup
 from wizard.cluster.facade import Cluster, ClusterError
 from wizard.cluster.preflight import DRIVERS, POLICY

@@ -16,7 +16,7 @@ import pytest
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from wizard.cli.main import main
-from wizard.cluster.apply import CREATE_MANAGER, FIELD_MANAGER
+from wizard.cluster.apply_preview import CREATE_MANAGER, FIELD_MANAGER
 from wizard.cluster.backup import clean
 from wizard.cluster.preflight import POLICY
 from wizard.demo.serve import DemoClusterThread

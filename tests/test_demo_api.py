@@ -340,7 +340,7 @@ async def test_aio_client_lists_watches_and_execs_over_v4(cluster: DemoClusterTh
 async def test_demo_cluster_in_a_coroutine() -> None:
     import aiohttp
 
-    from wizard.demo.serve import DemoCluster
+    from wizard.demo.cluster import DemoCluster
 
     async with DemoCluster(scenario(gpu_nodes=1), token="s3cret") as demo:
         await demo.settle()

@@ -9,9 +9,9 @@ import base64
 from tests.sim_helpers import NS, settle, world
 from wizard.cluster.hostprobe import host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
-from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell, smi
-from wizard.demo.sim.controllers import fits
-from wizard.demo.sim.kubelet_sim import MESSAGE_LIMIT, termination_message
+from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell_grammar, smi
+from wizard.demo.sim.placement import fits
+from wizard.demo.sim.pod_status import MESSAGE_LIMIT, termination_message
 from wizard.engine.nodescript import Step
 from wizard.engine.nvsmi import parse_table
 
@@ -126,20 +126,20 @@ def test_a_script_is_parsed_once_however_many_nodes_run_it() -> None:
         'n=$(printf %s "$o" | wc -c); b=$(printf %s "$o" | head -c 999 | base64 -w 0)\n'
         'printf \'[%d,%d,"%s"]]}\' "$c" "$n" "$b" >>/dev/termination-log'
     )
-    shell.parse.cache_clear()
+    shell_grammar.parse.cache_clear()
     first = nodecmd.run_script(container.make_ctx(ctx.view, ctx.pod, "c"), script)
-    texts = shell.parse.cache_info().misses
+    texts = shell_grammar.parse.cache_info().misses
     for _ in range(50):
         again = container.make_ctx(ctx.view, ctx.pod, "c")
         assert nodecmd.run_script(again, script) == first
         assert again.files["/dev/termination-log"] == f'{{"r":[[0,10,"{base64.b64encode(b"gpu-a10-01").decode()}"]]}}'
-    assert shell.parse.cache_info().misses == texts == 4  # the script and its three substitutions
+    assert shell_grammar.parse.cache_info().misses == texts == 4  # the script and its three substitutions
 
 
 def test_words_without_expansions_are_resolved_when_parsed() -> None:
-    ((_, (command,)),) = shell.parse("printf '' a\"b\" $x >/dev/null")
+    ((_, (command,)),) = shell_grammar.parse("printf '' a\"b\" $x >/dev/null")
     assert [w.literal for w in command.words] == [["printf"], [""], ["ab"], None]
-    ((_, (assign,)),) = shell.parse("o=$(true) p=x")
+    ((_, (assign,)),) = shell_grammar.parse("o=$(true) p=x")
     assert not assign.words and [(name, value.literal) for name, value in assign.assignments] == [
         ("o", None),
         ("p", ["x"]),
@@ -160,7 +160,7 @@ def test_printf_repeats_its_format_for_extra_arguments() -> None:
 
 
 def test_a_quoted_parameter_is_one_field_even_when_empty_or_spaced() -> None:
-    ((_, (command,)),) = shell.parse('printf "<%s>" "$x" "$?" "$y" $x')
+    ((_, (command,)),) = shell_grammar.parse('printf "<%s>" "$x" "$?" "$y" $x')
     assert [w.variable for w in command.words] == [None, None, "x", "?", "y", None]
     code, out, _ = nodecmd.run_script(_ctx(), 'x=\'a  b\'; false; printf \'<%s>\' "$x" "$?" "$y" $x')
     assert (code, out) == (0, "<a  b><1><><a><b>")

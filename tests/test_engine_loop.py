@@ -24,6 +24,7 @@ from tests.fixtures_demo import ClusterFactory
 from tests.test_render_golden import node
 from wizard import collector
 from wizard.cluster import apply as applying
+from wizard.cluster import apply_preview
 from wizard.cluster.discovery import facts_in_slices
 from wizard.cluster.rollout_cache import Cache, slim_node
 from wizard.cluster.slices import SLICE_S, Slices
@@ -197,8 +198,8 @@ async def test_prepare_and_apply_do_their_cpu_work_in_threads(
 
         return run
 
-    for name in ("local_errors", "unified_diff", "write_backup"):
-        monkeypatch.setattr(applying, name, recorded(name, getattr(applying, name)))
+    for module, name in ((apply_preview, "local_errors"), (apply_preview, "unified_diff"), (applying, "write_backup")):
+        monkeypatch.setattr(module, name, recorded(name, getattr(module, name)))
     demo = demo_cluster("ubuntu-upstream")
     async with connected(demo) as cluster:
         from wizard.engine.render import render

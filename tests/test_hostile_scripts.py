@@ -22,7 +22,8 @@ from ruamel.yaml import YAML
 from tests.hostile_cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.cli import main as cli
 from wizard.engine.answers import AnswersError, parse_answers
-from wizard.engine.facts import ClusterFacts, NodeFactsError, facts_from_nodelist, node_facts
+from wizard.engine.facts import ClusterFacts, facts_from_nodelist, node_facts
+from wizard.engine.node_grammar import NodeFactsError
 from wizard.engine.plan import Plan
 from wizard.engine.render import helm_yaml, images_table, mirror_script, render
 from wizard.engine.textsafe import has_unsafe, printable, shell_command

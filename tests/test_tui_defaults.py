@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Select
 
-from screens.steps.driver import upstream_versions
+from screens.steps.driver_catalog import upstream_versions
 from tests.snapshots.plugin import screen_text, wait_for
 from tests.test_tui_flows import demo_app, set_field, walk_to
 

@@ -235,7 +235,7 @@ def test_check_kernel_refuses_what_cannot_be_a_tag(capsys: pytest.CaptureFixture
 
 
 def test_kernel_drift_rules() -> None:
-    from wizard.engine.upgrade import kernel_drift
+    from wizard.engine.kernel_drift import kernel_drift
 
     nodes = ClusterFacts([_node("gpu-1", True), _node("gpu-2", True), _node("gpu-3", True)])
     images = {

@@ -18,7 +18,7 @@ from tests.fixtures_demo import ClusterFactory
 from tests.snapshots.plugin import wait_for
 from tests.test_tui_flows import demo_app, next_to, walk_to
 from wizard.cli.main import main
-from wizard.demo.serve import DemoCluster
+from wizard.demo.cluster import DemoCluster
 from wizard.engine.upgrade import UPGRADE_STATES
 
 STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"

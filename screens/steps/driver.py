@@ -20,10 +20,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
+from screens.steps.driver_catalog import catalog_marks, catalog_options, upstream_versions
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
+from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
 
@@ -39,16 +41,6 @@ CHECK_DELAY = 0.5
 #: Up to this many nodes the plan is rendered at once on each keystroke; above, after the typing pauses
 #: (CHECK_DELAY): a render of 5,000 nodes takes 0.5 s of CPU, and a thread cannot be cancelled mid-render.
 RENDER_AT_ONCE_MAX_NODES = 500
-
-
-def upstream_versions(tags: list[str], tag_oses: list[str]) -> list[str]:
-    """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first."""
-    import re
-
-    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
-    common = set.intersection(*per_os) if per_os else set()
-    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
-    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
 
 
 class DriverStep(FormStep):
@@ -70,10 +62,6 @@ class DriverStep(FormStep):
     .switch-row > .switch-note { width: 1fr; padding-left: 1; color: $text-muted; }
     #images-head { height: 1; margin-top: 1; }
     #images-head > Label { width: 1fr; text-style: bold; color: $primary; }
-    #support { display: none; height: auto; margin-top: 1; }
-    #support-head { height: 1; }
-    #support-head > Label { width: 1fr; text-style: bold; color: $warning; }
-    #support-text { height: auto; background: $surface; padding: 0 1; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -84,7 +72,9 @@ class DriverStep(FormStep):
             yield Label("Driver", classes="section -first")
             with Horizontal(id="catalog-row"):
                 yield Label("Catalog")
-                yield Select[str](self._catalog_options(), prompt="pick a known version", id="catalog", compact=True)
+                yield Select[str](
+                    catalog_options(self._tag_oses()), prompt="pick a known version", id="catalog", compact=True
+                )
             yield AnswerField(
                 "Driver version",
                 "driver.version",
@@ -154,15 +144,7 @@ class DriverStep(FormStep):
                 id="registry-mirrors",
                 hint="hosts the nodes pull through a mirror; image checks ask it",
             ),
-            VerticalScroll(
-                Horizontal(
-                    Label("Support request: no published image for a kernel"),
-                    Button("Copy", id="support-copy", compact=True),
-                    id="support-head",
-                ),
-                Static("", id="support-text", markup=False),
-                id="support",
-            ),
+            SupportRequest(id="support"),
         ]
 
     async def _mount_rest(self) -> None:
@@ -179,14 +161,6 @@ class DriverStep(FormStep):
         for field in self.query(AnswerField).filter("#registry-mirrors"):
             field.show_error(errors.get(field.path, ""))
         self._rest_mounted.set()
-
-    def _catalog_options(self) -> list[tuple[str, str]]:
-        from wizard.engine.catalog import driver_versions
-
-        tags = self._tag_oses()
-        choices = driver_versions(tags[0]) if len(tags) == 1 else []
-        choices = choices or driver_versions()
-        return [(c.label, c.version) for c in choices]
 
     def _tag_oses(self) -> list[str]:
         """The GPU nodes' distinct OS tags, worked out once per release while the step is shown (the nodes
@@ -217,7 +191,7 @@ class DriverStep(FormStep):
             if not state.get(f"driver.{key}") and defaults[key]:
                 state.set(f"driver.{key}", defaults[key])
         if not state.get("driver.version") and state.get("mode", "precompiled") == "precompiled":
-            options = self._catalog_options()
+            options = catalog_options(self._tag_oses())
             if options:
                 state.set("driver.version", options[0][1])
         if not state.get("driver.repository") and state.get("driver.source"):
@@ -251,7 +225,7 @@ class DriverStep(FormStep):
         self.call_after_refresh(self._mount_rest)
         version = self.state.get("driver.version")
         catalog = self.query_one("#catalog", Select)
-        if version and any(value == version for _, value in self._catalog_options()):
+        if version and any(value == version for _, value in catalog_options(self._tag_oses())):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
         self.answers_changed()
@@ -356,7 +330,7 @@ class DriverStep(FormStep):
         groups = self.query_one("#groups", ImageGroups)
         if plan is None or facts is None:
             groups.update("[$text-muted]complete the fields above to see the images[/]")
-            self._show_support(None, [])
+            self.query_one(SupportRequest).show(None, [], self.state.nodes)
             self.maybe_replay()
             return
         from wizard.engine.render import mirror_script, render
@@ -372,7 +346,7 @@ class DriverStep(FormStep):
             self.refresh_nav()
             return
         state.rendered, state.images = rendered, []
-        catalog = self._catalog_marks(rendered)
+        catalog = catalog_marks(rendered)
         groups.show(
             rendered.node_images, catalog=catalog, checking=state.cluster is not None, offline=state.cluster is None
         )
@@ -383,7 +357,7 @@ class DriverStep(FormStep):
             can_run=not simulated,
             note=DEMO_NO_MIRROR if simulated else "",
         )
-        self._show_support(rendered, [])
+        self.query_one(SupportRequest).show(rendered, [], self.state.nodes)
         if state.cluster is None:
             self.maybe_replay()
             return
@@ -402,58 +376,5 @@ class DriverStep(FormStep):
             self.query_one(MirrorPanel).show(
                 todo, mirror_script(todo), can_run=not simulated, note=DEMO_NO_MIRROR if simulated else ""
             )
-        self._show_support(rendered, statuses)
+        self.query_one(SupportRequest).show(rendered, statuses, self.state.nodes)
         self.maybe_replay()
-
-    def _catalog_marks(self, rendered: Any) -> dict[str, str]:
-        """Image -> catalog status (precompiled tuples only)."""
-        from wizard.engine.catalog import tuple_status
-
-        plan = rendered.plan
-        if not plan.precompiled:
-            return {}
-        # One status per image, not per node: 5,000 nodes share a handful of (kernel, OS) images.
-        tuples = {e.image: (e.kernel, e.tag_os) for e in rendered.node_images if e.image}
-        return {image: tuple_status(plan.driver.version, kernel, tag_os) for image, (kernel, tag_os) in tuples.items()}
-
-    def _show_support(self, rendered: Any, statuses: list[Any]) -> None:
-        """The support request for every precompiled group whose tuple nobody publishes."""
-        box = self.query_one("#support")
-        if rendered is None or not rendered.plan.precompiled:
-            box.display = False
-            return
-        from wizard.engine.catalog import support_request, tuple_status
-
-        plan = rendered.plan
-        status_of = {s.image: s for s in statuses}
-        texts: list[str] = []
-        seen: set[str] = set()
-        for entry in rendered.node_images:
-            if not entry.image or entry.image in seen:
-                continue
-            seen.add(entry.image)
-            status = status_of.get(entry.image)
-            if tuple_status(plan.driver.version, entry.kernel, entry.tag_os) != "unknown":
-                continue
-            if status is not None and (status.target.exists or (status.source is not None and status.source.exists)):
-                continue
-            node = self.state.nodes.get(entry.node)
-            checked = [f"{status.target.reference}: {status.target.error or 'tag not found'}"] if status else []
-            texts.append(
-                support_request(
-                    entry.node,
-                    entry.kernel,
-                    entry.tag_os,
-                    node.gpu_product if node else "",
-                    plan.driver.version,
-                    checked=checked,
-                )
-            )
-        box.display = bool(texts)
-        self.query_one("#support-text", Static).update("\n\n".join(texts))
-
-    @on(Button.Pressed, "#support-copy")
-    def _copy_support(self) -> None:
-        text = str(self.query_one("#support-text", Static).content)
-        self.app.copy_to_clipboard(text)
-        self.notify("Support request copied to the clipboard.", title="Support request")

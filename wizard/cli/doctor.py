@@ -99,8 +99,8 @@ async def preflight_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[
 async def kernel_drift_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
     """A running precompiled driver built for another kernel than its node runs now (after an OS update)."""
     from wizard.cluster.upgrades import running_driver_images
+    from wizard.engine.kernel_drift import kernel_drift
     from wizard.engine.results import Check, Status
-    from wizard.engine.upgrade import kernel_drift
 
     preflight = await cluster.preflight(run.plan)
     if not preflight.crds:

@@ -220,7 +220,7 @@ def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Na
     except Exception as exc:
         from wizard.atomic_write import WriteError
         from wizard.engine.answers import AnswersError  # loaded only when something failed: start-up stays light
-        from wizard.engine.facts import NodeFactsError
+        from wizard.engine.node_grammar import NodeFactsError
         from wizard.engine.textsafe import printable
 
         if isinstance(exc, (NodeFactsError, WriteError)):  # a node breaking a grammar; a file that cannot be written

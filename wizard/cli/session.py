@@ -149,8 +149,8 @@ async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
     async with contextlib.AsyncExitStack() as stack:
         kubeconfig, context = args.cluster_kubeconfig, args.cluster_context
         if args.cluster_demo:
+            from wizard.demo.cluster import DemoCluster
             from wizard.demo.scenarios.scenario import ScenarioError
-            from wizard.demo.serve import DemoCluster
 
             try:
                 demo = DemoCluster(args.cluster_demo)

@@ -15,7 +15,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli.cluster import apply_flags, apply_plan
+from wizard.cli.apply import apply_flags, apply_plan
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster

@@ -15,8 +15,8 @@ from types import TracebackType
 from typing import Any
 
 from wizard.cluster import apply as applying
+from wizard.cluster import apply_preview, proving, support, upgrades
 from wizard.cluster import diagnose as diagnosing
-from wizard.cluster import proving, support, upgrades
 from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
 from wizard.cluster.backup import Backup
@@ -61,7 +61,7 @@ __all__ = [
     "upgrade_report_lines",
 ]
 
-ApplyPlan = applying.ApplyPlan
+ApplyPlan = apply_preview.ApplyPlan
 ApplyResult = applying.ApplyResult
 RolloutStatus = rollouts.RolloutStatus
 UpgradeReport = upgrades.UpgradeReport
@@ -105,7 +105,7 @@ async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
     The returned object's ``kubeconfig_path`` is what :meth:`Cluster.connect` is then given, so the
     front end reaches the demo exactly as it reaches a real cluster.
     """
-    from wizard.demo.serve import DemoCluster
+    from wizard.demo.cluster import DemoCluster
 
     demo = DemoCluster(scenario, port=0, step_delay=step_delay)
     await demo.__aenter__()
@@ -232,7 +232,7 @@ class Cluster:
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
         """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
-        return await applying.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+        return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
 
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False

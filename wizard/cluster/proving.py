@@ -28,7 +28,7 @@ from wizard.engine.results import Check, LogLine, Status
 from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
-    from wizard.cluster.apply import ApplyPlan
+    from wizard.cluster.apply_preview import ApplyPlan
     from wizard.cluster.gateway import Gateway
     from wizard.cluster.preflight import Preflight
     from wizard.engine.facts import ClusterFacts, NodeFacts

@@ -10,7 +10,7 @@ Commands are argv tuples, never shell strings; :func:`shell_command` renders one
 A GPU node the operator cannot place (no OS or kernel it could read) gets no image, never one
 ending in ``-unknown`` or with an empty kernel: :attr:`NodeImage.unplaced` says why, and
 :mod:`wizard.engine.advice` turns it into a warning. Node facts that would make an invalid reference
-raise :class:`~wizard.engine.facts.NodeFactsError` here, the one step both a NodeList and a live cluster
+raise :class:`~wizard.engine.node_grammar.NodeFactsError` here, the one step both a NodeList and a live cluster
 pass through before anything is rendered.
 """
 
@@ -26,11 +26,9 @@ from wizard.engine.facts import (
     UNKNOWN_OS_TAG,
     ClusterFacts,
     NodeFacts,
-    NodeFactsError,
-    node_fact_errors,
-    quoted,
 )
 from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image
+from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.textsafe import printable, shell_command
 

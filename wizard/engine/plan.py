@@ -4,6 +4,9 @@ The TUI, the CLI flags and the answers file all validate through :class:`Plan`, 
 exactly one place. Field names are the public contract of the answers file (``version: 1``).
 Mode-dependent defaults (source registry, image name) are filled in before validation so that an
 answers file only needs to say what differs from the defaults.
+
+The file is long on purpose: the model and its sections are the one place every field's rule lives
+(docs/architecture.md), and spreading them over modules would split a rule from the field it guards.
 """
 
 from __future__ import annotations

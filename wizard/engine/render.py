@@ -4,8 +4,8 @@ Pure functions only (the one input besides the arguments is the bundled chart/CR
 plan's operator release): the ClusterPolicy for a fresh install and the minimal server-side-apply
 patch for an existing one, the NVIDIADriver CRs, the expected driver image per GPU node, the mirror
 plan, the equivalent Helm values, and the warnings and notes. The pieces live in
-:mod:`wizard.engine.render_policy`, :mod:`wizard.engine.mirror`, :mod:`wizard.engine.advice` and
-:mod:`wizard.engine.crd_schema`; this module is the public face and re-exports what callers need.
+:mod:`wizard.engine.render_policy`, :mod:`wizard.engine.render_nvidiadriver`, :mod:`wizard.engine.mirror`,
+:mod:`wizard.engine.advice` and :mod:`wizard.engine.crd_schema`; this module is the public face and re-exports what callers need.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from wizard.engine.crd_schema import validate_against_crd
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.mirror import MirrorItem, NodeImage, images_table, mirror_items, mirror_script, node_images
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Plan
+from wizard.engine.render_nvidiadriver import nvidia_drivers
 from wizard.engine.render_policy import (
     DEFAULT_NVIDIADRIVER_NAME,
     cluster_policy,
     helm_values,
-    nvidia_drivers,
     owned_values,
     patch_policy,
     plain_yaml_is_string,

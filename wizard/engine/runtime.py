@@ -20,7 +20,7 @@ toolkit then writes a drop-in nobody reads or cannot signal containerd (operator
 * containerd and CRI-O: nothing; the operator's defaults fit.
 
 Every node string read here is untrusted: matched by anchored ASCII patterns only, and only
-shown through :func:`~wizard.engine.facts.quoted`.
+shown through :func:`~wizard.engine.node_grammar.quoted`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from wizard.engine.advice import Advice
-from wizard.engine.facts import ClusterFacts, NodeFacts, quoted
+from wizard.engine.facts import ClusterFacts, NodeFacts
+from wizard.engine.node_grammar import quoted
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import AUTO_RUNTIME, Plan
 

@@ -5,6 +5,7 @@ facts, it says which node groups change image (old → new, with the OS-tag chan
 naming rules bring), which upgradePolicy governs the rollout (validated), which GPU workloads the
 driver upgrade evicts from which node, and about how long it takes. The registry status of both
 images is added by the caller (:mod:`wizard.registry.images`): this module decides nothing that needs I/O.
+A node whose kernel no longer fits its precompiled driver is :mod:`wizard.engine.kernel_drift`'s.
 """
 
 from __future__ import annotations
@@ -21,8 +22,6 @@ from wizard.engine.plan import Plan
 from wizard.engine.upgradestates import UPGRADE_STATES
 
 PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])%$")
-OS_TAG_RE = re.compile(r"[a-z][a-z-]*[0-9][0-9.]*", re.ASCII)
-"""An image OS tag (``ubuntu22.04``, ``sle-micro5.5``, ``rhel9``): what follows the kernel in a precompiled tag."""
 DEFAULT_NODE_MINUTES = 6.0
 """Minutes one node takes to upgrade when nothing slows it: cordon, drain, driver pod restart
 (image pull, module load) and validation. A guess from the operator's defaults, said as such."""
@@ -352,52 +351,3 @@ def workloads_by_node(pods: Sequence[Mapping[str, Any]], facts: ClusterFacts) ->
             meta = pod.get("metadata") or {}
             out.setdefault(node, []).append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
     return out
-
-
-@dataclass(frozen=True)
-class KernelDrift:
-    """A GPU node whose kernel has no working precompiled driver: the image was built for another kernel,
-    or the image for the node's kernel cannot be pulled (typically after an OS update)."""
-
-    node: str
-    kernel: str
-    image: str
-    pull_failed: bool = False
-
-    def message(self) -> str:
-        if self.pull_failed:
-            what = f"its driver image for that kernel, {self.image}, cannot be pulled (no image for the new kernel?)"
-        else:
-            what = f"its driver pod runs {self.image}, built for another kernel: it fails on its next start"
-        return f"{self.node} runs kernel {self.kernel}, and {what}; check first: gpu-wizard check-kernel {self.kernel}"
-
-
-PULL_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff"})
-
-
-def kernel_drift(facts: ClusterFacts, driver_pods: Mapping[str, tuple[str, str]]) -> list[KernelDrift]:
-    """GPU nodes whose precompiled driver does not fit the kernel they run now.
-
-    ``driver_pods`` maps node -> (driver container image, waiting reason) of the driver pods. A
-    precompiled tag is ``<version>-<kernel>-<os>``; an upstream image (compiled on the node at start)
-    has no kernel in its tag and never drifts.
-    """
-    drifted = []
-    for node in facts.gpu_nodes:
-        image, waiting = driver_pods.get(node.name, ("", ""))
-        tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
-        if not tag or not node.kernel or not _is_precompiled_tag(tag):
-            continue
-        rest = tag.split("-", 1)[1]
-        built_for_node = rest.startswith(node.kernel + "-") and OS_TAG_RE.fullmatch(rest[len(node.kernel) + 1 :])
-        if not built_for_node:
-            drifted.append(KernelDrift(node.name, node.kernel, image))
-        elif waiting in PULL_FAILURES:
-            drifted.append(KernelDrift(node.name, node.kernel, image, pull_failed=True))
-    return drifted
-
-
-def _is_precompiled_tag(tag: str) -> bool:
-    """``<version>-<kernel>-<os>``: a kernel release (``N.N.N…``) follows the version."""
-    parts = tag.split("-", 2)
-    return len(parts) == 3 and re.match(r"\d+\.\d+", parts[1]) is not None

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
-import re
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Literal
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -45,19 +41,13 @@ from wizard.registry.auth import (
     scrub,
     secrets_of,
 )
+from wizard.registry.distribution import MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPES, json_object, next_link, registry_message
+from wizard.registry.tls import tls_context
 from wizard.retry import DROPS, REGISTRY_FETCH, Retryable, dropped, retry_after_seconds, retryable_status, retrying
 
 __all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
 
 log = logging.getLogger(__name__)
-
-MANIFEST_MEDIA_TYPES = (
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-)
-MANIFEST_ACCEPT = ", ".join(MANIFEST_MEDIA_TYPES)
 
 
 class RegistryError(Exception):
@@ -213,11 +203,11 @@ class RegistryClient:
                 if resp.status != 200:
                     raise RegistryError(self._status_error(resp, host, repo))
                 try:
-                    data = _json(resp.body)
+                    data = json_object(resp.body)
                     tags.extend(t for t in data.get("tags") or [] if isinstance(t, str))
                 except (ValueError, AttributeError):
                     raise RegistryError(f"registry error: {host} sent a tag list that is not JSON") from None
-                path = _next_link(resp.headers.get("Link", ""))
+                path = next_link(resp.headers.get("Link", ""))
         return tags
 
     # -- transport ----------------------------------------------------------------------------------
@@ -251,7 +241,7 @@ class RegistryClient:
         resp = await self._fetch(method, base + path, host, {**headers, **auth})
         if resp.status == 401:
             who = lookup(self._credentials, host, repo)
-            detail = _registry_message(resp.body)
+            detail = registry_message(resp.body)
             raise RegistryError(
                 f"unauthorized: {host} refused access to {repo}"
                 + (f" for user {who.username}" if who else " without credentials (private, or no such repository)")
@@ -376,7 +366,7 @@ class RegistryClient:
         if resp.status != 200:
             raise RegistryError(f"registry error: the token service of {host} answered HTTP {resp.status}")
         try:
-            data = _json(resp.body)
+            data = json_object(resp.body)
             token = data.get("token") or data.get("access_token")
             lifetime = float(data.get("expires_in") or 60)
         except (ValueError, AttributeError, TypeError):
@@ -386,32 +376,13 @@ class RegistryClient:
         return token, lifetime
 
     def _status_error(self, resp: _Response, host: str, repo: str) -> str:
-        detail = _registry_message(resp.body)
+        detail = registry_message(resp.body)
         suffix = f" ({self._scrub(detail)})" if detail else ""
         if resp.status == 403:
             return f"forbidden: {host} denies access to {repo}{suffix}"
         if resp.status == 429:
             return f"registry error: {host} keeps answering 429 Too Many Requests; try again later"
         return f"registry error: {host} answered HTTP {resp.status} for {repo}{suffix}"
-
-
-_TLS_CONTEXTS: dict[tuple[str, int, str], ssl.SSLContext] = {}
-_TLS_LOCK = threading.Lock()
-
-
-def tls_context(ca_file: str | None, ca_data: str | None) -> ssl.SSLContext:
-    """A TLS context trusting the system's CAs and these, built once per process for the same CAs (a CA file
-    by its path and modification time): each build loads the system's CA store, 40-200 ms of CPU, and a
-    front end opens a client for every image check. Contexts are safe to share between connections."""
-    stamp = Path(ca_file).stat().st_mtime_ns if ca_file else 0
-    key = (ca_file or "", stamp, ca_data or "")
-    with _TLS_LOCK:
-        context = _TLS_CONTEXTS.get(key)
-        if context is None:
-            context = ssl.create_default_context()
-            context.load_verify_locations(cafile=ca_file, cadata=ca_data)
-            _TLS_CONTEXTS[key] = context
-        return context
 
 
 def _os_reason(error: OSError) -> str:
@@ -421,31 +392,3 @@ def _os_reason(error: OSError) -> str:
     if isinstance(error, socket.gaierror):
         return "host name does not resolve"
     return error.strerror or type(error).__name__
-
-
-def _json(body: bytes) -> dict[str, Any]:
-    data = json.loads(body.decode("utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError("not an object")
-    return data
-
-
-def _registry_message(body: bytes) -> str:
-    """The first ``errors[].message`` of a distribution error body, if there is one."""
-    try:
-        errors = _json(body).get("errors")
-    except (ValueError, UnicodeDecodeError):
-        return ""
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        code, message = errors[0].get("code", ""), errors[0].get("message", "")
-        return f"{code}: {message}".strip(": ") if code or message else ""
-    return ""
-
-
-def _next_link(header: str) -> str | None:
-    """The path of a ``Link: </v2/…?last=…>; rel="next"`` pagination header."""
-    match = re.search(r'<([^>]+)>\s*;\s*rel="?next"?', header)
-    if not match:
-        return None
-    target = match[1]
-    return re.sub(r"^https?://[^/]+", "", target)

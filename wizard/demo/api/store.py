@@ -8,6 +8,10 @@ Stored objects are never mutated in place: a write stores a fresh dict, so watch
 HTTP layer can hand out references without copying. The public ``list``/``get`` methods (used by the
 simulation) return deep copies; the HTTP hot path uses :meth:`Store.iter_objects` and
 :meth:`Store.encoded` instead, which serialise each object version once.
+
+The file is long because the store is one consistency rule: objects, their encodings, the owner
+index, the watch history and the paged lists' snapshots all move under one lock with one
+resourceVersion, and a module per part would spread that rule over several.
 """
 
 from __future__ import annotations

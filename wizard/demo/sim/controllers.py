@@ -1,8 +1,9 @@
 """Kubernetes' own controllers, simulated: DaemonSets, Deployments, Jobs' deadlines and garbage collection.
 
 The DaemonSet controller creates one pod per node the template fits (its nodeSelector, its required
-node affinity, its tolerations against the node's NoSchedule/NoExecute taints; labels ``controller-revision-hash`` and
-``pod-template-generation``, ``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
+node affinity, its tolerations against the node's NoSchedule/NoExecute taints, decided by
+:mod:`wizard.demo.sim.placement`; labels ``controller-revision-hash`` and ``pod-template-generation``,
+``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
 on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
 waits for someone to delete them) and writes the DaemonSet status. The Job controller here runs no
 pods (the only Jobs are deadline anchors with ``parallelism: 0``): it sets ``startTime``, fails a Job
@@ -22,6 +23,7 @@ from typing import Any
 from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
 from wizard.demo.sim.nodes import set_gpu_capacity
 from wizard.demo.sim.operands import MANAGER_CTR
+from wizard.demo.sim.placement import DS_TOLERATIONS, eligible_nodes, matches
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, now, read, stable_suffix, template_hash, thaw
 from wizard.demo.sim.world import NodeView, container_status, is_running, pod_ready
 
@@ -29,92 +31,6 @@ BURST_REPLICAS = 250
 """Pods one DaemonSet's sync creates at most (Kubernetes' DaemonSet controller's ``BurstReplicas``): a
 DaemonSet over 5,000 nodes fills up over several syncs, each after the last one's writes, as on a real
 cluster; one sync creating them all held the API server's event loop for a fifth of a second."""
-
-#: Tolerations the DaemonSet controller adds to every pod it creates.
-DS_TOLERATIONS = [
-    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": effect}
-    for taint, effect in (
-        ("not-ready", "NoExecute"),
-        ("unreachable", "NoExecute"),
-        ("disk-pressure", "NoSchedule"),
-        ("memory-pressure", "NoSchedule"),
-        ("pid-pressure", "NoSchedule"),
-        ("unschedulable", "NoSchedule"),
-    )
-]
-
-
-def matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
-    """A nodeSelector matches when every key has exactly that value."""
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-def _term_fits(node: dict[str, Any], term: dict[str, Any]) -> bool:
-    """One nodeSelectorTerm: every matchExpression (labels) and matchField (``metadata.name``) holds."""
-    labels = labels_of(node)
-    fields = {"metadata.name": node["metadata"]["name"]}
-    for source, exprs in ((labels, term.get("matchExpressions")), (fields, term.get("matchFields"))):
-        for expr in exprs or []:
-            key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
-            present = key in source
-            if op == "In" and not (present and source[key] in values):
-                return False
-            if op == "NotIn" and present and source[key] in values:
-                return False
-            if op == "Exists" and not present:
-                return False
-            if op == "DoesNotExist" and present:
-                return False
-    return True
-
-
-def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
-    for tol in tolerations:
-        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
-            continue
-        if tol.get("operator") == "Exists":
-            if not tol.get("key") or tol.get("key") == taint.get("key"):
-                return True
-        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
-            return True
-    return False
-
-
-def fits(node: dict[str, Any], pod_spec: dict[str, Any]) -> bool:
-    """Whether a pod with ``pod_spec`` may run on ``node``: nodeSelector, required node affinity
-    (any term; a term's field index is built once per call), NoSchedule/NoExecute taints tolerated."""
-    if not matches(labels_of(node), pod_spec.get("nodeSelector") or {}):
-        return False
-    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") or []
-    if terms and not any(_term_fits(node, term) for term in terms):
-        return False
-    tolerations = list(pod_spec.get("tolerations") or [])
-    return all(
-        _tolerates(tolerations, taint)
-        for taint in (node.get("spec") or {}).get("taints") or []
-        if taint.get("effect") in ("NoSchedule", "NoExecute")
-    )
-
-
-def _indexed(spec: dict[str, Any]) -> dict[str, Any]:
-    """A pod spec whose ``matchFields`` value lists are sets (5,000 node names looked up once per node)."""
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = [
-        {
-            **term,
-            "matchFields": [{**f, "values": frozenset(f.get("values") or [])} for f in term.get("matchFields") or []],
-        }
-        for term in required.get("nodeSelectorTerms") or []
-    ]
-    if not terms:
-        return spec
-    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
-    return {**spec, "affinity": affinity}
 
 
 def _owner(kind: str, api_version: str, name: str, uid: str) -> dict[str, Any]:
@@ -146,13 +62,6 @@ def _pod_from_template(
         },
         "spec": {"schedulerName": "default-scheduler", "terminationGracePeriodSeconds": 30, **spec},
     }
-
-
-def eligible_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
-    """The nodes a DaemonSet's pods may run on (its template against each node, with the controller's tolerations)."""
-    pod_spec = _indexed(ds["spec"]["template"].get("spec") or {})
-    pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
-    return frozenset(n["metadata"]["name"] for n in nodes if fits(n, pod_spec))
 
 
 #: The nodes a DaemonSet fits, given the DaemonSet and every node (the simulation caches it per DaemonSet spec).

@@ -1,13 +1,16 @@
 """What a scenario installs before the simulation runs: the GPU Operator's Deployment as Helm installs it,
-the images the operator's registry (or mirror) publishes, and the users' own pods."""
+the images the operator's registry (or mirror) publishes, and the users' own pods; :func:`install_scenario`
+puts the nodes, namespaces, pods, operator and ClusterPolicy into the store."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from wizard.bundled import operator_values
+from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import bundle_of, bundled_releases
-from wizard.demo.scenarios.scenario import Scenario, WorkloadSpec
+from wizard.demo.scenarios.scenario import NodeSpec, Scenario, WorkloadSpec
+from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.operands import ENV_NAMES
 
 
@@ -102,3 +105,34 @@ def workload_pod(spec: WorkloadSpec) -> dict[str, Any]:
             "containers": [{"name": "main", "image": spec.image, "resources": resources}],
         },
     }
+
+
+def install_scenario(store: Store, scenario: Scenario, specs: list[NodeSpec]) -> bool:
+    """Put the scenario's nodes, namespaces and workloads into the store, then its operator and existing
+    ClusterPolicy when it has one installed; whether it has (the operator's objects were created)."""
+    for index, spec in enumerate(specs):
+        store.create("nodes", node_object(spec, index))
+    names = ["default", "kube-system", "kube-public", "kube-node-lease", scenario.operator.namespace]
+    names += [w.namespace for w in scenario.workloads]
+    for name in dict.fromkeys(names):
+        if store.get("namespaces", name) is None:
+            store.create(
+                "namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                    "spec": {"finalizers": ["kubernetes"]},
+                    "status": {"phase": "Active"},
+                },
+            )
+    for workload in scenario.workloads:
+        store.create("pods", workload_pod(workload))
+    if not scenario.operator.installed:
+        return False
+    store.create("deployments", operator_deployment(scenario))
+    if scenario.operator.cluster_policy:
+        policy = dict(scenario.operator.cluster_policy)
+        policy.setdefault("apiVersion", "nvidia.com/v1")
+        store.create("clusterpolicies", policy)
+    return True

@@ -18,6 +18,14 @@ from wizard.demo.rules.imageref import parse_reference
 from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.sim.events import record, transition_events
 from wizard.demo.sim.operands import MANAGER_CTR
+from wizard.demo.sim.pod_status import (
+    container_id,
+    container_state,
+    set_pod_condition,
+    terminated_state,
+    termination_message,
+    waiting_status,
+)
 from wizard.demo.sim.pull import Puller, PullResult, basic_auth_for
 from wizard.demo.sim.simutil import Writer, now, thaw
 from wizard.demo.sim.workloads import Verdict, init_outcome, main_outcome
@@ -29,44 +37,10 @@ PULL_WAITING = frozenset(
 #: Runs a container's command: (pod, container) -> (exit code, output, what it wrote to its termination message path).
 CommandRunner = Callable[[dict[str, Any], dict[str, Any]], tuple[int, str, str]]
 PullKey = tuple[str, str]
-#: The kubelet's limit on one container's termination message (kubecontainer.MaxContainerTerminationMessageLength).
-MESSAGE_LIMIT = 4096
-_FALLBACK_LINES, _FALLBACK_BYTES = 80, 2048
 #: Init containers whose behaviour the operator simulation decides (the operator's own programs).
 MODELLED_INITS = frozenset(
     {MANAGER_CTR, "driver-validation", "toolkit-validation", "cuda-validation", "plugin-validation"}
 )
-
-
-def _state(cs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state = cs.get("state") or {}
-    for key in ("waiting", "running", "terminated"):
-        if key in state:
-            return key, state[key] or {}
-    return "waiting", {}
-
-
-def _waiting(
-    name: str, image: str, reason: str, message: str = "", restarts: int = 0, last: Any = None
-) -> dict[str, Any]:
-    waiting: dict[str, Any] = {"reason": reason}
-    if message:
-        waiting["message"] = message
-    return {
-        "name": name,
-        "image": image,
-        "imageID": "",
-        "ready": False,
-        "restartCount": restarts,
-        "started": False,
-        "state": {"waiting": waiting},
-        "lastState": last or {},
-    }
-
-
-def _container_id(pod: dict[str, Any], name: str, restarts: int) -> str:
-    seed = f"{pod['metadata'].get('uid', '')}/{name}/{restarts}"
-    return "containerd://" + hashlib.sha256(seed.encode()).hexdigest()
 
 
 def _always_pull(container: dict[str, Any]) -> bool:
@@ -79,14 +53,6 @@ def _always_pull(container: dict[str, Any]) -> bool:
 
 def _runs_to_completion(pod: dict[str, Any]) -> bool:
     return pod["spec"].get("restartPolicy", "Always") in ("Never", "OnFailure")
-
-
-def termination_message(container: dict[str, Any], code: int, written: str, output: str) -> str:
-    """What the kubelet puts in ``terminated.message``: the file's tail, or (policy permitting) the log's."""
-    data = written.encode()[-MESSAGE_LIMIT:]
-    if not data.strip() and code != 0 and container.get("terminationMessagePolicy") == "FallbackToLogsOnError":
-        data = "".join(output.splitlines(keepends=True)[-_FALLBACK_LINES:]).encode()[-_FALLBACK_BYTES:]
-    return data.decode(errors="replace")
 
 
 class Kubelet:
@@ -156,14 +122,14 @@ class Kubelet:
         if init_st is None and main_st is None:
             return []
         for container, cs in zip(inits, init_st or [], strict=False):
-            kind, _ = _state(cs)
+            kind, _ = container_state(cs)
             if kind == "terminated" and (cs["state"]["terminated"].get("exitCode") == 0):
                 continue
-            return [container] if kind == "waiting" and _state(cs)[1].get("reason") in PULL_WAITING else []
+            return [container] if kind == "waiting" and container_state(cs)[1].get("reason") in PULL_WAITING else []
         return [
             c
             for c, cs in zip(mains, main_st or [], strict=False)
-            if _state(cs)[0] == "waiting" and _state(cs)[1].get("reason") in PULL_WAITING
+            if container_state(cs)[0] == "waiting" and container_state(cs)[1].get("reason") in PULL_WAITING
         ]
 
     def pull_key(
@@ -214,7 +180,7 @@ class Kubelet:
         node = spec.get("nodeName", "")
         if not phase:
             status.update({"phase": "Pending", "qosClass": "BestEffort", "conditions": []})
-            self._cond(status, "PodScheduled", "True")
+            set_pod_condition(status, "PodScheduled", "True")
             self._sandbox_due(pod)  # the start latency counts from the binding
         elif starting:
             self._start_sandbox(pod, view)
@@ -228,11 +194,13 @@ class Kubelet:
         status, spec = pod["status"], pod["spec"]
         inits = spec.get("initContainers") or []
         first = "PodInitializing" if inits else "ContainerCreating"
-        status["initContainerStatuses"] = [_waiting(c["name"], c.get("image", ""), "PodInitializing") for c in inits]
+        status["initContainerStatuses"] = [
+            waiting_status(c["name"], c.get("image", ""), "PodInitializing") for c in inits
+        ]
         if not inits:
             status.pop("initContainerStatuses")
         status["containerStatuses"] = [
-            _waiting(c["name"], c.get("image", ""), first) for c in spec.get("containers") or []
+            waiting_status(c["name"], c.get("image", ""), first) for c in spec.get("containers") or []
         ]
         status["startTime"] = now()
         if view is not None and view.ip:
@@ -244,10 +212,12 @@ class Kubelet:
         pod_ip = status.get("hostIP", "10.0.0.10") if spec.get("hostNetwork") else f"{prefix}.{2 + seed % 250}"
         status["podIP"] = pod_ip
         status["podIPs"] = [{"ip": pod_ip}]
-        self._cond(status, "PodReadyToStartContainers", "True")
-        self._cond(status, "Initialized", "False" if inits else "True", "ContainersNotInitialized" if inits else "")
-        self._cond(status, "Ready", "False", "ContainersNotReady")
-        self._cond(status, "ContainersReady", "False", "ContainersNotReady")
+        set_pod_condition(status, "PodReadyToStartContainers", "True")
+        set_pod_condition(
+            status, "Initialized", "False" if inits else "True", "ContainersNotInitialized" if inits else ""
+        )
+        set_pod_condition(status, "Ready", "False", "ContainersNotReady")
+        set_pod_condition(status, "ContainersReady", "False", "ContainersNotReady")
 
     def _advance(
         self,
@@ -262,25 +232,27 @@ class Kubelet:
         inits = spec.get("initContainers") or []
         init_st = status.get("initContainerStatuses") or []
         for container, cs in zip(inits, init_st, strict=False):
-            kind, detail = _state(cs)
+            kind, detail = container_state(cs)
             if kind == "terminated" and detail.get("exitCode") == 0:
                 continue
             self._step_container(pod, container, cs, view, pulls, keys, volumes_ok, node, init=True)
             return
         if inits:
-            self._cond(status, "Initialized", "True")
+            set_pod_condition(status, "Initialized", "True")
         for container, cs in zip(spec.get("containers") or [], status.get("containerStatuses") or [], strict=False):
             self._step_container(pod, container, cs, view, pulls, keys, volumes_ok, node, init=False)
         mains = status.get("containerStatuses") or []
-        states = [_state(cs) for cs in mains]
+        states = [container_state(cs) for cs in mains]
         if _runs_to_completion(pod) and mains and all(k == "terminated" for k, _ in states):
             ok = all(d.get("exitCode") == 0 for _, d in states)
             status["phase"] = "Succeeded" if ok else "Failed"
         elif any(k == "running" or cs.get("restartCount", 0) > 0 for (k, _), cs in zip(states, mains, strict=True)):
             status["phase"] = "Running"
         ready = bool(mains) and all(cs.get("ready") for cs in mains)
-        self._cond(status, "ContainersReady", "True" if ready else "False", "" if ready else "ContainersNotReady")
-        self._cond(status, "Ready", "True" if ready else "False", "" if ready else "ContainersNotReady")
+        set_pod_condition(
+            status, "ContainersReady", "True" if ready else "False", "" if ready else "ContainersNotReady"
+        )
+        set_pod_condition(status, "Ready", "True" if ready else "False", "" if ready else "ContainersNotReady")
 
     def _step_container(
         self,
@@ -295,7 +267,7 @@ class Kubelet:
         *,
         init: bool,
     ) -> None:
-        kind, detail = _state(cs)
+        kind, detail = container_state(cs)
         name, image = container["name"], str(container.get("image", ""))
         reason = detail.get("reason", "")
         if kind == "waiting" and reason in PULL_WAITING:
@@ -322,11 +294,11 @@ class Kubelet:
         if kind == "running":
             verdict = self._verdict(pod, name, view, init)
             if init and verdict.outcome == "done":
-                cs["state"] = {"terminated": self._terminated(pod, name, cs, 0, "Completed")}
+                cs["state"] = {"terminated": terminated_state(pod, name, cs, 0, "Completed")}
                 cs["ready"] = True
                 cs["started"] = False
             elif verdict.outcome in ("fail", "crash"):
-                cs["state"] = {"terminated": self._terminated(pod, name, cs, 1, "Error")}
+                cs["state"] = {"terminated": terminated_state(pod, name, cs, 1, "Error")}
                 cs["ready"] = False
                 cs["started"] = False
             elif not init and verdict.outcome == "ready" and not cs.get("ready"):
@@ -359,7 +331,7 @@ class Kubelet:
         cs.update(
             {
                 "imageID": image_id,
-                "containerID": _container_id(pod, name, cs.get("restartCount", 0)),
+                "containerID": container_id(pod, name, cs.get("restartCount", 0)),
                 "started": not init,
                 "ready": False,
                 "state": {"running": {"startedAt": now()}},
@@ -369,38 +341,10 @@ class Kubelet:
         if (_runs_to_completion(pod) and not init) or (init and runs_command):
             code, output, written = self.runner(pod, container)
             self.outputs[(pod["metadata"].get("uid", ""), name)] = output
-            terminated = self._terminated(pod, name, cs, code, "Completed" if code == 0 else "Error")
+            terminated = terminated_state(pod, name, cs, code, "Completed" if code == 0 else "Error")
             message = termination_message(container, code, written, output)
             if message:
                 terminated["message"] = message
             cs["state"] = {"terminated": terminated}
             cs["started"] = False
             cs["ready"] = init and code == 0
-
-    @staticmethod
-    def _terminated(pod: dict[str, Any], name: str, cs: dict[str, Any], code: int, reason: str) -> dict[str, Any]:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt", now())
-        return {
-            "exitCode": code,
-            "reason": reason,
-            "startedAt": started,
-            "finishedAt": now(),
-            "containerID": _container_id(pod, name, cs.get("restartCount", 0)),
-        }
-
-    @staticmethod
-    def _cond(status: dict[str, Any], kind: str, value: str, reason: str = "") -> None:
-        conditions = status.setdefault("conditions", [])
-        for cond in conditions:
-            if cond["type"] == kind:
-                if cond["status"] != value:
-                    cond.update({"status": value, "lastTransitionTime": now()})
-                    if reason:
-                        cond["reason"] = reason
-                    else:
-                        cond.pop("reason", None)
-                return
-        cond = {"type": kind, "status": value, "lastProbeTime": None, "lastTransitionTime": now()}
-        if reason:
-            cond["reason"] = reason
-        conditions.append(cond)

@@ -34,8 +34,9 @@ from wizard.demo.rules.operator_rules import (
     sanitized_kernel,
 )
 from wizard.demo.sim import operands
+from wizard.demo.sim.gpu_labels import DEPLOY_PREFIX
 from wizard.demo.sim.operands import OperandError
-from wizard.demo.sim.operator_sim import DEPLOY_PREFIX, OperatorInfo, ds_ready
+from wizard.demo.sim.operator_sim import OperatorInfo, ds_ready
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 
 OWNER_LABEL = LABEL_NVIDIADRIVER_OWNER

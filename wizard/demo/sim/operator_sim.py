@@ -4,10 +4,11 @@ Reconciles the oldest ClusterPolicy the way ``controllers/clusterpolicy_controll
 node labels (``addGPUStateLabels``), then the controller's init (the first GPU node's OS, and the
 kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
 container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
-(``operands.py``), then ``status`` with the operator's conditions and messages. Under ClusterPolicy
-the driver's OS tag comes from the *first* GPU node and is used cluster-wide, which gives mixed-OS
-clusters wrong images (issue #1622); that bug is reproduced on purpose. Names and images follow
-the demo's own reading of the operator (:mod:`wizard.demo.rules.operator_rules`), per release.
+(``operands.py``, ``runtime_operands.py``), then ``status`` with the operator's conditions and
+messages. Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
+cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug is reproduced on
+purpose. Names and images follow the demo's own reading of the operator
+(:mod:`wizard.demo.rules.operator_rules`), per release.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from wizard.demo.rules.operator_rules import (
     LABEL_OS_ID,
     LABEL_PRECOMPILED,
     NFD,
-    NVIDIA_PCI_LABELS,
     OperatorRelease,
     PolicyOS,
     RuleError,
@@ -33,21 +33,11 @@ from wizard.demo.rules.operator_rules import (
     precompiled_daemonset_name,
     repo_config_dirs,
 )
-from wizard.demo.sim import operands
+from wizard.demo.sim import operands, runtime_operands
+from wizard.demo.sim.gpu_labels import DEPLOY_PREFIX, gpu_state_labels
 from wizard.demo.sim.operands import OperandError
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 
-DEPLOY_PREFIX = "nvidia.com/gpu.deploy."
-DEPLOY_OPERANDS = (
-    "driver",
-    "gpu-feature-discovery",
-    "container-toolkit",
-    "device-plugin",
-    "dcgm",
-    "dcgm-exporter",
-    "node-status-exporter",
-    "operator-validator",
-)
 STATES = ("state-driver", "state-container-toolkit", "state-operator-validation", "state-device-plugin")
 
 
@@ -75,30 +65,6 @@ def find_operator(deployments: list[dict[str, Any]], default_release: str) -> Op
         env = {e["name"]: str(e.get("value", "")) for e in containers[0].get("env") or [] if "name" in e}
         return OperatorInfo(dep["metadata"].get("namespace", "default"), release, env)
     return None
-
-
-def is_gpu_node(labels: dict[str, str]) -> bool:
-    """NFD saw an NVIDIA PCI device (what makes the operator set ``nvidia.com/gpu.present=true``)."""
-    return any(labels.get(key) == "true" for key in NVIDIA_PCI_LABELS)
-
-
-def gpu_state_labels(labels: dict[str, str]) -> dict[str, str]:
-    """``addGPUStateLabels``/``removeGPUStateLabels``: the node's labels after the operator's pass."""
-    new = dict(labels)
-    if is_gpu_node(labels):
-        new[LABEL_GPU_PRESENT] = "true"
-        if labels.get(f"{DEPLOY_PREFIX}operands") == "false":
-            for operand in DEPLOY_OPERANDS:
-                new.pop(DEPLOY_PREFIX + operand, None)
-        else:
-            for operand in DEPLOY_OPERANDS:
-                if not new.get(DEPLOY_PREFIX + operand):  # a non-empty value (pre-installed) is kept
-                    new[DEPLOY_PREFIX + operand] = "true"
-    elif labels.get(LABEL_GPU_PRESENT) == "true":
-        new[LABEL_GPU_PRESENT] = "false"
-        for operand in DEPLOY_OPERANDS:
-            new.pop(DEPLOY_PREFIX + operand, None)
-    return new
 
 
 @dataclass(frozen=True)
@@ -272,18 +238,20 @@ class ClusterPolicyController:
                 return []
             image = operands.operand_image(section, "CONTAINER_TOOLKIT_IMAGE", env)
             return [
-                operands.toolkit_daemonset(
+                runtime_operands.toolkit_daemonset(
                     namespace=ns, image=image, validator_image=validator_image, owner=policy, spec=spec
                 )
             ]
         if state == "state-operator-validation":
-            return [operands.validator_daemonset(namespace=ns, image=validator_image, owner=policy, spec=spec)]
+            return [runtime_operands.validator_daemonset(namespace=ns, image=validator_image, owner=policy, spec=spec)]
         section = spec.get("devicePlugin") or {}
         if section.get("enabled", True) is False:
             return []
         image = operands.operand_image(section, "DEVICE_PLUGIN_IMAGE", env)
         return [
-            operands.device_plugin_daemonset(namespace=ns, image=image, validator_image=validator_image, owner=policy)
+            runtime_operands.device_plugin_daemonset(
+                namespace=ns, image=image, validator_image=validator_image, owner=policy
+            )
         ]
 
     def _driver_daemonsets(

@@ -23,19 +23,19 @@ from typing import Any
 from wizard.demo.api.store import Store, WatchEvent
 from wizard.demo.rules.operator_rules import OperatorRelease
 from wizard.demo.scenarios.scenario import Scenario
-from wizard.demo.sim import controllers, nodecmd
+from wizard.demo.sim import controllers, nodecmd, placement
 from wizard.demo.sim.changes import Changes, plain_pod
 from wizard.demo.sim.container import make_ctx
-from wizard.demo.sim.install import operator_deployment, published_images, workload_pod
+from wizard.demo.sim.install import install_scenario, published_images
 from wizard.demo.sim.kubelet_sim import Kubelet, PullKey
-from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.nvd_sim import NVIDIADriverController
+from wizard.demo.sim.operand_index import OperandIndex
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo, find_operator
 from wizard.demo.sim.podlogs import container_log
 from wizard.demo.sim.pull import Puller, PullResult
 from wizard.demo.sim.simutil import Pacer, Writer, labels_of, read, thaw
 from wizard.demo.sim.upgrade_sim import UpgradeController
-from wizard.demo.sim.world import NodeView, NodeViews, operand_role
+from wizard.demo.sim.world import NodeView, NodeViews
 
 _SEED_ROUNDS = 200
 #: Cached DaemonSet node sets kept at most (one per DaemonSet spec; more only after many spec changes).
@@ -74,11 +74,8 @@ class Simulation:
         self.upgrades = UpgradeController()
         self._release = OperatorRelease.parse(scenario.operator.release)
         self.kubelet = Kubelet(self.puller, lambda: self._release, self._run_command)
-        self._operands_by_node: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
-        """The stored pods a node's view reads (:func:`world.operand_role`) by ``spec.nodeName``, kept current by
-        the store listener; a probe pod's writes leave it (and the node's view) as it is."""
-        self._operands_sorted: dict[str, list[dict[str, Any]]] = {}
-        """The same per node in key order, until one of them changes."""
+        self._operands = OperandIndex()
+        """The stored pods each node's view reads, kept current by the store listener."""
         self.changes = Changes()
         """What changed since the last tick looked (a full tick's worth, or what a light tick steps)."""
         self.full_ticks = 0
@@ -94,19 +91,8 @@ class Simulation:
         """When (monotonic) a Job's deadline or TTL is due, as of the last full tick."""
         with store.lock:
             for pod in store.iter_objects("pods"):
-                self._index_pod(pod, add=True)
+                self._operands.add(pod)
             store.subscribe(self._on_change)
-
-    def _index_pod(self, pod: dict[str, Any], *, add: bool) -> None:
-        if not operand_role(pod):
-            return
-        node = (pod.get("spec") or {}).get("nodeName", "")
-        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
-        if add:
-            self._operands_by_node.setdefault(node, {})[key] = pod
-        else:
-            self._operands_by_node.get(node, {}).pop(key, None)
-        self._operands_sorted.pop(node, None)
 
     def _on_change(self, event: WatchEvent) -> None:
         if event.resource == "pods":
@@ -114,9 +100,9 @@ class Simulation:
                 self.kubelet.forget(str(event.obj["metadata"].get("uid", "")))
                 self._steady.pop(str(event.obj["metadata"].get("uid", "")), None)
             if event.old is not None:
-                self._index_pod(event.old, add=False)
+                self._operands.remove(event.old)
             if event.type != "DELETED":
-                self._index_pod(event.obj, add=True)
+                self._operands.add(event.obj)
         elif event.resource == "nodes":
             self._node_epoch += 1
             if event.type == "DELETED":
@@ -124,45 +110,23 @@ class Simulation:
         self.changes.note(event, self.store)
 
     def _eligible_nodes(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
-        """:func:`controllers.eligible_nodes`, once per DaemonSet spec (generation) and node writes."""
+        """:func:`placement.eligible_nodes`, once per DaemonSet spec (generation) and node writes."""
         meta = ds["metadata"]
         key = (str(meta.get("uid", "")), int(meta.get("generation", 1)), self._node_epoch)
         found = self._eligible.get(key)
         if found is None:
             if len(self._eligible) >= _ELIGIBLE_CACHE:
                 self._eligible.clear()
-            found = self._eligible[key] = controllers.eligible_nodes(ds, nodes)
+            found = self._eligible[key] = placement.eligible_nodes(ds, nodes)
         return found
 
     # -- seeding ----------------------------------------------------------------------------------
 
     def seed(self) -> None:
-        """Put the scenario's nodes, namespaces, operator and existing ClusterPolicy into the store."""
-        for index, spec in enumerate(self.specs.values()):
-            self.store.create("nodes", node_object(spec, index))
-        names = ["default", "kube-system", "kube-public", "kube-node-lease", self.scenario.operator.namespace]
-        names += [w.namespace for w in self.scenario.workloads]
-        for name in dict.fromkeys(names):
-            if self.store.get("namespaces", name) is None:
-                self.store.create(
-                    "namespaces",
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Namespace",
-                        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
-                        "spec": {"finalizers": ["kubernetes"]},
-                        "status": {"phase": "Active"},
-                    },
-                )
-        for workload in self.scenario.workloads:
-            self.store.create("pods", workload_pod(workload))
-        if not self.scenario.operator.installed:
+        """Put the scenario's nodes, namespaces, operator and existing ClusterPolicy into the store; bring up what
+        already ran before the demo started (and an upgrade stopped midway)."""
+        if not install_scenario(self.store, self.scenario, list(self.specs.values())):
             return
-        self.store.create("deployments", operator_deployment(self.scenario))
-        if self.scenario.operator.cluster_policy:
-            policy = dict(self.scenario.operator.cluster_policy)
-            policy.setdefault("apiVersion", "nvidia.com/v1")
-            self.store.create("clusterpolicies", policy)
         self._seed_rounds()
         upgrade = self.scenario.upgrade
         if upgrade.to_version and self.scenario.operator.cluster_policy:
@@ -285,7 +249,7 @@ class Simulation:
             node_obj = self.store.lookup("nodes", node)
             if node_obj is None:
                 continue
-            view = self._views.view(node_obj, self._pods_on(node), daemonsets)
+            view = self._views.view(node_obj, self._operands.on(node), daemonsets)
             uid_keys = keys.get(pod["metadata"]["uid"], {})
             self.pods_stepped += 1
             self.kubelet.step(writer, pod, view, results, uid_keys, _volumes_ok(pod, configmaps))
@@ -298,7 +262,8 @@ class Simulation:
         """Every node's view, each the same object as last time unless what it reads changed."""
         daemonsets = read(self.store, "daemonsets")
         return {
-            n["metadata"]["name"]: self._views.view(n, self._pods_on(n["metadata"]["name"]), daemonsets) for n in nodes
+            n["metadata"]["name"]: self._views.view(n, self._operands.on(n["metadata"]["name"]), daemonsets)
+            for n in nodes
         }
 
     def _kubelet(
@@ -346,20 +311,7 @@ class Simulation:
         node_obj = self.store.lookup("nodes", node) if node else None
         if node_obj is None:
             return None
-        return pod, self._views.view(node_obj, self._pods_on(node), read(self.store, "daemonsets"))
-
-    def _pods_on(self, node: str) -> list[dict[str, Any]]:
-        """The pods bound to ``node`` that its view reads (stored objects, by namespace and name), from the
-        listener's index.
-
-        Verification execs into every node and starts a probe pod on each; scanning every pod per
-        exec (or rebuilding an index after every write) cost seconds of the server's event loop.
-        """
-        found = self._operands_sorted.get(node)
-        if found is None:
-            pods = self._operands_by_node.get(node, {})
-            found = self._operands_sorted[node] = [pods[key] for key in sorted(pods)]
-        return found
+        return pod, self._views.view(node_obj, self._operands.on(node), read(self.store, "daemonsets"))
 
     def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""

@@ -1,0 +1,41 @@
+"""The driver versions the Driver step offers, and the catalog's word on each image it shows.
+
+Precompiled versions come from the bundled catalog (validated/published markers, narrowed to the
+GPU nodes' OS when they all run one); upstream versions from the source registry's tags, kept only
+when tagged for every GPU node's OS. Each precompiled image gets the catalog's status of its
+(kernel, OS) tuple, shown beside it in the image groups.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def catalog_options(tag_oses: list[str]) -> list[tuple[str, str]]:
+    """The catalog's (label, version) choices: for the one OS the GPU nodes run, else every version."""
+    from wizard.engine.catalog import driver_versions
+
+    choices = driver_versions(tag_oses[0]) if len(tag_oses) == 1 else []
+    choices = choices or driver_versions()
+    return [(c.label, c.version) for c in choices]
+
+
+def upstream_versions(tags: list[str], tag_oses: list[str]) -> list[str]:
+    """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first."""
+    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
+    common = set.intersection(*per_os) if per_os else set()
+    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
+    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
+
+
+def catalog_marks(rendered: Any) -> dict[str, str]:
+    """Image -> catalog status (precompiled tuples only)."""
+    from wizard.engine.catalog import tuple_status
+
+    plan = rendered.plan
+    if not plan.precompiled:
+        return {}
+    # One status per image, not per node: 5,000 nodes share a handful of (kernel, OS) images.
+    tuples = {e.image: (e.kernel, e.tag_os) for e in rendered.node_images if e.image}
+    return {image: tuple_status(plan.driver.version, kernel, tag_os) for image, (kernel, tag_os) in tuples.items()}

@@ -1,0 +1,236 @@
+"""``gpu-wizard apply``: preflight, render, image checks, ownership, dry-run and diff, then back up, apply and follow.
+
+The path is shared with ``gpu-wizard upgrade`` (:func:`apply_plan` and its flags, :func:`apply_flags`).
+A change is written only after the person confirms it on the terminal (or passes ``--yes``); a
+Helm-owned policy gets a values file and the ``helm upgrade`` that carries it instead. Exit codes: 0
+applied (or nothing to change), 1 images missing or the rollout failed, 2 bad input or a failed
+preflight, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
+from wizard.cli.images import registry_flags
+from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
+from wizard.cli.session import load_plan, open_cluster, seconds, write_check
+from wizard.paths import backups_dir
+
+if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.ownership import Ownership
+    from wizard.engine.plan import Plan
+    from wizard.engine.render import Rendered
+
+DEFAULT_BACKUP_DIR = backups_dir()
+
+
+async def _confirm(question: str) -> bool:
+    """Ask on the terminal without blocking the event loop: Ctrl-C ends the command at once; EOF is no."""
+    if not sys.stdin.isatty():
+        raise UsageError("refusing to change the cluster without confirmation: stdin is not a terminal; pass --yes")
+    import asyncio  # only where a loop runs: parsing the flags stays light
+    import os
+
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[bytes] = loop.create_future()
+    stdin = sys.stdin.fileno()
+
+    def readable() -> None:
+        if not answer.done():
+            try:
+                answer.set_result(os.read(stdin, 4096))
+            except OSError:
+                answer.set_result(b"")  # the terminal went away: no answer is no
+
+    loop.add_reader(stdin, readable)
+    try:
+        line = await answer
+    finally:
+        loop.remove_reader(stdin)
+    if not line:
+        sys.stderr.write("\n")  # EOF (Ctrl-D): end the prompt's line
+    return line.decode("utf-8", "replace").strip().lower() in ("y", "yes")
+
+
+NO_CHANGES = "no changes: the cluster already holds this plan"
+
+
+async def cmd_apply(args: argparse.Namespace) -> int:
+    """``gpu-wizard apply``."""
+    plan = load_plan(args.answers)
+    check_policy_flags(args)  # before connecting: a bad value costs no cluster round trip
+    async with open_cluster(args) as cluster:
+        return await apply_plan(args, cluster, plan)
+
+
+async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> int:
+    """Preflight, render, image checks, ownership, dry-run and diff, then (confirmed) back up, apply and follow.
+
+    Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
+    """
+    from wizard.cluster.apply import ApplyInterrupted
+    from wizard.engine.ownership import ownership_of
+    from wizard.engine.render import advice_text, render
+
+    preflight = await cluster.preflight(plan)
+    plan = with_policy_flags(args, plan, preflight.cluster_policy)
+    for check in preflight.checks:
+        if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
+            write_check(check, sys.stderr)
+    if not preflight.ok:
+        sys.stderr.write("gpu-wizard: error: preflight failed; nothing applied\n")
+        return EXIT_INVALID
+    rendered = render(plan, await cluster.discover())
+    if rendered.advice:
+        sys.stderr.write(advice_text(rendered.advice))
+    if args.no_registry:
+        sys.stderr.write("! images: not checked (--no-registry)\n")
+    else:
+        from wizard.cli.images import check_images, missing_images_refusal
+
+        problems = await check_images(args, cluster, rendered)
+        if problems and not args.allow_missing_images:
+            message, hint = missing_images_refusal(problems)
+            sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
+            return EXIT_FAILED
+    owner = ownership_of(preflight.cluster_policy)
+    if owner.helm and not args.override_helm:
+        return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
+    if owner.manager != "none":
+        sys.stderr.write(f"! owner: {owner.why_not_apply()}\n")
+    prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
+    if not prepared.ok:
+        for error in prepared.errors:
+            sys.stderr.write(f"✗ validation: {error}\n")
+        sys.stderr.write("gpu-wizard: error: validation failed; nothing applied\n")
+        return EXIT_INVALID
+    if not prepared.changed:  # nothing to write: no backup, no apply
+        sys.stdout.write(NO_CHANGES + "\n")
+        sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
+        return EXIT_OK
+    # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
+    (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
+    if args.dry_run:
+        sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
+        return EXIT_OK
+    if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}?"):
+        sys.stderr.write("nothing applied\n")
+        return EXIT_OK
+    try:
+        result = await cluster.apply(
+            prepared, backup_dir=args.backup_dir, allow_unverified_preinstalled=args.allow_unverified_preinstalled
+        )
+    except ApplyInterrupted as exc:
+        sys.stderr.write(f"gpu-wizard: {exc.message}\nbackup: {exc.result.backup_path}\n  hint: {exc.hint}\n")
+        return EXIT_INTERRUPTED  # run_interruptibly then reports the interrupt itself
+    sys.stderr.write(f"{result.message}\nbackup: {result.backup_path}\n")
+    if not result.ok:
+        return EXIT_FAILED
+    if args.no_wait:
+        return EXIT_OK
+    from wizard.cli.rollout_progress import REFRESH, RolloutPrinter
+
+    stall = args.stall_window or args.wait_timeout
+    json_out = sys.stdout if getattr(args, "output", "text") == "json" else None
+    printer = RolloutPrinter(sys.stderr, stall_window=stall, json_out=json_out)
+    final = None
+    statuses = cluster.rollout(
+        plan,
+        timeout=args.wait_timeout,
+        crash_window=args.crash_window,
+        stall_window=args.stall_window,
+        heartbeat=REFRESH,
+    )
+    async for status in statuses:
+        final = status
+        printer.show(status)
+    if final is not None and final.phase == "ready":
+        return EXIT_OK
+    from wizard.cli import diagnosis as diagnosing  # the rollout failed or stalled: say why, node by node
+
+    diagnosing.write(await diagnosing.gather(cluster, plan), sys.stderr)
+    return EXIT_FAILED
+
+
+def _through_helm(
+    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
+) -> int:
+    """A Helm-owned policy: write the change as the release's values and print the ``helm upgrade`` that carries it."""
+    from wizard.cluster.facade import helm_change, helm_values_path
+
+    target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
+    change = helm_change(rendered, owner, live, target)
+    change.write()
+    sys.stdout.write(change.values_text)
+    then = ""
+    if change.drivers_command:
+        names = ", ".join(change.driver_names)
+        then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
+    sys.stderr.write(
+        f"! owner: {owner.why_not_apply()}\n"
+        f"not applied: the change is in {target}; carry it out with:\n  {change.command}\n{then}"
+        "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
+    )
+    return EXIT_OK
+
+
+def apply_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of every command that applies a plan (``apply``, ``upgrade``)."""
+    parser.add_argument("--dry-run", action="store_true", help="stop after the server-side dry-run and the diff")
+    parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    parser.add_argument(
+        "--backup-dir",
+        default=str(DEFAULT_BACKUP_DIR),
+        metavar="DIR",
+        help=f"where the backup goes (default {DEFAULT_BACKUP_DIR})",
+    )
+    parser.add_argument(
+        "--allow-unverified-preinstalled",
+        action="store_true",
+        help="apply pre-installed mode even where host nvidia-smi did not pass",
+    )
+    parser.add_argument("--force-conflicts", action="store_true", help="take over fields another field manager owns")
+    parser.add_argument(
+        "--override-helm",
+        action="store_true",
+        help="apply directly although a Helm release owns the ClusterPolicy (its next upgrade reverts the change)",
+    )
+    parser.add_argument(
+        "--helm-values",
+        metavar="FILE",
+        help="where the Helm values go when Helm owns the policy (default: state folder)",
+    )
+    parser.add_argument("--no-registry", action="store_true", help="skip the check that each driver image exists")
+    parser.add_argument(
+        "--allow-missing-images",
+        action="store_true",
+        help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
+    )
+    registry_flags(parser)
+    policy_flags(parser)
+    parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
+    parser.add_argument(
+        "--wait-timeout", type=seconds, default=1800.0, metavar="SECONDS", help="rollout limit (default 1800)"
+    )
+    parser.add_argument(
+        "--crash-window",
+        type=seconds,
+        default=300.0,
+        metavar="SECONDS",
+        help="a driver container crash-looping this long fails the rollout (default 300)",
+    )
+    parser.add_argument(
+        "--stall-window",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="a node in one upgrade state this long is named; nothing changing this long fails the rollout "
+        "(default: the --wait-timeout)",
+    )

@@ -1,0 +1,254 @@
+"""Preview an apply: the bodies to send, checked locally and by the server, and the diff against the live objects.
+
+:func:`prepare_apply` decides each body by field ownership (see :mod:`wizard.cluster.apply`'s
+docstring: a new ClusterPolicy is created whole by ``gpu-wizard-create``, a live one gets only the
+plan's fields, repaired where an earlier gpu-wizard left a field out), validates it against the
+release's CRD and on the server (server-side apply with ``dryRun=All`` and ``fieldValidation=Strict``),
+takes back fields from the wizard's own earlier writes under a resourceVersion precondition, and diffs
+the server's answer against the live object (owned fields only for a patched ClusterPolicy). Nothing
+here writes; :func:`wizard.cluster.apply.apply` carries an :class:`ApplyPlan` out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.cluster.backup import ObjectRef, clean
+from wizard.cluster.errors import ApiError
+from wizard.cluster.gateway import FIELD_MANAGER, Gateway
+from wizard.cluster.preflight import POLICY, active_policy
+from wizard.engine.plan import Plan
+from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
+from wizard.engine.render_policy import (
+    POD_DELETION,
+    UPGRADE_POLICY,
+    owned_values,
+    patch_policy,
+    repair_values,
+    set_path,
+)
+
+CREATE_MANAGER = "gpu-wizard-create"
+"""The field manager of the one apply that creates a ClusterPolicy whole (chart defaults included)."""
+OWN_MANAGERS = frozenset({FIELD_MANAGER, CREATE_MANAGER})
+"""Managers whose fields are the wizard's own: its create, and its rollbacks (``gpu-wizard`` updates)."""
+
+
+@dataclass
+class ApplyPlan:
+    """What an apply would do, checked by the server but not yet persisted."""
+
+    objects: list[dict[str, Any]]
+    """The server-side-apply bodies, in apply order (ClusterPolicy first)."""
+    live: dict[str, dict[str, Any] | None]
+    """Live object per ``Kind/name`` (None: the apply creates it)."""
+    diff: str
+    """Unified diff of YAML, live -> after apply (owned fields only for a patched ClusterPolicy)."""
+    errors: list[str]
+    dry_run: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The server's dry-run answer per ``Kind/name``."""
+    preinstalled: bool = False
+    """The ClusterPolicy disables the containerized driver (pre-installed host driver)."""
+    force_conflicts: bool = False
+    plan: Plan | None = None
+    managers: dict[str, str] = field(default_factory=dict)
+    """The field manager per ``Kind/name`` (default ``gpu-wizard``; a new ClusterPolicy: ``gpu-wizard-create``)."""
+    takeover: set[str] = field(default_factory=set)
+    """``Kind/name`` whose fields the wizard takes back from its own create or rollback writes (forced apply)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def changed(self) -> bool:
+        """Applying would change something."""
+        return bool(self.diff)
+
+
+def _strip(obj: Mapping[str, Any] | None, only: Iterable[tuple[str, ...]] | None = None) -> dict[str, Any]:
+    """The part of an object worth diffing: identity, labels, annotations and spec (optionally only some paths)."""
+    if not obj:
+        return {}
+    cleaned = clean(obj)
+    if only is None:
+        return cleaned
+    spec: dict[str, Any] = {}
+    for path in only:
+        node: Any = cleaned.get("spec") or {}
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        target = spec
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        target[path[-1]] = node
+    return {k: v for k, v in cleaned.items() if k != "spec"} | {"spec": spec}
+
+
+def _yaml_lines(obj: Mapping[str, Any]) -> list[str]:
+    return to_yaml([obj]).splitlines(keepends=True) if obj else []
+
+
+def unified_diff(before: Mapping[str, Any], after: Mapping[str, Any], key: str) -> str:
+    """``diff -u`` of two objects' YAML."""
+    lines = difflib.unified_diff(
+        _yaml_lines(before), _yaml_lines(after), fromfile=f"live/{key}", tofile=f"planned/{key}"
+    )
+    return "".join(lines)
+
+
+def _skip_empty_repo_config(body: dict[str, Any], live: Mapping[str, Any], owned: list[tuple[str, ...]]) -> None:
+    """Send the empty repoConfig (which clears a stale ConfigMap name) only when the live policy names one.
+
+    Otherwise the diff would show ``+ repoConfig: configMapName: ''``, a change that changes nothing.
+    """
+    live_repo = (((clean(dict(live)).get("spec") or {}).get("driver") or {}).get("repoConfig")) or {}
+    driver = body.get("spec", {}).get("driver") or {}
+    if not live_repo.get("configMapName") and (driver.get("repoConfig") or {}).get("configMapName") == "":
+        driver.pop("repoConfig", None)
+        owned[:] = [path for path in owned if path[:2] != ("driver", "repoConfig")]
+
+
+async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
+    """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
+    plan = rendered.plan
+    # CPU work off the event loop (the TUI's): loading the CRD schema and validating, then the YAML diffs
+    errors = await asyncio.to_thread(local_errors, rendered)
+
+    live_policy = active_policy(await gateway.list_custom(*POLICY))
+    owned: list[tuple[str, ...]] | None = None
+    managers: dict[str, str] = {}
+    if live_policy is not None:
+        body = patch_policy(plan, rendered.toolkit_install_dir, rendered.toolkit_env)
+        body["metadata"]["name"] = live_policy["metadata"]["name"]
+        owned = owned_paths(plan, rendered.toolkit_env)
+        if _created_whole_by_wizard(live_policy):
+            # An earlier gpu-wizard created the policy as gpu-wizard: sending only the plan's fields
+            # would drop the chart's. Keep sending what that manager owns, at the live values.
+            spec = clean(live_policy).get("spec") or {}
+            for path, value in owned_values(plan, rendered.toolkit_install_dir, rendered.toolkit_env):
+                set_path(spec, path, value)
+            body["spec"] = spec
+        _skip_empty_repo_config(body, live_policy, owned)
+        owns = _applied_by_wizard(live_policy, POD_DELETION)
+        owns_policy = _applied_by_wizard(live_policy, (*UPGRADE_POLICY, "maxParallelUpgrades"))
+        repairs = repair_values(
+            plan,
+            clean(live_policy).get("spec") or {},
+            wizard_owns_pod_deletion=owns,
+            wizard_owns_upgrade_policy=owns_policy,
+        )
+        for path, value in repairs:
+            set_path(body["spec"], path, value)
+            owned.append(path)
+    else:  # created whole by a manager that never applies again (see the module's docstring)
+        body = copy.deepcopy(rendered.cluster_policy)
+        managers[ObjectRef.of(body).key] = CREATE_MANAGER
+    objects = [body, *(copy.deepcopy(d) for d in rendered.nvidia_drivers)]
+
+    live: dict[str, dict[str, Any] | None] = {}
+    dry_run: dict[str, dict[str, Any]] = {}
+    takeover: set[str] = set()
+    diffs: list[str] = []
+    for obj in objects:
+        ref = ObjectRef.of(obj)
+        current = live_policy if ref.kind == "ClusterPolicy" else await gateway.get_custom(*ref.api, ref.name)
+        live[ref.key] = current
+        manager = managers.get(ref.key, FIELD_MANAGER)
+        try:
+            try:
+                answer = await gateway.apply_custom(
+                    *ref.api, ref.name, obj, dry_run=True, force=force_conflicts, field_manager=manager
+                )
+            except ApiError as exc:
+                if not _own_conflict(exc) or current is None:
+                    raise
+                # Fields the wizard itself wrote (its create, a rollback): take them back, but only
+                # from the object the preview saw (a resourceVersion precondition).
+                obj.setdefault("metadata", {})["resourceVersion"] = resource_version(current)
+                takeover.add(ref.key)
+                answer = await gateway.apply_custom(*ref.api, ref.name, obj, dry_run=True, force=True)
+        except ApiError as exc:
+            errors.append(apply_error_text(ref.key, exc))
+            continue
+        dry_run[ref.key] = answer
+        only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
+        diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
+    driver_spec = (body.get("spec") or {}).get("driver") or {}
+    return ApplyPlan(
+        objects=objects,
+        live=live,
+        diff="".join(diffs),
+        errors=errors,
+        dry_run=dry_run,
+        preinstalled=driver_spec.get("enabled") is False,
+        force_conflicts=force_conflicts,
+        plan=plan,
+        managers=managers,
+        takeover=takeover,
+    )
+
+
+def local_errors(rendered: Rendered) -> list[str]:
+    """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``."""
+    bundle = rendered.plan.operator.bundle
+    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
+    for driver in rendered.nvidia_drivers:
+        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    return errors
+
+
+def _diff(
+    current: Mapping[str, Any] | None, answer: Mapping[str, Any], only: list[tuple[str, ...]] | None, key: str
+) -> str:
+    return unified_diff(_strip(current, only), _strip(answer, only), key)
+
+
+def _created_whole_by_wizard(live: Mapping[str, Any]) -> bool:
+    """Whether ``gpu-wizard`` applied the chart's fields too (a policy created before ``gpu-wizard-create``)."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+            if "f:daemonsets" in spec:
+                return True
+    return False
+
+
+def _applied_by_wizard(live: Mapping[str, Any], path: tuple[str, ...]) -> bool:
+    """Whether the ``gpu-wizard`` manager's apply owns ``spec.<path>`` (so it must keep sending it)."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("operation") == "Apply":
+            node: Any = (entry.get("fieldsV1") or {}).get("f:spec")
+            for part in path:
+                node = node.get(f"f:{part}") if isinstance(node, dict) else None
+            if node is not None:
+                return True
+    return False
+
+
+def _own_conflict(exc: ApiError) -> bool:
+    """A server-side-apply conflict with the wizard's own managers only."""
+    return exc.status == 409 and bool(exc.field_managers) and set(exc.field_managers) <= OWN_MANAGERS
+
+
+def apply_error_text(key: str, exc: ApiError) -> str:
+    if exc.status == 409 and exc.field_managers:
+        fields = ", ".join(str(c.get("field") or "") for c in exc.causes if c.get("field"))
+        return (
+            f"{key}: conflict with field manager {', '.join(repr(m) for m in exc.field_managers)}"
+            f"{f' over {fields}' if fields else ''}; another tool manages these fields "
+            "(re-run with --force-conflicts to take them over)"
+        )
+    return f"{key}: {exc.message}"
+
+
+def resource_version(obj: Mapping[str, Any] | None) -> str:
+    """An object's ``metadata.resourceVersion`` (empty for none): what the preview saw, to compare or to guard a write."""
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")

@@ -1,0 +1,106 @@
+"""Which nodes a pod may run on, as the scheduler and the DaemonSet controller decide.
+
+A pod fits a node when its nodeSelector matches the node's labels, one of its required node affinity's
+terms holds (matchExpressions on labels, matchFields on ``metadata.name``) and it tolerates every
+NoSchedule/NoExecute taint; a DaemonSet's pods get the controller's own tolerations on top
+(:data:`DS_TOLERATIONS`). :mod:`wizard.demo.sim.controllers` places pods with these rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from wizard.demo.sim.simutil import labels_of
+
+#: Tolerations the DaemonSet controller adds to every pod it creates.
+DS_TOLERATIONS = [
+    {"key": f"node.kubernetes.io/{taint}", "operator": "Exists", "effect": effect}
+    for taint, effect in (
+        ("not-ready", "NoExecute"),
+        ("unreachable", "NoExecute"),
+        ("disk-pressure", "NoSchedule"),
+        ("memory-pressure", "NoSchedule"),
+        ("pid-pressure", "NoSchedule"),
+        ("unschedulable", "NoSchedule"),
+    )
+]
+
+
+def matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
+    """A nodeSelector matches when every key has exactly that value."""
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+def _term_fits(node: dict[str, Any], term: dict[str, Any]) -> bool:
+    """One nodeSelectorTerm: every matchExpression (labels) and matchField (``metadata.name``) holds."""
+    labels = labels_of(node)
+    fields = {"metadata.name": node["metadata"]["name"]}
+    for source, exprs in ((labels, term.get("matchExpressions")), (fields, term.get("matchFields"))):
+        for expr in exprs or []:
+            key, op, values = expr.get("key", ""), expr.get("operator", ""), expr.get("values") or []
+            present = key in source
+            if op == "In" and not (present and source[key] in values):
+                return False
+            if op == "NotIn" and present and source[key] in values:
+                return False
+            if op == "Exists" and not present:
+                return False
+            if op == "DoesNotExist" and present:
+                return False
+    return True
+
+
+def _tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for tol in tolerations:
+        if tol.get("effect") and tol.get("effect") != taint.get("effect"):
+            continue
+        if tol.get("operator") == "Exists":
+            if not tol.get("key") or tol.get("key") == taint.get("key"):
+                return True
+        elif tol.get("key") == taint.get("key") and (tol.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def fits(node: dict[str, Any], pod_spec: dict[str, Any]) -> bool:
+    """Whether a pod with ``pod_spec`` may run on ``node``: nodeSelector, required node affinity
+    (any term; a term's field index is built once per call), NoSchedule/NoExecute taints tolerated."""
+    if not matches(labels_of(node), pod_spec.get("nodeSelector") or {}):
+        return False
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    if terms and not any(_term_fits(node, term) for term in terms):
+        return False
+    tolerations = list(pod_spec.get("tolerations") or [])
+    return all(
+        _tolerates(tolerations, taint)
+        for taint in (node.get("spec") or {}).get("taints") or []
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def _indexed(spec: dict[str, Any]) -> dict[str, Any]:
+    """A pod spec whose ``matchFields`` value lists are sets (5,000 node names looked up once per node)."""
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = [
+        {
+            **term,
+            "matchFields": [{**f, "values": frozenset(f.get("values") or [])} for f in term.get("matchFields") or []],
+        }
+        for term in required.get("nodeSelectorTerms") or []
+    ]
+    if not terms:
+        return spec
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    return {**spec, "affinity": affinity}
+
+
+def eligible_nodes(ds: dict[str, Any], nodes: list[dict[str, Any]]) -> frozenset[str]:
+    """The nodes a DaemonSet's pods may run on (its template against each node, with the controller's tolerations)."""
+    pod_spec = _indexed(ds["spec"]["template"].get("spec") or {})
+    pod_spec = {**pod_spec, "tolerations": list(pod_spec.get("tolerations") or []) + DS_TOLERATIONS}
+    return frozenset(n["metadata"]["name"] for n in nodes if fits(n, pod_spec))
