@@ -97,3 +97,28 @@ async def test_reconnects_give_up_after_consecutive_failures_only() -> None:
     await reconnects.failed(error)
     with pytest.raises(ConnectionError):
         await reconnects.failed(error)
+
+
+async def test_retrying_waits_the_failed_attempts_retry_after_else_the_backoff() -> None:
+    slow = Policy(attempts=3, initial=30.0, cap=30.0)  # a backoff no test could wait out
+    calls: list[float] = []
+
+    async def attempt() -> str:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise Retryable(RuntimeError("throttled"), retry_after=0.05)
+        return "ok"
+
+    assert await retrying(slow, attempt) == "ok"
+    assert 0.05 <= calls[1] - calls[0] < 5
+
+    backoff = Policy(attempts=2, initial=0.05, cap=0.05)
+    calls.clear()
+
+    async def fails() -> str:
+        calls.append(time.monotonic())
+        raise Retryable(RuntimeError("busy"))
+
+    with pytest.raises(RuntimeError, match="busy"):
+        await retrying(backoff, fails)
+    assert len(calls) == 2 and 0.05 <= calls[1] - calls[0] < 1

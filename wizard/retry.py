@@ -10,8 +10,8 @@
   :data:`APPLY` (one more server-side apply after a dropped connection proved it did not land) and
   :data:`RECONNECT` (a watch that keeps failing, counted between events).
 
-:func:`retrying` runs one attempt function under a policy with ``tenacity``; an attempt that failed
-in a retryable way raises :class:`Retryable`. :class:`Reconnects` applies :data:`RECONNECT` to a
+:func:`retrying` runs one attempt function under a policy; an attempt that failed in a retryable way
+raises :class:`Retryable`. :class:`Reconnects` applies :data:`RECONNECT` to a
 long-running stream, whose consecutive failures are reset by any progress.
 """
 
@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiohttp
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
-from tenacity.wait import wait_base
 
 from wizard.engine.results import CallStats
 
@@ -111,45 +109,30 @@ class Retryable(Exception):
         self.retry_after = retry_after
 
 
-class _Backoff(wait_base):
-    """tenacity's wait: the policy's delay, honouring the failed attempt's ``Retry-After``."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-
-    def __call__(self, retry_state: RetryCallState) -> float:
-        failure = retry_state.outcome.exception() if retry_state.outcome else None
-        retry_after = failure.retry_after if isinstance(failure, Retryable) else None
-        return self.policy.delay(retry_state.attempt_number - 1, retry_after)
-
-
 async def retrying(policy: Policy, attempt: Callable[[], Awaitable[T]], *, stats: CallStats | None = None) -> T:
     """``attempt()`` until it returns or raises anything but :class:`Retryable`, at most ``policy.attempts`` times.
 
-    ``stats.retries`` counts the attempts made after a failure. When the last attempt fails with
-    :class:`Retryable`, its ``outcome`` is raised (an exception) or returned.
+    Between attempts it waits the policy's delay for the attempt that failed (or that attempt's
+    ``Retry-After``). ``stats.retries`` counts the attempts made after a failure. When the last attempt
+    fails with :class:`Retryable`, its ``outcome`` is raised (an exception) or returned.
+
+    A plain loop: it runs around every exec and API call (5,000 execs in one verification), and a
+    general retry library's per-call objects cost more than the one attempt most calls make.
     """
-
-    def count(_: RetryCallState) -> None:
-        if stats is not None:
-            stats.retries += 1
-
-    try:
-        async for state in AsyncRetrying(
-            stop=stop_after_attempt(policy.attempts),
-            wait=_Backoff(policy),
-            retry=retry_if_exception_type(Retryable),
-            before_sleep=count,
-            reraise=True,
-        ):
-            with state:
-                return await attempt()
-    except Retryable as last:
-        if isinstance(last.outcome, BaseException):
-            raise last.outcome from None
-        result: T = last.outcome
-        return result
-    raise AssertionError("unreachable")  # pragma: no cover
+    failed = 0
+    while True:
+        try:
+            return await attempt()
+        except Retryable as exc:
+            failed += 1
+            if failed >= policy.attempts:
+                if isinstance(exc.outcome, BaseException):
+                    raise exc.outcome from None
+                result: T = exc.outcome
+                return result
+            if stats is not None:
+                stats.retries += 1
+            await asyncio.sleep(policy.delay(failed - 1, exc.retry_after))
 
 
 class Reconnects:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 import hashlib
 import ipaddress
 import os
@@ -171,11 +172,8 @@ class Dialer:
         raise ConnectFailed(error or OSError(f"no address for {host}"))
 
     async def _resolve(self, loop: asyncio.AbstractEventLoop, host: str, port: int) -> list[tuple[str, int]]:
-        try:
-            ipaddress.ip_address(host)
+        if _ip_literal(host):
             return [(host, port)]
-        except ValueError:
-            pass
         when, addresses = self._addresses
         if addresses and time.monotonic() - when < RESOLVE_TTL_S:
             return addresses
@@ -186,6 +184,16 @@ class Dialer:
         addresses = list(dict.fromkeys((str(info[4][0]), int(info[4][1])) for info in infos))
         self._addresses = (time.monotonic(), addresses)
         return addresses
+
+
+@functools.lru_cache(maxsize=8)
+def _ip_literal(host: str) -> bool:
+    """Whether ``host`` is an IP address, not a name (asked once per exec, for one or two hosts)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _header_lines(headers: dict[str, str]) -> str:
