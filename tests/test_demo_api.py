@@ -525,3 +525,25 @@ def test_a_status_write_reuses_the_specs_json_and_the_bytes_stay_what_json_dumps
         store.update("pods", {**stored, "status": {"phase": phase}}, adopt=True)
         kept = store._encoded["pods"][("ns", "p")]
         assert kept[:2] == ("", b"") and kept[2] is stored["spec"]  # the old JSON dropped, the spec's kept
+
+
+def test_the_stores_sorted_keys_follow_creates_and_deletes_and_a_list_handed_out_never_changes() -> None:
+    import random
+
+    store = Store()
+    for i in range(300):
+        store.create("pods", {"metadata": {"name": f"p{i:04d}", "namespace": "ns"}})
+    rng = random.Random(7)
+    for step in range(600):
+        name, namespace = f"p{rng.randrange(400):04d}", rng.choice(["ns", "a", "z"])
+        if rng.random() < 0.5:
+            if store.lookup("pods", name, namespace) is None:
+                store.create("pods", {"metadata": {"name": name, "namespace": namespace}})
+        else:
+            store.delete("pods", name, namespace)
+        if step % 5 == 0:
+            handed_out = store.keys("pods")
+            kept = list(handed_out)
+            assert handed_out == sorted((p["metadata"]["namespace"], p["metadata"]["name"]) for p in store.list("pods"))
+            store.create("pods", {"metadata": {"name": f"new{step}", "namespace": "ns"}})
+            assert handed_out == kept  # the keys worked out again are a new list
