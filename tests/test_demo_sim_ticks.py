@@ -137,3 +137,22 @@ async def test_a_daemonset_fills_its_nodes_a_burst_at_a_time(monkeypatch: pytest
     assert sorted(p["spec"]["nodeName"] for p in _probe_pods(store)) == nodes
     ds = store.get("daemonsets", "gpu-wizard-probe-t", NS)
     assert ds["status"]["numberReady"] == ds["status"]["currentNumberScheduled"] == len(nodes)
+
+
+async def test_a_daemonset_sync_pauses_between_pods_and_stops_when_its_daemonset_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(simutil, "TICK_SLICE_S", 0.0)  # a pause after every pod the sync creates
+    sim, store, nodes = await _upstream_world()
+    assert len(nodes) > 2
+    _start_probe(store, nodes)
+    tick = asyncio.create_task(sim.tick())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    created_before = len(_probe_pods(store))
+    assert 0 < created_before < len(nodes), "the sync did not hand the loop back between its pods"
+    store.delete("daemonsets", "gpu-wizard-probe-t", NS)
+    await tick
+    assert len(_probe_pods(store)) <= created_before + 1
+    await settle(sim)
+    assert _probe_pods(store) == [], "the pods of a DaemonSet deleted mid-sync outlived it"

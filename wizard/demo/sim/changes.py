@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.demo.api.store import Key, Store, WatchEvent
-from wizard.demo.sim.controllers import Eligible, reconcile_daemonset, reconcile_jobs
+from wizard.demo.sim.controllers import Eligible, daemonset_sync, reconcile_jobs
 from wizard.demo.sim.operands import DEVICE_PLUGIN_DS, TOOLKIT_DS, VALIDATOR_DS
-from wizard.demo.sim.simutil import Writer, controller_uid, read
+from wizard.demo.sim.simutil import Pacer, Writer, controller_uid, read
 from wizard.demo.sim.world import pod_ready
 
 #: Owners whose objects the operator simulation reconciles.
@@ -199,7 +199,7 @@ class Changes:
                 return
         self.full = True
 
-    def run_controllers(self, writer: Writer, eligible: Eligible) -> tuple[bool, float | None]:
+    async def run_controllers(self, writer: Writer, eligible: Eligible) -> tuple[bool, float | None]:
         """A light tick's controllers: the Job controller (when a Job changed or one's time came), each
         touched plain DaemonSet's, the garbage collector for the owners that went away. Returns whether
         the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
@@ -217,7 +217,13 @@ class Changes:
                 uid = ds["metadata"].get("uid", "")
                 owned = [obj for res, obj in store.dependents(uid) if res == "pods" and controller_uid(obj) == uid]
                 self.daemonset_runs += 1
-                reconcile_daemonset(writer, ds, owned, eligible(ds, nodes))
+                pacer = Pacer()
+                for _ in daemonset_sync(writer, ds, owned, eligible(ds, nodes)):
+                    if pacer.due():
+                        await pacer.pause()
+                        now = store.lookup("daemonsets", name, namespace)
+                        if now is None or now["metadata"].get("uid") != uid:
+                            break  # deleted meanwhile: the garbage collector takes what this sync created
         while self.gone:  # a deleted DaemonSet's uid comes back here within this loop: its pods go too
             collect_dependents(writer, self.gone.pop())
         return jobs_ran, due

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
@@ -83,6 +83,16 @@ def reconcile_daemonset(
     writer: Writer, ds: dict[str, Any], owned: list[dict[str, Any]], eligible: frozenset[str]
 ) -> None:
     """One DaemonSet: its pods (``owned``: those whose controller it is) on exactly the ``eligible`` nodes, and its status."""
+    for _ in daemonset_sync(writer, ds, owned, eligible):
+        pass
+
+
+def daemonset_sync(
+    writer: Writer, ds: dict[str, Any], owned: list[dict[str, Any]], eligible: frozenset[str]
+) -> Iterator[None]:
+    """:func:`reconcile_daemonset`, yielding after each pod it creates: a caller on the API server's loop
+    pauses there (a sync of 250 pods held it 35 ms). Whatever was written during a pause, the status is
+    written only while the DaemonSet is still the object this sync read (a newer one brings it back)."""
     store = writer.store
     meta = ds["metadata"]
     namespace = meta.get("namespace", "default")
@@ -121,6 +131,7 @@ def reconcile_daemonset(
         created = writer.create("pods", pod, adopt=True)  # fresh but for the template's parts, never mutated
         if created is not None:
             on_node[node] = created
+        yield
     outdated = [p for p in on_node.values() if labels_of(p).get("controller-revision-hash") != revision]
     rolling = ds["spec"].get("updateStrategy", {}).get("type") != "OnDelete"
     if rolling and outdated and all(pod_ready(p) for p in on_node.values() if p not in outdated):
@@ -140,7 +151,7 @@ def reconcile_daemonset(
     }
     if len(eligible) - ready:
         status["numberUnavailable"] = len(eligible) - ready
-    if ds.get("status") != status:
+    if ds.get("status") != status and store.lookup("daemonsets", meta["name"], namespace) is ds:
         writer.update("daemonsets", {**ds, "status": status})
 
 

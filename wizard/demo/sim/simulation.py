@@ -225,7 +225,7 @@ class Simulation:
         handles makes the next tick a full one."""
         changes = self.changes
         writer = Writer(self.store)
-        jobs_ran, due = changes.run_controllers(writer, self._eligible_nodes)
+        jobs_ran, due = await changes.run_controllers(writer, self._eligible_nodes)
         if jobs_ran:
             self._jobs_at = None if due is None else time.monotonic() + due
         keys_now, changes.pods = sorted(changes.pods), set()

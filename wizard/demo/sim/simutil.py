@@ -40,7 +40,7 @@ def template_hash(template: dict[str, Any]) -> str:
     return stable_suffix(json.dumps(template, sort_keys=True), 10)
 
 
-TICK_SLICE_S = 0.003
+TICK_SLICE_S = 0.001
 """How long a tick works before it hands the event loop back to the API server (see :class:`Pacer`)."""
 
 
