@@ -97,6 +97,24 @@ def machine() -> dict[str, str]:
     return {"nproc": str(os.cpu_count()), "cpu": model, "python": platform.python_version()}
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """The machine's CPU time so far as (stolen, all) clock ticks from /proc/stat; (0, 0) where unreadable.
+
+    Stolen time is what the hypervisor gave other guests while this VM wanted a core: on a shared host it
+    comes and goes (0 to 27 % within one run here), and every wall time measured meanwhile stretches with it.
+    """
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        return fields[7], sum(fields[:8])  # user nice system idle iowait irq softirq steal
+    return 0, 0
+
+
+def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the machine's CPU time stolen between two :func:`cpu_ticks` readings, in percent."""
+    total = after[1] - before[1]
+    return round(100 * (after[0] - before[0]) / total, 1) if total > 0 else 0.0
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set size in MiB (``VmHWM``).
 

@@ -45,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.demo_server import Served, large_scenario, machine, peak_rss_mb, served
+from benchmarks.demo_server import Served, cpu_ticks, large_scenario, machine, peak_rss_mb, served, steal_pct
 from benchmarks.stallwatch import StallWatch
 
 TARGET = 1.3
@@ -75,9 +75,11 @@ class LoopLag:
         self.interval = interval
         self.longest = (0.0, 0.0)
         self._task: asyncio.Task[None] | None = None
+        self._ticks = (0, 0)
 
     def start(self) -> None:
         self.longest = (0.0, 0.0)
+        self._ticks = cpu_ticks()
         self._task = asyncio.get_running_loop().create_task(self._beat())
 
     async def stop(self) -> dict[str, float]:
@@ -85,7 +87,11 @@ class LoopLag:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        return {"max_stall_ms": round(self.longest[0] * 1000), "max_stall_cpu_ms": round(self.longest[1] * 1000)}
+        return {
+            "max_stall_ms": round(self.longest[0] * 1000),
+            "max_stall_cpu_ms": round(self.longest[1] * 1000),
+            "steal_pct": steal_pct(self._ticks, cpu_ticks()),
+        }
 
     async def _beat(self) -> None:
         while True:
@@ -280,7 +286,8 @@ def main() -> int:
                 "(2 cores shared by both)"
             )
             print(
-                f"  longest loop stall {r['max_stall_ms']} ms (of it the loop thread's CPU: {r['max_stall_cpu_ms']} ms)"
+                f"  longest loop stall {r['max_stall_ms']} ms (of it the loop thread's CPU: {r['max_stall_cpu_ms']} ms); "
+                f"CPU time stolen by the hypervisor meanwhile: {r['steal_pct']} %"
             )
         print(f"peak RSS of this process: {result['peak_rss_mb']} MiB; machine: {result['machine']}")
     verified = result["runs"]["verify"]
