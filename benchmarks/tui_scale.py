@@ -48,7 +48,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.demo_server import Served, large_scenario, machine, served
+from benchmarks.demo_server import Served, cpu_ticks, large_scenario, machine, served, steal_pct
 from benchmarks.stallwatch import Phased, StallWatch
 from benchmarks.verification import settle
 
@@ -198,6 +198,7 @@ class Walk:
         self.app = pilot.app
         self.probe = probe
         self.steps: dict[str, dict[str, float]] = {}
+        self._ticks = (0, 0)
         self.f1_ms: dict[str, float] = {}
         self.f1_cpu_ms: dict[str, float] = {}
         self.engine: dict[str, float] = {}
@@ -235,6 +236,7 @@ class Walk:
 
     def begin(self, name: str) -> float:
         self.probe.phase = name
+        self._ticks = cpu_ticks()
         return time.perf_counter()
 
     def end(self, name: str, start: float) -> None:
@@ -246,6 +248,7 @@ class Walk:
             "rss_mb": round(rss_mb(), 1),
             "gc_max_ms": round(self.probe.gc_max.get(name, 0.0), 1),
             "gc_total_ms": round(self.probe.gc_total.get(name, 0.0), 1),
+            "steal_pct": steal_pct(self._ticks, cpu_ticks()),
         }
         print(f"{name}: {self.steps[name]}", file=sys.stderr, flush=True)
 
@@ -349,11 +352,13 @@ class Walk:
         state, kubeconfig = self.app.state, self.server.kubeconfig
         self.probe.phase = f"engine {step}"
         await settle(self.server)  # the server may still delete the TUI's probe pods: start both runs alike
+        ticks = cpu_ticks()
         if step == "paths":
             seconds = await engine_paths(kubeconfig, state.valid_plan(), state.get("toolkit.installDir"))
         else:
             seconds = await engine_verify(kubeconfig, state.valid_plan(), state.rendered)
         self.engine[f"{step}_s"] = round(seconds, 3)
+        self.engine[f"{step}_steal_pct"] = steal_pct(ticks, cpu_ticks())
         print(f"{step} through the engine alone: {seconds:.2f} s", file=sys.stderr, flush=True)
 
     async def apply(self) -> None:
