@@ -164,10 +164,11 @@ class VerifyStep(StepScreen):
         tail = sorted(state.checks, key=lambda c: c.node)[-LOG_LINES:]  # formatted: only the lines kept
         log.write_lines(printable(check.line()) for check in tail)
         self.call_after_refresh(log.scroll_end, animate=False)  # the tail, once the table above has its final height
-        self.wizard.exit_code = 0 if self.verified() else 1
+        verified = self.verified()
+        self.wizard.exit_code = 0 if verified else 1
         self._summary()
         self.refresh_nav()
-        if self.verified():
+        if verified:
             self.state.forget_progress()
         elif any(not c.ok for c in state.checks):
             await self._diagnose(plan)
@@ -198,6 +199,7 @@ class VerifyStep(StepScreen):
         """How many times queued results were drawn (a test counts them)."""
         self._seen_nodes: set[str] = set()
         self._failed, self._passed = 0, 0
+        self._tallied, self._unclean = 0, 0
         self._failed_nodes: dict[str, None] = {}
         self._skipped: list[Any] = []
         self._general: list[Any] = []
@@ -283,13 +285,21 @@ class VerifyStep(StepScreen):
         self.app.push_screen(HelpDialog(f"Verify — {node}", "\n".join(lines)))
 
     def verified(self) -> bool:
-        """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made."""
+        """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made.
+
+        From the tally when it counted every finding (a scan of 30,000 findings took ~45 ms of the loop,
+        and the end of a verification asked twice)."""
         checks = self.state.checks
+        if self._tallied == len(checks):
+            return self._tallied > 0 and self._unclean == 0
         return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
     def _tally(self, check: Any) -> None:
         """Count ``check`` into the summary's figures (kept as results come: no rescan of thousands of checks)."""
         status = check.status.value
+        self._tallied += 1
+        if not check.ok or status == "skipped":
+            self._unclean += 1
         if check.node:
             self._seen_nodes.add(check.node)
         if not check.ok:
