@@ -303,14 +303,13 @@ class Store:
         with self._lock:
             keys = self._sorted.get(resource)
             stale = self._sorted_stale.pop(resource, None)
-            if keys is None or stale:
-                bucket = self._objects.get(resource, {})
-                if keys is None:
-                    keys = sorted(bucket)
-                else:
-                    assert stale is not None
-                    keys = sorted([k for k in keys if k not in stale] + [k for k in stale if k in bucket])
-                self._sorted[resource] = keys
+            bucket = self._objects.get(resource, {})
+            if keys is None:
+                keys = self._sorted[resource] = sorted(bucket)
+            elif stale:
+                keys = self._sorted[resource] = sorted(
+                    [k for k in keys if k not in stale] + [k for k in stale if k in bucket]
+                )
             return keys
 
     def iter_objects(self, resource: str, namespace: str | None = None) -> Iterator[dict[str, Any]]:

@@ -51,21 +51,19 @@ class Pacer:
     here they share one event loop, so a tick that steps 5,000 probe pods in one go (a few hundred
     milliseconds) would stall every request, exec frame and watch in flight meanwhile, which no real
     cluster does. A tick asks :meth:`due` between pods and, when it is, awaits :meth:`pause`; whatever it
-    read before the pause may have changed when it goes on (see the callers).
+    read before the pause may have changed when it goes on (see the callers). The engine's
+    :class:`wizard.cluster.slices.Slices` does the same for the client; the demo imports no engine code.
     """
 
-    def __init__(self, budget: float | None = None) -> None:
-        self.budget = TICK_SLICE_S if budget is None else budget
-        self.until = time.monotonic() + self.budget
-        self.pauses = 0
+    def __init__(self) -> None:
+        self.until = time.monotonic() + TICK_SLICE_S
 
     def due(self) -> bool:
         return time.monotonic() >= self.until
 
     async def pause(self) -> None:
         await asyncio.sleep(0)
-        self.pauses += 1
-        self.until = time.monotonic() + self.budget
+        self.until = time.monotonic() + TICK_SLICE_S
 
 
 def read(store: Store, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
