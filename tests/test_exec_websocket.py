@@ -23,10 +23,10 @@ from tests.cluster_util import kubeconfig
 from tests.fixtures_demo import ClusterFactory
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
 from wizard.cluster.facade import Cluster
-from wizard.cluster.gateway import Gateway, websocket
+from wizard.cluster.gateway import Gateway, websocket, wsconnection
 from wizard.cluster.gateway.wsframes import FrameReader, ProtocolViolation, masked_frame
 from wizard.cluster.probe import PROBE_CONTAINER, ProbePod
-from wizard.cluster.transport import ExecOutput
+from wizard.cluster.transport import ConnectFailed, ExecOutput
 from wizard.demo.serve import DemoClusterThread
 
 NS = "gpu-operator"
@@ -172,7 +172,7 @@ async def test_the_server_closes_each_exec_connection_after_the_close_handshakes
         # Nothing holds a closed connection (its TLS object and buffers): 5,000 execs' worth held for the
         # client's close timer made the TUI's Verify step pass 500 MB.
         gc.collect()  # garbage of earlier tests (an aborted exec's cycles) is not what this counts
-        assert not [o for o in gc.get_objects() if isinstance(o, websocket._Connection)]
+        assert not [o for o in gc.get_objects() if isinstance(o, wsconnection.Connection)]
 
 
 async def test_a_refusal_names_the_status_and_only_5xx_and_429_are_retried(demo: DemoClusterThread) -> None:
@@ -372,3 +372,94 @@ async def test_a_server_that_agrees_to_no_exec_protocol_is_a_protocol_violation(
             await dialer.run("/x", {}, lambda _message: None)
     finally:
         await runner.cleanup()
+
+
+async def test_overlapping_execs_take_connections_dialled_ahead_and_a_lone_exec_leaves_none(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While execs overlap, the next ones find their TCP connection and TLS handshake done (dialled while the
+    others waited for their commands); what is left unused is closed after a while; one exec at a time
+    dials for itself and leaves nothing open behind it."""
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("SKIPPED: no /proc/net/tcp to read TCP states from (not Linux)")
+    monkeypatch.setattr(websocket, "AHEAD_TTL_S", 0.3)
+    port = int(demo.url.rsplit(":", 1)[1].strip("/"))
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster, _probe(cluster) as pod:
+        gateway, bound = cluster.gateway, asyncio.Semaphore(6)
+
+        async def one() -> str:
+            async with bound:
+                return await _uname(gateway, pod)
+
+        before = set(_client_ends(port, "01"))  # the API client's own keep-alive connections
+        outputs = await asyncio.gather(*(one() for _ in range(30)))
+        assert outputs == ["5.14.21-150500.55.166-default"] * 30
+        dialer = gateway._execs
+        assert dialer is not None and dialer.taken_ahead >= 10, dialer.taken_ahead
+        assert len(dialer._ahead) <= websocket.DIAL_AHEAD
+        deadline = time.monotonic() + 5
+        while (dialer._ahead or set(_client_ends(port, "01")) - before) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not dialer._ahead and not set(_client_ends(port, "01")) - before, "connections dialled ahead left open"
+
+        taken = dialer.taken_ahead
+        for _ in range(3):
+            assert await _uname(gateway, pod) == "5.14.21-150500.55.166-default"
+        assert dialer.taken_ahead == taken and not dialer._ahead  # nothing dialled for a lone exec
+
+
+def _client_ends(port: int, state: str) -> list[tuple[int, int, str]]:
+    """This machine's TCP sockets in ``state`` whose remote end is ``port`` (the client's side of them)."""
+    return [row for row in _tcp_states(port) if row[1] == port and row[2] == state]
+
+
+async def test_a_connection_dialled_ahead_that_the_server_closed_is_dropped_not_taken() -> None:
+    """A server may close a connection that carries no request yet: the exec after that dials afresh and
+    sees no error; a server that cannot be reached gets no connections dialled ahead at all."""
+    from aiohttp import web
+
+    from wizard.cluster.gateway.websocket import Dialer
+    from wizard.cluster.transport import EXEC_PROTOCOL
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(protocols=(EXEC_PROTOCOL,))
+        await ws.prepare(request)
+        await asyncio.sleep(0.05)
+        await ws.send_bytes(b"\x01done")
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/x", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        dialer = Dialer(f"http://127.0.0.1:{port}", None, protocol=EXEC_PROTOCOL)
+        messages: list[bytes] = []
+        assert await dialer.run("/x", {}, messages.append)  # the server is reached: now connections are dialled ahead
+        assert all(await asyncio.gather(*(dialer.run("/x", {}, messages.append) for _ in range(4))))
+        assert dialer._ahead, "four overlapping execs left no connection dialled ahead"
+        while any(c.stage != "idle" for c in dialer._ahead):
+            await asyncio.sleep(0.01)
+        assert runner.server is not None
+        for handler_ in runner.server.connections:  # the server closes the idle ones
+            if handler_.transport is not None:
+                handler_.transport.close()
+        deadline = time.monotonic() + 5
+        while dialer._ahead and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert not dialer._ahead
+        taken = dialer.taken_ahead
+        assert await dialer.run("/x", {}, messages.append)
+        assert dialer.taken_ahead == taken and messages.count(b"\x01done") == 6
+    finally:
+        await runner.cleanup()
+
+    with pytest.raises(ConnectFailed):  # the server is gone: every exec fails for itself, nothing dials ahead
+        await asyncio.gather(*(dialer.run("/x", {}, messages.append) for _ in range(4)))
+    await asyncio.sleep(0.05)
+    assert not dialer.reachable and not dialer._ahead
+    dialer.close()

@@ -55,7 +55,10 @@ class GatewayBase:
         """Requests sent (every attempt) and retries made, for fault reports."""
 
     async def close(self) -> None:
-        """Close the HTTP session (an exec's connection is its own, closed when it ends)."""
+        """Close the HTTP session and the execs' connections dialled ahead (an exec's own connection is
+        closed when it ends)."""
+        if self._execs is not None:
+            self._execs.close()
         await self.api.close()
 
     def _transport_error(self, exc: BaseException, what: str, timeout: float) -> ClusterError:

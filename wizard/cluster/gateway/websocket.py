@@ -2,22 +2,29 @@
 
 Every exec is a connection of its own (the exec protocol shares none), so the client CPU of a
 verification of thousands of nodes is mostly what one connection costs. This client keeps that to
-the protocol's own work: one :class:`asyncio.Protocol` per exec does the TCP connection, an HTTP
-``CONNECT`` when the kubeconfig (or the environment) names a proxy, the TLS handshake through an
-:class:`ssl.SSLObject` over memory buffers, the HTTP/1.1 Upgrade request (written by hand, its fixed
-headers built once per gateway) with the ``Sec-WebSocket-Accept`` check, and reads the server's frames
-(binary and text messages, fragmented ones, close, ping answered by a masked pong). It uses the TLS
-context the Kubernetes client configured (CA, client certificate and key, verification on or off) and
-the cluster's ``tls-server-name``; and because it drives the TLS object itself, it can hand the server's
-session ticket from one exec to the next: a resumed handshake costs a fraction of a full one, on both
-sides (the server's certificate is neither signed for nor verified again). A server that declines
+the protocol's own work: one :class:`~wizard.cluster.gateway.wsconnection.Connection` per exec does the
+TCP connection, an HTTP ``CONNECT`` when the kubeconfig (or the environment) names a proxy, the TLS
+handshake through an :class:`ssl.SSLObject` over memory buffers, the HTTP/1.1 Upgrade request (written by
+hand, its fixed headers built once per gateway) with the ``Sec-WebSocket-Accept`` check, and reads the
+server's frames (binary and text messages, fragmented ones, close, ping answered by a masked pong). It
+uses the TLS context the Kubernetes client configured (CA, client certificate and key, verification on or
+off) and the cluster's ``tls-server-name``; and because it drives the TLS object itself, it can hand the
+server's session ticket from one exec to the next: a resumed handshake costs a fraction of a full one, on
+both sides (the server's certificate is neither signed for nor verified again). A server that declines
 resumption gets a full handshake; nothing else changes.
+
+While several execs run at once (a verification's), the :class:`Dialer` dials a few connections ahead of
+the execs to come: their TCP connection and TLS handshake (two round trips, and the handshake's CPU on
+both sides) happen while other execs wait for their commands, and the next exec sends its upgrade request
+at once. A connection dialled ahead and not taken within :data:`AHEAD_TTL_S` is closed; one exec at a time
+dials for itself only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
 import functools
 import hashlib
@@ -28,37 +35,21 @@ import ssl
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-import aiohttp
-
-from wizard.cluster.gateway.wsframes import (
-    FrameReader,
-    HandshakeRefused,
-    ProtocolViolation,
-    ProxyRefused,
-    http_head,
-)
+from wizard.cluster.gateway.wsconnection import Connection, Upgrade
 from wizard.cluster.transport import ConnectFailed, shown_proxy
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 RESOLVE_TTL_S = 10.0
+"""How long a host name's addresses are reused (thousands of execs would otherwise resolve it each)."""
 HAPPY_EYEBALLS_S = 0.25
 """RFC 8305's connection attempt delay: the next address is tried when the first has not answered by then."""
-"""How long a host name's addresses are reused (thousands of execs would otherwise resolve it each)."""
-SESSION_RENEWAL_S = 300.0
-"""How long one TLS session is offered before a newer one replaces it (at most half its lifetime)."""
-_READ = 256 * 1024
-SERVER_CLOSE_WAIT_S = 5.0
-"""How long after the close handshake the server may take to close the TCP connection before the client does."""
-
-
-@dataclass(frozen=True)
-class Upgrade:
-    """One exec's upgrade request and the ``Sec-WebSocket-Accept`` its answer must carry."""
-
-    request: bytes = field(repr=False)  # it carries the credential header: never in a traceback's locals
-    accept: str
+DIAL_AHEAD = 4
+"""Connections kept dialled ahead while execs overlap (at most one fewer than the execs running): enough
+for 16 execs of 50 ms each, whose connections take 5-15 ms to set up on a loaded machine."""
+AHEAD_TTL_S = 2.0
+"""How long a connection dialled ahead waits for an exec before it is closed (an API server keeps a
+connection with no request open for far longer: k8s.io/apiserver's secure serving waits 32 s for a request's header)."""
 
 
 class Dialer:
@@ -96,6 +87,14 @@ class Dialer:
         """When the kept session is to be replaced by a fresh one (monotonic clock)."""
         self.resumed = 0
         """Handshakes that resumed a session (for tests and benchmarks)."""
+        self.ahead = DIAL_AHEAD
+        """At most this many connections dialled ahead (0: none)."""
+        self.taken_ahead = 0
+        """Execs that went over a connection dialled ahead (for tests and benchmarks)."""
+        self.reachable = False
+        """The last connection reached the server: only then are connections dialled ahead."""
+        self._ahead: collections.deque[Connection] = collections.deque()
+        self._running = 0
         self._addresses: tuple[float, list[tuple[str, int]]] = (0.0, [])
         netloc = parts.netloc.rpartition("@")[2]
         fixed = {
@@ -108,7 +107,7 @@ class Dialer:
         }
         self._fixed = _header_lines(fixed)
         self.proxy: tuple[str, int] | None = None
-        self._connect = b""
+        self.connect_request = b""
         if proxy:
             via = urllib.parse.urlsplit(proxy)
             if via.scheme != "http" or not via.hostname:
@@ -122,7 +121,7 @@ class Dialer:
                 extra.setdefault("Proxy-Authorization", f"Basic {credentials}")
             authority = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
             lines = _header_lines({"Host": authority, **extra})
-            self._connect = f"CONNECT {authority} HTTP/1.1\r\n{lines}\r\n".encode("latin-1")
+            self.connect_request = f"CONNECT {authority} HTTP/1.1\r\n{lines}\r\n".encode("latin-1")
 
     def upgrade(self, target: str, headers: dict[str, str]) -> Upgrade:
         """The upgrade request for ``target`` (path and query, under the server's path prefix) with a fresh key."""
@@ -135,18 +134,76 @@ class Dialer:
         """One websocket: every message to ``on_message`` until the server closes it. True when it closed
         with a close frame, False when the connection ended without one (dropped)."""
         loop = asyncio.get_running_loop()
-        connection = _Connection(self, self.upgrade(target, headers), on_message, loop)
-        host, port = self.proxy or (self.host, self.port)
+        upgrade = self.upgrade(target, headers)
+        self._running += 1
+        connection = self._take_ahead()
         closed_cleanly = False
         try:
-            await self._open(loop, connection, host, port)
+            if connection is not None:
+                connection.take(upgrade, on_message)
+                self.taken_ahead += 1
+                self._dial_ahead(loop)
+            else:
+                connection = Connection(self, loop)
+                connection.take(upgrade, on_message)
+                self._dial_ahead(loop)
+                await self._open(loop, connection)
             closed_cleanly = await connection.done
             return closed_cleanly
         finally:
-            if not closed_cleanly:  # a clean close leaves the TCP close to the server (see _plain)
+            self._running -= 1
+            if not closed_cleanly and connection is not None:  # a clean close leaves the TCP close to the server
                 connection.abort()
 
-    async def _open(self, loop: asyncio.AbstractEventLoop, connection: _Connection, host: str, port: int) -> None:
+    def _take_ahead(self) -> Connection | None:
+        """The oldest connection dialled ahead that is still good (TLS up, or on its way)."""
+        while self._ahead:
+            connection = self._ahead.popleft()
+            if not connection.dead:
+                return connection
+        return None
+
+    def _dial_ahead(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Dial connections for the execs to come while others run (one fewer than are running, at most
+        :attr:`ahead`): a lone exec leaves no connection behind, a verification's finds one ready."""
+        if not self.reachable:  # the server refused or did not answer: each exec finds out for itself
+            return
+        wanted = min(self.ahead, self._running - 1)
+        while len(self._ahead) < wanted:
+            connection = Connection(self, loop)
+            connection.timer = loop.call_later(AHEAD_TTL_S, connection.expire)
+            connection.dialling = loop.create_task(self._dial(loop, connection))
+            self._ahead.append(connection)
+
+    async def _dial(self, loop: asyncio.AbstractEventLoop, connection: Connection) -> None:
+        try:
+            await self._open(loop, connection)
+        except Exception as exc:  # the exec that took it meanwhile ends with the error; otherwise it is dropped
+            connection.dialling = None
+            connection.fail(exc)
+        else:
+            connection.dialling = None
+
+    def forget(self, connection: Connection) -> None:
+        """A connection dialled ahead failed, was closed or expired: not to be taken."""
+        with contextlib.suppress(ValueError):
+            self._ahead.remove(connection)
+
+    def close(self) -> None:
+        """Close the connections dialled ahead and dial no more (the gateway closes)."""
+        self.ahead = 0
+        while self._ahead:
+            self._ahead.popleft().expire()
+
+    async def _open(self, loop: asyncio.AbstractEventLoop, connection: Connection) -> None:
+        host, port = self.proxy or (self.host, self.port)
+        try:
+            await self._connect(loop, connection, host, port)
+        except ConnectFailed:
+            self.reachable = False
+            raise
+
+    async def _connect(self, loop: asyncio.AbstractEventLoop, connection: Connection, host: str, port: int) -> None:
         addresses = await self._resolve(loop, host, port)
         if len(addresses) > 1:
             # Several addresses (an AAAA record beside the A one): raced as RFC 8305 says, so one that does
@@ -201,190 +258,3 @@ def _header_lines(headers: dict[str, str]) -> str:
         if any(c in f"{name}{value}" for c in "\r\n\0"):
             raise ValueError(f"header {name!r}: a line break in its name or value")
     return "".join(f"{name}: {value}\r\n" for name, value in headers.items())
-
-
-class _Connection(asyncio.Protocol):
-    """One exec's connection: proxy tunnel, TLS in memory, upgrade, then frames (see the module's text)."""
-
-    def __init__(
-        self, dialer: Dialer, upgrade: Upgrade, on_message: Callable[[bytes], None], loop: asyncio.AbstractEventLoop
-    ) -> None:
-        self.dialer = dialer
-        self.upgrade = upgrade
-        self.done: asyncio.Future[bool] = loop.create_future()
-        self.transport: asyncio.Transport | None = None
-        self.stage = "proxy" if dialer.proxy else "tls"
-        self.buffer = bytearray()
-        self.tls: ssl.SSLObject | None = None
-        self.incoming = ssl.MemoryBIO()
-        self.outgoing = ssl.MemoryBIO()
-        self.frames = FrameReader(on_message)
-        self._close_timer: asyncio.TimerHandle | None = None
-        """Cuts the connection off if the server does not close it after the close handshakes."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        try:
-            if self.stage == "proxy":
-                transport.write(self.dialer._connect)
-            else:
-                self._secure()
-        except Exception as exc:  # e.g. a server name TLS cannot use: this exec fails with it
-            self._fail(exc)
-
-    def _secure(self) -> None:
-        """Start TLS (or, for ``http://``, the upgrade at once)."""
-        dialer = self.dialer
-        if dialer.tls is None:
-            self.stage = "upgrade"
-            self._send(self.upgrade.request)
-            return
-        self.stage = "tls"
-        self.tls = dialer.tls.wrap_bio(
-            self.incoming, self.outgoing, server_hostname=dialer.server_name, session=dialer.session
-        )
-        self._handshake()
-
-    def _handshake(self) -> bool:
-        assert self.tls is not None
-        try:
-            self.tls.do_handshake()
-        except ssl.SSLWantReadError:
-            self._flush()
-            return False
-        if self.tls.session_reused:
-            self.dialer.resumed += 1
-        self.stage = "upgrade"
-        self._send(self.upgrade.request)
-        return True
-
-    def _send(self, data: bytes) -> None:
-        if self.tls is not None:
-            self.tls.write(data)
-            self._flush()
-        elif self.transport is not None:
-            self.transport.write(data)
-
-    def _flush(self) -> None:
-        pending = self.outgoing.read()
-        if pending and self.transport is not None:
-            self.transport.write(pending)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            if self.stage == "proxy":
-                self._tunnel(data)
-            elif self.tls is None:
-                self._plain(data)
-            else:
-                self._decrypt(data)
-        except Exception as exc:  # any failure ends this exec with it (never the loop's exception handler)
-            self._fail(exc)
-
-    def _tunnel(self, data: bytes) -> None:
-        self.buffer += data
-        answer = http_head(self.buffer)
-        if answer is None:
-            return
-        if answer[0] != 200:
-            raise ProxyRefused(answer[0])
-        self.buffer.clear()
-        self._secure()
-
-    def _decrypt(self, data: bytes) -> None:
-        assert self.tls is not None
-        self.incoming.write(data)
-        if self.stage == "tls" and not self._handshake():
-            return
-        while True:
-            try:
-                chunk = self.tls.read(_READ)
-            except ssl.SSLWantReadError:
-                break
-            except ssl.SSLZeroReturnError:  # the server's close_notify (CPython reads it as b"" mostly)
-                chunk = b""
-            if not chunk:  # the server's close_notify: what follows is the connection's end
-                self._answer_close_notify()
-                break
-            self._plain(chunk)
-        self._flush()  # reading may have produced TLS records to send (a key update's answer)
-
-    def _answer_close_notify(self) -> None:
-        """Send ours back: a server waits for it before it closes the TCP connection (asyncio's does, up to
-        its shutdown timeout), and the close is the server's to make (see :meth:`_plain`)."""
-        assert self.tls is not None
-        # No answer possible (a broken connection): the server's timeout or our abort ends it.
-        with contextlib.suppress(ssl.SSLError):
-            self.tls.unwrap()
-
-    def _plain(self, data: bytes) -> None:
-        if self.stage == "upgrade":
-            self.buffer += data
-            answer = http_head(self.buffer)
-            if answer is None:
-                return
-            self._upgraded(*answer)
-            data, self.buffer = bytes(self.buffer), bytearray()
-        reply = self.frames.feed(data)
-        if reply:
-            self._send(reply)
-        if self.frames.closed and not self.done.done():
-            self._keep_session()
-            self.done.set_result(True)
-            # The server closes the TCP connection first (RFC 6455 7.1.1), so the TIME_WAIT is the
-            # server's: thousands of execs whose client closed first left as many TIME_WAITs here, and
-            # each new connect() searched past them for a free port (connect 10x dearer at 3,000 nodes).
-            # A server that does not close is cut off after a while.
-            if self.transport is not None:
-                self._close_timer = asyncio.get_running_loop().call_later(SERVER_CLOSE_WAIT_S, self.abort)
-
-    def _upgraded(self, status: int, headers: dict[str, str]) -> None:
-        if status != 101:
-            raise HandshakeRefused(status)
-        if headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in headers.get("connection", "").lower():
-            raise ProtocolViolation("the server answered 101 without upgrading to a websocket")
-        if headers.get("sec-websocket-accept") != self.upgrade.accept:
-            raise ProtocolViolation("the server's Sec-WebSocket-Accept does not match the request's key")
-        agreed = headers.get("sec-websocket-protocol", "")
-        if agreed != self.dialer.protocol:  # without it the frames carry no exit status to read
-            raise ProtocolViolation(
-                f"the server agreed to exec protocol {agreed or 'none'!r}, not {self.dialer.protocol}"
-            )
-        self.stage = "frames"
-
-    def _keep_session(self) -> None:
-        """Offer this connection's TLS session to the next ones (a TLS 1.3 ticket arrives after the handshake).
-
-        Reading a session out of OpenSSL costs about a third of a full handshake, so the one kept is read
-        again only when it was not resumed (the server no longer takes it) or is due for renewal."""
-        if self.tls is None:
-            return
-        dialer = self.dialer
-        if self.tls.session_reused and time.monotonic() < dialer.session_renewal:
-            return
-        session = self.tls.session
-        if session is not None and session.has_ticket:
-            dialer.session = session
-            dialer.session_renewal = time.monotonic() + min(session.timeout / 2, SESSION_RENEWAL_S)
-
-    def _fail(self, exc: BaseException) -> None:
-        if not self.done.done():
-            self.done.set_exception(exc)
-        self.abort()
-
-    def abort(self) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.abort()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self._close_timer is not None:  # the server closed: the timer (and what it holds) goes at once
-            self._close_timer.cancel()
-            self._close_timer = None
-        if self.done.done():
-            return
-        if self.stage == "frames":
-            self._keep_session()
-            self.done.set_result(False)  # no close frame: whether the command finished is the caller's to say
-        else:
-            self.done.set_exception(aiohttp.ServerDisconnectedError())
