@@ -21,7 +21,9 @@ async def open_gateway(
 
     A rejected credential is a ClusterError saying so (401/403); the gateway is closed on every failure.
     """
-    with collector.paused():  # the Kubernetes client's classes are imported: no collection walks them meanwhile
+    # The Kubernetes client's classes are imported (~190,000 objects): no collection walks them meanwhile,
+    # nor as the pause ends (a run's pause freezes what it kept first); they then join the oldest generation.
+    with collector.frozen(), collector.paused():
         gateway = await Gateway.connect(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout)
     try:
         marker = None if in_cluster else demo_marker(kubeconfig, gateway.context)
