@@ -96,6 +96,30 @@ async def test_a_watch_refused_once_is_opened_again_from_its_version_after_a_pau
     assert again == first and reopened - refused >= 0.9  # RECONNECT's first wait (1 s, less the clocks' slack)
 
 
+async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_server_asked(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))  # far below 1 s
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.retry_after_s, faults.budget = 1.0, 429, 1, 1
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, first, refused), (_, again, reopened), *_ = requests.of("watch")
+    assert again == first and reopened - refused >= 0.9  # the server's Retry-After: 1, not the 0.01 s backoff
+
+
+async def test_a_retry_after_longer_than_the_run_ends_at_its_deadline(demo: DemoClusterThread) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.retry_after_s = 1.0, 429, 10
+    record(demo, fault_watches=True)
+    started = time.monotonic()
+    runs = await probe(demo, timeout=1.0)
+    assert time.monotonic() - started < 5  # the deadline, not the server's 10 s
+    for run in runs.values():
+        assert "(watching the probe pods failed: watching pods in gpu-operator: TooManyRequests" in run.error, run
+
+
 async def test_a_watch_dropped_mid_stream_is_opened_again_from_its_version(demo: DemoClusterThread) -> None:
     requests = record(demo, drop_first_watch_after=0.2)
     runs = await probe(demo)

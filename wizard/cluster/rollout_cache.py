@@ -22,7 +22,7 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.slices import Slices
 from wizard.engine.facts import LABEL_UPGRADE_STATE
-from wizard.retry import Reconnects
+from wizard.retry import RECONNECT, Reconnects
 
 PROBE_PREFIX = "gpu-wizard-probe-"
 KEEP_EVERY = 2000
@@ -193,7 +193,7 @@ class Cache:
 
     async def run(self) -> None:
         """List, then follow the watch; list again when it expires. Runs until cancelled."""
-        reconnects = Reconnects()
+        reconnects = Reconnects(RECONNECT)
         handled = 0
         while True:
             try:

@@ -1,6 +1,8 @@
 """The gateway's watches: ``(type, object)`` events after a list's resourceVersion, decoded once.
 
-:class:`Gone` (410) tells a caller to list again. A caller that waits for one state of many objects
+:class:`Gone` (410) tells a caller to list again; a refused watch (403, 429, 5xx) is an
+:class:`~wizard.cluster.errors.ApiError` carrying the server's ``Retry-After``, which the callers' reconnects
+(:class:`wizard.retry.Reconnects`) wait. A caller that waits for one state of many objects
 passes ``skip``: events whose raw line it has no use for are not decoded at all.
 """
 
@@ -57,7 +59,9 @@ class Watches(GatewayBase):
         except ApiException as exc:
             if exc.status == 410:
                 raise Gone(f"{what}: the watch expired ({exc.reason})") from None
-            raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), {}, what) from None
+            # the answer's own headers (its Retry-After): _DictWatch keeps them on the exception
+            headers = exc.headers or {}
+            raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), headers, what) from None
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
         finally:
@@ -139,4 +143,11 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
     def unmarshal_event(self, data: str, response_type: Any) -> Any:
         if self._skip is not None and self._skip(data) and not any(kind in data for kind in _ALWAYS_DECODED):
             return _SKIPPED
-        return super().unmarshal_event(data, response_type)
+        try:
+            return super().unmarshal_event(data, response_type)
+        except ApiException as exc:
+            # The library raises an error answer (a Status line: 429, 403, 500…) without its response's headers;
+            # the Retry-After a 429 carries is the caller's to honour. An ERROR event of a stream is no answer.
+            if exc.headers is None and self.resp is not None and self.resp.status >= 400:
+                exc.headers = self.resp.headers
+            raise

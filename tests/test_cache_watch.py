@@ -1,0 +1,83 @@
+"""The rollout's watch caches when the server throttles a watch, against the demo cluster over real HTTPS.
+
+A :class:`~wizard.cluster.rollout_cache.Cache` of the nodes lists once and then watches on; the demo
+answers its watch requests with the faults under test, and the test reads when each watch request
+reached the server. The reconnect policy is cut to a few milliseconds, so any longer wait between two
+watches is one the server asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+
+import pytest
+from aiohttp import web
+
+from tests.cluster_util import connected
+from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_faults import faults_off
+from wizard.cluster import rollout_cache
+from wizard.cluster.rollout_cache import Cache, slim_node
+from wizard.demo.serve import DemoClusterThread
+from wizard.retry import Policy
+
+pytestmark = pytest.mark.timeout(30)
+
+NODES = "/api/v1/nodes"
+
+
+@pytest.fixture(scope="module")
+def https_demo(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
+    return demo_cluster_module("sle-micro-precompiled")
+
+
+@pytest.fixture
+def demo(https_demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoClusterThread]:
+    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))
+    with faults_off(https_demo):
+        yield https_demo
+
+
+def record_watches(demo: DemoClusterThread, *, faulted: int) -> list[float]:
+    """When each node watch request reached the demo; the first ``faulted`` of them get the demo's faults."""
+    seen: list[float] = []
+
+    def when(request: web.Request) -> bool:
+        if request.path != NODES or request.query.get("watch") not in ("true", "1"):
+            return False
+        seen.append(time.monotonic())
+        return len(seen) <= faulted
+
+    demo.faults.when = when
+    return seen
+
+
+async def watches_of_a_node_cache(demo: DemoClusterThread, seen: list[float], count: int) -> Cache:
+    """Run a node cache until the demo has seen ``count`` watch requests (or 10 s passed); the cache."""
+    async with connected(demo) as cluster:
+        cache = Cache(cluster.gateway, "nodes", asyncio.Event(), slim=slim_node)
+        task = asyncio.create_task(cache.run())
+        try:
+            deadline = time.monotonic() + 10
+            while len(seen) < count and time.monotonic() < deadline and not task.done():
+                await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return cache
+
+
+async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_server_asked(
+    demo: DemoClusterThread,
+) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.retry_after_s = 1.0, 429, 1
+    seen = record_watches(demo, faulted=1)
+    cache = await watches_of_a_node_cache(demo, seen, 2)
+    assert len(seen) == 2 and faults.injected["error"] == 1
+    assert seen[1] - seen[0] >= 0.9  # the server's Retry-After: 1, not the 0.01 s backoff
+    assert cache.objects
