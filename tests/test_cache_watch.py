@@ -80,4 +80,4 @@ async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_ser
     cache = await watches_of_a_node_cache(demo, seen, 2)
     assert len(seen) == 2 and faults.injected["error"] == 1
     assert seen[1] - seen[0] >= 0.9  # the server's Retry-After: 1, not the 0.01 s backoff
-    assert cache.objects
+    assert cache.lists == 1 and cache.objects  # watched on from its version, not listed again

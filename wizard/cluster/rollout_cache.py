@@ -192,34 +192,37 @@ class Cache:
                 return rv
 
     async def run(self) -> None:
-        """List, then follow the watch; list again when it expires. Runs until cancelled."""
+        """List, then follow the watch; runs until cancelled. A watch that ends or fails is opened again from
+        the last resourceVersion seen (failures wait under :data:`~wizard.retry.RECONNECT`, reset by any
+        event); only a 410, or a list that failed, lists again (5,000 pods are 50 pages)."""
         reconnects = Reconnects(RECONNECT)
         handled = 0
+        rv = ""
         while True:
             try:
-                rv = await self._list()
-                while True:
-                    events = self.gateway.watch_resource(
-                        self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
-                    )
-                    async with contextlib.aclosing(events) as stream:
-                        async for kind, obj in stream:
-                            meta = obj.get("metadata") or {}
-                            rv = str(meta.get("resourceVersion") or rv)
-                            if kind == "DELETED":
-                                self._drop(str(meta.get("name")))
-                            elif kind in ("ADDED", "MODIFIED"):
-                                self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
-                            else:
-                                continue  # BOOKMARK: only the resourceVersion moves on
-                            self.changed.set()
-                            reconnects.progressed()
-                            handled += 1
-                            if handled % KEEP_EVERY == 0:
-                                collector.keep()
-                            # a burst of buffered events is read without a pause: let the loop breathe
-                            await self.slices.pause()
+                if not rv:
+                    rv = await self._list()
+                events = self.gateway.watch_resource(
+                    self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
+                )
+                async with contextlib.aclosing(events) as stream:
+                    async for kind, obj in stream:
+                        meta = obj.get("metadata") or {}
+                        rv = str(meta.get("resourceVersion") or rv)
+                        if kind == "DELETED":
+                            self._drop(str(meta.get("name")))
+                        elif kind in ("ADDED", "MODIFIED"):
+                            self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
+                        else:
+                            continue  # BOOKMARK: only the resourceVersion moves on
+                        self.changed.set()
+                        reconnects.progressed()
+                        handled += 1
+                        if handled % KEEP_EVERY == 0:
+                            collector.keep()
+                        # a burst of buffered events is read without a pause: let the loop breathe
+                        await self.slices.pause()
             except Gone:
-                continue
+                rv = ""  # too old to resume from: list again
             except ClusterError as exc:
                 await reconnects.failed(exc)
