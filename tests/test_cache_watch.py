@@ -81,3 +81,26 @@ async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_ser
     assert len(seen) == 2 and faults.injected["error"] == 1
     assert seen[1] - seen[0] >= 0.9  # the server's Retry-After: 1, not the 0.01 s backoff
     assert cache.lists == 1 and cache.objects  # watched on from its version, not listed again
+
+
+async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
+    demo.faults.silent_watch_s = 0.0  # the first two watches end at once with no event, the third is served
+    seen = record_watches(demo, faulted=2)
+    cache = await watches_of_a_node_cache(demo, seen, 3)
+    assert len(seen) == 3 and demo.faults.injected["silent_watch"] == 2
+    assert seen[1] - seen[0] >= 0.19 and seen[2] - seen[1] >= 0.19  # the policy's backoff, not a tight loop
+    assert cache.lists == 1
+
+
+async def test_a_watch_that_ran_its_course_is_opened_again_at_once(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=1.0, cap=1.0))
+    monkeypatch.setattr(rollout_cache, "WATCH_TIMEOUT_S", 1)  # each watch ends with a bookmark after 1 s
+    seen = record_watches(demo, faulted=0)
+    cache = await watches_of_a_node_cache(demo, seen, 3)
+    assert len(seen) == 3 and cache.lists == 1
+    assert seen[1] - seen[0] < 1.6 and seen[2] - seen[1] < 1.6  # its 1 s, then at once: no 1 s backoff on top

@@ -138,6 +138,36 @@ async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
     watches = requests.of("watch")
     assert len(watches) >= 2 and requests.of("list") == []
     assert int(watches[1][1]) > int(watches[0][1])  # the bookmark the server ended the watch with moved it on
+    assert watches[1][2] - watches[0][2] < 1.6  # its 1 s, then at once: not RECONNECT's 1 s wait on top
+
+
+async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
+    faults = demo.faults
+    faults.silent_watch_s, faults.budget = 0.0, 2  # two watches end at once, empty; the third is served
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, _, first), (_, _, second), (_, _, third), *_ = requests.of("watch")
+    assert faults.injected["silent_watch"] == 2 and requests.of("list") == []
+    assert second - first >= 0.19 and third - second >= 0.19  # the policy's backoff, not a tight loop
+
+
+async def test_a_server_that_ends_every_watch_at_once_is_given_up_on_naming_it(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
+    demo.faults.silent_watch_s = 0.0
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert len(requests.of("watch")) == 3  # the policy's attempts, not a request loop
+    for run in runs.values():
+        assert run.error.startswith(
+            "lost track of the probe pods: watching pods in gpu-operator: the server ended the watch after 0.0s"
+        ), run
+        assert "proxy" in run.hint
 
 
 async def test_a_watch_refused_for_good_ends_naming_the_refusal(

@@ -27,6 +27,8 @@ from wizard.retry import RECONNECT, Reconnects
 PROBE_PREFIX = "gpu-wizard-probe-"
 KEEP_EVERY = 2000
 """Watch events after which a cache freezes what it keeps (:func:`wizard.collector.keep`)."""
+WATCH_TIMEOUT_S = 300
+"""How long the server keeps one watch open (``timeoutSeconds``); the cache then watches on from where it was."""
 LIST_PAGE = 100
 """Objects per page of a list: a page is decoded in one go on the event loop (500 of the operator's pods took
 40-150 ms), so pages are kept small; a rollout lists each kind once."""
@@ -203,7 +205,11 @@ class Cache:
                 if not rv:
                     rv = await self._list()
                 events = self.gateway.watch_resource(
-                    self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
+                    self.resource,
+                    rv,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    timeout_seconds=WATCH_TIMEOUT_S,
                 )
                 async with contextlib.aclosing(events) as stream:
                     async for kind, obj in stream:

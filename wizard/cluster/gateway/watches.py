@@ -8,6 +8,7 @@ passes ``skip``: events whose raw line it has no use for are not decoded at all.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -18,9 +19,18 @@ from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.kube import ApiException, watch
 from wizard.retry import DROPS
 
+EARLY_END_S = 10.0
+"""A watch the server ended with nothing at all (no event, no bookmark) sooner than this and sooner than its
+``timeoutSeconds`` was cut short: :class:`EndedEmpty`, a failure its caller backs off from, so that a server
+closing every watch at once is not asked again in a tight loop. One that stayed open longer paced itself."""
+
 
 class Gone(ClusterError):
     """A watch's resourceVersion is too old (410): list again, then watch from the new version."""
+
+
+class EndedEmpty(ClusterError):
+    """The server ended a watch at once without an event or an error (see :data:`EARLY_END_S`)."""
 
 
 class Watches(GatewayBase):
@@ -37,13 +47,15 @@ class Watches(GatewayBase):
         **kwargs: Any,
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """``(type, object)`` events of a list call's watch after ``resource_version``, until the server ends
-        it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again).
+        it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again), :class:`EndedEmpty`
+        when the server ended it at once with nothing (a failure to back off from, unlike a watch that ran its course).
 
         ``skip(line)``: an event whose raw JSON line it says the caller has no use for is not decoded and
         not yielded (error and bookmark events always are): a caller that waits for one state of many
         objects need not decode every object's every change."""
         stream = _DictWatch(skip)
         limit = float(timeout_seconds + 15)
+        started, delivered = time.monotonic(), False
         try:
             async for event in stream.stream(
                 fn,
@@ -54,6 +66,7 @@ class Watches(GatewayBase):
                 _request_timeout=limit,
                 **kwargs,
             ):
+                delivered = True
                 if event is not _SKIPPED:
                     yield str(event["type"]), event["raw_object"]
         except ApiException as exc:
@@ -66,6 +79,12 @@ class Watches(GatewayBase):
             raise self._transport_error(exc, what, limit) from None
         finally:
             await stream.close()
+        elapsed = time.monotonic() - started
+        if not delivered and elapsed < min(timeout_seconds, EARLY_END_S):
+            raise EndedEmpty(
+                f"{what}: the server ended the watch after {elapsed:.1f}s without an event (it was asked for {timeout_seconds}s)",
+                "the API server, or a proxy or load balancer in front of it, closes watches early: check its health and timeouts",
+            )
 
     def watch_resource(
         self,
