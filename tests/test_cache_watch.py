@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +21,7 @@ from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
 from wizard.cluster import rollout_cache
+from wizard.cluster.gateway import watches
 from wizard.cluster.rollout_cache import Cache, slim_node
 from wizard.demo.serve import DemoClusterThread
 from wizard.retry import Policy
@@ -104,3 +106,32 @@ async def test_a_watch_that_ran_its_course_is_opened_again_at_once(
     cache = await watches_of_a_node_cache(demo, seen, 3)
     assert len(seen) == 3 and cache.lists == 1
     assert seen[1] - seen[0] < 1.6 and seen[2] - seen[1] < 1.6  # its 1 s, then at once: no 1 s backoff on top
+
+
+async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_the_cache_stays_current(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rollout_cache, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watches, "WATCH_SLACK_S", 0.5)  # the client gives a watch up 1.5 s after it opened it
+    demo.faults.silent_watch_s = 10.0  # the first watch: 200, then nothing (no event, no bookmark, no end)
+    seen = record_watches(demo, faulted=1)
+    node, value = demo.store.list("nodes")[0]["metadata"]["name"], uuid.uuid4().hex[:8]
+    async with connected(demo) as cluster:
+        cache = Cache(cluster.gateway, "nodes", asyncio.Event())  # whole nodes: every label
+        task = asyncio.create_task(cache.run())
+        try:
+            while len(seen) < 2 and not task.done():
+                await asyncio.sleep(0.01)
+            obj = demo.store.get("nodes", node)  # a change once the second watch is open: it must reach the cache
+            assert obj is not None
+            obj["metadata"].setdefault("labels", {})["cache-watch"] = value
+            demo.store.update("nodes", obj)
+            while cache.objects[node]["metadata"]["labels"].get("cache-watch") != value:
+                assert not task.done()
+                await asyncio.sleep(0.01)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    assert demo.faults.injected["silent_watch"] == 1 and cache.lists == 1
+    assert 1.5 <= seen[1] - seen[0] < 3  # the client's limit, then the backoff

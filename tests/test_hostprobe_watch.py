@@ -20,6 +20,7 @@ from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
 from wizard.cluster import probefollow
+from wizard.cluster.gateway import watches
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
@@ -193,3 +194,19 @@ async def test_the_deadline_says_the_watch_was_failing(demo: DemoClusterThread) 
     for run in runs.values():
         assert run.error.startswith("no probe result within 1s: the probe pod is still"), run
         assert "(watching the probe pods failed: watching pods in gpu-operator: Forbidden" in run.error
+
+
+async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_is_opened_again(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watches, "WATCH_SLACK_S", 0.5)  # the client gives a watch up 1.5 s after it opened it
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.05, cap=0.05))
+    faults = demo.faults
+    faults.silent_watch_s, faults.budget = 10.0, 1  # the first watch: 200, then nothing (no bookmark, no end)
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, first, held), (_, again, reopened), *_ = requests.of("watch")
+    assert faults.injected["silent_watch"] == 1 and requests.of("list") == []
+    assert again == first and 1.5 <= reopened - held < 3  # the client's limit, then the backoff

@@ -19,6 +19,9 @@ from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.kube import ApiException, watch
 from wizard.retry import DROPS
 
+WATCH_SLACK_S = 15.0
+"""How much longer than its ``timeoutSeconds`` the client waits for a watch to end: the server ends it then (with
+a bookmark), so a watch silent past that is a dead connection, raised as :class:`~wizard.cluster.errors.TimedOut`."""
 EARLY_END_S = 10.0
 """A watch the server ended with nothing at all (no event, no bookmark) sooner than this and sooner than its
 ``timeoutSeconds`` was cut short: :class:`EndedEmpty`, a failure its caller backs off from, so that a server
@@ -54,7 +57,7 @@ class Watches(GatewayBase):
         not yielded (error and bookmark events always are): a caller that waits for one state of many
         objects need not decode every object's every change."""
         stream = _DictWatch(skip)
-        limit = float(timeout_seconds + 15)
+        limit = float(timeout_seconds + WATCH_SLACK_S)
         started, delivered = time.monotonic(), False
         try:
             async for event in stream.stream(
