@@ -1,4 +1,5 @@
-"""The rollout's watch caches when the server throttles a watch, against the demo cluster over real HTTPS.
+"""The rollout's watch caches (and the gateway's watch under them) when the server throttles a watch, ends it
+at once, holds it silent or answers it with an error page, against the demo cluster over real HTTPS.
 
 A :class:`~wizard.cluster.rollout_cache.Cache` of the nodes lists once and then watches on; the demo
 answers its watch requests with the faults under test, and the test reads when each watch request
@@ -22,6 +23,7 @@ from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
 from wizard.cluster import rollout_cache
 from wizard.cluster.gateway import watches
+from wizard.cluster.gateway.watches import _DictWatch, _NotAnEvent
 from wizard.cluster.rollout_cache import Cache, slim_node
 from wizard.demo.serve import DemoClusterThread
 from wizard.retry import Policy
@@ -135,3 +137,18 @@ async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_the_c
                 await task
     assert demo.faults.injected["silent_watch"] == 1 and cache.lists == 1
     assert 1.5 <= seen[1] - seen[0] < 3  # the client's limit, then the backoff
+
+
+async def test_a_watch_answered_by_an_error_page_is_opened_again(demo: DemoClusterThread) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.error_page = 1.0, 503, "<html>\n<h1>503 Service Unavailable</h1>\n"
+    seen = record_watches(demo, faulted=1)  # a proxy's page, not a Status: the cache must not die on it
+    cache = await watches_of_a_node_cache(demo, seen, 2)
+    assert len(seen) == 2 and faults.injected["error"] == 1 and cache.lists == 1
+
+
+def test_a_line_of_a_streaming_watch_that_is_no_event_is_raised_not_handed_on() -> None:
+    stream = _DictWatch()  # no response yet: a stream's line, not an error answer's
+    for line in ("<html>\n", '{"kind":"Status"}\n'):  # not JSON; JSON with neither type nor object
+        with pytest.raises(_NotAnEvent):
+            stream.unmarshal_event(line, None)

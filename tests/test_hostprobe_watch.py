@@ -214,3 +214,15 @@ async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_is_op
     (_, first, held), (_, again, reopened), *_ = requests.of("watch")
     assert faults.injected["silent_watch"] == 1 and requests.of("list") == []
     assert again == first and 1.5 <= reopened - held < 3  # the client's limit, then the backoff
+
+
+async def test_a_watch_answered_by_error_pages_ends_naming_the_status_in_one_line(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=2, initial=0.05, cap=0.05))
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.error_page = 1.0, 502, "<html>\n<h1>Bad Gateway</h1>\n</html>\n"
+    record(demo, fault_watches=True)  # a proxy's page, not a Status
+    runs = await probe(demo)
+    for run in runs.values():
+        assert run.error == "lost track of the probe pods: watching pods in gpu-operator: Bad Gateway", run

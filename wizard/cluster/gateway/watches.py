@@ -80,6 +80,11 @@ class Watches(GatewayBase):
             raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), headers, what) from None
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
+        except _NotAnEvent:
+            raise ClusterError(
+                f"{what}: the server sent a line that is not a watch event",
+                "check what answers at the server's address (a proxy or load balancer in front of the API server?)",
+            ) from None
         finally:
             await stream.close()
         elapsed = time.monotonic() - started
@@ -139,6 +144,10 @@ _SKIPPED: dict[str, Any] = {"type": "SKIPPED", "raw_object": {}}
 _ALWAYS_DECODED = ('"type":"ERROR"', '"type":"BOOKMARK"', '"type": "ERROR"', '"type": "BOOKMARK"')
 
 
+class _NotAnEvent(Exception):
+    """A line of a watch's stream that is no event (worded by :meth:`Watches.watch`)."""
+
+
 class _DictWatch(watch.Watch):  # type: ignore[misc]
     """A watch whose events carry the object as decoded once: the library's ``return_type="object"`` encodes
     every decoded event back to JSON and decodes it again (three JSON passes per event, thousands of events
@@ -151,7 +160,8 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
         self._raw_return_type = None
         self._stop = False
         self.resource_version = None
-        self.resp = None
+        self.resp: Any = None
+        """The watch's response (an ``aiohttp.ClientResponse``), set by the library's ``next()``."""
         self._skip = skip
 
     async def close(self) -> None:
@@ -163,13 +173,31 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
         return None  # no model and no re-decoding: ``object`` stays the decoded dict
 
     def unmarshal_event(self, data: str, response_type: Any) -> Any:
-        if self._skip is not None and self._skip(data) and not any(kind in data for kind in _ALWAYS_DECODED):
+        resp = self.resp
+        refused = resp is not None and resp.status >= 400  # an error answer, not a stream of events
+        if (
+            not refused
+            and self._skip is not None
+            and self._skip(data)
+            and not any(kind in data for kind in _ALWAYS_DECODED)
+        ):
             return _SKIPPED
         try:
-            return super().unmarshal_event(data, response_type)
+            event = super().unmarshal_event(data, response_type)
         except ApiException as exc:
             # The library raises an error answer (a Status line: 429, 403, 500…) without its response's headers;
             # the Retry-After a 429 carries is the caller's to honour. An ERROR event of a stream is no answer.
-            if exc.headers is None and self.resp is not None and self.resp.status >= 400:
-                exc.headers = self.resp.headers
+            if exc.headers is None and refused:
+                exc.headers = resp.headers
             raise
+        except Exception:  # the library's own "Malformed JSON response": JSON with no type or object
+            event = None
+        if isinstance(event, dict):
+            return event
+        # No JSON event (the library hands a line that is no JSON back as it is): an error page, e.g. a proxy's
+        # 503 in HTML, or a broken stream. Raised as what it is, never handed on to fail as a string.
+        if refused:
+            error = ApiException(status=resp.status, reason=str(resp.reason or f"HTTP {resp.status}"))
+            error.headers = resp.headers
+            raise error
+        raise _NotAnEvent(data)

@@ -40,6 +40,8 @@ class Faults(FaultSpec):
     """A further test a request must pass to be faulted (e.g. ``lambda r: "dryRun" not in r.query``)."""
     drop_after: bool = False
     """Drop the connection after the handler acted (the client never learns it did) instead of before."""
+    error_page: str | None = None
+    """The body of an ``error_rate`` hit instead of a Status: a text page, as a proxy in front of a server answers."""
     silent_watch_s: float | None = None
     """Watches are answered 200 and then sent nothing, not even a bookmark, for this many seconds (or until the
     client goes away) before they end: 0 is a server that closes every watch at once; None: off."""
@@ -74,6 +76,7 @@ class Faults(FaultSpec):
         self.error_rate = self.drop_rate = 0.0
         self.watch_expiry_s = 0.0
         self.silent_watch_s = None
+        self.error_page = None
         self.exec_fail_nodes = []
         self.only = []
         self.methods = []
@@ -139,6 +142,8 @@ def fault_middleware(get_faults: Callable[[], Faults]) -> Middleware:
         if drop and not faults.drop_after:
             _abort(request)
         if faults.error_rate > 0 and faults.rng.random() < faults.error_rate and faults.take("error"):
+            if faults.error_page is not None:
+                return web.Response(status=faults.error_code, text=faults.error_page, content_type="text/html")
             raise faults.injected_error()
         silent = faults.silent_watch_s
         if silent is not None and request.query.get("watch") in ("true", "1") and faults.take("silent_watch"):
