@@ -143,7 +143,7 @@ async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
     watches = requests.of("watch")
     assert len(watches) >= 2 and requests.of("list") == []
     assert int(watches[1][1]) > int(watches[0][1])  # the bookmark the server ended the watch with moved it on
-    assert watches[1][2] - watches[0][2] < 1.6  # its 1 s, then at once: not RECONNECT's 1 s wait on top
+    assert watches[1][2] - watches[0][2] < 1.9  # its 1 s, then at once: RECONNECT's 1 s wait would make it 2 s
 
 
 async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
