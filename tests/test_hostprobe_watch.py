@@ -20,6 +20,7 @@ from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
 from wizard.cluster import probefollow
+from wizard.cluster.gateway import watches
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
@@ -73,11 +74,15 @@ def record(demo: DemoClusterThread, *, fault_watches: bool = False, drop_first_w
     return requests
 
 
-async def probe(demo: DemoClusterThread, timeout: float = 10.0) -> dict[str, HostRun]:
+async def probe(demo: DemoClusterThread, timeout: float = 10.0, took: list[float] | None = None) -> dict[str, HostRun]:
+    """Every GPU node's HostRun of one run; ``took`` gets the run's seconds (connecting and discovery left out)."""
     async with connected(demo) as cluster:
         nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
+        started = time.monotonic()
         runs = run_on_hosts(cluster.gateway, nodes, STEPS, namespace=NS, image=IMAGE, timeout=timeout)
         by_node = {r.node: r async for r in runs if isinstance(r, HostRun)}
+        if took is not None:
+            took.append(time.monotonic() - started)
     assert sorted(by_node) == nodes
     return by_node
 
@@ -94,6 +99,30 @@ async def test_a_watch_refused_once_is_opened_again_from_its_version_after_a_pau
     (_, first, refused), (_, again, reopened), *_ = requests.of("watch")
     assert faults.injected["error"] == 1 and requests.of("list") == []  # watched on, not listed again
     assert again == first and reopened - refused >= 0.9  # RECONNECT's first wait (1 s, less the clocks' slack)
+
+
+async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_server_asked(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))  # far below 1 s
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.retry_after_s, faults.budget = 1.0, 429, 1, 1
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, first, refused), (_, again, reopened), *_ = requests.of("watch")
+    assert again == first and reopened - refused >= 0.9  # the server's Retry-After: 1, not the 0.01 s backoff
+
+
+async def test_a_retry_after_longer_than_the_run_ends_at_its_deadline(demo: DemoClusterThread) -> None:
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.retry_after_s = 1.0, 429, 10
+    record(demo, fault_watches=True)
+    took: list[float] = []
+    runs = await probe(demo, timeout=1.0, took=took)
+    assert took[0] < 6  # the 1 s deadline (and the clean-up), not the server's 10 s
+    for run in runs.values():
+        assert "(watching the probe pods failed: watching pods in gpu-operator: TooManyRequests" in run.error, run
 
 
 async def test_a_watch_dropped_mid_stream_is_opened_again_from_its_version(demo: DemoClusterThread) -> None:
@@ -114,6 +143,36 @@ async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
     watches = requests.of("watch")
     assert len(watches) >= 2 and requests.of("list") == []
     assert int(watches[1][1]) > int(watches[0][1])  # the bookmark the server ended the watch with moved it on
+    assert watches[1][2] - watches[0][2] < 1.9  # its 1 s, then at once: RECONNECT's 1 s wait would make it 2 s
+
+
+async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
+    faults = demo.faults
+    faults.silent_watch_s, faults.budget = 0.0, 2  # two watches end at once, empty; the third is served
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, _, first), (_, _, second), (_, _, third), *_ = requests.of("watch")
+    assert faults.injected["silent_watch"] == 2 and requests.of("list") == []
+    assert second - first >= 0.19 and third - second >= 0.19  # the policy's backoff, not a tight loop
+
+
+async def test_a_server_that_ends_every_watch_at_once_is_given_up_on_naming_it(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
+    demo.faults.silent_watch_s = 0.0
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert len(requests.of("watch")) == 3  # the policy's attempts, not a request loop
+    for run in runs.values():
+        assert run.error.startswith(
+            "lost track of the probe pods: watching pods in gpu-operator: the server ended the watch after 0.0s"
+        ), run
+        assert "proxy" in run.hint
 
 
 async def test_a_watch_refused_for_good_ends_naming_the_refusal(
@@ -139,3 +198,31 @@ async def test_the_deadline_says_the_watch_was_failing(demo: DemoClusterThread) 
     for run in runs.values():
         assert run.error.startswith("no probe result within 1s: the probe pod is still"), run
         assert "(watching the probe pods failed: watching pods in gpu-operator: Forbidden" in run.error
+
+
+async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_is_opened_again(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watches, "WATCH_SLACK_S", 0.5)  # the client gives a watch up 1.5 s after it opened it
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.05, cap=0.05))
+    faults = demo.faults
+    faults.silent_watch_s, faults.budget = 10.0, 1  # the first watch: 200, then nothing (no bookmark, no end)
+    requests = record(demo, fault_watches=True)
+    runs = await probe(demo)
+    assert all(run.ran for run in runs.values()), runs
+    (_, first, held), (_, again, reopened), *_ = requests.of("watch")
+    assert faults.injected["silent_watch"] == 1 and requests.of("list") == []
+    assert again == first and 1.5 <= reopened - held < 3  # the client's limit, then the backoff
+
+
+async def test_a_watch_answered_by_error_pages_ends_naming_the_status_in_one_line(
+    demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=2, initial=0.05, cap=0.05))
+    faults = demo.faults
+    faults.error_rate, faults.error_code, faults.error_page = 1.0, 502, "<html>\n<h1>Bad Gateway</h1>\n</html>\n"
+    record(demo, fault_watches=True)  # a proxy's page, not a Status
+    runs = await probe(demo)
+    for run in runs.values():
+        assert run.error == "lost track of the probe pods: watching pods in gpu-operator: Bad Gateway", run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
 
@@ -122,3 +123,17 @@ async def test_retrying_waits_the_failed_attempts_retry_after_else_the_backoff()
     with pytest.raises(RuntimeError, match="busy"):
         await retrying(backoff, fails)
     assert len(calls) == 2 and 0.05 <= calls[1] - calls[0] < 1
+
+
+async def test_reconnects_wait_the_retry_after_a_refused_stream_carries_over_the_backoff() -> None:
+    class Throttled(Exception):
+        retry_after = 0.05  # what wizard.cluster.errors.ApiError carries from a 429's Retry-After
+
+    slow = Policy(attempts=3, initial=30.0, cap=30.0)  # a backoff no test could wait out
+    started = time.monotonic()
+    await asyncio.wait_for(Reconnects(slow).failed(Throttled()), 5)
+    assert 0.05 <= time.monotonic() - started < 5
+    fast_backoff = Policy(attempts=3, initial=0.001, cap=0.001)
+    started = time.monotonic()
+    await Reconnects(fast_backoff).failed(RuntimeError("no Retry-After"))  # none: the policy's backoff
+    assert time.monotonic() - started < 0.5

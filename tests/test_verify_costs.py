@@ -171,6 +171,17 @@ async def test_draining_a_long_batch_hands_the_loop_back() -> None:
     assert outbox.slices.yields >= 10 and ticks - before >= 10  # other tasks ran between the slices
 
 
+async def test_draining_looks_at_the_slice_clock_after_every_item() -> None:
+    """One mechanism, the slice's time budget: with a budget spent at once the consumer yields after each item,
+    so a costly item (a redraw) cannot carry a slice past its budget by a count of items."""
+    outbox = Outbox()
+    outbox.slices = Slices(budget_s=0)
+    outbox.put_many([LogLine(f"line {i}", "gpu-01", "stdout") for i in range(100)])
+    outbox.close()
+    assert len([item async for item in outbox.drain()]) == 100
+    assert outbox.slices.yields == 100
+
+
 async def test_slices_yield_only_once_their_budget_is_spent() -> None:
     slices = Slices(budget_s=3600)
     for _ in range(1000):

@@ -147,8 +147,13 @@ class Reconnects:
         self.failures = 0
 
     async def failed(self, error: BaseException) -> None:
-        """Wait before reconnecting; raise ``error`` when the policy's attempts are used up."""
+        """Wait before reconnecting, then return; raise ``error`` when the policy's attempts are used up.
+
+        The wait is the server's ``Retry-After`` when ``error`` carries one (a refused watch's
+        ``retry_after``, as :class:`wizard.cluster.errors.ApiError` has it; capped as for calls), else
+        the policy's backoff. The caller's own deadline bounds it by cancelling the wait."""
         self.failures += 1
         if self.failures >= self.policy.attempts:
             raise error
-        await asyncio.sleep(self.policy.delay(self.failures - 1))
+        retry_after = getattr(error, "retry_after", None)
+        await asyncio.sleep(self.policy.delay(self.failures - 1, retry_after))

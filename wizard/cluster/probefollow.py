@@ -192,10 +192,12 @@ class _Follower:
         that can settle a node are decoded (:func:`undecided`), and the loop is handed back every few milliseconds
         while a burst is handled.
 
-        A watch that ends (the server's timeout) or fails (an error answer, a dropped connection, a timeout) is
-        opened again from the last resourceVersion seen, as the rollout's caches do: failures wait and are
-        counted under :data:`~wizard.retry.RECONNECT` (reset by any event), a 410 lists again, and the last
-        failure is raised once the policy's attempts are used up. The run's deadline bounds it all."""
+        A watch that ends (the server's timeout) or fails (an error answer, a dropped connection, the client's
+        timeout, an end at once with nothing: :class:`~wizard.cluster.gateway.watches.EndedEmpty`) is opened
+        again from the last resourceVersion seen, as the rollout's caches do: failures wait (the server's
+        Retry-After, else the backoff) and are counted under :data:`~wizard.retry.RECONNECT` (reset by any
+        event), a 410 lists again, and the last failure is raised once the policy's attempts are used up. The
+        run's deadline bounds it all."""
         slices = Slices()
         reconnects = Reconnects(RECONNECT)
         version, self.created = self.created, ""

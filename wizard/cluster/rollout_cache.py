@@ -22,11 +22,13 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway, Gone
 from wizard.cluster.slices import Slices
 from wizard.engine.facts import LABEL_UPGRADE_STATE
-from wizard.retry import Reconnects
+from wizard.retry import RECONNECT, Reconnects
 
 PROBE_PREFIX = "gpu-wizard-probe-"
 KEEP_EVERY = 2000
 """Watch events after which a cache freezes what it keeps (:func:`wizard.collector.keep`)."""
+WATCH_TIMEOUT_S = 300
+"""How long the server keeps one watch open (``timeoutSeconds``); the cache then watches on from where it was."""
 LIST_PAGE = 100
 """Objects per page of a list: a page is decoded in one go on the event loop (500 of the operator's pods took
 40-150 ms), so pages are kept small; a rollout lists each kind once."""
@@ -192,34 +194,41 @@ class Cache:
                 return rv
 
     async def run(self) -> None:
-        """List, then follow the watch; list again when it expires. Runs until cancelled."""
-        reconnects = Reconnects()
+        """List, then follow the watch; runs until cancelled. A watch that ends or fails is opened again from
+        the last resourceVersion seen (failures wait under :data:`~wizard.retry.RECONNECT`, reset by any
+        event); only a 410, or a list that failed, lists again (5,000 pods are 50 pages)."""
+        reconnects = Reconnects(RECONNECT)
         handled = 0
+        rv = ""
         while True:
             try:
-                rv = await self._list()
-                while True:
-                    events = self.gateway.watch_resource(
-                        self.resource, rv, namespace=self.namespace, label_selector=self.label_selector
-                    )
-                    async with contextlib.aclosing(events) as stream:
-                        async for kind, obj in stream:
-                            meta = obj.get("metadata") or {}
-                            rv = str(meta.get("resourceVersion") or rv)
-                            if kind == "DELETED":
-                                self._drop(str(meta.get("name")))
-                            elif kind in ("ADDED", "MODIFIED"):
-                                self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
-                            else:
-                                continue  # BOOKMARK: only the resourceVersion moves on
-                            self.changed.set()
-                            reconnects.progressed()
-                            handled += 1
-                            if handled % KEEP_EVERY == 0:
-                                collector.keep()
-                            # a burst of buffered events is read without a pause: let the loop breathe
-                            await self.slices.pause()
+                if not rv:
+                    rv = await self._list()
+                events = self.gateway.watch_resource(
+                    self.resource,
+                    rv,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    timeout_seconds=WATCH_TIMEOUT_S,
+                )
+                async with contextlib.aclosing(events) as stream:
+                    async for kind, obj in stream:
+                        meta = obj.get("metadata") or {}
+                        rv = str(meta.get("resourceVersion") or rv)
+                        if kind == "DELETED":
+                            self._drop(str(meta.get("name")))
+                        elif kind in ("ADDED", "MODIFIED"):
+                            self._put(str(meta.get("name")), self.slim(obj), self.objects, self.indexed)
+                        else:
+                            continue  # BOOKMARK: only the resourceVersion moves on
+                        self.changed.set()
+                        reconnects.progressed()
+                        handled += 1
+                        if handled % KEEP_EVERY == 0:
+                            collector.keep()
+                        # a burst of buffered events is read without a pause: let the loop breathe
+                        await self.slices.pause()
             except Gone:
-                continue
+                rv = ""  # too old to resume from: list again
             except ClusterError as exc:
                 await reconnects.failed(exc)

@@ -63,8 +63,6 @@ log = logging.getLogger(__name__)
 KEEP_EVERY = 200
 """Nodes finished between two freezes of what the run built (:func:`wizard.collector.keep`): without them the
 survivors of thousands of nodes were walked by full collections of ~120 ms each (3,000 nodes)."""
-CLOCK_EVERY = 16
-"""Items the outbox's consumer takes between two looks at its slice's clock."""
 POD_PAGE = 100
 """Driver pods per list page: each page is decoded on the event loop in one go (500 pods took ~100 ms)."""
 
@@ -125,7 +123,8 @@ class Outbox:
     A node's ``nvidia-smi`` output alone is ~50 log lines: items are appended to a deque (a frame's
     lines at once) and the consumer wakes once per batch (an ``asyncio.Queue`` costs a put, a get and a
     wake-up check per item). The consumer hands the loop back every few milliseconds while it drains a
-    long batch (the clock is read every :data:`CLOCK_EVERY` items: items are cheap, the clock is not free).
+    long batch: its :class:`~wizard.cluster.slices.Slices` looks at the clock after every item, so one
+    costly item (a consumer's redraw) cannot carry the slice past its budget by a count of items.
     """
 
     def __init__(self) -> None:
@@ -150,15 +149,12 @@ class Outbox:
     async def drain(self) -> AsyncGenerator[Item, None]:
         """Every item, as it comes, until :meth:`close`."""
         items, slices = self.items, self.slices
-        taken = 0
         while True:
             await self.ready.wait()
             self.ready.clear()
             while items:
                 yield items.popleft()
-                taken += 1
-                if taken % CLOCK_EVERY == 0:
-                    await slices.pause()
+                await slices.pause()
             if self.closed:
                 return
 

@@ -1,11 +1,14 @@
 """The gateway's watches: ``(type, object)`` events after a list's resourceVersion, decoded once.
 
-:class:`Gone` (410) tells a caller to list again. A caller that waits for one state of many objects
+:class:`Gone` (410) tells a caller to list again; a refused watch (403, 429, 5xx) is an
+:class:`~wizard.cluster.errors.ApiError` carrying the server's ``Retry-After``, which the callers' reconnects
+(:class:`wizard.retry.Reconnects`) wait. A caller that waits for one state of many objects
 passes ``skip``: events whose raw line it has no use for are not decoded at all.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -16,9 +19,21 @@ from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.kube import ApiException, watch
 from wizard.retry import DROPS
 
+WATCH_SLACK_S = 15.0
+"""How much longer than its ``timeoutSeconds`` the client waits for a watch to end: the server ends it then (with
+a bookmark), so a watch silent past that is a dead connection, raised as :class:`~wizard.cluster.errors.TimedOut`."""
+EARLY_END_S = 10.0
+"""A watch the server ended with nothing at all (no event, no bookmark) sooner than this and sooner than its
+``timeoutSeconds`` was cut short: :class:`EndedEmpty`, a failure its caller backs off from, so that a server
+closing every watch at once is not asked again in a tight loop. One that stayed open longer paced itself."""
+
 
 class Gone(ClusterError):
     """A watch's resourceVersion is too old (410): list again, then watch from the new version."""
+
+
+class EndedEmpty(ClusterError):
+    """The server ended a watch at once without an event or an error (see :data:`EARLY_END_S`)."""
 
 
 class Watches(GatewayBase):
@@ -35,13 +50,15 @@ class Watches(GatewayBase):
         **kwargs: Any,
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """``(type, object)`` events of a list call's watch after ``resource_version``, until the server ends
-        it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again).
+        it (after ``timeout_seconds``); :class:`Gone` when that version is too old (list again), :class:`EndedEmpty`
+        when the server ended it at once with nothing (a failure to back off from, unlike a watch that ran its course).
 
         ``skip(line)``: an event whose raw JSON line it says the caller has no use for is not decoded and
         not yielded (error and bookmark events always are): a caller that waits for one state of many
         objects need not decode every object's every change."""
         stream = _DictWatch(skip)
-        limit = float(timeout_seconds + 15)
+        limit = float(timeout_seconds + WATCH_SLACK_S)
+        started, delivered = time.monotonic(), False
         try:
             async for event in stream.stream(
                 fn,
@@ -52,16 +69,30 @@ class Watches(GatewayBase):
                 _request_timeout=limit,
                 **kwargs,
             ):
+                delivered = True
                 if event is not _SKIPPED:
                     yield str(event["type"]), event["raw_object"]
         except ApiException as exc:
             if exc.status == 410:
                 raise Gone(f"{what}: the watch expired ({exc.reason})") from None
-            raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), {}, what) from None
+            # the answer's own headers (its Retry-After): _DictWatch keeps them on the exception
+            headers = exc.headers or {}
+            raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), headers, what) from None
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
             raise self._transport_error(exc, what, limit) from None
+        except _NotAnEvent:
+            raise ClusterError(
+                f"{what}: the server sent a line that is not a watch event",
+                "check what answers at the server's address (a proxy or load balancer in front of the API server?)",
+            ) from None
         finally:
             await stream.close()
+        elapsed = time.monotonic() - started
+        if not delivered and elapsed < min(timeout_seconds, EARLY_END_S):
+            raise EndedEmpty(
+                f"{what}: the server ended the watch after {elapsed:.1f}s without an event (it was asked for {timeout_seconds}s)",
+                "the API server, or a proxy or load balancer in front of it, closes watches early: check its health and timeouts",
+            )
 
     def watch_resource(
         self,
@@ -113,6 +144,10 @@ _SKIPPED: dict[str, Any] = {"type": "SKIPPED", "raw_object": {}}
 _ALWAYS_DECODED = ('"type":"ERROR"', '"type":"BOOKMARK"', '"type": "ERROR"', '"type": "BOOKMARK"')
 
 
+class _NotAnEvent(Exception):
+    """A line of a watch's stream that is no event (worded by :meth:`Watches.watch`)."""
+
+
 class _DictWatch(watch.Watch):  # type: ignore[misc]
     """A watch whose events carry the object as decoded once: the library's ``return_type="object"`` encodes
     every decoded event back to JSON and decodes it again (three JSON passes per event, thousands of events
@@ -125,7 +160,8 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
         self._raw_return_type = None
         self._stop = False
         self.resource_version = None
-        self.resp = None
+        self.resp: Any = None
+        """The watch's response (an ``aiohttp.ClientResponse``), set by the library's ``next()``."""
         self._skip = skip
 
     async def close(self) -> None:
@@ -137,6 +173,31 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
         return None  # no model and no re-decoding: ``object`` stays the decoded dict
 
     def unmarshal_event(self, data: str, response_type: Any) -> Any:
-        if self._skip is not None and self._skip(data) and not any(kind in data for kind in _ALWAYS_DECODED):
+        resp = self.resp
+        refused = resp is not None and resp.status >= 400  # an error answer, not a stream of events
+        if (
+            not refused
+            and self._skip is not None
+            and self._skip(data)
+            and not any(kind in data for kind in _ALWAYS_DECODED)
+        ):
             return _SKIPPED
-        return super().unmarshal_event(data, response_type)
+        try:
+            event = super().unmarshal_event(data, response_type)
+        except ApiException as exc:
+            # The library raises an error answer (a Status line: 429, 403, 500…) without its response's headers;
+            # the Retry-After a 429 carries is the caller's to honour. An ERROR event of a stream is no answer.
+            if exc.headers is None and refused:
+                exc.headers = resp.headers
+            raise
+        except Exception:  # the library's own "Malformed JSON response": JSON with no type or object
+            event = None
+        if isinstance(event, dict):
+            return event
+        # No JSON event (the library hands a line that is no JSON back as it is): an error page, e.g. a proxy's
+        # 503 in HTML, or a broken stream. Raised as what it is, never handed on to fail as a string.
+        if refused:
+            error = ApiException(status=resp.status, reason=str(resp.reason or f"HTTP {resp.status}"))
+            error.headers = resp.headers
+            raise error
+        raise _NotAnEvent(data)

@@ -1,4 +1,5 @@
-"""Injected failures of the demo API: latency, error responses, dropped connections, watch expiry, exec failures.
+"""Injected failures of the demo API: latency, error responses, dropped connections, watch expiry, silent watches,
+exec failures.
 
 :class:`Faults` starts from a scenario's ``FaultSpec`` and stays mutable while the server runs, so a test
 can write ``cluster.faults.error_rate = 1.0`` (optionally ``cluster.faults.only = ["/apis/nvidia.com"]``,
@@ -11,7 +12,9 @@ comes from one seeded ``random.Random``: a given seed and request sequence fail 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, fields
@@ -37,10 +40,15 @@ class Faults(FaultSpec):
     """A further test a request must pass to be faulted (e.g. ``lambda r: "dryRun" not in r.query``)."""
     drop_after: bool = False
     """Drop the connection after the handler acted (the client never learns it did) instead of before."""
+    error_page: str | None = None
+    """The body of an ``error_rate`` hit instead of a Status: a text page, as a proxy in front of a server answers."""
+    silent_watch_s: float | None = None
+    """Watches are answered 200 and then sent nothing, not even a bookmark, for this many seconds (or until the
+    client goes away) before they end: 0 is a server that closes every watch at once; None: off."""
     budget: int | None = None
     """Injections left before the faults stop (None: no limit); each injection uses one."""
     injected: Counter[str] = field(default_factory=Counter, compare=False)
-    """Faults injected so far, by kind (latency, drop, error, watch_expiry, exec_fail, exec_latency)."""
+    """Faults injected so far, by kind (latency, drop, error, watch_expiry, silent_watch, exec_fail, exec_latency)."""
     matched: int = field(default=0, compare=False)
     """Requests the ``only`` / ``methods`` filter selected so far (faulted or not)."""
     rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
@@ -67,6 +75,8 @@ class Faults(FaultSpec):
         self.latency_ms = self.exec_latency_ms = 0
         self.error_rate = self.drop_rate = 0.0
         self.watch_expiry_s = 0.0
+        self.silent_watch_s = None
+        self.error_page = None
         self.exec_fail_nodes = []
         self.only = []
         self.methods = []
@@ -132,13 +142,31 @@ def fault_middleware(get_faults: Callable[[], Faults]) -> Middleware:
         if drop and not faults.drop_after:
             _abort(request)
         if faults.error_rate > 0 and faults.rng.random() < faults.error_rate and faults.take("error"):
+            if faults.error_page is not None:
+                return web.Response(status=faults.error_code, text=faults.error_page, content_type="text/html")
             raise faults.injected_error()
+        silent = faults.silent_watch_s
+        if silent is not None and request.query.get("watch") in ("true", "1") and faults.take("silent_watch"):
+            return await _silent_watch(request, silent)
         response = await handler(request)
         if drop:  # the handler acted; its answer never reaches the client
             _abort(request)
         return response
 
     return middleware
+
+
+async def _silent_watch(request: web.Request, hold_s: float) -> web.StreamResponse:
+    """A watch answered 200 that sends nothing for ``hold_s`` seconds, or until the client went away, then ends."""
+    response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    until = time.monotonic() + hold_s
+    while time.monotonic() < until and request.transport is not None and not request.transport.is_closing():
+        await asyncio.sleep(0.02)
+    with contextlib.suppress(ConnectionResetError):
+        await response.write_eof()
+    return response
 
 
 def _abort(request: web.Request) -> None:
