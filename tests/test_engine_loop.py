@@ -95,7 +95,7 @@ def test_bulk_reads_pause_the_collector_and_runs_freeze_what_they_keep_until_the
     enabled = gc.isenabled()
     gc.enable()
     try:
-        first, second = collector.bulk(), collector.bulk()
+        first, second = collector.paused(), collector.paused()
         first.__enter__()
         assert not gc.isenabled()
         second.__enter__()
@@ -106,7 +106,7 @@ def test_bulk_reads_pause_the_collector_and_runs_freeze_what_they_keep_until_the
         with collector.frozen():
             started = gc.get_freeze_count()
             assert started > 0  # the nodes' facts and a front end's widgets are not rescanned meanwhile
-            with collector.bulk():
+            with collector.paused():
                 kept = [[f"pod-{i}"] for i in range(1000)]  # lists: always tracked by the collector
             assert gc.get_freeze_count() >= started + len(kept) - 100  # what the read kept is skipped too
             with collector.frozen():  # verification runs the host probe inside: overlapping runs nest

@@ -14,7 +14,6 @@ cycles, so the collector has nothing to find in most of what the engine reads.
   built so far (the caches, the results) as it goes. When the last run ends everything is unfrozen:
   nothing is frozen for good, because a removed screen (Textual widgets reference their parents) is
   cyclic garbage, and freezing it for good would leak every step the user leaves.
-* :func:`bulk` — :func:`paused`, then, inside a run, :func:`keep` what the read kept.
 * :func:`defer_full_collections` / :func:`collect_if_idle` — a front end that knows when its user waits
   for nothing (the TUI) takes the full collections, which an unfreeze would otherwise set off at a random
   moment, for itself: young generations are still collected as usual (cheap), the full pass runs when
@@ -77,14 +76,6 @@ def keep() -> None:
     moves a list, and it all goes back when the last run ends). Outside a run: nothing."""
     if _runs:
         gc.freeze()
-
-
-@contextlib.contextmanager
-def bulk() -> Iterator[None]:
-    """A bulk read: the collector paused while it decodes; inside a run, what it kept is then frozen."""
-    with paused():
-        yield
-    keep()
 
 
 def runs() -> int:

@@ -5,7 +5,7 @@ starts where discovery ended and a watch that expired (410) is answered by listi
 the caller only what changed. The facts of a page are built in time slices
 (:class:`wizard.cluster.slices.Slices`) that hand the loop back: 500 nodes' facts in one go held the
 event loop (the TUI's) for tens of milliseconds per page; the collector stays out of the way meanwhile
-(:func:`wizard.collector.bulk`).
+(:func:`wizard.collector.paused`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class NodeDirectory:
         nodes: list[NodeFacts] = []
         version = ""
         slices = Slices()
-        with collector.bulk():
+        with collector.paused():
             async with contextlib.aclosing(self.gateway.node_pages(limit=PAGE_SIZE)) as pages:
                 async for page in pages:
                     nodes.extend(await facts_in_slices(page.get("items") or [], slices))

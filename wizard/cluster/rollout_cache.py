@@ -169,7 +169,7 @@ class Cache:
         # built aside and swapped in whole: a snapshot between two pages must not see half a list
         objects: dict[str, dict[str, Any]] = {}
         indexed: dict[str, tuple[Any, ...]] = {}
-        with collector.bulk():
+        with collector.paused():
             rv = await self._pages(objects, indexed)
         self.objects, self.indexed = objects, indexed
         self.lists += 1
