@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from screens import keys
 from screens.errors import describe_error
 from screens.flow import STEPS, neighbour, step_named
+from screens.focusrow import MarksFocusedRow
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
 
 #: How long the "Not yet" toast stays; the same refusal is not repeated while it shows.
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from screens.state import WizardState
 
 
-class StepScreen(Screen[None]):
+class StepScreen(MarksFocusedRow, Screen[None]):
     """One wizard step. Subclasses set ``STEP`` and ``HELP`` and implement ``compose_body``."""
 
     STEP: ClassVar[str] = ""

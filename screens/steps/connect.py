@@ -68,7 +68,7 @@ class ConnectStep(StepScreen):
         yield Static("Demo      …", id="demo-row-wait", classes="muted")
         yield Label("Preflight", classes="section")
         yield Static("", id="connect-error", markup=False, classes="-empty")
-        with VerticalScroll(id="preflight-box"):
+        with VerticalScroll(id="preflight-box", classes="scroll-area"):
             yield CheckList("not connected yet", id="preflight")
 
     def on_mount(self) -> None:
