@@ -136,6 +136,7 @@ async def test_every_tab_stop_shows_its_focus_and_each_step_starts_where_one_typ
             else:
                 unshown += await unshown_focus(pilot, only_first=True)
     assert not unshown, "focus not visible on: " + "; ".join(unshown)
-    # where a newcomer starts: the field to fill, the choice to make, the list to read
+    # where a newcomer starts: Next once connected, the list to read, the choice to make, the field to fill
+    assert first_focus["connect"] is not None and first_focus["connect"].id == "next"
     assert first_focus["nodes"] is not None and first_focus["nodes"].id == "node-table"
     assert isinstance(first_focus["mode"], RadioSet)
