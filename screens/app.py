@@ -79,6 +79,8 @@ class WizardApp(App[int]):
         """Set once the answers are loaded and any resume question is answered."""
         self.reached = 0
         """Index of the furthest step shown (the palette jumps only up to it)."""
+        self.pending_moves: list[int] = []
+        """Back (-1) and Next (+1) keys pressed while a step was being left, for the step shown next."""
         self.replay_answers = replay
         """Advance through the steps an ``answers`` file already completes."""
         self.start_step = start_step
@@ -121,6 +123,15 @@ class WizardApp(App[int]):
         """Save the answers, then show the requested step."""
         self.save_progress(message.target)
         self.goto(message.target)
+
+    def queue_move(self, direction: int) -> None:
+        """Keep a Back/Next key pressed while the screen is switching; the next step replays it."""
+        self.pending_moves.append(direction)
+
+    def take_pending_moves(self) -> list[int]:
+        """The queued Back/Next keys, oldest first (the queue is emptied)."""
+        moves, self.pending_moves = self.pending_moves, []
+        return moves
 
     def goto(self, name: str) -> None:
         """Show step ``name`` (a fresh screen; the old one and its workers go away)."""

@@ -21,6 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from screens import keys
 from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
@@ -140,7 +141,10 @@ class HelpDialog(ModalScreen[None]):
     HelpDialog .dialog-body { height: 1fr; max-height: 100%; }
     """
     )
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,f2,q", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,f1,f2,q", "close", "Close"),
+        Binding(f"{keys.NEXT.terminal},{keys.NEXT.browser}", "next_step", "Next", show=False),
+    ]
 
     def __init__(self, title: str, text: str) -> None:
         super().__init__()
@@ -168,6 +172,15 @@ class HelpDialog(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    async def action_next_step(self) -> None:
+        """Next pressed over the help (or arriving with the Esc that closes it): close the help and let the
+        step below move on, or say why it cannot; the key is not lost on a dialog that has no use for it."""
+        stack = self.app.screen_stack
+        below = stack[-2] if len(stack) > 1 and stack[-1] is self else None
+        self.dismiss(None)
+        if below is not None:
+            await below.run_action("next")
 
     @on(Button.Pressed, "#close")
     def _close(self) -> None:

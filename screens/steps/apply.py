@@ -74,7 +74,8 @@ class ApplyStep(StepScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        with VerticalScroll(id="apply-scroll"):
+        # not a Tab stop of its own: it showed no focus, and its buttons and table scroll into view when focused
+        with VerticalScroll(id="apply-scroll", can_focus=False):
             yield Label("What will change", classes="section -first")
             yield Static("", id="apply-summary")
             with Horizontal(id="apply-row"):

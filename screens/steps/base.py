@@ -24,6 +24,7 @@ from textual.worker import Worker, WorkerState
 from screens import keys
 from screens.errors import describe_error
 from screens.flow import STEPS, neighbour, step_named
+from screens.focusrow import MarksFocusedRow
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
 
 #: How long the "Not yet" toast stays; the same refusal is not repeated while it shows.
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from screens.state import WizardState
 
 
-class StepScreen(Screen[None]):
+class StepScreen(MarksFocusedRow, Screen[None]):
     """One wizard step. Subclasses set ``STEP`` and ``HELP`` and implement ``compose_body``."""
 
     STEP: ClassVar[str] = ""
@@ -44,6 +45,8 @@ class StepScreen(Screen[None]):
     NEXT_LABEL: ClassVar[str] = "Next ▶"
     _last_refusal: tuple[str, float] = ("", 0.0)
     _shown_before = False
+    _leaving = False
+    """A Navigate is on its way: keys from now on belong to the step shown next."""
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.BACK.terminal, "back", "Back"),
@@ -105,6 +108,8 @@ class StepScreen(Screen[None]):
         if not self._shown_before:
             self._shown_before = True
             event.refresh_styles = False  # read by Textual's own handler, which runs after this one
+            if self.wizard.pending_moves:
+                self.call_after_refresh(self._replay_pending_moves)
 
     def on_resize(self, event: events.Resize) -> None:
         """A resize to the size the screen is laid out at already: Textual's layout again would change nothing.
@@ -151,7 +156,16 @@ class StepScreen(Screen[None]):
         self.go(1)
 
     def go(self, direction: int) -> None:
-        """Move to the neighbouring step that applies (Next only when nothing blocks)."""
+        """Move to the neighbouring step that applies (Next only when nothing blocks).
+
+        Keys pressed in a quick run all reach this screen before the App has switched to the next one
+        (a switch takes a turn of the loop or more): each then asked for the same next step, and four
+        Ctrl+N moved one step. A key that comes while this screen is being left is kept for the step
+        shown next, which replays it (:meth:`_replay_pending_moves`).
+        """
+        if self._leaving:
+            self.wizard.queue_move(direction)
+            return
         if direction > 0:
             self.commit()
             reason = self.blocker()
@@ -168,7 +182,21 @@ class StepScreen(Screen[None]):
             else:
                 self.wizard.finish()
             return
+        self._leaving = True
         self.post_message(self.Navigate(target.name))
+
+    def _replay_pending_moves(self) -> None:
+        """Back/Next keys pressed while the step before was being left: each moves on from here or says why not.
+
+        A refused Next says why as any refused Next does (the toast, once for the same reason, and the
+        reason beside the button); once this step is left too, the rest go on to the next one.
+        """
+        for direction in self.wizard.take_pending_moves():
+            if self.app.screen is not self and not self._leaving:
+                # a dialog came up (an error, a question): the keys were not meant for it
+                self.notify("A dialog opened: answer it first, then move on", title="Keys not used", timeout=4)
+                return
+            self.go(direction)
 
     def blocker_detail(self) -> str:
         """The whole story behind :meth:`blocker`, for the toast when Next is refused (default: the same)."""

@@ -68,7 +68,7 @@ class ConnectStep(StepScreen):
         yield Static("Demo      …", id="demo-row-wait", classes="muted")
         yield Label("Preflight", classes="section")
         yield Static("", id="connect-error", markup=False, classes="-empty")
-        with VerticalScroll(id="preflight-box"):
+        with VerticalScroll(id="preflight-box", classes="scroll-area"):
             yield CheckList("not connected yet", id="preflight")
 
     def on_mount(self) -> None:
@@ -298,7 +298,19 @@ class ConnectStep(StepScreen):
                     "! The answers name a Secret or ConfigMap the cluster lacks: create it, or change the "
                     "answer on the Driver step (Preview checks again before anything is applied)."
                 )
+            self._focus_next_when_ready()
         self.refresh_nav()
+
+    def _focus_next_when_ready(self) -> None:
+        """Connected and nothing blocks: Next takes the focus from Connect (Enter then moves on, not reconnects).
+
+        Only from the Connect button or from nowhere: a user who moved the focus keeps it where they put it.
+        """
+        focused = self.focused
+        if self.blocker() or (focused is not None and focused.id != "connect"):
+            return
+        for button in self.query("NavBar #next"):
+            button.focus()
 
     def worker_failed(self, worker: Worker[Any], error: BaseException) -> None:
         if worker.group == "connect":

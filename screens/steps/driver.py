@@ -68,7 +68,8 @@ class DriverStep(FormStep):
         state = self.state
         self._prefill()
         upstream = state.get("mode") == "upstream"
-        with VerticalScroll(id="driver-scroll"):
+        # not a Tab stop of its own: it showed no focus, and each field scrolls itself into view when focused
+        with VerticalScroll(id="driver-scroll", can_focus=False):
             yield Label("Driver", classes="section -first")
             with Horizontal(id="catalog-row"):
                 yield Label("Catalog")

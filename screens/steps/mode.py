@@ -136,8 +136,16 @@ class ModeStep(FormStep):
             state.set("operator.namespace", namespace)
         self._show_diagram()
         self.query_one("#modes", RadioSet).focus()
+        self.call_after_refresh(self._cursor_on_chosen_mode)
         self.answers_changed()
         self.maybe_replay()
+
+    def _cursor_on_chosen_mode(self) -> None:
+        """Put the list's cursor on the chosen mode: Textual starts it on the first button, whichever is chosen,
+        and a cursor block on "Precompiled" beside the ● on "Upstream" read as two answers."""
+        modes = self.query_one("#modes", RadioSet)
+        if modes.pressed_index >= 0:
+            modes._selected = modes.pressed_index
 
     def _set_mode(self, mode: str) -> None:
         """Change the mode, moving image defaults along when they were the old mode's defaults."""

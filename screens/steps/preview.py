@@ -58,6 +58,9 @@ class PreviewStep(StepScreen):
 
     STEP = "preview"
     NEXT_LABEL = "Apply… ▶"
+    # the first focus on the text under review (the arrows and PageDown scroll it), not on "Save…",
+    # which Enter would open: reading comes before saving
+    AUTO_FOCUS = "TabPane CodeView"
     _rendering = False
 
     def __init__(self) -> None:
@@ -83,7 +86,8 @@ class PreviewStep(StepScreen):
         yield Tick(
             "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
         )
-        with VerticalScroll(id="warnings"):
+        # not a Tab stop: it showed no focus, and the Warnings tab holds each warning in full
+        with VerticalScroll(id="warnings", can_focus=False):
             yield Static("", id="advice")
         with TabbedContent(id="preview-tabs"):
             for tab_id, (title, language, _) in TABS.items():

@@ -77,6 +77,9 @@ class CodeView(VerticalScroll):
         overflow-x: auto;
         & > Static { width: auto; min-width: 100%; padding: 0 1; }
         &.-wrap > Static { width: 100%; }
+        /* focus shows as a bar down the left edge (the column is kept blank otherwise: no reflow) */
+        border-left: blank;
+        &:focus { border-left: outer $primary; }
     }
     """
     # Code keeps its lines (a wrapped skopeo command reads as two) and scrolls sideways; prose wraps.

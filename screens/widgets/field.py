@@ -26,7 +26,6 @@ class AnswerField(Vertical):
         & .field-note { height: auto; padding-left: 20; color: $text-muted; }
         & .field-note.-error { color: $error; }
         &.-invalid .field-label { color: $error; }
-        &:focus-within .field-label { text-style: bold; }
     }
     """
 

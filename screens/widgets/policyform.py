@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from screens.focusrow import MarksFocusedRow
 from screens.widgets.toggles import Tick
 
 #: input id -> (label, dotted upgradePolicy field)
@@ -75,7 +76,7 @@ def policy_errors(answers: dict[str, Any], policy: dict[str, Any]) -> list[tuple
     return []
 
 
-class UpgradePolicyDialog(ModalScreen[dict[str, Any] | None]):
+class UpgradePolicyDialog(MarksFocusedRow, ModalScreen[dict[str, Any] | None]):
     """Edit ``driver.upgradePolicy``; dismissed with the policy (answers form) or None when cancelled."""
 
     DEFAULT_CSS = """

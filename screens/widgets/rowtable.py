@@ -73,7 +73,7 @@ class RowTable(ScrollView, can_focus=True):
                 color: $block-cursor-foreground;
                 text-style: $block-cursor-text-style;
             }
-            & > .rowtable--header { background-tint: $foreground 5%; }
+            & > .rowtable--header { background: $primary 70%; }  /* a 5 % tint alone showed no focus */
         }
         &:dark > .rowtable--even-row { background: $surface-darken-1 40%; }
         & > .rowtable--header { text-style: bold; background: $panel; color: $foreground; }
