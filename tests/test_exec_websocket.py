@@ -16,6 +16,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -359,6 +360,17 @@ async def test_a_server_that_agrees_to_no_exec_protocol_is_a_protocol_violation(
         await ws.close()
         return ws
 
+    async with _websocket_server(handler) as (_, port):
+        dialer = Dialer(f"http://127.0.0.1:{port}", None, protocol="v4.channel.k8s.io")
+        with pytest.raises(ProtocolViolation, match="agreed to exec protocol 'none'"):
+            await dialer.run("/x", {}, lambda _message: None)
+
+
+@contextlib.asynccontextmanager
+async def _websocket_server(handler: Any) -> AsyncIterator[tuple[Any, int]]:
+    """A plain-HTTP aiohttp server answering ``GET /x`` with ``handler``: its runner and port."""
+    from aiohttp import web
+
     app = web.Application()
     app.router.add_get("/x", handler)
     runner = web.AppRunner(app)
@@ -366,10 +378,7 @@ async def test_a_server_that_agrees_to_no_exec_protocol_is_a_protocol_violation(
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     try:
-        port = runner.addresses[0][1]
-        dialer = Dialer(f"http://127.0.0.1:{port}", None, protocol="v4.channel.k8s.io")
-        with pytest.raises(ProtocolViolation, match="agreed to exec protocol 'none'"):
-            await dialer.run("/x", {}, lambda _message: None)
+        yield runner, runner.addresses[0][1]
     finally:
         await runner.cleanup()
 
@@ -395,7 +404,8 @@ async def test_overlapping_execs_take_connections_dialled_ahead_and_a_lone_exec_
         outputs = await asyncio.gather(*(one() for _ in range(30)))
         assert outputs == ["5.14.21-150500.55.166-default"] * 30
         dialer = gateway._execs
-        assert dialer is not None and dialer.taken_ahead >= 10, dialer.taken_ahead
+        assert dialer is not None
+        assert dialer.taken_ahead >= 10, dialer.taken_ahead
         assert len(dialer._ahead) <= websocket.DIAL_AHEAD
         deadline = time.monotonic() + 5
         while (dialer._ahead or set(_client_ends(port, "01")) - before) and time.monotonic() < deadline:
@@ -429,14 +439,7 @@ async def test_a_connection_dialled_ahead_that_the_server_closed_is_dropped_not_
         await ws.close()
         return ws
 
-    app = web.Application()
-    app.router.add_get("/x", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        port = runner.addresses[0][1]
+    async with _websocket_server(handler) as (runner, port):
         dialer = Dialer(f"http://127.0.0.1:{port}", None, protocol=EXEC_PROTOCOL)
         messages: list[bytes] = []
         assert await dialer.run("/x", {}, messages.append)  # the server is reached: now connections are dialled ahead
@@ -455,8 +458,6 @@ async def test_a_connection_dialled_ahead_that_the_server_closed_is_dropped_not_
         taken = dialer.taken_ahead
         assert await dialer.run("/x", {}, messages.append)
         assert dialer.taken_ahead == taken and messages.count(b"\x01done") == 6
-    finally:
-        await runner.cleanup()
 
     with pytest.raises(ConnectFailed):  # the server is gone: every exec fails for itself, nothing dials ahead
         await asyncio.gather(*(dialer.run("/x", {}, messages.append) for _ in range(4)))
