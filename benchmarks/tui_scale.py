@@ -157,19 +157,28 @@ class Walk:
             await self.until(lambda: not screen.blocker(), 10, "the override")
 
     async def f1(self, where: str) -> None:
-        """F1 until the help dialog is the screen, then Esc back."""
+        """F1 until the help dialog shows this step's help and a frame with it was drawn, then Esc back."""
         from screens.dialogs import HelpDialog
+        from screens.help_text import step_help
 
+        step = self.app.screen
+        expected = step.HELP or step_help(step.STEP, web=self.app.web)
         start, cpu = time.perf_counter(), time.thread_time()
         press_now(self.app, "f1")
 
-        def shown() -> bool:  # the dialog is up and its text laid out
+        def shown() -> bool:  # the dialog is up with this step's help, its text laid out
             screen = self.app.screen
             return (
-                isinstance(screen, HelpDialog) and screen.is_mounted and screen.query_one("#help-text").size.height > 0
+                isinstance(screen, HelpDialog)
+                and screen.is_mounted
+                and screen.text == expected
+                and screen.query_one("#help-text").size.height > 0
             )
 
         await self.until(shown, 60, "the help dialog")
+        painted = asyncio.get_running_loop().create_future()  # and drawn: the next refresh has run
+        self.app.call_after_refresh(lambda: painted.done() or painted.set_result(None))
+        await painted
         self.f1_ms[where] = round((time.perf_counter() - start) * 1000, 1)
         # the loop thread's CPU meanwhile (the dialog and whatever else the loop ran): on a loaded machine
         # the wall time is mostly waiting for a core

@@ -34,6 +34,9 @@ from screens.styles import app_css
 from wizard import collector
 from wizard.paths import backups_dir, state_dir
 
+HELP_SCREEN = "help"
+"""The name the one help dialog is installed under (:meth:`WizardApp.show_help`)."""
+
 #: Simulated operator pace for ``--demo`` (seconds per reconcile step): visible, not slow.
 DEMO_STEP_DELAY = 0.3
 
@@ -132,6 +135,20 @@ class WizardApp(App[int]):
         """The queued Back/Next keys, oldest first (the queue is emptied)."""
         moves, self.pending_moves = self.pending_moves, []
         return moves
+
+    def show_help(self, title: str, text: str) -> None:
+        """F1: the help dialog. One dialog serves the whole session: built on the first F1, its text swapped
+        on the next ones, so a later F1 is a screen switch and one text's layout, not a dialog composed and
+        mounted anew (about 22 turns of the loop, each waiting behind a verification's work)."""
+        from screens.dialogs import HelpDialog
+
+        if self.is_screen_installed(HELP_SCREEN):
+            dialog = self.get_screen(HELP_SCREEN)
+            assert isinstance(dialog, HelpDialog)
+            dialog.show(title, text)
+        else:
+            self.install_screen(HelpDialog(title, text), name=HELP_SCREEN)
+        self.push_screen(HELP_SCREEN)
 
     def goto(self, name: str) -> None:
         """Show step ``name`` (a fresh screen; the old one and its workers go away)."""

@@ -133,6 +133,18 @@ async def test_f1_help_and_palette_entries(tui_env: Path) -> None:
         await pilot.press("f1")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the help dialog")
         assert "Help — Mode" in screen_text(app)
+        first = app.screen
+        first.query_one("#help-body").scroll_end(animate=False)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpDialog), what="the help to close")
+        # the next step's F1 shows its own help in the same dialog (kept: no compose and mount again), from the top
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: app.state.step == "driver", what="the Driver step")
+        await pilot.press("f1")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpDialog), what="the help dialog again")
+        await pilot.pause()
+        assert app.screen is first and "Help — Driver" in screen_text(app) and "Help — Mode" not in screen_text(app)
+        assert first.query_one("#help-body").scroll_y == 0
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpDialog), what="the help to close")
         titles = [c.title for c in app.get_system_commands(app.screen)]

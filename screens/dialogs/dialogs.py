@@ -156,6 +156,15 @@ class HelpDialog(ModalScreen[None]):
         """The help's Markdown source (the dialog shows it laid out)."""
         return self._text
 
+    def show(self, title: str, text: str) -> None:
+        """Show another help in this dialog (it is kept between F1s): title and text swapped, scrolled to the top."""
+        if (title, text) == (self._title, self._text):
+            return
+        self._title, self._text = title, text
+        self.query_one(".dialog-title", Label).update(f"Help — {title}")
+        self.query_one("#help-text", Static).update(help_markdown(printable(text, keep="\n")))
+        self.query_one("#help-body").scroll_home(animate=False)
+
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Help — {self._title}", classes="dialog-title", markup=False)

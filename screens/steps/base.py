@@ -236,11 +236,10 @@ class StepScreen(MarksFocusedRow, Screen[None]):
     # -- help and errors --------------------------------------------------------------------
 
     def action_help(self) -> None:
-        from screens.dialogs import HelpDialog
         from screens.help_text import step_help
 
         text = self.HELP or step_help(self.STEP, web=self.wizard.web)
-        self.app.push_screen(HelpDialog(step_named(self.STEP).title, text))
+        self.wizard.show_help(step_named(self.STEP).title, text)
 
     def show_error(self, error: BaseException, title: str = "") -> None:
         """Show an error as a dialog saying what to do."""
