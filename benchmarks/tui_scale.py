@@ -159,10 +159,8 @@ class Walk:
     async def f1(self, where: str) -> None:
         """F1 until the help dialog shows this step's help and a frame with it was drawn, then Esc back."""
         from screens.dialogs import HelpDialog
-        from screens.help_text import step_help
 
-        step = self.app.screen
-        expected = step.HELP or step_help(step.STEP, web=self.app.web)
+        expected = self.app.screen.help_text()
         start, cpu = time.perf_counter(), time.thread_time()
         press_now(self.app, "f1")
 

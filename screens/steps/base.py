@@ -235,11 +235,14 @@ class StepScreen(MarksFocusedRow, Screen[None]):
 
     # -- help and errors --------------------------------------------------------------------
 
-    def action_help(self) -> None:
+    def help_text(self) -> str:
+        """This step's help (Markdown): its own ``HELP``, else the shared text for the step."""
         from screens.help_text import step_help
 
-        text = self.HELP or step_help(self.STEP, web=self.wizard.web)
-        self.wizard.show_help(step_named(self.STEP).title, text)
+        return self.HELP or step_help(self.STEP, web=self.wizard.web)
+
+    def action_help(self) -> None:
+        self.wizard.show_help(step_named(self.STEP).title, self.help_text())
 
     def show_error(self, error: BaseException, title: str = "") -> None:
         """Show an error as a dialog saying what to do."""

@@ -113,6 +113,14 @@ def runtime_mounts(user: dict[str, str]) -> tuple[dict[str, str], list[dict[str,
     return env, volumes
 
 
+def _validation_mounts() -> list[dict[str, Any]]:
+    """The validator's mounts (each container its own copy): the shared validations folder and the host read-only."""
+    return [
+        {"name": "run-nvidia-validations", "mountPath": "/run/nvidia/validations", "mountPropagation": "Bidirectional"},
+        {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
+    ]
+
+
 def _validation_init(name: str, component: str, image: str) -> dict[str, Any]:
     return {
         "name": name,
@@ -122,14 +130,7 @@ def _validation_init(name: str, component: str, image: str) -> dict[str, Any]:
         "args": ["nvidia-validator"],
         "env": [node_name_env(), *env_list({"COMPONENT": component, "WITH_WAIT": "true"})],
         "securityContext": {"privileged": True},
-        "volumeMounts": [
-            {
-                "name": "run-nvidia-validations",
-                "mountPath": "/run/nvidia/validations",
-                "mountPropagation": "Bidirectional",
-            },
-            {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
-        ],
+        "volumeMounts": _validation_mounts(),
     }
 
 
@@ -179,14 +180,7 @@ def validator_daemonset(*, namespace: str, image: str, owner: dict[str, Any], sp
         "command": ["sh", "-c"],
         "args": ["echo all validations are successful; exec sleep infinity"],
         "securityContext": {"privileged": True},
-        "volumeMounts": [
-            {
-                "name": "run-nvidia-validations",
-                "mountPath": "/run/nvidia/validations",
-                "mountPropagation": "Bidirectional",
-            },
-            {"name": "host-root", "mountPath": "/host", "readOnly": True, "mountPropagation": "HostToContainer"},
-        ],
+        "volumeMounts": _validation_mounts(),
     }
     return daemonset(
         name=VALIDATOR_DS,
