@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint typecheck system-deps bench clean data
+.PHONY: demo test test-real real-cluster lint typecheck system-deps bench clean data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,9 +26,28 @@ demo: $(VENV)/.installed
 system-deps:
 	bash .ci/system-deps.sh
 
-## test: install test extras and system packages, then run the whole suite
+## test: install test extras and system packages, then run the whole suite and the real-cluster lane
 test: $(VENV)/.installed-test system-deps
 	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-real
+
+## test-real: the real-cluster lane (kube-apiserver, etcd, kcm, scheduler, kwok and the real GPU Operator,
+## built from pinned Go modules into ~/.cache/gpu-wizard/realcluster; the first build takes long, see README)
+test-real: $(VENV)/.installed-test
+	@if command -v go >/dev/null 2>&1; then \
+		$(BIN)/python -m tests.realcluster.build >/dev/null && \
+		GPU_WIZARD_REALCLUSTER=1 $(BIN)/python -m pytest -q -p no:xdist --timeout=900 tests/realcluster $(PYTEST_ARGS); \
+	elif [ "$$CI" = "true" ]; then \
+		echo "test-real: go is not installed, so the real-cluster lane cannot run (CI=true: failing)" >&2; exit 1; \
+	else \
+		echo "test-real: REAL-CLUSTER LANE SKIPPED: go is not installed" >&2; \
+	fi
+
+## real-cluster: the lane's cluster in the foreground (RELEASE=v26.3.3 NODES=nodes.json); Ctrl-C stops it
+RELEASE ?=
+NODES ?= assets/examples/sle-micro-precompiled.nodes.json
+real-cluster: $(VENV)/.installed-test
+	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES)
 
 ## data: regenerate the JSON twins of the bundled operator YAML (read at run time; a test checks they are current)
 data: $(VENV)/.installed

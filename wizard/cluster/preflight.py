@@ -78,9 +78,11 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission("list", "nodes", why="discover GPU nodes"),
         Permission("watch", "nodes", why="follow node changes", required=False),
         Permission("list", "clusterpolicies", GROUP, why="read the live ClusterPolicy"),
+        Permission("watch", "clusterpolicies", GROUP, why="follow the ClusterPolicy's state during a rollout"),
         Permission("list", "nvidiadrivers", GROUP, why="read live NVIDIADrivers", required=False),
         Permission("list", "deployments", "apps", namespace=ns, why="find the operator release", required=False),
         Permission("list", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
+        Permission("watch", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
         Permission("list", "pods", namespace=ns, why="find the driver pods"),
     ]
     if plan is None:
@@ -109,7 +111,17 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission(
             "get", "pods", subresource="log", namespace=ns, why="quote a failing container's log", required=False
         ),
+        # an exec over websocket is a GET upgrade: the API server checks `get` on pods/exec, and since
+        # Kubernetes 1.35 (AuthorizePodWebsocketUpgradeCreatePermission) `create` as well
+        Permission(
+            "get", "pods", subresource="exec", namespace=ns, why="run nvidia-smi in the driver pods (websocket exec)"
+        ),
         Permission("create", "pods", subresource="exec", namespace=ns, why="run nvidia-smi in the driver pods"),
+        # the host checks (before apply and in verification): one probe DaemonSet a run, owned by a deadline Job
+        Permission("create", "daemonsets", "apps", namespace=ns, why="run the host checks (probe DaemonSet)"),
+        Permission("delete", "daemonsets", "apps", namespace=ns, why="remove the host probe"),
+        Permission("create", "jobs", "batch", namespace=ns, why="bound the host probe by a deadline Job"),
+        Permission("delete", "jobs", "batch", namespace=ns, why="remove the host probe's deadline Job"),
     ]
     return needed
 

@@ -191,8 +191,10 @@ def daemonset(
     affinity = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
+                # one term per node: the API server allows a single value in a matchFields requirement
                 "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": sorted(nodes)}]}
+                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
+                    for node in sorted(nodes)
                 ]
             }
         }

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from wizard.demo.api import patch as patches
 from wizard.demo.api import ssa
+from wizard.demo.api.podspec import pod_spec_causes
 from wizard.demo.api.reads import Target, json_response, parse_body
 from wizard.demo.api.schema import check_object
 from wizard.demo.api.selectors import combined
@@ -169,6 +170,9 @@ def _persist(
 ) -> dict[str, Any]:
     rtype = target.rtype
     name = new["metadata"].get("name", "")
+    causes = pod_spec_causes(rtype.plural, new)
+    if causes:
+        raise invalid(rtype.kind, rtype.group, name, causes)
     if _dry_run(request):
         out = copy.deepcopy(new)
         meta = out["metadata"]

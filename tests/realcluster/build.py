@@ -1,0 +1,235 @@
+"""Builds the real-cluster lane's binaries from pinned Go modules, cached outside the clone.
+
+`python -m tests.realcluster.build` builds kube-apiserver, kube-controller-manager, kube-scheduler and
+kubectl (`go/k8s`), etcd (`go/etcd`), kwok (`go/kwok`) and the GPU Operator of every release whose
+module the proxy serves (`go/operator-<release>`), and prints the cache folder on stdout.
+
+The folder is keyed by the pins (the Go version, every go.mod and go.sum, this file), so a warm run
+rebuilds nothing: it finds `<key>/.complete` and returns at once. Go's own caches (modules, compiled
+packages) live beside the keyed folders, so a change of one pin recompiles only what it touches.
+Progress goes to stderr; each step's wall time and peak memory land in `<key>/build-report.json`.
+
+Why each flag (see ../../docs/real-cluster.md): the version ldflags make the API server report a real
+gitVersion (the operator refuses to reconcile when it is not semver); CGO is off so no C toolchain is
+needed; GOTOOLCHAIN=local so a go line newer than the machine's fails at once instead of downloading.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+GO_DIR = Path(__file__).resolve().parent / "go"
+CACHE_ROOT = Path(os.environ.get("GPU_WIZARD_RC_CACHE", Path.home() / ".cache" / "gpu-wizard" / "realcluster"))
+K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+OPERATOR_MODULE = "github.com/NVIDIA/gpu-operator"
+KWOK_MODULE = "sigs.k8s.io/kwok"
+
+
+class BuildError(RuntimeError):
+    """A step of the build failed; the message names the step and carries the tail of its output."""
+
+
+@dataclass(frozen=True)
+class Built:
+    """Where the lane's pieces are once built."""
+
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    def operator_binary(self, release: str) -> Path:
+        return self.bin / f"gpu-operator-{release}"
+
+    def operator_assets(self, release: str) -> Path:
+        """The folder the operator expects at /opt/gpu-operator (assets/ with manifests/ inside)."""
+        return self.root / "operator" / release / "opt"
+
+    def operator_crds(self, release: str) -> Path:
+        return self.root / "operator" / release / "crds"
+
+    @property
+    def kwok_stages(self) -> Path:
+        return self.root / "kwok" / "stage"
+
+    @property
+    def kwok_crds(self) -> Path:
+        return self.root / "kwok" / "crd"
+
+    def releases(self) -> list[str]:
+        return sorted(p.name for p in (self.root / "operator").iterdir() if (p / "opt").is_dir())
+
+
+def operator_releases() -> list[str]:
+    """Releases whose wrapper module is complete (a go.sum: the proxy served every module it needs)."""
+    return sorted(p.name.removeprefix("operator-") for p in GO_DIR.glob("operator-*") if (p / "go.sum").is_file())
+
+
+def required_version(module_dir: Path, module: str) -> str:
+    """The version a wrapper module's go.mod requires of `module`."""
+    text = (module_dir / "go.mod").read_text()
+    found = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
+    if not found:
+        raise BuildError(f"{module_dir / 'go.mod'}: no requirement on {module}")
+    return found.group(1)
+
+
+def go_version() -> str:
+    return subprocess.run(["go", "version"], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def cache_key() -> str:
+    digest = hashlib.sha256(go_version().encode())
+    for path in [*sorted(GO_DIR.rglob("go.*")), Path(__file__)]:
+        digest.update(str(path.relative_to(GO_DIR.parent)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GOMODCACHE=str(CACHE_ROOT / "gomod"),
+        GOCACHE=str(CACHE_ROOT / "gocache"),
+        GOTOOLCHAIN="local",
+        CGO_ENABLED="0",
+        GOFLAGS="-mod=readonly -trimpath",
+    )
+    return env
+
+
+def k8s_ldflags(version: str) -> str:
+    """Version stamping as Kubernetes' hack/lib/version.sh does it, for server and client packages."""
+    major, minor = version.removeprefix("v").split(".")[:2]
+    flags = ["-s", "-w"]
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        for key, value in (
+            ("gitVersion", version),
+            ("gitMajor", major),
+            ("gitMinor", minor),
+            ("gitTreeState", "clean"),
+            ("buildDate", "2026-01-01T00:00:00Z"),
+        ):
+            flags.append(f"-X '{package}.{key}={value}'")
+    return " ".join(flags)
+
+
+class Builder:
+    """Runs the steps one after another, timing each and keeping its peak memory."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.report: dict[str, dict[str, float]] = {}
+        self.env = go_env()
+
+    def step(self, name: str, args: list[str], cwd: Path) -> str:
+        print(f"realcluster build: {name} …", file=sys.stderr, flush=True)
+        started = time.monotonic()
+        proc = subprocess.run(args, cwd=cwd, env=self.env, capture_output=True, text=True)
+        seconds = time.monotonic() - started
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise BuildError(f"{name} failed (exit {proc.returncode}) in {cwd}:\n{tail}")
+        self.report[name] = {"seconds": round(seconds, 1), "peak_rss_mib_so_far": round(peak_mib)}
+        print(f"realcluster build: {name} done in {seconds:.0f} s", file=sys.stderr, flush=True)
+        return proc.stdout
+
+    def module_dir(self, wrapper: Path, module: str) -> Path:
+        """Where the module cache holds the source of `module` at the version the wrapper requires (found
+        by path: `go list -m` would ask the proxy for the version's .info, which it refuses for some)."""
+        escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
+        version = required_version(wrapper, module)
+        replaced = re.search(
+            rf"^replace\s+{re.escape(module)}\s+=>\s+\S+\s+(v\S+)", (wrapper / "go.mod").read_text(), re.M
+        )
+        folder = Path(self.env["GOMODCACHE"]) / f"{escaped}@{replaced.group(1) if replaced else version}"
+        if not folder.is_dir():
+            raise BuildError(f"{module}@{version}: not in the module cache ({folder})")
+        return folder
+
+    def build_all(self) -> None:
+        bin_dir = self.out / "bin"
+        k8s = GO_DIR / "k8s"
+        version = required_version(k8s, "k8s.io/kubernetes")
+        packages = [f"k8s.io/kubernetes/cmd/{c}" for c in K8S_COMMANDS]
+        build = ["go", "build", "-p", "2", "-tags=notest", f"-ldflags={k8s_ldflags(version)}", "-o", f"{bin_dir}/"]
+        self.step(f"kubernetes {version}", [*build, *packages], k8s)
+        self.step(
+            "etcd",
+            ["go", "build", "-ldflags=-s -w", "-o", str(bin_dir / "etcd"), "go.etcd.io/etcd/server/v3"],
+            GO_DIR / "etcd",
+        )
+        kwok = GO_DIR / "kwok"
+        self.step(
+            "kwok", ["go", "build", "-ldflags=-s -w", "-o", str(bin_dir / "kwok"), f"{KWOK_MODULE}/cmd/kwok"], kwok
+        )
+        kwok_src = self.module_dir(kwok, KWOK_MODULE)
+        copy_tree(kwok_src / "kustomize" / "stage", self.out / "kwok" / "stage")
+        copy_tree(kwok_src / "kustomize" / "crd", self.out / "kwok" / "crd")
+        for release in operator_releases():
+            wrapper = GO_DIR / f"operator-{release}"
+            target = self.out / "bin" / f"gpu-operator-{release}"
+            self.step(
+                f"gpu-operator {release}",
+                ["go", "build", "-ldflags=-s -w", "-o", str(target), f"{OPERATOR_MODULE}/cmd/gpu-operator"],
+                wrapper,
+            )
+            source = self.module_dir(wrapper, OPERATOR_MODULE)
+            opt = self.out / "operator" / release / "opt"
+            copy_tree(source / "assets", opt)
+            copy_tree(source / "manifests", opt / "manifests")
+            crds = self.out / "operator" / release / "crds"
+            crds.mkdir(parents=True, exist_ok=True)
+            for crd in sorted((source / "deployments" / "gpu-operator" / "crds").glob("nvidia.com_*.yaml")):
+                shutil.copyfile(crd, crds / crd.name)
+
+
+def copy_tree(source: Path, target: Path) -> None:
+    """Copies a module-cache folder (read-only files) into a writable one."""
+    shutil.copytree(source, target, dirs_exist_ok=True, copy_function=shutil.copyfile)
+
+
+def build() -> Built:
+    """The built lane, building it first when this key has not been built yet."""
+    if shutil.which("go") is None:
+        raise BuildError("go is not installed: the real-cluster lane builds its binaries from Go modules")
+    out = CACHE_ROOT / cache_key()
+    if (out / ".complete").is_file():
+        return Built(out)
+    out.mkdir(parents=True, exist_ok=True)
+    builder = Builder(out)
+    started = time.monotonic()
+    builder.build_all()
+    builder.report["total"] = {
+        "seconds": round(time.monotonic() - started, 1),
+        "peak_rss_mib_so_far": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+    }
+    (out / "build-report.json").write_text(json.dumps({"go": go_version(), "steps": builder.report}, indent=2) + "\n")
+    (out / ".complete").touch()
+    return Built(out)
+
+
+def main() -> int:
+    try:
+        built = build()
+    except BuildError as error:
+        print(f"realcluster build: {error}", file=sys.stderr)
+        return 1
+    print(built.root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

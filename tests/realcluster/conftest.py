@@ -1,0 +1,72 @@
+"""Fixtures of the real-cluster lane: the binaries (built once, cached by their pins) and one running
+control plane per operator release, shared by the lane's tests (run serially: `make test-real`).
+
+Without Go the lane cannot run: under CI=true that is a failure, elsewhere a loud skip. A failing
+test keeps every component's log under `.realcluster-logs/` at the repository root.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.realcluster.build import BuildError, Built, build
+from tests.realcluster.cluster import RealCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+LOGS = ROOT / ".realcluster-logs"
+
+
+def _cannot_run(why: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"real-cluster lane cannot run under CI: {why}", pytrace=False)
+    pytest.skip(f"REAL-CLUSTER LANE SKIPPED: {why}")
+
+
+@pytest.fixture(scope="session")
+def built() -> Built:
+    if shutil.which("go") is None:
+        _cannot_run("go is not installed (the lane builds kube-apiserver, etcd, kwok and the operator from Go modules)")
+    try:
+        return build()
+    except BuildError as error:
+        _cannot_run(str(error))
+        raise
+
+
+def releases() -> list[str]:
+    from tests.realcluster.build import operator_releases
+
+    return operator_releases()
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        item.session.stash.setdefault(_FAILED, set()).add(item.nodeid)  # type: ignore[arg-type]
+
+
+_FAILED = pytest.StashKey[set[str]]()
+
+
+@pytest.fixture(scope="session", params=releases())
+def real_cluster(
+    request: pytest.FixtureRequest, built: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """A control plane and kwok for the real operator of one release; each test brings its nodes and
+    starts the operator (`RealCluster.reset`)."""
+    release = request.param
+    cluster = RealCluster(built, tmp_path_factory.mktemp(f"rc-{release}"), release)
+    try:
+        cluster.start([], operator=False)
+        yield cluster
+    finally:
+        if request.session.stash.get(_FAILED, set()):
+            cluster.keep_logs(LOGS / release)
+        cluster.stop()

@@ -1,0 +1,113 @@
+"""What the lane's tests share: fake nodes as NFD would label them, answers per mode, a healthy host's
+answers to the wizard's host probe, the wizard's CLI in-process, and polling the real cluster."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.realcluster.cluster import NAMESPACE, RealCluster
+from wizard.cli.main import main
+
+UBUNTU_KERNEL = "5.15.0-1048-nvidia"
+SLE_KERNELS = ("5.14.21-150500.55.166-default", "5.14.21-150500.55.171-default")
+RUN_MOUNT = "/run rw,nosuid,nodev,relatime"
+USR_MOUNT = "/ rw,relatime"
+
+
+def node(
+    name: str, os_id: str, version_id: str, kernel: str, *, gpu: bool = True, product: str = "NVIDIA-H200"
+) -> dict[str, Any]:
+    """A node as NFD and the kubelet describe it (labels, node info); GPU nodes carry the PCI label."""
+    labels = {
+        "feature.node.kubernetes.io/kernel-version.full": kernel,
+        "feature.node.kubernetes.io/system-os_release.ID": os_id,
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID": version_id,
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID.major": version_id.split(".")[0],
+    }
+    if gpu:
+        labels |= {"feature.node.kubernetes.io/pci-10de.present": "true", "nvidia.com/gpu.product": product}
+    else:
+        labels["node-role.kubernetes.io/control-plane"] = "true"
+    images = {
+        "ubuntu": "Ubuntu 22.04.5 LTS",
+        "sle-micro": "SUSE Linux Enterprise Micro 5.5",
+        "rhel": "Red Hat Enterprise Linux 9.4",
+    }
+    return {
+        "metadata": {"name": name, "labels": labels},
+        "status": {
+            "nodeInfo": {
+                "kernelVersion": kernel,
+                "osImage": images.get(os_id, os_id),
+                "containerRuntimeVersion": "containerd://1.7.23",
+            },
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+        },
+    }
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`gpu-wizard ARGV` in-process: (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def as_wizard(cluster: RealCluster) -> list[str]:
+    return ["--kubeconfig", str(cluster.kubeconfig("wizard"))]
+
+
+def healthy_host(toolkit_dir: str, *, driver_dir: bool = True, smi: str | None = None) -> list[tuple[int, str]]:
+    """A healthy node's answers to the wizard's host probe, step by step (verify_context.host_steps):
+    the host's nvidia-smi first in pre-installed mode, findmnt of the toolkit runtime (and of the
+    driver root), the containerd drop-in's BinaryName under the toolkit folder."""
+    runtime = f"{toolkit_dir}/toolkit/nvidia-container-runtime"
+    mount = RUN_MOUNT if toolkit_dir.startswith("/run") else USR_MOUNT
+    answers = [] if smi is None else [(0, smi)]
+    answers.append((0, mount))
+    if driver_dir:
+        answers.append((0, RUN_MOUNT))
+    answers.append((0, f'BinaryName = "{runtime}"'))
+    return answers
+
+
+def wait_for(what: str, probe: Any, timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out after {timeout:.0f} s: {what}")
+
+
+def daemonsets(cluster: RealCluster) -> dict[str, dict[str, Any]]:
+    items = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")["items"]
+    return {d["metadata"]["name"]: d for d in items}
+
+
+def driver_daemonsets(cluster: RealCluster) -> dict[str, dict[str, Any]]:
+    return {
+        name: ds
+        for name, ds in daemonsets(cluster).items()
+        if ds["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "nvidia-driver"
+    }
+
+
+def container(ds: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == name]
+    return found
+
+
+def policy_state(cluster: RealCluster) -> str:
+    items = cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
+    return str(((items[0] if items else {}).get("status") or {}).get("state") or "")
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -1,0 +1,152 @@
+"""gpu-wizard against a real kube-apiserver and the real GPU Operator (each test runs once per built release).
+
+The wizard works as the restricted `wizard` user (exactly the permissions its preflight documents);
+the real operator renders its DaemonSets from what the wizard applied, and they must be the ones the
+wizard predicted (names, images); kwok's fake kubelets run the pods and report the digests the test's
+real registry gave; the wizard's verification must pass, and fail on a node whose kubelet reports
+another digest. Each test starts from a clean cluster on its own nodes (`RealCluster.reset`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_registry import RegistryServer
+from tests.realcluster.cluster import NAMESPACE, RealCluster
+from tests.realcluster.flows import (
+    SLE_KERNELS,
+    UBUNTU_KERNEL,
+    as_wizard,
+    container,
+    daemonsets,
+    driver_daemonsets,
+    healthy_host,
+    node,
+    policy_state,
+    run,
+    wait_for,
+    write,
+)
+from wizard.engine.naming import precompiled_daemonset_name
+
+PRECOMPILED_VERSION = "580.126.09.1"
+UPSTREAM_VERSION = "580.126.20"
+STALE = "sha256:" + "0" * 64
+
+
+def test_the_server_reports_a_real_version(real_cluster: RealCluster) -> None:
+    assert real_cluster.get("/version")["gitVersion"] == "v1.36.3"
+
+
+def test_precompiled_on_two_kernels(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    k1, k2 = SLE_KERNELS
+    cluster.reset(
+        [
+            node("cp-0", "sle-micro", "5.5", k1, gpu=False),
+            node("gpu-a-0", "sle-micro", "5.5", k1),
+            node("gpu-a-1", "sle-micro", "5.5", k1),
+            node("gpu-b-0", "sle-micro", "5.5", k2),
+        ]
+    )
+    digests = {}
+    for kernel in SLE_KERNELS:
+        tag = f"{PRECOMPILED_VERSION}-{kernel}-sle-micro5.5"
+        digests[f"{host}/mlops/nvidia-driver:{tag}"] = oci_registry.push_image(
+            "mlops/nvidia-driver", tag, content=kernel.encode()
+        )
+    cluster.set_stages(digests, {}, healthy_host("/run/nvidia/toolkit-install"))
+    cluster.set_driver_version(PRECOMPILED_VERSION)
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
+        f"driver:\n  version: '{PRECOMPILED_VERSION}'\n  repository: {host}/mlops\n  source: {host}/mlops\n"
+        "toolkit:\n  installDir: /run/nvidia/toolkit-install\n",
+    )
+    apply = ["apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b")]
+    registry = ["--insecure-registry", host]
+
+    code, out, err = run(capsys, *apply, *registry)
+    assert code == 0, err
+    assert "rollout: ready: ClusterPolicy ready" in err, err
+
+    found = driver_daemonsets(cluster)
+    assert sorted(found) == sorted(precompiled_daemonset_name(k, "sle-micro5.5") for k in SLE_KERNELS)
+    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == set(digests)
+    toolkit = container(daemonsets(cluster)["nvidia-container-toolkit-daemonset"], "nvidia-container-toolkit-ctr")
+    assert {"name": "ROOT", "value": "/run/nvidia/toolkit-install"} in toolkit["env"]
+    assert policy_state(cluster) == "ready"
+
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 0, out + err
+    assert out.endswith("✓ summary: all 3 GPU nodes verified\n"), out
+
+    code, out, err = run(capsys, *apply, *registry)  # the same plan again: nothing to send
+    assert code == 0 and "no changes" in err, err
+
+    # gpu-a-1's kubelet now reports another digest than the registry's: verification names that node
+    cluster.set_stages(digests, {"gpu-a-1": STALE}, healthy_host("/run/nvidia/toolkit-install"))
+    cluster.kubectl(
+        "delete",
+        "pod",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/component=nvidia-driver",
+        "--field-selector=spec.nodeName=gpu-a-1",
+        "--wait=true",
+    )
+    wait_for("gpu-a-1's driver pod to run again", lambda: _driver_pod_running(cluster, "gpu-a-1"), 90)
+    code, out, _ = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 1, out
+    assert f"✗ image-digest gpu-a-1: the pod runs {STALE}" in out, out
+    assert "✓ image-digest gpu-a-0" in out and "✓ image-digest gpu-b-0" in out
+
+
+def test_upstream_on_ubuntu(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    cluster.reset(
+        [
+            node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+            node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+            node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+        ]
+    )
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    image = f"{host}/nvidia/driver:{tag}"
+    cluster.set_stages(
+        {image: oci_registry.push_image("nvidia/driver", tag, content=b"upstream")},
+        {},
+        healthy_host("/usr/local/nvidia"),
+    )
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
+        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    registry = ["--insecure-registry", host]
+    code, _, err = run(
+        capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
+    )
+    assert code == 0, err
+    found = driver_daemonsets(cluster)
+    assert list(found) == ["nvidia-driver-daemonset"]
+    assert container(found["nvidia-driver-daemonset"], "nvidia-driver-ctr")["image"] == image
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+
+
+def _driver_pod_running(cluster: RealCluster, node_name: str) -> bool:
+    pods = cluster.get(
+        f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dnvidia-driver"
+        f"&fieldSelector=spec.nodeName%3D{node_name}"
+    )["items"]
+    return any(p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") for p in pods)
