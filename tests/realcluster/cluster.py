@@ -189,6 +189,7 @@ class RealCluster:
             "Role": "roles",
             "RoleBinding": "rolebindings",
             "Node": "nodes",
+            "ConfigMap": "configmaps",
             "Deployment": "deployments",
         }[obj["kind"]]
         base = "/api/v1" if api == "v1" else f"/apis/{api}"

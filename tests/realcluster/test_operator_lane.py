@@ -29,7 +29,7 @@ from tests.realcluster.flows import (
     wait_for,
     write,
 )
-from wizard.engine.naming import precompiled_daemonset_name
+from wizard.engine.naming import Release, os_tag, precompiled_daemonset_name, repo_config_dirs
 
 PRECOMPILED_VERSION = "580.126.09.1"
 UPSTREAM_VERSION = "580.126.20"
@@ -150,3 +150,129 @@ def _driver_pod_running(cluster: RealCluster, node_name: str) -> bool:
         f"&fieldSelector=spec.nodeName%3D{node_name}"
     )["items"]
     return any(p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp") for p in pods)
+
+
+def test_preinstalled_host_driver(
+    real_cluster: RealCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster = real_cluster
+    cluster.reset(
+        [
+            node("cp-0", "ubuntu", "22.04", "5.15.0-171-generic", gpu=False),
+            node("gpu-a100-0", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
+            node("gpu-a100-1", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
+        ]
+    )
+    cluster.set_stages({}, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=cluster.smi_output.read_text()))
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: preinstalled\n"
+        "driver:\n  useNvidiaDriverCRD: false\ntoolkit:\n  installDir: /usr/local/nvidia\nhostPaths: {}\n",
+    )
+    code, _, err = run(
+        capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path)
+    )
+    assert code == 0, err
+    wait_for("ClusterPolicy ready", lambda: policy_state(cluster) == "ready", 120)
+    assert not driver_daemonsets(cluster)  # driver.enabled=false: the operator renders no driver
+    assert "nvidia-container-toolkit-daemonset" in daemonsets(cluster)
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), "--no-registry")
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+
+
+def test_nvidiadriver_crs_on_mixed_os(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    rhel_kernel = "5.14.0-427.13.1.el9_4.x86_64"
+    cluster.reset(
+        [
+            node("cp-01", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+            node("gpu-01", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-A100-SXM4-80GB"),
+            node("gpu-03", "rhel", "9.4", rhel_kernel, product="NVIDIA-A100-SXM4-80GB"),
+        ]
+    )
+    digests = {}
+    for os_id, version_id in (("ubuntu", "22.04"), ("rhel", "9.4")):
+        tag = f"{UPSTREAM_VERSION}-{os_tag(os_id, version_id, cluster.release)}"
+        digests[f"{host}/nvidia/driver:{tag}"] = oci_registry.push_image("nvidia/driver", tag, content=tag.encode())
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
+        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "  useNvidiaDriverCRD: true\ntoolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    registry = ["--insecure-registry", host]
+    code, _, err = run(
+        capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
+    )
+    assert code == 0, err
+    found = driver_daemonsets(cluster)
+    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == set(digests), found.keys()
+    assert all(name.startswith("nvidia-gpu-driver-") for name in found)
+    drivers = cluster.get("/apis/nvidia.com/v1alpha1/nvidiadrivers")["items"]
+    wait_for(
+        "every NVIDIADriver ready",
+        lambda: all(
+            (d.get("status") or {}).get("state") == "ready"
+            for d in cluster.get("/apis/nvidia.com/v1alpha1/nvidiadrivers")["items"]
+        ),
+        120,
+    )
+    assert drivers
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+
+
+def test_airgapped_upstream_mounts_the_repo_config(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    # two GPU nodes: one node's host checks go through an exec of the wizard's own script, which the lane
+    # never runs on this machine (kwok answers execs locally); two or more use the probe DaemonSet
+    gpu_nodes = [node(f"gpu-l40s-{i}", "ubuntu", "22.04", UBUNTU_KERNEL) for i in range(2)]
+    cluster.reset([node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False), *gpu_nodes])
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "repo-config", "namespace": NAMESPACE},
+            "data": {"local.list": "deb [trusted=yes] http://mirror.internal/ubuntu jammy main\n"},
+        }
+    )
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    image = f"{host}/nvidia/driver:{tag}"
+    cluster.set_stages(
+        {image: oci_registry.push_image("nvidia/driver", tag, content=b"airgapped")},
+        {},
+        healthy_host("/usr/local/nvidia"),
+    )
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
+        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "  airgapped: true\n  repoConfig:\n    configMapName: repo-config\n"
+        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    registry = ["--insecure-registry", host]
+    code, _, err = run(
+        capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
+    )
+    if Release.parse(cluster.release) < Release(26, 3):
+        # v25.10's ClusterPolicy picks the repository folder from the operator pod's own OS: the wizard
+        # warns before applying, and the real operator does fail as the warning says
+        assert "warning repoconfig-operator-os" in err, err
+        assert code == 1 and "failed to get destination directory for custom repo config" in err, err
+        return
+    assert code == 0, err
+    ds = driver_daemonsets(cluster)["nvidia-driver-daemonset"]
+    mounts = {m["name"]: m["mountPath"] for m in container(ds, "nvidia-driver-ctr").get("volumeMounts") or []}
+    volumes = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    (repo,) = [name for name, v in volumes.items() if (v.get("configMap") or {}).get("name") == "repo-config"]
+    # one file per ConfigMap key, mounted by subPath into the OS's repository folder
+    assert mounts[repo] == f"{repo_config_dirs(cluster.release)['ubuntu']}/local.list", mounts
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 0 and "✓ summary:" in out.splitlines()[-1], out + err

@@ -96,6 +96,7 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
     if plan.driver_enabled and plan.driver.useNvidiaDriverCRD:
         needed += [
             Permission("get", "nvidiadrivers", GROUP, why="diff against live NVIDIADrivers"),
+            Permission("watch", "nvidiadrivers", GROUP, why="follow the NVIDIADrivers' state during a rollout"),
             Permission("create", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
             Permission("patch", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
             Permission("delete", "nvidiadrivers", GROUP, why="roll back created NVIDIADrivers", required=False),
@@ -249,7 +250,10 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
     drivers = await gateway.list_custom(*DRIVERS) if has_drivers else []
     policy = active_policy(policies)
     namespace = str(((policy or {}).get("status") or {}).get("namespace") or "")
-    deployment = await _find_operator(gateway, namespace or None)
+    # the plan's namespace first: a user granted only that namespace (as documented) may not list them all
+    deployment = await _find_operator(gateway, namespace or (plan.operator.namespace if plan else DEFAULT_NAMESPACE))
+    if deployment is None and not namespace:
+        deployment = await _find_operator(gateway, None)
     if not namespace:
         namespace = (
             deployment["metadata"]["namespace"]
