@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.realcluster import recording
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from wizard.cli.main import main
 
@@ -111,3 +112,29 @@ def policy_state(cluster: RealCluster) -> str:
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def record_or_check(cluster: RealCluster, flow: str, nodes: list[dict[str, Any]], answers: Path, host: str) -> None:
+    """Records what the real operator made of this flow (GPU_WIZARD_RECORD=1), or checks it still makes
+    the same: the operand DaemonSets' view and the CRs' states (tests/realcluster/recording.py)."""
+    items = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")["items"]
+    drivers = cluster.get("/apis/nvidia.com/v1alpha1/nvidiadrivers")["items"]
+    document = {
+        "release": cluster.release,
+        "flow": flow,
+        "nodes": nodes,
+        "answers": answers.read_text().replace(host, recording.REGISTRY) if host else answers.read_text(),
+        "daemonsets": recording.daemonsets_view(items, host, recording.stable_names(items)),
+        "status": {
+            "clusterPolicy": policy_state(cluster),
+            "nvidiaDrivers": sorted(str((d.get("status") or {}).get("state") or "") for d in drivers),
+        },
+    }
+    if recording.recording_wanted():
+        recording.save(cluster.release, flow, document)
+        return
+    where = recording.path(cluster.release, flow)
+    assert where.is_file(), f"no recording {where}: make one with GPU_WIZARD_RECORD=1 make test-real"
+    stored = recording.load(cluster.release, flow)
+    assert document["daemonsets"] == stored["daemonsets"], f"the real operator's DaemonSets differ from {where}"
+    assert document["status"] == stored["status"], f"the CRs' states differ from {where}"

@@ -25,6 +25,7 @@ from tests.realcluster.flows import (
     healthy_host,
     node,
     policy_state,
+    record_or_check,
     run,
     wait_for,
     write,
@@ -45,14 +46,13 @@ def test_precompiled_on_two_kernels(
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
     k1, k2 = SLE_KERNELS
-    cluster.reset(
-        [
-            node("cp-0", "sle-micro", "5.5", k1, gpu=False),
-            node("gpu-a-0", "sle-micro", "5.5", k1),
-            node("gpu-a-1", "sle-micro", "5.5", k1),
-            node("gpu-b-0", "sle-micro", "5.5", k2),
-        ]
-    )
+    nodes = [
+        node("cp-0", "sle-micro", "5.5", k1, gpu=False),
+        node("gpu-a-0", "sle-micro", "5.5", k1),
+        node("gpu-a-1", "sle-micro", "5.5", k1),
+        node("gpu-b-0", "sle-micro", "5.5", k2),
+    ]
+    cluster.reset(nodes)
     digests = {}
     for kernel in SLE_KERNELS:
         tag = f"{PRECOMPILED_VERSION}-{kernel}-sle-micro5.5"
@@ -84,6 +84,7 @@ def test_precompiled_on_two_kernels(
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0, out + err
     assert out.endswith("✓ summary: all 3 GPU nodes verified\n"), out
+    record_or_check(cluster, "precompiled-two-kernels", nodes, plan, host)
 
     code, out, err = run(capsys, *apply, *registry)  # the same plan again: nothing to send
     assert code == 0 and "no changes" in err, err
@@ -111,13 +112,12 @@ def test_upstream_on_ubuntu(
     real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
-    cluster.reset(
-        [
-            node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
-            node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
-            node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
-        ]
-    )
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+        node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+    ]
+    cluster.reset(nodes)
     tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
     image = f"{host}/nvidia/driver:{tag}"
     cluster.set_stages(
@@ -142,6 +142,7 @@ def test_upstream_on_ubuntu(
     assert container(found["nvidia-driver-daemonset"], "nvidia-driver-ctr")["image"] == image
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    record_or_check(cluster, "upstream", nodes, plan, host)
 
 
 def _driver_pod_running(cluster: RealCluster, node_name: str) -> bool:
@@ -156,13 +157,12 @@ def test_preinstalled_host_driver(
     real_cluster: RealCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster = real_cluster
-    cluster.reset(
-        [
-            node("cp-0", "ubuntu", "22.04", "5.15.0-171-generic", gpu=False),
-            node("gpu-a100-0", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
-            node("gpu-a100-1", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
-        ]
-    )
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", "5.15.0-171-generic", gpu=False),
+        node("gpu-a100-0", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
+        node("gpu-a100-1", "ubuntu", "22.04", "5.15.0-171-generic", product="NVIDIA-A100-SXM4-80GB"),
+    ]
+    cluster.reset(nodes)
     cluster.set_stages({}, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=cluster.smi_output.read_text()))
     plan = write(
         tmp_path / "answers.yaml",
@@ -178,6 +178,7 @@ def test_preinstalled_host_driver(
     assert "nvidia-container-toolkit-daemonset" in daemonsets(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), "--no-registry")
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    record_or_check(cluster, "preinstalled", nodes, plan, "")
 
 
 def test_nvidiadriver_crs_on_mixed_os(
@@ -185,13 +186,12 @@ def test_nvidiadriver_crs_on_mixed_os(
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
     rhel_kernel = "5.14.0-427.13.1.el9_4.x86_64"
-    cluster.reset(
-        [
-            node("cp-01", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
-            node("gpu-01", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-A100-SXM4-80GB"),
-            node("gpu-03", "rhel", "9.4", rhel_kernel, product="NVIDIA-A100-SXM4-80GB"),
-        ]
-    )
+    nodes = [
+        node("cp-01", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-01", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-A100-SXM4-80GB"),
+        node("gpu-03", "rhel", "9.4", rhel_kernel, product="NVIDIA-A100-SXM4-80GB"),
+    ]
+    cluster.reset(nodes)
     digests = {}
     for os_id, version_id in (("ubuntu", "22.04"), ("rhel", "9.4")):
         tag = f"{UPSTREAM_VERSION}-{os_tag(os_id, version_id, cluster.release)}"
@@ -224,6 +224,7 @@ def test_nvidiadriver_crs_on_mixed_os(
     assert drivers
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    record_or_check(cluster, "nvidiadriver-mixed-os", nodes, plan, host)
 
 
 def test_airgapped_upstream_mounts_the_repo_config(
@@ -233,7 +234,8 @@ def test_airgapped_upstream_mounts_the_repo_config(
     # two GPU nodes: one node's host checks go through an exec of the wizard's own script, which the lane
     # never runs on this machine (kwok answers execs locally); two or more use the probe DaemonSet
     gpu_nodes = [node(f"gpu-l40s-{i}", "ubuntu", "22.04", UBUNTU_KERNEL) for i in range(2)]
-    cluster.reset([node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False), *gpu_nodes])
+    nodes = [node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False), *gpu_nodes]
+    cluster.reset(nodes)
     cluster.apply(
         {
             "apiVersion": "v1",
@@ -276,3 +278,4 @@ def test_airgapped_upstream_mounts_the_repo_config(
     assert mounts[repo] == f"{repo_config_dirs(cluster.release)['ubuntu']}/local.list", mounts
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and "✓ summary:" in out.splitlines()[-1], out + err
+    record_or_check(cluster, "airgapped-repoconfig", nodes, plan, host)

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -63,8 +64,9 @@ def _type_ok(value: Any, schema: dict[str, Any]) -> bool:
 
 
 class _Walker:
-    def __init__(self, report: SchemaReport) -> None:
+    def __init__(self, report: SchemaReport, defaults: bool) -> None:
         self.report = report
+        self.defaults = defaults
 
     def cause(self, reason: str, path: str, message: str) -> None:
         self.report.causes.append({"reason": reason, "message": f"{message}", "field": path})
@@ -113,6 +115,12 @@ class _Walker:
                 out[key] = item
             else:
                 self.report.unknown.append(sub)
+        if self.defaults:  # structural defaulting: an absent field with a default gets it before validation
+            for key, sub_schema in props.items():
+                if key not in out and isinstance(sub_schema, dict) and "default" in sub_schema:
+                    out[key] = self.walk(
+                        copy.deepcopy(sub_schema["default"]), sub_schema, f"{path}.{key}" if path else key
+                    )
         for key in schema.get("required") or []:
             if key not in out:
                 sub = f"{path}.{key}" if path else key
@@ -120,13 +128,17 @@ class _Walker:
         return out
 
 
-def check_object(obj: dict[str, Any], schema: dict[str, Any]) -> SchemaReport:
-    """Prune and validate a custom resource against its CRD's ``openAPIV3Schema``.
+def check_object(obj: dict[str, Any], schema: dict[str, Any], *, defaults: bool = True) -> SchemaReport:
+    """Prune, default and validate a custom resource against its CRD's ``openAPIV3Schema``.
 
-    ``apiVersion``, ``kind`` and ``metadata`` are the API server's business and pass untouched.
+    ``apiVersion``, ``kind`` and ``metadata`` are the API server's business and pass untouched. Defaults
+    (``default:`` of an absent property whose parent is present) are filled in as a real API server does
+    before validating, so a required field with a default is never missing; an apply configuration is
+    checked without them (``defaults=False``): the server defaults the merged object, and the applier
+    does not own what it did not send.
     """
     report = SchemaReport(obj={})
-    walker = _Walker(report)
+    walker = _Walker(report, defaults)
     props: dict[str, Any] = schema.get("properties") or {}
     for key, value in obj.items():
         if key in ("apiVersion", "kind", "metadata"):

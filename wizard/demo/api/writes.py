@@ -128,7 +128,7 @@ def _validate(
     rtype = target.rtype
     if rtype.schema is None:
         return obj, []
-    report = check_object(obj, rtype.schema)
+    report = check_object(obj, rtype.schema, defaults=not partial)
     scope = "status" if target.subresource == "status" else None
     causes = [
         c

@@ -37,14 +37,12 @@ def toolkit_daemonset(
         for item in toolkit.get("env") or []
         if isinstance(item, dict) and item.get("name")
     }
-    env = {
-        "RUNTIME": "containerd",
-        "CONTAINERD_RUNTIME_CLASS": "nvidia",
-        "NVIDIA_CDI_HOOK_PATH": f"{install_dir}/toolkit/nvidia-cdi-hook",
-        "DRIVER_INSTALL_DIR": driver_dir,
-    }
-    if install_dir != DEFAULT_TOOLKIT_INSTALL_DIR:
-        env["ROOT"] = install_dir
+    # as the real operator renders it (tests/realcluster/recordings): ROOT always names the install
+    # folder, DRIVER_INSTALL_DIR only a driver root other than the default; the CDI hook's path goes
+    # to the device plugin and MIG manager, not to the toolkit
+    env = {"RUNTIME": "containerd", "CONTAINERD_RUNTIME_CLASS": "nvidia", "ROOT": install_dir}
+    if driver_dir != DEFAULT_DRIVER_INSTALL_DIR:
+        env["DRIVER_INSTALL_DIR"] = driver_dir
     env.update(user)
     runtime_env, runtime_volumes = runtime_mounts(user)
     env.update(runtime_env)
@@ -58,7 +56,8 @@ def toolkit_daemonset(
         "env": env_list(env),
         "securityContext": {"privileged": True},
         "volumeMounts": [
-            {"name": "toolkit-install-dir", "mountPath": "/usr/local/nvidia"},
+            {"name": "toolkit-install-dir", "mountPath": install_dir},
+            {"name": "toolkit-root", "mountPath": "/run/nvidia/toolkit"},
             {"name": "containerd-config", "mountPath": "/runtime/config-dir/"},
             {"name": "containerd-drop-in-config", "mountPath": "/runtime/config-dir.d/"},
             {"name": "containerd-socket", "mountPath": "/runtime/sock-dir/"},
@@ -76,8 +75,8 @@ def toolkit_daemonset(
         volumes=[
             host_path_volume("toolkit-install-dir", install_dir),
             *runtime_volumes,
+            host_path_volume("toolkit-root", "/run/nvidia/toolkit", "DirectoryOrCreate"),
             host_path_volume("driver-install-dir", driver_dir, "DirectoryOrCreate"),
-            host_path_volume("run-nvidia", "/run/nvidia", "Directory"),
             host_path_volume("host-root", "/"),
         ],
         owner=owner,
