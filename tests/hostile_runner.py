@@ -8,8 +8,8 @@ Each case runs as ``python -m wizard ARGV`` (through ``runpy``, after setting RL
 instead of taking the machine down. Its peak RSS is its own ``VmHWM`` (see ``_LIMITED_MAIN``).
 
 Time is bounded in two ways that a loaded machine cannot stretch, so a case is never skipped: its CPU
-time, and its *unloaded* wall time, the wall time less what its main thread spent waiting for a CPU
-(``run_delay`` of ``/proc/self/schedstat``, written as it exits): on an idle machine the two wall
+time, and its *unloaded* wall time, its own wall time less what its main thread spent waiting for a
+CPU (``run_delay`` of ``/proc/self/schedstat``, written as it exits): on an idle machine the two wall
 times are equal, and a case that blocks (a read that never ends, a sleep) is caught by the second.
 A case still running after ``KILL_AFTER`` is killed and fails.
 """
@@ -55,11 +55,13 @@ class CaseResult:
     peak_rss_mb: float
     cpu_wait_seconds: float = 0.0
     """What the child's main thread spent runnable but waiting for a CPU (the machine's load)."""
+    alive_seconds: float = 0.0
+    """The child's own wall time, from its start to its exit (``seconds`` also counts the parent's delays)."""
 
     @property
     def unloaded_seconds(self) -> float:
-        """Wall time less the wait for a CPU: what the case would take on an idle machine."""
-        return max(self.seconds - self.cpu_wait_seconds, self.cpu_seconds)
+        """The child's wall time less its wait for a CPU: what the case would take on an idle machine."""
+        return max(self.alive_seconds - self.cpu_wait_seconds, self.cpu_seconds)
 
     @property
     def message(self) -> str:
@@ -88,9 +90,11 @@ def collect_cases() -> list[tuple[str, HostileCase]]:
 # exec, which is unsafe while the pool's other threads hold locks.
 # Its peak RSS is its own VmHWM, written on the way out: the kernel's ru_maxrss of a child also
 # counts the parent's resident memory at the fork (exec keeps the high-water mark), and a pytest-xdist
-# worker is a few hundred MB. Beside it, the nanoseconds its main thread waited for a CPU.
+# worker is a few hundred MB. Beside it, the nanoseconds its main thread waited for a CPU and the seconds
+# it has been alive (from its start time in /proc/self/stat: the parent's own clock would also count the
+# parent's waits for a CPU, a fork of a large pytest worker, and how late the parent notices the exit).
 _LIMITED_MAIN = f"""
-import os, resource, runpy, sys
+import os, resource, runpy, sys, time
 resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_SPACE_LIMIT}, {ADDRESS_SPACE_LIMIT}))
 sys.argv[0] = 'gpu-wizard'
 try:
@@ -99,9 +103,11 @@ finally:
     with open('/proc/self/status') as status, open(os.environ['HOSTILE_PEAK_FILE'], 'w') as peak:
         peak.write(next(line.split()[1] for line in status if line.startswith('VmHWM:')))
         try:
-            with open('/proc/self/schedstat') as schedstat:
-                peak.write(' ' + schedstat.read().split()[1])
-        except OSError:
+            with open('/proc/self/schedstat') as schedstat, open('/proc/self/stat') as stat:
+                started = int(stat.read().rpartition(')')[2].split()[19]) / os.sysconf('SC_CLK_TCK')
+                alive = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+                peak.write(' ' + schedstat.read().split()[1] + ' ' + format(alive, '.3f'))
+        except (OSError, ValueError, IndexError):
             pass
 """
 
@@ -143,7 +149,8 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
         peak_file = Path(folder) / ".peak-rss-kb"
         # no file: the child died before its finally (killed): the kernel's figure, an upper bound
         figures = peak_file.read_text().split() if peak_file.exists() else [str(usage.ru_maxrss)]
-        peak_kb, wait_ns = int(figures[0]), int(figures[1]) if len(figures) > 1 else 0
+        peak_kb = int(figures[0])
+        wait_ns, alive = (int(figures[1]), float(figures[2])) if len(figures) > 2 else (0, seconds)
     return CaseResult(
         case=case,
         module=area,
@@ -154,6 +161,7 @@ def run_case(area: str, case: HostileCase) -> CaseResult:
         cpu_seconds=usage.ru_utime + usage.ru_stime,
         peak_rss_mb=peak_kb / 1024,  # kilobytes on Linux
         cpu_wait_seconds=wait_ns / 1e9,
+        alive_seconds=alive,
     )
 
 

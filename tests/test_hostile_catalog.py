@@ -31,7 +31,7 @@ def test_the_catalogue_is_large_enough() -> None:
 
 def _timed(seconds: float, cpu: float, wait: float) -> CaseResult:
     case = HostileCase(name="timing", argv=("--version",), expect_exit=0)
-    return CaseResult(case, "runner", 0, "", "", seconds, cpu, 40.0, cpu_wait_seconds=wait)
+    return CaseResult(case, "runner", 0, "", "", seconds + 0.5, cpu, 40.0, cpu_wait_seconds=wait, alive_seconds=seconds)
 
 
 def test_the_time_bound_ignores_the_wait_for_a_cpu_but_not_a_block() -> None:
@@ -46,4 +46,4 @@ def test_the_time_bound_ignores_the_wait_for_a_cpu_but_not_a_block() -> None:
 def test_the_runner_reads_the_childs_wait_for_a_cpu() -> None:
     result = run_case("runner", HostileCase(name="version", argv=("--version",), expect_exit=0))
     assert problems(result) == []
-    assert 0 < result.cpu_wait_seconds < result.seconds
+    assert 0 < result.cpu_wait_seconds < result.alive_seconds < result.seconds
