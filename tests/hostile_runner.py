@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.hostile import HostileCase
+from tests.hostile import HostileCase, write_files
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_SECONDS = 2.0
@@ -115,13 +115,7 @@ finally:
 def run_case(area: str, case: HostileCase) -> CaseResult:
     """Run one case as a child process and measure it."""
     with tempfile.TemporaryDirectory(prefix="gpu-wizard-hostile-") as folder:
-        for name, content in case.files.items():
-            target = Path(folder) / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                target.write_bytes(content)
-            else:
-                target.write_text(content, encoding="utf-8")
+        write_files(folder, case.files)
         argv = [arg.replace("{dir}", folder) for arg in case.argv]
         env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("KUBECONFIG", "PYTEST", "COV_"))},

@@ -53,6 +53,7 @@ __all__ = [
     "ANSWERS",
     "AUTH_FILE",
     "BACKUP",
+    "CERTIFICATE",
     "KUBECONFIG",
     "NODELIST",
     "REGISTRIES_CONF",
@@ -134,6 +135,8 @@ BACKUP = Limits(
 """What ``gpu-wizard apply`` wrote: a ClusterPolicy and a few NVIDIADrivers (tens of KiB, under 15 levels)."""
 AUTH_FILE = Limits(kind="an auth file", max_depth=16, max_nodes=100_000, max_scalar_chars=64 << 10)
 """A registry auth file (docker's ``config.json``, containers' ``auth.json``): credentials per registry."""
+CERTIFICATE = Limits(kind="a certificate file (PEM)", max_bytes=1 << 20)
+"""A CA bundle, client certificate or key: PEM text, read whole (only its size and time are bounded)."""
 REGISTRIES_CONF = Limits(
     kind="a registries.conf",
     max_lines=100_000,
@@ -230,7 +233,7 @@ def _read_stream(fd: int, limits: Limits, source: str) -> bytes | bytearray:
         # poll before each read: a FIFO no one has opened for writing reads as an empty file at once
         if left <= 0 or not poller.poll(left * 1000):
             state = "still sending" if data else "nothing to read"
-            raise BoundsError(
+            raise InputError(
                 f"{state} after {limits.read_seconds:g} s (a pipe or device that {'does not end' if data else 'no one writes to'}); "
                 "save the content to a file and give that",
                 source=source,
@@ -295,7 +298,7 @@ def _json(text: str, limits: Limits) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _NotThisFormat(InputError(f"not valid JSON ({exc.msg}, column {exc.colno})", exc.lineno)) from None
+        raise _NotThisFormat(InputError(f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})")) from None
     except RecursionError:
         raise BoundsError(f"nested deeper than {limits.max_depth} levels") from None
     except ValueError:  # an integer past Python's 4,300 digits
