@@ -171,7 +171,7 @@ class BoundsError(InputError):
 
 
 def _mib(size: int) -> str:
-    return f"{size / (1 << 20):g} MiB" if size >= 1 << 20 else f"{size // 1024} KiB"
+    return f"{size / (1 << 20):g} MiB" if size >= 1 << 20 else f"{size / 1024:g} KiB"
 
 
 def read_bounded(path: str | os.PathLike[str], limits: Limits) -> str:
