@@ -204,8 +204,9 @@ def hostile_markdown(results: list[CaseResult]) -> str:
         "the runner `tests/test_hostile_catalog.py` uses too. A case passes when it ends with the expected exit",
         "code and message, prints no traceback and no control character, and stays within "
         f"{MAX_SECONDS:g} s and {MAX_RSS_MB:g} MB peak RSS (the child's own `VmHWM`, written as it exits: the kernel's `ru_maxrss` would also count the parent at the fork).",
-        f"The {MAX_SECONDS:g} s hold for both the CPU time and the wall time less the child's wait for a CPU (*CPU wait*, its",
-        "main thread's `run_delay` in `/proc/self/schedstat`): bounds a loaded machine cannot stretch, so no case is skipped.",
+        f"The {MAX_SECONDS:g} s hold for the CPU time and for the child's own wall time (from its start time in `/proc/self/stat`)",
+        "less its wait for a CPU (*CPU wait*, its main thread's `run_delay` in `/proc/self/schedstat`): bounds a loaded",
+        "machine cannot stretch, so no case is skipped; *seconds* is the wall time the runner saw, load included.",
         "",
         f"Cases: **{len(results)}**; outside their bounds or expectations: **{len(broken)}**; slowest "
         f"{max((r.seconds for r in results), default=0):.2f} s wall, {max((r.cpu_seconds for r in results), default=0):.2f} s CPU; "
