@@ -54,7 +54,10 @@ def test_a_fifo_that_never_ends_is_refused_by_size_or_deadline(tmp_path: Path) -
                 if slow:
                     time.sleep(0.01)
 
-    for slow, message in ((False, "more than 1,000 bytes; a test file may hold at most 1,000"), (True, "still sending")):
+    for slow, message in (
+        (False, "more than 1,000 bytes; a test file may hold at most 1,000"),
+        (True, "still sending"),
+    ):
         stop.clear()
         thread = threading.Thread(target=writer, args=(slow,), daemon=True)
         thread.start()
@@ -149,7 +152,9 @@ def test_yaml_falls_back_from_json_and_names_its_line(tmp_path: Path) -> None:
 def test_registries_conf_is_toml_within_its_limits(tmp_path: Path) -> None:
     path = tmp_path / "registries.conf"
     path.write_text('[[registry]]\nlocation = "nvcr.io"\n[[registry.mirror]]\nlocation = "mirror.example.com"\n')
-    assert load_bounded(path, REGISTRIES_CONF, ("toml",))["registry"][0]["mirror"][0]["location"] == "mirror.example.com"
+    assert (
+        load_bounded(path, REGISTRIES_CONF, ("toml",))["registry"][0]["mirror"][0]["location"] == "mirror.example.com"
+    )
     path.write_text("[[registry]\n")
     with pytest.raises(InputError, match=r"registries\.conf: not valid TOML"):
         load_bounded(path, REGISTRIES_CONF, ("toml",))

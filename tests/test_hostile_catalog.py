@@ -46,4 +46,6 @@ def test_the_time_bound_ignores_the_wait_for_a_cpu_but_not_a_block() -> None:
 def test_the_runner_reads_the_childs_wait_for_a_cpu() -> None:
     result = run_case("runner", HostileCase(name="version", argv=("--version",), expect_exit=0))
     assert problems(result) == []
-    assert 0 < result.cpu_wait_seconds < result.alive_seconds < result.seconds
+    assert (
+        0 < result.cpu_wait_seconds < result.alive_seconds <= result.seconds + 0.02
+    )  # its start time is in 10 ms ticks
