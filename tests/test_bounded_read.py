@@ -169,3 +169,8 @@ def test_the_auth_file_is_read_within_its_limits(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ValueError, match=r"fifo\.json: cannot be read \(nothing to read after 1 s"):
         read_auths(fifo)
+
+
+def test_a_file_that_reports_no_size_is_read_whole() -> None:
+    """``/proc`` files are regular with ``st_size`` 0: the buffer follows the file, not its reported size."""
+    assert "VmHWM:" in read_bounded("/proc/self/status", NODELIST)

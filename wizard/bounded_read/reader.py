@@ -36,7 +36,8 @@ def read_bounded(path: str | os.PathLike[str], limits: Limits) -> str:
             raise InputError(f"is a folder; give {limits.kind}", source=source)
         if stat.S_ISREG(mode.st_mode) and mode.st_size > limits.max_bytes:
             raise BoundsError(_too_large(limits), source=source)
-        data = _read_regular(fd, limits) if stat.S_ISREG(mode.st_mode) else _read_stream(fd, limits, source)
+        regular = stat.S_ISREG(mode.st_mode)
+        data = _read_regular(fd, limits, mode.st_size) if regular else _read_stream(fd, limits, source)
         text = None if len(data) > limits.max_bytes else data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read the file: not UTF-8 text (byte {exc.start})", source=source) from None
@@ -54,15 +55,15 @@ def _too_large(limits: Limits) -> str:
     return f"more than {limit:,} bytes; {limits.kind} may hold at most {limit:,} bytes ({_mib(limit)})"
 
 
-def _read_regular(fd: int, limits: Limits) -> bytes:
-    """Up to ``max_bytes + 1`` bytes (a file may grow while it is read), in one buffer."""
-    data = os.read(fd, limits.max_bytes + 1)
-    while data and len(data) <= limits.max_bytes:
-        more = os.read(fd, limits.max_bytes + 1 - len(data))
-        if not more:
-            break
-        data += more
-    return data
+def _read_regular(fd: int, limits: Limits, size: int) -> bytes:
+    """Up to ``max_bytes + 1`` bytes in one buffer sized from the file's size (which may grow as it is
+    read, or be 0 for a file of ``/proc``): nothing is allocated for bytes that are not there."""
+    chunks = [os.read(fd, min(size, limits.max_bytes) + 1)]
+    total = len(chunks[0])
+    while chunks[-1] and total <= limits.max_bytes:
+        chunks.append(os.read(fd, min(1 << 20, limits.max_bytes + 1 - total)))
+        total += len(chunks[-1])
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _read_stream(fd: int, limits: Limits, source: str) -> bytes | bytearray:
