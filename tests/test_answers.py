@@ -205,7 +205,7 @@ def test_bounds_name_field_and_line(text: str, field: str, line: int, words: str
 
 
 def test_a_bounded_read_of_an_endless_file() -> None:
-    with pytest.raises(AnswersError, match="more than 1,048,576 bytes"):
+    with pytest.raises(AnswersError, match=r"/dev/zero: cannot read the file: not text \(a NUL byte at byte 0\)"):
         load_answers("/dev/zero")
 
 

@@ -166,7 +166,10 @@ def test_bad_cluster_flags(tls_demo: DemoClusterThread, tmp_path: Path, capsys: 
         (["discover", "--demo", str(scenario)], "nodes: must be a list"),
         (["discover", *cluster, "-o", "xml"], "argument -o/--output: invalid choice: 'xml'"),
         (["verify", *cluster, "--registry-auth-file", str(tmp_path / "none.json")], "--registry-auth-file: auth file"),
-        (["verify", *cluster, "--registry-auth-file", str(auth)], "not valid JSON (line 1, column 2)"),
+        (
+            ["verify", *cluster, "--registry-auth-file", str(auth)],
+            "not valid JSON (line 1, column 2: Expecting property name",
+        ),
         (["rollback", *cluster, "--backup", str(tmp_path / "none.yaml")], "none.yaml: cannot read the backup"),
         (["rollback", *cluster, "--backup", str(not_backup)], "not a gpu-wizard backup"),
         (["rollback", *cluster, "--backup", str(damaged)], "damaged.yaml:4: damaged backup"),

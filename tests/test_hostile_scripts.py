@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
+from tests.hostile import write_files
 from tests.hostile_cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.cli import main as cli
 from wizard.engine.answers import AnswersError, parse_answers
@@ -165,9 +166,7 @@ def test_cli_output_passes_the_control_character_guard(tmp_path: Path, capsys: p
 
 
 def _run_case(case: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    for name, content in case.files.items():
-        path = tmp_path / name
-        path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    write_files(tmp_path, case.files)
     argv = [a.replace("{dir}", str(tmp_path)) for a in case.argv]
     code = cli.main(argv)
     out, err = capsys.readouterr()

@@ -6,7 +6,6 @@ Exit codes: 0 done, 1 checks failed, 2 invalid input or an unusable cluster, 130
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -61,32 +60,32 @@ def version() -> str:
 
 
 def load_nodelist(path: str) -> ClusterFacts:
-    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too)."""
-    import json  # here, like ruamel: the TUI starts through wizard.cli and its first frame needs neither
-
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    from wizard.engine.facts import facts_from_nodelist
+    """Node facts from a ``kubectl get nodes -o json`` file (YAML accepted too), read within
+    :data:`wizard.bounded_read.NODELIST`; a node listed twice is used once, with a warning naming it."""
+    from wizard.bounded_read import NODELIST, InputError, load_bounded
+    from wizard.engine.facts import ClusterFacts, facts_from_nodelist
+    from wizard.engine.textsafe import printable
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file (expected `kubectl get nodes -o json` output)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the file ({exc.__class__.__name__})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as json_error:
-        try:
-            data = YAML(typ="safe", pure=True).load(text)
-        except YAMLError:
-            raise UsageError(
-                f"{path}:{json_error.lineno}: not valid JSON ({json_error.msg}); expected `kubectl get nodes -o json` output"
-            ) from None
+        data = load_bounded(path, NODELIST)
+    except InputError as exc:
+        unread = exc.message == "no such file" or exc.message.startswith("not valid")
+        raise UsageError(f"{exc}{' (expected `kubectl get nodes -o json` output)' if unread else ''}") from None
     if not isinstance(data, dict):
         raise UsageError(f"{path}: not a NodeList (expected `kubectl get nodes -o json` output)")
     try:
-        return facts_from_nodelist(data)
+        facts = facts_from_nodelist(data)
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}") from None
+    last = {node.name: node for node in facts.nodes}  # the last entry of a name wins, as in `kubectl apply`
+    if len(last) == len(facts.nodes):
+        return facts
+    counts: dict[str, int] = {}
+    for node in facts.nodes:
+        counts[node.name] = counts.get(node.name, 0) + 1
+    twice = [f"{name} ({count}×)" for name, count in counts.items() if count > 1]
+    listed = ", ".join(twice[:5]) + (f" and {len(twice) - 5} more" if len(twice) > 5 else "")
+    which = "a node is" if len(twice) == 1 else f"{len(twice)} nodes are"
+    warning = f"{path}: {which} listed more than once: {listed}; the last entry of each is used"
+    sys.stderr.write(f"gpu-wizard: warning: {printable(warning)}\n")
+    return ClusterFacts(list(last.values()))

@@ -5,9 +5,9 @@ each object without server-managed fields (resourceVersion, uid, managedFields, 
 header records, as one JSON line, which objects the apply *created*, so that a rollback deletes
 them. Files are written 0600 through a temporary file and a rename.
 
-A backup is read as untrusted input (a rollback replaces cluster objects with what it holds): at most
-1 MiB of UTF-8, no YAML anchors or aliases (the writer never makes them), nesting bounded, and only
-the two kinds gpu-wizard manages, each with a name.
+A backup is read as untrusted input (a rollback replaces cluster objects with what it holds): within
+:data:`wizard.bounded_read.BACKUP` (1 MiB of UTF-8, no YAML anchors or aliases, which the writer never
+makes, nesting bounded), and only the two kinds gpu-wizard manages, each with a name.
 """
 
 from __future__ import annotations
@@ -24,16 +24,12 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, NodeEvent
 
 from wizard.atomic_write import write_private
+from wizard.bounded_read import BACKUP, BoundsError, InputError, check_yaml, read_bounded
 from wizard.cluster.errors import ClusterError
 
 HEADER_KEY = "# gpu-wizard-backup: "
-MAX_BACKUP_BYTES = 1024 * 1024
-"""A backup holds a ClusterPolicy and a few NVIDIADrivers (tens of KiB); anything larger is not one."""
-MAX_DEPTH = 64
-"""Nesting a backup may have (the CRDs' objects stay under 15 levels)."""
 KINDS = {"ClusterPolicy": ("nvidia.com", "clusterpolicies"), "NVIDIADriver": ("nvidia.com", "nvidiadrivers")}
 """The kinds gpu-wizard manages, with their API group and plural: a backup may hold nothing else."""
 _SERVER_FIELDS = (
@@ -167,22 +163,21 @@ def write_backup(directory: Path, name: str, backup: Backup) -> Path:
 def read_backup(path: Path) -> Backup:
     """Parse a backup file written by :func:`write_backup`; anything else is refused with one line."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BACKUP_BYTES + 1)
-    except OSError as exc:
-        raise ClusterError(f"{path}: cannot read the backup ({exc.strerror})") from None
-    if len(raw) > MAX_BACKUP_BYTES:
-        raise ClusterError(f"{path}: not a gpu-wizard backup (larger than {MAX_BACKUP_BYTES // 1024} KiB)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ClusterError(f"{path}: not a gpu-wizard backup (not UTF-8 text)") from None
+        text = read_bounded(path, BACKUP)
+    except InputError as exc:
+        bounds = isinstance(exc, BoundsError)
+        raise ClusterError(
+            f"{exc} (not a gpu-wizard backup)" if bounds else f"{path}: cannot read the backup: {exc.message}"
+        ) from None
     header = next((ln[len(HEADER_KEY) :] for ln in text.splitlines() if ln.startswith(HEADER_KEY)), None)
     if header is None:
         raise ClusterError(f"{path}: not a gpu-wizard backup (no '{HEADER_KEY.strip()}' line)")
     try:
+        check_yaml(text, BACKUP)
+    except InputError as exc:
+        raise ClusterError(f"{exc.at(str(path))} (a damaged backup: refused)") from None
+    try:
         meta = json.loads(header)
-        _check_structure(text, path)
         docs = [d for d in _yaml().load_all(text) if d]
     except (ValueError, YAMLError, RecursionError) as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -224,26 +219,6 @@ def _ref(item: Any, path: Path) -> ObjectRef:
 
 
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-
-
-def _check_structure(text: str, path: Path) -> None:
-    """Refuse anchors and aliases (a backup never has them; they can expand without bound) and deep nesting."""
-    # The YAML scanner looks up to 1024 characters ahead at every '[' or '{' of one line: quadratic.
-    # No backup line opens more flow collections than it may nest, so count them before parsing.
-    for number, text_line in enumerate(text.splitlines(), 1):
-        if text_line.count("[") + text_line.count("{") > MAX_DEPTH:
-            raise ClusterError(f"{path}:{number}: refused: nested deeper than {MAX_DEPTH} levels")
-    depth = 0
-    for event in _yaml().parse(text):
-        if isinstance(event, AliasEvent) or (isinstance(event, NodeEvent) and event.anchor):
-            line = event.start_mark.line + 1 if event.start_mark else 0
-            raise ClusterError(f"{path}:{line}: refused: YAML anchors and aliases have no place in a backup")
-        if isinstance(event, CollectionStartEvent):
-            depth += 1
-            if depth > MAX_DEPTH:
-                raise ClusterError(f"{path}: refused: nested deeper than {MAX_DEPTH} levels")
-        elif isinstance(event, CollectionEndEvent):
-            depth -= 1
 
 
 def private(path: Path) -> bool:

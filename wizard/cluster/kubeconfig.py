@@ -30,9 +30,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+from wizard.bounded_read import CERTIFICATE, KUBECONFIG, InputError, load_bounded, read_bounded
 from wizard.cluster.errors import ClusterError
 
 
@@ -59,15 +57,10 @@ def _documents(kubeconfig: str | None) -> list[tuple[str, dict[str, Any]]]:
     documents: list[tuple[str, dict[str, Any]]] = []
     for path in existing_paths(kubeconfig).split(os.pathsep):
         try:
-            data = YAML(typ="safe", pure=True).load(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ClusterError(f"{path}: cannot read the kubeconfig ({exc.strerror})") from None
-        except (YAMLError, UnicodeDecodeError) as exc:
-            mark = exc.problem_mark if isinstance(exc, MarkedYAMLError) else None
-            where = f"{path}:{mark.line + 1}" if mark is not None else path
-            raise ClusterError(
-                f"{where}: not valid YAML ({exc.__class__.__name__})", "check it with `kubectl config view`"
-            ) from None
+            data = load_bounded(path, KUBECONFIG, ("yaml",))
+        except InputError as exc:
+            hint = "check it with `kubectl config view`" if exc.message.startswith("not valid") else ""
+            raise ClusterError(str(exc), hint) from None
         if data is None:
             continue
         if not isinstance(data, dict) or not all(
@@ -278,9 +271,9 @@ def exec_cluster_info(cluster: dict[str, Any]) -> dict[str, Any]:
     ca_file = str(cluster.get("certificate-authority") or "")
     if not ca_data and ca_file:
         try:
-            ca_data = base64.b64encode(Path(ca_file).read_bytes()).decode("ascii")
-        except OSError as exc:
-            raise ClusterError(f"cannot read the certificate-authority {ca_file} ({exc.strerror})") from None
+            ca_data = base64.b64encode(read_bounded(ca_file, CERTIFICATE).encode()).decode("ascii")
+        except InputError as exc:
+            raise ClusterError(f"certificate-authority {exc}") from None
     if ca_data:
         info["certificate-authority-data"] = ca_data
     if cluster.get("proxy-url"):

@@ -1,6 +1,6 @@
 """The answers file: the plan's YAML form, loaded and saved with comments and key order kept.
 
-Loading is bounded (:mod:`wizard.engine.yaml_bounds`: size, depth, no aliases, linear time), validates
+Loading is bounded (:mod:`wizard.bounded_read`: size, depth, no aliases, linear time), validates
 through :class:`wizard.engine.plan.Plan` and turns every problem into a :class:`FieldError` that names the
 field, the file line and what is valid. Saving goes through :func:`wizard.atomic_write.write_private`.
 """
@@ -19,9 +19,10 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from wizard.atomic_write import write_private
+from wizard.bounded_read import ANSWERS as ANSWERS_LIMITS
+from wizard.bounded_read import InputError, check_yaml, read_bounded
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.textsafe import printable
-from wizard.engine.yaml_bounds import ANSWERS_LIMITS, BoundsError, check_events, check_text
 
 __all__ = [
     "AnswersError",
@@ -124,9 +125,8 @@ def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
     if len(text) > ANSWERS_LIMITS.max_bytes:
         raise AnswersError([FieldError("", _too_large(len(text)))], source)
     try:
-        check_text(text)
-        check_events(text)
-    except BoundsError as exc:
+        check_yaml(text, ANSWERS_LIMITS)
+    except InputError as exc:
         raise AnswersError([FieldError(exc.field, exc.message, exc.line)], source) from None
     try:
         doc = _yaml().load(text)
@@ -193,31 +193,16 @@ def _operatortype(doc: CommentedMap, source: str) -> None:
 
 def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
     """Read and validate an answers file; AnswersError names every bad field and its line."""
-    source = str(path)
     try:
-        with open(path, "rb") as handle:  # bounded read: also safe on /dev/zero or a FIFO
-            data = handle.read(ANSWERS_LIMITS.max_bytes + 1)
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise AnswersError([FieldError("", "no such file")], source) from None
-    except IsADirectoryError:
-        raise AnswersError([FieldError("", "is a folder; give the answers file")], source) from None
-    except UnicodeDecodeError as exc:
-        raise AnswersError(
-            [FieldError("", f"cannot read the file: not UTF-8 text (byte {exc.start})")], source
-        ) from None
-    except OSError as exc:
-        raise AnswersError(
-            [FieldError("", f"cannot read the file: {exc.strerror or exc.__class__.__name__}")], source
-        ) from None
-    if len(data) > ANSWERS_LIMITS.max_bytes:
-        raise AnswersError([FieldError("", _too_large(len(data), more=True))], source)
-    return parse_answers(text, source)
+        text = read_bounded(path, ANSWERS_LIMITS)  # also safe on /dev/zero or a FIFO
+    except InputError as exc:
+        raise AnswersError([FieldError("", exc.message)], str(path)) from None
+    return parse_answers(text, str(path))
 
 
-def _too_large(size: int, *, more: bool = False) -> str:
+def _too_large(size: int) -> str:
     limit = ANSWERS_LIMITS.max_bytes
-    return f"{'more than ' if more else ''}{size - (1 if more else 0):,} bytes; an answers file may hold at most {limit:,} bytes (1 MiB)"
+    return f"{size:,} bytes; an answers file may hold at most {limit:,} bytes (1 MiB)"
 
 
 def _plain(node: Any) -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wizard.bounded_read import AUTH_FILE, BoundsError, InputError, load_bounded
 from wizard.paths import xdg_config_home
 
 log = logging.getLogger(__name__)
@@ -149,11 +150,13 @@ def _decode_entry(key: str, entry: Any, path: str) -> Credentials | None:
 def read_auths(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The raw ``auths`` mapping of one auth file (``{}`` if it has none); ValueError naming the file if broken."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"auth file {path}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
-    except OSError as exc:
-        raise ValueError(f"auth file {path}: cannot be read ({exc.strerror})") from None
+        data = load_bounded(path, AUTH_FILE, ("json",))
+    except BoundsError as exc:
+        raise ValueError(f"auth file {exc}") from None
+    except InputError as exc:
+        if exc.message.startswith("not valid"):
+            raise ValueError(f"auth file {path}: {exc.message}") from None
+        raise ValueError(f"auth file {path}: cannot be read ({exc.message})") from None
     if not isinstance(data, dict):
         raise ValueError(f"auth file {path}: expected a JSON object with an 'auths' mapping")
     auths = data.get("auths", {})

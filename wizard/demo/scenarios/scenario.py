@@ -8,14 +8,11 @@ raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``node
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
+from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded
 from wizard.bundled import assets
 from wizard.demo.scenarios.scenario_check import (
     ScenarioError,
@@ -228,7 +225,7 @@ def _resolve_path(name_or_path: str) -> Path:
     candidate = Path(name_or_path).expanduser()
     looks_like_path = "/" in name_or_path or name_or_path.endswith((".yaml", ".yml", ".json"))
     if looks_like_path or candidate.is_file():
-        if not candidate.is_file():
+        if not candidate.exists():  # a FIFO or device is not is_file(): the bounded reader refuses it by name
             raise ScenarioError(f"scenario file {name_or_path!r} does not exist")
         return candidate
     path = _scenario_dir() / f"{name_or_path}.yaml"
@@ -247,11 +244,12 @@ def load_scenario(name_or_path: str) -> Scenario:
     """
     path = _resolve_path(name_or_path)
     try:
-        data = YAML(typ="safe", pure=True).load(path.read_text(encoding="utf-8"))
-    except YAMLError as exc:
-        raise ScenarioError(f"scenario {str(path)!r} is not valid YAML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"scenario {str(path)!r} cannot be read: {exc}") from None
+        data = load_bounded(path, SCENARIO, ("yaml",))
+    except InputError as exc:
+        line = f" line {exc.line}" if exc.line else ""
+        verb = "is" if exc.message.startswith("not valid") else "cannot be used:"
+        field = f" {exc.field}:" if exc.field else ""
+        raise ScenarioError(f"scenario {str(path)!r}{line} {verb}{field} {exc.message}") from None
     return scenario_from_dict(data, source=str(path), base_dir=path.parent)
 
 
@@ -270,11 +268,11 @@ def scenario_from_dict(data: Any, *, source: str = "<dict>", base_dir: Path | No
 def _load_nodelist(ref: str, base_dir: Path, where: str) -> list[NodeSpec]:
     path = (base_dir / ref).expanduser()
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"{where}: nodelist: file {str(path)!r} does not exist") from None
-    except (OSError, ValueError) as exc:
-        raise ScenarioError(f"{where}: nodelist: {str(path)!r} is not a JSON NodeList: {exc}") from None
+        document = load_bounded(path, NODELIST, ("json",))
+    except InputError as exc:
+        if exc.message == "no such file":
+            raise ScenarioError(f"{where}: nodelist: file {str(path)!r} does not exist") from None
+        raise ScenarioError(f"{where}: nodelist: {exc}") from None
     return [NodeSpec(**fields) for fields in nodes_from_nodelist(document, f"{where}: nodelist {ref!r}")]
 
 

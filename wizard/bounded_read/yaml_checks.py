@@ -1,12 +1,5 @@
-"""Bounds on untrusted YAML, checked in linear time before ruamel's round-trip loader sees the text.
-
-The round-trip loader (needed to keep comments and to know each key's line) can be driven into
-unbounded memory by nested aliases (billion laughs), into ``RecursionError`` by deep nesting, into
-``ValueError`` by a 5,000-digit integer, and into superlinear time by long or many comments. A
-file small enough for any real use passes these checks untouched; anything else is refused with
-the line and what is allowed. The checks stream the parser's events (no document is built), so
-they cost one linear pass.
-"""
+"""YAML checked before any document is built, in linear time: lines, comments, flow collections per line,
+then the parser's event stream (no anchors, aliases or tags; depth, node count, scalar and number sizes)."""
 
 from __future__ import annotations
 
@@ -24,22 +17,49 @@ from ruamel.yaml.events import (
     ScalarEvent,
 )
 
+from wizard.bounded_read.limits import BoundsError, Limits
 
-@dataclass(frozen=True)
-class Limits:
-    """How much YAML a small configuration file may hold."""
-
-    max_bytes: int = 1 << 20
-    max_lines: int = 500
-    max_line_chars: int = 1024
-    max_comment_chars: int = 64 << 10
-    max_depth: int = 16
-    max_nodes: int = 256
-    max_scalar_chars: int = 512
-    max_number_chars: int = 32
+# Plain scalars that YAML 1.2 (ruamel's default) resolves to numbers: ints in any base, floats.
+_NUMBER = re.compile(r"[-+]?(?:0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?)", re.ASCII)
+_COMMENT = re.compile(r"(?:^|[ \t])#")
 
 
-ANSWERS_LIMITS = Limits()
+def check_yaml(text: str, limits: Limits) -> None:
+    """BoundsError (with the line and, when known, the dotted key path) when YAML ``text`` breaks ``limits``."""
+    _check_lines(text, limits)
+    _check_events(text, limits)
+
+
+def _check_lines(text: str, limits: Limits) -> None:
+    """Lines, their length, the comments and the flow collections a line opens, before the parser runs.
+
+    Counts characters after a ``#`` that starts a comment, and ``[``/``{`` anywhere on a line where
+    lines may be longer than 1,024 characters (both over-estimates when they sit inside a quoted
+    value, which only makes the bound stricter).
+    """
+    comment_chars = 0
+    # ruamel's scanner looks up to 1,024 characters ahead at each [ or {: with shorter lines the
+    # line length bounds that cost; with longer ones, the flow collections a line opens must
+    long_lines = limits.max_line_chars > 1024
+    lines = text.split("\n")
+    if len(lines) > limits.max_lines + 1:  # +1: the empty tail after the final newline
+        raise BoundsError(f"{len(lines) - 1} lines; {limits.kind} needs far fewer (at most {limits.max_lines})")
+    for number, line in enumerate(lines, start=1):
+        if len(line) > limits.max_line_chars:
+            raise BoundsError(
+                f"line {number} has {len(line)} characters; lines of at most {limits.max_line_chars} are accepted",
+                number,
+            )
+        if long_lines and line.count("[") + line.count("{") > limits.max_depth:
+            raise BoundsError(f"nested deeper than {limits.max_depth} levels (on one line)", number)
+        found = _COMMENT.search(line)
+        if found:
+            comment_chars += len(line) - found.start()
+            if comment_chars > limits.max_comment_chars:
+                raise BoundsError(
+                    f"the comments exceed {limits.max_comment_chars // 1024} KiB by this line; shorten or remove them",
+                    number,
+                )
 
 
 @dataclass
@@ -52,48 +72,7 @@ class _Open:
     expecting_key: bool = True
 
 
-class BoundsError(ValueError):
-    """The text breaks a bound; ``field`` is the dotted key path when known, ``line`` 1-based."""
-
-    def __init__(self, message: str, line: int | None = None, field: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.field = field
-
-
-# Plain scalars that YAML 1.2 (ruamel's default) resolves to numbers: ints in any base, floats.
-_NUMBER = re.compile(r"[-+]?(?:0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9_]*\.?[0-9_]+(?:[eE][-+]?[0-9]+)?)", re.ASCII)
-_COMMENT = re.compile(r"(?:^|[ \t])#")
-
-
-def check_text(text: str, limits: Limits = ANSWERS_LIMITS) -> None:
-    """Refuse text whose lines or comments are too long for the round-trip loader to stay linear.
-
-    Counts characters after a ``#`` that starts a comment (an over-estimate when ``#`` sits inside
-    a quoted value, which only makes the bound stricter for absurd files).
-    """
-    comment_chars = 0
-    lines = text.split("\n")
-    if len(lines) > limits.max_lines + 1:  # +1: the empty tail after the final newline
-        raise BoundsError(f"{len(lines) - 1} lines; this file needs far fewer (at most {limits.max_lines})")
-    for number, line in enumerate(lines, start=1):
-        if len(line) > limits.max_line_chars:
-            raise BoundsError(
-                f"line {number} has {len(line)} characters; lines of at most {limits.max_line_chars} are accepted",
-                number,
-            )
-        found = _COMMENT.search(line)
-        if found:
-            comment_chars += len(line) - found.start()
-            if comment_chars > limits.max_comment_chars:
-                raise BoundsError(
-                    f"the comments exceed {limits.max_comment_chars // 1024} KiB by this line; shorten or remove them",
-                    number,
-                )
-
-
-def check_events(text: str, limits: Limits = ANSWERS_LIMITS) -> None:
+def _check_events(text: str, limits: Limits) -> None:
     """Stream the parser's events: no anchors, aliases or tags; bounded depth, node count and scalars."""
     path: list[_Open] = []
     nodes = 0
@@ -118,7 +97,7 @@ def check_events(text: str, limits: Limits = ANSWERS_LIMITS) -> None:
                 raise BoundsError(f"YAML tags ({tag}) are not accepted; write the plain value", line, where)
             nodes += 1
             if nodes > limits.max_nodes:
-                raise BoundsError(f"more than {limits.max_nodes} values; this file needs far fewer", line)
+                raise BoundsError(f"more than {limits.max_nodes:,} values; {limits.kind} needs far fewer", line)
             if isinstance(event, ScalarEvent):
                 _check_scalar(event, line, where, path, limits)
                 continue
@@ -136,16 +115,18 @@ def _check_scalar(event: ScalarEvent, line: int | None, where: str, path: list[_
     if frame is not None and frame.mapping and frame.expecting_key:
         frame.key, frame.expecting_key = value[:64], False  # a key: the next node is its value
         if len(value) > limits.max_scalar_chars:
-            raise BoundsError(f"a key of {len(value)} characters; keys are short names such as driver", line, where)
+            raise BoundsError(f"a key of {len(value):,} characters; keys are short names", line, where)
         return
     if len(value) > limits.max_scalar_chars:
         raise BoundsError(
-            f"a value of {len(value)} characters; no value here is longer than {limits.max_scalar_chars}", line, where
+            f"a value of {len(value):,} characters; no value here is longer than {limits.max_scalar_chars:,}",
+            line,
+            where,
         )
     if event.style is None and len(value) > limits.max_number_chars and _NUMBER.fullmatch(value):
         raise BoundsError(
-            f"a number of {len(value)} characters is not valid here; write the value the field takes "
-            "(see `gpu-wizard answers init`), quoted if it is text",
+            f"a number of {len(value)} characters is not valid here; write the value the field takes, "
+            "quoted if it is text",
             line,
             where,
         )
