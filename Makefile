@@ -36,7 +36,8 @@ test: $(VENV)/.installed-test system-deps
 test-real: $(VENV)/.installed-test
 	@if command -v go >/dev/null 2>&1; then \
 		$(BIN)/python -m tests.realcluster.build >/dev/null && \
-		GPU_WIZARD_REALCLUSTER=1 $(BIN)/python -m pytest -q -p no:xdist --timeout=900 tests/realcluster $(PYTEST_ARGS); \
+		GPU_WIZARD_REALCLUSTER=1 $(BIN)/python -m pytest -q -p no:xdist --timeout=900 \
+			--junitxml=$(CURDIR)/.ci/last-run/junit-realcluster.xml tests/realcluster $(PYTEST_ARGS); \
 	elif [ "$$CI" = "true" ]; then \
 		echo "test-real: go is not installed, so the real-cluster lane cannot run (CI=true: failing)" >&2; exit 1; \
 	else \

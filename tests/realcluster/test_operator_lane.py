@@ -209,7 +209,12 @@ def test_nvidiadriver_crs_on_mixed_os(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
     )
     assert code == 0, err
-    found = driver_daemonsets(cluster)
+    # one pool per OS; the operator may still be creating the second pool's DaemonSet when the first is ready
+    found = wait_for(
+        "a driver DaemonSet per OS",
+        lambda: len(driver_daemonsets(cluster)) == len(digests) and driver_daemonsets(cluster),
+        60,
+    )
     assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == set(digests), found.keys()
     assert all(name.startswith("nvidia-gpu-driver-") for name in found)
     drivers = cluster.get("/apis/nvidia.com/v1alpha1/nvidiadrivers")["items"]
