@@ -284,3 +284,72 @@ def test_airgapped_upstream_mounts_the_repo_config(
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and "✓ summary:" in out.splitlines()[-1], out + err
     record_or_check(cluster, "airgapped-repoconfig", nodes, plan, host)
+
+
+def test_upgrade_follows_the_real_upgrade_controller_then_rollback(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        *[node(f"gpu-l40s-{i}", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S") for i in range(2)],
+    ]
+    cluster.reset(nodes)
+    new_version = "580.126.21"
+    digests = {}
+    for version in (UPSTREAM_VERSION, new_version):
+        tag = f"{version}-ubuntu22.04"
+        digests[f"{host}/nvidia/driver:{tag}"] = oci_registry.push_image("nvidia/driver", tag, content=tag.encode())
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    plan = write(
+        tmp_path / "answers.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
+        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    registry = ["--insecure-registry", host]
+    backups = tmp_path / "backups"
+    code, _, err = run(
+        capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(backups), *registry
+    )
+    assert code == 0, err
+
+    # the upgrade: the real upgrade controller drains and restarts each node's driver pod
+    cluster.set_driver_version(new_version)
+    code, out, err = run(
+        capsys,
+        "upgrade",
+        "--driver",
+        new_version,
+        "--answers",
+        str(plan),
+        *as_wizard(cluster),
+        "--yes",
+        "--backup-dir",
+        str(backups),
+        *registry,
+        "--wait-timeout",
+        "300",
+    )
+    assert code == 0, out + err
+    (ds,) = driver_daemonsets(cluster).values()
+    assert container(ds, "nvidia-driver-ctr")["image"] == f"{host}/nvidia/driver:{new_version}-ubuntu22.04"
+    new_plan = write(tmp_path / "new.yaml", plan.read_text().replace(UPSTREAM_VERSION, new_version))
+    code, out, err = run(capsys, "verify", "--answers", str(new_plan), *as_wizard(cluster), *registry)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+
+    # rollback restores the policy the upgrade replaced
+    newest = max(backups.iterdir(), key=lambda p: p.stat().st_mtime)
+    code, out, err = run(capsys, "rollback", "--backup", str(newest), *as_wizard(cluster))
+    assert code == 0, out + err
+    wait_for(
+        "the driver DaemonSet back on the old image",
+        lambda: container(next(iter(driver_daemonsets(cluster).values())), "nvidia-driver-ctr")["image"].endswith(
+            f"{UPSTREAM_VERSION}-ubuntu22.04"
+        ),
+        60,
+    )
+
+    code, out, err = run(capsys, "cleanup", *as_wizard(cluster))  # every probe the wizard made is gone already
+    assert code == 0, out + err

@@ -84,6 +84,7 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission("list", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
         Permission("watch", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
         Permission("list", "pods", namespace=ns, why="find the driver pods"),
+        Permission("list", "pods", why="name the GPU workloads an upgrade evicts (pods of every namespace)", required=False),
     ]
     if plan is None:
         return needed
@@ -123,6 +124,7 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission("delete", "daemonsets", "apps", namespace=ns, why="remove the host probe"),
         Permission("create", "jobs", "batch", namespace=ns, why="bound the host probe by a deadline Job"),
         Permission("delete", "jobs", "batch", namespace=ns, why="remove the host probe's deadline Job"),
+        Permission("list", "jobs", "batch", namespace=ns, why="find host probes left behind (gpu-wizard cleanup)"),
     ]
     return needed
 
