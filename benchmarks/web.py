@@ -92,6 +92,14 @@ class ServedWizard:
                 raise TimeoutError(f"{count} spares not ready within {timeout:.0f} s: {self.status()}")
             time.sleep(0.2)
 
+    def console_line(self, prefix: str) -> str:
+        """The next line the server prints on stdout that starts with ``prefix`` (blocks until it comes)."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith(prefix):
+                return line
+        raise EOFError(f"the server ended without printing {prefix!r}")
+
     def session_pids(self) -> list[int]:
         """The session processes (children of the server) still alive."""
         return [pid for pid, ppid, state in _processes() if ppid == self.pid and state != "Z"]
@@ -195,7 +203,12 @@ class Tab:
         async with self.http.get(link) as page:
             self.page_status = page.status
             self.page_text = await page.text()
+        await self.connect(origin=origin, width=width)
+
+    async def connect(self, *, origin: str | None = None, width: int = 100) -> None:
+        """Open the session's websocket with this tab's cookies (again: a reload); ``output`` starts empty."""
         self.started = time.perf_counter()
+        self.output = ""
         ws_url = self.served.url.replace("http", "ws", 1) + f"ws?width={width}&height=30"
         try:
             self.socket = await self.http.ws_connect(ws_url, origin=origin or self.served.origin)
@@ -223,7 +236,9 @@ class Tab:
                 message = await self.socket.receive()
                 if message.type == aiohttp.WSMsgType.BINARY:
                     self.output += message.data.decode("utf-8", "replace")
-                elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                elif message.type == aiohttp.WSMsgType.CLOSE:
+                    return int(message.data)  # (the socket's own close_code may say 1006 once the server hung up)
+                elif message.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                     return self.socket.close_code
 
     async def press(self, keys: str) -> None:

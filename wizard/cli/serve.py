@@ -145,7 +145,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             f"  open:      {url}\n"
             f"  sessions:  at most {options.max_sessions} at once, {options.per_client or 'any number'} per "
             f"client address; {options.spares} started ahead (the link works at once); a closed tab's "
-            f"session is kept {options.grace} s\n"
+            f"session is kept {options.grace:g} s\n"
             "Share the link only with your students: its token is the key. Ctrl-C stops the server and every session.\n"
         )
         sys.stdout.flush()

@@ -268,7 +268,9 @@ def listen(host: str, port: int) -> socket.socket:
         raise ServeError(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-async def serve(options: ServeOptions, announce: Callable[[str, str], None], ready: Callable[[int, float], None]) -> None:
+async def serve(
+    options: ServeOptions, announce: Callable[[str, str], None], ready: Callable[[int, float], None]
+) -> None:
     """Run until SIGINT or SIGTERM.
 
     ``announce`` gets the link to share and the trainer's status URL once the port is open; ``ready``

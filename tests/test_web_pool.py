@@ -1,0 +1,96 @@
+"""The classroom's pool of places with a stand-in app (``tests/web_echo_app.py``): no wizard start-up cost.
+
+Checked: spares warm at a low priority while a student's session runs at full priority (an early
+student does not wait for the spares), every session starts exactly once even when tabs take spares
+still waiting for a start slot (no "File exists"), and the trainer hears once that the class can start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from wizard.web.pool import SessionPool
+from wizard.web.sessions import SPARE_NICE, Session
+
+ECHO_APP = [sys.executable, str(Path(__file__).with_name("web_echo_app.py"))]
+
+
+def niceness(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[16])
+
+
+async def wait_for(condition: object, timeout: float = 20.0) -> None:
+    assert callable(condition)
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.05)
+
+
+async def test_spares_warm_at_a_low_priority_and_an_early_student_starts_at_full_priority(tmp_path: Path) -> None:
+    pool = SessionPool(ECHO_APP, 6, tmp_path / "root", spares=4)
+    (tmp_path / "root").mkdir()
+    pool._warm_slots = asyncio.Semaphore(2)  # as on a 2-core machine, whatever this one has
+    try:
+        pool.warm()
+        await wait_for(lambda: sum(s.running for s in pool.starting) == 2)
+        student = pool.reserve()  # comes before any spare is ready
+        assert student is not None and not student.started  # a spare not started yet: started now, for the tab
+        await student.start(100, 30)
+        assert student.pid is not None and niceness(student.pid) < SPARE_NICE
+        await wait_for(lambda: len(pool.ready) == 4, 30)
+        assert {niceness(s.pid or 0) for s in pool.ready} == {SPARE_NICE}
+    finally:
+        await pool.close()
+
+
+async def test_tabs_that_take_spares_waiting_for_a_slot_start_each_session_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pool = SessionPool(ECHO_APP, 6, tmp_path / "root", spares=6)
+    (tmp_path / "root").mkdir()
+    pool._warm_slots = asyncio.Semaphore(2)
+    caplog.set_level(logging.ERROR)
+    try:
+        pool.warm()
+        await asyncio.sleep(0)  # the first two spares take the slots; four wait
+        sessions = [pool.reserve() for _ in range(6)]
+        assert all(isinstance(s, Session) for s in sessions)
+        await asyncio.gather(*(s.start(80, 24) for s in sessions if s is not None))
+        await wait_for(lambda: not pool.starting and all(s.running for s in sessions if s is not None))
+        await asyncio.sleep(0.5)  # the pool's own start tasks have run to their end too
+        assert not caplog.records, [r.getMessage() for r in caplog.records]  # no "File exists"
+        folders = sorted(p.name for p in (tmp_path / "root").iterdir())
+        assert len(folders) == 6 and len({s.pid for s in sessions if s is not None}) == 6
+    finally:
+        await pool.close()
+
+
+async def test_the_trainer_hears_once_that_the_class_can_start(tmp_path: Path) -> None:
+    heard: list[tuple[int, float]] = []
+    (tmp_path / "a").mkdir()
+    pool = SessionPool(ECHO_APP, 4, tmp_path / "a", spares=2, on_ready=lambda n, s: heard.append((n, s)))
+    try:
+        pool.warm()
+        assert heard == []
+        await wait_for(lambda: heard)
+        assert heard[0][0] == 2 and 0 < heard[0][1] < 20
+        assert pool.counts() == {"sessions": 0, "ready": 2, "warming": 0, "limit": 4}
+        taken = pool.reserve()
+        assert taken is not None
+        await wait_for(lambda: len(pool.ready) == 2)  # refilled, without a second announcement
+        assert len(heard) == 1
+    finally:
+        await pool.close()
+    (tmp_path / "b").mkdir()
+    none_asked = SessionPool(ECHO_APP, 4, tmp_path / "b", spares=0, on_ready=lambda n, s: heard.append((n, s)))
+    none_asked.warm()
+    assert heard[-1][0] == 0 and len(heard) == 2
+    await none_asked.close()
+    assert os.path.exists(tmp_path) and not (tmp_path / "b").exists()
