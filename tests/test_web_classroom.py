@@ -229,3 +229,52 @@ async def test_an_oversized_key_message_costs_one_paste_and_a_larger_one_is_refu
         await tab.connect()
         await tab.read_until("Help", 20)
         await tab.close()
+
+
+async def next_step(tab: Tab, *wanted: str, timeout: float = 60.0) -> str:
+    """F9 until one of ``wanted`` is drawn anew (a step title, or the text that holds Next); returns it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        tab.output = ""
+        await tab.press("\x1b[20~")
+        for text in wanted:
+            try:
+                await tab.read_until(text, 3)
+                return text
+            except TimeoutError:
+                continue
+        if time.monotonic() > deadline:
+            raise AssertionError(f"none of {wanted} after F9: {screen_text(tab.output)[-300:]!r}")
+
+
+async def test_a_tab_closed_mid_apply_finds_the_rollout_going_on_when_it_comes_back() -> None:
+    with ServedWizard("--max-sessions", "1", "--spares", "0", scenario="existing-install") as served:
+        tab = Tab(served)
+        await tab.open()
+        await tab.read_until("✓ operator", 90)
+        await next_step(tab, "2/8 Nodes")
+        await tab.read_until("● live", 60)
+        await next_step(tab, "3/8 Mode")
+        if await next_step(tab, "4/8 Driver", "5/8 Paths") == "4/8 Driver":
+            await asyncio.sleep(1.5)
+            await next_step(tab, "5/8 Paths")
+        await tab.read_until("usable on all", 60)
+        await next_step(tab, "6/8 Preview")
+        await tab.read_until("server dry-run accepted", 120)
+        await next_step(tab, "7/8 Apply")
+        (pid,) = served.session_pids()
+        await tab.press("\r")
+        await tab.read_until("Apply to", 20)
+        tab.output = ""
+        await tab.press("\t")
+        await tab.press("\r")  # confirmed: the apply starts…
+        await tab.read_until("Rollout", 20)
+        assert "reports the driver ready" not in screen_text(tab.output)
+        await tab.socket.close()  # type: ignore[union-attr]  # …and the tab is closed mid-apply
+        await asyncio.sleep(2.0)
+        assert alive(pid)
+        await tab.connect()
+        await tab.read_until("7/8 Apply", 20)  # back where it was…
+        await tab.read_until("reports the driver ready", 120)  # …and the rollout it started goes on to its end
+        assert served.session_pids() == [pid]
+        await tab.close()
