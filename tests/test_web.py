@@ -122,6 +122,8 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
             environ = Path(f"/proc/{pid}/environ").read_text().split("\0")
             names = {item.split("=", 1)[0] for item in environ if item}
             assert not names & set(SECRETS), f"session {pid} sees {names & set(SECRETS)}"
+            offered = next(item for item in environ if item.startswith("GPU_WIZARD_DEMO_SCENARIOS="))
+            assert "preinstalled" in offered and "large" not in offered.split("=", 1)[1].split(",")
             home = next(item.split("=", 1)[1] for item in environ if item.startswith("HOME="))
             homes.add(home)
             folder = Path(home).parent
