@@ -2,14 +2,15 @@
 
 A spare is a session whose app has started, drawn its first frame and run its demo cluster's
 preflight before any tab asked: the next tab takes it at once instead of waiting for a cold start
-(about 2.5 CPU-seconds, which N students arriving together share). Spares run at
-:data:`~wizard.web.sessions.SPARE_NICE`, at most one per core at a time, only while there is room
-(never more than ``limit`` minus the sessions in use), and each is given to one tab only.
-
-A student who comes before the spares are ready takes a spare that has not started yet and starts
-it at full priority (or, when every waiting spare is already running, the one furthest along): the
-spares still warming yield to it. The server announces once when the spares are ready
+(about 2.5 CPU-seconds, which N students arriving together share). Spares start at most one per
+core at a time, only while there is room (never more than ``limit`` minus the sessions in use), and
+each is given to one tab only. The server announces once when the first spares are ready
 (``on_ready``), so the trainer knows when the class can start.
+
+A student who comes before that takes the spare furthest along that still runs at full priority,
+else one not started yet (started at once for the tab, at full priority). The spares that refill
+the pool once the class has started run at :data:`~wizard.web.sessions.SPARE_NICE`: they take
+what the students' sessions leave of the cores, not a share of it.
 """
 
 from __future__ import annotations
@@ -95,12 +96,11 @@ class SessionPool:
             if spare.running and spare.backlog <= MAX_SPARE_BACKLOG:
                 return spare
             self._spawn(self._stop(spare))  # ended or drew too much while waiting: not worth a tab
-        for spare in self.starting:  # one not started yet: the tab starts it at full priority
-            if not spare.started:
-                self.starting.remove(spare)
-                return spare
-        if self.starting:  # every one is running already: the furthest along is sooner than a cold start
-            return self.starting.pop(0)
+        for wanted in (_running_at_full_priority, _not_started, _running):  # the soonest ready first
+            for spare in self.starting:  # (in the order they started)
+                if wanted(spare):
+                    self.starting.remove(spare)
+                    return spare
         return None
 
     def _new(self) -> Session:
@@ -135,10 +135,11 @@ class SessionPool:
 
     def _announce_once(self) -> None:
         """Tell the trainer once that nothing is warming any more: the class can start."""
-        if self._announced or self.starting or self.on_ready is None or self._warm_since is None:
+        if self._announced or self.starting or self._warm_since is None:
             return
         self._announced = True
-        self.on_ready(len(self.ready), time.monotonic() - self._warm_since)
+        if self.on_ready is not None:
+            self.on_ready(len(self.ready), time.monotonic() - self._warm_since)
 
     def _spawn(self, work: Coroutine[object, object, None]) -> None:
         if self._closed:
@@ -161,7 +162,7 @@ class SessionPool:
             async with self._warm_slots:
                 if spare.started or spare in self.sessions:  # a tab took it while it waited: the tab starts it
                     return
-                await spare.start(80, 24, background=True)
+                await spare.start(80, 24, background=self._announced)  # a refill: gently
                 if spare not in self.sessions:
                     await spare.settle(PREFLIGHT_READY_TIMEOUT)
         except SessionStartError as exc:
@@ -187,3 +188,15 @@ class SessionPool:
         await asyncio.gather(*(self._stop(s) for s in list(self._every)), return_exceptions=True)
         self.sessions.clear()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _running_at_full_priority(session: Session) -> bool:
+    return session.running and not session.background
+
+
+def _not_started(session: Session) -> bool:
+    return not session.started
+
+
+def _running(session: Session) -> bool:
+    return session.started

@@ -39,11 +39,10 @@ AFTER_FIRST_FRAME_NICE = 5
 """Niceness of a session once it has drawn (see :meth:`Session._yield_to_newcomers`)."""
 
 SPARE_NICE = 10
-"""Niceness of a spare started ahead: a student's session (niceness 0 or 5) gets the cores first.
+"""Niceness of a spare that refills the pool once the class has started (:mod:`wizard.web.pool`).
 
-A nice-0 process weighs ~9 times a nice-10 one, so a student who opens the link while the spares
-still warm up starts about as fast as on an idle machine, and spares refilled after students took
-theirs do not slow the class down."""
+A nice-0 process weighs ~9 times a nice-10 one: the students' sessions (niceness 0, then 5) get the
+cores first, and a refill takes what they leave."""
 
 MAX_SPARE_BACKLOG = 4 * 1024 * 1024
 """Bytes a spare may draw while it waits for a tab (about 35 KB up to its preflight, ~0 when idle)."""
@@ -85,6 +84,8 @@ class Session:
         self._start_called = False
         self._start_done = asyncio.Event()
         self._start_error: SessionStartError | None = None
+        self.background = False
+        """Started as a spare at :data:`SPARE_NICE` (its priority cannot be raised again)."""
         self.modes: dict[str, str] = {}
         """The terminal modes the app has set (``?1049`` → ``h``): replayed to a tab that attaches later."""
 
@@ -112,7 +113,7 @@ class Session:
     async def start(self, width: int, height: int, *, background: bool = False) -> None:
         """Make the folders and start the app; returns once it is ready to draw (SessionStartError if not).
 
-        ``background``: a spare, started at :data:`SPARE_NICE`. Only the first call starts anything
+        ``background``: a spare that refills the pool, started at :data:`SPARE_NICE`. Only the first call starts anything
         (a tab and the pool may both try a spare that had not started yet): later calls wait for it.
         """
         if self._start_called:
@@ -148,6 +149,7 @@ class Session:
         if background:  # before it has imported anything: the app's threads inherit it
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, self.process.pid, SPARE_NICE)
+                self.background = True
         assert self.process.stdout is not None
         try:
             await protocol.wait_until_ready(self.process.stdout)
