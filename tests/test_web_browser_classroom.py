@@ -198,3 +198,36 @@ def test_key_bursts_under_a_cpu_hog_reach_the_app_whole_and_in_order(
     received = log.read_bytes().decode("utf-8")
     assert received == typed, f"sent {len(typed)} characters, the app got {len(received)}: {received!r}"
     assert not re.search(r"\x1b\[20~.", received)
+
+
+def test_a_field_typed_in_bursts_under_a_cpu_hog_holds_every_key(chromium_browser: Any) -> None:  # noqa: F811
+    with ServedWizard("--max-sessions", "1", "--spares", "1") as served:
+        served.wait_for_spares(1)
+        context, screen = open_page(chromium_browser, served.link)
+        screen.wait_for("CRDs installed", timeout=60)
+        screen.page.locator("textarea.xterm-helper-textarea").focus()
+        at = screen.wait_for("2/8 Nodes", after=screen.press("F9"))
+        at = screen.wait_for("3/8 Mode", after=screen.press("F9"))
+        at = screen.wait_for("Driver version", after=screen.press("F9"))
+        screen.page.wait_for_timeout(1500)  # the version field takes the focus once the step is up
+        for key in ("Tab", "Tab", "Home", "Control+k"):  # version, source, then "Cluster pulls from", emptied
+            screen.press(key)
+            screen.page.wait_for_timeout(200)
+        hogs = [
+            subprocess.Popen(
+                [sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"]
+            )
+            for _ in range(os.cpu_count() or 2)
+        ]
+        try:
+            typed = ""
+            for part, delay in (("reg", 15), ("istry.exa", 30), ("mple.com/", 15), ("mlops", 20)):
+                screen.page.keyboard.type(part, delay=delay)
+                typed += part
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+        screen.page.wait_for_timeout(3000)
+        assert typed in screen.text[at:], screen.text[-1500:]
+        context.close()
