@@ -63,6 +63,21 @@ async def test_non_ascii_tokens_cookies_and_keys_get_a_clean_4xx(idle_server: Se
     assert idle_server.process.poll() is None
 
 
+async def test_the_static_folders_give_nothing_outside_them(idle_server: ServedWizard) -> None:
+    for path in (
+        b"/static/classroom/../../pyproject.toml",
+        b"/static/classroom/..%2f..%2fpyproject.toml",
+        b"/static/classroom/%2e%2e/%2e%2e/README.md",
+        b"/static/..%2f..%2f..%2fetc/passwd",
+        b"/static/classroom//etc/passwd",
+        b"/static/classroom/",
+    ):
+        status, answer = await raw_request(idle_server, b"GET " + path + b" HTTP/1.1\r\n")
+        assert status in (403, 404), (path, answer[:200])
+    status, answer = await raw_request(idle_server, b"GET /static/classroom/classroom.js HTTP/1.1\r\n")
+    assert status == 200 and b"ClassroomWebSocket" in answer
+
+
 async def test_status_is_for_the_trainer_not_for_students_with_the_link(idle_server: ServedWizard) -> None:
     async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as student:
         async with student.get(idle_server.link) as page:
