@@ -8,9 +8,10 @@ each is given to one tab only. The server announces once when the first spares a
 (``on_ready``), so the trainer knows when the class can start.
 
 A student who comes before that takes the spare furthest along that still runs at full priority,
-else one not started yet (started at once for the tab, at full priority). The spares that refill
-the pool once the class has started run at :data:`~wizard.web.sessions.SPARE_NICE`: they take
-what the students' sessions leave of the cores, not a share of it.
+else one not started yet (started at once for the tab, at full priority). Spares started once the
+class has started (the announcement, or a first student) run at
+:data:`~wizard.web.sessions.SPARE_NICE`: they take what the students' sessions leave of the cores,
+not a share of it.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ class SessionPool:
             async with self._warm_slots:
                 if spare.started or spare in self.sessions:  # a tab took it while it waited: the tab starts it
                     return
-                await spare.start(80, 24, background=self._announced)  # a refill: gently
+                refill = self._announced or bool(self.sessions)  # the class has started: gently
+                await spare.start(80, 24, background=refill)
                 if spare not in self.sessions:
                     await spare.settle(PREFLIGHT_READY_TIMEOUT)
         except SessionStartError as exc:
