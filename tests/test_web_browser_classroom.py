@@ -112,6 +112,16 @@ def test_on_a_phone_the_wizard_fits_80_columns_and_on_screen_keys_type_f9_and_es
         assert columns >= 80 and rows >= 24, (columns, rows)
         screen.wait_for("CRDs installed", timeout=60)
         assert "DEMO — simulated cluster" in screen.text  # the badge whole, not "D…"
+        page = screen.page
+        # chromium here draws with a software WebGL: the page has the terminal draw into the DOM (its
+        # WebGL renderer would scale the letters by the pixel ratio), so what is seen can be read back
+        assert page.evaluate("document.documentElement.dataset.renderer") == "dom"
+        top = page.locator(".xterm-rows > div").first
+        assert "DEMO — simulated cluster" in top.inner_text()
+        right = page.evaluate(
+            "document.querySelector('.xterm-rows > div').lastElementChild.getBoundingClientRect().right"
+        )
+        assert right <= 390, f"the top bar ends at {right} px on a 390 px screen"
         keys = screen.page.locator("#keys")
         assert keys.is_visible()
         box = keys.bounding_box()

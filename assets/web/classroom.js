@@ -6,6 +6,9 @@
  *   the classroom is full, too many sessions from this address, or the connection was lost (the
  *   session is kept: reloading reattaches to it).
  * - Without ?fontsize=, picks a font size that fits 80 columns on a narrow screen.
+ * - On a software WebGL (SwiftShader, llvmpipe: a VM, a thin client, a browser without a GPU) the
+ *   terminal's WebGL renderer draws its letters at the pixel ratio's scale on a high-density screen
+ *   (half the columns visible at 2x); there the terminal uses its DOM renderer instead.
  */
 (() => {
   "use strict";
@@ -25,6 +28,26 @@
     }
   }
   window.WebSocket = ClassroomWebSocket;
+
+  function softwareWebGL() {
+    try {
+      const gl = document.createElement("canvas").getContext("webgl2");
+      if (!gl) return false;
+      const info = gl.getExtension("WEBGL_debug_renderer_info");
+      const renderer = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
+      return /swiftshader|llvmpipe|softpipe|software/i.test(renderer);
+    } catch (error) {
+      return false;
+    }
+  }
+
+  if (softwareWebGL()) {
+    const getContext = HTMLCanvasElement.prototype.getContext;
+    HTMLCanvasElement.prototype.getContext = function (kind, options) {
+      return kind === "webgl2" ? null : getContext.call(this, kind, options);
+    };
+    document.documentElement.dataset.renderer = "dom";
+  }
 
   function fitFont(terminal) {
     if (terminal.dataset.fit !== "true") return;
