@@ -109,7 +109,8 @@ def free_port() -> int:
 async def test_a_public_url_with_a_path_answers_under_it_with_or_without_a_proxy_that_strips_it() -> None:
     port = free_port()
     public = f"http://localhost:{port}/class/"
-    with ServedWizard("--max-sessions", "1", "--spares", "0", "--port", str(port), "--public-url", public) as served:
+    limits = ("--max-sessions", "2", "--spares", "0", "--max-per-client", "1", "--grace", "0")
+    with ServedWizard(*limits, "--port", str(port), "--public-url", public) as served:
         assert served.link.startswith(public + "?token=")
         token = served.link.split("token=", 1)[1]
         async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
@@ -129,6 +130,22 @@ async def test_a_public_url_with_a_path_answers_under_it_with_or_without_a_proxy
                     message = await socket_.receive()
                     assert message.type == aiohttp.WSMsgType.BINARY, message
                     output += message.data.decode("utf-8", "replace")
+
+            # behind a proxy on this machine the client is the last address it names: one place each
+            for forwarded, expected in (("127.0.0.1", 4429), ("198.51.100.9, 203.0.113.7", None)):
+                async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as client:
+                    async with client.get(served.link) as page:
+                        assert page.status == 200
+                    other = await client.ws_connect(
+                        f"ws://localhost:{port}/class/ws", origin=public[:-7], headers={"X-Forwarded-For": forwarded}
+                    )
+                    try:
+                        message = await other.receive(timeout=3)
+                        code = int(message.data) if message.type == aiohttp.WSMsgType.CLOSE else None
+                    except TimeoutError:
+                        code = None
+                    assert code == expected, (forwarded, code)
+                    await other.close()
             await socket_.close()
 
 
