@@ -3,6 +3,8 @@
 Checked: spares warm at a low priority while a student's session runs at full priority (an early
 student does not wait for the spares), every session starts exactly once even when tabs take spares
 still waiting for a start slot (no "File exists"), and the trainer hears once that the class can start.
+Also the relay's input bounds (``wizard/web/relay.py``): long input is one paste, a burst passes,
+more waits and nothing is dropped.
 """
 
 from __future__ import annotations
@@ -102,3 +104,31 @@ async def test_the_trainer_hears_once_that_the_class_can_start(tmp_path: Path) -
     assert heard[-1][0] == 0 and len(heard) == 2
     await none_asked.close()
     assert os.path.exists(tmp_path) and not (tmp_path / "b").exists()
+
+
+def test_long_input_is_one_paste_and_keys_are_counted_as_events() -> None:
+    from wizard.web.relay import PASTE_END, PASTE_START, as_input
+
+    assert as_input("a") == ("a", 1)
+    assert as_input("\x1b[20~") == ("\x1b[20~", 1)  # F9: one event, not five
+    assert as_input("\x1b[<35;10;5M") == ("\x1b[<35;10;5M", 1)  # a mouse move
+    text, cost = as_input("a" * 15000)
+    assert text == PASTE_START + "a" * 15000 + PASTE_END and cost < 20
+    sneaky = PASTE_START + "x" + PASTE_END + "\x1b[20~" * 20 + PASTE_START
+    text, _ = as_input(sneaky)  # markers inside cannot end the paste early: the keys stay pasted text
+    assert text.count(PASTE_START) == 1 and text.count(PASTE_END) == 1 and text.endswith(PASTE_END)
+
+
+async def test_input_past_the_burst_waits_and_is_never_dropped() -> None:
+    import time
+
+    from wizard.web.relay import Gate
+
+    gate = Gate(rate=100, burst=50)
+    began = time.monotonic()
+    for _ in range(50):
+        await gate.admit(1)
+    assert time.monotonic() - began < 0.05  # the burst passes at once
+    for _ in range(20):
+        await gate.admit(1)
+    assert 0.15 < time.monotonic() - began < 1.0  # then 100 a second: 20 more take ~0.2 s
