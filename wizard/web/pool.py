@@ -7,11 +7,12 @@ core at a time, only while there is room (never more than ``limit`` minus the se
 each is given to one tab only. The server announces once when the first spares are ready
 (``on_ready``), so the trainer knows when the class can start.
 
-A student who comes before that takes the spare furthest along that still runs at full priority,
-else one not started yet (started at once for the tab, at full priority). Spares started once the
-class has started (the announcement, or a first student) run at
-:data:`~wizard.web.sessions.SPARE_NICE`: they take what the students' sessions leave of the cores,
-not a share of it.
+A student who comes before that takes the spare furthest along, else one not started yet (started
+at once for the tab, at full priority). Spares started once the class
+has started (the announcement, or a first student) run at :data:`~wizard.web.sessions.SPARE_NICE`
+(where Linux can give the priority back: :func:`~wizard.web.sessions.set_niceness`): they take what
+the students' sessions leave of the cores, not a share of it, and the tab that takes one gives it
+full priority again.
 """
 
 from __future__ import annotations
@@ -92,14 +93,20 @@ class SessionPool:
         return session
 
     def _take_spare(self) -> Session | None:
+        spare = self._soonest_spare()
+        if spare is not None:
+            spare.promote()  # a student's session now: full priority
+        return spare
+
+    def _soonest_spare(self) -> Session | None:
         while self.ready:
             spare = self.ready.pop(0)
             if spare.running and spare.backlog <= MAX_SPARE_BACKLOG:
                 return spare
             self._spawn(self._stop(spare))  # ended or drew too much while waiting: not worth a tab
-        for wanted in (_running_at_full_priority, _not_started, _running):  # the soonest ready first
-            for spare in self.starting:  # (in the order they started)
-                if wanted(spare):
+        for running in (True, False):  # the furthest along first (in the order they started)
+            for spare in self.starting:
+                if spare.running == running:
                     self.starting.remove(spare)
                     return spare
         return None
@@ -190,15 +197,3 @@ class SessionPool:
         await asyncio.gather(*(self._stop(s) for s in list(self._every)), return_exceptions=True)
         self.sessions.clear()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _running_at_full_priority(session: Session) -> bool:
-    return session.running and not session.background
-
-
-def _not_started(session: Session) -> bool:
-    return not session.started
-
-
-def _running(session: Session) -> bool:
-    return session.started

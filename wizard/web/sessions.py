@@ -41,8 +41,12 @@ AFTER_FIRST_FRAME_NICE = 5
 SPARE_NICE = 10
 """Niceness of a spare that refills the pool once the class has started (:mod:`wizard.web.pool`).
 
-A nice-0 process weighs ~9 times a nice-10 one: the students' sessions (niceness 0, then 5) get the
-cores first, and a refill takes what they leave."""
+A nice-0 session weighs ~9 times a nice-10 one: the students' sessions (niceness 0, then 5) get the
+cores first, and a refill takes what they leave. The tab that takes it gives it back full priority
+(:meth:`Session.promote`): possible only with Linux's autogroups (:func:`set_niceness`), so only
+there are spares started at this niceness."""
+
+AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 MAX_SPARE_BACKLOG = 4 * 1024 * 1024
 """Bytes a spare may draw while it waits for a tab (about 35 KB up to its preflight, ~0 when idle)."""
@@ -85,7 +89,8 @@ class Session:
         self._start_done = asyncio.Event()
         self._start_error: SessionStartError | None = None
         self.background = False
-        """Started as a spare at :data:`SPARE_NICE` (its priority cannot be raised again)."""
+        """A spare running at :data:`SPARE_NICE` until a tab takes it (:meth:`promote`)."""
+        self._drawn = False
         self.modes: dict[str, str] = {}
         """The terminal modes the app has set (``?1049`` → ``h``): replayed to a tab that attaches later."""
 
@@ -146,10 +151,8 @@ class Session:
                 start_new_session=True,  # its own session and process group: ended as one
                 limit=protocol.MAX_PACKET + 5,
             )
-        if background:  # before it has imported anything: the app's threads inherit it
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, self.process.pid, SPARE_NICE)
-                self.background = True
+        if background and autogroups():  # (a niceness that a tab can take back)
+            self.background = set_niceness(self.process.pid, SPARE_NICE)
         assert self.process.stdout is not None
         try:
             await protocol.wait_until_ready(self.process.stdout)
@@ -162,7 +165,9 @@ class Session:
         try:
             while (packet := await protocol.read_packet(stdout)) is not None:
                 if drawn < FIRST_FRAME_BYTES <= drawn + len(packet.payload):
-                    self._yield_to_newcomers()
+                    self._drawn = True
+                    if not self.background:
+                        self._yield_to_newcomers()
                 drawn += len(packet.payload)
                 if packet.kind == "D":
                     protocol.track_modes(packet.payload, self.modes)
@@ -180,11 +185,14 @@ class Session:
         Students who open the link together then each see a frame soon, instead of every start-up
         sharing the cores until all of them are done; sessions past their first frame stay equal.
         """
-        if self.process is None:
-            return
-        with contextlib.suppress(OSError, AttributeError):  # only ever raised: a spare stays at SPARE_NICE
-            if os.getpriority(os.PRIO_PROCESS, self.process.pid) < AFTER_FIRST_FRAME_NICE:
-                os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
+        if self.process is not None:
+            set_niceness(self.process.pid, AFTER_FIRST_FRAME_NICE)
+
+    def promote(self) -> None:
+        """A tab took this spare: it runs as any student's session from now on."""
+        if self.background and self.process is not None:
+            self.background = False
+            set_niceness(self.process.pid, AFTER_FIRST_FRAME_NICE if self._drawn else 0)
 
     async def settle(self, timeout: float) -> None:
         """Wait until the app is idle: it has drawn, and used almost no CPU for :data:`SPARE_SETTLE_S`.
@@ -280,3 +288,31 @@ class Session:
 def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
+
+
+def autogroups() -> bool:
+    """Linux schedules each session as a group (``kernel.sched_autogroup_enabled``, the usual default)."""
+    try:
+        return AUTOGROUP_SWITCH.read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def set_niceness(pid: int, niceness: int) -> bool:
+    """Give the session led by ``pid`` this niceness (0 or more); True if it can be lowered again.
+
+    Each session process leads its own session, and with autogroups the scheduler weighs sessions
+    against each other by their group's niceness (``/proc/PID/autogroup``), which its owner may raise
+    and lower again down to 0: a process's own niceness would only weigh within its session.
+    Without autogroups: the process group's own niceness, which only ever goes up.
+    """
+    if autogroups():
+        try:
+            Path(f"/proc/{pid}/autogroup").write_text(str(niceness), encoding="ascii")
+            return True
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        if os.getpriority(os.PRIO_PROCESS, pid) < niceness:
+            os.setpriority(os.PRIO_PGRP, pid, niceness)
+    return False
