@@ -18,17 +18,17 @@ from pathlib import Path
 import pytest
 
 from wizard.web.pool import SessionPool
-from wizard.web.sessions import AFTER_FIRST_FRAME_NICE, SPARE_NICE, Session, autogroups
+from wizard.web.sessions import SPARE_NICE, Session, autogroups
 
 ECHO_APP = [sys.executable, str(Path(__file__).with_name("web_echo_app.py"))]
 
 
 def niceness(pid: int) -> int:
-    """What the scheduler weighs session ``pid`` by: its autogroup's niceness, else its own."""
-    if autogroups():
+    """What the scheduler weighs session ``pid`` by against other sessions: its autogroup's niceness."""
+    try:
         return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[16])
+    except OSError:  # a kernel without autogroups: sessions are never set apart
+        return 0
 
 
 async def wait_for(condition: object, timeout: float = 20.0) -> None:
@@ -50,10 +50,10 @@ async def test_an_early_student_gets_the_spare_furthest_along_and_spares_started
         await wait_for(lambda: sum(s.running for s in pool.starting) == 2)
         furthest = next(s for s in pool.starting if s.running)
         student = pool.reserve()  # comes before any spare is ready
-        assert student is furthest and student.pid is not None and niceness(student.pid) < SPARE_NICE
+        assert student is furthest and student.pid is not None and niceness(student.pid) == 0
         other = next(s for s in pool.starting if s.running)  # the other spare running before the student came
         await wait_for(lambda: len(pool.ready) == 4, 30)  # the class can start
-        assert niceness(other.pid or 0) < SPARE_NICE
+        assert niceness(other.pid or 0) == 0
         started_since = [s for s in pool.ready if s is not other]
         assert len(started_since) == 3 and all(s.background == (gentle is not None) for s in started_since)
         if gentle is not None:
@@ -64,7 +64,7 @@ async def test_an_early_student_gets_the_spare_furthest_along_and_spares_started
         taken = pool.reserve()  # a student takes a spare that ran gently: full priority again
         assert taken in started_since and taken is not None and not taken.background
         if gentle is not None:
-            assert niceness(taken.pid or 0) == AFTER_FIRST_FRAME_NICE
+            assert niceness(taken.pid or 0) == 0
         (refill,) = pool.starting  # and a refill starts, gently
         await wait_for(lambda: refill.running)
         if gentle is not None:

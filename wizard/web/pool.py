@@ -10,7 +10,7 @@ each is given to one tab only. The server announces once when the first spares a
 A student who comes before that takes the spare furthest along, else one not started yet (started
 at once for the tab, at full priority). Spares started once the class
 has started (the announcement, or a first student) run at :data:`~wizard.web.sessions.SPARE_NICE`
-(where Linux can give the priority back: :func:`~wizard.web.sessions.set_niceness`): they take what
+(where Linux can give the priority back: :func:`~wizard.web.sessions.set_group_niceness`): they take what
 the students' sessions leave of the cores, not a share of it, and the tab that takes one gives it
 full priority again.
 """

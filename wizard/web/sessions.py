@@ -43,8 +43,9 @@ SPARE_NICE = 10
 
 A nice-0 session weighs ~9 times a nice-10 one: the students' sessions (niceness 0, then 5) get the
 cores first, and a refill takes what they leave. The tab that takes it gives it back full priority
-(:meth:`Session.promote`): possible only with Linux's autogroups (:func:`set_niceness`), so only
-there are spares started at this niceness."""
+(:meth:`Session.promote`): possible only with Linux's autogroups (:func:`set_group_niceness`), so
+only there are spares started at this niceness. The students' sessions keep their group at 0: the
+class does not yield to the rest of the machine."""
 
 AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
@@ -90,7 +91,6 @@ class Session:
         self._start_error: SessionStartError | None = None
         self.background = False
         """A spare running at :data:`SPARE_NICE` until a tab takes it (:meth:`promote`)."""
-        self._drawn = False
         self.modes: dict[str, str] = {}
         """The terminal modes the app has set (``?1049`` → ``h``): replayed to a tab that attaches later."""
 
@@ -152,7 +152,7 @@ class Session:
                 limit=protocol.MAX_PACKET + 5,
             )
         if background and autogroups():  # (a niceness that a tab can take back)
-            self.background = set_niceness(self.process.pid, SPARE_NICE)
+            self.background = set_group_niceness(self.process.pid, SPARE_NICE)
         assert self.process.stdout is not None
         try:
             await protocol.wait_until_ready(self.process.stdout)
@@ -165,9 +165,7 @@ class Session:
         try:
             while (packet := await protocol.read_packet(stdout)) is not None:
                 if drawn < FIRST_FRAME_BYTES <= drawn + len(packet.payload):
-                    self._drawn = True
-                    if not self.background:
-                        self._yield_to_newcomers()
+                    self._yield_to_newcomers()
                 drawn += len(packet.payload)
                 if packet.kind == "D":
                     protocol.track_modes(packet.payload, self.modes)
@@ -185,14 +183,17 @@ class Session:
         Students who open the link together then each see a frame soon, instead of every start-up
         sharing the cores until all of them are done; sessions past their first frame stay equal.
         """
-        if self.process is not None:
-            set_niceness(self.process.pid, AFTER_FIRST_FRAME_NICE)
+        if self.process is None:
+            return
+        with contextlib.suppress(OSError):  # (within the session's own group where Linux has autogroups)
+            if os.getpriority(os.PRIO_PROCESS, self.process.pid) < AFTER_FIRST_FRAME_NICE:
+                os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
 
     def promote(self) -> None:
-        """A tab took this spare: it runs as any student's session from now on."""
+        """A tab took this spare: it runs as any student's session from now on, at full priority."""
         if self.background and self.process is not None:
             self.background = False
-            set_niceness(self.process.pid, AFTER_FIRST_FRAME_NICE if self._drawn else 0)
+            set_group_niceness(self.process.pid, 0)
 
     async def settle(self, timeout: float) -> None:
         """Wait until the app is idle: it has drawn, and used almost no CPU for :data:`SPARE_SETTLE_S`.
@@ -298,21 +299,18 @@ def autogroups() -> bool:
         return False
 
 
-def set_niceness(pid: int, niceness: int) -> bool:
-    """Give the session led by ``pid`` this niceness (0 or more); True if it can be lowered again.
+def set_group_niceness(pid: int, niceness: int) -> bool:
+    """Give the scheduling group of the session led by ``pid`` this niceness (0 or more); True if done.
 
     Each session process leads its own session, and with autogroups the scheduler weighs sessions
-    against each other by their group's niceness (``/proc/PID/autogroup``), which its owner may raise
-    and lower again down to 0: a process's own niceness would only weigh within its session.
-    Without autogroups: the process group's own niceness, which only ever goes up.
+    against each other (and against everything else on the machine) by their group's niceness
+    (``/proc/PID/autogroup``), which its owner may raise and lower again down to 0. A process's own
+    niceness only weighs within its session.
     """
-    if autogroups():
-        try:
-            Path(f"/proc/{pid}/autogroup").write_text(str(niceness), encoding="ascii")
-            return True
-        except OSError:
-            pass
-    with contextlib.suppress(OSError):
-        if os.getpriority(os.PRIO_PROCESS, pid) < niceness:
-            os.setpriority(os.PRIO_PGRP, pid, niceness)
-    return False
+    if not autogroups():
+        return False
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(niceness), encoding="ascii")
+    except OSError:
+        return False
+    return True
