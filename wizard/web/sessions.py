@@ -182,6 +182,9 @@ class Session:
 
         Students who open the link together then each see a frame soon, instead of every start-up
         sharing the cores until all of them are done; sessions past their first frame stay equal.
+        The process group's own niceness: with Linux's autogroups it weighs only within the session
+        (no effect between students), and the group's is left at 0 so the class never yields to
+        the rest of the machine (:func:`set_group_niceness`).
         """
         if self.process is None:
             return
