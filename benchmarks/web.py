@@ -63,6 +63,8 @@ class ServedWizard:
         self.banner = ""
         for line in self.process.stdout:
             self.banner += line
+            if match := re.search(r"status:\s+(\S+)", line):
+                self.status_url = match.group(1)
             if match := re.search(r"open:\s+(\S+)", line):
                 self.link = match.group(1)
                 break
@@ -76,12 +78,10 @@ class ServedWizard:
         return self.process.pid
 
     def status(self) -> dict[str, int]:
-        """``/status``: sessions in use, spares ready and starting, the limit (the link's cookie, sent by hand)."""
+        """``/status``: sessions in use, spares ready and starting, the limit (the trainer's status key)."""
         import urllib.request
 
-        cookie = "gpu-wizard-classroom=" + self.link.split("token=", 1)[1]
-        request = urllib.request.Request(self.url + "status", headers={"Cookie": cookie})
-        with urllib.request.urlopen(request, timeout=10) as answer:
+        with urllib.request.urlopen(self.status_url, timeout=10) as answer:
             return dict(json.load(answer))
 
     def wait_for_spares(self, count: int, timeout: float = 120.0) -> None:
@@ -91,6 +91,14 @@ class ServedWizard:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{count} spares not ready within {timeout:.0f} s: {self.status()}")
             time.sleep(0.2)
+
+    def console_line(self, prefix: str) -> str:
+        """The next line the server prints on stdout that starts with ``prefix`` (blocks until it comes)."""
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            if line.startswith(prefix):
+                return line
+        raise EOFError(f"the server ended without printing {prefix!r}")
 
     def session_pids(self) -> list[int]:
         """The session processes (children of the server) still alive."""
@@ -183,6 +191,7 @@ class Tab:
     socket: aiohttp.ClientWebSocketResponse | None = None
     output: str = ""
     status: int = 0
+    """The websocket handshake's HTTP status (101: open; a refusal after it is a close code)."""
     started: float = 0.0
     first_frame: float | None = None
     preflight: float | None = None
@@ -194,7 +203,12 @@ class Tab:
         async with self.http.get(link) as page:
             self.page_status = page.status
             self.page_text = await page.text()
+        await self.connect(origin=origin, width=width)
+
+    async def connect(self, *, origin: str | None = None, width: int = 100) -> None:
+        """Open the session's websocket with this tab's cookies (again: a reload); ``output`` starts empty."""
         self.started = time.perf_counter()
+        self.output = ""
         ws_url = self.served.url.replace("http", "ws", 1) + f"ws?width={width}&height=30"
         try:
             self.socket = await self.http.ws_connect(ws_url, origin=origin or self.served.origin)
@@ -211,8 +225,21 @@ class Tab:
                 if message.type == aiohttp.WSMsgType.BINARY:
                     self.output += message.data.decode("utf-8", "replace")
                 elif message.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                    raise ConnectionError(f"the session closed before {text!r} was drawn")
+                    raise ConnectionError(f"the session closed ({self.socket.close_code}) before {text!r} was drawn")
         return time.perf_counter() - self.started
+
+    async def close_code(self, timeout: float = 10.0) -> int | None:
+        """The code the server closed the websocket with (what it sent before is kept in ``output``)."""
+        assert self.socket is not None
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.socket.receive()
+                if message.type == aiohttp.WSMsgType.BINARY:
+                    self.output += message.data.decode("utf-8", "replace")
+                elif message.type == aiohttp.WSMsgType.CLOSE:
+                    return int(message.data)  # (the socket's own close_code may say 1006 once the server hung up)
+                elif message.type in (aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                    return self.socket.close_code
 
     async def press(self, keys: str) -> None:
         """Type into the session as the browser's terminal does."""
@@ -233,7 +260,8 @@ async def measure(count: int, scenario: str, timeout: float, *, warm: bool) -> d
     """
     spares = str(count if warm else 0)
     began = time.perf_counter()
-    with ServedWizard("--max-sessions", str(count), "--spares", spares, scenario=scenario) as served:
+    limits = ("--max-sessions", str(count), "--spares", spares, "--max-per-client", "0")
+    with ServedWizard(*limits, scenario=scenario) as served:
         if warm:
             await asyncio.to_thread(served.wait_for_spares, count, timeout)
         spares_ready = time.perf_counter() - began if warm else None

@@ -66,4 +66,17 @@ CASES: list[HostileCase] = [
         2,
         stderr_has=("--spares: 5",),
     ),
+    HostileCase("negative grace", ("serve", "--demo", "--grace", "-1"), 2, stderr_has=("--grace: -1",)),
+    HostileCase(
+        "negative per-client limit",
+        ("serve", "--demo", "--max-per-client", "-2"),
+        2,
+        stderr_has=("--max-per-client: -2",),
+    ),
+    HostileCase(
+        "scenario list naming an unknown one",
+        ("serve", "--demo", "--scenarios", "large,nope"),
+        2,
+        stderr_has=("--scenarios: 'nope'",),
+    ),
 ]

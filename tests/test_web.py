@@ -53,8 +53,9 @@ def session_folder(pid: int) -> Path:
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[ServedWizard]:
-    """One server with room for two sessions started cold, with the trainer's secrets in its environment."""
-    with ServedWizard("--max-sessions", "2", "--spares", "0", env={**os.environ, **SECRETS}) as server:
+    """One server with room for two sessions started cold, ended with their tabs, and the trainer's secrets in its environment."""
+    limits = ("--max-sessions", "2", "--spares", "0", "--grace", "0")
+    with ServedWizard(*limits, env={**os.environ, **SECRETS}) as server:
         yield server
 
 
@@ -121,6 +122,8 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
             environ = Path(f"/proc/{pid}/environ").read_text().split("\0")
             names = {item.split("=", 1)[0] for item in environ if item}
             assert not names & set(SECRETS), f"session {pid} sees {names & set(SECRETS)}"
+            offered = next(item for item in environ if item.startswith("GPU_WIZARD_DEMO_SCENARIOS="))
+            assert "preinstalled" in offered and "large" not in offered.split("=", 1)[1].split(",")
             home = next(item.split("=", 1)[1] for item in environ if item.startswith("HOME="))
             homes.add(home)
             folder = Path(home).parent
@@ -132,7 +135,7 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
         third = Tab(served)
         await third.open()
         assert third.page_status == 503 and "The classroom is full" in third.page_text
-        assert third.status == 503
+        assert await third.close_code() == 4503  # the page's own notice says so too
         await third.close()
 
         folders = {pid: session_folder(pid) for pid in pids}
@@ -191,7 +194,7 @@ async def test_a_spare_started_ahead_opens_at_once_and_is_given_to_one_tab_only(
         assert served.status() == {"sessions": 1, "ready": 0, "warming": 0, "limit": 1}  # full: no new spare
         late = Tab(served)
         await late.open()
-        assert late.status == 503
+        assert await late.close_code() == 4503
         await late.close()
         await tab.close()
 
@@ -276,8 +279,8 @@ def test_a_classroom_session_saves_files_only_in_its_own_folder(
 
 
 def test_behind_a_tls_proxy_the_page_uses_wss_a_secure_cookie_and_only_the_public_origin(tmp_path: Path) -> None:
+    from wizard.web.pool import SessionPool
     from wizard.web.server import Classroom
-    from wizard.web.sessions import SessionPool
 
     pool = SessionPool(["true"], 1, tmp_path)
     behind_proxy = Classroom(pool, "t", "https://class.example.com/wizard", loopback_aliases=False)

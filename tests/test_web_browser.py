@@ -99,7 +99,7 @@ def open_tab(browser: Any, url: str) -> tuple[Any, Screen]:
 def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_their_own(
     chromium_browser: Any,
 ) -> None:
-    with ServedWizard("--max-sessions", "2", "--spares", "1") as served:
+    with ServedWizard("--max-sessions", "2", "--spares", "1", "--grace", "2") as served:
         served.wait_for_spares(1)  # the first tab takes a spare started ahead, the second starts cold
         first, screen = open_tab(chromium_browser, served.link)
         screen.wait_for("1/8 Connect")
@@ -130,9 +130,11 @@ def test_a_student_walks_connect_nodes_mode_with_the_keyboard_alone_in_a_tab_of_
         assert "The classroom is full" in full.page.content()
         third.close()
 
-        # a closed tab ends its session; stopping the server ends the rest
+        # a closed tab's session outlives it for the grace period, then ends; stopping the server ends the rest
         first.close()
-        deadline = time.monotonic() + 10
+        time.sleep(1.0)
+        assert served.status()["sessions"] == 2
+        deadline = time.monotonic() + 15
         while served.status()["sessions"] != 1 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert served.status()["sessions"] == 1

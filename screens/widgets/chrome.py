@@ -16,6 +16,9 @@ from textual.widgets import Button, Static
 from screens.flow import STEPS
 from screens.keys import footer_hints
 
+BADGE_STYLE = "bold $background on $warning"
+"""The demo badge: what says the cluster is simulated, kept on the smallest screen."""
+
 
 class TopBar(Widget):
     """One line: product and step title left; cluster context and, for the demo, a badge right."""
@@ -36,11 +39,14 @@ class TopBar(Widget):
 
     def render(self) -> Content:
         left = Content.assemble((" gpu-wizard ", "bold $accent"), (self._title, "bold"))
-        right_parts: list[str | tuple[str, str]] = [(self._cluster + " ", "$text-muted")]
-        if self._demo:
-            right_parts.append((" DEMO — simulated cluster ", "bold $background on $warning"))
-        right = Content.assemble(*right_parts)
         room = self.size.width - left.cell_length - 1
+        cluster = Content.assemble((self._cluster + " ", "$text-muted"))
+        badge = Content.assemble((" DEMO — simulated cluster ", BADGE_STYLE)) if self._demo else Content("")
+        if self._demo and cluster.cell_length + badge.cell_length > room:  # narrow (a phone): the badge stays
+            if badge.cell_length > room:
+                badge = Content.assemble((" DEMO ", BADGE_STYLE))
+            cluster = cluster.truncate(max(0, room - badge.cell_length), ellipsis=True)
+        right = Content.assemble(cluster, badge)
         if right.cell_length > room:
             right = right.truncate(max(0, room), ellipsis=True)
         gap = max(1, self.size.width - left.cell_length - right.cell_length)

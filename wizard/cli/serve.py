@@ -27,6 +27,13 @@ MAX_DEFAULT_SPARES = 30
 """A big server does not keep hundreds of idle wizards by default: a class rarely has more students."""
 MEMORY_PER_SESSION = 300 * 1024 * 1024
 """Bytes of memory kept free per session (one measures about 150 MB; the rest is headroom)."""
+DEFAULT_GRACE_S = 300
+"""Seconds a session outlives its closed tab, so a reload or a reopened link finds it again."""
+DEFAULT_PER_CLIENT = 3
+"""Sessions one client address may hold by default (a laptop, a phone, a second try)."""
+HEAVY_SCENARIOS = ("large",)
+"""Bundled scenarios not offered to students unless ``--scenarios`` names them: ``large`` takes
+~530 MiB and ~85 CPU-s a session, far past the 300 MB a session the cap assumes."""
 
 
 def available_memory() -> int | None:
@@ -91,6 +98,28 @@ def register(sub: Any) -> None:
         help="sessions started ahead, so a tab opens on a ready wizard (default: 5 per core, at most 30 "
         "and never more than --max-sessions; 0: start each session when its tab opens)",
     )
+    serve.add_argument(
+        "--grace",
+        type=int,
+        metavar="SECONDS",
+        default=DEFAULT_GRACE_S,
+        help=f"how long a session outlives its closed or reloaded tab; the same browser reattaches to it "
+        f"(default {DEFAULT_GRACE_S}; 0: end it with its tab)",
+    )
+    serve.add_argument(
+        "--max-per-client",
+        type=int,
+        metavar="N",
+        default=DEFAULT_PER_CLIENT,
+        help=f"sessions one client address may hold (default {DEFAULT_PER_CLIENT}; 0: no limit, e.g. a "
+        "class behind one NAT address)",
+    )
+    serve.add_argument(
+        "--scenarios",
+        metavar="LIST",
+        help="comma-separated demo scenarios students may switch to, or 'all' (default: every bundled "
+        f"one but {', '.join(HEAVY_SCENARIOS)}; the --demo scenario is always offered)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
 
@@ -108,19 +137,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="gpu-wizard serve: %(message)s", stream=sys.stderr)
 
-    def announce(url: str) -> None:
+    def announce(url: str, status_url: str) -> None:
         sys.stdout.write(
             "gpu-wizard classroom: every browser tab gets its own SIMULATED demo cluster "
             f"(scenario {Path(scenario).name}); nothing real is touched.\n"
+            f"  status:    {status_url}  (for you only)\n"
             f"  open:      {url}\n"
-            f"  sessions:  at most {options.max_sessions} at once; {options.spares} started ahead "
-            "(ready in the background; the link works at once)\n"
+            f"  sessions:  at most {options.max_sessions} at once, {options.per_client or 'any number'} per "
+            f"client address; {options.spares} started ahead (the link works at once); a closed tab's "
+            f"session is kept {options.grace:g} s\n"
             "Share the link only with your students: its token is the key. Ctrl-C stops the server and every session.\n"
         )
         sys.stdout.flush()
 
+    def ready(spares: int, seconds: float) -> None:
+        started = f"{spares} session(s) started ahead in {seconds:.1f} s" if options.spares else "no spares asked for"
+        sys.stdout.write(f"ready: {started}; the class can start.\n")
+        sys.stdout.flush()
+
     try:
-        asyncio.run(serve(options, announce))
+        asyncio.run(serve(options, announce, ready))
     except ServeError as exc:
         raise UsageError(str(exc)) from None
     return EXIT_OK
@@ -150,6 +186,10 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
     spares = args.spares if args.spares is not None else default_spares
     if not 0 <= spares <= limit:
         raise UsageError(f"--spares: {spares} is out of range (0 to --max-sessions, {limit})")
+    if not 0 <= args.grace <= 86400:
+        raise UsageError(f"--grace: {args.grace} is out of range (0-86400 seconds)")
+    if not 0 <= args.max_per_client <= 1000:
+        raise UsageError(f"--max-per-client: {args.max_per_client} is out of range (0-1000; 0: no limit)")
     public_url = args.public_url
     if public_url is not None:
         parts = urlsplit(public_url)
@@ -157,6 +197,12 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
             raise UsageError(
                 f"--public-url: {public_url!r} is not a page address (give http(s)://host[:port][/path], "
                 "no query or fragment)"
+            )
+        if parts.scheme == "http" and not is_loopback(parts.hostname):
+            sys.stderr.write(
+                f"gpu-wizard serve: warning: {public_url} is plain HTTP: the link's token and every keystroke "
+                "cross the network unencrypted; put a TLS reverse proxy in front (README, classroom mode) and "
+                "pass --public-url https://…\n"
             )
     elif args.host in ("0.0.0.0", "::", "[::]", ""):
         raise UsageError(
@@ -174,4 +220,26 @@ def _options(args: argparse.Namespace, scenario: str) -> Any:
         public_url=public_url,
         max_sessions=int(limit),
         spares=int(spares),
+        grace=float(args.grace),
+        per_client=int(args.max_per_client),
+        scenarios=_offered_scenarios(args.scenarios),
     )
+
+
+def _offered_scenarios(given: str | None) -> tuple[str, ...]:
+    """The scenarios students may switch to: ``--scenarios``, else every bundled one but the heavy ones."""
+    from wizard.demo.scenarios.scenario import scenario_names
+
+    names = scenario_names()
+    if given is None:
+        return tuple(name for name in names if name not in HEAVY_SCENARIOS)
+    if given.strip() == "all":
+        return tuple(names)
+    wanted = [name.strip() for name in given.split(",") if name.strip()]
+    unknown = [name for name in wanted if name not in names]
+    if unknown or not wanted:
+        raise UsageError(
+            f"--scenarios: {', '.join(map(repr, unknown)) or 'nothing'} is not a bundled scenario "
+            f"(give 'all' or names from: {', '.join(names)})"
+        )
+    return tuple(wanted)

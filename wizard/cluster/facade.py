@@ -74,10 +74,13 @@ def kube_contexts(kubeconfig: str | None = None) -> tuple[list[str], str | None]
 
 
 def demo_scenarios() -> list[str]:
-    """The built-in demo cluster's scenario names (the front ends offer them; they never import the demo)."""
-    from wizard.demo.scenarios.scenario import scenario_names
+    """The demo scenarios to offer (the front ends offer them; they never import the demo).
 
-    return scenario_names()
+    Every bundled one; in a classroom session only those the trainer allowed (``serve --scenarios``).
+    """
+    from wizard.demo.scenarios.scenario import offered_scenarios
+
+    return offered_scenarios()
 
 
 def open_registry(
@@ -106,7 +109,9 @@ async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
     front end reaches the demo exactly as it reaches a real cluster.
     """
     from wizard.demo.cluster import DemoCluster
+    from wizard.demo.scenarios.scenario import check_offered
 
+    check_offered(scenario)
     demo = DemoCluster(scenario, port=0, step_delay=step_delay)
     await demo.__aenter__()
     return demo

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 
 READY_LINE = b"__GANGLION__\n"
@@ -20,6 +21,10 @@ MAX_PACKET = 16 * 1024 * 1024
 
 PRELUDE_LINES = 20
 """Lines the app may print before it is ready (warnings); more means it is not a Textual app."""
+
+
+_PRIVATE_MODE = re.compile(rb"\x1b\[\?([0-9;]+)([hl])")
+"""DECSET/DECRST: alternate screen, mouse reporting, bracketed paste, cursor shown or hidden."""
 
 
 class ProtocolError(Exception):
@@ -52,6 +57,20 @@ def keystrokes(text: str) -> bytes:
 def meta(message: dict[str, object]) -> bytes:
     """An ``M`` packet (resize, focus, blur, quit)."""
     return encode(b"M", json.dumps(message).encode("utf-8"))
+
+
+def track_modes(output: bytes, modes: dict[str, str]) -> None:
+    """Note in ``modes`` the terminal modes that ``output`` sets or resets (``"1049"`` → ``"h"``)."""
+    if b"\x1b[?" not in output:
+        return
+    for numbers, action in _PRIVATE_MODE.findall(output):
+        for number in numbers.split(b";"):
+            modes[number.decode("ascii")] = action.decode("ascii")
+
+
+def replay_modes(modes: dict[str, str]) -> bytes:
+    """What puts a fresh browser terminal in the modes the app set earlier, on a cleared screen."""
+    return "".join(f"\x1b[?{number}{action}" for number, action in modes.items()).encode("ascii") + b"\x1b[2J"
 
 
 async def wait_until_ready(stream: asyncio.StreamReader) -> None:

@@ -1,10 +1,14 @@
-"""The classroom server: one link with a token, a cookie, an Origin check, a session cap, a wizard per tab.
+"""The classroom server: one link with a token, cookies, an Origin check, a session cap, a wizard per browser.
 
-``GET /?token=T`` with this start's random token sets an HttpOnly cookie and redirects to ``/``
-(the token leaves the address bar); ``/`` without the cookie is a 403 page, and a full pool is a 503
-page. ``/ws`` needs the cookie *and* an ``Origin`` equal to the public URL's (a page from another site
-open in the same browser cannot start sessions), then runs one :class:`~wizard.web.sessions.Session`
-and relays between the browser's terminal and the app until either side closes.
+``GET /?token=T`` with this start's random token sets two HttpOnly cookies — the token, and a random
+seat that names this browser — and redirects to ``/`` (the token leaves the address bar;
+``?fontsize=`` stays). ``/`` without the token cookie is a 403 page, and a full pool a 503 page.
+``/ws`` needs the cookies *and* an ``Origin`` equal to the public URL's (a page from another site
+open in the same browser cannot start sessions), then attaches the browser to its seat's session
+(:mod:`wizard.web.seats`) and relays its input (:mod:`wizard.web.relay`) until it closes. ``/status``
+is the trainer's: it needs the status key printed on the console, not the students' cookie. With a
+``--public-url`` that has a path, every route answers under that path too (with or without a proxy
+that strips it).
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
+import re
 import secrets
 import signal
 import socket
@@ -22,23 +26,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
-from wizard.web import pages, protocol
+from wizard.bundled import assets
+from wizard.demo.scenarios.scenario import OFFERED_VARIABLE
+from wizard.web import pages
 from wizard.web.environment import make_root, remove_stale_roots, session_command
-from wizard.web.sessions import Session, SessionPool, SessionStartError
+from wizard.web.pool import SessionPool
+from wizard.web.relay import MAX_MESSAGE, MAX_TERMINAL, bounded, relay_input
+from wizard.web.seats import CLOSE_REASONS, FAILED, Seats
+from wizard.web.sessions import SessionStartError
 
 log = logging.getLogger(__name__)
 
 COOKIE = "gpu-wizard-classroom"
-"""The session cookie: HttpOnly, SameSite=Lax, Secure behind https."""
+"""The access cookie (this start's token): HttpOnly, SameSite=Lax, Secure behind https."""
+
+SEAT_COOKIE = "gpu-wizard-seat"
+"""The browser's seat (random, HttpOnly): its session survives a reload or a closed tab."""
+
+_SEAT = re.compile(r"[A-Za-z0-9_-]{32}")
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
-MAX_TERMINAL = 500
-"""Columns or rows a browser may ask for (the app draws every cell: this bounds the work)."""
+DEFAULT_FONT_SIZE = 16
+"""The terminal's font size in CSS pixels unless ``?fontsize=`` says otherwise (narrow screens fit 80 columns)."""
 
 
 class ServeError(Exception):
@@ -55,6 +69,10 @@ class ServeOptions:
     public_url: str | None = None
     max_sessions: int = 1
     spares: int = 0
+    grace: float = 300.0
+    per_client: int = 0
+    scenarios: tuple[str, ...] = ()
+    """The scenarios a student may switch to in a session (empty: only ``scenario``)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -78,12 +96,29 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default else "")
 
 
-class Classroom:
-    """The aiohttp application: pages, static files and the session websocket."""
+def same_secret(given: str, expected: str) -> bool:
+    """``given`` is ``expected``, compared in constant time (any text, non-ASCII too, is just wrong)."""
+    return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
 
-    def __init__(self, pool: SessionPool, token: str, public_url: str, *, loopback_aliases: bool) -> None:
+
+class Classroom:
+    """The aiohttp application: pages, static files, the trainer's status and the session websocket."""
+
+    def __init__(
+        self,
+        pool: SessionPool,
+        token: str,
+        public_url: str,
+        *,
+        loopback_aliases: bool,
+        grace: float = 300.0,
+        per_client: int = 0,
+        status_key: str | None = None,
+    ) -> None:
         self.pool = pool
+        self.seats = Seats(pool, grace=grace, per_client=per_client)
         self.token = token
+        self.status_key = status_key or secrets.token_urlsafe(24)
         self.public_url = public_url.rstrip("/") + "/"
         self.secure = self.public_url.startswith("https://")
         origin = origin_of(self.public_url)
@@ -91,6 +126,8 @@ class Classroom:
         if loopback_aliases:  # the default URL: the same server under any loopback name
             port = urlsplit(self.public_url).port
             self.origins |= {f"http://{name}:{port}" for name in LOOPBACK_NAMES}
+        self.forwarded = not loopback_aliases
+        """A public URL was given: a proxy on this machine names the client in ``X-Forwarded-For``."""
         self.path = urlsplit(self.public_url).path or "/"
         websocket_scheme = "wss" if self.secure else "ws"
         self.websocket_url = websocket_scheme + self.public_url[self.public_url.index(":") :] + "ws"
@@ -98,15 +135,18 @@ class Classroom:
 
     def application(self) -> web.Application:
         app = web.Application(middlewares=[self._headers])
-        static = Path(str(resources.files("textual_serve") / "static"))
-        app.add_routes(
-            [
-                web.get("/", self.index),
-                web.get("/ws", self.websocket),
-                web.get("/status", self.status),
-                web.static("/static", static, show_index=False, follow_symlinks=False),
-            ]
-        )
+        textual_static = Path(str(resources.files("textual_serve") / "static"))
+        own_static = Path(str(assets() / "web"))
+        for prefix in sorted({"/", self.path}):  # under the public path, and at / behind a proxy that strips it
+            app.add_routes(
+                [
+                    web.get(prefix, self.index),
+                    web.get(prefix + "ws", self.websocket),
+                    web.get(prefix + "status", self.status),
+                    web.static(prefix + "static/classroom", own_static, show_index=False, follow_symlinks=False),
+                    web.static(prefix + "static", textual_static, show_index=False, follow_symlinks=False),
+                ]
+            )
         return app
 
     @web.middleware
@@ -127,120 +167,96 @@ class Classroom:
             response.headers.setdefault("Referrer-Policy", "no-referrer")
             response.headers.setdefault("X-Content-Type-Options", "nosniff")
             response.headers.setdefault("X-Frame-Options", "DENY")
-            if not request.path.startswith("/static/"):
+            if "/static/" not in request.path:
                 response.headers.setdefault("Cache-Control", "no-store")
         return response
 
     def authorized(self, request: web.Request) -> bool:
         """The request carries this start's cookie."""
-        return hmac.compare_digest(request.cookies.get(COOKIE, ""), self.token)
+        return same_secret(request.cookies.get(COOKIE, ""), self.token)
+
+    def seat_of(self, request: web.Request) -> str | None:
+        """The browser's seat from its cookie (None when it has none, or not one this server makes)."""
+        seat = request.cookies.get(SEAT_COOKIE, "")
+        return seat if _SEAT.fullmatch(seat) else None
+
+    def client_address(self, request: web.Request) -> str:
+        """Who is asking: the peer, or behind a proxy on this machine the client it names last."""
+        peer = request.remote or ""
+        forwarded = request.headers.get("X-Forwarded-For", "")
+        if self.forwarded and forwarded and is_loopback(peer):
+            return forwarded.rsplit(",", 1)[-1].strip()[:64]
+        return peer
 
     def _html(self, text: str, status: int = 200) -> web.Response:
         return web.Response(text=text, status=status, content_type="text/html", charset="utf-8")
 
+    def _set_cookie(self, response: web.StreamResponse, name: str, value: str) -> None:
+        response.set_cookie(name, value, path=self.path, httponly=True, samesite="Lax", secure=self.secure)
+
     async def index(self, request: web.Request) -> web.StreamResponse:
         token = request.query.get("token")
+        font_size = request.query.get("fontsize")
         if token is not None:
-            if not hmac.compare_digest(token, self.token):
+            if not same_secret(token, self.token):
                 return self._html(pages.forbidden_page(self.static), 403)
-            response = web.Response(status=303, headers={"Location": self.path})
-            response.set_cookie(COOKIE, self.token, path=self.path, httponly=True, samesite="Lax", secure=self.secure)
+            kept = "?" + urlencode({"fontsize": font_size}) if font_size else ""
+            response = web.Response(status=303, headers={"Location": self.path + kept})
+            self._set_cookie(response, COOKIE, self.token)
+            if self.seat_of(request) is None:
+                self._set_cookie(response, SEAT_COOKIE, secrets.token_urlsafe(24))
             return response
         if not self.authorized(request):
             return self._html(pages.forbidden_page(self.static), 403)
-        if self.pool.full:
+        seat = self.seat_of(request)
+        if self.pool.full and (seat is None or self.seats.get(seat) is None):
             return self._html(pages.full_page(self.pool.limit, self.static), 503)
-        font_size = _bounded(request.query.get("fontsize", ""), 16, 8, 40)
-        page = pages.wizard_page(static=self.static, websocket=self.websocket_url, home=self.path, font_size=font_size)
-        return self._html(page)
+        page = pages.wizard_page(
+            static=self.static,
+            websocket=self.websocket_url,
+            home=self.path + ("?" + urlencode({"fontsize": font_size}) if font_size else ""),
+            font_size=bounded(font_size, DEFAULT_FONT_SIZE, 6, 40),
+            fit=font_size is None,
+            grace=int(self.seats.grace),
+        )
+        response = self._html(page)
+        if seat is None:
+            self._set_cookie(response, SEAT_COOKIE, secrets.token_urlsafe(24))
+        return response
 
     async def status(self, request: web.Request) -> web.StreamResponse:
-        """For the trainer (with the cookie): sessions in use, spares ready and starting, the limit."""
-        if not self.authorized(request):
-            raise web.HTTPForbidden(text="open the link with ?token=… first\n")
+        """For the trainer (the status key from the console): sessions in use, spares ready and starting."""
+        if not same_secret(request.query.get("key", ""), self.status_key):
+            raise web.HTTPForbidden(text="the status page needs the key printed on the trainer's console\n")
         return web.json_response(self.pool.counts())
 
     async def websocket(self, request: web.Request) -> web.StreamResponse:
-        if not self.authorized(request):
+        seat_id = self.seat_of(request)
+        if not self.authorized(request) or seat_id is None:
             raise web.HTTPForbidden(text="open the link with ?token=… first\n")
         if request.headers.get("Origin", "") not in self.origins:
-            log.warning("refused a websocket from origin %r", request.headers.get("Origin", "(none)"))
+            log.warning("refused a websocket from origin %r", request.headers.get("Origin", "(none)")[:100])
             raise web.HTTPForbidden(text="this page's origin may not open sessions here\n")
-        session = self.pool.reserve()
-        if session is None:
-            raise web.HTTPServiceUnavailable(text=f"all {self.pool.limit} sessions are in use\n")
-        websocket = web.WebSocketResponse(heartbeat=20, max_msg_size=64 * 1024)
+        websocket = web.WebSocketResponse(heartbeat=20, max_msg_size=MAX_MESSAGE)
+        await websocket.prepare(request)
+        seat = self.seats.get(seat_id) or self.seats.open(seat_id, self.client_address(request))
+        if isinstance(seat, int):  # refused: the page says why
+            await websocket.close(code=seat, message=CLOSE_REASONS[seat])
+            return websocket
+        width = bounded(request.query.get("width", ""), 80, 10, MAX_TERMINAL)
+        height = bounded(request.query.get("height", ""), 24, 5, MAX_TERMINAL)
         try:
-            await websocket.prepare(request)
-            width = _bounded(request.query.get("width", ""), 80, 10, MAX_TERMINAL)
-            height = _bounded(request.query.get("height", ""), 24, 5, MAX_TERMINAL)
-            if session.started:  # a spare: what it drew is queued; the resize repaints it at the tab's size
-                await session.until_started()
-                await session.send(protocol.meta({"type": "resize", "width": width, "height": height}))
-            else:
-                await session.start(width, height)
-            relay = asyncio.create_task(self._relay_output(session, websocket))
-            try:
-                await self._relay_input(session, websocket)
-            finally:
-                relay.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                    await relay
+            await self.seats.attach(seat, websocket, width, height)
+            await relay_input(seat.session, websocket, seat.gate)
         except SessionStartError as exc:
             log.error("a session did not start: %s", exc)
+            await self.seats.end(seat, FAILED)
+        except ConnectionError:
+            pass
         finally:
-            await self.pool.release(session)
+            self.seats.detach(seat, websocket)
             await websocket.close()
         return websocket
-
-    async def _relay_output(self, session: Session, websocket: web.WebSocketResponse) -> None:
-        """App → browser: terminal output as binary frames; the app's exit closes the socket."""
-        while (packet := await session.read()) is not None:
-            if packet.kind == "D":
-                if websocket.closed:
-                    return
-                await websocket.send_bytes(packet.payload)
-            elif packet.kind == "M" and packet.meta().get("type") == "exit":
-                break
-            # P (file deliveries) and other metas: not offered in classroom mode
-        await websocket.close()
-
-    async def _relay_input(self, session: Session, websocket: web.WebSocketResponse) -> None:
-        """Browser → app: keystrokes, size, focus; returns when the browser closes."""
-        async for message in websocket:
-            if message.type != WSMsgType.TEXT:
-                continue
-            try:
-                envelope = json.loads(message.data)
-            except ValueError:
-                continue
-            if not isinstance(envelope, list) or not envelope:
-                continue
-            kind = envelope[0]
-            argument = envelope[1] if len(envelope) > 1 else None
-            if kind == "stdin" and isinstance(argument, str):
-                sent = await session.send(protocol.keystrokes(argument))
-            elif kind == "resize" and isinstance(argument, dict):
-                width = _bounded(argument.get("width"), 80, 10, MAX_TERMINAL)
-                height = _bounded(argument.get("height"), 24, 5, MAX_TERMINAL)
-                sent = await session.send(protocol.meta({"type": "resize", "width": width, "height": height}))
-            elif kind in ("focus", "blur"):
-                sent = await session.send(protocol.meta({"type": kind}))
-            elif kind == "ping" and isinstance(argument, str):
-                await websocket.send_json(["pong", argument[:32]])
-                sent = True
-            else:
-                sent = True
-            if not sent:
-                return
-
-
-def _bounded(value: object, default: int, low: int, high: int) -> int:
-    try:
-        number = int(str(value))
-    except ValueError:
-        return default
-    return min(max(number, low), high)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -252,23 +268,40 @@ def listen(host: str, port: int) -> socket.socket:
         raise ServeError(f"--host/--port: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-async def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
-    """Run until SIGINT or SIGTERM; ``announce`` gets the URL to share once the port is open."""
+async def serve(
+    options: ServeOptions, announce: Callable[[str, str], None], ready: Callable[[int, float], None]
+) -> None:
+    """Run until SIGINT or SIGTERM.
+
+    ``announce`` gets the link to share and the trainer's status URL once the port is open; ``ready``
+    the spares ready and the seconds they took, once nothing warms any more (the class can start).
+    """
     listener = listen(options.host, options.port)
     for stale in remove_stale_roots():
         log.info("removed %s, left by a server that was killed", stale)
     token = secrets.token_urlsafe(24)
-    pool = SessionPool(session_command(options.scenario), options.max_sessions, make_root(), spares=options.spares)
+    command = session_command(options.scenario)
+    offered = {OFFERED_VARIABLE: ",".join(dict.fromkeys((options.scenario, *options.scenarios)))}
+    pool = SessionPool(
+        command, options.max_sessions, make_root(), spares=options.spares, environment=offered, on_ready=ready
+    )
     public_url = options.public_url
     if public_url is None:
         host = f"[{options.host}]" if ":" in options.host else options.host
         public_url = f"http://{host}:{listener.getsockname()[1]}/"
-    classroom = Classroom(pool, token, public_url, loopback_aliases=options.public_url is None)
+    classroom = Classroom(
+        pool,
+        token,
+        public_url,
+        loopback_aliases=options.public_url is None,
+        grace=options.grace,
+        per_client=options.per_client,
+    )
     runner = web.AppRunner(classroom.application(), handle_signals=False, access_log=None, shutdown_timeout=5)
     try:
         await runner.setup()
         await web.SockSite(runner, listener).start()
-        announce(classroom.public_url + "?token=" + token)
+        announce(classroom.public_url + "?token=" + token, classroom.public_url + "status?key=" + classroom.status_key)
         pool.warm()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -276,6 +309,8 @@ async def serve(options: ServeOptions, announce: Callable[[str], None]) -> None:
             loop.add_signal_handler(signum, stop.set)
         await stop.wait()
     finally:
+        with contextlib.suppress(Exception):
+            await classroom.seats.close()
         await pool.close()  # every app asked to quit, lingering groups killed, folders removed
         await runner.cleanup()
         listener.close()

@@ -1,11 +1,11 @@
 """One wizard process per browser tab: clean environment, own folders, own process group, ended for sure.
 
 A :class:`Session` runs ``python -m wizard --demo SCENARIO --web`` with the environment and the
-folders :mod:`wizard.web.environment` gives it; its folder is removed when the session ends. The process leads its own session and
-process group, so ending it ends everything it started. :class:`SessionPool` holds at most
-``limit`` sessions and ends them all when the server stops; if the server is killed instead, each
-app sees its stdin close and quits (``screens.webdriver``), and the next server start removes the
-folders the killed one left (:func:`~wizard.web.environment.remove_stale_roots`).
+folders :mod:`wizard.web.environment` gives it; its folder is removed when the session ends. The process
+leads its own session and process group, so ending it ends everything it started
+(:class:`~wizard.web.pool.SessionPool` holds them and ends them all when the server stops); if the
+server is killed instead, each app sees its stdin close and quits (``screens.webdriver``), and the
+next server start removes the folders the killed one left (:func:`~wizard.web.environment.remove_stale_roots`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import secrets
 import shutil
 import signal
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wizard.web import protocol
@@ -37,6 +37,17 @@ FIRST_FRAME_BYTES = 1024
 
 AFTER_FIRST_FRAME_NICE = 5
 """Niceness of a session once it has drawn (see :meth:`Session._yield_to_newcomers`)."""
+
+SPARE_NICE = 10
+"""Niceness of a spare that refills the pool once the class has started (:mod:`wizard.web.pool`).
+
+A nice-0 session weighs ~9 times a nice-10 one: the students' sessions (niceness 0, then 5) get the
+cores first, and a refill takes what they leave. The tab that takes it gives it back full priority
+(:meth:`Session.promote`): possible only with Linux's autogroups (:func:`set_group_niceness`), so
+only there are spares started at this niceness. The students' sessions keep their group at 0: the
+class does not yield to the rest of the machine."""
+
+AUTOGROUP_SWITCH = Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 MAX_SPARE_BACKLOG = 4 * 1024 * 1024
 """Bytes a spare may draw while it waits for a tab (about 35 KB up to its preflight, ~0 when idle)."""
@@ -63,10 +74,12 @@ class Session:
     that backlog first, then a resize that repaints everything at the tab's size.
     """
 
-    def __init__(self, root: Path, command: Sequence[str]) -> None:
+    def __init__(self, root: Path, command: Sequence[str], environment: Mapping[str, str] | None = None) -> None:
         self.id = secrets.token_hex(6)
         self.folder = root / f"session-{self.id}"
         self.command = list(command)
+        self.environment = dict(environment or {})
+        """Added to the environment :func:`~wizard.web.environment.session_environment` builds (the trainer's settings)."""
         self.process: asyncio.subprocess.Process | None = None
         self.backlog = 0
         """Bytes queued and not yet read (a spare's drawing while it waits for a tab)."""
@@ -76,6 +89,10 @@ class Session:
         self._start_called = False
         self._start_done = asyncio.Event()
         self._start_error: SessionStartError | None = None
+        self.background = False
+        """A spare running at :data:`SPARE_NICE` until a tab takes it (:meth:`promote`)."""
+        self.modes: dict[str, str] = {}
+        """The terminal modes the app has set (``?1049`` → ``h``): replayed to a tab that attaches later."""
 
     @property
     def pid(self) -> int | None:
@@ -98,11 +115,18 @@ class Session:
         """Its app has started and not ended."""
         return self.process is not None and self.process.returncode is None
 
-    async def start(self, width: int, height: int) -> None:
-        """Make the folders and start the app; returns once it is ready to draw (SessionStartError if not)."""
+    async def start(self, width: int, height: int, *, background: bool = False) -> None:
+        """Make the folders and start the app; returns once it is ready to draw (SessionStartError if not).
+
+        ``background``: a spare that refills the pool, started at :data:`SPARE_NICE`. Only the first call starts anything
+        (a tab and the pool may both try a spare that had not started yet): later calls wait for it.
+        """
+        if self._start_called:
+            await self.until_started()
+            return
         self._start_called = True
         try:
-            await self._start(width, height)
+            await self._start(width, height, background)
         except SessionStartError as exc:
             self._start_error = exc
             raise
@@ -112,7 +136,7 @@ class Session:
         finally:
             self._start_done.set()
 
-    async def _start(self, width: int, height: int) -> None:
+    async def _start(self, width: int, height: int, background: bool) -> None:
         self.folder.mkdir(mode=0o700)
         for name in SESSION_FOLDERS:
             (self.folder / name).mkdir(mode=0o700)
@@ -123,10 +147,12 @@ class Session:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,
                 cwd=self.folder / "home",
-                env=session_environment(self.folder, width=width, height=height),
+                env=session_environment(self.folder, width=width, height=height) | self.environment,
                 start_new_session=True,  # its own session and process group: ended as one
                 limit=protocol.MAX_PACKET + 5,
             )
+        if background and autogroups():  # (a niceness that a tab can take back)
+            self.background = set_group_niceness(self.process.pid, SPARE_NICE)
         assert self.process.stdout is not None
         try:
             await protocol.wait_until_ready(self.process.stdout)
@@ -141,6 +167,8 @@ class Session:
                 if drawn < FIRST_FRAME_BYTES <= drawn + len(packet.payload):
                     self._yield_to_newcomers()
                 drawn += len(packet.payload)
+                if packet.kind == "D":
+                    protocol.track_modes(packet.payload, self.modes)
                 self.backlog += len(packet.payload)
                 self._last_output = time.monotonic()
                 self._packets.put_nowait(packet)
@@ -154,11 +182,21 @@ class Session:
 
         Students who open the link together then each see a frame soon, instead of every start-up
         sharing the cores until all of them are done; sessions past their first frame stay equal.
+        The process group's own niceness: with Linux's autogroups it weighs only within the session
+        (no effect between students), and the group's is left at 0 so the class never yields to
+        the rest of the machine (:func:`set_group_niceness`).
         """
         if self.process is None:
             return
-        with contextlib.suppress(OSError, AttributeError):
-            os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
+        with contextlib.suppress(OSError):  # (within the session's own group where Linux has autogroups)
+            if os.getpriority(os.PRIO_PROCESS, self.process.pid) < AFTER_FIRST_FRAME_NICE:
+                os.setpriority(os.PRIO_PGRP, self.process.pid, AFTER_FIRST_FRAME_NICE)
+
+    def promote(self) -> None:
+        """A tab took this spare: it runs as any student's session from now on, at full priority."""
+        if self.background and self.process is not None:
+            self.background = False
+            set_group_niceness(self.process.pid, 0)
 
     async def settle(self, timeout: float) -> None:
         """Wait until the app is idle: it has drawn, and used almost no CPU for :data:`SPARE_SETTLE_S`.
@@ -207,6 +245,15 @@ class Session:
             self.backlog -= len(packet.payload)
         return packet
 
+    def discard_output(self) -> None:
+        """Drop what the app drew and nobody read (a tab that attaches asks for a full repaint instead)."""
+        while not self._packets.empty():
+            packet = self._packets.get_nowait()
+            if packet is None:
+                self._packets.put_nowait(None)
+                return
+            self.backlog -= len(packet.payload)
+
     async def send(self, packet: bytes) -> bool:
         """Write a packet to the app's stdin; False once the app is gone."""
         stdin = self.process.stdin if self.process is not None else None
@@ -247,135 +294,26 @@ def _signal_group(pgid: int, signum: int) -> None:
         os.killpg(pgid, signum)
 
 
-class SessionPool:
-    """At most ``limit`` sessions at once, all under one root folder, with up to ``spares`` started ahead.
+def autogroups() -> bool:
+    """Linux schedules each session as a group (``kernel.sched_autogroup_enabled``, the usual default)."""
+    try:
+        return AUTOGROUP_SWITCH.read_text().strip() == "1"
+    except OSError:
+        return False
 
-    A spare is a session whose app has started, drawn its first frame and run its demo cluster's
-    preflight before any tab asked: the next tab takes it at once instead of waiting for a cold
-    start (about 2.5 CPU-seconds, which N students arriving together share). Spares are kept only
-    while there is room (never more than ``limit`` minus the sessions in use), started at most
-    ``warm_concurrency`` at a time, and each is given to one tab only, never reused.
+
+def set_group_niceness(pid: int, niceness: int) -> bool:
+    """Give the scheduling group of the session led by ``pid`` this niceness (0 or more); True if done.
+
+    Each session process leads its own session, and with autogroups the scheduler weighs sessions
+    against each other (and against everything else on the machine) by their group's niceness
+    (``/proc/PID/autogroup``), which its owner may raise and lower again down to 0. A process's own
+    niceness only weighs within its session.
     """
-
-    def __init__(self, command: Sequence[str], limit: int, root: Path, *, spares: int = 0) -> None:
-        self.command = list(command)
-        self.limit = limit
-        self.root = root
-        self.spares = spares
-        self.sessions: set[Session] = set()
-        """Sessions given to a tab."""
-        self.ready: list[Session] = []
-        """Started spares waiting for a tab."""
-        self._tasks: set[asyncio.Task[None]] = set()
-        """Spares starting and sessions stopping in the background."""
-        self.starting: list[Session] = []
-        """Spares being started (a tab that finds no ready spare takes one of these before a cold start)."""
-        self._every: set[Session] = set()
-        """Every session made and not yet stopped: what a server stop must end, whatever state it is in."""
-        self._warm_slots = asyncio.Semaphore(max(1, (os.cpu_count() or 1)))
-        self._closed = False
-
-    @property
-    def full(self) -> bool:
-        """No room for another session."""
-        return len(self.sessions) >= self.limit
-
-    def counts(self) -> dict[str, int]:
-        """Sessions in use, spares ready and spares starting, and the limit."""
-        return {
-            "sessions": len(self.sessions),
-            "ready": len(self.ready),
-            "warming": len(self.starting),
-            "limit": self.limit,
-        }
-
-    def reserve(self) -> Session | None:
-        """A session holding a place (a started spare when one is ready), or None when the pool is full."""
-        if self.full:
-            return None
-        while self.ready:
-            spare = self.ready.pop(0)
-            if spare.running and spare.backlog <= MAX_SPARE_BACKLOG:
-                self.sessions.add(spare)
-                self.warm()
-                return spare
-            self._spawn(self._stop(spare))  # ended or drew too much while waiting: not worth a tab
-        if self.starting:  # already part of the way: sooner than a cold start
-            session = self.starting.pop(0)
-            self.sessions.add(session)
-            self.warm()
-            return session
-        session = self._new()
-        self.sessions.add(session)
-        self.warm()
-        return session
-
-    def _new(self) -> Session:
-        session = Session(self.root, self.command)
-        self._every.add(session)
-        return session
-
-    async def _stop(self, session: Session) -> None:
-        try:
-            await session.stop()
-        finally:
-            self._every.discard(session)
-
-    async def release(self, session: Session) -> None:
-        """End the session and free its place."""
-        try:
-            await self._stop(session)
-        finally:
-            self.sessions.discard(session)
-            self.warm()
-
-    def warm(self) -> None:
-        """Start spares until there are as many as wanted (and there is room for them)."""
-        wanted = min(self.spares, self.limit - len(self.sessions))
-        for _ in range(wanted - len(self.ready) - len(self.starting)):
-            spare = self._new()
-            self.starting.append(spare)
-            self._spawn(self._start_spare(spare))
-
-    def _spawn(self, work: Coroutine[object, object, None]) -> None:
-        if self._closed:
-            work.close()
-            return
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _start_spare(self, spare: Session) -> None:
-        try:
-            async with self._warm_slots:
-                if spare in self.sessions:  # a tab took it while it waited for a slot: start it now, at once
-                    await spare.start(80, 24)
-                    return
-                await spare.start(80, 24)
-                if spare not in self.sessions:
-                    await spare.settle(PREFLIGHT_READY_TIMEOUT)
-        except SessionStartError as exc:
-            log.error("a spare session did not start: %s", exc)
-            if spare not in self.sessions:  # (a tab that took it sees the error itself)
-                await self._stop(spare)
-            return
-        finally:
-            if spare in self.starting:
-                self.starting.remove(spare)
-        if spare in self.sessions:
-            return  # a tab took it while it started
-        if self._closed:
-            await self._stop(spare)
-        else:
-            self.ready.append(spare)
-
-    async def close(self) -> None:
-        """End every session and spare (server stop), then remove the root folder."""
-        self._closed = True
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        self.ready.clear()
-        await asyncio.gather(*(self._stop(s) for s in list(self._every)), return_exceptions=True)
-        self.sessions.clear()
-        shutil.rmtree(self.root, ignore_errors=True)
+    if not autogroups():
+        return False
+    try:
+        Path(f"/proc/{pid}/autogroup").write_text(str(niceness), encoding="ascii")
+    except OSError:
+        return False
+    return True

@@ -8,6 +8,7 @@ raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``node
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -219,6 +220,28 @@ def scenario_names() -> list[str]:
     """Names of the bundled scenarios (``assets/scenarios/*.yaml``), sorted."""
     folder = assets().joinpath("scenarios")
     return sorted(p.name.rsplit(".", 1)[0] for p in folder.iterdir() if p.name.endswith((".yaml", ".yml")))
+
+
+OFFERED_VARIABLE = "GPU_WIZARD_DEMO_SCENARIOS"
+"""Set by ``gpu-wizard serve`` for its sessions: the comma-separated scenarios a student may pick."""
+
+
+def offered_scenarios() -> list[str]:
+    """The scenarios the wizard offers: every bundled one, or in a classroom those the trainer allowed."""
+    names = scenario_names()
+    offered = os.environ.get(OFFERED_VARIABLE)
+    if offered is None:
+        return names
+    allowed = [name.strip() for name in offered.split(",") if name.strip()]
+    return [name for name in names if name in allowed] + [name for name in allowed if name not in names]
+
+
+def check_offered(name_or_path: str) -> None:
+    """ScenarioError unless the scenario is one the wizard offers here (a classroom's trainer decides)."""
+    if OFFERED_VARIABLE in os.environ and name_or_path not in offered_scenarios():
+        raise ScenarioError(
+            f"scenario {name_or_path!r} is not offered in this classroom (offered: {', '.join(offered_scenarios())})"
+        )
 
 
 def _resolve_path(name_or_path: str) -> Path:
