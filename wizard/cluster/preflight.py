@@ -84,7 +84,9 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission("list", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
         Permission("watch", "daemonsets", "apps", namespace=ns, why="follow the driver rollout"),
         Permission("list", "pods", namespace=ns, why="find the driver pods"),
-        Permission("list", "pods", why="name the GPU workloads an upgrade evicts (pods of every namespace)", required=False),
+        Permission(
+            "list", "pods", why="name the GPU workloads an upgrade evicts (pods of every namespace)", required=False
+        ),
     ]
     if plan is None:
         return needed
