@@ -138,3 +138,18 @@ def record_or_check(cluster: RealCluster, flow: str, nodes: list[dict[str, Any]]
     stored = recording.load(cluster.release, flow)
     assert document["daemonsets"] == stored["daemonsets"], f"the real operator's DaemonSets differ from {where}"
     assert document["status"] == stored["status"], f"the CRs' states differ from {where}"
+
+
+UPSTREAM_VERSION = "580.126.20"
+
+
+def upstream_answers(
+    folder: Path, release: str, host: str, *, version: str = UPSTREAM_VERSION, extra: str = ""
+) -> Path:
+    """An upstream plan pulling `<host>/nvidia/driver:<version>-<os>`; `extra` adds lines under `driver:`."""
+    return write(
+        folder / "answers.yaml",
+        f"version: 1\noperator:\n  version: {release}\nmode: upstream\n"
+        f"driver:\n  version: '{version}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        f"{extra}toolkit:\n  installDir: /usr/local/nvidia\n",
+    )

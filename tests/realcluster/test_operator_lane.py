@@ -18,6 +18,7 @@ from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.flows import (
     SLE_KERNELS,
     UBUNTU_KERNEL,
+    UPSTREAM_VERSION,
     as_wizard,
     container,
     daemonsets,
@@ -27,13 +28,13 @@ from tests.realcluster.flows import (
     policy_state,
     record_or_check,
     run,
+    upstream_answers,
     wait_for,
     write,
 )
 from wizard.engine.naming import Release, os_tag, precompiled_daemonset_name, repo_config_dirs
 
 PRECOMPILED_VERSION = "580.126.09.1"
-UPSTREAM_VERSION = "580.126.20"
 STALE = "sha256:" + "0" * 64
 
 
@@ -126,12 +127,7 @@ def test_upstream_on_ubuntu(
         healthy_host("/usr/local/nvidia"),
     )
     cluster.set_driver_version(UPSTREAM_VERSION)
-    plan = write(
-        tmp_path / "answers.yaml",
-        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
-        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
-        "toolkit:\n  installDir: /usr/local/nvidia\n",
-    )
+    plan = upstream_answers(tmp_path, cluster.release, host)
     registry = ["--insecure-registry", host]
     code, _, err = run(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
@@ -257,12 +253,8 @@ def test_airgapped_upstream_mounts_the_repo_config(
         healthy_host("/usr/local/nvidia"),
     )
     cluster.set_driver_version(UPSTREAM_VERSION)
-    plan = write(
-        tmp_path / "answers.yaml",
-        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
-        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
-        "  airgapped: true\n  repoConfig:\n    configMapName: repo-config\n"
-        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    plan = upstream_answers(
+        tmp_path, cluster.release, host, extra="  airgapped: true\n  repoConfig:\n    configMapName: repo-config\n"
     )
     registry = ["--insecure-registry", host]
     code, _, err = run(
@@ -302,12 +294,7 @@ def test_upgrade_follows_the_real_upgrade_controller_then_rollback(
         digests[f"{host}/nvidia/driver:{tag}"] = oci_registry.push_image("nvidia/driver", tag, content=tag.encode())
     cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
     cluster.set_driver_version(UPSTREAM_VERSION)
-    plan = write(
-        tmp_path / "answers.yaml",
-        f"version: 1\noperator:\n  version: {cluster.release}\nmode: upstream\n"
-        f"driver:\n  version: '{UPSTREAM_VERSION}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
-        "toolkit:\n  installDir: /usr/local/nvidia\n",
-    )
+    plan = upstream_answers(tmp_path, cluster.release, host)
     registry = ["--insecure-registry", host]
     backups = tmp_path / "backups"
     code, _, err = run(
