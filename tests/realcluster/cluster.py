@@ -328,6 +328,9 @@ class RealCluster:
             "--bind-address=127.0.0.1",
             f"--secure-port={self.ports['kcm']}",
             "--use-service-account-credentials=false",
+            # kwok's heartbeats can run late on a loaded 2-core machine: a node must not turn NotReady (and
+            # its pods unavailable) for that, or ClusterPolicy flaps to notReady in the middle of a test
+            "--node-monitor-grace-period=600s",
             f"--controllers={controllers}",
             f"--root-ca-file={self.pki['ca']}",
             "--v=1",

@@ -137,7 +137,7 @@ def record_or_check(cluster: RealCluster, flow: str, nodes: list[dict[str, Any]]
     assert where.is_file(), f"no recording {where}: make one with GPU_WIZARD_RECORD=1 make test-real"
     stored = recording.load(cluster.release, flow)
     assert document["daemonsets"] == stored["daemonsets"], f"the real operator's DaemonSets differ from {where}"
-    assert document["status"] == stored["status"], f"the CRs' states differ from {where}"
+    assert document["status"] == stored["status"], f"the CRs' states differ from {where}: {document['status']}"
 
 
 UPSTREAM_VERSION = "580.126.20"
@@ -153,3 +153,21 @@ def upstream_answers(
         f"driver:\n  version: '{version}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
         f"{extra}toolkit:\n  installDir: /usr/local/nvidia\n",
     )
+
+
+def wait_settled(cluster: RealCluster, timeout: float = 180) -> None:
+    """Until the ClusterPolicy has read `ready` for 5 s in a row. The real operator reports `ready` for a
+    moment while an operand DaemonSet it just created still wants 0 pods (a DaemonSet with nothing
+    scheduled counts as ready), then `notReady` until the pods run: gpu-wizard's rollout can end on that
+    first `ready` (docs/real-cluster.md)."""
+    deadline = time.monotonic() + timeout
+    since = None
+    while time.monotonic() < deadline:
+        if policy_state(cluster) in ("ready", ""):
+            since = since or time.monotonic()
+            if time.monotonic() - since >= 5:
+                return
+        else:
+            since = None
+        time.sleep(0.5)
+    raise AssertionError(f"the ClusterPolicy did not stay ready within {timeout:.0f} s: {policy_state(cluster)}")

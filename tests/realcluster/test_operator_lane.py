@@ -30,6 +30,7 @@ from tests.realcluster.flows import (
     run,
     upstream_answers,
     wait_for,
+    wait_settled,
     write,
 )
 from wizard.engine.naming import Release, os_tag, precompiled_daemonset_name, repo_config_dirs
@@ -82,6 +83,7 @@ def test_precompiled_on_two_kernels(
     assert {"name": "ROOT", "value": "/run/nvidia/toolkit-install"} in toolkit["env"]
     assert policy_state(cluster) == "ready"
 
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0, out + err
     assert out.endswith("✓ summary: all 3 GPU nodes verified\n"), out
@@ -136,6 +138,7 @@ def test_upstream_on_ubuntu(
     found = driver_daemonsets(cluster)
     assert list(found) == ["nvidia-driver-daemonset"]
     assert container(found["nvidia-driver-daemonset"], "nvidia-driver-ctr")["image"] == image
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
     record_or_check(cluster, "upstream", nodes, plan, host)
@@ -172,6 +175,7 @@ def test_preinstalled_host_driver(
     wait_for("ClusterPolicy ready", lambda: policy_state(cluster) == "ready", 120)
     assert not driver_daemonsets(cluster)  # driver.enabled=false: the operator renders no driver
     assert "nvidia-container-toolkit-daemonset" in daemonsets(cluster)
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), "--no-registry")
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
     record_or_check(cluster, "preinstalled", nodes, plan, "")
@@ -223,6 +227,7 @@ def test_nvidiadriver_crs_on_mixed_os(
         120,
     )
     assert drivers
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
     record_or_check(cluster, "nvidiadriver-mixed-os", nodes, plan, host)
@@ -273,6 +278,7 @@ def test_airgapped_upstream_mounts_the_repo_config(
     (repo,) = [name for name, v in volumes.items() if (v.get("configMap") or {}).get("name") == "repo-config"]
     # one file per ConfigMap key, mounted by subPath into the OS's repository folder
     assert mounts[repo] == f"{repo_config_dirs(cluster.release)['ubuntu']}/local.list", mounts
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and "✓ summary:" in out.splitlines()[-1], out + err
     record_or_check(cluster, "airgapped-repoconfig", nodes, plan, host)
@@ -323,6 +329,7 @@ def test_upgrade_follows_the_real_upgrade_controller_then_rollback(
     (ds,) = driver_daemonsets(cluster).values()
     assert container(ds, "nvidia-driver-ctr")["image"] == f"{host}/nvidia/driver:{new_version}-ubuntu22.04"
     new_plan = write(tmp_path / "new.yaml", plan.read_text().replace(UPSTREAM_VERSION, new_version))
+    wait_settled(cluster)
     code, out, err = run(capsys, "verify", "--answers", str(new_plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
 
