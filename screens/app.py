@@ -27,6 +27,7 @@ from textual.screen import Screen
 from screens import keys, resume
 from screens.flow import STEP_NAMES, STEPS, step_named
 from screens.idle import IdleWork
+from screens.inputorder import InputOrder, InputSettled
 from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
@@ -94,6 +95,8 @@ class WizardApp(App[int]):
         self.exit_code = 0
         self.idle = IdleWork(self, web=web)
         """Work held back until the first frame, warmed up in a thread, or left for when the user is idle."""
+        self.input_order = InputOrder(self, self._deliver_input)
+        """Keys and pastes one at a time, each to the widget focused once the one before was handled."""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -118,7 +121,15 @@ class WizardApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         self.idle.note_event(event)
+        if not self.input_order.hold(event):
+            await self._deliver_input(event)
+            self.input_order.delivered(event)
+
+    async def _deliver_input(self, event: events.Event) -> None:
         await super().on_event(event)
+
+    async def on_input_settled(self, message: InputSettled) -> None:
+        await self.input_order.settled(message)
 
     # -- navigation -------------------------------------------------------------------------
 
