@@ -50,9 +50,11 @@ class WizardApp(App[int]):
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.SAVE.terminal, "save_answers", "Save", show=False),
         Binding(keys.QUIT.terminal, "quit", "Quit", priority=True),
+        # bound here, not left to Textual: Textual binds its ctrl+p only when no binding names the palette
+        Binding(keys.PALETTE.terminal, "command_palette", "Palette", show=False, priority=True),
         # keys a browser leaves to the page (gpu-wizard serve; see screens.keys)
         Binding(keys.SAVE.browser, "save_answers", "Save", show=False),
-        Binding(keys.PALETTE.browser, "command_palette", "Palette", show=False),
+        Binding(keys.PALETTE.browser, "command_palette", "Palette", show=False, priority=True),
     ]
 
     def __init__(
