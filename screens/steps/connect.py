@@ -23,14 +23,13 @@ from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
+from wizard.bundled import DEFAULT_DEMO_SCENARIO
 
 #: Seconds between looks at a Select still mounting (its options are applied once it is mounted).
 MOUNT_POLL = 0.02
 #: Preflight checks of objects the answers name (a pull Secret, the repoConfig ConfigMap): they do not
 #: block Connect, since the fix may be a different answer on a later step; Preview checks them again.
 PLAN_REFERENCES = frozenset({"pull-secret", "repo-config"})
-#: The scenario a demo starts on unless the user picks another.
-DEFAULT_SCENARIO = "sle-micro-precompiled"
 
 
 def scenario_names() -> list[str]:
@@ -152,7 +151,7 @@ class ConnectStep(StepScreen):
             self._put_select("", select_id, *pending)
 
     def _show_scenarios(self, names: list[str]) -> None:
-        preferred = self.state.demo or DEFAULT_SCENARIO
+        preferred = self.state.demo or DEFAULT_DEMO_SCENARIO
         current = preferred if preferred in names else names[0]
         if self.query("#scenario"):
             self._put_select("", "scenario", names, current, "demo scenario")
@@ -231,7 +230,7 @@ class ConnectStep(StepScreen):
     @on(Button.Pressed, "#demo")
     def _demo_pressed(self) -> None:
         found = self.query("#scenario")
-        scenario = str(found.first(Select).value) if found else (self.state.demo or DEFAULT_SCENARIO)
+        scenario = str(found.first(Select).value) if found else (self.state.demo or DEFAULT_DEMO_SCENARIO)
         self.connect(demo=scenario)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
