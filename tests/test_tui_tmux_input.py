@@ -26,8 +26,12 @@ KEY_PAUSES_S = (0.015, 0.03)
 
 
 def hog() -> subprocess.Popen[bytes]:
-    """One process spinning a CPU (the machine has two): the app's loop turns get preempted."""
-    return subprocess.Popen(["timeout", str(HOG_S), sys.executable, "-c", "while True: pass"])
+    """One process spinning a CPU (the machine has two): the app's loop turns get preempted.
+
+    The spinner ends itself after :data:`HOG_S` (a ``timeout`` wrapper killed by the test left it running).
+    """
+    spin = f"import time\nend = time.monotonic() + {HOG_S}\nwhile time.monotonic() < end: pass"
+    return subprocess.Popen([sys.executable, "-c", spin])
 
 
 def saved_driver(tmux: Tmux, home: Path) -> dict[str, Any]:
