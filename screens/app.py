@@ -241,6 +241,7 @@ class WizardApp(App[int]):
         self.state.cluster = cluster
         self.state.info = cluster.info if cluster is not None else None
         self.state.preflight = None
+        self.state.live_findings = []
         self.state.nodes.clear()
         self.state.images = []
         self.state.path_checks = None

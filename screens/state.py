@@ -130,6 +130,8 @@ class WizardState:
     info: ClusterInfo | None = None
     preflight: Any = None
     """``wizard.cluster.facade.Preflight`` of the connected cluster."""
+    live_findings: list[Check] = field(default_factory=list)
+    """What the operator is doing now (an upgrade under way, failing driver pods): ``Cluster.live_findings``."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     host_drivers: dict[str, str] = field(default_factory=dict)
     """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""

@@ -85,6 +85,7 @@ class ConnectStep(StepScreen):
         if state.cluster is not None and state.preflight is not None:
             self._load_contexts(auto_connect=False)
             self._show_connected()
+            self.find_live_findings()  # the operator moved on since
             self.call_later(self._replay_when_settled)
             return
         if state.demo is not None:
@@ -261,6 +262,7 @@ class ConnectStep(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
+        self.find_live_findings()
         await resume.offer_resume(app)
         app.prefill_from_live()
         await self._replay_when_settled()
@@ -269,6 +271,13 @@ class ConnectStep(StepScreen):
         await self.wizard.settled.wait()
         self.refresh_nav()
         self.maybe_replay()
+
+    @work(exclusive=True, group="live-findings", exit_on_error=False)
+    async def find_live_findings(self) -> None:
+        """An upgrade under way, failing driver pods: shown with the preflight, in Apply's and Verify's words."""
+        cluster = self.state.connected()
+        self.state.live_findings = await cluster.live_findings()
+        self._show_connected()
 
     def _busy(self, text: str) -> None:
         self._error_text("")
@@ -291,7 +300,7 @@ class ConnectStep(StepScreen):
         if running or state.preflight is None:
             checks.update("running preflight…")
         else:
-            checks.show(state.preflight.checks, "no checks ran")
+            checks.show([*state.preflight.checks, *state.live_findings], "no checks ran")
             if any(not c.ok and c.check in PLAN_REFERENCES for c in state.preflight.checks):
                 self._error_text(
                     "! The answers name a Secret or ConfigMap the cluster lacks: create it, or change the "
