@@ -183,8 +183,9 @@ class StepScreen(MarksFocusedRow, Screen[None]):
                 return
         target = neighbour(self.STEP, direction, self.state)
         if target is None:
-            if direction < 0:
+            if direction < 0:  # the bell alone is silent in most terminals (tmux, a browser)
                 self.app.bell()
+                self.notify(f"{step_named(self.STEP).title} is the first step: there is none before it", title="Back")
             else:
                 self.wizard.finish()
             return
