@@ -12,6 +12,7 @@ from pathlib import Path
 
 from textual.command import CommandPalette
 
+from screens import keys
 from screens.dialogs import HelpDialog
 from tests.snapshots.plugin import screen_text, wait_for
 from tests.test_tui_offline import offline_app
@@ -53,11 +54,21 @@ async def test_in_a_terminal_ctrl_p_opens_the_palette_on_every_step_and_field(tu
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "^p Palette" in screen_text(app)
-        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-        assert "Ctrl+P the command palette" in readme
         for focused in ("driver-version", "driver-image"):  # an Input keeps no ctrl+p for itself
             app.screen.query_one(f"#{focused} Input").focus()
             await pilot.press("ctrl+p")
             await wait_for(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette on Ctrl+P")
             await pilot.press("escape")
             await wait_for(pilot, lambda: not isinstance(app.screen, CommandPalette), what="the palette closed")
+
+
+def test_the_readme_key_table_is_the_app_s() -> None:
+    """Every global key's row in the README names the keys bound (and Ctrl+P is tested above to work)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+    def written(key: str) -> str:
+        named = {"escape": "Esc"}.get(key)
+        return named or "+".join(part.capitalize() if len(part) > 2 else part.upper() for part in key.split("+"))
+
+    for key in keys.GLOBAL_KEYS:
+        assert f"| {written(key.terminal)} | {written(key.browser)} |" in readme, key
