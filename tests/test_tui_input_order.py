@@ -40,10 +40,22 @@ def field(app: WizardApp, field_id: str) -> AnswerField:
     return app.screen.query_one(f"#{field_id}", AnswerField)
 
 
-async def settled(pilot: Any, app: WizardApp) -> None:
-    """Until every key sent has been handled."""
-    await wait_for(pilot, lambda: not app.input_order.busy, 10, "the keys to be handled")
-    await pilot.pause()
+async def landed(pilot: Any, app: WizardApp, expected: dict[AnswerField, str]) -> None:
+    """Until each field holds its text and no key is in flight, and still then a moment later.
+
+    The keys sent may not have reached the App yet when this starts, so it waits for the outcome, not
+    for a quiet queue; keys that went elsewhere never give it, and the test fails naming what each holds.
+    """
+
+    def done() -> bool:
+        return not app.input_order.busy and all(f.input.value == text for f, text in expected.items())
+
+    for _ in range(2):
+        try:
+            await wait_for(pilot, done, 10, "the keys to land")
+        except AssertionError:
+            raise AssertionError({f.id: f.input.value for f in expected}) from None
+        await pilot.pause(0.2)
 
 
 async def on_driver(pilot: Any) -> tuple[AnswerField, AnswerField]:
@@ -61,9 +73,7 @@ async def test_keys_typed_right_after_tab_go_to_the_next_field(tui_env: Path) ->
         image, secrets = await on_driver(pilot)
         name = image.input.value
         keys_at_once(app, "tab", *"regcred", "shift+tab", "end", *"-x", "tab", "end", ",", *"other")
-        await settled(pilot, app)
-        assert image.input.value == f"{name}-x"
-        assert secrets.input.value == "regcred,other"
+        await landed(pilot, app, {image: f"{name}-x", secrets: "regcred,other"})
         assert app.state.get("driver.imagePullSecrets") == ["regcred", "other"]
         assert app.focused is secrets.input
 
@@ -74,11 +84,9 @@ async def test_a_paste_right_after_tab_goes_to_the_next_field(tui_env: Path) -> 
         image, secrets = await on_driver(pilot)
         name = image.input.value
         keys_at_once(app, "tab", paste="regcred")  # tmux paste-buffer -p: one Paste event
-        await settled(pilot, app)
-        assert (image.input.value, secrets.input.value) == (name, "regcred")
+        await landed(pilot, app, {image: name, secrets: "regcred"})
         keys_at_once(app, "shift+tab", "tab", "end", paste=",site-pull")
-        await settled(pilot, app)
-        assert (image.input.value, secrets.input.value) == (name, "regcred,site-pull")
+        await landed(pilot, app, {image: name, secrets: "regcred,site-pull"})
 
 
 async def test_keys_typed_while_a_step_is_left_go_to_the_step_shown_next(tui_env: Path) -> None:
@@ -89,7 +97,6 @@ async def test_keys_typed_while_a_step_is_left_go_to_the_step_shown_next(tui_env
         source = app.state.get("driver.source")
         keys_at_once(app, "ctrl+n", "end", *"/x")
         await wait_for(pilot, lambda: on_step(app, "paths"), 20, "the Paths step")
-        await settled(pilot, app)
         toolkit = field(app, "toolkit-installDir")
-        assert toolkit.input.value.endswith("/x"), toolkit.input.value
+        await wait_for(pilot, lambda: toolkit.input.value.endswith("/x"), 10, "the keys on Paths")
         assert app.state.get("driver.source") == source  # nothing reached the Driver step being left
