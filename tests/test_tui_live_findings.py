@@ -37,11 +37,12 @@ async def test_kernel_drift_a_not_ready_policy_and_a_pull_error_show_on_connect_
     app = demo_app(tui_env, "kernel-drift")
     async with app.run_test(size=(80, 24)) as pilot:
         pulling = "driver-pod gpu-h100-03 driver container ImagePullBackOff"
-        on_connect, _ = await findings_on_connect_and_nodes(pilot, pulling)
+        on_connect, on_nodes = await findings_on_connect_and_nodes(pilot, pulling)
         policy = app.state.preflight.cluster_policy
         verify_words = policy_checks(Plan.model_validate({"version": 1, "mode": "preinstalled"}), policy, [])[0].message
         assert "is notReady" in verify_words
-        assert f"! cluster-policy live ClusterPolicy {verify_words}" in on_connect
+        for shown_there in (on_connect, on_nodes):
+            assert f"! cluster-policy live ClusterPolicy {verify_words}" in shown_there
         assert "✓ cluster-policy" not in on_connect
 
 

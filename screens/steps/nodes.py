@@ -96,7 +96,7 @@ class NodesStep(StepScreen):
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
-    #live-findings { max-height: 4; overflow-y: auto; }
+    #live-findings { max-height: 5; overflow-y: auto; }
     #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #host-note { width: 1fr; color: $text-muted; }
     """
@@ -172,9 +172,17 @@ class NodesStep(StepScreen):
         self._show_live_findings()
 
     def _show_live_findings(self) -> None:
+        """Connect's warnings about the live policy (notReady) and the operator's work, one line each (scrolls)."""
+        preflight = self.state.preflight
+        policy = [
+            c
+            for c in (preflight.checks if preflight else [])
+            if c.check == "cluster-policy" and c.status.value != "pass"
+        ]
+        found = [dataclasses.replace(check, hint="") for check in [*policy, *self.state.live_findings]]
         view = self.query_one("#live-findings", CheckList)
-        view.show([dataclasses.replace(check, hint="") for check in self.state.live_findings])
-        view.display = bool(self.state.live_findings)
+        view.show(found)
+        view.display = bool(found)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw_pending:

@@ -140,15 +140,15 @@ class InProgress:
 
     @property
     def summary(self) -> str:
-        """``Upgrade in progress to driver V: D of T GPU node(s) done · <state> <count> · …`` (Connect, Nodes, Apply)."""
+        """``Upgrade in progress to driver V: D of T GPU node(s) done`` (Connect and Nodes; Apply adds the states)."""
         done = len(self.nodes.get("upgrade-done", []))
-        counts = " · ".join(f"{state} {len(nodes)}" for state, nodes in self.nodes.items())
-        return f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done · {counts}"
+        return f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done"
 
     def lines(self, target_version: str) -> list[str]:
         """What is under way, per state, and what applying ``target_version`` now would do."""
         done = len(self.nodes.get("upgrade-done", []))
-        out = [self.summary]
+        counts = " · ".join(f"{state} {len(nodes)}" for state, nodes in self.nodes.items())
+        out = [f"{self.summary} · {counts}"]
         for node, why in sorted(self.failed.items()):
             out.append(f"  upgrade-failed: {node}: {why}")
         moving = len(self.in_flight)
