@@ -27,6 +27,7 @@ from textual.screen import Screen
 from screens import keys, resume
 from screens.flow import STEP_NAMES, STEPS, step_named
 from screens.idle import IdleWork
+from screens.inputorder import InputOrder, InputSettled
 from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
@@ -49,9 +50,11 @@ class WizardApp(App[int]):
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.SAVE.terminal, "save_answers", "Save", show=False),
         Binding(keys.QUIT.terminal, "quit", "Quit", priority=True),
+        # bound here, not left to Textual: Textual binds its ctrl+p only when no binding names the palette
+        Binding(keys.PALETTE.terminal, "command_palette", "Palette", show=False, priority=True),
         # keys a browser leaves to the page (gpu-wizard serve; see screens.keys)
         Binding(keys.SAVE.browser, "save_answers", "Save", show=False),
-        Binding(keys.PALETTE.browser, "command_palette", "Palette", show=False),
+        Binding(keys.PALETTE.browser, "command_palette", "Palette", show=False, priority=True),
     ]
 
     def __init__(
@@ -94,6 +97,8 @@ class WizardApp(App[int]):
         self.exit_code = 0
         self.idle = IdleWork(self, web=web)
         """Work held back until the first frame, warmed up in a thread, or left for when the user is idle."""
+        self.input_order = InputOrder(self, self._deliver_input)
+        """Keys and pastes one at a time, each to the widget focused once the one before was handled."""
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -118,7 +123,15 @@ class WizardApp(App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         self.idle.note_event(event)
+        if not self.input_order.hold(event):
+            await self._deliver_input(event)
+            self.input_order.delivered(event)
+
+    async def _deliver_input(self, event: events.Event) -> None:
         await super().on_event(event)
+
+    async def on_input_settled(self, message: InputSettled) -> None:
+        await self.input_order.settled(message)
 
     # -- navigation -------------------------------------------------------------------------
 
@@ -228,6 +241,7 @@ class WizardApp(App[int]):
         self.state.cluster = cluster
         self.state.info = cluster.info if cluster is not None else None
         self.state.preflight = None
+        self.state.live_findings = []
         self.state.nodes.clear()
         self.state.images = []
         self.state.path_checks = None

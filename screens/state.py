@@ -12,6 +12,7 @@ must not wait for them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,11 @@ def default_answers_path() -> Path:
 def resume_path(answers_path: Path) -> Path:
     """The small state file next to an answers file: which step the run stopped at."""
     return answers_path.with_name(f".{answers_path.name}.step.json")
+
+
+def previous_path(answers_path: Path) -> Path:
+    """Where the answers a run does not start from are kept before it replaces them (``answers.previous.yaml``)."""
+    return answers_path.with_name(f"{answers_path.stem}.previous{answers_path.suffix}")
 
 
 def display_path(path: str | os.PathLike[str]) -> str:
@@ -124,6 +130,8 @@ class WizardState:
     info: ClusterInfo | None = None
     preflight: Any = None
     """``wizard.cluster.facade.Preflight`` of the connected cluster."""
+    live_findings: list[Check] = field(default_factory=list)
+    """What the operator is doing now (an upgrade under way, failing driver pods): ``Cluster.live_findings``."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     host_drivers: dict[str, str] = field(default_factory=dict)
     """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""
@@ -307,6 +315,10 @@ class WizardState:
             return {}
         return data if isinstance(data, dict) else {}
 
+    def saved_verified(self) -> bool:
+        """The previous run ended with a verified install (:meth:`mark_verified`)."""
+        return self.saved_run().get("verified") is True
+
     def saved_step(self) -> str | None:
         """The step a previous run stopped at, when a state file is next to the answers."""
         step = self.saved_run().get("step")
@@ -329,8 +341,28 @@ class WizardState:
         self.forget_progress()
 
     def forget_progress(self) -> None:
-        """Drop the resume point (after a verified install, or on request)."""
+        """Drop the resume point (on request: Start over)."""
         resume_path(self.answers_path).unlink(missing_ok=True)
+
+    def mark_verified(self) -> None:
+        """The install is verified: the next run on this cluster is offered these answers (not the defaults)."""
+        import json
+
+        from wizard.atomic_write import write_private
+
+        identity = {"step": "verify", "verified": True, **self.run_identity()}
+        with contextlib.suppress(OSError):  # a resume point not written costs an offer, never the verification
+            write_private(resume_path(self.answers_path), json.dumps(identity) + "\n")
+
+    def keep_previous_answers(self) -> Path | None:
+        """Before a run that does not start from the saved answers replaces them: a copy beside them (or None)."""
+        from wizard.atomic_write import write_private
+
+        try:
+            text = self.answers_path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        return write_private(previous_path(self.answers_path), text)
 
 
 def _read_raw(path: Path) -> dict[str, Any] | None:

@@ -178,3 +178,19 @@ def test_ctrl_c_during_verify_deletes_the_probe_daemonset(demo_cluster: ClusterF
     assert probes("daemonsets") == []  # deleted before the process exited
     demo.settle()
     assert probes("pods") == []  # and its pods with it (the garbage collector)
+
+
+def test_demo_without_a_scenario_and_before_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25: ``render --demo`` wanted a scenario though ``gpu-wizard --demo`` does not, and ``gpu-wizard --demo S
+    render`` dropped the flag, then said "use --demo"; the ``answers init`` hint ended in "…"."""
+    plan = tmp_path / "answers.yaml"
+    code, _, err = run(capsys, "answers", "init", "-o", str(plan))
+    assert code == 0 and not err.rstrip().endswith(("...", "…")) and "--demo" in err and "--nodes" in err
+    code, out, _ = run(capsys, "render", "--answers", str(plan), "--demo", "-o", "images")
+    assert code == 0 and "gpu-h200-02\t" in out  # the default scenario's nodes
+    code, out, err = run(capsys, "--demo", "mixed-os", "render", "--answers", str(plan), "-o", "images")
+    assert code == 0 and "gpu-03\t" in out and "gpu-h200-02" not in out  # mixed-os's nodes
+    code, _, err = run(capsys, "--demo", "mixed-os", "answers", "init")
+    assert code == 2 and err == "gpu-wizard: error: --demo: `gpu-wizard answers` uses no cluster; leave --demo out\n"
+    code, _, err = run(capsys, "--demo", "mixed-os", "discover", "--demo", "preinstalled")
+    assert code == 2 and "--demo given twice" in err

@@ -118,6 +118,7 @@ async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> No
         assert "upgrade-done" in screen_text(app) or "✓ 2/2 ready" in screen_text(app)
         text = await verified(pilot)
         assert "✓ verified: 2 GPU node(s)" in text
+        assert app.state.saved_verified()  # the next run on this cluster is offered these answers
         assert "✓ 580.126.09 " in text  # nvidia-smi column: the driver the node runs
         assert f"✓ {SLE_DIGEST[7:18]}…" in text  # imageID digest matches the registry's
         assert any(line.text.startswith("imageID:") for line in app.state.log_lines)

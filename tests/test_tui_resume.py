@@ -117,3 +117,50 @@ async def test_resuming_a_run_saved_mid_way_reports_no_answers_file_problems(tui
         await answer_resume(pilot, resume=True)
         await wait_for(pilot, lambda: on_step(app, "mode"), 30, "the replay to reach Mode")
         assert "Answers file problems" not in notices(app)
+
+
+async def test_a_run_stopped_at_apply_says_the_replay_stops_at_preview(tui_env: Path) -> None:
+    saved_run(tui_env, "apply", **DEMO_RUN)
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 30, "the resume question")
+        body = " ".join(app.screen.body.split())
+        assert "stopped at **Apply**" in body and "up to **Preview**" in body, body
+        assert "stops there" not in body
+        await answer_resume(pilot, resume=True)
+        await wait_for(pilot, lambda: on_step(app, "preview"), 60, "the replay to stop at Preview")
+
+
+async def test_a_verified_run_is_offered_again_not_replaced_by_the_defaults(tui_env: Path) -> None:
+    """Issue 25: after a verified install a restart started from the defaults and saved them over the answers."""
+    answers = saved_run(tui_env, "verify", verified=True, **DEMO_RUN)
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 30, "the offer of the verified run")
+        assert "was **verified**" in app.screen.body
+        await answer_resume(pilot, resume=True)
+        assert app.state.get("driver.repository") == "registry.example.com/mlops"
+        await wait_for(pilot, lambda: on_step(app, "preview"), 60, "the replay to stop at Preview")
+    assert "registry.example.com/mlops" in answers.read_text()
+
+
+async def test_start_over_keeps_the_answers_it_replaces(tui_env: Path) -> None:
+    answers = saved_run(tui_env, "verify", verified=True, **DEMO_RUN)
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await answer_resume(pilot, resume=False)
+        await connected(pilot)
+        await next_to(pilot, "nodes")  # saves the defaults over answers.yaml
+    assert answers.with_name("answers.previous.yaml").read_text() == ANSWERS
+
+
+async def test_answers_tied_to_no_cluster_are_kept_and_the_run_says_so(tui_env: Path) -> None:
+    answers = saved_run(tui_env, "paths", **DEMO_RUN)
+    answers.with_name(".answers.yaml.step.json").unlink()  # e.g. written by hand or `answers init`
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
+        assert "name no cluster: not used here" in notices(app)
+        assert "answers.previous.yaml" in notices(app)
+    assert answers.with_name("answers.previous.yaml").read_text() == ANSWERS

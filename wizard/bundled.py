@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
+DEFAULT_DEMO_SCENARIO = "sle-micro-precompiled"
+"""The bundled scenario (``assets/scenarios``) a ``--demo`` without a name starts: the wizard, ``serve``,
+every cluster command and the Connect step's demo choice."""
+
 GENERATED_FOLDERS = ("operator",)
 """Asset folders whose ``*.yaml`` files have a generated ``*.json`` twin."""
 

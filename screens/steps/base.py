@@ -77,6 +77,11 @@ class StepScreen(MarksFocusedRow, Screen[None]):
         return cast("WizardApp", self.app)
 
     @property
+    def leaving(self) -> bool:
+        """A Navigate is on its way: keys wait for the step shown next (:mod:`screens.inputorder`)."""
+        return self._leaving
+
+    @property
     def state(self) -> WizardState:
         """The shared wizard state."""
         return self.wizard.state
@@ -110,6 +115,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
             event.refresh_styles = False  # read by Textual's own handler, which runs after this one
             if self.wizard.pending_moves:
                 self.call_after_refresh(self._replay_pending_moves)
+        self.call_after_refresh(self.wizard.input_order.release)  # keys typed while the step before was left
 
     def on_resize(self, event: events.Resize) -> None:
         """A resize to the size the screen is laid out at already: Textual's layout again would change nothing.
@@ -177,8 +183,9 @@ class StepScreen(MarksFocusedRow, Screen[None]):
                 return
         target = neighbour(self.STEP, direction, self.state)
         if target is None:
-            if direction < 0:
+            if direction < 0:  # the bell alone is silent in most terminals (tmux, a browser)
                 self.app.bell()
+                self.notify(f"{step_named(self.STEP).title} is the first step: there is none before it", title="Back")
             else:
                 self.wizard.finish()
             return

@@ -23,14 +23,13 @@ from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.chrome import TopBar
+from wizard.bundled import DEFAULT_DEMO_SCENARIO
 
 #: Seconds between looks at a Select still mounting (its options are applied once it is mounted).
 MOUNT_POLL = 0.02
 #: Preflight checks of objects the answers name (a pull Secret, the repoConfig ConfigMap): they do not
 #: block Connect, since the fix may be a different answer on a later step; Preview checks them again.
 PLAN_REFERENCES = frozenset({"pull-secret", "repo-config"})
-#: The scenario a demo starts on unless the user picks another.
-DEFAULT_SCENARIO = "sle-micro-precompiled"
 
 
 def scenario_names() -> list[str]:
@@ -86,6 +85,7 @@ class ConnectStep(StepScreen):
         if state.cluster is not None and state.preflight is not None:
             self._load_contexts(auto_connect=False)
             self._show_connected()
+            self.find_live_findings()  # the operator moved on since
             self.call_later(self._replay_when_settled)
             return
         if state.demo is not None:
@@ -152,7 +152,7 @@ class ConnectStep(StepScreen):
             self._put_select("", select_id, *pending)
 
     def _show_scenarios(self, names: list[str]) -> None:
-        preferred = self.state.demo or DEFAULT_SCENARIO
+        preferred = self.state.demo or DEFAULT_DEMO_SCENARIO
         current = preferred if preferred in names else names[0]
         if self.query("#scenario"):
             self._put_select("", "scenario", names, current, "demo scenario")
@@ -231,7 +231,7 @@ class ConnectStep(StepScreen):
     @on(Button.Pressed, "#demo")
     def _demo_pressed(self) -> None:
         found = self.query("#scenario")
-        scenario = str(found.first(Select).value) if found else (self.state.demo or DEFAULT_SCENARIO)
+        scenario = str(found.first(Select).value) if found else (self.state.demo or DEFAULT_DEMO_SCENARIO)
         self.connect(demo=scenario)
 
     @work(exclusive=True, group="connect", exit_on_error=False)
@@ -262,6 +262,7 @@ class ConnectStep(StepScreen):
         self._show_connected(running=True)
         state.preflight = await cluster.preflight(state.plan())
         self._show_connected()
+        self.find_live_findings()
         await resume.offer_resume(app)
         app.prefill_from_live()
         await self._replay_when_settled()
@@ -270,6 +271,13 @@ class ConnectStep(StepScreen):
         await self.wizard.settled.wait()
         self.refresh_nav()
         self.maybe_replay()
+
+    @work(exclusive=True, group="live-findings", exit_on_error=False)
+    async def find_live_findings(self) -> None:
+        """An upgrade under way, failing driver pods: shown with the preflight, in Apply's and Verify's words."""
+        cluster = self.state.connected()
+        self.state.live_findings = await cluster.live_findings()
+        self._show_connected()
 
     def _busy(self, text: str) -> None:
         self._error_text("")
@@ -292,7 +300,7 @@ class ConnectStep(StepScreen):
         if running or state.preflight is None:
             checks.update("running preflight…")
         else:
-            checks.show(state.preflight.checks, "no checks ran")
+            checks.show([*state.preflight.checks, *state.live_findings], "no checks ran")
             if any(not c.ok and c.check in PLAN_REFERENCES for c in state.preflight.checks):
                 self._error_text(
                     "! The answers name a Secret or ConfigMap the cluster lacks: create it, or change the "

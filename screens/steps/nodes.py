@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from typing import Any
 
 from rich.markup import escape
@@ -20,6 +21,7 @@ from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from screens.steps.base import StepScreen
+from screens.widgets.checks import CheckList
 from screens.widgets.rowtable import RowTable
 from wizard import collector
 from wizard.engine.textsafe import printable
@@ -94,6 +96,7 @@ class NodesStep(StepScreen):
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
+    #live-findings { max-height: 5; overflow-y: auto; }
     #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #host-note { width: 1fr; color: $text-muted; }
     """
@@ -101,6 +104,7 @@ class NodesStep(StepScreen):
     def compose_body(self) -> ComposeResult:
         yield Label("Driver image groups (kernel, OS tag)", classes="section -first")
         yield Static("discovering nodes…", id="groups")
+        yield CheckList(id="live-findings")  # an upgrade under way, failing driver pods (screens.steps.connect too)
         yield Label("GPU nodes", classes="section")
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         yield RowTable(id="node-table", zebra_stripes=True)
@@ -121,6 +125,7 @@ class NodesStep(StepScreen):
         self._filling: str | None = None
         self._fill: Worker[None] | None = None
         self._show_host_findings()
+        self._show_live_findings()
         if self.state.nodes:
             self.redraw()
         if self.state.cluster is not None:
@@ -144,6 +149,7 @@ class NodesStep(StepScreen):
             facts = await cluster.discover()
             state.nodes = {n.name: n for n in facts.nodes}
             self.redraw()
+        self.find_live_findings()
         if self._fill is not None:  # "live" once the table shows every node
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await self._fill.wait()
@@ -157,6 +163,26 @@ class NodesStep(StepScreen):
                 state.nodes[node.name] = node
             state.rendered = None
             self._schedule_redraw()
+
+    @work(exclusive=True, group="live-findings", exit_on_error=False)
+    async def find_live_findings(self) -> None:
+        """The findings Connect showed, again from the nodes as discovered: one line each (the hints are on Connect)."""
+        state = self.state
+        state.live_findings = await state.connected().live_findings(state.facts)
+        self._show_live_findings()
+
+    def _show_live_findings(self) -> None:
+        """Connect's warnings about the live policy (notReady) and the operator's work, one line each (scrolls)."""
+        preflight = self.state.preflight
+        policy = [
+            c
+            for c in (preflight.checks if preflight else [])
+            if c.check == "cluster-policy" and c.status.value != "pass"
+        ]
+        found = [dataclasses.replace(check, hint="") for check in [*policy, *self.state.live_findings]]
+        view = self.query_one("#live-findings", CheckList)
+        view.show(found)
+        view.display = bool(found)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw_pending:

@@ -169,7 +169,7 @@ class VerifyStep(StepScreen):
         self._summary()
         self.refresh_nav()
         if verified:
-            self.state.forget_progress()
+            self.state.mark_verified()
         elif any(not c.ok for c in state.checks):
             await self._diagnose(plan)
 

@@ -58,8 +58,12 @@ class TopBar(Widget):
         self.refresh()
 
 
-class StepStrip(Static):
-    """``1 Connect › 2 Nodes › …`` with the current step highlighted and skipped steps dimmed."""
+class StepStrip(Widget):
+    """``1 Connect 2 Nodes …`` with the current step highlighted and skipped steps dimmed.
+
+    Every step stays in the strip at any width: the labels shorten to four letters, then to the
+    numbers alone beside the current step's name (at 60 columns the full strip lost Apply and Verify).
+    """
 
     DEFAULT_CSS = """
     StepStrip {
@@ -70,21 +74,34 @@ class StepStrip(Static):
     }
     """
 
-    def __init__(self, current: str, skipped: frozenset[str]) -> None:
-        super().__init__(self._markup(current, skipped))
+    #: Label lengths tried in turn (None: the whole title's first word; 0: the number alone).
+    LABEL_LENGTHS: tuple[int | None, ...] = (None, 4, 0)
 
-    @staticmethod
-    def _markup(current: str, skipped: frozenset[str]) -> str:
-        parts: list[str] = []
+    def __init__(self, current: str, skipped: frozenset[str]) -> None:
+        super().__init__()
+        self._current = current
+        self._skipped = skipped
+
+    def render(self) -> Content:
+        room = self.size.width  # the content area (inside the padding)
+        for length in self.LABEL_LENGTHS:
+            strip = self.strip(length)
+            if strip.cell_length <= room:
+                return strip
+        return strip
+
+    def strip(self, length: int | None) -> Content:
+        """The strip with labels cut to ``length`` letters (the current step always named in full)."""
+        parts: list[Content] = []
         for number, step in enumerate(STEPS, start=1):
             label = step.title.split(" ")[0]
-            if step.name == current:
-                parts.append(f"[bold $accent reverse] {number} {label} [/]")
-            elif step.name in skipped:
-                parts.append(f"[dim strike]{number} {label}[/]")
-            else:
-                parts.append(f"{number} {label}")
-        return " ".join(parts)
+            if step.name == self._current:
+                parts.append(Content.styled(f" {number} {label} ", "bold $accent reverse"))
+                continue
+            short = label if length is None else label[:length]
+            text = f"{number} {short}".rstrip()
+            parts.append(Content.styled(text, "dim strike") if step.name in self._skipped else Content(text))
+        return Content(" ").join(parts)
 
 
 class NavBar(Horizontal):
@@ -95,6 +112,7 @@ class NavBar(Horizontal):
         height: 1;
         background: $surface;
         & > Button { min-width: 10; margin: 0 1; }
+        & > #back.-none { visibility: hidden; }
         & > #nav-status { width: 1fr; color: $text-muted; content-align: center middle; }
         & > #nav-status.-error { color: $error; }
     }
@@ -115,7 +133,8 @@ class NavBar(Horizontal):
         """The status shown (the label starts empty)."""
 
     def compose(self) -> ComposeResult:
-        yield Button("◀ Back", id="back", compact=True, disabled=not self._back)
+        # no step before: no Back to look pressable (Esc says why it does nothing, see StepScreen.go)
+        yield Button("◀ Back", id="back", compact=True, disabled=not self._back, classes="" if self._back else "-none")
         yield Static("", id="nav-status", markup=False)
         yield Button(self._next_label, id="next", compact=True, variant="primary")
 

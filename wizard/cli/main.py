@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from wizard.bundled import DEFAULT_DEMO_SCENARIO
 from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, version
 from wizard.engine.modes import Mode
 
@@ -84,7 +86,11 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     from wizard.engine.textsafe import shell_command
 
     then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: {then} ...\n")
+    sys.stderr.write(
+        f"wrote {target} ({args.mode} mode); edit it, then: {then}\n"
+        "  (renders for the nodes of the current kube context; add --nodes NODELIST.json for a saved "
+        "`kubectl get nodes -o json`, or --demo for the built-in demo cluster)\n"
+    )
     return EXIT_OK
 
 
@@ -105,9 +111,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     parser.add_argument(
         "--demo",
         nargs="?",
-        const="sle-micro-precompiled",
+        const=DEFAULT_DEMO_SCENARIO,
         metavar="SCENARIO",
-        help="run the wizard on the built-in demo cluster (default scenario: sle-micro-precompiled)",
+        help=f"run the wizard (or a cluster command) on the built-in demo cluster (default {DEFAULT_DEMO_SCENARIO})",
     )
     parser.add_argument(
         "--answers", dest="tui_answers", metavar="FILE", help="prefill (and replay) from an answers file"
@@ -200,9 +206,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
             )
             return EXIT_INVALID
-        return _run_command(handler, args)
+        return _run_command(partial(_with_top_level_demo, handler), args)
     finally:
         sys.stdout, sys.stderr = streams
+
+
+def _with_top_level_demo(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """``gpu-wizard --demo S COMMAND``: the top-level ``--demo`` is the command's own (never silently dropped)."""
+    demo = args.demo
+    if demo is not None:
+        own = next((name for name in ("cluster_demo", "serve_demo") if hasattr(args, name)), None)
+        if own is None:
+            raise UsageError(f"--demo: `gpu-wizard {args.command}` uses no cluster; leave --demo out")
+        if getattr(args, own) not in (None, demo):
+            raise UsageError(f"--demo given twice ({demo} before the command, {getattr(args, own)} after it)")
+        setattr(args, own, demo)
+    return handler(args)
 
 
 def _run_command(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from wizard.bundled import DEFAULT_DEMO_SCENARIO
 from wizard.cli.common import EXIT_OK, UsageError
 
-DEFAULT_SCENARIO = "sle-micro-precompiled"
 SESSIONS_PER_CORE = 10
 """Students starting together per core before start-up gets slow (docs/benchmarks.md, classroom mode)."""
 SPARES_PER_CORE = 5
@@ -72,9 +72,9 @@ def register(sub: Any) -> None:
         "--demo",
         dest="serve_demo",
         nargs="?",
-        const=DEFAULT_SCENARIO,
+        const=DEFAULT_DEMO_SCENARIO,
         metavar="SCENARIO",
-        help=f"the demo scenario every session starts on (required; default {DEFAULT_SCENARIO})",
+        help=f"the demo scenario every session starts on (required; default {DEFAULT_DEMO_SCENARIO})",
     )
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)"

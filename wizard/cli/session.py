@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from wizard.bundled import DEFAULT_DEMO_SCENARIO
 from wizard.cli.common import EXIT_INVALID, UsageError, load_nodelist
 from wizard.cluster.errors import ClusterError
 
@@ -48,7 +49,12 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
         "--context", dest="cluster_context", metavar="NAME", help="kube context (default: the current one)"
     )
     group.add_argument(
-        "--demo", dest="cluster_demo", metavar="SCENARIO", help="use the built-in demo cluster with this scenario"
+        "--demo",
+        dest="cluster_demo",
+        nargs="?",
+        const=DEFAULT_DEMO_SCENARIO,
+        metavar="SCENARIO",
+        help=f"use the built-in demo cluster with this scenario (default {DEFAULT_DEMO_SCENARIO})",
     )
     group.add_argument(
         "--in-cluster", dest="cluster_in_cluster", action="store_true", help="use the pod's service account"

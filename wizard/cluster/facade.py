@@ -26,6 +26,7 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
 from wizard.cluster.kubeconfig import list_contexts
+from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
@@ -177,6 +178,11 @@ class Cluster:
     async def namespace(self, plan: Plan | None = None) -> str:
         """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""
         return await live_namespace(self.gateway) or (self._preflight or await self.preflight(plan)).operator_namespace
+
+    async def live_findings(self, facts: ClusterFacts | None = None) -> list[Check]:
+        """What the operator is doing now, as warnings: an upgrade under way (done/total, failed nodes), failing
+        driver pods. Without ``facts`` only the nodes of an unfinished upgrade are read (Connect)."""
+        return await live_findings(self, await self.known_preflight(), facts)
 
     async def live_plan(self) -> Plan:
         """The plan the cluster runs now (live ClusterPolicy and default NVIDIADriver): an upgrade starts here."""

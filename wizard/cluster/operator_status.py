@@ -1,7 +1,7 @@
 """What the operator says about itself: ClusterPolicy / NVIDIADriver state as checks, and the live host paths.
 
-``NoGPUNodes`` and ``NFDLabelsMissing`` come with ``state: ready`` and ``Ready=True``; they are
-reported as failures, since no driver was installed anywhere.
+The policy's own state is worded by :func:`wizard.engine.policy_health.policy_health` (Connect says the
+same); ``NoGPUNodes`` and ``NFDLabelsMissing`` are failures here, since no driver was installed anywhere.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from wizard.cluster.rollout import FALSE_READY_REASONS, ready_condition
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
+from wizard.engine.policy_health import policy_health, ready_condition
 from wizard.engine.results import Check, Status
 from wizard.engine.runtime import DEFAULT_CONTAINERD_DROP_IN, drop_in_path
 
@@ -44,34 +44,8 @@ def policy_checks(plan: Plan, policy: Mapping[str, Any] | None, drivers: list[di
                 hint="apply the plan first: gpu-wizard apply --answers FILE",
             )
         ]
-    name = policy["metadata"]["name"]
-    status = policy.get("status") or {}
-    state = str(status.get("state") or "unknown")
-    cond = ready_condition(dict(policy))
-    reason, text = str(cond.get("reason") or ""), str(cond.get("message") or "")
-    checks: list[Check]
-    if state == "ready" and reason in FALSE_READY_REASONS:
-        checks = [
-            Check(
-                "cluster-policy",
-                Status.FAIL,
-                f"{name} reports ready but {reason}: {text}".rstrip(": "),
-                hint="the operator sees no usable GPU node: check NFD and the nvidia.com/gpu.present labels",
-            )
-        ]
-    elif state == "ready":
-        checks = [Check("cluster-policy", Status.PASS, f"{name} ready ({reason or 'Ready'})")]
-    else:
-        errors = [c for c in status.get("conditions") or [] if c.get("type") == "Error" and c.get("status") == "True"]
-        detail = (errors[0].get("message") if errors else text) or "no condition message"
-        checks = [
-            Check(
-                "cluster-policy",
-                Status.FAIL,
-                f"{name} is {state}: {detail}",
-                hint="gpu-wizard apply follows the rollout; see the driver pods' events",
-            )
-        ]
+    health = policy_health(policy)
+    checks = [Check("cluster-policy", Status.PASS if health.ready else Status.FAIL, health.message, hint=health.hint)]
     if plan.driver_enabled and plan.driver.useNvidiaDriverCRD:
         if not drivers:
             checks.append(

@@ -19,6 +19,7 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.engine.naming import Release, image_tag
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, Mode, Plan
+from wizard.engine.policy_health import policy_health
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import shell_command
 
@@ -294,14 +295,11 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
     release_check = _release_check(plan, release)
     if release_check:
         checks.append(release_check)
-    if policy is not None:
-        state = str((policy.get("status") or {}).get("state") or "unknown")
+    if policy is not None:  # not ready: a warning (the wizard is how it gets fixed), in Verify's words
+        health = policy_health(policy)
         extra = f"; {len(policies) - 1} more ClusterPolicy ignored by the operator" if len(policies) > 1 else ""
-        checks.append(
-            Check(
-                "cluster-policy", Status.PASS, f"live ClusterPolicy {policy['metadata']['name']} (state {state}){extra}"
-            )
-        )
+        status = Status.PASS if health.ready else Status.WARN
+        checks.append(Check("cluster-policy", status, f"live ClusterPolicy {health.message}{extra}", hint=health.hint))
     elif has_policy:
         checks.append(Check("cluster-policy", Status.PASS, "no ClusterPolicy yet: apply creates one"))
 

@@ -31,6 +31,7 @@ from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_entries
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
+from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
 
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
-FALSE_READY_REASONS = frozenset({"NoGPUNodes", "NFDLabelsMissing"})
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
@@ -95,12 +95,6 @@ class RolloutStatus:
     @property
     def done(self) -> bool:
         return self.phase in ("ready", "failed")
-
-
-def ready_condition(obj: dict[str, Any] | None) -> dict[str, Any]:
-    """The ``Ready`` condition of a ClusterPolicy or NVIDIADriver ({} when absent)."""
-    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    return next((c for c in conditions if c.get("type") == "Ready"), {})
 
 
 @dataclass

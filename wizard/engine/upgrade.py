@@ -138,11 +138,17 @@ class InProgress:
             n for state, nodes in self.nodes.items() if state not in ("upgrade-done", "upgrade-failed") for n in nodes
         )
 
+    @property
+    def summary(self) -> str:
+        """``Upgrade in progress to driver V: D of T GPU node(s) done`` (Connect and Nodes; Apply adds the states)."""
+        done = len(self.nodes.get("upgrade-done", []))
+        return f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done"
+
     def lines(self, target_version: str) -> list[str]:
         """What is under way, per state, and what applying ``target_version`` now would do."""
         done = len(self.nodes.get("upgrade-done", []))
         counts = " · ".join(f"{state} {len(nodes)}" for state, nodes in self.nodes.items())
-        out = [f"Upgrade in progress to driver {self.rolling_out}: {done} of {self.total} GPU node(s) done · {counts}"]
+        out = [f"{self.summary} · {counts}"]
         for node, why in sorted(self.failed.items()):
             out.append(f"  upgrade-failed: {node}: {why}")
         moving = len(self.in_flight)
