@@ -20,7 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from screens.steps.driver_catalog import catalog_marks, catalog_options, upstream_versions
+from screens.steps.driver_catalog import catalog_marks, catalog_options, catalog_prompt, upstream_versions
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
@@ -60,6 +60,9 @@ class DriverStep(FormStep):
     #catalog { width: 1fr; }
     .switch-row > Checkbox { width: auto; }
     .switch-row > .switch-note { width: 1fr; padding-left: 1; color: $text-muted; }
+    #found-row { height: 1; display: none; }
+    #found-row > Label { width: 20; }
+    #found-row > #found-note { width: 1fr; padding-left: 1; color: $text-muted; }
     #images-head { height: 1; margin-top: 1; }
     #images-head > Label { width: 1fr; text-style: bold; color: $primary; }
     """
@@ -74,7 +77,7 @@ class DriverStep(FormStep):
             with Horizontal(id="catalog-row"):
                 yield Label("Catalog")
                 yield Select[str](
-                    catalog_options(self._tag_oses()), prompt="pick a known version", id="catalog", compact=True
+                    catalog_options(self._tag_oses()), prompt=catalog_prompt(self._tag_oses()), id="catalog", compact=True
                 )
             yield AnswerField(
                 "Driver version",
@@ -96,9 +99,13 @@ class DriverStep(FormStep):
                 "Cluster pulls from",
                 "driver.repository",
                 str(state.get("driver.repository") or ""),
-                placeholder="registry.example.com/mlops",
+                placeholder="required: the registry your nodes pull from",
                 hint="spec.driver.repository; set your mirror here to copy the images into it",
             )
+            with Horizontal(id="found-row"):  # shown once a registry holding every tag is found (target empty)
+                yield Label("")
+                yield Button("Use", id="use-found", compact=True)
+                yield Static("", id="found-note", markup=False)
             yield AnswerField("Image name", "driver.image", str(state.get("driver.image") or ""))
             yield AnswerField(
                 "Pull secrets",
@@ -183,38 +190,32 @@ class DriverStep(FormStep):
         return "one NVIDIADriver resource instead of ClusterPolicy's driver section"
 
     def _prefill(self) -> None:
-        """First visit: the mode's default source and image, the catalog's best version, pull from the source."""
-        from wizard.engine.plan import MODE_DEFAULTS, Mode
+        """First visit: the source and image for the nodes' OS, the catalog's best version for it, and the
+        registry the cluster pulls from as far as the cluster tells (``wizard.engine.defaults``); none is
+        guessed: an empty target is required, and the registries that already hold the tags are looked for."""
+        from wizard.engine.defaults import default_source, default_target
+        from wizard.engine.plan import Mode
 
         state = self.state
-        defaults = MODE_DEFAULTS[Mode(state.get("mode") or "precompiled")]
-        for key in ("source", "image"):
-            if not state.get(f"driver.{key}") and defaults[key]:
-                state.set(f"driver.{key}", defaults[key])
-        if not state.get("driver.version") and state.get("mode", "precompiled") == "precompiled":
+        mode = Mode(state.get("mode") or "precompiled")
+        source, image = default_source(mode, self._tag_oses())
+        if not state.get("driver.source") and source:
+            state.set("driver.source", source)
+            if not state.get("driver.image"):
+                state.set("driver.image", image)
+        if not state.get("driver.image") and image:
+            state.set("driver.image", image)
+        if not state.get("driver.version") and mode is Mode.PRECOMPILED:
             options = catalog_options(self._tag_oses())
             if options:
                 state.set("driver.version", options[0][1])
         if not state.get("driver.repository") and state.get("driver.source"):
-            state.set("driver.repository", self._operator_registry() or state.get("driver.source"))
+            operator_image = str(getattr(self.state.preflight, "operator_image", "") or "")
+            target = default_target(str(state.get("driver.source")), operator_image=operator_image)
+            if target:
+                state.set("driver.repository", target)
         if state.get("driver.useNvidiaDriverCRD") is None and len(self._tag_oses()) > 1:
             state.set("driver.useNvidiaDriverCRD", True)  # one driver resource per OS: see the note beside it
-
-    def _operator_registry(self) -> str:
-        """Where the operator itself was pulled from, when that is not the driver's source (a mirror).
-
-        A cluster that runs the operator from ``registry.airgap.local/nvidia`` pulls from there: its
-        driver images are most likely mirrored beside it, and the public source may be unreachable.
-        """
-        image = str(getattr(self.state.preflight, "operator_image", "") or "")
-        if "/" not in image:
-            return ""
-        repository = image.rsplit("/", 1)[0]
-        source = str(self.state.get("driver.source") or "")
-        host = repository.split("/", 1)[0]
-        if not source or source.split("/", 1)[0] == host or ("." not in host and ":" not in host):
-            return ""
-        return repository
 
     def on_mount(self) -> None:
         upstream = self.state.get("mode") == "upstream"
@@ -229,6 +230,55 @@ class DriverStep(FormStep):
         if version and any(value == version for _, value in catalog_options(self._tag_oses())):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
+        self.answers_changed()
+        self.find_registries()
+
+    @work(exclusive=True, group="mirror-search", exit_on_error=False)
+    async def find_registries(self) -> None:
+        """With no target named yet: look for the private registries that already hold every group's tag.
+
+        The cluster names the candidates (the registries its runtime reaches through a mirror, the
+        operator's); each is asked for its repositories and their tags. A find is offered, never set.
+        """
+        from wizard.engine.naming import image_tag
+        from wizard.engine.plan import Plan
+        from wizard.engine.render import render
+
+        state = self.state
+        cluster, facts, source = state.cluster, state.facts, str(state.get("driver.source") or "")
+        if cluster is None or facts is None or not source or state.get("driver.repository"):
+            return
+        answers = state.effective_answers()
+        try:  # the tags the nodes need do not depend on the registry: name the source for now
+            plan = Plan.model_validate({**answers, "driver": {**answers.get("driver", {}), "repository": source}})
+        except ValueError:
+            return
+        rendered = await asyncio.to_thread(render, plan, facts)
+        tags = sorted({image_tag(e.image) for e in rendered.node_images if e.image})
+        operator_image = str(getattr(state.preflight, "operator_image", "") or "")
+        hosts = cluster.private_registries(plan.driver.registryMirrors, operator_image)
+        if not tags or not hosts:
+            return
+        async with self.wizard.open_registry(hosts=hosts) as registry:
+            if registry is None:
+                return
+            found = await cluster.find_driver_repositories(registry, hosts, plan.driver.image, tags)
+        if not found or state.get("driver.repository"):
+            return
+        self._found = found[0]
+        others = f" (also {', '.join(found[1:])})" if found[1:] else ""
+        self.query_one("#use-found", Button).label = f"Use {found[0]}"
+        self.query_one("#found-note", Static).update(f"holds every tag{others}")
+        self.query_one("#found-row").display = True
+
+    @on(Button.Pressed, "#use-found")
+    def _use_found(self) -> None:
+        found = getattr(self, "_found", "")
+        if not found:
+            return
+        self.query_one("#driver-repository", AnswerField).set_value(found)
+        self.state.set("driver.repository", found)
+        self.query_one("#found-row").display = False
         self.answers_changed()
 
     @work(exclusive=True, group="versions", exit_on_error=False)

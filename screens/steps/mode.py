@@ -149,15 +149,19 @@ class ModeStep(FormStep):
 
     def _set_mode(self, mode: str) -> None:
         """Change the mode, moving image defaults along when they were the old mode's defaults."""
-        from wizard.engine.plan import MODE_DEFAULTS, Mode
+        from wizard.engine.defaults import default_source
+        from wizard.engine.plan import DEFAULT_RELEASE, MODE_DEFAULTS, Mode
 
         state = self.state
         old = state.get("mode") or "precompiled"
+        facts = state.facts
+        oses = facts.os_tags(str(state.get("operator.version") or DEFAULT_RELEASE)) if facts is not None else []
         if old != mode:
-            for key in ("source", "image"):
+            before, after = default_source(Mode(old), oses), default_source(Mode(mode), oses)
+            for index, key in enumerate(("source", "image")):
                 value = state.get(f"driver.{key}")
-                if not value or value == MODE_DEFAULTS[Mode(old)][key]:
-                    state.set(f"driver.{key}", MODE_DEFAULTS[Mode(mode)][key] or None)
+                if not value or value in (before[index], MODE_DEFAULTS[Mode(old)][key]):
+                    state.set(f"driver.{key}", after[index] or None)
             if mode == "precompiled":
                 state.set("driver.repoConfig", None)
                 state.set("driver.airgapped", None)

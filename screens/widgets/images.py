@@ -18,8 +18,11 @@ from wizard.engine.naming import image_tag
 _CATALOG = {
     "validated": "[$success]✓ validated[/]",
     "published": "[$accent]published[/]",
-    "unknown": "[$warning]not in catalog[/]",
+    "unknown": "[$warning]not validated[/]",
 }
+#: A tuple the catalog does not list but the registry holds: published, not validated (never "not in catalog"
+#: beside "present", which read as a contradiction).
+_PUBLISHED_UNLISTED = "[$accent]published[/] [$warning]· not validated[/]"
 
 
 def short_digest(digest: str) -> str:
@@ -84,8 +87,9 @@ class ImageGroups(Static):
             # the separators sit inside the styled spans: some terminals lost a space after a closing tag
             lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(first.kernel)} · {nodes}")
             mark = (catalog or {}).get(image, "")
-            lines.append(f"  [$accent]{escape(image_tag(image))}[/] {_CATALOG.get(mark, '')}".rstrip())
             status = status_of.get(image)
+            word = _PUBLISHED_UNLISTED if mark == "unknown" and status is not None and status.ok else _CATALOG.get(mark, "")
+            lines.append(f"  [$accent]{escape(image_tag(image))}[/] {word}".rstrip())
             if status is not None:
                 lines.append(f"  {status_markup(status)}")
             elif checking:
