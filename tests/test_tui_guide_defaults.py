@@ -51,3 +51,13 @@ async def test_ubuntu_catalog_and_source_follow_the_nodes_os(tui_env: Path) -> N
         for number, line in enumerate(lines):  # a present tag is never called absent from the catalog
             if "✓ present in target" in line:
                 assert "not validated" not in lines[number - 1] or "published" in lines[number - 1]
+
+
+async def test_an_unvalidated_mode_is_never_called_recommended(tui_env: Path) -> None:
+    app = demo_app(tui_env, "ubuntu-upstream")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode")
+        text = screen_text(app)
+        assert "Upstream  ★ suggested  · configurable, not validated in this release" in text
+        assert "★ Suggested: Upstream" in text
+        assert "recommended" not in text.lower()

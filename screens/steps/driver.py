@@ -52,6 +52,8 @@ class DriverStep(FormStep):
     # focusable widget, the form's scroll container, and moving the focus on from it restyled the whole
     # form twice (~30 ms each) before the step's first frame.
     AUTO_FOCUS = "#driver-version Input"
+    #: The version's hint in upstream mode: what the source registry's tags offer, once read.
+    _upstream_hint = "the versions the source registry holds are offered above once read"
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
@@ -84,9 +86,7 @@ class DriverStep(FormStep):
                 "driver.version",
                 str(state.get("driver.version") or ""),
                 placeholder="580.126.09.1 or a branch (580)" if not upstream else "a full version, like 580.126.20",
-                hint="version only: the operator appends -<kernel>-<os> itself"
-                if not upstream
-                else "the tags in the registry are listed above once read",
+                hint=self._version_hint(),
             )
             yield Label("Registry", classes="section")
             yield AnswerField(
@@ -300,13 +300,17 @@ class DriverStep(FormStep):
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
-        if not versions:
+        if not versions:  # say so: a hint promising a Catalog row that never comes was stale
+            self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
+            self._show_branch_notes()
             return
+        self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS: pick one in the Catalog above"
         catalog = self.query_one("#catalog", Select)
         catalog.set_options([(f"{v}  (in {source})", v) for v in versions])
         self._follow_version(str(state.get("driver.version") or ""))
         self.query_one("#catalog-row").display = True
         self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
+        self._show_branch_notes()
 
     def _follow_version(self, version: str) -> None:
         """The Catalog shows the typed version when it is one of its entries, else nothing."""
@@ -355,7 +359,23 @@ class DriverStep(FormStep):
 
     def answers_changed(self) -> None:
         super().answers_changed()
+        self._show_branch_notes()
         self.check_images()
+
+    def _version_hint(self) -> str:
+        if self.state.get("mode") == "upstream":
+            return self._upstream_hint
+        return "version only: the operator appends -<kernel>-<os> itself"
+
+    def _show_branch_notes(self) -> None:
+        """Beside the version: a branch the operator release does not support, or a downgrade of the live driver."""
+        from wizard.engine.branches import branch_checks
+
+        plan = self.state.plan()
+        live = (getattr(self.state.preflight, "cluster_policy", None) or {}).get("spec", {}).get("driver", {})
+        checks = branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+        field = self.query_one("#driver-version", AnswerField)
+        field.set_hint("; ".join(f"! {c.data['short']}" for c in checks) or self._version_hint())
 
     # -- images -----------------------------------------------------------------------------
 

@@ -72,10 +72,16 @@ class ModeStep(FormStep):
     def _label(self, mode: str, recommended: bool) -> str:
         label = TITLES[mode]
         if recommended:
-            label += "  ★ recommended"
+            label += f"  ★ {self._star_word(mode)}"
         if mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
+
+    @staticmethod
+    def _star_word(mode: str) -> str:
+        """"recommended" for a mode this release validated; a mode it did not is only "suggested" by the nodes
+        (a "★ recommended" beside "not validated in this release" said two opposite things)."""
+        return "suggested" if mode == "upstream" else "recommended"
 
     def _recommended(self) -> tuple[str, str]:
         facts = self.state.facts
@@ -116,7 +122,7 @@ class ModeStep(FormStep):
         note.set_class(bool(error), "-error")
 
     def _reason_text(self, recommended: tuple[str, str]) -> str:
-        text = f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+        text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
         warning = self._mode_warning()
         if warning:
             text += f"\n! {warning}"
