@@ -176,15 +176,16 @@ def plan_findings(state: WizardState) -> list[Finding]:
     """Every finding about the current plan, blocking ones first."""
     found: list[Finding] = []
     rendered = state.rendered
+    mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here
     for advice in getattr(rendered, "advice", []):
-        if advice.level == "warning":
+        if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
             found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, "preview"))
     for check in state.references:
         if not check.ok or check.status.value == "warn":
             found.append(Finding(check.message, check.hint, not check.ok, "driver"))
     found += _image_findings(state)
     found += _path_findings(state)
-    found += _mixed_os_finding(state)
+    found += mixed_os
     found += _host_findings(state)
     return sorted(found, key=lambda f: not f.blocking)
 

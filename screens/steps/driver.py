@@ -79,7 +79,10 @@ class DriverStep(FormStep):
             with Horizontal(id="catalog-row"):
                 yield Label("Catalog")
                 yield Select[str](
-                    catalog_options(self._tag_oses()), prompt=catalog_prompt(self._tag_oses()), id="catalog", compact=True
+                    catalog_options(self._tag_oses()) if not upstream else [],
+                    prompt=catalog_prompt(self._tag_oses()) if not upstream else "pick a version the registry holds",
+                    id="catalog",
+                    compact=True,
                 )
             yield AnswerField(
                 "Driver version",
