@@ -57,7 +57,8 @@ class DriverStep(FormStep):
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
-    #catalog-row, .switch-row { height: 1; }
+    #catalog-row { height: 1; }
+    .switch-row { height: auto; }
     #catalog-row > Label, .switch-row > Label { width: 20; }
     #catalog { width: 1fr; }
     .switch-row > Checkbox { width: auto; }
@@ -188,9 +189,9 @@ class DriverStep(FormStep):
 
     def _crd_note(self) -> str:
         tags = self._tag_oses()
-        if len(tags) > 1:
-            return f"recommended: GPU nodes run {len(tags)} OSes ({', '.join(tags)})"
-        return "one NVIDIADriver resource instead of ClusterPolicy's driver section"
+        if len(tags) > 1:  # short: the note beside the switch wraps rather than ending in "…" at 80 columns
+            return f"recommended: the nodes run {len(tags)} OSes"
+        return "a driver resource per OS pool"
 
     def _prefill(self) -> None:
         """First visit: the source and image for the nodes' OS, the catalog's best version for it, and the
