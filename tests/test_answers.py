@@ -80,7 +80,12 @@ ERRORS = [
     ("version: 1\nhostPaths:\n  driverInstallDir: /run/nvidia/../x\n", "hostPaths.driverInstallDir", 3, "normalised"),
     # issue 25, item 5: the toolkit's folder apart from the driver's, in every mode
     (GOOD_DRIVER + "toolkit:\n  installDir: /run/nvidia/driver\n", "toolkit.installDir", 6, "is driverInstallDir"),
-    (GOOD_DRIVER + "toolkit:\n  installDir: /run/nvidia/driver/tk\n", "toolkit.installDir", 6, "inside driverInstallDir"),
+    (
+        GOOD_DRIVER + "toolkit:\n  installDir: /run/nvidia/driver/tk\n",
+        "toolkit.installDir",
+        6,
+        "inside driverInstallDir",
+    ),
     (
         "version: 1\nmode: preinstalled\ntoolkit:\n  installDir: /opt/nv\nhostPaths:\n  driverInstallDir: /opt/nv/drv\n",
         "toolkit.installDir",

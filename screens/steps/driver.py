@@ -194,31 +194,28 @@ class DriverStep(FormStep):
         return "a driver resource per OS pool"
 
     def _prefill(self) -> None:
-        """First visit: the source and image for the nodes' OS, the catalog's best version for it, and the
-        registry the cluster pulls from as far as the cluster tells (``wizard.engine.defaults``); none is
-        guessed: an empty target is required, and the registries that already hold the tags are looked for."""
-        from wizard.engine.defaults import default_source, default_target
+        """First visit: what a newcomer accepts (``wizard.engine.defaults.driver_defaults``): the source and image
+        for the nodes' OS, the catalog's best version for it, the registry the cluster pulls from as far as the
+        cluster tells. None is guessed: an empty target is required, and the registries that already hold the
+        tags are looked for (:meth:`find_registries`)."""
+        from wizard.engine.defaults import default_target, driver_defaults
         from wizard.engine.plan import Mode
 
         state = self.state
         mode = Mode(state.get("mode") or "precompiled")
-        source, image = default_source(mode, self._tag_oses())
-        if not state.get("driver.source") and source:
-            state.set("driver.source", source)
-            if not state.get("driver.image"):
-                state.set("driver.image", image)
-        if not state.get("driver.image") and image:
-            state.set("driver.image", image)
-        if not state.get("driver.version") and mode is Mode.PRECOMPILED:
-            options = catalog_options(self._tag_oses())
-            if options:
-                state.set("driver.version", options[0][1])
+        operator_image = str(getattr(state.preflight, "operator_image", "") or "")
+        defaults = driver_defaults(mode, self._tag_oses(), operator_image=operator_image)
+        if not state.get("driver.source") and defaults.get("source"):
+            state.set("driver.source", defaults["source"])
+        if not state.get("driver.image") and defaults.get("image"):
+            state.set("driver.image", defaults["image"])
+        if not state.get("driver.version") and defaults.get("version"):
+            state.set("driver.version", defaults["version"])
         if not state.get("driver.repository") and state.get("driver.source"):
-            operator_image = str(getattr(self.state.preflight, "operator_image", "") or "")
             target = default_target(str(state.get("driver.source")), operator_image=operator_image)
             if target:
                 state.set("driver.repository", target)
-        if state.get("driver.useNvidiaDriverCRD") is None and len(self._tag_oses()) > 1:
+        if state.get("driver.useNvidiaDriverCRD") is None and defaults.get("useNvidiaDriverCRD"):
             state.set("driver.useNvidiaDriverCRD", True)  # one driver resource per OS: see the note beside it
 
     def on_mount(self) -> None:
@@ -239,11 +236,13 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="mirror-search", exit_on_error=False)
     async def find_registries(self) -> None:
-        """With no target named yet: look for the private registries that already hold every group's tag.
+        """With no target named yet: look for the private registries that already hold every group's tag (and,
+        with no version yet in precompiled mode, the versions they hold for every group).
 
         The cluster names the candidates (the registries its runtime reaches through a mirror, the
         operator's); each is asked for its repositories and their tags. A find is offered, never set.
         """
+        from wizard.engine.defaults import repositories_holding, versions_holding
         from wizard.engine.naming import image_tag
         from wizard.engine.plan import Plan
         from wizard.engine.render import render
@@ -253,45 +252,61 @@ class DriverStep(FormStep):
         if cluster is None or facts is None or not source or state.get("driver.repository"):
             return
         answers = state.effective_answers()
+        version = str(state.get("driver.version") or "")
+        driver = {**answers.get("driver", {}), "repository": source, "version": version or "0"}
         try:  # the tags the nodes need do not depend on the registry: name the source for now
-            plan = Plan.model_validate({**answers, "driver": {**answers.get("driver", {}), "repository": source}})
+            plan = Plan.model_validate({**answers, "driver": driver})
         except ValueError:
             return
         rendered = await asyncio.to_thread(render, plan, facts)
-        tags = sorted({image_tag(e.image) for e in rendered.node_images if e.image})
+        placed = [e for e in rendered.node_images if e.image]
         operator_image = str(getattr(state.preflight, "operator_image", "") or "")
         hosts = cluster.private_registries(plan.driver.registryMirrors, operator_image)
-        if not tags or not hosts:
+        if not placed or not hosts:
             return
         async with self.wizard.open_registry(hosts=hosts) as registry:
             if registry is None:
                 return
-            found = await cluster.find_driver_repositories(registry, hosts, plan.driver.image, tags)
+            listing = await cluster.driver_repositories(registry, hosts, plan.driver.image)
+        image = plan.driver.image
+        if version:
+            found = [(r, "") for r in repositories_holding(listing, image, {image_tag(e.image) for e in placed})]
+        elif plan.precompiled:  # which versions does a mirror hold for every (kernel, OS) group?
+            held = versions_holding(listing, image, {f"-{e.kernel}-{e.tag_os}" for e in placed})
+            found = [(r, versions[0]) for r, versions in held.items()]
+        else:
+            found = []
         if not found or state.get("driver.repository"):
             return
         self._found = found[0]
-        others = f" (also {', '.join(found[1:])})" if found[1:] else ""
-        self.query_one("#use-found", Button).label = f"Use {found[0]}"
+        repository, offered = found[0]
+        others = f" (also {', '.join(r for r, _ in found[1:])})" if found[1:] else ""
+        self.query_one("#use-found", Button).label = f"Use {repository}" + (f" · {offered}" if offered else "")
         self.query_one("#found-note", Static).update(f"holds every tag{others}")
         self.query_one("#found-row").display = True
 
     @on(Button.Pressed, "#use-found")
     def _use_found(self) -> None:
-        found = getattr(self, "_found", "")
-        if not found:
+        repository, version = getattr(self, "_found", ("", ""))
+        if not repository:
             return
-        self.query_one("#driver-repository", AnswerField).set_value(found)
-        self.state.set("driver.repository", found)
+        self.query_one("#driver-repository", AnswerField).set_value(repository)
+        self.state.set("driver.repository", repository)
+        if version:
+            self.query_one("#driver-version", AnswerField).set_value(version)
+            self.state.set("driver.version", version)
+            self._follow_version(version)
         self.query_one("#found-row").display = False
         self.answers_changed()
 
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_upstream_versions(self) -> None:
-        """Offer the versions the source registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``)."""
+        """Offer the versions the registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``): the one the
+        cluster pulls from when named (an air-gapped cluster reaches only its mirror), else the source."""
         from wizard.engine.registry_routes import repository_host
 
         state = self.state
-        source = str(state.get("driver.source") or "")
+        source = str(state.get("driver.repository") or state.get("driver.source") or "")
         image = str(state.get("driver.image") or "driver")
         tag_oses = self._tag_oses()
         if not source or not tag_oses:
@@ -309,6 +324,14 @@ class DriverStep(FormStep):
             self._show_branch_notes()
             return
         self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS: pick one in the Catalog above"
+        if not state.get("driver.version"):  # the default a newcomer accepts: the release's own, else a supported one
+            from wizard.engine.defaults import pick_upstream_version
+
+            picked = pick_upstream_version(versions, str(state.get("operator.version") or ""))
+            if picked:
+                self.query_one("#driver-version", AnswerField).set_value(picked)
+                state.set("driver.version", picked)
+                self.answers_changed()
         catalog = self.query_one("#catalog", Select)
         catalog.set_options([(f"{v}  (in {source})", v) for v in versions])
         self._follow_version(str(state.get("driver.version") or ""))
@@ -377,7 +400,9 @@ class DriverStep(FormStep):
 
         plan = self.state.plan()
         live = (getattr(self.state.preflight, "cluster_policy", None) or {}).get("spec", {}).get("driver", {})
-        checks = branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+        checks = (
+            branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+        )
         field = self.query_one("#driver-version", AnswerField)
         field.set_hint("; ".join(f"! {c.data['short']}" for c in checks) or self._version_hint())
 

@@ -16,12 +16,12 @@ def catalog_options(tag_oses: list[str]) -> list[tuple[str, str]]:
     """The catalog's (label, version) choices known on every OS the GPU nodes run (never another OS's);
     every version only before any node is known."""
     from wizard.engine.catalog import driver_versions
+    from wizard.engine.defaults import catalog_versions
 
     if not tag_oses:
         return [(c.label, c.version) for c in driver_versions()]
-    per_os = [driver_versions(tag_os) for tag_os in tag_oses]
-    common = set.intersection(*({c.version for c in choices} for choices in per_os))
-    return [(c.label, c.version) for c in per_os[0] if c.version in common]
+    common = set(catalog_versions(tag_oses))
+    return [(c.label, c.version) for c in driver_versions(tag_oses[0]) if c.version in common]
 
 
 def catalog_prompt(tag_oses: list[str]) -> str:

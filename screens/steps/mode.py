@@ -79,7 +79,7 @@ class ModeStep(FormStep):
 
     @staticmethod
     def _star_word(mode: str) -> str:
-        """"recommended" for a mode this release validated; a mode it did not is only "suggested" by the nodes
+        """ "recommended" for a mode this release validated; a mode it did not is only "suggested" by the nodes
         (a "★ recommended" beside "not validated in this release" said two opposite things)."""
         return "suggested" if mode == "upstream" else "recommended"
 

@@ -90,12 +90,18 @@ class ImageGroups(Static):
             lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(kernels[0])}{more} · {nodes}")
             other_os = [e for e in entries if e.node_os and e.node_os != e.tag_os]
             if other_os:  # a ClusterPolicy gives every node one OS's image: say whom it does not fit
-                names = ", ".join(e.node for e in other_os[:3]) + (f" +{len(other_os) - 3}" if len(other_os) > 3 else "")
+                names = ", ".join(e.node for e in other_os[:3]) + (
+                    f" +{len(other_os) - 3}" if len(other_os) > 3 else ""
+                )
                 oses = ", ".join(sorted({e.node_os for e in other_os}))
                 lines.append(f"  [$error]✗ {escape(names)} run(s) {escape(oses)}: this image does not fit[/]")
             mark = (catalog or {}).get(image, "")
             status = status_of.get(image)
-            word = _PUBLISHED_UNLISTED if mark == "unknown" and status is not None and status.ok else _CATALOG.get(mark, "")
+            word = (
+                _PUBLISHED_UNLISTED
+                if mark == "unknown" and status is not None and status.ok
+                else _CATALOG.get(mark, "")
+            )
             lines.append(f"  [$accent]{escape(image_tag(image))}[/] {word}".rstrip())
             if status is not None:
                 lines.append(f"  {status_markup(status)}")

@@ -39,7 +39,7 @@ from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
 from wizard.engine.results import Check, ClusterInfo, LogLine
 from wizard.registry.client import RegistryClient
-from wizard.registry.images import ImageStatus, check_images, find_repositories
+from wizard.registry.images import ImageStatus, check_images, image_repositories
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
 
 __all__ = [
@@ -231,11 +231,10 @@ class Cluster:
         demo = self.demo_mirrors if self.info.demo else {}
         return candidate_hosts(demo, mirrors or {}, also)
 
-    async def find_driver_repositories(
-        self, registry: RegistryClient, hosts: Iterable[str], image: str, tags: Iterable[str]
-    ) -> list[str]:
-        """The repositories on ``hosts`` whose ``image`` already holds every one of ``tags`` (a mirror to pull from)."""
-        return await find_repositories(registry, hosts, image, tags)
+    async def driver_repositories(self, registry: RegistryClient, hosts: Iterable[str], image: str) -> dict[str, list[str]]:
+        """Every repository named ``image`` on ``hosts`` with its tags (where a site's mirror may already hold them);
+        ``wizard.engine.defaults`` says which hold a plan's tags, or which versions they hold for every group."""
+        return await image_repositories(registry, hosts, image)
 
     async def prepare_upgrade(
         self, target: Plan, *, registry: RegistryClient | None = None, current: Plan | None = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wizard.engine.catalog import branch_of, driver_versions
+from wizard.engine.catalog import branch_of
+from wizard.engine.defaults import catalog_versions
 from wizard.engine.hostdoctor import doctor_asset, supported_branches
 from wizard.engine.modes import Mode
 from wizard.engine.naming import DIGEST_PREFIX, Release
@@ -40,10 +41,7 @@ def supported_versions(release: str, mode: Mode, tag_oses: Sequence[str] = ()) -
     """Versions of the supported branches to suggest: the catalog's on the nodes' OS (precompiled), else the matrix's."""
     supported, _ = supported_branches(release)
     if mode is Mode.PRECOMPILED and tag_oses:
-        per_os = [{c.version for c in driver_versions(tag_os)} for tag_os in tag_oses]
-        common = set.intersection(*per_os)
-        known = [c.version for c in driver_versions(tag_oses[0]) if c.version in common]
-        fitting = [v for v in known if branch_of(v) in supported]
+        fitting = [v for v in catalog_versions(tag_oses) if branch_of(v) in supported]
         if fitting:
             return fitting
         return list(supported)  # precompiled images are tagged per branch: the branch itself is a version

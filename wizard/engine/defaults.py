@@ -10,18 +10,27 @@ theirs to name (:func:`repositories_holding` finds the ones that already hold ev
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from wizard.engine.catalog import branch_of, driver_versions
+from wizard.engine.facts import ClusterFacts
 from wizard.engine.modes import Mode
+from wizard.engine.naming import Release
 
 __all__ = [
     "NVIDIA_REGISTRY",
     "PUBLIC_REGISTRY_HOSTS",
     "candidate_hosts",
+    "catalog_versions",
+    "default_answers",
     "default_source",
     "default_target",
     "is_public_registry",
+    "pick_upstream_version",
     "repositories_holding",
+    "versions_holding",
 ]
 
 NVIDIA_REGISTRY = "nvcr.io/nvidia"
@@ -99,3 +108,104 @@ def repositories_holding(listing: Mapping[str, Iterable[str]], image: str, tags:
         if name == image and path and wanted and wanted <= set(present):
             found.append(path)
     return sorted(found)
+
+
+def versions_holding(listing: Mapping[str, Iterable[str]], image: str, suffixes: Iterable[str]) -> dict[str, list[str]]:
+    """Repository (``host/path``) -> the driver versions whose ``image`` tag exists for every suffix
+    (``-<kernel>-<os>`` of each precompiled group), newest first; repositories with none are left out."""
+    wanted = list(dict.fromkeys(suffixes))
+    found: dict[str, list[str]] = {}
+    for reference, present in listing.items():
+        path, _, name = reference.rpartition("/")
+        if name != image or not path or not wanted:
+            continue
+        tags = list(present)
+        per_suffix = [{t[: -len(s)] for t in tags if t.endswith(s) and len(t) > len(s)} for s in wanted]
+        common = set.intersection(*per_suffix)
+        versions = sorted((v for v in common if _is_version(v)), key=_version_key, reverse=True)
+        if versions:
+            found[path] = versions
+    return found
+
+
+def _is_version(version: str) -> bool:
+    """A driver version (``580.126.09.1``) or branch (``580``): digits and dots only."""
+    return bool(version) and all(part.isdigit() for part in version.split("."))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def catalog_versions(tag_oses: Sequence[str]) -> list[str]:
+    """The catalog's driver versions known on every one of these OS tags, validated first, newest first."""
+    if not tag_oses:
+        return []
+    per_os = [{c.version for c in driver_versions(tag_os)} for tag_os in tag_oses]
+    common = set.intersection(*per_os)
+    return [c.version for c in driver_versions(tag_oses[0]) if c.version in common]
+
+
+def pick_upstream_version(versions: Sequence[str], release: str) -> str:
+    """Of the versions the registry holds for every node OS (newest first), the one to preselect: the operator
+    release's own default driver when it is there, else the newest of a branch the release supports, else ""."""
+    from wizard.engine.hostdoctor import supported_branches
+
+    supported, default = supported_branches(release)
+    if default in versions:
+        return default
+    return next((v for v in versions if branch_of(v) in supported), "")
+
+
+def driver_defaults(mode: Mode, tag_oses: Sequence[str], *, operator_image: str = "") -> dict[str, Any]:
+    """``driver`` answers a newcomer gets in ``mode`` (upstream's version comes from the registry's tags:
+    :func:`pick_upstream_version`)."""
+    if mode is Mode.PREINSTALLED:
+        return {}
+    source, image = default_source(mode, tag_oses)
+    driver: dict[str, Any] = {"source": source, "image": image}
+    versions = catalog_versions(tag_oses) if mode is Mode.PRECOMPILED else []
+    if versions:
+        driver["version"] = versions[0]
+    target = default_target(source, operator_image=operator_image)
+    if target:
+        driver["repository"] = target
+    if len(tag_oses) > 1:
+        driver["useNvidiaDriverCRD"] = True  # one driver resource per OS: a ClusterPolicy gives all one OS's image
+    return driver
+
+
+def default_answers(
+    facts: ClusterFacts,
+    *,
+    release: str = "",
+    namespace: str = "",
+    operator_image: str = "",
+    live: Mapping[str, Any] | None = None,
+    host_drivers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Every answer a newcomer who accepts each default gives, step by step, as the wizard offers them.
+
+    ``live``: the live policy's answers (an upgrade starts from what runs). ``release``: the operator's
+    detected release (its line known to gpu-wizard, else the default). A precompiled version comes from the
+    catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one.
+    """
+    from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES
+
+    if live:
+        return copy.deepcopy(dict(live))
+    try:
+        parsed = Release.parse(release)
+        known = str(parsed) if f"{parsed.major}.{parsed.minor}" in KNOWN_RELEASES else DEFAULT_RELEASE
+    except ValueError:
+        known = DEFAULT_RELEASE
+    mode = Mode(facts.recommend_mode(host_drivers or {}).value)
+    tag_oses = facts.os_tags(known)
+    answers: dict[str, Any] = {"version": 1, "mode": mode.value, "operator": {"version": known}}
+    if namespace:
+        answers["operator"]["namespace"] = namespace
+    driver = driver_defaults(mode, tag_oses, operator_image=operator_image)
+    if driver:
+        answers["driver"] = driver
+    answers["toolkit"] = {"installDir": facts.recommend_toolkit_dir().value}
+    return answers

@@ -11,7 +11,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from wizard.engine.catalog import TupleStatus, tuple_status
-from wizard.engine.defaults import repositories_holding
 from wizard.engine.render import Rendered
 from wizard.registry.client import RegistryClient, RegistryError, TagStatus
 
@@ -72,13 +71,12 @@ async def check_images(rendered: Rendered, registry: RegistryClient) -> list[Ima
     return out
 
 
-async def find_repositories(registry: RegistryClient, hosts: Iterable[str], image: str, tags: Iterable[str]) -> list[str]:
-    """The repositories on ``hosts`` (``registry.example.com/mlops``) whose ``image`` already holds every tag.
+async def image_repositories(registry: RegistryClient, hosts: Iterable[str], image: str) -> dict[str, list[str]]:
+    """Every repository named ``image`` on ``hosts`` (``registry.example.com/mlops/nvidia-driver``) with its tags.
 
     Each host is asked for its repository list (``/v2/_catalog``; a registry that refuses lists none),
-    then each repository named ``image`` for its tags.
+    then each repository named ``image`` for its tags (one that cannot be read is left out).
     """
-    wanted = list(tags)
     listing: dict[str, list[str]] = {}
     for host in hosts:
         for repository in await registry.repositories(host):
@@ -88,4 +86,4 @@ async def find_repositories(registry: RegistryClient, hosts: Iterable[str], imag
                 listing[repository] = await registry.list_tags(repository)
             except RegistryError:  # unreachable or refused: not a place the tags can be shown to be
                 continue
-    return repositories_holding(listing, image, wanted)
+    return listing
