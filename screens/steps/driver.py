@@ -269,8 +269,9 @@ class DriverStep(FormStep):
                 return
             listing = await cluster.driver_repositories(registry, hosts, plan.driver.image)
         image = plan.driver.image
-        if version:
-            found = [(r, "") for r in repositories_holding(listing, image, {image_tag(e.image) for e in placed})]
+        tags = {image_tag(e.image) for e in placed}
+        if version:  # a mirror holding some of the tags still is the place to copy the rest into
+            found = [(r, "") for r in repositories_holding(listing, image, tags, partial=True)]
         elif plan.precompiled:  # which versions does a mirror hold for every (kernel, OS) group?
             held = versions_holding(listing, image, {f"-{e.kernel}-{e.tag_os}" for e in placed})
             found = [(r, versions[0]) for r, versions in held.items()]
@@ -282,7 +283,9 @@ class DriverStep(FormStep):
         repository, offered = found[0]
         others = f" (also {', '.join(r for r, _ in found[1:])})" if found[1:] else ""
         self.query_one("#use-found", Button).label = f"Use {repository}" + (f" · {offered}" if offered else "")
-        self.query_one("#found-note", Static).update(f"holds every tag{others}")
+        have = len(tags & set(listing.get(f"{repository}/{image}", []))) if version else len(tags)
+        held = "holds every tag" if have == len(tags) else f"holds {have} of {len(tags)} tags"
+        self.query_one("#found-note", Static).update(f"{held}{others}")
         self.query_one("#found-row").display = True
 
     @on(Button.Pressed, "#use-found")

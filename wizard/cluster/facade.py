@@ -231,7 +231,9 @@ class Cluster:
         demo = self.demo_mirrors if self.info.demo else {}
         return candidate_hosts(demo, mirrors or {}, also)
 
-    async def driver_repositories(self, registry: RegistryClient, hosts: Iterable[str], image: str) -> dict[str, list[str]]:
+    async def driver_repositories(
+        self, registry: RegistryClient, hosts: Iterable[str], image: str
+    ) -> dict[str, list[str]]:
         """Every repository named ``image`` on ``hosts`` with its tags (where a site's mirror may already hold them);
         ``wizard.engine.defaults`` says which hold a plan's tags, or which versions they hold for every group."""
         return await image_repositories(registry, hosts, image)

@@ -96,18 +96,25 @@ def candidate_hosts(*repositories: Iterable[str]) -> list[str]:
     return list(hosts)
 
 
-def repositories_holding(listing: Mapping[str, Iterable[str]], image: str, tags: Iterable[str]) -> list[str]:
-    """The repositories (``host/path``) whose ``image`` holds every one of ``tags``.
+def repositories_holding(
+    listing: Mapping[str, Iterable[str]], image: str, tags: Iterable[str], *, partial: bool = False
+) -> list[str]:
+    """The repositories (``host/path``) whose ``image`` holds every one of ``tags``; ``partial``: when none
+    holds them all, those holding the most (a node whose kernel has no image yet must not hide the mirror).
 
     ``listing``: ``host/path/image`` -> its tags, as the registries answered.
     """
     wanted = set(tags)
-    found = []
+    held: dict[str, int] = {}
     for reference, present in listing.items():
         path, _, name = reference.rpartition("/")
-        if name == image and path and wanted and wanted <= set(present):
-            found.append(path)
-    return sorted(found)
+        if name == image and path and wanted:
+            held[path] = len(wanted & set(present))
+    full = sorted(path for path, count in held.items() if count == len(wanted))
+    if full or not partial:
+        return full
+    most = max(held.values(), default=0)
+    return sorted(path for path, count in held.items() if count == most and count)
 
 
 def versions_holding(listing: Mapping[str, Iterable[str]], image: str, suffixes: Iterable[str]) -> dict[str, list[str]]:
