@@ -32,7 +32,7 @@ from tests.fixtures_demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.demo.scenarios.scenario import NodeSpec, Scenario, load_scenario, scenario_names
-from wizard.engine.defaults import default_answers, pick_upstream_version, repositories_holding, versions_holding
+from wizard.engine.defaults import default_answers, pick_upstream_version, registry_offers, search_answers
 from wizard.engine.naming import image_tag
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
@@ -75,23 +75,15 @@ async def _complete(kubeconfig: str, answers: Answers) -> tuple[Answers, list[tu
                 tags = await registry.list_tags(f"{where}/{driver['image']}")
             driver["version"] = pick_upstream_version(upstream_versions(tags, facts.os_tags(release)), release)
         offers: list[tuple[str, str]] = []
-        if not driver.get("repository"):  # the Driver step's search
-            trial = Plan.model_validate(
-                {
-                    **answers,
-                    "driver": {**driver, "repository": driver["source"], "version": driver.get("version") or "0"},
-                }
-            )
-            placed = [e for e in render(trial, facts).node_images if e.image]
+        trial = search_answers(answers)
+        if not driver.get("repository") and trial is not None:  # the Driver step's search, by its own rules
+            plan = Plan.model_validate(trial)
+            groups = {(image_tag(e.image), e.kernel, e.tag_os) for e in render(plan, facts).node_images if e.image}
             hosts = cluster.private_registries({}, preflight.operator_image)
             async with cluster.open_registry(hosts) as registry:
-                listing = await cluster.driver_repositories(registry, hosts, trial.driver.image)
-            if driver.get("version"):
-                tags = {image_tag(e.image) for e in placed}
-                offers = [(r, "") for r in repositories_holding(listing, trial.driver.image, tags, partial=True)]
-            else:
-                suffixes = {f"-{e.kernel}-{e.tag_os}" for e in placed}
-                offers = [(r, v[0]) for r, v in versions_holding(listing, trial.driver.image, suffixes).items()]
+                listing = await cluster.driver_repositories(registry, hosts, plan.driver.image)
+            found = registry_offers(listing, plan.driver.image, driver.get("version", ""), groups, plan.precompiled)
+            offers = [(o.repository, o.version) for o in found]
         return answers, offers
 
 

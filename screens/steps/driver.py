@@ -25,6 +25,7 @@ from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
+from screens.widgets.offers import RegistryOffers
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
@@ -63,9 +64,6 @@ class DriverStep(FormStep):
     #catalog { width: 1fr; }
     .switch-row > Checkbox { width: auto; }
     .switch-row > .switch-note { width: 1fr; padding-left: 1; color: $text-muted; }
-    #found-row { height: 1; display: none; }
-    #found-row > Label { width: 20; }
-    #found-row > #found-note { width: 1fr; padding-left: 1; color: $text-muted; }
     #images-head { height: 1; margin-top: 1; }
     #images-head > Label { width: 1fr; text-style: bold; color: $primary; }
     """
@@ -106,10 +104,7 @@ class DriverStep(FormStep):
                 placeholder="required: the registry your nodes pull from",
                 hint="spec.driver.repository; set your mirror here to copy the images into it",
             )
-            with Horizontal(id="found-row"):  # shown once a registry holding every tag is found (target empty)
-                yield Label("")
-                yield Button("Use", id="use-found", compact=True)
-                yield Static("", id="found-note", markup=False)
+            yield RegistryOffers(id="found-row")  # shown once a registry holding the tags is found (target empty)
             yield AnswerField("Image name", "driver.image", str(state.get("driver.image") or ""))
             yield AnswerField(
                 "Pull secrets",
@@ -197,7 +192,7 @@ class DriverStep(FormStep):
         """First visit: what a newcomer accepts (``wizard.engine.defaults.driver_defaults``): the source and image
         for the nodes' OS, the catalog's best version for it, the registry the cluster pulls from as far as the
         cluster tells. None is guessed: an empty target is required, and the registries that already hold the
-        tags are looked for (:meth:`find_registries`)."""
+        tags are looked for (:class:`~screens.widgets.offers.RegistryOffers`)."""
         from wizard.engine.defaults import default_target, driver_defaults
         from wizard.engine.plan import Mode
 
@@ -232,74 +227,17 @@ class DriverStep(FormStep):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
         self.answers_changed()
-        self.find_registries()
+        self.query_one(RegistryOffers).search()
 
-    @work(exclusive=True, group="mirror-search", exit_on_error=False)
-    async def find_registries(self) -> None:
-        """With no target named yet: look for the private registries that already hold every group's tag (and,
-        with no version yet in precompiled mode, the versions they hold for every group).
-
-        The cluster names the candidates (the registries its runtime reaches through a mirror, the
-        operator's); each is asked for its repositories and their tags. A find is offered, never set.
-        """
-        from wizard.engine.defaults import repositories_holding, versions_holding
-        from wizard.engine.naming import image_tag
-        from wizard.engine.plan import Plan
-        from wizard.engine.render import render
-
-        state = self.state
-        cluster, facts, source = state.cluster, state.facts, str(state.get("driver.source") or "")
-        if cluster is None or facts is None or not source or state.get("driver.repository"):
-            return
-        answers = state.effective_answers()
-        version = str(state.get("driver.version") or "")
-        driver = {**answers.get("driver", {}), "repository": source, "version": version or "0"}
-        try:  # the tags the nodes need do not depend on the registry: name the source for now
-            plan = Plan.model_validate({**answers, "driver": driver})
-        except ValueError:
-            return
-        rendered = await asyncio.to_thread(render, plan, facts)
-        placed = [e for e in rendered.node_images if e.image]
-        operator_image = str(getattr(state.preflight, "operator_image", "") or "")
-        hosts = cluster.private_registries(plan.driver.registryMirrors, operator_image)
-        if not placed or not hosts:
-            return
-        async with self.wizard.open_registry(hosts=hosts) as registry:
-            if registry is None:
-                return
-            listing = await cluster.driver_repositories(registry, hosts, plan.driver.image)
-        image = plan.driver.image
-        tags = {image_tag(e.image) for e in placed}
-        if version:  # a mirror holding some of the tags still is the place to copy the rest into
-            found = [(r, "") for r in repositories_holding(listing, image, tags, partial=True)]
-        elif plan.precompiled:  # which versions does a mirror hold for every (kernel, OS) group?
-            held = versions_holding(listing, image, {f"-{e.kernel}-{e.tag_os}" for e in placed})
-            found = [(r, versions[0]) for r, versions in held.items()]
-        else:
-            found = []
-        if not found or state.get("driver.repository"):
-            return
-        self._found = found[0]
-        repository, offered = found[0]
-        others = f" (also {', '.join(r for r, _ in found[1:])})" if found[1:] else ""
-        self.query_one("#use-found", Button).label = f"Use {repository}" + (f" · {offered}" if offered else "")
-        have = len(tags & set(listing.get(f"{repository}/{image}", []))) if version else len(tags)
-        held = "holds every tag" if have == len(tags) else f"holds {have} of {len(tags)} tags"
-        self.query_one("#found-note", Static).update(f"{held}{others}")
-        self.query_one("#found-row").display = True
-
-    @on(Button.Pressed, "#use-found")
-    def _use_found(self) -> None:
-        repository, version = getattr(self, "_found", ("", ""))
-        if not repository:
-            return
-        self.query_one("#driver-repository", AnswerField).set_value(repository)
-        self.state.set("driver.repository", repository)
-        if version:
-            self.query_one("#driver-version", AnswerField).set_value(version)
-            self.state.set("driver.version", version)
-            self._follow_version(version)
-        self.query_one("#found-row").display = False
+    @on(RegistryOffers.Chosen)
+    def _offer_chosen(self, event: RegistryOffers.Chosen) -> None:
+        """The registry found holding the tags was taken: it becomes the target (and its version the version)."""
+        self.query_one("#driver-repository", AnswerField).set_value(event.offer.repository)
+        self.state.set("driver.repository", event.offer.repository)
+        if event.offer.version:
+            self.query_one("#driver-version", AnswerField).set_value(event.offer.version)
+            self.state.set("driver.version", event.offer.version)
+            self._follow_version(event.offer.version)
         self.answers_changed()
 
     @work(exclusive=True, group="versions", exit_on_error=False)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from wizard.engine.catalog import branch_of, driver_versions
@@ -22,6 +23,7 @@ from wizard.engine.naming import Release
 __all__ = [
     "NVIDIA_REGISTRY",
     "PUBLIC_REGISTRY_HOSTS",
+    "RegistryOffer",
     "candidate_hosts",
     "catalog_versions",
     "default_answers",
@@ -29,7 +31,9 @@ __all__ = [
     "default_target",
     "is_public_registry",
     "pick_upstream_version",
+    "registry_offers",
     "repositories_holding",
+    "search_answers",
     "versions_holding",
 ]
 
@@ -216,3 +220,49 @@ def default_answers(
         answers["driver"] = driver
     answers["toolkit"] = {"installDir": facts.recommend_toolkit_dir().value}
     return answers
+
+
+@dataclass(frozen=True)
+class RegistryOffer:
+    """A private registry the Driver step offers for an empty target: where, the version it sets, how much it holds."""
+
+    repository: str
+    version: str
+    """The version to set with it ("" when one was chosen already)."""
+    note: str
+
+
+def search_answers(answers: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Answers to render the tags the nodes need before a target is named: the source stands in for it, and
+    a placeholder for a version not chosen yet (the tags' ``-<kernel>-<os>`` suffixes do not depend on it)."""
+    driver = dict(answers.get("driver") or {})
+    if not driver.get("source") or answers.get("mode") == Mode.PREINSTALLED.value:
+        return None
+    driver["repository"] = driver["source"]
+    driver["version"] = driver.get("version") or "0"
+    return {**answers, "driver": driver}
+
+
+def registry_offers(
+    listing: Mapping[str, Iterable[str]],
+    image: str,
+    version: str,
+    groups: Iterable[tuple[str, str, str]],
+    precompiled: bool,
+) -> list[RegistryOffer]:
+    """What the registries listed hold of the images the nodes need (``groups``: (tag, kernel, OS tag) per image),
+    best first: with a version, those holding its tags (the most, when none holds all: a mirror to copy the
+    rest into); without one (precompiled), those holding a version for every group, with its newest."""
+    groups = list(groups)
+    tags = {tag for tag, _, _ in groups}
+    if version:
+        offers = []
+        for repository in repositories_holding(listing, image, tags, partial=True):
+            have = len(tags & set(listing.get(f"{repository}/{image}", [])))
+            note = "holds every tag" if have == len(tags) else f"holds {have} of {len(tags)} tags"
+            offers.append(RegistryOffer(repository, "", note))
+        return offers
+    if not precompiled:
+        return []
+    held = versions_holding(listing, image, {f"-{kernel}-{tag_os}" for _, kernel, tag_os in groups})
+    return [RegistryOffer(repository, versions[0], "holds every tag") for repository, versions in held.items()]
