@@ -227,7 +227,7 @@ class DriverStep(FormStep):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
         self.answers_changed()
-        self.query_one(RegistryOffers).search()
+        self.query_one(RegistryOffers).search(delay=0.0)
 
     @on(RegistryOffers.Chosen)
     def _offer_chosen(self, event: RegistryOffers.Chosen) -> None:
@@ -329,6 +329,8 @@ class DriverStep(FormStep):
         super().answers_changed()
         self._show_branch_notes()
         self.check_images()
+        if self.is_mounted and not self.state.get("driver.repository"):
+            self.query_one(RegistryOffers).search(delay=CHECK_DELAY)
 
     def _version_hint(self) -> str:
         if self.state.get("mode") == "upstream":

@@ -27,7 +27,7 @@ class RegistryOffers(Horizontal):
     """``[Use registry.example.com/mlops · 580.126.09.1]  holds every tag``, shown once something is found."""
 
     DEFAULT_CSS = """
-    RegistryOffers { height: 1; display: none; }
+    RegistryOffers { height: auto; display: none; }
     RegistryOffers > Label { width: 20; }
     RegistryOffers > #found-note { width: 1fr; padding-left: 1; color: $text-muted; }
     """
@@ -49,9 +49,10 @@ class RegistryOffers(Horizontal):
         yield Static("", id="found-note", markup=False)
 
     @work(exclusive=True, group="mirror-search", exit_on_error=False)
-    async def search(self) -> None:
+    async def search(self, delay: float = 0.0) -> None:
         """Look for the registries that hold every group's tag (or, with no version yet in precompiled mode,
-        a version for every group), when no target is named."""
+        a version for every group), when no target is named; again after each change of the answers (a newer
+        search cancels this one: ``delay`` lets the typing pause first), so an offer never sets a stale version."""
         from wizard.engine.defaults import registry_offers, search_answers
         from wizard.engine.naming import image_tag
         from wizard.engine.plan import Plan
@@ -59,6 +60,8 @@ class RegistryOffers(Horizontal):
 
         app = cast("WizardApp", self.app)
         state = app.state
+        self.display, self.offer = False, None
+        await asyncio.sleep(delay)
         cluster, facts = state.cluster, state.facts
         trial = search_answers(state.effective_answers())
         if cluster is None or facts is None or trial is None or state.get("driver.repository"):
