@@ -49,7 +49,7 @@ async def forward(pilot: Any, until: str) -> None:
         assert target is not None, f"walked past the last step looking for {until}"
         if here == "driver" and not app.state.get("driver.repository"):  # no public registry taken for a mirror:
             offers = app.screen.query_one("#found-row")  # take the one the step found holding the tags
-            await wait_for(pilot, lambda: offers.display, 30, "the registry offer")
+            await wait_for(pilot, lambda o=offers: o.display, 30, "the registry offer")
             offers.query_one("#use-found", Button).press()
             await wait_for(pilot, lambda: bool(app.state.get("driver.repository")), 10, "the offer taken")
         if here == "driver" and not app.state.get("driver.version"):
