@@ -264,7 +264,7 @@ class DriverStep(FormStep):
             self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
             self._show_branch_notes()
             return
-        self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS: pick one in the Catalog above"
+        self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS are in the Catalog"
         if not state.get("driver.version"):  # the default a newcomer accepts: the release's own, else a supported one
             from wizard.engine.defaults import pick_upstream_version
 

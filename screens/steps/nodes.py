@@ -24,7 +24,7 @@ from screens.widgets.rowtable import RowTable
 from wizard import collector
 from wizard.engine.textsafe import printable
 
-HOST_NOTE = "Host driver, nouveau, Secure Boot? Check probes each GPU host."
+HOST_NOTE = 'Driver "-" = not checked yet: Check probes each GPU host'
 #: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
 HOST_LINES = 3
 
@@ -57,7 +57,7 @@ def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
     if node.name in host_drivers:
         version = host_drivers[node.name]
         return f"host {version}" if version else "host: none"
-    return "not checked"  # no deploy label yet and no host check: Check hosts fills it
+    return "-"  # no deploy label yet and no host check: HOST_NOTE says so beside the Check button
 
 
 def table_rows(facts: Any, release: str, host_drivers: dict[str, str]) -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
