@@ -329,8 +329,9 @@ class DriverStep(FormStep):
         super().answers_changed()
         self._show_branch_notes()
         self.check_images()
-        if self.is_mounted and not self.state.get("driver.repository"):
-            self.query_one(RegistryOffers).search(delay=CHECK_DELAY)
+        if self.is_mounted:  # an offer is for an empty target only: a named one withdraws it
+            offers = self.query_one(RegistryOffers)
+            offers.search(delay=CHECK_DELAY) if not self.state.get("driver.repository") else offers.withdraw()
 
     def _version_hint(self) -> str:
         if self.state.get("mode") == "upstream":

@@ -91,6 +91,11 @@ class RegistryOffers(Horizontal):
         self.query_one("#found-note", Static).update(f"{offers[0].note}{others}")
         self.display = True
 
+    def withdraw(self) -> None:
+        """No offer (a target was named): the search stops and the row goes."""
+        self.workers.cancel_group(self, "mirror-search")
+        self.display, self.offer = False, None
+
     @on(Button.Pressed, "#use-found")
     def _use(self, event: Button.Pressed) -> None:
         event.stop()
