@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Button, Label, Static
+from textual.widgets import Button, Static
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -27,8 +27,7 @@ class RegistryOffers(Horizontal):
     """``[Use registry.example.com/mlops · 580.126.09.1]  holds every tag``, shown once something is found."""
 
     DEFAULT_CSS = """
-    RegistryOffers { height: auto; display: none; }
-    RegistryOffers > Label { width: 20; }
+    RegistryOffers { height: auto; display: none; padding-left: 20; }
     RegistryOffers > #found-note { width: 1fr; padding-left: 1; color: $text-muted; }
     """
 
@@ -44,8 +43,7 @@ class RegistryOffers(Horizontal):
         self.offer: RegistryOffer | None = None
 
     def compose(self) -> ComposeResult:
-        yield Label("")
-        yield Button("Use", id="use-found", compact=True)
+        yield Button("Use", id="use-found", compact=True)  # under the fields' inputs: no label widget of its own
         yield Static("", id="found-note", markup=False)
 
     @work(exclusive=True, group="mirror-search", exit_on_error=False)
