@@ -60,11 +60,18 @@ def _image_findings(state: WizardState) -> list[Finding]:
                 )
             )
         elif not target.exists:
-            fix = (
-                "run the mirror plan (Driver step or Preview's Mirror plan tab), then Check again"
-                if status.mirrorable
-                else "choose a version published for this kernel, or mirror the image into the registry"
-            )
+            precompiled = state.rendered is not None and state.rendered.plan.precompiled
+            if status.mirrorable:
+                fix = "run the mirror plan (Driver step or Preview's Mirror plan tab), then Check again"
+            elif precompiled:  # nowhere to copy it from: a mirror cannot help, a mode that builds for any kernel can
+                from wizard.engine.facts import IMMUTABLE_OS_IDS
+
+                nodes = [state.nodes[n] for n in status.nodes if n in state.nodes]
+                fix = f"no source holds it: move these nodes to a kernel with an image (gpu-wizard check-kernel {status.kernel})"
+                if not any(n.os_id in IMMUTABLE_OS_IDS for n in nodes):  # an immutable OS cannot build a driver
+                    fix = f"{fix}, or choose Upstream on the Mode step: it builds the driver for kernel {status.kernel}"
+            else:
+                fix = "choose a version published for this OS, or mirror the image into the registry"
             found.append(
                 Finding(
                     f"{status.image} is missing in the target registry: {len(status.nodes)} node(s) cannot pull it",
@@ -176,15 +183,16 @@ def plan_findings(state: WizardState) -> list[Finding]:
     """Every finding about the current plan, blocking ones first."""
     found: list[Finding] = []
     rendered = state.rendered
+    mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here
     for advice in getattr(rendered, "advice", []):
-        if advice.level == "warning":
+        if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
             found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, "preview"))
     for check in state.references:
         if not check.ok or check.status.value == "warn":
             found.append(Finding(check.message, check.hint, not check.ok, "driver"))
     found += _image_findings(state)
     found += _path_findings(state)
-    found += _mixed_os_finding(state)
+    found += mixed_os
     found += _host_findings(state)
     return sorted(found, key=lambda f: not f.blocking)
 

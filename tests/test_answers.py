@@ -44,6 +44,7 @@ def test_edit_keeps_comments_and_key_order() -> None:
     assert "# where the cluster pulls from" in text
 
 
+GOOD_DRIVER = "version: 1\ndriver:\n  version: '580'\n  repository: r.io/a\n"
 ERRORS = [
     # (answers text, field, line, words the message must contain)
     ("version: 1\nmode: magic\n", "mode", 2, "'precompiled', 'preinstalled' or 'upstream'"),
@@ -77,6 +78,21 @@ ERRORS = [
     ),
     ("version: 1\ntoolkit:\n  installDir: usr/local\n", "toolkit.installDir", 3, "absolute"),
     ("version: 1\nhostPaths:\n  driverInstallDir: /run/nvidia/../x\n", "hostPaths.driverInstallDir", 3, "normalised"),
+    # issue 25, item 5: the toolkit's folder apart from the driver's, in every mode
+    (GOOD_DRIVER + "toolkit:\n  installDir: /run/nvidia/driver\n", "toolkit.installDir", 6, "is driverInstallDir"),
+    (
+        GOOD_DRIVER + "toolkit:\n  installDir: /run/nvidia/driver/tk\n",
+        "toolkit.installDir",
+        6,
+        "inside driverInstallDir",
+    ),
+    (
+        "version: 1\nmode: preinstalled\ntoolkit:\n  installDir: /opt/nv\nhostPaths:\n  driverInstallDir: /opt/nv/drv\n",
+        "toolkit.installDir",
+        4,
+        "contains driverInstallDir",
+    ),
+    ("version: 1\ntoolkit:\n  installDir: usr/nvidia\n", "toolkit.installDir", 3, "such as /usr/local/nvidia"),
     ("version: 1\noperator:\n  version: v27.1.0\n", "operator.version", 3, "v26.7.0"),
     ("version: 1\noperator:\n  namespace: GPU_Operator\n", "operator.namespace", 3, "namespace"),
     ("version: 2\n", "version", 1, "1"),

@@ -373,3 +373,33 @@ def test_missing_tools_skip_or_fail_with_the_install_hint(monkeypatch: pytest.Mo
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match=r"missing skopeo, umoci: run `bash \.ci/system-deps\.sh`"):
         require_tools("skopeo", "umoci")
+
+
+async def test_repositories_are_listed_and_the_mirror_holding_the_tags_is_found(oci_registry: RegistryServer) -> None:
+    """The Driver step's search for a site's mirror (issue 25), against a real docker-registry's ``/v2/_catalog``."""
+    from wizard.engine.defaults import registry_offers
+    from wizard.registry.images import image_repositories
+
+    image = f"nvidia-driver-{secrets.token_hex(4)}"  # one image name in two projects, neither used elsewhere
+    holder, partial = f"mlops/{image}", f"team/{image}"
+    tag = "580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
+    other = "580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5"
+    oci_registry.push_image(holder, tag)
+    oci_registry.push_image(holder, other)
+    oci_registry.push_image(partial, tag)
+    async with client_for(oci_registry) as client:
+        listed = await client.repositories(oci_registry.host)
+        assert {f"{oci_registry.host}/{holder}", f"{oci_registry.host}/{partial}"} <= set(listed)
+        listing = await image_repositories(client, [oci_registry.host], image)
+    assert sorted(listing[f"{oci_registry.host}/{holder}"]) == sorted([tag, other])
+    groups = {
+        (tag, "5.14.21-150500.55.166-default", "sle-micro5.5"),
+        (other, "5.14.21-150500.55.171-default", "sle-micro5.5"),
+    }
+    (offer,) = registry_offers(listing, image, "580.126.09.1", groups, precompiled=True)
+    assert (offer.repository, offer.note) == (f"{oci_registry.host}/{holder.rsplit('/', 1)[0]}", "holds every tag")
+    (by_version,) = registry_offers(listing, image, "", groups, precompiled=True)  # no version chosen: the one held
+    assert by_version.version == "580.126.09.1"
+    only_one = {(other, "5.14.21-150500.55.171-default", "sle-micro5.5"), ("x-k-sle-micro5.5", "k", "sle-micro5.5")}
+    (most,) = registry_offers(listing, image, "580.126.09.1", only_one, precompiled=True)  # the most, not all
+    assert most.note == "holds 1 of 2 tags" and most.repository.endswith("/mlops")

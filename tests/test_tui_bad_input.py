@@ -26,6 +26,9 @@ TYPED: list[tuple[str, str, str, str, str]] = [
     ("pull-secret-name", "driver", "driver-imagePullSecrets", "reg cred", "Secret name"),
     ("relative-installdir", "paths", "toolkit-installDir", "opt/nvidia", "is not an absolute path"),
     ("unnormalised-driver-dir", "paths", "hostPaths-driverInstallDir", "/run//nvidia/", "write it as '/run/nvidia'"),
+    # issue 25, item 5: the toolkit in the driver's folder was accepted
+    ("toolkit-is-driver-dir", "paths", "toolkit-installDir", "/run/nvidia/driver", "is driverInstallDir"),
+    ("toolkit-inside-driver-dir", "paths", "toolkit-installDir", "/run/nvidia/driver/tk", "is inside driverInstallDir"),
 ]
 
 

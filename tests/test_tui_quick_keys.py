@@ -37,7 +37,7 @@ async def help_opened_and_closed(pilot: Any) -> None:
 
 
 async def test_quick_ctrl_n_each_move_a_step_or_say_why_not(tui_env: Path) -> None:
-    app = WizardApp(demo="ubuntu-upstream", step_delay=0.0, report_dir=tui_env)
+    app = WizardApp(demo="sle-micro-precompiled", step_delay=0.0, report_dir=tui_env)
     notes: list[str] = []
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await connected(pilot)
@@ -47,14 +47,14 @@ async def test_quick_ctrl_n_each_move_a_step_or_say_why_not(tui_env: Path) -> No
         await wait_for(pilot, lambda: on_step(app, "nodes") and not app.screen.blocker(), 20, "the node table")
         await help_opened_and_closed(pilot)
         burst(app, "ctrl+n", 3)
-        # Nodes -> Mode -> Driver; the third meets the empty driver version (required upstream)
+        # Nodes -> Mode -> Driver; the third meets the empty target registry (required: no public one is guessed)
         await wait_for(pilot, lambda: on_step(app, "driver") and not app.pending_moves, 20, "the Driver step")
         await pilot.pause(0.3)
         assert app.state.step == "driver"
         notes = [n.message for n in app._notifications]
-        assert any("driver.version" in note for note in notes), notes
+        assert any("driver.repository" in note for note in notes), notes
         status = str(app.screen.query_one(NavBar).query_one("#nav-status", Static).render())
-        assert "driver.version" in status
+        assert "driver.repository" in status
         # Esc twice quickly: back two steps, to Nodes
         burst(app, "escape", 2)
         await wait_for(pilot, lambda: on_step(app, "nodes") and not app.pending_moves, 20, "the Nodes step")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Button
 
 from screens.app import WizardApp
 from screens.flow import neighbour
@@ -46,6 +47,11 @@ async def forward(pilot: Any, until: str) -> None:
         here = app.state.step
         target = neighbour(here, 1, app.state)
         assert target is not None, f"walked past the last step looking for {until}"
+        if here == "driver" and not app.state.get("driver.repository"):  # no public registry taken for a mirror:
+            offers = app.screen.query_one("#found-row")  # take the one the step found holding the tags
+            await wait_for(pilot, lambda o=offers: o.display, 30, "the registry offer")
+            offers.query_one("#use-found", Button).press()
+            await wait_for(pilot, lambda: bool(app.state.get("driver.repository")), 10, "the offer taken")
         if here == "driver" and not app.state.get("driver.version"):
             await set_field(pilot, "driver-version", UPSTREAM_VERSION)
         if here in ("paths", "preview"):

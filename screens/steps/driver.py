@@ -20,11 +20,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from screens.steps.driver_catalog import catalog_marks, catalog_options, upstream_versions
+from screens.steps.driver_catalog import catalog_marks, catalog_options, catalog_prompt, upstream_versions
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
+from screens.widgets.offers import RegistryOffers
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
@@ -52,10 +53,13 @@ class DriverStep(FormStep):
     # focusable widget, the form's scroll container, and moving the focus on from it restyled the whole
     # form twice (~30 ms each) before the step's first frame.
     AUTO_FOCUS = "#driver-version Input"
+    #: The version's hint in upstream mode: what the source registry's tags offer, once read.
+    _upstream_hint = "the versions the source registry holds are offered above once read"
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
-    #catalog-row, .switch-row { height: 1; }
+    #catalog-row { height: 1; }
+    .switch-row { height: auto; }
     #catalog-row > Label, .switch-row > Label { width: 20; }
     #catalog { width: 1fr; }
     .switch-row > Checkbox { width: auto; }
@@ -74,16 +78,17 @@ class DriverStep(FormStep):
             with Horizontal(id="catalog-row"):
                 yield Label("Catalog")
                 yield Select[str](
-                    catalog_options(self._tag_oses()), prompt="pick a known version", id="catalog", compact=True
+                    catalog_options(self._tag_oses()) if not upstream else [],
+                    prompt=catalog_prompt(self._tag_oses()) if not upstream else "pick a version the registry holds",
+                    id="catalog",
+                    compact=True,
                 )
             yield AnswerField(
                 "Driver version",
                 "driver.version",
                 str(state.get("driver.version") or ""),
                 placeholder="580.126.09.1 or a branch (580)" if not upstream else "a full version, like 580.126.20",
-                hint="version only: the operator appends -<kernel>-<os> itself"
-                if not upstream
-                else "the tags in the registry are listed above once read",
+                hint=self._version_hint(),
             )
             yield Label("Registry", classes="section")
             yield AnswerField(
@@ -96,9 +101,10 @@ class DriverStep(FormStep):
                 "Cluster pulls from",
                 "driver.repository",
                 str(state.get("driver.repository") or ""),
-                placeholder="registry.example.com/mlops",
+                placeholder="required: the registry your nodes pull from",
                 hint="spec.driver.repository; set your mirror here to copy the images into it",
             )
+            yield RegistryOffers(id="found-row")  # shown once a registry holding the tags is found (target empty)
             yield AnswerField("Image name", "driver.image", str(state.get("driver.image") or ""))
             yield AnswerField(
                 "Pull secrets",
@@ -178,43 +184,34 @@ class DriverStep(FormStep):
 
     def _crd_note(self) -> str:
         tags = self._tag_oses()
-        if len(tags) > 1:
-            return f"recommended: GPU nodes run {len(tags)} OSes ({', '.join(tags)})"
-        return "one NVIDIADriver resource instead of ClusterPolicy's driver section"
+        if len(tags) > 1:  # short: the note beside the switch wraps rather than ending in "…" at 80 columns
+            return f"recommended: the nodes run {len(tags)} OSes"
+        return "a driver resource per OS pool"
 
     def _prefill(self) -> None:
-        """First visit: the mode's default source and image, the catalog's best version, pull from the source."""
-        from wizard.engine.plan import MODE_DEFAULTS, Mode
+        """First visit: what a newcomer accepts (``wizard.engine.defaults.driver_defaults``): the source and image
+        for the nodes' OS, the catalog's best version for it, the registry the cluster pulls from as far as the
+        cluster tells. None is guessed: an empty target is required, and the registries that already hold the
+        tags are looked for (:class:`~screens.widgets.offers.RegistryOffers`)."""
+        from wizard.engine.defaults import default_target, driver_defaults
+        from wizard.engine.plan import Mode
 
         state = self.state
-        defaults = MODE_DEFAULTS[Mode(state.get("mode") or "precompiled")]
-        for key in ("source", "image"):
-            if not state.get(f"driver.{key}") and defaults[key]:
-                state.set(f"driver.{key}", defaults[key])
-        if not state.get("driver.version") and state.get("mode", "precompiled") == "precompiled":
-            options = catalog_options(self._tag_oses())
-            if options:
-                state.set("driver.version", options[0][1])
+        mode = Mode(state.get("mode") or "precompiled")
+        operator_image = str(getattr(state.preflight, "operator_image", "") or "")
+        defaults = driver_defaults(mode, self._tag_oses(), operator_image=operator_image)
+        if not state.get("driver.source") and defaults.get("source"):
+            state.set("driver.source", defaults["source"])
+        if not state.get("driver.image") and defaults.get("image"):
+            state.set("driver.image", defaults["image"])
+        if not state.get("driver.version") and defaults.get("version"):
+            state.set("driver.version", defaults["version"])
         if not state.get("driver.repository") and state.get("driver.source"):
-            state.set("driver.repository", self._operator_registry() or state.get("driver.source"))
-        if state.get("driver.useNvidiaDriverCRD") is None and len(self._tag_oses()) > 1:
+            target = default_target(str(state.get("driver.source")), operator_image=operator_image)
+            if target:
+                state.set("driver.repository", target)
+        if state.get("driver.useNvidiaDriverCRD") is None and defaults.get("useNvidiaDriverCRD"):
             state.set("driver.useNvidiaDriverCRD", True)  # one driver resource per OS: see the note beside it
-
-    def _operator_registry(self) -> str:
-        """Where the operator itself was pulled from, when that is not the driver's source (a mirror).
-
-        A cluster that runs the operator from ``registry.airgap.local/nvidia`` pulls from there: its
-        driver images are most likely mirrored beside it, and the public source may be unreachable.
-        """
-        image = str(getattr(self.state.preflight, "operator_image", "") or "")
-        if "/" not in image:
-            return ""
-        repository = image.rsplit("/", 1)[0]
-        source = str(self.state.get("driver.source") or "")
-        host = repository.split("/", 1)[0]
-        if not source or source.split("/", 1)[0] == host or ("." not in host and ":" not in host):
-            return ""
-        return repository
 
     def on_mount(self) -> None:
         upstream = self.state.get("mode") == "upstream"
@@ -230,14 +227,27 @@ class DriverStep(FormStep):
             with catalog.prevent(Select.Changed):
                 catalog.value = version
         self.answers_changed()
+        self.query_one(RegistryOffers).search(delay=0.0)
+
+    @on(RegistryOffers.Chosen)
+    def _offer_chosen(self, event: RegistryOffers.Chosen) -> None:
+        """The registry found holding the tags was taken: it becomes the target (and its version the version)."""
+        self.query_one("#driver-repository", AnswerField).set_value(event.offer.repository)
+        self.state.set("driver.repository", event.offer.repository)
+        if event.offer.version:
+            self.query_one("#driver-version", AnswerField).set_value(event.offer.version)
+            self.state.set("driver.version", event.offer.version)
+            self._follow_version(event.offer.version)
+        self.answers_changed()
 
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_upstream_versions(self) -> None:
-        """Offer the versions the source registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``)."""
+        """Offer the versions the registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``): the one the
+        cluster pulls from when named (an air-gapped cluster reaches only its mirror), else the source."""
         from wizard.engine.registry_routes import repository_host
 
         state = self.state
-        source = str(state.get("driver.source") or "")
+        source = str(state.get("driver.repository") or state.get("driver.source") or "")
         image = str(state.get("driver.image") or "driver")
         tag_oses = self._tag_oses()
         if not source or not tag_oses:
@@ -250,13 +260,25 @@ class DriverStep(FormStep):
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
-        if not versions:
+        if not versions:  # say so: a hint promising a Catalog row that never comes was stale
+            self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
+            self._show_branch_notes()
             return
+        self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS are in the Catalog"
+        if not state.get("driver.version"):  # the default a newcomer accepts: the release's own, else a supported one
+            from wizard.engine.defaults import pick_upstream_version
+
+            picked = pick_upstream_version(versions, str(state.get("operator.version") or ""))
+            if picked:
+                self.query_one("#driver-version", AnswerField).set_value(picked)
+                state.set("driver.version", picked)
+                self.answers_changed()
         catalog = self.query_one("#catalog", Select)
         catalog.set_options([(f"{v}  (in {source})", v) for v in versions])
         self._follow_version(str(state.get("driver.version") or ""))
         self.query_one("#catalog-row").display = True
         self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
+        self._show_branch_notes()
 
     def _follow_version(self, version: str) -> None:
         """The Catalog shows the typed version when it is one of its entries, else nothing."""
@@ -305,7 +327,28 @@ class DriverStep(FormStep):
 
     def answers_changed(self) -> None:
         super().answers_changed()
+        self._show_branch_notes()
         self.check_images()
+        if self.is_mounted:  # an offer is for an empty target only: a named one withdraws it
+            offers = self.query_one(RegistryOffers)
+            offers.search(delay=CHECK_DELAY) if not self.state.get("driver.repository") else offers.withdraw()
+
+    def _version_hint(self) -> str:
+        if self.state.get("mode") == "upstream":
+            return self._upstream_hint
+        return "version only: the operator appends -<kernel>-<os> itself"
+
+    def _show_branch_notes(self) -> None:
+        """Beside the version: a branch the operator release does not support, or a downgrade of the live driver."""
+        from wizard.engine.branches import branch_checks
+
+        plan = self.state.plan()
+        live = (getattr(self.state.preflight, "cluster_policy", None) or {}).get("spec", {}).get("driver", {})
+        checks = (
+            branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+        )
+        field = self.query_one("#driver-version", AnswerField)
+        field.set_hint("; ".join(f"! {c.data['short']}" for c in checks) or self._version_hint())
 
     # -- images -----------------------------------------------------------------------------
 

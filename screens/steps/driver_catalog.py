@@ -1,7 +1,7 @@
 """The driver versions the Driver step offers, and the catalog's word on each image it shows.
 
-Precompiled versions come from the bundled catalog (validated/published markers, narrowed to the
-GPU nodes' OS when they all run one); upstream versions from the source registry's tags, kept only
+Precompiled versions come from the bundled catalog (validated/published markers, only those known on
+every OS the GPU nodes run); upstream versions from the source registry's tags, kept only
 when tagged for every GPU node's OS. Each precompiled image gets the catalog's status of its
 (kernel, OS) tuple, shown beside it in the image groups.
 """
@@ -13,12 +13,22 @@ from typing import Any
 
 
 def catalog_options(tag_oses: list[str]) -> list[tuple[str, str]]:
-    """The catalog's (label, version) choices: for the one OS the GPU nodes run, else every version."""
+    """The catalog's (label, version) choices known on every OS the GPU nodes run (never another OS's);
+    every version only before any node is known."""
     from wizard.engine.catalog import driver_versions
+    from wizard.engine.defaults import catalog_versions
 
-    choices = driver_versions(tag_oses[0]) if len(tag_oses) == 1 else []
-    choices = choices or driver_versions()
-    return [(c.label, c.version) for c in choices]
+    if not tag_oses:
+        return [(c.label, c.version) for c in driver_versions()]
+    common = set(catalog_versions(tag_oses))
+    return [(c.label, c.version) for c in driver_versions(tag_oses[0]) if c.version in common]
+
+
+def catalog_prompt(tag_oses: list[str]) -> str:
+    """The Catalog selector's prompt: what to pick, or why there is nothing to pick on these OSes."""
+    if tag_oses and not catalog_options(tag_oses):
+        return f"no catalog version for {', '.join(tag_oses)}: type one"
+    return "pick a known version"
 
 
 def upstream_versions(tags: list[str], tag_oses: list[str]) -> list[str]:

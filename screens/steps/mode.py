@@ -72,10 +72,16 @@ class ModeStep(FormStep):
     def _label(self, mode: str, recommended: bool) -> str:
         label = TITLES[mode]
         if recommended:
-            label += "  ★ recommended"
+            label += f"  ★ {self._star_word(mode)}"
         if mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
+
+    @staticmethod
+    def _star_word(mode: str) -> str:
+        """ "recommended" for a mode this release validated; a mode it did not is only "suggested" by the nodes
+        (a "★ recommended" beside "not validated in this release" said two opposite things)."""
+        return "suggested" if mode == "upstream" else "recommended"
 
     def _recommended(self) -> tuple[str, str]:
         facts = self.state.facts
@@ -116,7 +122,7 @@ class ModeStep(FormStep):
         note.set_class(bool(error), "-error")
 
     def _reason_text(self, recommended: tuple[str, str]) -> str:
-        text = f"★ Recommended: {TITLES[recommended[0]]} — {recommended[1]}"
+        text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
         warning = self._mode_warning()
         if warning:
             text += f"\n! {warning}"
@@ -149,15 +155,19 @@ class ModeStep(FormStep):
 
     def _set_mode(self, mode: str) -> None:
         """Change the mode, moving image defaults along when they were the old mode's defaults."""
-        from wizard.engine.plan import MODE_DEFAULTS, Mode
+        from wizard.engine.defaults import default_source
+        from wizard.engine.plan import DEFAULT_RELEASE, MODE_DEFAULTS, Mode
 
         state = self.state
         old = state.get("mode") or "precompiled"
+        facts = state.facts
+        oses = facts.os_tags(str(state.get("operator.version") or DEFAULT_RELEASE)) if facts is not None else []
         if old != mode:
-            for key in ("source", "image"):
+            before, after = default_source(Mode(old), oses), default_source(Mode(mode), oses)
+            for index, key in enumerate(("source", "image")):
                 value = state.get(f"driver.{key}")
-                if not value or value == MODE_DEFAULTS[Mode(old)][key]:
-                    state.set(f"driver.{key}", MODE_DEFAULTS[Mode(mode)][key] or None)
+                if not value or value in (before[index], MODE_DEFAULTS[Mode(old)][key]):
+                    state.set(f"driver.{key}", after[index] or None)
             if mode == "precompiled":
                 state.set("driver.repoConfig", None)
                 state.set("driver.airgapped", None)

@@ -26,7 +26,7 @@ from screens.widgets.rowtable import RowTable
 from wizard import collector
 from wizard.engine.textsafe import printable
 
-HOST_NOTE = "Host driver, nouveau, Secure Boot? Check probes each GPU host."
+HOST_NOTE = 'Driver "-" = not checked yet: Check probes each GPU host'
 #: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
 HOST_LINES = 3
 
@@ -39,9 +39,16 @@ def short_runtime(runtime: str) -> str:
     return runtime.replace("://", " ")
 
 
-def gpu_text(count: int, product: str) -> str:
-    """``8×H200`` from the count and the ``nvidia.com/gpu.product`` label."""
+def product_name(product: str) -> str:
+    """``H200`` for ``NVIDIA-H200``; GFD's MIG product (single strategy, ``NVIDIA-A30-MIG-1g.6gb``) as ``MIG 1g.6gb (A30)``."""
     name = product.removeprefix("NVIDIA-") if product else "GPU"
+    model, mig, profile = name.partition("-MIG-")
+    return f"MIG {profile} ({model})" if mig else name
+
+
+def gpu_text(count: int, product: str) -> str:
+    """``8×H200`` from the count and the ``nvidia.com/gpu.product`` label (``4×MIG 1g.6gb (A30)``)."""
+    name = product_name(product)
     return f"{count}×{name}" if count else name
 
 
@@ -52,7 +59,7 @@ def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
     if node.name in host_drivers:
         version = host_drivers[node.name]
         return f"host {version}" if version else "host: none"
-    return "-"
+    return "-"  # no deploy label yet and no host check: HOST_NOTE says so beside the Check button
 
 
 def table_rows(facts: Any, release: str, host_drivers: dict[str, str]) -> tuple[str, list[tuple[str, tuple[str, ...]]]]:
@@ -60,7 +67,7 @@ def table_rows(facts: Any, release: str, host_drivers: dict[str, str]) -> tuple[
     groups = facts.groups(release)
     lines = []
     for number, group in enumerate(groups, start=1):
-        products = ", ".join(p.removeprefix("NVIDIA-") for p in group.products) or "GPU"
+        products = ", ".join(product_name(p) for p in group.products) or "GPU"
         lines.append(
             f"[b]{number}[/] {group.count:>3} × [$accent]{escape(printable(group.kernel))}[/]  "
             f"[b]{escape(group.tag_os)}[/]  {escape(products)}"

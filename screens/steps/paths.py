@@ -122,7 +122,7 @@ class PathsStep(FormStep):
         self.query_one(AnswerField).input.focus()
         if state.path_checks is not None:  # checked before for these very paths
             self._show_checks(state.path_checks)
-        elif state.cluster is not None and not state.replay and auto_check(state):
+        elif state.cluster is not None and (not state.replay or state.replay_until == self.STEP) and auto_check(state):
             plan = state.plan()
             if plan is not None:  # check right away: a noexec /run must not wait for a button press
                 self.check_paths(plan)

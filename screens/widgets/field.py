@@ -100,6 +100,16 @@ class AnswerField(Vertical):
         self.set_class(bool(message), "-invalid")
         note.display = bool(message or self.hint)
 
+    def set_hint(self, hint: str) -> None:
+        """Change the hint (shown when the field has no error): what the value means now, never a stale word."""
+        if hint == self.hint:
+            return
+        self.hint = hint
+        if self.is_mounted and not self._error_shown:
+            note = self.query_one(".field-note", Static)
+            note.update(hint)
+            note.display = bool(hint)
+
     def on_mount(self) -> None:
         self.query_one(".field-note", Static).display = bool(self.hint)
 

@@ -18,8 +18,11 @@ from wizard.engine.naming import image_tag
 _CATALOG = {
     "validated": "[$success]✓ validated[/]",
     "published": "[$accent]published[/]",
-    "unknown": "[$warning]not in catalog[/]",
+    "unknown": "[$warning]not validated[/]",
 }
+#: A tuple the catalog does not list but the registry holds: published, not validated (never "not in catalog"
+#: beside "present", which read as a contradiction).
+_PUBLISHED_UNLISTED = "[$accent]published[/] [$warning]· not validated[/]"
 
 
 def short_digest(digest: str) -> str:
@@ -82,10 +85,24 @@ class ImageGroups(Static):
                 )
                 continue
             # the separators sit inside the styled spans: some terminals lost a space after a closing tag
-            lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(first.kernel)} · {nodes}")
+            kernels = list(dict.fromkeys(e.kernel for e in entries))
+            more = f" +{len(kernels) - 1} kernel{'s' if len(kernels) > 2 else ''}" if len(kernels) > 1 else ""
+            lines.append(f"[b]{number} {escape(first.tag_os)} ·[/] {escape(kernels[0])}{more} · {nodes}")
+            other_os = [e for e in entries if e.node_os and e.node_os != e.tag_os]
+            if other_os:  # a ClusterPolicy gives every node one OS's image: say whom it does not fit
+                names = ", ".join(e.node for e in other_os[:3]) + (
+                    f" +{len(other_os) - 3}" if len(other_os) > 3 else ""
+                )
+                oses = ", ".join(sorted({e.node_os for e in other_os}))
+                lines.append(f"  [$error]✗ {escape(names)} run(s) {escape(oses)}: this image does not fit[/]")
             mark = (catalog or {}).get(image, "")
-            lines.append(f"  [$accent]{escape(image_tag(image))}[/] {_CATALOG.get(mark, '')}".rstrip())
             status = status_of.get(image)
+            word = (
+                _PUBLISHED_UNLISTED
+                if mark == "unknown" and status is not None and status.ok
+                else _CATALOG.get(mark, "")
+            )
+            lines.append(f"  [$accent]{escape(image_tag(image))}[/] {word}".rstrip())
             if status is not None:
                 lines.append(f"  {status_markup(status)}")
             elif checking:

@@ -78,6 +78,9 @@ class DoctorRun:
     """The nodes, listed once for every source (at 5,000 nodes a list is ten pages)."""
 
 
+LIVE_ORIGIN = "the live ClusterPolicy"
+"""A run's ``origin`` when its plan is the live policy's."""
+
 FindingSource = Callable[["Cluster", DoctorRun], AsyncIterator["Check"]]
 
 
@@ -142,6 +145,23 @@ async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Chec
             check = Check("driver-image", Status.FAIL, message, hint=hint)
         for node in status.nodes if not run.nodes else [n for n in status.nodes if n in run.nodes]:
             yield dataclasses.replace(check, node=node)
+
+
+async def branch_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
+    """The plan's driver branch against its operator release (every mode), and a downgrade of the live driver."""
+    from wizard.cluster.errors import ClusterError
+    from wizard.engine.branches import branch_checks
+
+    plan = run.plan
+    if plan is None:
+        return
+    live = ""
+    if run.origin != LIVE_ORIGIN:
+        with contextlib.suppress(ClusterError):  # no live policy (or not a plan): nothing to compare with
+            live = (await cluster.live_plan()).driver.version
+    facts = await _facts(cluster, run)
+    for check in branch_checks(plan, live_version=live, tag_oses=facts.os_tags(plan.operator.version)):
+        yield check
 
 
 def paths_plan(run: DoctorRun | None, target: DoctorTarget) -> Plan:
@@ -212,6 +232,7 @@ SOURCES: list[tuple[str, FindingSource]] = [
     ("preflight", preflight_findings),
     ("kernel-drift", kernel_drift_findings),
     ("images", image_findings),
+    ("driver-branch", branch_findings),
     ("paths", path_findings),
     ("hosts", host_findings),
     ("runtime", runtime_findings),
@@ -235,7 +256,7 @@ async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: l
     if run is None and preflight.cluster_policy is not None:
         with contextlib.suppress(ClusterError):  # a live policy that is no valid plan: use the recommendation
             live = await cluster.live_plan()
-            run = DoctorRun(DoctorTarget.from_plan(live), live, "the live ClusterPolicy", nodes)
+            run = DoctorRun(DoctorTarget.from_plan(live), live, LIVE_ORIGIN, nodes)
     facts = await cluster.discover()
     provisional = (
         run.target

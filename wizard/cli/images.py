@@ -123,10 +123,27 @@ def missing_images_refusal(problems: list[ImageStatus]) -> tuple[str, str]:
         what = f"could not check {len(problems)} driver image(s) the plan needs ({unchecked[0].target.error}): {names}"
     else:
         what = f"{len(problems)} driver image(s) the plan needs are not where the cluster pulls from: {names}"
-    return (
-        f"{what}; nothing applied",
-        "push or mirror them first (gpu-wizard mirror --run), or pass --allow-missing-images to apply anyway",
-    )
+    return f"{what}; nothing applied", _missing_images_hint(problems)
+
+
+def _missing_images_hint(problems: list[ImageStatus]) -> str:
+    """A fix that can work for each missing image: the mirror only for what a source holds (issue 25)."""
+    from wizard.engine.defaults import SLE_MICRO_TAG_PREFIXES
+
+    hints = []
+    if any(p.mirrorable or p.target.error for p in problems):
+        hints.append("push or mirror them first (gpu-wizard mirror --run)")
+    nowhere = [p for p in problems if not p.target.error and not p.mirrorable]
+    precompiled = [p for p in nowhere if p.catalog]  # precompiled tuples carry the catalog's word
+    if precompiled:
+        kernel = precompiled[0].kernel
+        hint = f"no source holds a precompiled image for kernel {kernel}: gpu-wizard check-kernel {kernel}"
+        if not all(p.tag_os.startswith(SLE_MICRO_TAG_PREFIXES) for p in precompiled):  # a mutable OS can build it
+            hint += "; or set mode: upstream, which builds the driver for any kernel"
+        hints.append(hint)
+    elif nowhere and not hints:
+        hints.append("choose a version the registry holds for these OSes, or push the images there")
+    return "; ".join(hints) + ", or pass --allow-missing-images to apply anyway"
 
 
 def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:

@@ -40,7 +40,7 @@ from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
 from wizard.engine.results import Check, ClusterInfo, LogLine
 from wizard.registry.client import RegistryClient
-from wizard.registry.images import ImageStatus, check_images
+from wizard.registry.images import ImageStatus, check_images, image_repositories
 from wizard.registry.mirror_run import MirrorProgress, run_mirror, skopeo_available
 
 __all__ = [
@@ -232,6 +232,22 @@ class Cluster:
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
         return await check_images(rendered, registry)
+
+    def private_registries(self, mirrors: Mapping[str, str] | None = None, *also: str) -> list[str]:
+        """The private registry hosts this cluster is known to pull from: those its runtime reaches through a
+        mirror (the user's ``mirrors``; on the demo, its marker's) and ``also`` (the operator's image, live
+        repositories). Where a site's driver mirror may already be."""
+        from wizard.engine.defaults import candidate_hosts
+
+        demo = self.demo_mirrors if self.info.demo else {}
+        return candidate_hosts(demo, mirrors or {}, also)
+
+    async def driver_repositories(
+        self, registry: RegistryClient, hosts: Iterable[str], image: str
+    ) -> dict[str, list[str]]:
+        """Every repository named ``image`` on ``hosts`` with its tags (where a site's mirror may already hold them);
+        ``wizard.engine.defaults`` says which hold a plan's tags, or which versions they hold for every group."""
+        return await image_repositories(registry, hosts, image)
 
     async def prepare_upgrade(
         self, target: Plan, *, registry: RegistryClient | None = None, current: Plan | None = None

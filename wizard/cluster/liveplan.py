@@ -57,6 +57,8 @@ def plan_from_live(
         for key in ("repository", "image", "version"):
             if source.get(key):
                 answers["driver"][key] = str(source[key])
+        if source.get("repository"):  # its images are where it pulls them: nothing to copy (not another OS's source)
+            answers["driver"]["source"] = str(source["repository"])
         secrets = source.get("imagePullSecrets") or []
         answers["driver"]["imagePullSecrets"] = [s if isinstance(s, str) else s.get("name", "") for s in secrets]
     toolkit_dir = (spec.get("toolkit") or {}).get("installDir")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from wizard.engine.branches import branch_checks
 from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, UNKNOWN_OS_TAG, ClusterFacts
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
@@ -344,6 +345,16 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
                     "still tried (operator issues #337, #299).",
                 )
             )
+    for check in branch_checks(plan, tag_oses=facts.os_tags(plan.operator.version)):
+        out.append(
+            Advice(
+                "warning",
+                check.check,
+                f"The {check.message}: {check.hint}.",
+                "The GPU Operator component matrix lists the driver branches each release supports "
+                "(assets/doctor/driver-branches.yaml); another branch is neither tested nor supported with it.",
+            )
+        )
     unsupported = _repoconfig_unsupported(plan, facts)
     if unsupported:
         out.append(unsupported)

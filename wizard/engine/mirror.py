@@ -51,6 +51,8 @@ class NodeImage:
     image: str
     unplaced: str = ""
     """Why the operator cannot place a driver image on this GPU node (then ``image`` is empty)."""
+    node_os: str = ""
+    """The node's own OS tag: another than ``tag_os`` where a ClusterPolicy gives every node one OS's image."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,10 @@ def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
                 )
         if plan.driver_enabled and not unplaced:
             image = _node_image(plan, node, tag)
-        out.append(NodeImage(node=node.name, kernel=node.kernel, tag_os=tag, image=image, unplaced=unplaced))
+        own = node.tag_os(release)
+        out.append(
+            NodeImage(node=node.name, kernel=node.kernel, tag_os=tag, image=image, unplaced=unplaced, node_os=own)
+        )
     return out
 
 

@@ -96,34 +96,40 @@ def check_driver_version(value: str, mode: Mode) -> str:
     raise ValueError(f"{value!r} is not {version_help(mode)}")
 
 
-PATH_HELP = "an absolute folder such as /run/nvidia/driver (letters, digits, . _ + - and /)"
+def path_help(example: str) -> str:
+    """What a host-folder field takes, with an example that fits the field (a toolkit folder is not a driver's)."""
+    return f"an absolute folder such as {example} (letters, digits, . _ + - and /)"
 
 
-def check_absolute_path(value: str) -> str:
-    """An absolute, normalised host folder of safe characters that is no system folder, else ValueError."""
+def check_absolute_path(value: str, example: str = DEFAULT_DRIVER_INSTALL_DIR) -> str:
+    """An absolute, normalised host folder of safe characters that is no system folder, else ValueError.
+
+    ``example``: the folder the error messages suggest, one that is right for the field checked.
+    """
+    help_text = path_help(example)
     if len(value) > MAX_PATH:
-        raise ValueError(f"a path of {len(value)} characters; give {PATH_HELP}, at most {MAX_PATH} characters")
+        raise ValueError(f"a path of {len(value)} characters; give {help_text}, at most {MAX_PATH} characters")
     if not value.startswith("/"):
-        raise ValueError(f"{value!r} is not an absolute path; give {PATH_HELP}")
+        raise ValueError(f"{value!r} is not an absolute path; give {help_text}")
     normal = posixpath.normpath(value)
     if normal.startswith("//"):
         normal = "/" + normal.lstrip("/")
     if normal != value:
         raise ValueError(f"{value!r} is not normalised; write it as {normal!r}")
     if value == "/":
-        raise ValueError(f"'/' is the host's root folder; give {PATH_HELP}")
+        raise ValueError(f"'/' is the host's root folder; give {help_text}")
     if not _PATH_RE.match(value):
         bad = sorted({c for c in value if not (c.isascii() and (c.isalnum() or c in "._+-/"))})
         shown = " ".join(repr(c) for c in bad[:5])
-        raise ValueError(f"{value!r} contains {shown}, not allowed in a host path; give {PATH_HELP}")
+        raise ValueError(f"{value!r} contains {shown}, not allowed in a host path; give {help_text}")
     top = value.split("/")[1]
     system = value in SYSTEM_FOLDERS or (value.count("/") == 1 and top.startswith("lib"))
     if system or (value.startswith("/usr/lib") and value.count("/") == 2):
         raise ValueError(
-            f"{value!r} is a system folder the operator would write into; give a folder of its own, {PATH_HELP}"
+            f"{value!r} is a system folder the operator would write into; give a folder of its own, {help_text}"
         )
     if value.startswith(PSEUDO_FILESYSTEMS):
-        raise ValueError(f"{value!r} is on the kernel's /{top} pseudo file system; give {PATH_HELP}")
+        raise ValueError(f"{value!r} is on the kernel's /{top} pseudo file system; give {help_text}")
     return value
 
 
@@ -511,7 +517,7 @@ class ToolkitSpec(_Section):
     @field_validator("installDir")
     @classmethod
     def _path(cls, value: str | None) -> str | None:
-        return check_absolute_path(value) if value else None
+        return check_absolute_path(value, DEFAULT_TOOLKIT_INSTALL_DIR) if value else None
 
     @field_validator("runtime")
     @classmethod
@@ -588,6 +594,7 @@ class Plan(_Section):
     def _cross_field_rules(self) -> Plan:
         driver = self.driver
         if self.mode is Mode.PREINSTALLED:
+            self._folders_apart()
             return self
         if not driver.version:
             raise ValueError(f"driver.version: required in {self.mode.value} mode; give {version_help(self.mode)}")
@@ -600,12 +607,34 @@ class Plan(_Section):
                 f"driver.repository: required in {self.mode.value} mode; give the registry the cluster "
                 "pulls from, like registry.example.com/mlops"
             )
+        self._folders_apart()
         if self.mode is Mode.PRECOMPILED and driver.repoConfig.configMapName:
             raise ValueError(
                 "driver.repoConfig.configMapName: only used in upstream mode (precompiled images carry "
                 "the kernel modules); remove it"
             )
         return self
+
+    def _folders_apart(self) -> None:
+        """The toolkit's folder is neither the driver's root nor inside it, nor around it: the driver container
+        mounts ``driverInstallDir`` and replaces what is there, and the toolkit would lose its files (or the
+        driver its root) at every driver restart."""
+        toolkit = self.toolkit.installDir
+        if not toolkit:
+            return  # the OS profile's default (/usr/local/nvidia or /run/nvidia/toolkit-install) is apart
+        driver = self.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR
+        if toolkit == driver:
+            problem = f"is driverInstallDir ({driver})"
+        elif toolkit.startswith(driver + "/"):
+            problem = f"is inside driverInstallDir ({driver})"
+        elif driver.startswith(toolkit + "/"):
+            problem = f"contains driverInstallDir ({driver})"
+        else:
+            return
+        raise ValueError(
+            f"toolkit.installDir: {toolkit!r} {problem}; the toolkit needs a folder of its own apart from the "
+            f"driver's, such as {DEFAULT_TOOLKIT_INSTALL_DIR} or {IMMUTABLE_TOOLKIT_INSTALL_DIR}"
+        )
 
     @property
     def driver_enabled(self) -> bool:

@@ -210,6 +210,37 @@ class RegistryClient:
                 path = next_link(resp.headers.get("Link", ""))
         return tags
 
+    async def repositories(self, host: str, limit: int = 5000) -> list[str]:
+        """The repositories ``host`` lists (``/v2/_catalog``, through its mirror when one is routed), as ``host/path``.
+
+        Many registries refuse to list (401, 403, 404): that is an empty answer, not an error. A mirror
+        serving several hosts under path prefixes lists only ``host``'s. At most ``limit`` names.
+        """
+        endpoint, prefix = self._route(host, "")
+        prefix = prefix.strip("/")
+        found: list[str] = []
+        path: str | None = "/v2/_catalog?n=1000"
+        async with self._semaphore:
+            while path and len(found) < limit:
+                try:
+                    resp = await self._send("GET", endpoint, "", path, {"Accept": "application/json"})
+                except RegistryError:
+                    return found
+                if resp.status != 200:
+                    return found
+                try:
+                    names = json_object(resp.body).get("repositories") or []
+                except (ValueError, AttributeError):
+                    return found
+                for name in names:
+                    if not isinstance(name, str):
+                        continue
+                    if prefix and not name.startswith(prefix + "/"):
+                        continue
+                    found.append(f"{host}/{name[len(prefix) + 1 :] if prefix else name}")
+                path = next_link(resp.headers.get("Link", ""))
+        return found[:limit]
+
     # -- transport ----------------------------------------------------------------------------------
 
     def _route(self, host: str, repo: str) -> tuple[str, str]:

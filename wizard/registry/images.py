@@ -7,11 +7,12 @@ copied from elsewhere, and what the bundled catalog knows about the (driver, ker
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from wizard.engine.catalog import TupleStatus, tuple_status
 from wizard.engine.render import Rendered
-from wizard.registry.client import RegistryClient, TagStatus
+from wizard.registry.client import RegistryClient, RegistryError, TagStatus
 
 
 @dataclass(frozen=True)
@@ -68,3 +69,21 @@ async def check_images(rendered: Rendered, registry: RegistryClient) -> list[Ima
             )
         )
     return out
+
+
+async def image_repositories(registry: RegistryClient, hosts: Iterable[str], image: str) -> dict[str, list[str]]:
+    """Every repository named ``image`` on ``hosts`` (``registry.example.com/mlops/nvidia-driver``) with its tags.
+
+    Each host is asked for its repository list (``/v2/_catalog``; a registry that refuses lists none),
+    then each repository named ``image`` for its tags (one that cannot be read is left out).
+    """
+    listing: dict[str, list[str]] = {}
+    for host in hosts:
+        for repository in await registry.repositories(host):
+            if repository.rsplit("/", 1)[-1] != image:
+                continue
+            try:
+                listing[repository] = await registry.list_tags(repository)
+            except RegistryError:  # unreachable or refused: not a place the tags can be shown to be
+                continue
+    return listing

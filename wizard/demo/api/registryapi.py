@@ -45,6 +45,10 @@ def handle(request: web.Request, catalog: Mapping[str, Mapping[str, str]]) -> we
         return _error(405, "UNSUPPORTED", "the demo registry is read-only")
     if not rest.strip("/"):
         return web.json_response({}, headers={"Docker-Distribution-Api-Version": "registry/2.0"})
+    if rest.rstrip("/") == "_catalog":  # what a docker-registry lists: every repository it holds
+        return web.json_response(
+            {"repositories": sorted(catalog)}, headers={"Docker-Distribution-Api-Version": "registry/2.0"}
+        )
     if rest.endswith("/tags/list"):
         repository = rest[: -len("/tags/list")]
         tags = catalog.get(repository)

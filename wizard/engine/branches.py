@@ -1,0 +1,91 @@
+"""Does the operator release support the plan's driver branch, and is the change a downgrade?
+
+The branches each release line supports are ``assets/doctor/driver-branches.yaml``'s (the GPU Operator
+component matrix), for every mode: a containerized driver of an unsupported branch is as unsupported
+as a host driver of one (:func:`wizard.engine.hostdoctor.supported_branches`). A supported version to
+suggest comes from the catalog for the nodes' OS in precompiled mode, else from the matrix's list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from wizard.engine.catalog import branch_of
+from wizard.engine.defaults import catalog_versions
+from wizard.engine.hostdoctor import doctor_asset, supported_branches
+from wizard.engine.modes import Mode
+from wizard.engine.naming import DIGEST_PREFIX, Release
+from wizard.engine.plan import Plan
+from wizard.engine.results import Check, Status
+
+__all__ = ["branch_checks", "is_downgrade", "supported_versions"]
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def is_downgrade(live: str, planned: str) -> bool:
+    """``planned`` is older than ``live`` (580 → 570; 580.126.20 → 580.105.08); a bare branch of the same
+    branch (580 beside 580.126.20) is no downgrade. Digests are never compared."""
+    if not live or not planned or DIGEST_PREFIX in live + planned:
+        return False
+    if branch_of(live) != branch_of(planned):
+        return _key(branch_of(planned)) < _key(branch_of(live))
+    if "." not in live or "." not in planned:
+        return False
+    return _key(planned) < _key(live)
+
+
+def supported_versions(release: str, mode: Mode, tag_oses: Sequence[str] = ()) -> list[str]:
+    """Versions of the supported branches to suggest: the catalog's on the nodes' OS (precompiled), else the matrix's."""
+    supported, _ = supported_branches(release)
+    if mode is Mode.PRECOMPILED and tag_oses:
+        fitting = [v for v in catalog_versions(tag_oses) if branch_of(v) in supported]
+        if fitting:
+            return fitting
+        return list(supported)  # precompiled images are tagged per branch: the branch itself is a version
+    parsed = Release.parse(release)
+    entry = doctor_asset("driver-branches.yaml")["releases"].get(f"{parsed.major}.{parsed.minor}") or {}
+    return [str(v) for v in entry.get("versions") or [] if branch_of(str(v)) in supported]
+
+
+def branch_checks(plan: Plan, *, live_version: str = "", tag_oses: Sequence[str] = ()) -> list[Check]:
+    """A warning when the plan's driver branch is not one its operator release supports; a notice when the
+    plan moves the live driver back (``live_version`` → ``driver.version``). Nothing for pre-installed or a digest."""
+    version = plan.driver.version
+    if not plan.driver_enabled or not version or version.startswith(DIGEST_PREFIX):
+        return []
+    release = plan.operator.version
+    found: list[Check] = []
+    supported, _ = supported_branches(release)
+    branch = branch_of(version)
+    if supported and branch not in supported:
+        examples = ", ".join(supported_versions(release, plan.mode, tag_oses)[:3])
+        found.append(
+            Check(
+                "driver-branch-unsupported",
+                Status.WARN,
+                f"driver {version} is on branch {branch}, which operator {release} does not support "
+                f"(supported branches: {', '.join(supported)})",
+                hint=f"choose a version of a supported branch ({examples}), or an operator release that supports {branch}",
+                data={
+                    "branch": branch,
+                    "supported": supported,
+                    "short": f"branch {branch} unsupported by operator {release} ({', '.join(supported)})"
+                    + (f": e.g. {examples.split(', ')[0]}" if examples else ""),
+                },
+            )
+        )
+    if is_downgrade(live_version, version):
+        found.append(
+            Check(
+                "driver-downgrade",
+                Status.WARN,
+                f"driver {live_version} → {version} is a downgrade"
+                + (f" (branch {branch_of(live_version)} → {branch})" if branch_of(live_version) != branch else ""),
+                hint="intended? every GPU node's driver restarts on the older version; keep the live one to stay current",
+                data={"live": live_version, "short": f"{live_version} → {version} is a downgrade of the live driver"},
+            )
+        )
+    return found

@@ -1,0 +1,268 @@
+"""Defaults from the cluster and the catalog: what a newcomer gets by accepting every field.
+
+The image source follows the GPU nodes' OS (NVIDIA publishes Ubuntu and RHEL driver images on nvcr.io;
+the SLE Micro precompiled images this release validated live at ``docker.io/alaudadockerhub``). The
+registry the cluster pulls from is the one the live policy already uses; else the operator's own
+registry when it is a private one (an air-gap mirror); else NVIDIA's registry when the images are
+published there; else nothing: a public copy is a *source* to mirror from, and the user's mirror is
+theirs to name (:func:`repositories_holding` finds the ones that already hold every tag).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.engine.catalog import branch_of, driver_versions
+from wizard.engine.facts import ClusterFacts
+from wizard.engine.modes import Mode
+from wizard.engine.naming import Release
+
+__all__ = [
+    "NVIDIA_REGISTRY",
+    "PUBLIC_REGISTRY_HOSTS",
+    "RegistryOffer",
+    "candidate_hosts",
+    "catalog_versions",
+    "default_answers",
+    "default_source",
+    "default_target",
+    "is_public_registry",
+    "pick_upstream_version",
+    "registry_offers",
+    "repositories_holding",
+    "search_answers",
+    "versions_holding",
+]
+
+NVIDIA_REGISTRY = "nvcr.io/nvidia"
+"""Where NVIDIA publishes its driver images (upstream for every OS, precompiled for Ubuntu) and the operator."""
+SLE_MICRO_SOURCE = ("docker.io/alaudadockerhub", "nvidia-driver")
+"""Where the SLE Micro precompiled images this release validated are published (``assets/catalog.yaml``)."""
+SLE_MICRO_TAG_PREFIXES = ("sle-micro", "sl-micro")
+PUBLIC_REGISTRY_HOSTS = frozenset(
+    {"nvcr.io", "docker.io", "index.docker.io", "registry-1.docker.io", "quay.io", "ghcr.io", "gcr.io"}
+    | {"registry.k8s.io", "public.ecr.aws", "mcr.microsoft.com", "registry.access.redhat.com"}
+)
+"""Public registries: never a site's mirror, so never taken for one."""
+
+
+def _host(repository: str) -> str:
+    first = repository.split("/", 1)[0].lower()
+    return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+def is_public_registry(repository: str) -> bool:
+    """``repository`` (``nvcr.io/nvidia``, ``registry.example.com/mlops``) is on a public registry."""
+    return _host(repository) in PUBLIC_REGISTRY_HOSTS
+
+
+def default_source(mode: Mode, tag_oses: Sequence[str]) -> tuple[str, str]:
+    """(source repository, image name) for ``mode`` on GPU nodes of these OS tags; ``("", "")`` when none applies.
+
+    Precompiled: the SLE Micro copies when every GPU node runs SLE Micro, else NVIDIA's own ``driver``
+    image (its precompiled tags are ``<branch>-<kernel>-<os>``, Ubuntu's among them).
+    """
+    if mode is Mode.PREINSTALLED:
+        return "", ""
+    if mode is Mode.PRECOMPILED and tag_oses and all(t.startswith(SLE_MICRO_TAG_PREFIXES) for t in tag_oses):
+        return SLE_MICRO_SOURCE
+    return NVIDIA_REGISTRY, "driver"
+
+
+def default_target(source: str, *, live_repository: str = "", operator_image: str = "") -> str:
+    """The registry the cluster pulls the driver from, as far as the cluster tells; ``""``: the user names it.
+
+    The live policy's repository first (the cluster pulls from it today); then the operator's own
+    registry when it is private (an air-gap mirror); then the source itself when it is NVIDIA's
+    registry, from which the cluster pulled the operator. A public copy elsewhere (Docker Hub) is a
+    place to copy from, never taken for the site's mirror.
+    """
+    if live_repository:
+        return live_repository
+    operator_repository = operator_image.rsplit("/", 1)[0] if "/" in operator_image else ""
+    if operator_repository and not is_public_registry(operator_repository):
+        return operator_repository
+    if source and _host(source) == _host(NVIDIA_REGISTRY):
+        return source
+    return ""
+
+
+def candidate_hosts(*repositories: Iterable[str]) -> list[str]:
+    """The private registry hosts among these repositories or hosts (mirrors, live images), in first-seen order."""
+    hosts: dict[str, None] = {}
+    for group in repositories:
+        for repository in group:
+            if repository and not is_public_registry(repository):
+                hosts[_host(repository)] = None
+    return list(hosts)
+
+
+def repositories_holding(
+    listing: Mapping[str, Iterable[str]], image: str, tags: Iterable[str], *, partial: bool = False
+) -> list[str]:
+    """The repositories (``host/path``) whose ``image`` holds every one of ``tags``; ``partial``: when none
+    holds them all, those holding the most (a node whose kernel has no image yet must not hide the mirror).
+
+    ``listing``: ``host/path/image`` -> its tags, as the registries answered.
+    """
+    wanted = set(tags)
+    held: dict[str, int] = {}
+    for reference, present in listing.items():
+        path, _, name = reference.rpartition("/")
+        if name == image and path and wanted:
+            held[path] = len(wanted & set(present))
+    full = sorted(path for path, count in held.items() if count == len(wanted))
+    if full or not partial:
+        return full
+    most = max(held.values(), default=0)
+    return sorted(path for path, count in held.items() if count == most and count)
+
+
+def versions_holding(listing: Mapping[str, Iterable[str]], image: str, suffixes: Iterable[str]) -> dict[str, list[str]]:
+    """Repository (``host/path``) -> the driver versions whose ``image`` tag exists for every suffix
+    (``-<kernel>-<os>`` of each precompiled group), newest first; repositories with none are left out."""
+    wanted = list(dict.fromkeys(suffixes))
+    found: dict[str, list[str]] = {}
+    for reference, present in listing.items():
+        path, _, name = reference.rpartition("/")
+        if name != image or not path or not wanted:
+            continue
+        tags = list(present)
+        per_suffix = [{t[: -len(s)] for t in tags if t.endswith(s) and len(t) > len(s)} for s in wanted]
+        common = set.intersection(*per_suffix)
+        versions = sorted((v for v in common if _is_version(v)), key=_version_key, reverse=True)
+        if versions:
+            found[path] = versions
+    return found
+
+
+def _is_version(version: str) -> bool:
+    """A driver version (``580.126.09.1``) or branch (``580``): digits and dots only."""
+    return bool(version) and all(part.isdigit() for part in version.split("."))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def catalog_versions(tag_oses: Sequence[str]) -> list[str]:
+    """The catalog's driver versions known on every one of these OS tags, validated first, newest first."""
+    if not tag_oses:
+        return []
+    per_os = [{c.version for c in driver_versions(tag_os)} for tag_os in tag_oses]
+    common = set.intersection(*per_os)
+    return [c.version for c in driver_versions(tag_oses[0]) if c.version in common]
+
+
+def pick_upstream_version(versions: Sequence[str], release: str) -> str:
+    """Of the versions the registry holds for every node OS (newest first), the one to preselect: the operator
+    release's own default driver when it is there, else the newest of a branch the release supports, else ""."""
+    from wizard.engine.hostdoctor import supported_branches
+
+    supported, default = supported_branches(release)
+    if default in versions:
+        return default
+    return next((v for v in versions if branch_of(v) in supported), "")
+
+
+def driver_defaults(mode: Mode, tag_oses: Sequence[str], *, operator_image: str = "") -> dict[str, Any]:
+    """``driver`` answers a newcomer gets in ``mode`` (upstream's version comes from the registry's tags:
+    :func:`pick_upstream_version`)."""
+    if mode is Mode.PREINSTALLED:
+        return {}
+    source, image = default_source(mode, tag_oses)
+    driver: dict[str, Any] = {"source": source, "image": image}
+    versions = catalog_versions(tag_oses) if mode is Mode.PRECOMPILED else []
+    if versions:
+        driver["version"] = versions[0]
+    target = default_target(source, operator_image=operator_image)
+    if target:
+        driver["repository"] = target
+    if len(tag_oses) > 1:
+        driver["useNvidiaDriverCRD"] = True  # one driver resource per OS: a ClusterPolicy gives all one OS's image
+    return driver
+
+
+def default_answers(
+    facts: ClusterFacts,
+    *,
+    release: str = "",
+    namespace: str = "",
+    operator_image: str = "",
+    live: Mapping[str, Any] | None = None,
+    host_drivers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Every answer a newcomer who accepts each default gives, step by step, as the wizard offers them.
+
+    ``live``: the live policy's answers (an upgrade starts from what runs). ``release``: the operator's
+    detected release (its line known to gpu-wizard, else the default). A precompiled version comes from the
+    catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one.
+    """
+    from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES
+
+    if live:
+        return copy.deepcopy(dict(live))
+    try:
+        parsed = Release.parse(release)
+        known = str(parsed) if f"{parsed.major}.{parsed.minor}" in KNOWN_RELEASES else DEFAULT_RELEASE
+    except ValueError:
+        known = DEFAULT_RELEASE
+    mode = Mode(facts.recommend_mode(host_drivers or {}).value)
+    tag_oses = facts.os_tags(known)
+    answers: dict[str, Any] = {"version": 1, "mode": mode.value, "operator": {"version": known}}
+    if namespace:
+        answers["operator"]["namespace"] = namespace
+    driver = driver_defaults(mode, tag_oses, operator_image=operator_image)
+    if driver:
+        answers["driver"] = driver
+    answers["toolkit"] = {"installDir": facts.recommend_toolkit_dir().value}
+    return answers
+
+
+@dataclass(frozen=True)
+class RegistryOffer:
+    """A private registry the Driver step offers for an empty target: where, the version it sets, how much it holds."""
+
+    repository: str
+    version: str
+    """The version to set with it ("" when one was chosen already)."""
+    note: str
+
+
+def search_answers(answers: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Answers to render the tags the nodes need before a target is named: the source stands in for it, and
+    a placeholder for a version not chosen yet (the tags' ``-<kernel>-<os>`` suffixes do not depend on it)."""
+    driver = dict(answers.get("driver") or {})
+    if not driver.get("source") or answers.get("mode") == Mode.PREINSTALLED.value:
+        return None
+    driver["repository"] = driver["source"]
+    driver["version"] = driver.get("version") or "0"
+    return {**answers, "driver": driver}
+
+
+def registry_offers(
+    listing: Mapping[str, Iterable[str]],
+    image: str,
+    version: str,
+    groups: Iterable[tuple[str, str, str]],
+    precompiled: bool,
+) -> list[RegistryOffer]:
+    """What the registries listed hold of the images the nodes need (``groups``: (tag, kernel, OS tag) per image),
+    best first: with a version, those holding its tags (the most, when none holds all: a mirror to copy the
+    rest into); without one (precompiled), those holding a version for every group, with its newest."""
+    groups = list(groups)
+    tags = {tag for tag, _, _ in groups}
+    if version:
+        offers = []
+        for repository in repositories_holding(listing, image, tags, partial=True):
+            have = len(tags & set(listing.get(f"{repository}/{image}", [])))
+            note = "holds every tag" if have == len(tags) else f"holds {have} of {len(tags)} tags"
+            offers.append(RegistryOffer(repository, "", note))
+        return offers
+    if not precompiled:
+        return []
+    held = versions_holding(listing, image, {f"-{kernel}-{tag_os}" for _, kernel, tag_os in groups})
+    return [RegistryOffer(repository, versions[0], "holds every tag") for repository, versions in held.items()]
