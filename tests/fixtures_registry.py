@@ -21,6 +21,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tarfile
 import time
@@ -130,13 +131,30 @@ class RegistryServer:
     """One ``docker-registry serve`` process on 127.0.0.1 plus helpers to fill it over the v2 API."""
 
     def __init__(
-        self, workdir: Path, *, username: str = "", password: str = "", token_server: TokenServer | None = None
+        self,
+        workdir: Path,
+        *,
+        username: str = "",
+        password: str = "",
+        token_server: TokenServer | None = None,
+        tls: tuple[Path, Path] | None = None,
+        client_ca: Path | None = None,
+        ca: Path | None = None,
+        own_client: tuple[Path, Path] | None = None,
     ) -> None:
+        """``tls``: the server's (certificate, key) — https then; ``client_ca``: client certificates are required
+        and checked against it; ``ca`` and ``own_client``: what this fixture's own requests trust and present."""
         self.workdir = workdir
         self.token_server = token_server
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.host}"
+        self.url = f"{'https' if tls else 'http'}://{self.host}"
+        self.tls, self.client_ca = tls, client_ca
+        self._context: ssl.SSLContext | None = None
+        if tls:
+            self._context = ssl.create_default_context(cafile=str(ca) if ca else None)
+            if own_client:
+                self._context.load_cert_chain(str(own_client[0]), str(own_client[1]))
         self.username = username
         self.password = password
         self.pid = 0
@@ -160,11 +178,15 @@ class RegistryServer:
             htpasswd.write_bytes(result.stdout)
             auth = f"auth: {{htpasswd: {{realm: test-realm, path: {htpasswd}}}}}\n"
         config = self.workdir / "config.yml"
+        tls = ""
+        if self.tls:
+            tls = f", tls: {{certificate: {self.tls[0]}, key: {self.tls[1]}"
+            tls += f", clientcas: [{self.client_ca}]}}" if self.client_ca else "}"
         config.write_text(
             "version: 0.1\n"
             "log: {level: warn, fields: {service: registry}}\n"
             f"storage: {{filesystem: {{rootdirectory: {self.workdir / 'data'}}}, delete: {{enabled: true}}}}\n"
-            f"http: {{addr: {self.host}, secret: {secrets.token_hex(16)}, "
+            f"http: {{addr: {self.host}, secret: {secrets.token_hex(16)}{tls}, "
             "headers: {X-Content-Type-Options: [nosniff]}}\n" + auth
         )
         log = (self.workdir / "registry.log").open("wb")
@@ -213,7 +235,7 @@ class RegistryServer:
             token = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
             req.add_header("Authorization", f"Basic {token}")
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with urllib.request.urlopen(req, timeout=10, context=self._context) as resp:
                 return resp.status, dict(resp.headers), resp.read()
         except urllib.error.HTTPError as err:
             return err.code, dict(err.headers), err.read()

@@ -296,7 +296,8 @@ async def test_bearer_token_flow(oci_registry_token: RegistryServer, caplog: pyt
     )
     assert (
         rejected.error
-        == f"unauthorized: the token service of {server.host} refused the credentials of user {server.username}"
+        == f"unauthorized: the token service of {server.host} refused the credentials of user {server.username} "
+        "(from credentials given to the wizard)"
     )
     everything = repr(results) + repr(denied) + repr(rejected) + caplog.text
     assert server.password not in everything and "not-" + server.password not in everything
@@ -330,6 +331,7 @@ def test_auth_file_formats(tmp_path: Path) -> None:
     assert load_auth_file(str(path)) == {
         "docker.io": Credentials("hub", "h"),
         "registry.example.com/mlops": Credentials("ml", "p"),
+        "quay.io": Credentials("<token>", "", identity_token="opaque"),
     }
     path.write_text('{"auths": {"x": {"auth": "c2VjcmV0"')
     with pytest.raises(ValueError, match=r"auth\.json: not valid JSON \(line 1"):
