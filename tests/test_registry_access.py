@@ -300,7 +300,7 @@ async def test_registries_conf_mirror_is_followed_unless_the_user_says_otherwise
     assert any("prefix 'quay.io/some/path' skipped: only whole registries" in n for n in notes)
     # the user's own mirror for the host wins; and host_config=False reads nothing of this machine
     async with open_registry(
-        None, ["nvcr.io"], mirrors={"nvcr.io": "https://127.0.0.1:9"}, mirror_origin="--registry-mirror"
+        None, ["nvcr.io"], mirrors={"nvcr.io": "https://127.0.0.1:9"}, mirror_origins={"nvcr.io": "--registry-mirror"}
     ) as client:
         assert next(n.line() for n in client.access_notes(["nvcr.io"])) == (
             "nvcr.io  mirror -> 127.0.0.1:9 (from --registry-mirror)"

@@ -28,6 +28,7 @@ LAST_RUN = "last-run.log"
 PREVIOUS_RUN = "previous-run.log"
 MAX_KEPT = 4 << 20
 """The kept log stops growing past 4 MiB (a 5,000-node verification sends tens of thousands of requests)."""
+MAX_URL = 400
 _SECRET_PARAM = re.compile(
     r"(?i)(token|password|passwd|secret|signature|sig|credential|x-amz-security-token|code|key|auth)"
 )
@@ -97,7 +98,10 @@ def record(kind: str, method: str, url: str, status: int | str, started: float, 
     now = time.time()
     ms = (time.monotonic() - started) * 1000
     stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f".{int(now * 1000) % 1000:03d}"
-    line = f"{stamp} {kind} {method} {redact_url(url)} {status} {ms:.0f}ms retries={retries}\n"
+    shown = redact_url(url)
+    if len(shown) > MAX_URL:  # an exec's command travels in its query: a probe script is kilobytes
+        shown = shown[: MAX_URL - 1] + "…"
+    line = f"{stamp} {kind} {method} {shown} {status} {ms:.0f}ms retries={retries}\n"
     with _LOCK:
         if not _run.opened:
             _open()

@@ -103,6 +103,12 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
     parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="write one line per API and registry request to stderr (GPU_WIZARD_LOG=FILE: to FILE)",
+    )
+    parser.add_argument(
         "--demo",
         nargs="?",
         const="sle-micro-precompiled",
@@ -164,7 +170,31 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.cleanup import register as register_cleanup_command
 
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
+    _verbose_everywhere(sub)
     return parser
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands by name (empty when it has none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _verbose_everywhere(sub: Any) -> None:
+    """``--verbose`` after the command too (``gpu-wizard apply --verbose``); ``-v`` stays before it, since
+    ``verify -v`` already means --show-output."""
+    for command in sub.choices.values():
+        if any("--verbose" in a.option_strings for a in command._actions) or command.prefix_chars != "-":
+            continue
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help="as gpu-wizard -v")
+        if nested := subparsers(command):
+            for child in nested.values():
+                if child.prefix_chars == "-" and not any("--verbose" in a.option_strings for a in child._actions):
+                    child.add_argument(
+                        "--verbose", action="store_true", default=argparse.SUPPRESS, help="as gpu-wizard -v"
+                    )
 
 
 def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
@@ -200,7 +230,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
             )
             return EXIT_INVALID
-        return _run_command(handler, args)
+        from wizard import requestlog
+        from wizard.paths import logs_dir
+
+        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir())
+        try:
+            return _run_command(handler, args)
+        finally:
+            requestlog.close()
     finally:
         sys.stdout, sys.stderr = streams
 

@@ -90,10 +90,10 @@ def open_registry(
     timeout: float = 10.0,
     ca_files: Sequence[str] = (),
     host_config: bool = True,
-    mirror_origin: str = "",
+    mirror_origins: Mapping[str, str] | None = None,
 ) -> RegistryClient:
     """The one way a front end gets a registry client: the user's auth file, insecure hosts, CA files and
-    registry mirrors (``driver.registryMirrors``, ``--registry-mirror``; ``mirror_origin`` says which),
+    registry mirrors (``driver.registryMirrors``, ``--registry-mirror``; ``mirror_origins`` says which, per host),
     routed as ``cluster`` pulls; with ``host_config`` also this machine's registries.conf and hosts.toml
     mirrors, certs.d folders and credential helpers (never on the demo cluster).
     ``client.access_notes()`` then says where each mirror, credential and CA came from.
@@ -111,7 +111,7 @@ def open_registry(
         options_for,
         hosts,
         mirrors=mirrors,
-        mirror_origin=mirror_origin,
+        mirror_origins=mirror_origins,
         auth_file=auth_file,
         insecure_registries=insecure_registries,
         timeout=timeout,
@@ -235,7 +235,7 @@ class Cluster:
         timeout: float = 10.0,
         ca_files: Sequence[str] = (),
         host_config: bool = True,
-        mirror_origin: str = "",
+        mirror_origins: Mapping[str, str] | None = None,
     ) -> RegistryClient:
         """A registry client routed as this cluster pulls (see :func:`open_registry`)."""
         return open_registry(
@@ -247,7 +247,7 @@ class Cluster:
             timeout=timeout,
             ca_files=ca_files,
             host_config=host_config,
-            mirror_origin=mirror_origin,
+            mirror_origins=mirror_origins,
         )
 
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:

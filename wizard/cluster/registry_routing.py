@@ -57,7 +57,7 @@ def routed_client(
     hosts: list[str],
     *,
     mirrors: Mapping[str, str] | None = None,
-    mirror_origin: str = "",
+    mirror_origins: Mapping[str, str] | None = None,
     auth_file: str | None,
     insecure_registries: Iterable[str],
     timeout: float,
@@ -67,7 +67,7 @@ def routed_client(
     """A registry client for ``hosts``: ``options_for(hosts, mirrors)`` routes them (the cluster's way), with
     this machine's registry configuration under the user's ``mirrors`` when ``host_config`` (see the module).
 
-    ``mirror_origin`` says where the user's mirrors came from, for the front ends' "where from" notes.
+    ``mirror_origins`` says where each of the user's mirrors came from, for the front ends' "where from" notes.
     ValueError (one line naming the file) when the auth file or a CA file cannot be used.
     """
     system = read_host_config() if host_config else HostRegistryConfig()
@@ -75,7 +75,9 @@ def routed_client(
     options = dict(options_for(hosts, {**system.mirrors, **user}))
     routes: dict[str, str] = options.get("mirrors") or {}
     origins = {
-        host: (mirror_origin or "the answers") if host in user else system.mirror_origins.get(host, DEMO_ORIGIN)
+        host: (mirror_origins or {}).get(host, "driver.registryMirrors")
+        if host in user
+        else system.mirror_origins.get(host, DEMO_ORIGIN)
         for host in routes
     }
     endpoints = {h.lower() for h in hosts} | {location.split("/", 1)[0].lower() for location in routes.values()}
