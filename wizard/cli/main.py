@@ -170,6 +170,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.cleanup import register as register_cleanup_command
 
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
+    from wizard.cli.completion import register as register_completion_command
+
+    register_completion_command(sub)  # completion: bash, zsh and fish scripts from this parser
     _verbose_everywhere(sub)
     return parser
 
