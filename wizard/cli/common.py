@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    import argparse
+
     from wizard.engine.facts import ClusterFacts
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -90,3 +92,13 @@ def load_nodelist(path: str) -> ClusterFacts:
         return facts_from_nodelist(data)
     except ValueError as exc:
         raise UsageError(f"{path}: {exc}") from None
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands by name (empty when it has none)."""
+    import argparse  # not at the top: the TUI starts through this module and its first frame needs no argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from wizard.cli.common import EXIT_OK
+from wizard.cli.common import EXIT_OK, UsageError, subparsers
 
 SHELLS = ("bash", "zsh", "fish")
 Kind = Literal["contexts", "scenarios", "files", "dirs", "words", "text"]
@@ -74,8 +75,6 @@ def _options(parser: argparse.ArgumentParser) -> list[Option]:
 
 def commands(parser: argparse.ArgumentParser) -> list[Command]:
     """Every command path of ``parser``, the top level first."""
-    from wizard.cli.main import subparsers
-
     out: list[Command] = []
 
     def walk(path: str, node: argparse.ArgumentParser, help_text: str) -> None:
@@ -279,21 +278,19 @@ def cmd_completion(args: argparse.Namespace) -> int:
         names = list_names(args.list, args.kubeconfig)
         sys.stdout.write("".join(f"{name}\n" for name in names))
         return EXIT_OK
-    from wizard.cli.common import UsageError
-    from wizard.cli.main import build_parser
-
     if args.shell is None:
         raise UsageError(f"completion: name a shell: {', '.join(SHELLS)}")
-    parser = build_parser()
+    parser = args.build_parser()
     script = {"bash": bash_script, "zsh": zsh_script, "fish": fish_script}[args.shell](parser)
     sys.stdout.write(script)
     return EXIT_OK
 
 
-def register(sub: Any) -> None:
-    """Add ``completion`` to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`)."""
+def register(sub: Any, build_parser: Callable[[], argparse.ArgumentParser]) -> None:
+    """Add ``completion`` to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`, which hands over its
+    parser builder: the script describes the whole command line)."""
     completion = sub.add_parser("completion", help="print the shell completion script for bash, zsh or fish")
     completion.add_argument("shell", nargs="?", choices=SHELLS, help="the shell (bash, zsh or fish)")
     completion.add_argument("--list", choices=("contexts", "scenarios"), help=argparse.SUPPRESS)
     completion.add_argument("--kubeconfig", help=argparse.SUPPRESS)
-    completion.set_defaults(handler=cmd_completion)
+    completion.set_defaults(handler=cmd_completion, build_parser=build_parser)

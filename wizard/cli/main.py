@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, version
+from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, subparsers, version
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
@@ -172,17 +172,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
     from wizard.cli.completion import register as register_completion_command
 
-    register_completion_command(sub)  # completion: bash, zsh and fish scripts from this parser
+    register_completion_command(sub, build_parser)  # completion: bash, zsh and fish scripts from this parser
     _verbose_everywhere(sub)
     return parser
-
-
-def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """A parser's subcommands by name (empty when it has none)."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
 
 
 def _verbose_everywhere(sub: Any) -> None:
