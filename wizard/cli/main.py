@@ -73,7 +73,12 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     from wizard.atomic_write import write_private
     from wizard.engine.answers import example_answers
 
-    text = example_answers(Mode(args.mode))
+    if args.example:
+        from wizard.cli.examples import example_text
+
+        text, what = example_text(args.example), f"the {args.example} example"
+    else:
+        text, what = example_answers(Mode(args.mode)), f"{args.mode} mode"
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
@@ -84,7 +89,7 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     from wizard.engine.textsafe import shell_command
 
     then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
-    sys.stderr.write(f"wrote {target} ({args.mode} mode); edit it, then: {then} ...\n")
+    sys.stderr.write(f"wrote {target} ({what}); edit it, then: {then} ...\n")
     return EXIT_OK
 
 
@@ -140,6 +145,15 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
     init = answers_sub.add_parser("init", help="write a commented example answers file")
     init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    from wizard.cli.examples import example_names
+    from wizard.cli.examples import register as register_examples_command
+
+    init.add_argument(
+        "--example",
+        choices=example_names(),
+        metavar="NAME",
+        help="a bundled example instead (see `gpu-wizard examples`)",
+    )
     init.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=cmd_answers_init)
@@ -172,6 +186,7 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
     from wizard.cli.completion import register as register_completion_command
 
+    register_examples_command(sub)  # examples: the README's example files for installed users
     register_completion_command(sub, build_parser)  # completion: bash, zsh and fish scripts from this parser
     _verbose_everywhere(sub)
     return parser

@@ -1,0 +1,38 @@
+"""``gpu-wizard examples`` and ``answers init --example``: the README's examples from the package, not the checkout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from wizard.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_examples_are_listed_and_written_as_bundled(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["examples"]) == 0
+    listed = capsys.readouterr().out
+    assert "sle-micro-precompiled            precompiled mode, 3 nodes" in listed
+    assert main(["examples", "preinstalled", "-d", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    for suffix in (".answers.yaml", ".nodes.json"):
+        written = tmp_path / f"preinstalled{suffix}"
+        assert written.read_text() == (ROOT / "assets" / "examples" / f"preinstalled{suffix}").read_text()
+    assert f"render them with: gpu-wizard render --answers {tmp_path}/preinstalled.answers.yaml" in err
+    assert main(["examples", "preinstalled", "-d", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (
+        f"gpu-wizard: error: {tmp_path}/preinstalled.answers.yaml: already exists; pass --force to overwrite\n"
+    )
+    assert main(["examples", "preinstalled", "-d", str(tmp_path), "--force"]) == 0
+
+
+def test_answers_init_from_an_example(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "answers.yaml"
+    assert main(["answers", "init", "--example", "ubuntu-upstream-airgapped", "-o", str(target)]) == 0
+    assert target.read_text() == (ROOT / "assets/examples/ubuntu-upstream-airgapped.answers.yaml").read_text()
+    assert "(the ubuntu-upstream-airgapped example)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["answers", "init", "--example", "no-such-example"])
+    assert "invalid choice: 'no-such-example'" in capsys.readouterr().err
