@@ -132,11 +132,15 @@ async def test_registry_ca_trusts_a_registry_signed_by_a_private_ca(
     assert f"{tls_registry.host}  tls system CAs and {test_ca.pem}" in notes
 
 
-def test_registry_ca_that_is_not_a_certificate_is_one_line(tmp_path: Path) -> None:
+async def test_registry_ca_that_is_not_a_certificate_is_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "not-a-ca.pem"
     bad.write_text("hello\n")
-    with pytest.raises(ValueError, match=rf"^CA file {bad}: no PEM certificate in it"):
-        RegistryClient(ca_files=[str(bad)])
+    async with RegistryClient(ca_files=[str(bad)]) as client:  # the front ends show it where results go
+        status = await client.check("registry.example.com/x/driver:1")
+    assert (
+        status.error
+        == f"TLS settings for registry.example.com: CA file {bad}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)"
+    )
 
 
 async def test_certs_d_gives_the_ca_and_the_client_certificate(

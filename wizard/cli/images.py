@@ -91,6 +91,7 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
     """A ``RegistryClient`` for ``plan``'s images with the user's auth file, insecure registries and
     registry mirrors, routed as ``cluster`` pulls."""
     from wizard.engine.registry_routes import registry_hosts
+    from wizard.registry.access import check_ca_file
 
     mirrors = registry_mirrors(args, plan)
     flagged = dict(getattr(args, "registry_mirror", None) or [])
@@ -100,6 +101,8 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
     host_config = plan.driver.hostRegistryConfig and not getattr(args, "no_host_registry_config", False)
     hosts = registry_hosts(plan)
     try:
+        for path in ca_files:  # before any connection: a flag or a field that names no usable CA ends the command
+            check_ca_file(path)
         client = cluster.open_registry(
             hosts,
             mirrors=mirrors,

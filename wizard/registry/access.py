@@ -49,7 +49,15 @@ class RegistryAccess:
         endpoint_trust: Mapping[str, EndpointTrust] | None = None,
     ) -> None:
         self.sources = sources
-        self.ca_files = tuple(check_ca_file(f) for f in ca_files)
+        self.ca_files = tuple(ca_files)
+        self.problem = ""
+        """Why the CA files cannot be used ("" when they can): every TLS connection then fails with it, so a
+        front end shows it where the image checks' results go, as it shows any other registry problem."""
+        for path in self.ca_files:
+            try:
+                check_ca_file(path)
+            except ValueError as exc:
+                self.problem = self.problem or str(exc)
         self._ca_data = ca_data
         self._certs_dirs = list(certs_dirs) if certs_dirs is not None else None
         self._endpoint_trust = {k.lower(): v for k, v in (endpoint_trust or {}).items()}
@@ -62,7 +70,7 @@ class RegistryAccess:
 
     async def open(self) -> None:
         """Build the shared TLS context when there are extra CAs (in a thread: it loads the system's CA store)."""
-        if self.ca_files or self._ca_data:
+        if (self.ca_files or self._ca_data) and not self.problem:
             self.default_tls = await asyncio.to_thread(self._context, None)
 
     def _context(self, trust: EndpointTrust | None) -> ssl.SSLContext:
@@ -87,6 +95,8 @@ class RegistryAccess:
     async def tls(self, endpoint: str) -> ssl.SSLContext | bool:
         """The TLS context for ``endpoint``: its own when a certs.d folder or hosts.toml names CAs or a client
         certificate, else the shared one. Looked up once per endpoint, off the loop."""
+        if self.problem:
+            raise AccessError(self.problem)
         key = endpoint.lower()
         if key in self._tls:
             return self._tls[key]
