@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -376,3 +377,58 @@ def test_host_config_notes_what_it_skips_and_caps_what_it_reads(
     assert "https://mirror.example.com/quay skipped: a mirror under a path is not followed" in notes
     monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(isolated / "absent.conf"))
     assert "cannot be read" in read_host_config().notes[0]
+
+
+# -- the command line -----------------------------------------------------------------------------
+
+
+def test_cli_reaches_a_private_registry_with_its_ca_and_a_helper_and_shows_no_secret(
+    tls_registry: RegistryServer,
+    test_ca: TestCA,
+    demo_cluster: Any,
+    isolated: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tests.cluster_util import SLE_TAG
+    from wizard.cli.main import main
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(isolated / "state"))
+    tls_registry.push_image("mlops/nvidia-driver", SLE_TAG)
+    write_helper(isolated, "testhelper", answer(tls_registry.username, tls_registry.password))
+    config = docker_config(isolated, {"credHelpers": {tls_registry.host: "testhelper"}})
+    answers = isolated / "answers.yaml"
+    answers.write_text(
+        "version: 1\nmode: precompiled\n"
+        f"driver: {{version: '580.126.09.1', repository: {tls_registry.host}/mlops}}\n"
+        "toolkit: {installDir: /run/nvidia/toolkit-install}\n"
+    )
+    demo = demo_cluster("sle-micro-precompiled")
+    argv = ["doctor", "--kubeconfig", str(demo.kubeconfig_path), "--answers", str(answers), "-o", "json"]
+
+    def image_findings(*extra: str) -> tuple[list[str], str]:
+        verbose = ["-v"] if "-v" in extra else []
+        main([*verbose, *argv, *(e for e in extra if e != "-v")])
+        out, err = capsys.readouterr()
+        data = json.loads(out)
+        return [f"{f['status']}: {f['message']}" for f in data["findings"] if f["check"] == "driver-image"], err
+
+    unchecked, _ = image_findings()
+    assert len(unchecked) == 1 and "TLS verification failed for" in unchecked[0]
+    checked, err = image_findings("-v", "--registry-ca", str(test_ca.pem))
+    assert checked == [], checked  # present: no finding
+    origin = f"docker-credential-testhelper (credHelpers in {config})"
+    assert f"registry: {tls_registry.host}  credentials asked when needed (from {origin})" in err
+    assert re.search(rf"registry HEAD https://{tls_registry.host}/v2/mlops/nvidia-driver/manifests/\S+ 200 ", err)
+    # the answers file's driver.registryCA does the same; --no-host-registry-config leaves the helper unrun
+    answers.write_text(answers.read_text().replace("/mlops}", f"/mlops, registryCA: {test_ca.pem}}}"))
+    assert image_findings()[0] == []
+    denied, _ = image_findings("--no-host-registry-config")
+    assert len(denied) == 1 and "requires credentials and none were found" in denied[0]
+    # a CA flag that names no certificate ends the command before any registry request, in one line
+    assert main([*argv, "--registry-ca", str(answers)]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"\ngpu-wizard: error: CA file {answers}: no PEM certificate in it (-----BEGIN CERTIFICATE-----)\n"
+    )
+    everything = err + "".join(p.read_text() for p in (isolated / "state").rglob("*.log"))
+    assert tls_registry.password not in everything

@@ -18,7 +18,10 @@ async def test_driver_step_shows_where_mirrors_and_credentials_come_from(tui_env
         await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-repository", "registry.example.com/mlops")
         lines = app.screen.query_one(RegistryAccess).query_one("#access-lines", Static)
-        await wait_for(pilot, lambda: "mirror ->" in str(lines.content), 30, "the registry access lines")
+        # (a check of the step's first answers may come first: wait for the one of the typed repository)
+        await wait_for(
+            pilot, lambda: "registry.example.com  mirror ->" in str(lines.content), 30, "the registry access lines"
+        )
         text = str(lines.content)
         # the demo's kubeconfig routes the image hosts to the demo's own registry
         assert "registry.example.com  mirror -> " in text

@@ -101,7 +101,7 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
     host_config = plan.driver.hostRegistryConfig and not getattr(args, "no_host_registry_config", False)
     hosts = registry_hosts(plan)
     try:
-        for path in ca_files:  # before any connection: a flag or a field that names no usable CA ends the command
+        for path in ca_files:  # before any registry request: a flag or a field naming no usable CA ends the command
             check_ca_file(path)
         client = cluster.open_registry(
             hosts,

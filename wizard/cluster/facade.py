@@ -95,7 +95,7 @@ def open_registry(
     """The one way a front end gets a registry client: the user's auth file, insecure hosts, CA files and
     registry mirrors (``driver.registryMirrors``, ``--registry-mirror``; ``mirror_origins`` says which, per host),
     routed as ``cluster`` pulls; with ``host_config`` also this machine's registries.conf and hosts.toml
-    mirrors, certs.d folders and credential helpers (never on the demo cluster).
+    mirrors (those never on the demo cluster), certs.d folders and credential helpers.
     ``client.access_notes()`` then says where each mirror, credential and CA came from.
 
     ValueError when the auth file or a CA file cannot be read (named, its content never shown).
@@ -105,8 +105,7 @@ def open_registry(
     def options_for(wanted: list[str], routes: Mapping[str, str]) -> dict[str, Any]:
         return cluster.registry_options(wanted, routes) if cluster is not None else mirror_options(routes, wanted)
 
-    if cluster is not None and cluster.info.demo:
-        host_config = False  # the demo's kubeconfig alone says how its images are reached
+    demo = cluster is not None and cluster.info.demo
     return routed_client(
         options_for,
         hosts,
@@ -117,6 +116,7 @@ def open_registry(
         timeout=timeout,
         ca_files=ca_files,
         host_config=host_config,
+        host_mirrors=not demo,  # the demo's kubeconfig alone says how its images are reached
     )
 
 

@@ -63,14 +63,16 @@ def routed_client(
     timeout: float,
     ca_files: Sequence[str] = (),
     host_config: bool = True,
+    host_mirrors: bool = True,
 ) -> RegistryClient:
     """A registry client for ``hosts``: ``options_for(hosts, mirrors)`` routes them (the cluster's way), with
-    this machine's registry configuration under the user's ``mirrors`` when ``host_config`` (see the module).
+    this machine's registry configuration under the user's ``mirrors`` when ``host_config`` (see the module;
+    ``host_mirrors`` False keeps its certs.d folders and credential helpers but not its mirrors and insecure hosts).
 
     ``mirror_origins`` says where each of the user's mirrors came from, for the front ends' "where from" notes.
     ValueError (one line naming the file) when the auth file or a CA file cannot be used.
     """
-    system = read_host_config() if host_config else HostRegistryConfig()
+    system = read_host_config() if host_config and host_mirrors else HostRegistryConfig()
     user = dict(mirrors or {})
     options = dict(options_for(hosts, {**system.mirrors, **user}))
     routes: dict[str, str] = options.get("mirrors") or {}
