@@ -31,6 +31,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -303,18 +304,17 @@ class RegistryServer:
         assert status == 202, (status, body)
 
 
-def _serve(
+def serve_registry(
     tmp_path_factory: pytest.TempPathFactory,
     name: str,
     *,
     tools: tuple[str, ...] = (),
-    username: str = "",
-    password: str = "",
-    token_server: TokenServer | None = None,
+    **options: Any,
 ) -> Iterator[RegistryServer]:
+    """A started :class:`RegistryServer` in a fresh folder (``options``: its keyword arguments), stopped after."""
     require_tools("docker-registry", *tools)
     workdir = tmp_path_factory.mktemp(name)
-    server = RegistryServer(workdir, username=username, password=password, token_server=token_server)
+    server = RegistryServer(workdir, **options)
     server.start()
     try:
         yield server
@@ -325,13 +325,13 @@ def _serve(
 @pytest.fixture(scope="session")
 def oci_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
     """An open docker-registry on 127.0.0.1 (plain http, deletes enabled)."""
-    yield from _serve(tmp_path_factory, "registry")
+    yield from serve_registry(tmp_path_factory, "registry")
 
 
 @pytest.fixture(scope="session")
 def oci_registry_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
     """A docker-registry behind htpasswd Basic auth; ``.username`` / ``.password`` are fresh per run."""
-    yield from _serve(
+    yield from serve_registry(
         tmp_path_factory,
         "registry-auth",
         tools=("htpasswd",),
@@ -345,7 +345,7 @@ def oci_registry_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reg
     """A docker-registry behind bearer-token auth (``.token_server`` issues the JWTs; Basic to get one)."""
     workdir = tmp_path_factory.mktemp("registry-token")
     username, password = f"user-{secrets.token_hex(3)}", f"pw-{secrets.token_urlsafe(18)}"
-    yield from _serve(
+    yield from serve_registry(
         tmp_path_factory,
         "registry-token",
         tools=("openssl",),

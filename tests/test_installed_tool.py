@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_packaging import build_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)
 
@@ -24,14 +26,7 @@ pytestmark = pytest.mark.timeout(900)
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin`` folder of a clean virtual environment holding the installed wheel."""
-    wheels = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = wheels.glob("gpu_wizard-*.whl")
+    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
     venv = tmp_path_factory.mktemp("tool") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
     done = subprocess.run(

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer, require_tools
+from tests.fixtures_registry import RegistryServer, serve_registry
 from tests.fixtures_tls import Issued, TestCA
 from wizard.cluster.facade import open_registry
 from wizard.registry.auth import Credentials
@@ -32,22 +32,14 @@ def test_ca(tmp_path_factory: pytest.TempPathFactory) -> TestCA:
     return TestCA(tmp_path_factory.mktemp("ca"))
 
 
-def _serve(folder: Path, **kwargs: Any) -> Iterator[RegistryServer]:
-    require_tools("docker-registry", "htpasswd")
-    server = RegistryServer(folder, **kwargs)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 @pytest.fixture(scope="module")
 def tls_registry(tmp_path_factory: pytest.TempPathFactory, test_ca: TestCA) -> Iterator[RegistryServer]:
     """https with a certificate from the test CA, behind htpasswd."""
     cert = test_ca.issue("registry", server=True)
-    yield from _serve(
-        tmp_path_factory.mktemp("tls-registry"),
+    yield from serve_registry(
+        tmp_path_factory,
+        "tls-registry",
+        tools=("htpasswd",),
         username=f"user-{secrets.token_hex(3)}",
         password=f"pw-{secrets.token_urlsafe(18)}",
         tls=(cert.cert, cert.key),
@@ -66,8 +58,9 @@ def mtls_registry(
 ) -> Iterator[RegistryServer]:
     """https that requires a client certificate issued by the test CA (no password)."""
     cert = test_ca.issue("registry-mtls", server=True)
-    yield from _serve(
-        tmp_path_factory.mktemp("mtls-registry"),
+    yield from serve_registry(
+        tmp_path_factory,
+        "mtls-registry",
         tls=(cert.cert, cert.key),
         client_ca=test_ca.pem,
         ca=test_ca.pem,
@@ -338,7 +331,8 @@ async def test_hosts_toml_mirror_with_its_own_ca(tls_registry: RegistryServer, t
 def test_host_config_notes_what_it_skips_and_caps_what_it_reads(
     isolated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wizard.registry.hostconfig import MAX_CONFIG_FILE, read_host_config
+    from wizard.registry.files import MAX_CONFIG_FILE
+    from wizard.registry.hostconfig import read_host_config
 
     main = isolated / "etc" / "containers" / "registries.conf"
     drop_ins = main.parent / "registries.conf.d"
@@ -432,3 +426,23 @@ def test_cli_reaches_a_private_registry_with_its_ca_and_a_helper_and_shows_no_se
     )
     everything = err + "".join(p.read_text() for p in (isolated / "state").rglob("*.log"))
     assert tls_registry.password not in everything
+
+
+def test_answers_fields_for_registry_access_validate_and_stay_out_of_short_files() -> None:
+    from wizard.engine.plan import Plan
+
+    base = {"version": 1, "mode": "precompiled", "driver": {"version": "580", "repository": "registry.example.com/ml"}}
+    plain = Plan.model_validate(base)
+    assert (plain.driver.registryCA, plain.driver.hostRegistryConfig) == ("", True)
+    assert (
+        "registryCA" not in plain.answers_dict()["driver"]
+        and "hostRegistryConfig" not in plain.answers_dict()["driver"]
+    )
+    chosen = Plan.model_validate(
+        {**base, "driver": {**base["driver"], "registryCA": "/etc/pki/corp-ca.pem", "hostRegistryConfig": False}}
+    )
+    kept = chosen.answers_dict()["driver"]
+    assert (kept["registryCA"], kept["hostRegistryConfig"]) == ("/etc/pki/corp-ca.pem", False)
+    assert Plan.model_validate({**base, "driver": kept}).driver == chosen.driver  # a saved file reads back the same
+    with pytest.raises(ValueError, match="is not a file path: one printable line"):
+        Plan.model_validate({**base, "driver": {**base["driver"], "registryCA": "/etc/ca.pem\n/etc/other"}})

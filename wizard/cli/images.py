@@ -103,6 +103,9 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
     try:
         for path in ca_files:  # before any registry request: a flag or a field naming no usable CA ends the command
             check_ca_file(path)
+    except ValueError as exc:  # named, its content never shown
+        raise UsageError(str(exc)) from None
+    try:
         client = cluster.open_registry(
             hosts,
             mirrors=mirrors,
@@ -113,8 +116,8 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
             host_config=host_config,
             mirror_origins=origins,
         )
-    except ValueError as exc:  # the auth file or a CA file cannot be used: named, its content never shown
-        raise UsageError(str(exc)) from None
+    except ValueError as exc:  # the auth file cannot be read or is not JSON: named, its content never shown
+        raise UsageError(f"--registry-auth-file: {exc}") from None
     if getattr(args, "verbose", False):
         for note in client.access_notes(hosts):
             sys.stderr.write(f"registry: {note.line()}\n")

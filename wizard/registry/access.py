@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from wizard.registry.auth import DOCKER_HUB, AuthSources, Credentials, canonical_host, lookup, lookup_key, secrets_of
+from wizard.registry.files import read_capped
 from wizard.registry.helpers import HelperError, helper_credentials
-from wizard.registry.hostconfig import EndpointTrust, certs_d_trust, read_capped
+from wizard.registry.hostconfig import EndpointTrust, certs_d_trust
 from wizard.registry.tls import MAX_PEM, tls_context
 
 DOCKER_HUB_SERVER = "https://index.docker.io/v1/"

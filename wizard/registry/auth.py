@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.paths import xdg_config_home
+from wizard.registry.files import read_capped
 
 log = logging.getLogger(__name__)
 
@@ -177,13 +178,7 @@ _HELPER_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z", re.ASCII)
 
 
 def _read_auth_json(path: str | os.PathLike[str]) -> dict[str, Any]:
-    try:
-        with Path(path).open("rb") as handle:
-            raw = handle.read(MAX_AUTH_FILE + 1)
-    except OSError as exc:
-        raise ValueError(f"auth file {path}: cannot be read ({exc.strerror})") from None
-    if len(raw) > MAX_AUTH_FILE:
-        raise ValueError(f"auth file {path}: larger than {MAX_AUTH_FILE >> 20} MiB; not an auth file")
+    raw = read_capped(Path(path), "auth file", limit=MAX_AUTH_FILE)
     try:
         data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -28,9 +28,8 @@ from typing import Any
 from wizard.engine.plan import check_mirror_source, check_mirror_url
 from wizard.paths import xdg_config_home
 from wizard.registry.auth import canonical_host
+from wizard.registry.files import read_capped
 
-MAX_CONFIG_FILE = 256 * 1024
-"""A registries.conf, hosts.toml or certificate larger than this is refused unread."""
 MAX_DROP_INS = 64
 
 
@@ -67,18 +66,6 @@ def certs_d_dirs() -> list[Path]:
     """The certs.d roots, in the order containers/image looks: the user's, containers', docker's."""
     etc = etc_dir()
     return [xdg_config_home() / "containers" / "certs.d", etc / "containers" / "certs.d", etc / "docker" / "certs.d"]
-
-
-def read_capped(path: Path, what: str, *, limit: int = MAX_CONFIG_FILE) -> bytes:
-    """A small file's bytes; ValueError (one line naming it) when unreadable or larger than ``limit``."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
-    except OSError as exc:
-        raise ValueError(f"{what} {path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
-    if len(raw) > limit:
-        raise ValueError(f"{what} {path}: larger than {limit >> 10} KiB; not read")
-    return raw
 
 
 def _toml(path: Path, what: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from wizard.registry.hostconfig import read_capped
+from wizard.registry.files import read_capped
 
 MAX_PEM = 4 << 20
 """A CA bundle or client certificate larger than this (4 MiB; the Mozilla bundle is 0.3 MiB) is refused unread."""
