@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import Path
 
+from wizard.engine.registry_routes import AccessNote
 from wizard.registry.auth import DOCKER_HUB, AuthSources, Credentials, canonical_host, lookup, lookup_key, secrets_of
 from wizard.registry.files import read_capped
 from wizard.registry.helpers import HelperError, helper_credentials
@@ -48,6 +49,9 @@ class RegistryAccess:
         ca_data: str | None = None,
         certs_dirs: Sequence[Path] | None = None,
         endpoint_trust: Mapping[str, EndpointTrust] | None = None,
+        route_origins: Mapping[str, str] | None = None,
+        insecure_origins: Mapping[str, str] | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
         self.sources = sources
         self.ca_files = tuple(ca_files)
@@ -68,6 +72,9 @@ class RegistryAccess:
         self.default_tls: ssl.SSLContext | bool = True
         self.trust_origins: dict[str, str] = {}
         """Endpoint -> where its extra TLS material came from (for the front ends' "where from")."""
+        self._route_origins = dict(route_origins or {})
+        self._insecure_origins = dict(insecure_origins or {})
+        self._notes = list(notes)
 
     async def open(self) -> None:
         """Build the shared TLS context when there are extra CAs (in a thread: it loads the system's CA store)."""
@@ -146,3 +153,28 @@ class RegistryAccess:
     def secrets(self) -> list[str]:
         """Every secret known so far (files and helper answers), longest first."""
         return secrets_of([*self.sources.credentials.values(), *self._helper_answers.values()])
+
+    def notes(self, hosts: Iterable[str], routes: Mapping[str, str], insecure: Set[str]) -> list[AccessNote]:
+        """The "where from" lines of :meth:`wizard.registry.client.RegistryClient.access_notes`: ``routes`` maps a
+        host to its mirror location, ``insecure`` holds the endpoints reached without TLS verification."""
+        found: list[AccessNote] = []
+        for host in dict.fromkeys(canonical_host(h) for h in hosts if h.strip()):
+            endpoint = host
+            if location := routes.get(host):
+                endpoint = location.split("/", 1)[0]
+                found.append(AccessNote("mirror", host, f"-> {location}", self._route_origins.get(host, "")))
+            creds, origin = self.known(endpoint, ""), self.origin(endpoint, "")
+            if creds is not None or origin:
+                who = creds.username if creds is not None else "asked when needed"
+                found.append(AccessNote("credentials", endpoint, who, origin))
+            else:
+                found.append(AccessNote("credentials", endpoint, "none (anonymous)"))
+            if canonical_host(endpoint) in insecure:
+                why = self._insecure_origins.get(endpoint.lower(), "listed as insecure")
+                found.append(AccessNote("tls", endpoint, "verification off", why))
+            elif tls_origin := self.trust_origins.get(endpoint.lower()):
+                found.append(AccessNote("tls", endpoint, "CAs / client certificate", tls_origin))
+            elif self.ca_files:
+                found.append(AccessNote("tls", endpoint, "system CAs and " + ", ".join(self.ca_files)))
+        found.extend(AccessNote("note", "", note) for note in self._notes)
+        return found

@@ -17,14 +17,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import socket
 import ssl
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
 
 import aiohttp
 from multidict import CIMultiDictProxy
@@ -48,37 +46,12 @@ from wizard.registry.auth import (
 )
 from wizard.registry.distribution import MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPES, json_object, next_link, registry_message
 from wizard.registry.hostconfig import EndpointTrust
+from wizard.registry.status import RegistryError, TagStatus, os_reason
 from wizard.retry import DROPS, REGISTRY_FETCH, Retryable, dropped, retry_after_seconds, retryable_status, retrying
 
 __all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
 
 log = logging.getLogger(__name__)
-
-
-class RegistryError(Exception):
-    """A registry problem worded for the user; the message never contains a credential."""
-
-
-@dataclass(frozen=True)
-class TagStatus:
-    """What the registry said about one image reference.
-
-    ``exists`` False with an empty ``error`` means the registry answered that the tag is missing;
-    a non-empty ``error`` means the question could not be answered (auth, network, server).
-    """
-
-    reference: str
-    exists: bool
-    digest: str = ""
-    media_type: str = ""
-    error: str = ""
-
-    @property
-    def state(self) -> Literal["present", "missing", "error"]:
-        """``present``, ``missing`` (the registry said so) or ``error`` (unknown)."""
-        if self.error:
-            return "error"
-        return "present" if self.exists else "missing"
 
 
 @dataclass(frozen=True)
@@ -137,14 +110,14 @@ class RegistryClient:
             ca_data=ca_data,
             certs_dirs=certs_dirs,
             endpoint_trust=endpoint_trust,
+            route_origins={canonical_host(h): o for h, o in (route_origins or {}).items()},
+            insecure_origins=insecure_origins,
+            notes=notes,
         )
         self._credentials = sources.credentials
         self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
         # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
         self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
-        self._route_origins = {canonical_host(h): o for h, o in (route_origins or {}).items()}
-        self._insecure_origins = dict(insecure_origins or {})
-        self._notes = list(notes)
         self._ssl: ssl.SSLContext | bool = True
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._timeout_s = timeout
@@ -244,27 +217,8 @@ class RegistryClient:
         """How the checks of ``hosts`` reach their registries and where each setting came from: the mirror,
         the credentials (by user name; helpers not yet asked are named, not run), the TLS material, and
         the configuration entries that were skipped. Never a secret."""
-        notes: list[AccessNote] = []
-        for host in dict.fromkeys(canonical_host(h) for h in hosts if h.strip()):
-            endpoint, _ = self._route(host, "")
-            if endpoint != host:
-                location = self._mirrors[host]
-                notes.append(AccessNote("mirror", host, f"-> {location}", self._route_origins.get(host, "")))
-            creds, origin = self.access.known(endpoint, ""), self.access.origin(endpoint, "")
-            if creds is not None or origin:
-                who = creds.username if creds is not None else "asked when needed"
-                notes.append(AccessNote("credentials", endpoint, who, origin))
-            else:
-                notes.append(AccessNote("credentials", endpoint, "none (anonymous)"))
-            if canonical_host(endpoint) in self._insecure:
-                why = self._insecure_origins.get(endpoint.lower(), "listed as insecure")
-                notes.append(AccessNote("tls", endpoint, "verification off", why))
-            elif tls_origin := self.access.trust_origins.get(endpoint.lower()):
-                notes.append(AccessNote("tls", endpoint, "CAs / client certificate", tls_origin))
-            elif self.access.ca_files:
-                notes.append(AccessNote("tls", endpoint, "system CAs and " + ", ".join(self.access.ca_files)))
-        notes.extend(AccessNote("note", "", note) for note in self._notes)
-        return notes
+        routes = {host: self._mirrors[canonical_host(host)] for host in hosts if canonical_host(host) in self._mirrors}
+        return self.access.notes(hosts, routes, self._insecure)
 
     # -- transport ----------------------------------------------------------------------------------
 
@@ -369,7 +323,7 @@ class RegistryClient:
                     ) from None
                 raise RegistryError(f"TLS error talking to {host}: {self._scrub(str(exc))}") from None
             except aiohttp.ClientConnectorError as exc:
-                raise RegistryError(f"registry unreachable: {host}: {_os_reason(exc.os_error)}") from None
+                raise RegistryError(f"registry unreachable: {host}: {os_reason(exc.os_error)}") from None
             except TimeoutError:
                 raise RegistryError(f"registry unreachable: {host}: no answer within {self._timeout_s:g} s") from None
             except (aiohttp.ClientError, *DROPS) as exc:
@@ -481,12 +435,3 @@ class RegistryClient:
         if resp.status == 429:
             return f"registry error: {host} keeps answering 429 Too Many Requests; try again later"
         return f"registry error: {host} answered HTTP {resp.status} for {repo}{suffix}"
-
-
-def _os_reason(error: OSError) -> str:
-    """A short reason for a failed connection, without the address tuple Python adds."""
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused (nothing listens on that port)"
-    if isinstance(error, socket.gaierror):
-        return "host name does not resolve"
-    return error.strerror or type(error).__name__
