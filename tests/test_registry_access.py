@@ -446,3 +446,25 @@ def test_answers_fields_for_registry_access_validate_and_stay_out_of_short_files
     assert Plan.model_validate({**base, "driver": kept}).driver == chosen.driver  # a saved file reads back the same
     with pytest.raises(ValueError, match="is not a file path: one printable line"):
         Plan.model_validate({**base, "driver": {**base["driver"], "registryCA": "/etc/ca.pem\n/etc/other"}})
+
+
+async def test_mirror_run_trusts_the_registry_ca_for_skopeo(
+    oci_registry: RegistryServer, tls_registry: RegistryServer, test_ca: TestCA, skopeo_tool: str
+) -> None:
+    from tests.test_mirror_run import Item
+    from wizard.registry.mirror_run import run_mirror
+
+    name = f"580-{secrets.token_hex(3)}"
+    digest = oci_registry.push_image("nvidia/driver", name)
+    source, target = f"{oci_registry.host}/nvidia/driver:{name}", f"{tls_registry.host}/mlops/nvidia-driver:{name}"
+
+    creds = Credentials(tls_registry.username, tls_registry.password)
+    common: dict[str, Any] = {"skopeo": skopeo_tool, "dest_creds": creds, "insecure_registries": [oci_registry.host]}
+    (refused,) = await run_mirror([Item(source, target)], **common)
+    assert not refused.ok and "certificate" in refused.error
+    (copied,) = await run_mirror([Item(source, target)], ca_files=[str(test_ca.pem)], **common)
+    assert copied.ok and copied.digest == digest, copied.error
+    assert tls_registry.password not in refused.error
+    # the copied tag is what the image checks then find
+    async with RegistryClient(credentials={tls_registry.host: creds}, ca_files=[str(test_ca.pem)]) as client:
+        assert (await client.check(target)).digest == digest

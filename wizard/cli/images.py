@@ -230,6 +230,7 @@ async def cmd_mirror(args: argparse.Namespace) -> int:
             authfile=args.registry_auth_file,
             insecure_registries=args.insecure_registry,
             on_progress=progress,
+            ca_files=[*([plan.driver.registryCA] if plan.driver.registryCA else []), *args.registry_ca],
         )
     except MirrorError as exc:
         raise UsageError(str(exc)) from None
