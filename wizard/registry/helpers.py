@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shutil
 
 from wizard.registry.auth import IDENTITY_TOKEN_USER, Credentials, Helper, scrub
@@ -47,7 +46,6 @@ async def helper_credentials(helper: Helper, server: str, *, timeout: float = HE
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ},
         )
     except OSError as exc:
         raise HelperError(f"{who} cannot be started ({exc.strerror})") from None
