@@ -4,7 +4,8 @@ Every command, subcommand, option and choice comes from :func:`wizard.cli.main.b
 demo server's parser for ``demo serve``), so completion never lags behind the flags. What is only
 known at run time is asked when the user presses TAB: context names from the kubeconfig
 (``gpu-wizard completion --list contexts``, merged like kubectl, honouring ``--kubeconfig`` and
-``$KUBECONFIG``); scenario names are the bundled ones. Options that take a file complete file names.
+``$KUBECONFIG``: a fraction of a second, nothing heavy is imported); scenario names are the bundled
+ones, written into the script. Options that take a file complete file names.
 zsh uses the bash function through ``bashcompinit`` (the function is the same); fish gets its own
 ``complete`` lines.
 """
@@ -12,6 +13,7 @@ zsh uses the bash function through ``bashcompinit`` (the function is the same); 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from typing import Any, Literal
 from wizard.cli.common import EXIT_OK, UsageError, subparsers
 
 SHELLS = ("bash", "zsh", "fish")
-Kind = Literal["contexts", "scenarios", "files", "dirs", "words", "text"]
+Kind = Literal["contexts", "files", "dirs", "words", "text"]
 
 
 @dataclass
@@ -53,8 +55,8 @@ def _kind(action: argparse.Action) -> tuple[Kind, list[str]]:
         return "words", [str(c) for c in action.choices]
     if "--context" in strings:
         return "contexts", []
-    if strings & {"--demo", "--scenario"}:
-        return "scenarios", []
+    if strings & {"--demo", "--scenario"}:  # bundled: written into the script, no program runs at TAB
+        return "words", _scenario_names()
     if metavar == "DIR":
         return "dirs", []
     if "--kubeconfig" in strings or metavar.startswith("FILE") or metavar in {"PATH", "NODELIST.json"}:
@@ -114,8 +116,6 @@ def _words(names: list[str]) -> str:
 def _bash_value(option: Option) -> str:
     if option.kind == "contexts":
         return '_gpu_wizard_reply "$(_gpu_wizard_list contexts)"'
-    if option.kind == "scenarios":
-        return '_gpu_wizard_reply "$(_gpu_wizard_list scenarios)"'
     if option.kind == "files":
         return 'COMPREPLY=($(compgen -f -- "$cur"))'
     if option.kind == "dirs":
@@ -243,8 +243,6 @@ def fish_script(parser: argparse.ArgumentParser) -> str:
             value = ""
             if option.kind == "contexts":
                 value = " -x -a '(gpu-wizard completion --list contexts)'"
-            elif option.kind == "scenarios":
-                value = " -x -a '(gpu-wizard completion --list scenarios)'"
             elif option.kind in ("files", "dirs"):
                 value = " -r -F"
             elif option.kind == "words":
@@ -257,12 +255,18 @@ def fish_script(parser: argparse.ArgumentParser) -> str:
     return "\n".join(lines) + "\n"
 
 
-def list_names(what: str, kubeconfig: str | None) -> list[str]:
-    """Context or scenario names for a completion; ``[]`` when they cannot be read (a TAB never errors)."""
-    if what == "scenarios":
-        from wizard.cluster.facade import demo_scenarios
+@functools.cache
+def _scenario_names() -> list[str]:
+    """The bundled demo scenarios, once per script (the facade loads the Kubernetes client: seconds at every TAB)."""
+    from wizard.cluster.facade import demo_scenarios
 
-        return demo_scenarios()
+    return demo_scenarios()
+
+
+def list_names(what: str, kubeconfig: str | None) -> list[str]:
+    """Context names for a completion (read at TAB, like kubectl); ``[]`` when unreadable (a TAB never errors)."""
+    if what == "scenarios":
+        return _scenario_names()
     from wizard.cluster.errors import ClusterError
     from wizard.cluster.kubeconfig import list_contexts
 
