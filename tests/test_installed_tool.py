@@ -11,6 +11,7 @@ and unpacking the dependencies), once per run.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,10 @@ def renders_a_bundled_example(tool: Path, tmp_path: Path) -> None:
     assert "gpu-h200-0" in rendered.stdout and "nvidia-driver:580.126.09.1-" in rendered.stdout
     init = run(tool, tmp_path, "gpu-wizard", "answers", "init", "--example", "ubuntu-upstream-airgapped")
     assert init.returncode == 0 and "mode: upstream" in init.stdout
+    # the demo cluster and the request log from the wheel: one line per API request on stderr
+    discovered = run(tool, tmp_path, "gpu-wizard", "-v", "discover", "--demo", "sle-micro-precompiled")
+    assert discovered.returncode == 0, discovered.stderr
+    assert re.search(r" api GET https://127\.0\.0\.1:\d+/api/v1/nodes\S* 200 \d+ms retries=0", discovered.stderr)
 
 
 def kubectl_finds_the_plugin_and_completion_is_installed(tool: Path, tmp_path: Path) -> None:
