@@ -230,6 +230,10 @@ async def test_creds_store_serves_the_registries_without_their_own(
         f"unauthorized: {tls_registry.host}: credential helper docker-credential-store "
         f"(credsStore in {config}) failed (exit 3): boom"
     )
+    write_helper(isolated, "store", "printf '%020000d' 0 | tr 0 '['")  # JSON nested past Python's recursion limit
+    async with RegistryClient(ca_files=[str(test_ca.pem)]) as client:
+        deep = await client.check(ref)
+    assert deep.error.endswith("(credsStore in " + str(config) + ") answered something that is not JSON")
     docker_config(isolated, {"credsStore": "absent"})
     async with RegistryClient(ca_files=[str(test_ca.pem)]) as client:
         missing = await client.check(ref)
@@ -346,6 +350,7 @@ def test_host_config_notes_what_it_skips_and_caps_what_it_reads(
     )
     (drop_ins / "10-broken.conf").write_text("[[registry]\n")
     (drop_ins / "20-big.conf").write_text("#" * (MAX_CONFIG_FILE + 1))
+    (drop_ins / "25-deep.conf").write_text("a = " + "[" * 20000 + "]" * 20000 + "\n")
     (drop_ins / "30-mirror.conf").write_text(
         '[[registry]]\nprefix = "nvcr.io"\nlocation = "nvcr.io"\n'
         '[[registry.mirror]]\nlocation = "mirror.example.com/nv"\n'
@@ -366,6 +371,7 @@ def test_host_config_notes_what_it_skips_and_caps_what_it_reads(
     assert "prefix '*.example.com' skipped" in notes
     assert f"registries.conf {drop_ins / '10-broken.conf'}: not valid TOML" in notes
     assert f"registries.conf {drop_ins / '20-big.conf'}: larger than 256 KiB; not read" in notes
+    assert f"registries.conf {drop_ins / '25-deep.conf'}: nested too deeply to be a registry configuration" in notes
     assert "nvcr.io already mirrored by registries.conf" in notes
     assert "the _default entry is not followed" in notes
     assert "https://mirror.example.com/quay skipped: a mirror under a path is not followed" in notes
@@ -468,3 +474,10 @@ async def test_mirror_run_trusts_the_registry_ca_for_skopeo(
     # the copied tag is what the image checks then find
     async with RegistryClient(credentials={tls_registry.host: creds}, ca_files=[str(test_ca.pem)]) as client:
         assert (await client.check(target)).digest == digest
+
+
+def test_an_auth_file_nested_too_deeply_is_one_line(isolated: Path) -> None:
+    config = isolated / "deep.json"
+    config.write_text("[" * 20000 + "]" * 20000)
+    with pytest.raises(ValueError, match=rf"^auth file {config}: nested too deeply to be an auth file$"):
+        RegistryClient(auth_file=str(config))

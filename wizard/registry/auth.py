@@ -185,6 +185,8 @@ def _read_auth_json(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise ValueError(f"auth file {path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"auth file {path}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:  # json recurses once per nested array or object
+        raise ValueError(f"auth file {path}: nested too deeply to be an auth file") from None
     if not isinstance(data, dict):
         raise ValueError(f"auth file {path}: expected a JSON object with an 'auths' mapping")
     return data

@@ -70,7 +70,7 @@ def _parse_answer(out: bytes, who: str) -> Credentials | None:
         raise HelperError(f"{who} answered more than {MAX_HELPER_OUTPUT >> 10} KiB; not credentials")
     try:
         data = json.loads(out.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise HelperError(f"{who} answered something that is not JSON") from None
     if not isinstance(data, dict):
         raise HelperError(f"{who} answered JSON that is not an object with Username and Secret")

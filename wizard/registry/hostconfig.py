@@ -76,6 +76,8 @@ def _toml(path: Path, what: str) -> dict[str, Any]:
         raise ValueError(f"{what} {path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{what} {path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ValueError(f"{what} {path}: nested too deeply to be a registry configuration") from None
 
 
 def certs_d_trust(host: str, roots: list[Path] | None = None) -> EndpointTrust | None:
