@@ -234,6 +234,10 @@ async def test_creds_store_serves_the_registries_without_their_own(
     async with RegistryClient(ca_files=[str(test_ca.pem)]) as client:
         deep = await client.check(ref)
     assert deep.error.endswith("(credsStore in " + str(config) + ") answered something that is not JSON")
+    write_helper(isolated, "store", "yes '{}'")  # answers without end: cut off, not read into memory
+    async with RegistryClient(ca_files=[str(test_ca.pem)]) as client:
+        endless = await client.check(ref)
+    assert endless.error.endswith(f"(credsStore in {config}) answered more than 64 KiB; not credentials")
     docker_config(isolated, {"credsStore": "absent"})
     async with RegistryClient(ca_files=[str(test_ca.pem)]) as client:
         missing = await client.check(ref)

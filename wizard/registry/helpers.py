@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import shutil
+import signal
 
 from wizard.registry.auth import IDENTITY_TOKEN_USER, Credentials, Helper, scrub
 
@@ -46,16 +48,24 @@ async def helper_credentials(helper: Helper, server: str, *, timeout: float = HE
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own process group: stopping it stops what it started too
         )
     except OSError as exc:
         raise HelperError(f"{who} cannot be started ({exc.strerror})") from None
     try:
-        out, err = await asyncio.wait_for(process.communicate(server.encode()), timeout)
+        out, err = await asyncio.wait_for(_talk(process, server.encode()), timeout)
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
         raise HelperError(f"{who} gave no answer within {timeout:g} s") from None
+    finally:
+        if process.returncode is None:  # timed out, or answered more than any credentials are: stopped
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                if hasattr(os, "killpg"):
+                    os.killpg(process.pid, signal.SIGKILL)
+                else:  # no process groups (Windows)
+                    process.kill()
+            await process.wait()
+    if len(out) > MAX_HELPER_OUTPUT:
+        raise HelperError(f"{who} answered more than {MAX_HELPER_OUTPUT >> 10} KiB; not credentials")
     if process.returncode != 0:
         said = (out or err)[:MAX_HELPER_OUTPUT].decode("utf-8", "replace").strip()
         if any(marker in said.lower() for marker in _NOT_FOUND):
@@ -65,9 +75,34 @@ async def helper_credentials(helper: Helper, server: str, *, timeout: float = HE
     return _parse_answer(out, who)
 
 
-def _parse_answer(out: bytes, who: str) -> Credentials | None:
+async def _talk(process: asyncio.subprocess.Process, question: bytes) -> tuple[bytes, bytes]:
+    """Write the question, read at most a little over the cap from stdout and stderr, wait for the exit
+    (a helper that answers more is cut off, not read into memory)."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # it may exit without reading
+        process.stdin.write(question)
+        await process.stdin.drain()
+        process.stdin.close()
+    errors = asyncio.ensure_future(_capped(process.stderr))
+    out = await _capped(process.stdout)
     if len(out) > MAX_HELPER_OUTPUT:
-        raise HelperError(f"{who} answered more than {MAX_HELPER_OUTPUT >> 10} KiB; not credentials")
+        errors.cancel()
+        return out, b""
+    err = await errors
+    await process.wait()
+    return out, err
+
+
+async def _capped(stream: asyncio.StreamReader) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_HELPER_OUTPUT and (chunk := await stream.read(16384)):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _parse_answer(out: bytes, who: str) -> Credentials | None:
     try:
         data = json.loads(out.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
