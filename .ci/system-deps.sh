@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # Installs the system tools the tests need: a real OCI registry (docker-registry), skopeo, umoci,
 # htpasswd (apache2-utils), tmux (the scripted TUI walk) and chromium (the classroom-mode browser tests
-# drive it with Playwright: its own browser download is not used). Does nothing when they are all
+# drive it with Playwright: its own browser download is not used), zsh and fish (their completion scripts
+# are parsed by them). Does nothing when they are all
 # present already, so CI machines and developer laptops that have them skip apt entirely.
 # Debian/Ubuntu only (apt-get).
 set -euo pipefail
 
-PACKAGES=(docker-registry skopeo umoci apache2-utils tmux chromium)
-COMMANDS=(docker-registry skopeo umoci htpasswd tmux chromium)
+PACKAGES=(docker-registry skopeo umoci apache2-utils tmux chromium zsh fish)
+COMMANDS=(docker-registry skopeo umoci htpasswd tmux chromium zsh fish)
 
 missing=()
 for cmd in "${COMMANDS[@]}"; do
     command -v "$cmd" >/dev/null 2>&1 || missing+=("$cmd")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
-    echo "system-deps: docker-registry, skopeo, umoci, htpasswd, tmux and chromium are already installed"
+    echo "system-deps: docker-registry, skopeo, umoci, htpasswd, tmux, chromium, zsh and fish are already installed"
     exit 0
 fi
 echo "system-deps: missing ${missing[*]}; installing ${PACKAGES[*]} with apt-get"

@@ -21,6 +21,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tarfile
 import time
@@ -30,6 +31,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,13 +132,30 @@ class RegistryServer:
     """One ``docker-registry serve`` process on 127.0.0.1 plus helpers to fill it over the v2 API."""
 
     def __init__(
-        self, workdir: Path, *, username: str = "", password: str = "", token_server: TokenServer | None = None
+        self,
+        workdir: Path,
+        *,
+        username: str = "",
+        password: str = "",
+        token_server: TokenServer | None = None,
+        tls: tuple[Path, Path] | None = None,
+        client_ca: Path | None = None,
+        ca: Path | None = None,
+        own_client: tuple[Path, Path] | None = None,
     ) -> None:
+        """``tls``: the server's (certificate, key) — https then; ``client_ca``: client certificates are required
+        and checked against it; ``ca`` and ``own_client``: what this fixture's own requests trust and present."""
         self.workdir = workdir
         self.token_server = token_server
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
-        self.url = f"http://{self.host}"
+        self.url = f"{'https' if tls else 'http'}://{self.host}"
+        self.tls, self.client_ca = tls, client_ca
+        self._context: ssl.SSLContext | None = None
+        if tls:
+            self._context = ssl.create_default_context(cafile=str(ca) if ca else None)
+            if own_client:
+                self._context.load_cert_chain(str(own_client[0]), str(own_client[1]))
         self.username = username
         self.password = password
         self.pid = 0
@@ -160,11 +179,15 @@ class RegistryServer:
             htpasswd.write_bytes(result.stdout)
             auth = f"auth: {{htpasswd: {{realm: test-realm, path: {htpasswd}}}}}\n"
         config = self.workdir / "config.yml"
+        tls = ""
+        if self.tls:
+            tls = f", tls: {{certificate: {self.tls[0]}, key: {self.tls[1]}"
+            tls += f", clientcas: [{self.client_ca}]}}" if self.client_ca else "}"
         config.write_text(
             "version: 0.1\n"
             "log: {level: warn, fields: {service: registry}}\n"
             f"storage: {{filesystem: {{rootdirectory: {self.workdir / 'data'}}}, delete: {{enabled: true}}}}\n"
-            f"http: {{addr: {self.host}, secret: {secrets.token_hex(16)}, "
+            f"http: {{addr: {self.host}, secret: {secrets.token_hex(16)}{tls}, "
             "headers: {X-Content-Type-Options: [nosniff]}}\n" + auth
         )
         log = (self.workdir / "registry.log").open("wb")
@@ -213,7 +236,7 @@ class RegistryServer:
             token = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
             req.add_header("Authorization", f"Basic {token}")
         try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
+            with urllib.request.urlopen(req, timeout=10, context=self._context) as resp:
                 return resp.status, dict(resp.headers), resp.read()
         except urllib.error.HTTPError as err:
             return err.code, dict(err.headers), err.read()
@@ -281,18 +304,17 @@ class RegistryServer:
         assert status == 202, (status, body)
 
 
-def _serve(
+def serve_registry(
     tmp_path_factory: pytest.TempPathFactory,
     name: str,
     *,
     tools: tuple[str, ...] = (),
-    username: str = "",
-    password: str = "",
-    token_server: TokenServer | None = None,
+    **options: Any,
 ) -> Iterator[RegistryServer]:
+    """A started :class:`RegistryServer` in a fresh folder (``options``: its keyword arguments), stopped after."""
     require_tools("docker-registry", *tools)
     workdir = tmp_path_factory.mktemp(name)
-    server = RegistryServer(workdir, username=username, password=password, token_server=token_server)
+    server = RegistryServer(workdir, **options)
     server.start()
     try:
         yield server
@@ -303,13 +325,13 @@ def _serve(
 @pytest.fixture(scope="session")
 def oci_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
     """An open docker-registry on 127.0.0.1 (plain http, deletes enabled)."""
-    yield from _serve(tmp_path_factory, "registry")
+    yield from serve_registry(tmp_path_factory, "registry")
 
 
 @pytest.fixture(scope="session")
 def oci_registry_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
     """A docker-registry behind htpasswd Basic auth; ``.username`` / ``.password`` are fresh per run."""
-    yield from _serve(
+    yield from serve_registry(
         tmp_path_factory,
         "registry-auth",
         tools=("htpasswd",),
@@ -323,7 +345,7 @@ def oci_registry_token(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reg
     """A docker-registry behind bearer-token auth (``.token_server`` issues the JWTs; Basic to get one)."""
     workdir = tmp_path_factory.mktemp("registry-token")
     username, password = f"user-{secrets.token_hex(3)}", f"pw-{secrets.token_urlsafe(18)}"
-    yield from _serve(
+    yield from serve_registry(
         tmp_path_factory,
         "registry-token",
         tools=("openssl",),

@@ -4,7 +4,9 @@ The registry answers 401 with ``WWW-Authenticate: Bearer realm=…,service=…,s
 fetches a JWT from the realm (Basic auth with the user's credentials) and retries with it. This
 service signs RS256 JWTs with a throw-away key and self-signed certificate made by ``openssl``
 (which the registry trusts through ``rootcertbundle``), so the real registry verifies real tokens.
-Anonymous requests get a token without access, like Docker Hub's for a private repository.
+Anonymous requests get a token without access, like Docker Hub's for a private repository. ``POST
+/token`` is the OAuth2 refresh-token grant a client uses with an identity token (``docker login``'s
+``identitytoken``): the one in :attr:`TokenServer.identity_token` is granted, any other refused.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class TokenServer:
         self.key = workdir / "token-key.pem"
         self.cert = workdir / "token-cert.pem"
         self.issued: list[str] = []  # scopes granted, for assertions on caching
+        self.identity_token = f"idt-{secrets.token_urlsafe(24)}"
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -118,6 +121,17 @@ class TokenServer:
                     granted = True
                 outer.issued.append(scope)
                 self._reply(200, {"token": outer.token(scope, granted=granted), "expires_in": 300})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                form = urllib.parse.parse_qs(self.rfile.read(length).decode())
+                scope = form.get("scope", [""])[0]
+                grant = form.get("grant_type", [""])[0]
+                if grant != "refresh_token" or form.get("refresh_token", [""])[0] != outer.identity_token:
+                    self._reply(401, {"details": "invalid refresh token"})
+                    return
+                outer.issued.append(scope)
+                self._reply(200, {"access_token": outer.token(scope, granted=True), "expires_in": 300})
 
             def _reply(self, status: int, body: dict[str, object]) -> None:
                 data = json.dumps(body).encode()

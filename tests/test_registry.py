@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import secrets
 import socket
 import time
@@ -15,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from tests.fixtures_registry import RegistryServer, free_port, require_tools
+from wizard import requestlog
 from wizard.engine.naming import split_reference
 from wizard.registry.auth import Credentials, load_auth_file
 from wizard.registry.client import RegistryClient, RegistryError, TagStatus
@@ -180,19 +182,28 @@ async def flaky_front(oci_registry: RegistryServer) -> AsyncIterator[tuple[str, 
 
 
 async def test_busy_registry_is_retried_honouring_retry_after(
-    oci_registry: RegistryServer, flaky_front: tuple[str, list[str]]
+    oci_registry: RegistryServer, flaky_front: tuple[str, list[str]], tmp_path: Path
 ) -> None:
     front, seen = flaky_front
     once, always = repo_name("busy-once/x"), repo_name("busy-always/x")
     pushed = oci_registry.push_image(once, "580")
-    async with RegistryClient(insecure_registries=[front]) as client:
-        started = time.perf_counter()
-        status = await client.check(f"{front}/{once}:580")
-        waited = time.perf_counter() - started
-        busy = await client.check(f"{front}/{always}:580")
+    log = tmp_path / "requests.log"
+    requestlog.configure(log_file=str(log))
+    try:
+        async with RegistryClient(insecure_registries=[front]) as client:
+            started = time.perf_counter()
+            status = await client.check(f"{front}/{once}:580")
+            waited = time.perf_counter() - started
+            busy = await client.check(f"{front}/{always}:580")
+    finally:
+        requestlog.close()
     assert status.digest == pushed and waited >= 0.9
     assert busy.error == f"registry error: {front} keeps answering 429 Too Many Requests; try again later"
     assert seen.count(f"/v2/{always}/manifests/580") == 3  # bounded
+    # the request log: one line per request, its status, time and retries
+    lines = log.read_text().splitlines()
+    assert re.search(rf" registry HEAD https?://{front}/v2/{once}/manifests/580 200 \d+ms retries=1$", lines[0])
+    assert re.search(rf" registry HEAD https?://{front}/v2/{always}/manifests/580 429 \d+ms retries=2$", lines[-1])
 
 
 async def test_a_registry_that_never_answers_times_out() -> None:
@@ -296,7 +307,8 @@ async def test_bearer_token_flow(oci_registry_token: RegistryServer, caplog: pyt
     )
     assert (
         rejected.error
-        == f"unauthorized: the token service of {server.host} refused the credentials of user {server.username}"
+        == f"unauthorized: the token service of {server.host} refused the credentials of user {server.username} "
+        "(from credentials given to the wizard)"
     )
     everything = repr(results) + repr(denied) + repr(rejected) + caplog.text
     assert server.password not in everything and "not-" + server.password not in everything
@@ -330,6 +342,7 @@ def test_auth_file_formats(tmp_path: Path) -> None:
     assert load_auth_file(str(path)) == {
         "docker.io": Credentials("hub", "h"),
         "registry.example.com/mlops": Credentials("ml", "p"),
+        "quay.io": Credentials("<token>", "", identity_token="opaque"),
     }
     path.write_text('{"auths": {"x": {"auth": "c2VjcmV0"')
     with pytest.raises(ValueError, match=r"auth\.json: not valid JSON \(line 1"):

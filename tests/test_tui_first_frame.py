@@ -54,7 +54,7 @@ async def test_driver_mounts_the_form_below_its_first_view_after_the_first_frame
         assert not screen.query("#airgapped-row") and not screen.query("#repo-config")  # upstream only
         # the rest arrived, in the form's order, and the image check filled it
         fields = [field.path for field in screen.query(AnswerField)]
-        assert fields[-1] == "driver.registryMirrors"
+        assert fields[-2:] == ["driver.registryMirrors", "driver.registryCA"]
         await wait_for(pilot, lambda: app.state.rendered is not None and not screen.query_one("#support").display)
         panel = screen.query_one(MirrorPanel)
         assert panel.parent is screen.query_one("#driver-scroll")

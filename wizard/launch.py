@@ -53,8 +53,14 @@ def _start_the_tui(words: list[str]) -> int:
         sys.stderr.write(f"gpu-wizard: error: {printable(str(exc))}\n")
         return EXIT_INVALID
     from screens.app import run
+    from wizard import requestlog
+    from wizard.paths import logs_dir
 
-    return run(args)
+    requestlog.configure(verbose=False, keep_dir=logs_dir())  # GPU_WIZARD_LOG and the support bundle's copy
+    try:
+        return run(args)
+    finally:
+        requestlog.close()
 
 
 def _tui_options(words: list[str]) -> object:

@@ -32,6 +32,11 @@ def backups_dir() -> Path:
     return state_dir() / "backups"
 
 
+def logs_dir() -> Path:
+    """Where the request log of the last run (and the one before) is kept for the support bundle."""
+    return state_dir() / "logs"
+
+
 def xdg_config_home() -> Path:
     """``$XDG_CONFIG_HOME`` (default ``~/.config``) on any platform: where other tools' configs are."""
     return Unix().user_config_path

@@ -26,6 +26,7 @@ from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
 from screens.widgets.mirror import MirrorPanel
 from screens.widgets.offers import RegistryOffers
+from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
@@ -151,6 +152,7 @@ class DriverStep(FormStep):
                 id="registry-mirrors",
                 hint="hosts the nodes pull through a mirror; image checks ask it",
             ),
+            RegistryAccess(str(state.get("driver.registryCA") or ""), id="registry-access"),
             SupportRequest(id="support"),
         ]
 
@@ -165,7 +167,7 @@ class DriverStep(FormStep):
             return
         await self.query_one("#driver-scroll").mount_all(self.below_the_fold())
         errors = self.state.errors_for(self.FIELDS)
-        for field in self.query(AnswerField).filter("#registry-mirrors"):
+        for field in self.query(AnswerField).filter("#registry-mirrors, #registry-ca"):
             field.show_error(errors.get(field.path, ""))
         self._rest_mounted.set()
 
@@ -377,6 +379,7 @@ class DriverStep(FormStep):
             self.query_one(SupportRequest).show(None, [], self.state.nodes)
             self.maybe_replay()
             return
+        from wizard.engine.registry_routes import registry_hosts
         from wizard.engine.render import mirror_script, render
 
         waited = 0.0
@@ -412,6 +415,7 @@ class DriverStep(FormStep):
                 self.maybe_replay()
                 return
             statuses = list(await state.cluster.check_images(rendered, registry))
+            self.query_one(RegistryAccess).show(registry.access_notes(registry_hosts(rendered.plan)))
         state.images = statuses
         groups.show(rendered.node_images, statuses, catalog=catalog)
         present = {s.image for s in statuses if s.ok}

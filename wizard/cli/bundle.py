@@ -2,7 +2,9 @@
 
 The files come from :meth:`Cluster.support_files` (the operator's CRs, DaemonSets, pods and their
 logs, events, GPU node labels, ``nvidia-smi -q``, the diagnosis) plus gpu-wizard's own version and
-plan; ``MANIFEST.txt`` lists every file with its size and says what was sampled. Never a Secret or
+plan, and the request log of the run before this one (``gpu-wizard/last-run.log``: one line per API
+and registry request, secrets redacted, :mod:`wizard.requestlog`); ``MANIFEST.txt`` lists every file
+with its size and says what was sampled. Never a Secret or
 a credential: see :mod:`wizard.cluster.support`; the kubeconfig is never included. The archive is
 written once, complete, with mode 0600 (:func:`wizard.atomic_write.write_private`): a repeat run
 replaces it atomically. Progress goes to stderr. Exit 0 written, 2 bad input or unusable cluster.
@@ -95,6 +97,11 @@ async def cmd_support_bundle(args: argparse.Namespace) -> int:
             else:
                 sys.stderr.write(f"gpu-wizard: support-bundle: {item}\n")
                 sys.stderr.flush()
+    from wizard.paths import logs_dir
+    from wizard.requestlog import kept_log
+
+    if log := kept_log(logs_dir()):  # this run's first request moved the last run's log aside
+        files["gpu-wizard/last-run.log"] = log
     try:
         write_private(target, _archive(files))
     except WriteError as exc:

@@ -9,6 +9,8 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    import argparse
+
     from wizard.engine.facts import ClusterFacts
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -89,3 +91,13 @@ def load_nodelist(path: str) -> ClusterFacts:
     warning = f"{path}: {which} listed more than once: {listed}; the last entry of each is used"
     sys.stderr.write(f"gpu-wizard: warning: {printable(warning)}\n")
     return ClusterFacts(list(last.values()))
+
+
+def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands by name (empty when it has none)."""
+    import argparse  # not at the top: the TUI starts through this module and its first frame needs no argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}

@@ -4,8 +4,11 @@ Every registry client built here is routed the way the cluster pulls (``Cluster.
 through the registry mirrors of ``--registry-mirror SOURCE=MIRROR`` and the answers file's
 ``driver.registryMirrors`` (a runtime that pulls through a mirror, containerd's hosts.toml), and, on
 the demo, those its kubeconfig's marker names, so the simulated image names are answered by the
-demo's registry, never by the real hosts. Parsing the flags imports nothing heavy; the engine loads
-when a command runs.
+demo's registry, never by the real hosts. This machine's registries.conf and hosts.toml mirrors,
+certs.d folders and credential helpers count too (under the user's mirrors), unless
+``--no-host-registry-config`` or ``driver.hostRegistryConfig: false`` says not to; ``--registry-ca``
+adds to ``driver.registryCA``. With ``-v`` each client says where its mirrors, credentials and CAs came
+from. Parsing the flags imports nothing heavy; the engine loads when a command runs.
 """
 
 from __future__ import annotations
@@ -33,8 +36,19 @@ def mirror_flag(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def ca_flag(text: str) -> str:
+    """``--registry-ca FILE`` checked while the flags are parsed (a path; the file is read when a registry is asked)."""
+    from wizard.engine.plan import check_ca_path
+
+    try:
+        return check_ca_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def registry_flags(parser: argparse.ArgumentParser) -> None:
-    """``--registry-auth-file``, ``--insecure-registry`` and ``--registry-mirror``."""
+    """``--registry-auth-file``, ``--insecure-registry``, ``--registry-mirror``, ``--registry-ca`` and
+    ``--no-host-registry-config``."""
     parser.add_argument("--registry-auth-file", metavar="FILE", help="docker/containers auth.json for the registry")
     parser.add_argument(
         "--insecure-registry",
@@ -50,7 +64,21 @@ def registry_flags(parser: argparse.ArgumentParser) -> None:
         type=mirror_flag,
         metavar="SOURCE=MIRROR",
         help="the cluster pulls SOURCE's images through MIRROR, e.g. nvcr.io=https://mirror.example.com; "
-        "image checks ask the mirror (repeatable; adds to the answers file's driver.registryMirrors)",
+        "image checks ask the mirror (repeatable; adds to the answers file's driver.registryMirrors and wins "
+        "over registries.conf / hosts.toml)",
+    )
+    parser.add_argument(
+        "--registry-ca",
+        action="append",
+        default=[],
+        type=ca_flag,
+        metavar="FILE",
+        help="PEM file of CAs to trust for the registries (repeatable; adds to driver.registryCA)",
+    )
+    parser.add_argument(
+        "--no-host-registry-config",
+        action="store_true",
+        help="do not read this machine's registries.conf, containerd hosts.toml, certs.d folders or credential helpers",
     )
 
 
@@ -63,18 +91,37 @@ def registry_client(args: argparse.Namespace, cluster: Cluster, plan: Plan, time
     """A ``RegistryClient`` for ``plan``'s images with the user's auth file, insecure registries and
     registry mirrors, routed as ``cluster`` pulls."""
     from wizard.engine.registry_routes import registry_hosts
+    from wizard.registry.access import check_ca_file
 
     mirrors = registry_mirrors(args, plan)
+    flagged = dict(getattr(args, "registry_mirror", None) or [])
+    answers = f"{args.answers} (driver.registryMirrors)" if getattr(args, "answers", None) else "driver.registryMirrors"
+    origins = {host: "--registry-mirror" if host in flagged else answers for host in mirrors}
+    ca_files = [*([plan.driver.registryCA] if plan.driver.registryCA else []), *getattr(args, "registry_ca", [])]
+    host_config = plan.driver.hostRegistryConfig and not getattr(args, "no_host_registry_config", False)
+    hosts = registry_hosts(plan)
     try:
-        return cluster.open_registry(
-            registry_hosts(plan),
+        for path in ca_files:  # before any registry request: a flag or a field naming no usable CA ends the command
+            check_ca_file(path)
+    except ValueError as exc:  # named, its content never shown
+        raise UsageError(str(exc)) from None
+    try:
+        client = cluster.open_registry(
+            hosts,
             mirrors=mirrors,
             auth_file=args.registry_auth_file,
             insecure_registries=args.insecure_registry,
             timeout=timeout,
+            ca_files=ca_files,
+            host_config=host_config,
+            mirror_origins=origins,
         )
     except ValueError as exc:  # the auth file cannot be read or is not JSON: named, its content never shown
         raise UsageError(f"--registry-auth-file: {exc}") from None
+    if getattr(args, "verbose", False):
+        for note in client.access_notes(hosts):
+            sys.stderr.write(f"registry: {note.line()}\n")
+    return client
 
 
 def image_lines(statuses: list[ImageStatus]) -> list[str]:
@@ -200,6 +247,7 @@ async def cmd_mirror(args: argparse.Namespace) -> int:
             authfile=args.registry_auth_file,
             insecure_registries=args.insecure_registry,
             on_progress=progress,
+            ca_files=[*([plan.driver.registryCA] if plan.driver.registryCA else []), *args.registry_ca],
         )
     except MirrorError as exc:
         raise UsageError(str(exc)) from None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wizard.bundled import DEFAULT_DEMO_SCENARIO
-from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, version
+from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, subparsers, version
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
@@ -75,7 +75,12 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     from wizard.atomic_write import write_private
     from wizard.engine.answers import example_answers
 
-    text = example_answers(Mode(args.mode))
+    if args.example:
+        from wizard.cli.examples import example_text
+
+        text, what = example_text(args.example), f"the {args.example} example"
+    else:
+        text, what = example_answers(Mode(args.mode)), f"{args.mode} mode"
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
@@ -87,7 +92,7 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
 
     then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
     sys.stderr.write(
-        f"wrote {target} ({args.mode} mode); edit it, then: {then}\n"
+        f"wrote {target} ({what}); edit it, then: {then}\n"
         "  (renders for the nodes of the current kube context; add --nodes NODELIST.json for a saved "
         "`kubectl get nodes -o json`, or --demo for the built-in demo cluster)\n"
     )
@@ -108,6 +113,12 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="write one line per API and registry request to stderr (GPU_WIZARD_LOG=FILE: to FILE)",
+    )
     parser.add_argument(
         "--demo",
         nargs="?",
@@ -140,6 +151,15 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
     init = answers_sub.add_parser("init", help="write a commented example answers file")
     init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    from wizard.cli.examples import example_names
+    from wizard.cli.examples import register as register_examples_command
+
+    init.add_argument(
+        "--example",
+        choices=example_names(),
+        metavar="NAME",
+        help="a bundled example instead (see `gpu-wizard examples`)",
+    )
     init.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=cmd_answers_init)
@@ -170,7 +190,27 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.cleanup import register as register_cleanup_command
 
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
+    from wizard.cli.completion import register as register_completion_command
+
+    register_examples_command(sub)  # examples: the README's example files for installed users
+    register_completion_command(sub, build_parser)  # completion: bash, zsh and fish scripts from this parser
+    _verbose_everywhere(sub)
     return parser
+
+
+def _verbose_everywhere(sub: Any) -> None:
+    """``--verbose`` after the command too (``gpu-wizard apply --verbose``); ``-v`` stays before it, since
+    ``verify -v`` already means --show-output."""
+    for command in sub.choices.values():
+        if any("--verbose" in a.option_strings for a in command._actions) or command.prefix_chars != "-":
+            continue
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS, help="as gpu-wizard -v")
+        if nested := subparsers(command):
+            for child in nested.values():
+                if child.prefix_chars == "-" and not any("--verbose" in a.option_strings for a in child._actions):
+                    child.add_argument(
+                        "--verbose", action="store_true", default=argparse.SUPPRESS, help="as gpu-wizard -v"
+                    )
 
 
 def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
@@ -206,7 +246,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "gpu-wizard: error: name a command, or run gpu-wizard without one for the interactive wizard\n"
             )
             return EXIT_INVALID
-        return _run_command(partial(_with_top_level_demo, handler), args)
+        from wizard import requestlog
+        from wizard.paths import logs_dir
+
+        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir())
+        try:
+            return _run_command(partial(_with_top_level_demo, handler), args)
+        finally:
+            requestlog.close()
     finally:
         sys.stdout, sys.stderr = streams
 

@@ -9,7 +9,7 @@ can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -31,7 +31,7 @@ from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
-from wizard.cluster.registry_routing import cluster_registry_options, registry_client
+from wizard.cluster.registry_routing import cluster_registry_options, routed_client
 from wizard.cluster.verify import VerifyContext
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.hostdoctor import DoctorTarget, HostState
@@ -92,15 +92,36 @@ def open_registry(
     auth_file: str | None = None,
     insecure_registries: Iterable[str] = (),
     timeout: float = 10.0,
+    ca_files: Sequence[str] = (),
+    host_config: bool = True,
+    mirror_origins: Mapping[str, str] | None = None,
 ) -> RegistryClient:
-    """The one way a front end gets a registry client: the user's auth file, insecure hosts and registry
-    mirrors (``driver.registryMirrors``, ``--registry-mirror``), routed as ``cluster`` pulls.
+    """The one way a front end gets a registry client: the user's auth file, insecure hosts, CA files and
+    registry mirrors (``driver.registryMirrors``, ``--registry-mirror``; ``mirror_origins`` says which, per host),
+    routed as ``cluster`` pulls; with ``host_config`` also this machine's registries.conf and hosts.toml
+    mirrors (those never on the demo cluster), certs.d folders and credential helpers.
+    ``client.access_notes()`` then says where each mirror, credential and CA came from.
 
-    ValueError when the auth file cannot be read (named, its content never shown).
+    ValueError when the auth file or a CA file cannot be read (named, its content never shown).
     """
     hosts = list(hosts)
-    options = cluster.registry_options(hosts, mirrors) if cluster is not None else mirror_options(mirrors or {}, hosts)
-    return registry_client(options, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout)
+
+    def options_for(wanted: list[str], routes: Mapping[str, str]) -> dict[str, Any]:
+        return cluster.registry_options(wanted, routes) if cluster is not None else mirror_options(routes, wanted)
+
+    demo = cluster is not None and cluster.info.demo
+    return routed_client(
+        options_for,
+        hosts,
+        mirrors=mirrors,
+        mirror_origins=mirror_origins,
+        auth_file=auth_file,
+        insecure_registries=insecure_registries,
+        timeout=timeout,
+        ca_files=ca_files,
+        host_config=host_config,
+        host_mirrors=not demo,  # the demo's kubeconfig alone says how its images are reached
+    )
 
 
 async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
@@ -223,10 +244,21 @@ class Cluster:
         auth_file: str | None = None,
         insecure_registries: Iterable[str] = (),
         timeout: float = 10.0,
+        ca_files: Sequence[str] = (),
+        host_config: bool = True,
+        mirror_origins: Mapping[str, str] | None = None,
     ) -> RegistryClient:
         """A registry client routed as this cluster pulls (see :func:`open_registry`)."""
         return open_registry(
-            self, hosts, mirrors=mirrors, auth_file=auth_file, insecure_registries=insecure_registries, timeout=timeout
+            self,
+            hosts,
+            mirrors=mirrors,
+            auth_file=auth_file,
+            insecure_registries=insecure_registries,
+            timeout=timeout,
+            ca_files=ca_files,
+            host_config=host_config,
+            mirror_origins=mirror_origins,
         )
 
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:

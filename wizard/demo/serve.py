@@ -121,6 +121,11 @@ class DemoClusterThread:
         return self.cluster.registry_options()
 
 
+def parser() -> argparse.ArgumentParser:
+    """``gpu-wizard demo serve``'s options (its own parser: the CLI hands it the words after ``serve``)."""
+    return _parser()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-wizard demo serve",

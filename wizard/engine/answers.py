@@ -262,6 +262,8 @@ driver:
   imagePullSecrets: []
   # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
   #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
+  # registryCA: /etc/pki/ca-trust/source/anchors/corp-ca.pem   # a private registry's CA (PEM)
+  # hostRegistryConfig: true    # read registries.conf, hosts.toml, certs.d and credential helpers here
 toolkit:
   installDir: /run/nvidia/toolkit-install  # SLE Micro: /usr/local is read-only
   # runtime: rke2               # auto (default: read from the GPU nodes) | containerd | cri-o | rke2 | k3s | k0s | microk8s
@@ -284,6 +286,8 @@ driver:
   imagePullSecrets: []
   # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
   #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
+  # registryCA: /etc/pki/ca-trust/source/anchors/corp-ca.pem   # a private registry's CA (PEM)
+  # hostRegistryConfig: true    # read registries.conf, hosts.toml, certs.d and credential helpers here
 toolkit:
   installDir: /usr/local/nvidia
 hostPaths:

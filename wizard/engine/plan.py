@@ -222,6 +222,22 @@ def check_registry_mirrors(value: dict[str, str]) -> dict[str, str]:
     return checked
 
 
+MAX_CA_PATH = 1024
+
+
+def check_ca_path(value: str) -> str:
+    """``driver.registryCA`` / ``--registry-ca``: a PEM file's path (one printable line), else ValueError.
+
+    The file itself is read when a registry is asked (it may live on the machine that runs the checks).
+    """
+    if not value.isprintable() or len(value) > MAX_CA_PATH or value != value.strip():
+        raise ValueError(
+            f"{value[:60]!r} is not a file path: one printable line of at most {MAX_CA_PATH} characters, "
+            "like /etc/pki/ca-trust/source/anchors/corp-ca.pem"
+        )
+    return value
+
+
 def parse_registry_mirror(text: str) -> tuple[str, str]:
     """``SOURCE=MIRROR`` (the ``--registry-mirror`` flag) as a checked pair, else ValueError."""
     source, sep, mirror = text.partition("=")
@@ -427,6 +443,10 @@ class DriverSpec(_Section):
     registryMirrors: dict[str, str] = Field(default_factory=dict)
     """Registry host -> mirror URL the cluster's runtime pulls through (containerd hosts.toml, CRI-O
     registries.conf): the image checks ask the mirror. The manifests do not change."""
+    registryCA: str = ""
+    """A PEM file of CAs the image checks trust for every registry (a private registry's own CA)."""
+    hostRegistryConfig: bool = True
+    """Read this machine's registries.conf, containerd hosts.toml, certs.d folders and credential helpers."""
     upgradePolicy: UpgradePolicySpec | None = None
     """How the operator rolls a driver change out; None leaves the live (or chart default) policy alone."""
 
@@ -444,6 +464,11 @@ class DriverSpec(_Section):
     @classmethod
     def _mirrors(cls, value: dict[str, str]) -> dict[str, str]:
         return check_registry_mirrors(value)
+
+    @field_validator("registryCA")
+    @classmethod
+    def _ca(cls, value: str) -> str:
+        return check_ca_path(value) if value else value
 
     @field_validator("imagePullSecrets")
     @classmethod
@@ -651,6 +676,10 @@ class Plan(_Section):
         data = self.model_dump(mode="json", exclude_none=True)
         if not data["driver"].get("registryMirrors"):
             data["driver"].pop("registryMirrors", None)  # most clusters pull directly: keep their files short
+        if not data["driver"].get("registryCA"):
+            data["driver"].pop("registryCA", None)
+        if data["driver"].get("hostRegistryConfig") is True:
+            data["driver"].pop("hostRegistryConfig")
         # upstream-only switches at their defaults are not the user's answers: a replay must not add them
         if not data["driver"].get("repoConfig", {}).get("configMapName"):
             data["driver"].pop("repoConfig", None)

@@ -12,12 +12,33 @@ or by a real registry on loopback. :func:`mirror_options` turns such a map into
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from wizard.engine.naming import split_reference
 
 if TYPE_CHECKING:  # the TUI imports this module while building a client; pydantic is not needed for it
     from wizard.engine.plan import Plan
+
+
+@dataclass(frozen=True)
+class AccessNote:
+    """How the image checks reach one registry, and where that came from (never a secret).
+
+    ``kind``: ``mirror`` (``detail`` is the mirror), ``credentials`` (``detail`` the user name or
+    "none"), ``tls`` (``detail`` the CA, client certificate or "verification off"), ``note`` (a
+    configuration entry that was skipped, and why).
+    """
+
+    kind: Literal["mirror", "credentials", "tls", "note"]
+    host: str
+    detail: str
+    origin: str = ""
+
+    def line(self) -> str:
+        """One line for a front end: ``nvcr.io  mirror https://… (from registries.conf /etc/…)``."""
+        origin = f" (from {self.origin})" if self.origin else ""
+        return f"{self.host}  {self.kind} {self.detail}{origin}" if self.host else f"{self.detail}{origin}"
 
 
 def repository_host(repository: str) -> str:

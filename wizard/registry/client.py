@@ -4,8 +4,10 @@ An async client for the OCI distribution v2 API on aiohttp (the engine runs on T
 loop). ``HEAD /v2/<repo>/manifests/<tag>`` always carries the full Accept list: without the OCI type
 an OCI manifest reads as 404, and without the docker v2 type a v2s2 manifest is down-converted to
 schema1 with another digest. Authentication follows the registry's ``WWW-Authenticate`` challenge
-(bearer token via realm/service/scope, or Basic). TLS verification is on unless the user lists the
-registry as insecure. Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
+(bearer token via realm/service/scope, an identity token exchanged there, or Basic); credentials
+and TLS material per registry come from :class:`wizard.registry.access.RegistryAccess` (auth files,
+credential helpers, ``certs.d``, ``--registry-ca``). TLS verification is on unless the user lists the
+registry as insecure. Every request is one line of the request log (:mod:`wizard.requestlog`). Requests are reads, so 429, 5xx and dropped connections are retried (bounded,
 honouring ``Retry-After``; the policy: :mod:`wizard.retry`). No error or log line produced here
 contains a credential.
 """
@@ -15,65 +17,41 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import socket
 import ssl
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
-from typing import Literal
 
 import aiohttp
 from multidict import CIMultiDictProxy
 from yarl import URL
 
+from wizard import requestlog
 from wizard.engine.naming import split_reference
+from wizard.engine.registry_routes import AccessNote
 from wizard.engine.results import CallStats
+from wizard.registry.access import AccessError, RegistryAccess
 from wizard.registry.auth import (
     Challenge,
     Credentials,
     canonical_host,
     endpoint_host,
     load_auth_file,
-    lookup,
+    load_auth_sources,
     normalize_auth_key,
     parse_challenge,
     scrub,
-    secrets_of,
 )
 from wizard.registry.distribution import MANIFEST_ACCEPT, MANIFEST_MEDIA_TYPES, json_object, next_link, registry_message
-from wizard.registry.tls import tls_context
+from wizard.registry.hostconfig import EndpointTrust
+from wizard.registry.status import RegistryError, TagStatus, os_reason
 from wizard.retry import DROPS, REGISTRY_FETCH, Retryable, dropped, retry_after_seconds, retryable_status, retrying
 
 __all__ = ["MANIFEST_MEDIA_TYPES", "Credentials", "RegistryClient", "RegistryError", "TagStatus", "load_auth_file"]
 
 log = logging.getLogger(__name__)
-
-
-class RegistryError(Exception):
-    """A registry problem worded for the user; the message never contains a credential."""
-
-
-@dataclass(frozen=True)
-class TagStatus:
-    """What the registry said about one image reference.
-
-    ``exists`` False with an empty ``error`` means the registry answered that the tag is missing;
-    a non-empty ``error`` means the question could not be answered (auth, network, server).
-    """
-
-    reference: str
-    exists: bool
-    digest: str = ""
-    media_type: str = ""
-    error: str = ""
-
-    @property
-    def state(self) -> Literal["present", "missing", "error"]:
-        """``present``, ``missing`` (the registry said so) or ``error`` (unknown)."""
-        if self.error:
-            return "error"
-        return "present" if self.exists else "missing"
 
 
 @dataclass(frozen=True)
@@ -92,7 +70,12 @@ class RegistryClient:
     warning is recorded in :attr:`warnings`. ValueError (naming the file, never its content) when
     an explicit ``auth_file`` cannot be read. ``mirrors`` maps a registry host to the endpoint that
     answers for it (``host[:port][/prefix]``, a pull-through cache or the demo cluster's registry);
-    ``ca_file`` (a PEM file) and ``ca_data`` (PEM text, e.g. a kubeconfig's CA) add CAs to trust.
+    ``ca_file`` and ``ca_files`` (PEM files, ``--registry-ca``) and ``ca_data`` (PEM text, e.g. a
+    kubeconfig's CA) add CAs to trust everywhere; ``certs_dirs`` replaces the ``certs.d`` roots
+    (``[]``: none) and ``endpoint_trust`` gives endpoints their hosts.toml CAs and client certificates.
+    ``credential_helpers`` False leaves the helpers the auth files name unrun. ``route_origins`` (host ->
+    where its mirror was declared), ``insecure_origins`` and ``notes`` (configuration entries skipped)
+    feed :meth:`access_notes`.
     """
 
     def __init__(
@@ -106,15 +89,35 @@ class RegistryClient:
         mirrors: Mapping[str, str] | None = None,
         ca_file: str | None = None,
         ca_data: str | None = None,
+        ca_files: Sequence[str] = (),
+        certs_dirs: Sequence[Path] | None = None,
+        endpoint_trust: Mapping[str, EndpointTrust] | None = None,
+        credential_helpers: bool = True,
+        route_origins: Mapping[str, str] | None = None,
+        insecure_origins: Mapping[str, str] | None = None,
+        notes: Sequence[str] = (),
     ) -> None:
-        creds = load_auth_file(auth_file)
-        creds.update({normalize_auth_key(k): v for k, v in (credentials or {}).items()})
-        self._credentials = creds
-        self._secrets = secrets_of(creds.values())
+        sources = load_auth_sources(auth_file)
+        for key, creds in (credentials or {}).items():
+            sources.credentials[normalize_auth_key(key)] = creds
+            sources.origins[normalize_auth_key(key)] = "credentials given to the wizard"
+        if not credential_helpers:
+            sources.helpers.clear()
+            sources.store = None
+        self.access = RegistryAccess(
+            sources,
+            ca_files=[*([ca_file] if ca_file else []), *ca_files],
+            ca_data=ca_data,
+            certs_dirs=certs_dirs,
+            endpoint_trust=endpoint_trust,
+            route_origins={canonical_host(h): o for h, o in (route_origins or {}).items()},
+            insecure_origins=insecure_origins,
+            notes=notes,
+        )
+        self._credentials = sources.credentials
         self._insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
         # Like registries.conf `location`: a host answered by another endpoint, optionally under a prefix.
         self._mirrors = {canonical_host(h): loc.strip("/") for h, loc in (mirrors or {}).items()}
-        self._extra_cas = (ca_file, ca_data) if ca_file or ca_data else None
         self._ssl: ssl.SSLContext | bool = True
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._timeout_s = timeout
@@ -135,8 +138,8 @@ class RegistryClient:
             log.warning(warning)
 
     async def __aenter__(self) -> RegistryClient:
-        if self._extra_cas is not None:  # in a thread: the first build loads the system's CA store
-            self._ssl = await asyncio.to_thread(tls_context, *self._extra_cas)
+        await self.access.open()  # in a thread: the first build loads the system's CA store
+        self._ssl = self.access.default_tls
         self._session = aiohttp.ClientSession(
             timeout=self._timeout,
             connector=aiohttp.TCPConnector(limit=self._concurrency),
@@ -241,6 +244,13 @@ class RegistryClient:
                 path = next_link(resp.headers.get("Link", ""))
         return found[:limit]
 
+    def access_notes(self, hosts: Iterable[str]) -> list[AccessNote]:
+        """How the checks of ``hosts`` reach their registries and where each setting came from: the mirror,
+        the credentials (by user name; helpers not yet asked are named, not run), the TLS material, and
+        the configuration entries that were skipped. Never a secret."""
+        routes = {host: self._mirrors[canonical_host(host)] for host in hosts if canonical_host(host) in self._mirrors}
+        return self.access.notes(hosts, routes, self._insecure)
+
     # -- transport ----------------------------------------------------------------------------------
 
     def _route(self, host: str, repo: str) -> tuple[str, str]:
@@ -255,7 +265,7 @@ class RegistryClient:
         return self._locks.setdefault(key, asyncio.Lock())
 
     def _scrub(self, text: str) -> str:
-        return scrub(text, [*self._secrets, *(tok for tok, _ in self._tokens.values())])
+        return scrub(text, [*self.access.secrets(), *(tok for tok, _ in self._tokens.values())])
 
     async def _send(self, method: str, host: str, repo: str, path: str, headers: dict[str, str]) -> _Response:
         """One request with auth: cached credentials first, then the challenge flow after a 401."""
@@ -271,11 +281,15 @@ class RegistryClient:
         auth = await self._authorize(host, repo, challenge, refresh=bool(auth))
         resp = await self._fetch(method, base + path, host, {**headers, **auth})
         if resp.status == 401:
-            who = lookup(self._credentials, host, repo)
-            detail = registry_message(resp.body)
+            who = self.access.known(host, repo)
+            detail = self._scrub(registry_message(resp.body))
             raise RegistryError(
                 f"unauthorized: {host} refused access to {repo}"
-                + (f" for user {who.username}" if who else " without credentials (private, or no such repository)")
+                + (
+                    f" for user {who.username} (from {self.access.origin(host, repo)})"
+                    if who
+                    else " without credentials (private, or no such repository)"
+                )
                 + (f" ({detail})" if detail else "")
             )
         return resp
@@ -299,20 +313,32 @@ class RegistryClient:
         except (aiohttp.ClientError, TimeoutError):
             return f"http://{host}"
 
-    async def _fetch(self, method: str, url: str, host: str, headers: dict[str, str]) -> _Response:
+    async def _fetch(
+        self, method: str, url: str, host: str, headers: dict[str, str], data: bytes | None = None
+    ) -> _Response:
         """One HTTP exchange with bounded retries on 429/5xx; network failures become RegistryError.
 
         ``host`` is the registry the exchange is for: its insecure setting also covers its token service.
+        The endpoint's own TLS material (certs.d, hosts.toml) is that of the URL's host.
         """
         session = self._session
         if session is None:
             raise RuntimeError("use RegistryClient as an async context manager")
-        verify = self._ssl if canonical_host(host) not in self._insecure else False
+        if canonical_host(host) in self._insecure:
+            verify: ssl.SSLContext | bool = False
+        else:
+            try:
+                verify = await self.access.tls(URL(url).raw_authority or host)
+            except AccessError as exc:
+                raise RegistryError(f"TLS settings for {host}: {exc}") from None
+        started, attempts, status = time.monotonic(), [0], ["error"]
 
         async def attempt() -> _Response:
             self.stats.requests += 1
+            attempts[0] += 1
             try:
-                async with session.request(method, url, headers=headers, ssl=verify) as resp:
+                async with session.request(method, url, headers=headers, data=data, ssl=verify) as resp:
+                    status[0] = str(resp.status)
                     body = await resp.read() if method != "HEAD" else b""
                     result = _Response(resp.status, resp.headers, body)
             except aiohttp.ClientConnectorCertificateError as exc:
@@ -328,7 +354,7 @@ class RegistryClient:
                     ) from None
                 raise RegistryError(f"TLS error talking to {host}: {self._scrub(str(exc))}") from None
             except aiohttp.ClientConnectorError as exc:
-                raise RegistryError(f"registry unreachable: {host}: {_os_reason(exc.os_error)}") from None
+                raise RegistryError(f"registry unreachable: {host}: {os_reason(exc.os_error)}") from None
             except TimeoutError:
                 raise RegistryError(f"registry unreachable: {host}: no answer within {self._timeout_s:g} s") from None
             except (aiohttp.ClientError, *DROPS) as exc:
@@ -340,7 +366,11 @@ class RegistryClient:
                 raise Retryable(result, retry_after=retry_after_seconds(result.headers))
             return result
 
-        return await retrying(REGISTRY_FETCH, attempt, stats=self.stats)
+        try:
+            return await retrying(REGISTRY_FETCH, attempt, stats=self.stats)
+        finally:
+            if requestlog.enabled():
+                requestlog.record("registry", method, url, status[0], started, attempts[0] - 1)
 
     # -- authentication -----------------------------------------------------------------------------
 
@@ -350,17 +380,28 @@ class RegistryClient:
         if challenge is None:
             return {}
         if challenge.scheme == "basic":
-            creds = lookup(self._credentials, host, repo)
-            return {"Authorization": creds.basic()} if creds else {}
+            creds = await self._credentials_for(host, repo)
+            return {"Authorization": creds.basic()} if creds and creds.password else {}
         return await self._authorize(host, repo, challenge, refresh=False)
 
+    async def _credentials_for(self, host: str, repo: str) -> Credentials | None:
+        try:
+            return await self.access.credentials(host, repo)
+        except AccessError as exc:
+            raise RegistryError(f"unauthorized: {host}: {exc}") from None
+
     async def _authorize(self, host: str, repo: str, challenge: Challenge, *, refresh: bool) -> dict[str, str]:
-        creds = lookup(self._credentials, host, repo)
+        creds = await self._credentials_for(host, repo)
         if challenge.scheme == "basic":
             if creds is None:
                 raise RegistryError(
                     f"unauthorized: {host} requires credentials and none were found for it "
                     "(give them to the wizard or log in with `skopeo login` / `docker login`)"
+                )
+            if not creds.password:
+                raise RegistryError(
+                    f"unauthorized: {host} asks for a password and {self.access.origin(host, repo)} holds only an "
+                    "identity token (it works with a token service only); log in again with a password"
                 )
             return {"Authorization": creds.basic()}
         scope = f"repository:{repo}:pull"
@@ -387,12 +428,23 @@ class RegistryClient:
         params = {"scope": scope}
         if service := challenge.params.get("service"):
             params["service"] = service
-        headers = {"Authorization": creds.basic()} if creds else {}
-        resp = await self._fetch("GET", str(URL(realm).update_query(params)), host, headers)
+        if creds is not None and creds.identity_token:  # OAuth2 refresh-token grant, as docker does
+            form = {**params, "grant_type": "refresh_token", "refresh_token": creds.identity_token}
+            form["client_id"] = "gpu-wizard"
+            body = str(URL.build(query=form)).lstrip("?").encode()
+            headers = {"Content-Type": "application/x-www-form-urlencoded"}
+            resp = await self._fetch("POST", realm, host, headers, data=body)
+        else:
+            headers = {"Authorization": creds.basic()} if creds else {}
+            resp = await self._fetch("GET", str(URL(realm).update_query(params)), host, headers)
         if resp.status in {401, 403}:
             raise RegistryError(
                 f"unauthorized: the token service of {host} refused "
-                + (f"the credentials of user {creds.username}" if creds else "anonymous access; credentials are needed")
+                + (
+                    f"the credentials of user {creds.username} (from {self.access.origin(host, '')})"
+                    if creds
+                    else "anonymous access; credentials are needed"
+                )
             )
         if resp.status != 200:
             raise RegistryError(f"registry error: the token service of {host} answered HTTP {resp.status}")
@@ -414,12 +466,3 @@ class RegistryClient:
         if resp.status == 429:
             return f"registry error: {host} keeps answering 429 Too Many Requests; try again later"
         return f"registry error: {host} answered HTTP {resp.status} for {repo}{suffix}"
-
-
-def _os_reason(error: OSError) -> str:
-    """A short reason for a failed connection, without the address tuple Python adds."""
-    if isinstance(error, ConnectionRefusedError):
-        return "connection refused (nothing listens on that port)"
-    if isinstance(error, socket.gaierror):
-        return "host name does not resolve"
-    return error.strerror or type(error).__name__

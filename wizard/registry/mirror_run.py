@@ -16,14 +16,19 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol
 
 from wizard.engine.naming import split_reference
 from wizard.registry.auth import Credentials, auths_json, canonical_host, load_auth_file, scrub, secrets_of
+from wizard.registry.files import read_capped
+from wizard.registry.hostconfig import certs_d_trust
+from wizard.registry.tls import MAX_PEM
 
 __all__ = ["MirrorError", "MirrorOutcome", "MirrorProgress", "run_mirror", "skopeo_available"]
 
@@ -127,9 +132,46 @@ def _auth(
         os.close(fd)
 
 
-def _tls_args(reference: str, insecure: set[str], flag: str) -> list[str]:
+def _tls_args(reference: str, insecure: set[str], flag: str, cert_dirs: dict[str, str], cert_flag: str) -> list[str]:
     host = canonical_host(split_reference(reference)[0])
-    return [f"{flag}=false"] if host in insecure else []
+    if host in insecure:
+        return [f"{flag}=false"]
+    return [f"{cert_flag}={cert_dirs[host]}"] if host in cert_dirs else []
+
+
+@contextlib.contextmanager
+def _cert_dirs(items: Sequence[MirrorSource], ca_files: Sequence[str]) -> Iterator[dict[str, str]]:
+    """skopeo's ``--*-cert-dir`` per registry host when the user names CA files (``--registry-ca``): a temporary
+    folder with those CAs beside what the host's own certs.d folder holds (a cert dir replaces that folder
+    for skopeo). Without CA files skopeo reads the certs.d folders itself: ``{}``."""
+    if not ca_files:
+        yield {}
+        return
+    try:
+        pems = [read_capped(Path(path), "CA file", limit=MAX_PEM) for path in ca_files]
+    except ValueError as exc:
+        raise MirrorError(str(exc)) from None
+    hosts = set()
+    for item in items:
+        for reference in (item.source, item.target):
+            with contextlib.suppress(ValueError):  # a bad reference fails on its own item later
+                hosts.add(canonical_host(split_reference(reference)[0]))
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-certs-") as root:
+        dirs: dict[str, str] = {}
+        for host in sorted(hosts):
+            folder = Path(root) / host
+            folder.mkdir()
+            try:
+                own = certs_d_trust(host)
+            except ValueError as exc:
+                raise MirrorError(str(exc)) from None
+            for number, data in enumerate([*(Path(p).read_bytes() for p in (own.ca_files if own else ())), *pems]):
+                (folder / f"ca-{number}.crt").write_bytes(data)
+            if own is not None and own.client is not None:
+                shutil.copyfile(own.client[0], folder / "client.cert")
+                shutil.copyfile(own.client[1], folder / "client.key")
+            dirs[host] = str(folder)
+        yield dirs
 
 
 def _readable(line: str) -> str:
@@ -199,12 +241,14 @@ async def run_mirror(
     insecure_registries: Iterable[str] = (),
     on_progress: Callable[[MirrorProgress], None] | None = None,
     timeout: float = 3600.0,
+    ca_files: Sequence[str] = (),
 ) -> list[MirrorOutcome]:
     """Copy every item's source to its target with skopeo, one after the other.
 
     Without credentials skopeo reads ``authfile`` or its usual auth files itself. With them, they
     are scoped to the items' source (``src_creds``) and target (``dest_creds``) repositories.
-    TLS verification is disabled only for hosts in ``insecure_registries``. ``on_progress`` gets
+    TLS verification is disabled only for hosts in ``insecure_registries``; ``ca_files`` (``--registry-ca``)
+    are trusted for every other registry, beside its certs.d folder. ``on_progress`` gets
     ``started``, one ``copying`` per skopeo output line, then ``done`` or ``failed``. A failed item
     does not stop the run. Raises MirrorError when skopeo is missing or the auth file is unusable.
     """
@@ -214,9 +258,9 @@ async def run_mirror(
     insecure = {canonical_host(h) for h in insecure_registries if h.strip()}
     emit = on_progress or (lambda _: None)
     outcomes: list[MirrorOutcome] = []
-    with _auth(work, src_creds, dest_creds, authfile) as auth:
+    with _cert_dirs(work, ca_files) as cert_dirs, _auth(work, src_creds, dest_creds, authfile) as auth:
         for index, item in enumerate(work):
-            outcome = await _mirror_one(index, len(work), item, skopeo, auth, insecure, emit, timeout)
+            outcome = await _mirror_one(index, len(work), item, skopeo, auth, (insecure, cert_dirs), emit, timeout)
             outcomes.append(outcome)
     return outcomes
 
@@ -227,11 +271,12 @@ async def _mirror_one(
     item: MirrorSource,
     skopeo: str,
     auth: _Auth,
-    insecure: set[str],
+    trust: tuple[set[str], dict[str, str]],
     emit: Callable[[MirrorProgress], None],
     timeout: float,
 ) -> MirrorOutcome:
     source, target = item.source, item.target
+    insecure, cert_dirs = trust
     started = time.monotonic()
 
     def progress(event: Literal["started", "copying", "done", "failed"], message: str) -> None:
@@ -243,8 +288,9 @@ async def _mirror_one(
         return MirrorOutcome(source, target, False, error=error, seconds=time.monotonic() - started)
 
     try:
-        tls = _tls_args(source, insecure, "--src-tls-verify") + _tls_args(target, insecure, "--dest-tls-verify")
-        inspect_tls = _tls_args(target, insecure, "--tls-verify")
+        tls = _tls_args(source, insecure, "--src-tls-verify", cert_dirs, "--src-cert-dir")
+        tls += _tls_args(target, insecure, "--dest-tls-verify", cert_dirs, "--dest-cert-dir")
+        inspect_tls = _tls_args(target, insecure, "--tls-verify", cert_dirs, "--cert-dir")
     except ValueError as exc:
         progress("started", f"copy {source} -> {target}")
         return failed(f"invalid reference: {exc}")

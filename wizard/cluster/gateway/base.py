@@ -3,8 +3,8 @@
 :class:`GatewayBase` holds the configuration, the generated API objects (``*_without_preload_content``
 calls: plain JSON, never thousands of pydantic models) and :meth:`~GatewayBase.call`, through which
 every request goes: bounded by a timeout, retried by the policy of :mod:`wizard.retry` (safe calls on
-5xx and dropped connections, any call on 429, ``Retry-After`` honoured), counted in ``stats``, its
-errors worded for the user (:mod:`wizard.cluster.transport`). The reads, writes, watches and execs
+5xx and dropped connections, any call on 429, ``Retry-After`` honoured), counted in ``stats``, written
+to the request log (:mod:`wizard.requestlog`), its errors worded for the user (:mod:`wizard.cluster.transport`). The reads, writes, watches and execs
 build on it (:mod:`wizard.cluster.gateway`).
 """
 
@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
 
+from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.kube import client
 from wizard.cluster.gateway.websocket import Dialer
@@ -86,12 +88,16 @@ class GatewayBase:
         ``text`` returns the body as text instead of decoding JSON.
         """
         limit = timeout or self.timeout
+        started, attempts = time.monotonic(), [0]
+        seen: list[Any] = ["-", f"{self.server} ({what})", "error"]  # method, URL, status of the last attempt
 
         async def attempt() -> Any:
             self.stats.requests += 1
+            attempts[0] += 1
             try:
                 async with asyncio.timeout(limit):
                     response = await fn(*args, _request_timeout=float(limit), **kwargs)
+                    seen[:] = [response.method, str(response.url), response.status]
                     try:
                         raw = await response.read()
                     finally:
@@ -114,7 +120,11 @@ class GatewayBase:
                 raise Retryable(failure, retry_after=failure.retry_after)
             raise failure
 
-        return await retrying(API_CALL, attempt, stats=self.stats)
+        try:
+            return await retrying(API_CALL, attempt, stats=self.stats)
+        finally:
+            if requestlog.enabled():
+                requestlog.record("api", seen[0], seen[1], seen[2], started, attempts[0] - 1)
 
     def raw(self, api: Any, operation: str) -> Callable[..., Awaitable[aiohttp.ClientResponse]]:
         """A generated operation's ``*_without_preload_content`` variant: the raw response, no models built."""

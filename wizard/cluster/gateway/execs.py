@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 
+from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.websocket import Dialer
@@ -96,7 +98,13 @@ class Execs(GatewayBase):
     ) -> ExecResult:
         dialer = self._dialer()
         target = exec_target(namespace, pod, container, command)
-        closed = await dialer.run(target, await self._auth_headers(), output.frame)
+        started, status = time.monotonic(), "dropped"
+        try:
+            closed = await dialer.run(target, await self._auth_headers(), output.frame)
+            status = "101"
+        finally:
+            if requestlog.enabled():
+                requestlog.record("api", "GET", self.configuration.host.rstrip("/") + target, status, started)
         if not closed and output.exit_code is None:  # the connection ended mid-stream: the outcome is unknown
             raise aiohttp.ServerDisconnectedError()
         return output.result()

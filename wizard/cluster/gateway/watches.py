@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 
+from wizard import requestlog
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.kube import ApiException, watch
@@ -59,6 +60,7 @@ class Watches(GatewayBase):
         stream = _DictWatch(skip)
         limit = float(timeout_seconds + WATCH_SLACK_S)
         started, delivered = time.monotonic(), False
+        status: int | str = "stopped"  # the caller left it, or it was cancelled
         try:
             async for event in stream.stream(
                 fn,
@@ -73,19 +75,27 @@ class Watches(GatewayBase):
                 if event is not _SKIPPED:
                     yield str(event["type"]), event["raw_object"]
         except ApiException as exc:
+            status = exc.status or "error"
             if exc.status == 410:
                 raise Gone(f"{what}: the watch expired ({exc.reason})") from None
             # the answer's own headers (its Retry-After): _DictWatch keeps them on the exception
             headers = exc.headers or {}
             raise self._status_error(exc.status or 0, str(exc.reason or "").encode(), headers, what) from None
         except (TimeoutError, aiohttp.ClientError, *DROPS) as exc:
+            status = "error"
             raise self._transport_error(exc, what, limit) from None
         except _NotAnEvent:
             raise ClusterError(
                 f"{what}: the server sent a line that is not a watch event",
                 "check what answers at the server's address (a proxy or load balancer in front of the API server?)",
             ) from None
+        else:
+            status = 200
         finally:
+            if requestlog.enabled():
+                response = stream.resp
+                url = str(response.url) if response is not None else f"{self.server} ({what})"
+                requestlog.record("api", "WATCH", url, status, started)
             await stream.close()
         elapsed = time.monotonic() - started
         if not delivered and elapsed < min(timeout_seconds, EARLY_END_S):
