@@ -2,8 +2,10 @@
 
 Images on the scenario's catalog hosts resolve against ``registry.catalog`` or, when ``registry.url``
 is set, against a real OCI registry by ``HEAD /v2/<path>/manifests/<tag>`` (so a tag re-pushed after
-a pod pulled shows a different digest than the pod's ``imageID``). A repository listed in the catalog
-is checked tag by tag whatever its host; any other host is public and pullable unless the scenario
+a pod pulled shows a different digest than the pod's ``imageID``). Without a real registry, every host
+a catalog repository (or an operator image) lives on is pulled through the demo's own registry, so
+an image it does not hold fails to pull (``ErrImagePull``, then ``ImagePullBackOff``) exactly where
+the wizard's image check calls it missing; any other host is public and pullable unless the scenario
 is air-gapped (``registry.public: false``). Error messages are the ones containerd gives kubelet.
 """
 
@@ -126,6 +128,10 @@ class Puller:
             if repo not in spec.catalog:
                 self._published.add(repo)
             self.catalog.setdefault(repo, {}).setdefault(tag, fake_digest(full))
+        # Without a real registry the demo's own /v2/ answers for every host a catalog repository lives
+        # on (the kubeconfig names it their mirror), so the kubelet pulls those through it too: a tag that
+        # mirror does not hold fails as on a real node, rather than coming from a "public" host regardless.
+        self.mirrored = self.hosts | (set() if spec.url else {repo.split("/", 1)[0] for repo in self.catalog})
 
     def needs_http(self, reference: str) -> bool:
         """Whether resolving this reference asks the real registry at ``registry.url``."""
@@ -150,7 +156,8 @@ class Puller:
                     f'failed to do request: Head "https://{host}/v2/{path}/manifests/{tag}": dial tcp: '
                     f"lookup {host} on 10.0.0.2:53: no such host",
                 )
-            return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
+            if host not in self.mirrored:
+                return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
         if tags is None and self.spec.url:
             # A real registry stands in: an image missing from the catalog gets a stable digest offline.
             return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
