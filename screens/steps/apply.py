@@ -76,7 +76,7 @@ class ApplyStep(StepScreen):
     def compose_body(self) -> ComposeResult:
         # not a Tab stop of its own: it showed no focus, and its buttons and table scroll into view when focused
         with VerticalScroll(id="apply-scroll", can_focus=False):
-            yield Label("What will change", classes="section -first")
+            yield Label("What will change", classes="section -first", id="change-title")
             yield Static("", id="apply-summary")
             with Horizontal(id="apply-row"):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
@@ -94,23 +94,50 @@ class ApplyStep(StepScreen):
         self._rollout: Any = None
         self._helm: Any = None  # the HelmChange when a Helm release owns the live policy
         self._helm_saved = False
+        self._advice: list[str] = []
+        self._told_ready = False
         table = self.query_one(RowTable)
         table.add_column("Node / DaemonSet", key="what")
         table.add_column("State", key="state")
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
         self._owner = self._ownership()
+        # one apply state per visit: an earlier apply is this visit's only when it sent the plan on screen
+        # (Preview's dry-run of it); another plan starts from "not started", whatever was applied before
+        self._sent = state.applied is not None and state.prepared is not None and state.applied_for is state.prepared
         self._summary()
         if self._owner.helm:
             self._show_helm()
         self.query_one("#apply", Button).focus()
         if state.preflight is not None and state.preflight.cluster_policy and state.cluster is not None:
             self.query_one(UpgradePlanView).load()
-        if state.applied is not None:
+        if self._sent:
             self._applied_text()
             self.query_one("#apply", Button).label = "Apply again…"
-            if state.cluster is not None:
-                self.follow_rollout()
+        if (self._sent or self.live_holds_plan()) and state.cluster is not None:
+            self.follow_rollout()  # this plan's rollout: sent now, or earlier (the live objects hold it)
+        self.refresh_nav()
+
+    def live_holds_plan(self) -> bool:
+        """The live objects already ask for what Verify checks: Preview's dry-run found nothing to change, or
+        the upgrade plan finds no GPU node whose driver image changes (a diff in, say, the upgrade policy
+        alone changes nothing Verify looks at)."""
+        prepared = self.state.prepared
+        if prepared is None or not prepared.ok:
+            return False
+        if not prepared.changed:
+            return True
+        report = self.query_one(UpgradePlanView).report
+        return report is not None and not report.plan.changing_nodes and not report.plan.os_tag_changes()
+
+    def on_upgrade_plan_view_loaded(self, event: UpgradePlanView.Loaded) -> None:
+        """The upgrade plan is known: whether no image changes (then Verify needs no apply), and the evictions."""
+        event.stop()
+        if self._sent:
+            return
+        self._summary()
+        if self.live_holds_plan() and self._rollout is None and self.state.cluster is not None:
+            self.follow_rollout()
         self.refresh_nav()
 
     def _summary(self) -> None:
@@ -122,11 +149,18 @@ class ApplyStep(StepScreen):
             lines.append(f"Cluster  [b]{escape(info.context)}[/] · {where}")
         if state.prepared is None:
             lines.append("[$error]✗ no server dry-run yet: go back to Preview[/]")
+        elif not state.prepared.changed:
+            lines.append(
+                "[$success]✓ the live objects already hold this plan:[/] nothing to send; Verify checks what runs"
+            )
         else:
             for change in changes(state.prepared) or ["nothing to change"]:
                 lines.append(f"  • {escape(change)}")
-            if not state.prepared.changed:
-                lines.append("[$text-muted]  the live objects already hold this plan[/]")
+            if self.live_holds_plan():
+                lines.append(
+                    "[$success]✓ no driver image changes:[/] the live policy already asks for these; "
+                    "Verify can check them without an apply"
+                )
         lines.append(
             f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
         )
@@ -165,6 +199,7 @@ class ApplyStep(StepScreen):
             state.prepared = await state.connected().prepare_apply(state.rendered)
         finally:
             self.query_one("#apply", Button).disabled = False
+        self._not_sent()
         self._summary()
         if self._owner.helm:
             self._helm_saved = False  # the values changed: save them again
@@ -212,6 +247,7 @@ class ApplyStep(StepScreen):
             self.notify(str(exc), title="Not saved", severity="error")
             return
         self._helm_saved = True
+        self.state.helm_command = self._helm.command
         self.app.copy_to_clipboard(self._helm.command)
         self.notify(
             f"Saved {display_path(self._helm.values_path)}; the helm command is on the clipboard.",
@@ -229,6 +265,7 @@ class ApplyStep(StepScreen):
 
     @on(Button.Pressed, "#apply")
     def _apply_pressed(self) -> None:
+        from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
 
         state = self.state
@@ -236,36 +273,32 @@ class ApplyStep(StepScreen):
             self.notify("Connect and preview first.", severity="warning")
             return
         info = state.info
-        body = [
-            f"Apply to **{info.context if info else '?'}**"
-            + (
-                " — the built-in demo cluster (simulated)"
-                if info and info.demo
-                else f" at `{info.server if info else '?'}`"
-            )
-            + ":",
-            "",
-        ]
-        body += [f"* {c}" for c in changes(state.prepared)]
-        body += ["", f"Live objects are backed up to `{display_path(self.wizard.backup_dir)}` first."]
-        risky = warnings(state)
-        if self._owner.manager != "none":
-            risky.append(f"owner: {self._owner.why_not_apply()}")
-        if risky:
-            body += ["", "**Warnings:**", ""] + [f"* ⚠ {w}" for w in risky]
-        title = "Apply with warnings?" if risky else "Apply these changes?"
-        yes = "Apply"
-        if self._owner.helm:  # the TUI's --override-helm: said as the risk it is
-            title = "Apply directly, bypassing Helm?"
-            yes = "Apply directly"
-            body[:0] = [
-                f"**Helm release {self._owner.release} manages this ClusterPolicy.** The next "
-                f"`helm upgrade` of {self._owner.release} puts the chart's values back and reverts this "
-                "change without a word. Save the Helm values instead unless you will carry the change "
-                "into the release yourself.",
-                "",
-            ]
-        self.app.push_screen(ConfirmDialog(title, "\n".join(body), yes=yes, no="Cancel"), self._confirmed)
+        where = f"**{info.context if info else '?'}**" + (
+            " (the built-in demo cluster)" if info and info.demo else f" at `{info.server if info else '?'}`"
+        )
+        asked = confirmation(
+            where=where,
+            changes=changes(state.prepared),
+            backup=display_path(self.wizard.backup_dir),
+            warnings=warnings(state),
+            owner=self._owner,
+            evictions=self._evictions(),
+        )
+        self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
+
+    def _evictions(self) -> dict[str, list[str]] | None:
+        """GPU workload pods the apply evicts, per node ({} when none; None while the upgrade plan is read)."""
+        view = self.query_one(UpgradePlanView)
+        if not view.display:
+            return {}  # no policy runs yet: nothing to evict
+        report = view.report
+        if report is None:
+            return None
+        found = {node: list(pods) for node, pods in report.plan.evictions.items()}
+        in_progress = report.plan.in_progress
+        for node, pods in (in_progress.evictions if in_progress is not None else {}).items():
+            found.setdefault(node, list(pods))
+        return found
 
     def _confirmed(self, yes: bool | None) -> None:
         if yes:
@@ -280,32 +313,44 @@ class ApplyStep(StepScreen):
     async def _apply_body(self) -> None:
         """Back up, apply, then follow the rollout."""
         state = self.state
+        self.workers.cancel_group(self, "rollout")  # the rollout followed so far is the one before this apply
         self.query_one("#apply", Button).disabled = True
         self.query_one("#rollout-state", Static).update("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
+        sending = state.prepared
         try:
             state.applied = await state.connected().apply(
-                state.prepared, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
+                sending, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
             )
         finally:
             self.query_one("#apply", Button).disabled = False
+        state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
         self.wizard.save_progress("apply")
         self._applied_text()
         self.refresh_nav()
-        await self._follow()
+        self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
     def _applied_text(self) -> None:
         result = self.state.applied
-        word = "applied" if result.ok else "unchanged"
-        message = f" — {escape(result.message)}" if result.message else ""
+        said = result.message or ", ".join(result.objects)
+        head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
+        self.query_one("#change-title", Label).update("What was sent")
         self.query_one("#apply-summary", Static).update(
-            f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
-            f"Backup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
+            f"{head}\nBackup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
         )
+
+    def _not_sent(self) -> None:
+        """The plan on screen changed (a new upgrade policy): nothing of it was sent, no rollout is followed."""
+        self.workers.cancel_group(self, "rollout")
+        self._sent, self._rollout, self._advice = False, None, []
+        self.query_one("#change-title", Label).update("What will change")
+        self.query_one("#apply", Button).label = "Apply directly…" if self._owner.helm else "Apply…"
+        self.query_one("#rollout-state", Static).update("not started")
+        self.query_one(RowTable).clear()
 
     @work(exclusive=True, group="rollout", exit_on_error=False)
     async def follow_rollout(self) -> None:
-        """Follow the rollout again (coming back to this step after an apply)."""
+        """Follow this plan's rollout: after the apply, on coming back, or when the live objects hold the plan."""
         await self._follow()
 
     async def _follow(self) -> None:
@@ -321,11 +366,41 @@ class ApplyStep(StepScreen):
                     if status.done:
                         break
         if self._rollout is not None and self._rollout.phase == "ready":
-            self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
+            if self._sent and not self._told_ready:
+                self._told_ready = True
+                self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
+        elif self._rollout is not None and self._rollout.phase == "failed":
+            await self._diagnose(self._rollout)
         view = self.query_one(UpgradePlanView)
-        if view.display:  # the plan read before the apply is stale now: read what runs after it
+        if view.display and self._sent:  # the plan read before the apply is stale now: read what runs after it
             view.load()
+
+    async def _diagnose(self, status: Any) -> None:
+        """A failed rollout: why, from the failing nodes' logs and events, and what fixes it (the advice)."""
+        from screens.apply_text import failure_advice
+        from wizard.cluster.errors import ClusterError
+
+        failed = {pod.node for pod in status.pods if pod.reason and pod.node}
+        failed |= {node for node, value in status.upgrade_states.items() if value == "upgrade-failed"}
+        self._advice = ["[$accent]… diagnosing the failing nodes (driver logs, events)[/]"]
+        self._show_rollout(status)
+        found = []
+        try:
+            async for check in self.state.connected().diagnose(self.state.valid_plan(), nodes=sorted(failed) or None):
+                found.append(check)
+        except ClusterError as exc:
+            self._advice = [escape(f"→ the diagnosis could not run: {exc.message}")]
+        else:
+            self._advice = [escape(line) for line in failure_advice(found, undo=self._undo_command())]
+        self._show_rollout(status)
+
+    def _undo_command(self) -> str:
+        """The rollback of this visit's apply, when it changed something ("" otherwise: a no-op undoes nothing)."""
+        state = self.state
+        if not self._sent or not state.applied.ok or not state.applied_for.changed:
+            return ""
+        return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:
         collector.keep()  # the follower's caches so far are long-lived: collections skip them
@@ -341,8 +416,10 @@ class ApplyStep(StepScreen):
         for (reason, message), nodes in problems.items():
             where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
             head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
-        if status.phase == "failed":
-            head += "\n" + escape(self._after_failure())
+        if not self._sent:
+            head = "[$text-muted]nothing sent: the rollout of the live objects, which already ask for these images[/]\n" + head
+        if status.phase == "failed" and self._advice:
+            head += "\n" + "\n".join(self._advice)
         self.query_one("#rollout-state", Static).update(head)
 
         # every row again, in one go: the RowTable draws only the lines on screen, so 5,000 nodes'
@@ -361,24 +438,19 @@ class ApplyStep(StepScreen):
         table.clear()
         table.add_rows(rows)
 
-    def _after_failure(self) -> str:
-        """What the user can do once the rollout failed: go back and change the plan, or roll back."""
-        applied = self.state.applied
-        backup = display_path(applied.backup_path) if applied is not None else "the backup above"
-        return (
-            "→ Fix the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.\n"
-            f"→ Or undo the apply: gpu-wizard rollback --backup {backup}"
-        )
-
     def blocker(self) -> str:
         state = self.state
-        if state.applied is None and getattr(self, "_helm_saved", False):
-            return ""  # the change goes through `helm upgrade`; Verify checks what the cluster then runs
-        if state.applied is None and getattr(self, "_helm", None) is not None:
+        if getattr(self, "_sent", False):
+            rollout = getattr(self, "_rollout", None)
+            if rollout is None or not rollout.done:
+                return "the operator is rolling out the driver…"
+            return ""
+        if self.is_mounted and self.live_holds_plan():
+            return ""  # nothing to send: Verify checks what the live objects already run
+        if getattr(self, "_helm_saved", False):
+            return ""  # the change goes through `helm upgrade`; Verify says when it has not run yet
+        if getattr(self, "_helm", None) is not None:
             return "save the Helm values (or apply directly)"
-        if state.applied is None:
-            return "apply first (nothing is sent before you confirm)"
-        rollout = getattr(self, "_rollout", None)
-        if rollout is None or not rollout.done:
-            return "the operator is rolling out the driver…"
-        return ""
+        if state.prepared is None:
+            return "no server dry-run yet: go back to Preview"
+        return "apply first (nothing is sent before you confirm)"

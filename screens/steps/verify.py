@@ -75,7 +75,7 @@ class VerifyStep(StepScreen):
     _verifying = False
 
     DEFAULT_CSS = """
-    #verify-summary { height: auto; max-height: 5; text-wrap: nowrap; text-overflow: ellipsis; }
+    #verify-summary { height: auto; max-height: 7; overflow-y: auto; }
     #verify-table { height: auto; max-height: 7; }
     #verify-log { height: 1fr; min-height: 4; border-top: solid $primary 40%; }
     #verify-row { height: 1; }
@@ -205,6 +205,10 @@ class VerifyStep(StepScreen):
         self._general: list[Any] = []
         self._notable: list[Any] = []
         self._findings: list[Any] | None = None
+        self._verdict: Any = None
+        """A failing summary line (it counts in no figure: "no GPU nodes found" fails with no check failed)."""
+        self._not_applied: Any = None
+        """The ``plan-applied`` failure: the live objects do not hold the plan (nothing else was checked)."""
 
     def _queue(self, check: Any) -> None:
         """Keep ``check`` for the next draw: at most one every :data:`FLUSH_INTERVAL`, whatever the node count."""
@@ -291,7 +295,7 @@ class VerifyStep(StepScreen):
         and the end of a verification asked twice)."""
         checks = self.state.checks
         if self._tallied == len(checks):  # a SKIPPED summary comes only with a SKIPPED check, which _skipped holds
-            return self._tallied > 0 and not self._failed and not self._skipped
+            return self._tallied > 0 and not self._failed and not self._skipped and self._verdict is None
         return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
     def _tally(self, check: Any) -> None:
@@ -300,9 +304,14 @@ class VerifyStep(StepScreen):
         self._tallied += 1
         if check.node:
             self._seen_nodes.add(check.node)
-        if not check.ok:
+        if check.check == "summary":  # the run's verdict, not one more check: counted by no figure
+            if not check.ok:
+                self._verdict = check
+        elif not check.ok:
             self._failed += 1
             self._failed_nodes.setdefault(check.node or "cluster", None)
+        if check.check == "plan-applied" and not check.ok:
+            self._not_applied = check
         if status == "skipped" and check.check != "summary":
             self._skipped.append(check)
         elif check.ok and check.check != "summary":
@@ -319,6 +328,9 @@ class VerifyStep(StepScreen):
             lines.append(f"[$accent]… verifying[/] {nodes} node(s) so far")
         elif not self.state.checks:
             lines.append("[$text-muted]no findings[/]")
+        elif self._not_applied is not None:
+            lines.append(f"[$error]✗ not verified:[/] {escape(self._not_applied.message)}")
+            lines.append(f"[$text-muted]  → {escape(self._apply_first())}[/]")
         elif failed:
             bad = sorted(self._failed_nodes)
             where = ", ".join(bad[:SHOWN_NODES]) + (
@@ -326,6 +338,8 @@ class VerifyStep(StepScreen):
             )
             also = f", {len(skipped)} SKIPPED" if skipped else ""
             lines.append(f"[$error]✗ not verified:[/] {failed} check(s) failed on {escape(where)}{also}")
+        elif self._verdict is not None:
+            lines.append(f"[$error]✗ not verified:[/] {escape(self._verdict.message)}")
         elif skipped:
             reason = str(skipped[0].data.get("reason") or skipped[0].message)
             lines.append(
@@ -344,6 +358,8 @@ class VerifyStep(StepScreen):
                 f"{escape(self._findings[0].message)}"
             )
         for check in self._general:
+            if check is self._not_applied:
+                continue  # said first, with what to run
             symbol_style = "$success" if check.ok else "$error"
             lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
         for check in self._notable:
@@ -353,6 +369,13 @@ class VerifyStep(StepScreen):
             if check.hint:
                 lines.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
+
+    def _apply_first(self) -> str:
+        """What to run before verifying: the saved ``helm upgrade`` when this run saved one, else the check's hint."""
+        command = self.state.helm_command
+        if command:
+            return f"run the saved helm upgrade first, then Run again: {command}"
+        return str(self._not_applied.hint)
 
     def _runnable(self, hint: str) -> str:
         """A hint naming kubectl, made runnable: an in-process demo has no kubeconfig unless told where it is."""

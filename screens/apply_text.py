@@ -1,0 +1,125 @@
+"""The Apply step's words: the confirmation before anything is sent, and the advice after a failed rollout.
+
+The confirmation must fit an 80×24 terminal without scrolling, so the lines a user must weigh come
+first and each is one short line: who reverts the change (a Helm release), which GPU workloads the
+upgrade evicts, what the plan's findings warn about; then what is sent and where the backup goes.
+The page behind the dialog keeps every line in full.
+
+The advice after a failed rollout comes from the diagnosis (:meth:`wizard.cluster.facade.Cluster.diagnose`:
+the failing nodes' logs and events matched against the known failures), so it names the cause and its
+fix; a rollback is offered only when this visit's apply changed something (undoing a no-op restores the
+same objects).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: Warnings named one by one in the confirmation; the rest are counted (the page lists them all).
+CONFIRM_WARNINGS = 4
+#: Characters of one warning in the confirmation (the dialog is 68 columns wide inside).
+CONFIRM_WIDTH = 130
+#: GPU workload pods named in the confirmation; the rest are counted.
+CONFIRM_PODS = 4
+
+
+def short(text: str, width: int = CONFIRM_WIDTH) -> str:
+    """``text`` on at most two dialog lines: its first clause, cut at a word with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + "…"
+
+
+def evicted_pods(evictions: Mapping[str, Sequence[str]]) -> str:
+    """``ml-team/train-0 (gpu-a100-08), … and 3 more`` for node -> pods ("" when none)."""
+    pairs = [f"{pod} ({node})" for node, pods in sorted(evictions.items()) for pod in pods]
+    if not pairs:
+        return ""
+    shown = ", ".join(pairs[:CONFIRM_PODS])
+    return shown + (f" and {len(pairs) - CONFIRM_PODS} more" if len(pairs) > CONFIRM_PODS else "")
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """The apply confirmation: title, Markdown body and the button that sends."""
+
+    title: str
+    body: str
+    yes: str
+
+
+def confirmation(
+    *,
+    where: str,
+    changes: Sequence[str],
+    backup: str,
+    warnings: Sequence[str],
+    owner: Any,
+    evictions: Mapping[str, Sequence[str]] | None,
+) -> Confirmation:
+    """The confirmation of an apply (``evictions`` None: the upgrade plan is still being read).
+
+    ``where`` is the cluster as said (``**ctx** — the built-in demo cluster``), ``changes`` the
+    ``update ClusterPolicy/cluster-policy`` lines, ``warnings`` the plan's findings.
+    """
+    risks: list[str] = []
+    if owner.helm:
+        risks.append(
+            f"**Helm release {owner.release} owns this ClusterPolicy:** its next `helm upgrade` reverts this "
+            "change. Save the Helm values instead, unless you carry the change into the release yourself."
+        )
+    elif owner.manager == "olm":
+        risks.append(
+            f"**OLM made this ClusterPolicy** (from {owner.release}): the apply is kept, but an operator upgrade "
+            "through OLM may replace the object with the new CSV's example."
+        )
+    elif owner.manager != "none":
+        risks.append(short(f"owner: {owner.why_not_apply()}"))
+    if evictions is None:
+        risks.append("GPU workloads: the upgrade plan is still being read (the page shows them when it is)")
+    else:
+        pods = evicted_pods(evictions)
+        if pods:
+            risks.append(f"**Evicts GPU workloads:** {pods}")
+    risks += [short(text) for text in warnings[:CONFIRM_WARNINGS]]
+    if len(warnings) > CONFIRM_WARNINGS:
+        risks.append(f"and {len(warnings) - CONFIRM_WARNINGS} more warning(s), listed on the page")
+    lines = [f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."]
+    lines += [f"* ⚠ {risk}" for risk in risks]
+    lines.append(f"* Backup of the live objects first: `{backup}`")
+    if owner.helm:
+        return Confirmation("Apply directly, bypassing Helm?", "\n".join(lines), "Apply directly")
+    return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")
+
+
+def failure_advice(diagnosis: Sequence[Any], *, undo: str) -> list[str]:
+    """What to do after a failed rollout, from the diagnosis checks (``undo``: the rollback command, "" for none).
+
+    One line per known cause (its title, the nodes, the fix); without one, where to read the logs.
+    """
+    causes: dict[tuple[str, str], list[str]] = {}
+    unexplained: list[Any] = []
+    for check in diagnosis:
+        if check.check != "diagnosis" or not check.node:
+            continue
+        findings = check.data.get("findings") or []
+        if findings:
+            causes.setdefault((str(findings[0]["title"]), str(check.hint)), []).append(check.node)
+        else:
+            unexplained.append(check)
+    lines = []
+    for (title, fix), nodes in causes.items():
+        where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        lines.append(f"→ Cause on {where}: {title}.")
+        lines.append(f"  Fix: {fix}")
+    for check in unexplained[:1]:
+        lines.append(f"→ {check.node}: no known cause matched; {check.hint}")
+    if not causes:
+        lines.append("→ Change the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.")
+    if undo:
+        lines.append(f"→ Or undo this apply: {undo}")
+    return lines

@@ -1,0 +1,122 @@
+"""The Apply step tells the truth on every visit: a second apply, a plan the cluster already holds, a failed rollout.
+
+Pilot at 80×24 against the demo cluster (its real HTTPS API, nothing mocked): "What will change"
+always describes the plan on screen, "rolling out" appears only once this plan was sent, Verify is
+reachable whenever the live objects hold the plan, and a failed rollout's advice comes from the
+diagnosis (the known cause and its fix; a rollback only when the apply changed something).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from screens.dialogs import ConfirmDialog
+from tests.snapshots.plugin import screen_text, wait_for
+from tests.test_tui_flows import apply_and_roll_out, demo_app, next_to, on_step, set_field, verified, walk_to
+
+
+async def _back_to(pilot: Any, step: str) -> None:
+    """Esc until ``step`` is on screen."""
+    app = pilot.app
+    for _ in range(8):
+        if on_step(app, step):
+            return
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen.is_mounted and not app.screen._leaving, 20, "the step before")
+    await wait_for(pilot, lambda: on_step(app, step), 20, f"the {step} step")
+
+
+async def _preview_then_apply(pilot: Any) -> None:
+    app = pilot.app
+    await next_to(pilot, "paths")
+    await next_to(pilot, "preview")
+    await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+    await next_to(pilot, "apply")
+
+
+async def test_a_second_apply_starts_from_the_plan_on_screen(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install-plain")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        await apply_and_roll_out(pilot, expect_warning=None)
+        assert "✓ verified" in await verified(pilot)
+        first = app.state.applied
+
+        await _back_to(pilot, "driver")
+        await set_field(pilot, "driver-version", "570.195.03")
+        await _preview_then_apply(pilot)
+        await pilot.pause(0.5)  # a follower of the old apply, had one started, would have said so by now
+        text = screen_text(app)
+        assert "What will change" in text and "update ClusterPolicy/cluster-policy" in text
+        assert "What was sent" not in text and str(first.backup_path.name) not in text  # not the first apply's
+        assert "not started" in text and "rolling out" not in text
+        assert app.screen.blocker() == "apply first (nothing is sent before you confirm)"
+
+        await apply_and_roll_out(pilot, expect_warning=None)  # this plan, sent: now it is followed
+        assert app.state.applied is not first and app.screen.blocker() == ""
+        assert "What was sent" in screen_text(app)
+
+
+async def test_a_plan_the_cluster_holds_reaches_verify_and_a_failure_gets_its_cause(tui_env: Path) -> None:
+    """kernel-drift as installed: nothing to send, Verify reachable, the live rollout's failure explained."""
+    app = demo_app(tui_env, "kernel-drift")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")  # the defaults: what runs
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        assert "-    version" not in app.state.prepared.diff  # at most the upgrade policy's podDeletion
+        await pilot.click("#override")  # the missing image of gpu-h100-03 blocks an apply, not a look
+        await next_to(pilot, "apply")
+        await wait_for(pilot, lambda: app.screen.blocker() == "", 30, "Verify reachable without an apply")
+        assert "no driver image changes" in screen_text(app)
+        rollout = app.screen.query_one("#rollout-state")
+        await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the diagnosis advice")
+        said = str(rollout.content)
+        assert "nothing sent" in said.splitlines()[0], said
+        assert "kernel drift" in said and "gpu-wizard check-kernel 5.15.0-1063-nvidia" in said, said
+        assert "rollback" not in said and "Driver step" not in said, said  # nothing was applied; the cause is known
+        await next_to(pilot, "verify")
+
+
+async def test_the_confirmation_fits_80x24_and_names_the_evicted_workloads(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install")  # Helm owns the policy; GPU jobs run on the nodes
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        view = app.screen.query_one("#upgrade-plan")
+        await wait_for(pilot, lambda: view.report is not None, 30, "the upgrade plan")
+        app.screen.query_one("#apply").press()
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirmation")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Helm release gpu-operator owns this ClusterPolicy" in text
+        assert "Evicts GPU workloads:" in text and "ml-team/" in text
+        assert "Backup of the live objects first" in text
+        assert "Apply directly" in text and "Cancel" in text
+        body = app.screen.query_one(".dialog-body")
+        assert body.max_scroll_y == 0, f"the confirmation scrolls by {body.max_scroll_y} lines:\n{text}"
+        await pilot.press("escape")
+
+
+async def test_verify_after_saved_helm_values_says_to_run_the_helm_upgrade_first(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install")  # Helm owns the live policy (driver 570.195.03)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        app.screen.query_one("#helm-save").press()
+        await wait_for(pilot, lambda: app.screen.blocker() == "", what="the values saved")
+        command = app.state.helm_command
+        assert command.startswith("helm upgrade gpu-operator")
+        await next_to(pilot, "verify")
+        await wait_for(pilot, lambda: app.state.checks and not app.screen._verifying, 60, "verification")
+        text = " ".join(screen_text(app).split())  # the words as shown, wrapped at 80 columns
+        assert "✗ not verified: the live ClusterPolicy cluster-policy still asks for driver 570.195.03" in text
+        assert "→ run the saved helm upgrade first, then Run again: helm upgrade gpu-operator" in text
+        assert "check(s) failed" not in text and "rendered another image" not in text
+        assert not any(c.node for c in app.state.checks)  # no node compared with an image nobody asked for
+        summary = str(app.screen.query_one("#verify-summary").content)
+        assert command in summary
