@@ -120,3 +120,21 @@ async def test_verify_after_saved_helm_values_says_to_run_the_helm_upgrade_first
         assert not any(c.node for c in app.state.checks)  # no node compared with an image nobody asked for
         summary = str(app.screen.query_one("#verify-summary").content)
         assert command in summary
+
+
+async def test_copy_saves_the_values_the_command_names_and_claims_no_clipboard(tui_env: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")  # inside tmux, which ignores OSC 52 by default
+    app = demo_app(tui_env, "existing-install")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        await wait_for(pilot, lambda: app.screen._helm is not None, what="the Helm values")
+        values = app.screen._helm.values_path
+        assert not values.exists()
+        app.screen.query_one("#helm-copy").press()
+        await wait_for(pilot, lambda: bool(app._notifications), what="the toast")
+        said = " ".join(n.message for n in app._notifications)
+        assert values.exists() and str(values) in app.clipboard  # the file the copied command names
+        assert "on the clipboard" not in said and "set-clipboard on" in said
+        assert app.screen.blocker() == ""  # saved: the change goes through helm; Verify says if it has not run

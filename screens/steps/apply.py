@@ -231,35 +231,41 @@ class ApplyStep(StepScreen):
         values = self.query_one("#helm-values", Static)
         values.display = True
         values.update(
-            f"[b]Helm values[/] (Save writes them to {escape(display_path(self._helm.values_path))}, 0600), then run:\n"
+            f"[b]Helm values[/] (Save, or Copy, writes them to {escape(display_path(self._helm.values_path))}, 0600), "
+            "then run:\n"
             f"{steps}\n{escape(self._helm.values_text.rstrip())}"
         )
 
     @on(Button.Pressed, "#helm-save")
     def _helm_save(self) -> None:
+        if self._save_helm_values():
+            self.notify(f"Saved {display_path(self._helm.values_path)} (0600).", title="Helm values")
+
+    @on(Button.Pressed, "#helm-copy")
+    def _helm_copy(self) -> None:
+        """The command names the values file: it is saved first, so what is copied can run."""
+        from screens.clipboard import copy_text
+
+        if not self._helm_saved and not self._save_helm_values():
+            return
+        said = copy_text(self.app, "\n".join(self._helm.steps()), "The helm command")
+        self.notify(f"Saved {display_path(self._helm.values_path)}. {said}", title="Helm command")
+
+    def _save_helm_values(self) -> bool:
+        """Write the release's values (0600); False (after saying why) when they could not be written."""
         from wizard.atomic_write import WriteError
 
         if self._helm is None:
-            return
+            return False
         try:
             self._helm.write()
         except WriteError as exc:
             self.notify(str(exc), title="Not saved", severity="error")
-            return
+            return False
         self._helm_saved = True
         self.state.helm_command = self._helm.command
-        self.app.copy_to_clipboard(self._helm.command)
-        self.notify(
-            f"Saved {display_path(self._helm.values_path)}; the helm command is on the clipboard.",
-            title="Helm values",
-        )
         self.refresh_nav()
-
-    @on(Button.Pressed, "#helm-copy")
-    def _helm_copy(self) -> None:
-        if self._helm is not None:
-            self.app.copy_to_clipboard("\n".join(self._helm.steps()))
-            self.notify("The helm command is on the clipboard.", title="Copied")
+        return True
 
     # -- apply ------------------------------------------------------------------------------
 
