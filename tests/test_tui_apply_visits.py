@@ -138,3 +138,29 @@ async def test_copy_saves_the_values_the_command_names_and_claims_no_clipboard(t
         assert values.exists() and str(values) in app.clipboard  # the file the copied command names
         assert "on the clipboard" not in said and "set-clipboard on" in said
         assert app.screen.blocker() == ""  # saved: the change goes through helm; Verify says if it has not run
+
+
+async def test_ctrl_q_during_a_rollout_asks_first_and_leaves_a_closing_line(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install-plain")
+    app.step_delay = 0.5  # a rollout that takes a while, as a real one does
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: app.state.applied is not None, 30, "the apply")
+        await wait_for(pilot, lambda: on_step(app, "apply") and app.screen.busy() != "", 10, "the rollout")
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the quit question")
+        assert "rolling out the driver" in screen_text(app) and "carries on" in screen_text(app)
+        await pilot.press("enter")  # focus starts on Stay
+        await wait_for(pilot, lambda: on_step(app, "apply"), what="back on Apply")
+        assert app.is_running
+        await pilot.press("ctrl+q")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the quit question")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: not app.is_running, what="the wizard closed")
+    message = app.closing_line
+    assert message.startswith("gpu-wizard: quit at Apply while the operator is rolling out the driver"), message

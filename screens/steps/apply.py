@@ -444,6 +444,14 @@ class ApplyStep(StepScreen):
         table.clear()
         table.add_rows(rows)
 
+    def busy(self) -> str:
+        if any(w.node is self and w.group == "apply" and w.is_running for w in self.workers):
+            return "The apply is being written (backup, then each object)"
+        rollout = getattr(self, "_rollout", None)
+        if getattr(self, "_sent", False) and (rollout is None or not rollout.done):
+            return "The operator is rolling out the driver"
+        return ""
+
     def blocker(self) -> str:
         state = self.state
         if getattr(self, "_sent", False):

@@ -386,6 +386,9 @@ class VerifyStep(StepScreen):
 
         return hint.replace("kubectl ", f"KUBECONFIG={display_path(demo.kubeconfig_path)} kubectl -n gpu-operator ", 1)
 
+    def busy(self) -> str:
+        return "The verification is running (its probe pods are removed on the way out)" if self._verifying else ""
+
     def blocker(self) -> str:
         if self._verifying:
             return "verification is running…"
