@@ -75,7 +75,8 @@ class VerifyStep(StepScreen):
     _verifying = False
 
     DEFAULT_CSS = """
-    #verify-summary { height: auto; max-height: 7; overflow-y: auto; }
+    #verify-summary { height: auto; max-height: 4; }
+    #verify-notes { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #verify-table { height: auto; max-height: 7; }
     #verify-log { height: 1fr; min-height: 4; border-top: solid $primary 40%; }
     #verify-row { height: 1; }
@@ -84,7 +85,8 @@ class VerifyStep(StepScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="verify-summary")
+        yield Static("", id="verify-summary")  # the verdict and what to run first: wrapped, never cut
+        yield Static("", id="verify-notes")  # one line per finding (in full in the table, the log, the report)
         yield RowTable(id="verify-table")
         with Horizontal(id="verify-row"):
             yield Label("Per node (Enter: in full)")
@@ -322,7 +324,7 @@ class VerifyStep(StepScreen):
             self._notable.append(check)
 
     def _summary(self) -> None:
-        lines = []
+        lines, notes = [], []
         nodes, failed, skipped, passed = len(self._seen_nodes), self._failed, self._skipped, self._passed
         if self._verifying:
             lines.append(f"[$accent]… verifying[/] {nodes} node(s) so far")
@@ -353,7 +355,7 @@ class VerifyStep(StepScreen):
 
             self._findings = plan_findings(self.state)  # the plan does not change while Verify is shown
         if self._findings:
-            lines.append(
+            notes.append(
                 f"[$warning]! {len(self._findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
                 f"{escape(self._findings[0].message)}"
             )
@@ -361,14 +363,17 @@ class VerifyStep(StepScreen):
             if check is self._not_applied:
                 continue  # said first, with what to run
             symbol_style = "$success" if check.ok else "$error"
-            lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
+            notes.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
         for check in self._notable:
-            lines.append(
+            notes.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )
             if check.hint:
-                lines.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
+                notes.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
+        notes_view = self.query_one("#verify-notes", Static)
+        notes_view.update("\n".join(notes))
+        notes_view.display = bool(notes)
 
     def _apply_first(self) -> str:
         """What to run before verifying: the saved ``helm upgrade`` when this run saved one, else the check's hint."""
