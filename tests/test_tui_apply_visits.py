@@ -164,3 +164,39 @@ async def test_ctrl_q_during_a_rollout_asks_first_and_leaves_a_closing_line(tui_
         await wait_for(pilot, lambda: not app.is_running, what="the wizard closed")
     message = app.closing_line
     assert message.startswith("gpu-wizard: quit at Apply while the operator is rolling out the driver"), message
+
+
+async def test_an_upgrade_failed_on_the_os_tag_is_advised_the_nvidiadriver_crd(tui_env: Path) -> None:
+    """upgrade-in-progress as it runs: gpu-h100-01 (Ubuntu 24.04) got the ubuntu22.04 image; no rollback of nothing."""
+    app = demo_app(tui_env, "upgrade-in-progress")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")  # the defaults: what runs
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        if app.screen.blocker():
+            await pilot.click("#override")
+        await next_to(pilot, "apply")
+        rollout = app.screen.query_one("#rollout-state")
+        await wait_for(pilot, lambda: "Cause on" in str(rollout.content), 60, "the diagnosis advice")
+        said = " ".join(str(rollout.content).split())
+        assert "Cause on gpu-h100-01: the driver image is built for another OS than the node runs." in said, said
+        assert "Fix: Use the NVIDIADriver CRD (driver.useNvidiaDriverCRD: true" in said, said
+        assert "rollback" not in said, said  # nothing was applied in this visit: nothing to undo
+        assert app.screen.blocker() == ""
+
+
+async def test_the_ready_toast_comes_once_per_apply_not_per_visit(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install-plain")
+    told: list[str] = []
+    notify = app.notify
+    app.notify = lambda message, **kw: (told.append(str(kw.get("title", ""))), notify(message, **kw))[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        await apply_and_roll_out(pilot, expect_warning=None)
+        await wait_for(pilot, lambda: "Rollout" in told, what="the ready toast")
+        await next_to(pilot, "verify")
+        await _back_to(pilot, "apply")
+        await wait_for(pilot, lambda: app.screen._rollout is not None and app.screen._rollout.done, 30, "rollout")
+        await pilot.pause(0.3)
+        assert told.count("Rollout") == 1, told

@@ -95,7 +95,8 @@ class ApplyStep(StepScreen):
         self._helm: Any = None  # the HelmChange when a Helm release owns the live policy
         self._helm_saved = False
         self._advice: list[str] = []
-        self._told_ready = False
+        self._told_ready: bool | None = None
+        """None: no apply on this visit (nothing to tell); False: applied here, not yet told it is ready."""
         table = self.query_one(RowTable)
         table.add_column("Node / DaemonSet", key="what")
         table.add_column("State", key="state")
@@ -372,7 +373,7 @@ class ApplyStep(StepScreen):
                     if status.done:
                         break
         if self._rollout is not None and self._rollout.phase == "ready":
-            if self._sent and not self._told_ready:
+            if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
                 self._told_ready = True
                 self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
