@@ -83,7 +83,7 @@ class PreviewStep(StepScreen):
     #verdict-row { height: auto; }
     #dry-run { width: 1fr; height: auto; }
     #save { min-width: 10; }
-    #blocking { height: auto; }
+    #blocking { height: auto; max-height: 6; overflow-y: auto; }
     #warnings { height: auto; max-height: 3; }
     #override { display: none; }
     #advice { text-wrap: nowrap; text-overflow: ellipsis; }
