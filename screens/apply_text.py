@@ -96,8 +96,29 @@ def confirmation(
     return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")
 
 
-def failure_advice(diagnosis: Sequence[Any], *, undo: str) -> list[str]:
-    """What to do after a failed rollout, from the diagnosis checks (``undo``: the rollback command, "" for none).
+def branch_advice(plan: Any) -> str:
+    """A line when the plan's driver branch is not one its operator release supports ("" when it is, or unknown)."""
+    from wizard.engine.catalog import branch_of
+    from wizard.engine.hostdoctor import supported_branches
+
+    if not plan.driver_enabled or not plan.driver.version or plan.driver.version.startswith("sha256:"):
+        return ""
+    try:
+        branches, _ = supported_branches(plan.operator.version)
+    except ValueError:
+        return ""
+    branch = branch_of(plan.driver.version)
+    if not branches or branch in branches:
+        return ""
+    return (
+        f"→ Driver branch {branch} is not one operator {plan.operator.version} supports ({', '.join(branches)}): "
+        "choose a version of those on the Driver step, then Preview and Apply again."
+    )
+
+
+def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "") -> list[str]:
+    """What to do after a failed rollout, from the diagnosis checks (``undo``: the rollback command, "" for none;
+    ``branch``: :func:`branch_advice`, said first: no fix on the nodes helps an unsupported branch).
 
     One line per known cause (its title, the nodes, the fix); without one, where to read the logs.
     """
@@ -111,14 +132,14 @@ def failure_advice(diagnosis: Sequence[Any], *, undo: str) -> list[str]:
             causes.setdefault((str(findings[0]["title"]), str(check.hint)), []).append(check.node)
         else:
             unexplained.append(check)
-    lines = []
+    lines = [branch] if branch else []
     for (title, fix), nodes in causes.items():
         where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
         lines.append(f"→ Cause on {where}: {title}.")
         lines.append(f"  Fix: {fix}")
     for check in unexplained[:1]:
         lines.append(f"→ {check.node}: no known cause matched; {check.hint}")
-    if not causes:
+    if not causes and not branch:
         lines.append("→ Change the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.")
     if undo:
         lines.append(f"→ Or undo this apply: {undo}")

@@ -200,3 +200,23 @@ async def test_the_ready_toast_comes_once_per_apply_not_per_visit(tui_env: Path)
         await wait_for(pilot, lambda: app.screen._rollout is not None and app.screen._rollout.done, 30, "rollout")
         await pilot.pause(0.3)
         assert told.count("Rollout") == 1, told
+
+
+async def test_a_failed_rollout_of_an_unsupported_branch_names_the_supported_ones(tui_env: Path) -> None:
+    app = demo_app(tui_env, "ubuntu-upstream")  # operator v26.7.0: branches 610, 595, 580, 535
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "570.172.08")  # no such tag either: the pull fails
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        if app.screen.blocker():
+            await pilot.click("#override")
+        await next_to(pilot, "apply")
+        await apply_and_roll_out(pilot, expect_warning=None)
+        rollout = app.screen.query_one("#rollout-state")
+        await wait_for(pilot, lambda: "→ Or undo this apply" in str(rollout.content), 60, "the diagnosis advice")
+        said = " ".join(str(rollout.content).split())
+        assert "→ Driver branch 570 is not one operator v26.7.0 supports (610, 595, 580, 535)" in said, said
+        assert said.index("Driver branch 570") < said.index("Cause on")  # the branch first: no node fix helps it
+        assert "gpu-wizard rollback --backup" in said  # the apply created the policy: undoing it changes something

@@ -385,7 +385,7 @@ class ApplyStep(StepScreen):
 
     async def _diagnose(self, status: Any) -> None:
         """A failed rollout: why, from the failing nodes' logs and events, and what fixes it (the advice)."""
-        from screens.apply_text import failure_advice
+        from screens.apply_text import branch_advice, failure_advice
         from wizard.cluster.errors import ClusterError
 
         failed = {pod.node for pod in status.pods if pod.reason and pod.node}
@@ -399,7 +399,8 @@ class ApplyStep(StepScreen):
         except ClusterError as exc:
             self._advice = [escape(f"→ the diagnosis could not run: {exc.message}")]
         else:
-            self._advice = [escape(line) for line in failure_advice(found, undo=self._undo_command())]
+            branch = branch_advice(self.state.valid_plan())
+            self._advice = [escape(line) for line in failure_advice(found, undo=self._undo_command(), branch=branch)]
         self._show_rollout(status)
 
     def _undo_command(self) -> str:
