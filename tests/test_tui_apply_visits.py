@@ -67,10 +67,13 @@ async def test_a_plan_the_cluster_holds_reaches_verify_and_a_failure_gets_its_ca
         await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")  # the defaults: what runs
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         assert "-    version" not in app.state.prepared.diff  # at most the upgrade policy's podDeletion
-        await pilot.click("#override")  # the missing image of gpu-h100-03 blocks an apply, not a look
-        await next_to(pilot, "apply")
-        await wait_for(pilot, lambda: app.screen.blocker() == "", 30, "Verify reachable without an apply")
+        assert "already ask for this driver" in screen_text(app)
+        await next_to(pilot, "apply")  # gpu-h100-03's missing image blocks an apply, not a look at what runs
+        assert app.screen.blocker() == ""  # Verify reachable without an apply
         assert "no driver image changes" in screen_text(app)
+        app.screen.query_one("#apply").press()  # an apply still needs the blocking finding overridden
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmDialog) and app.state.applied is None
         rollout = app.screen.query_one("#rollout-state")
         await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the diagnosis advice")
         said = str(rollout.content)
@@ -172,8 +175,6 @@ async def test_an_upgrade_failed_on_the_os_tag_is_advised_the_nvidiadriver_crd(t
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")  # the defaults: what runs
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
-        if app.screen.blocker():
-            await pilot.click("#override")
         await next_to(pilot, "apply")
         rollout = app.screen.query_one("#rollout-state")
         await wait_for(pilot, lambda: "Cause on" in str(rollout.content), 60, "the diagnosis advice")

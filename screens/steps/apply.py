@@ -121,25 +121,9 @@ class ApplyStep(StepScreen):
 
     def live_holds_plan(self) -> bool:
         """The live objects already ask for what Verify checks: Preview's dry-run found nothing to change, or
-        the upgrade plan finds no GPU node whose driver image changes (a diff in, say, the upgrade policy
-        alone changes nothing Verify looks at)."""
+        nothing that decides a node's driver image (a new upgrade policy alone changes nothing Verify looks at)."""
         prepared = self.state.prepared
-        if prepared is None or not prepared.ok:
-            return False
-        if not prepared.changed:
-            return True
-        report = self.query_one(UpgradePlanView).report
-        return report is not None and not report.plan.changing_nodes and not report.plan.os_tag_changes()
-
-    def on_upgrade_plan_view_loaded(self, event: UpgradePlanView.Loaded) -> None:
-        """The upgrade plan is known: whether no image changes (then Verify needs no apply), and the evictions."""
-        event.stop()
-        if self._sent:
-            return
-        self._summary()
-        if self.live_holds_plan() and self._rollout is None and self.state.cluster is not None:
-            self.follow_rollout()
-        self.refresh_nav()
+        return prepared is not None and prepared.ok and (not prepared.changed or prepared.holds_driver)
 
     def _summary(self) -> None:
         state = self.state
@@ -274,10 +258,18 @@ class ApplyStep(StepScreen):
     def _apply_pressed(self) -> None:
         from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
+        from screens.findings import blocking_reason
 
         state = self.state
         if state.cluster is None or state.prepared is None:
             self.notify("Connect and preview first.", severity="warning")
+            return
+        if blocking_reason(state):  # Preview let this plan through to show what runs, not to apply it
+            self.notify(
+                "A blocking finding stands (Preview lists it): fix it, or tick 'apply anyway' on Preview.",
+                title="Not applied",
+                severity="warning",
+            )
             return
         info = state.info
         where = f"**{info.context if info else '?'}**" + (

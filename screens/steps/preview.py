@@ -268,6 +268,8 @@ class PreviewStep(StepScreen):
         if prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
+            if prepared.changed and prepared.holds_driver:
+                verdict += " [$text-muted](the live objects already ask for this driver: Verify needs no apply)[/]"
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
             verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
@@ -287,6 +289,8 @@ class PreviewStep(StepScreen):
             return "the API server rejected the objects (see above)"
         from screens.findings import blocking_reason
 
+        if state.prepared.holds_driver:
+            return ""  # the live objects already run this driver: Apply shows their rollout, Verify checks them
         return blocking_reason(state)
 
     def blocker_detail(self) -> str:

@@ -49,9 +49,6 @@ class UpgradePlanView(Vertical):
     UpgradePlanView > #edit-policy { margin-top: 1; }
     """
 
-    class Loaded(Message):
-        """The plan was read (``report`` is set): the step may now tell whether any node changes image."""
-
     class PolicyChanged(Message):
         """The user saved a new upgradePolicy (answers form); the step re-renders and dry-runs the plan."""
 
@@ -133,4 +130,3 @@ class UpgradePlanView(Vertical):
         self.report = report
         lines = [line for line in upgrade_report_lines(report) if not line.startswith("Owner:")]  # said above
         self.text.update(plan_markup(lines))
-        self.post_message(self.Loaded())

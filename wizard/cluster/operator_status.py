@@ -111,17 +111,23 @@ DRIVER_FIELDS: dict[str, Any] = {
 }
 
 
-def plan_held(rendered: Any, policy: Mapping[str, Any] | None, drivers: list[dict[str, Any]]) -> Check | None:
+def plan_held(
+    planned_policy: Mapping[str, Any],
+    planned_drivers: list[dict[str, Any]],
+    policy: Mapping[str, Any] | None,
+    drivers: list[dict[str, Any]],
+) -> Check | None:
     """A FAIL naming what the live objects still ask for when they do not hold the plan's driver (None when
     they do): verifying a plan that was never applied compares every node with images nobody asked for.
 
-    A Helm-owned policy gets the ``helm upgrade`` as the thing to run first (the change goes through it).
+    Only the fields that decide a node's driver image count (a new upgrade policy changes none). A
+    Helm-owned policy gets the ``helm upgrade`` as the thing to run first (the change goes through it).
     """
     from wizard.engine.ownership import ownership_of
 
     if policy is None:
         return None  # policy_checks says there is none
-    planned = (rendered.cluster_policy.get("spec") or {}).get("driver") or {}
+    planned = (planned_policy.get("spec") or {}).get("driver") or {}
     live = (policy.get("spec") or {}).get("driver") or {}
     differ = [
         (key, live.get(key, default), planned[key])
@@ -130,7 +136,7 @@ def plan_held(rendered: Any, policy: Mapping[str, Any] | None, drivers: list[dic
     ]
     if not differ and planned.get("useNvidiaDriverCRD"):
         by_name = {str(d["metadata"]["name"]): d.get("spec") or {} for d in drivers}
-        for wanted in rendered.nvidia_drivers:
+        for wanted in planned_drivers:
             name = str(wanted["metadata"]["name"])
             have = by_name.get(name)
             if have is None:

@@ -206,7 +206,7 @@ async def verify(
         return
     # CPU-bound for thousands of nodes (render alone ~0.5 s at 5,000): in a thread, so the loop stays live
     rendered = rendered or await asyncio.to_thread(render, plan, facts)
-    held = verifying.plan_held(rendered, policy, drivers)
+    held = verifying.plan_held(rendered.cluster_policy, rendered.nvidia_drivers, policy, drivers)
     if held is not None:  # nodes compared with images nobody asked for would all fail, for no reason of theirs
         yield held
         yield Check("summary", Status.FAIL, "not verified: the live objects do not hold the plan", hint=held.hint)
