@@ -17,10 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: Warnings named one by one in the confirmation; the rest are counted (the page lists them all).
-CONFIRM_WARNINGS = 4
-#: Characters of one warning in the confirmation (the dialog is 68 columns wide inside).
-CONFIRM_WIDTH = 130
+#: Lines the confirmation's body may fill: its dialog shows 15 rows of body at 80×24, less the blank lines the
+#: Markdown puts after the first paragraph and at the end. Warnings are named while they fit, the rest counted.
+CONFIRM_LINES = 12
+#: Columns of text in the dialog's body at 80×24 (72 wide, less border, padding and the bullet).
+CONFIRM_COLUMNS = 60
+#: Characters of one warning in the confirmation: two rows of the dialog (the page has it in full).
+CONFIRM_WIDTH = 115
 #: GPU workload pods named in the confirmation; the rest are counted.
 CONFIRM_PODS = 4
 
@@ -32,6 +35,13 @@ def short(text: str, width: int = CONFIRM_WIDTH) -> str:
         return text
     cut = text[: width - 1].rsplit(" ", 1)[0].rstrip(",;:")
     return cut + "…"
+
+
+def _rows(text: str) -> int:
+    """Rows ``text`` takes in the dialog's body at 80×24 (words wrap: a row rarely ends full)."""
+    import textwrap
+
+    return len(textwrap.wrap(text.replace("**", "").replace("`", ""), CONFIRM_COLUMNS)) or 1
 
 
 def evicted_pods(evictions: Mapping[str, Sequence[str]]) -> str:
@@ -70,7 +80,7 @@ def confirmation(
     if owner.helm:
         risks.append(
             f"**Helm release {owner.release} owns this ClusterPolicy:** its next `helm upgrade` reverts this "
-            "change. Save the Helm values instead, unless you carry the change into the release yourself."
+            "change; Save Helm values carries it into the release."
         )
     elif owner.manager == "olm":
         risks.append(
@@ -85,12 +95,21 @@ def confirmation(
         pods = evicted_pods(evictions)
         if pods:
             risks.append(f"**Evicts GPU workloads:** {pods}")
-    risks += [short(text) for text in warnings[:CONFIRM_WARNINGS]]
-    if len(warnings) > CONFIRM_WARNINGS:
-        risks.append(f"and {len(warnings) - CONFIRM_WARNINGS} more warning(s), listed on the page")
-    lines = [f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."]
-    lines += [f"* ⚠ {risk}" for risk in risks]
-    lines.append(f"* Backup of the live objects first: `{backup}`")
+    head = f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."
+    tail = f"Backup of the live objects first: `{backup}`"
+    used = sum(_rows(text) for text in (head, tail, *risks))
+    named = 0
+    for text in warnings:
+        cut = short(text)
+        room = CONFIRM_LINES - used - (1 if named + 1 < len(warnings) else 0)  # a line for "and N more"
+        if _rows(cut) > room:
+            break
+        risks.append(cut)
+        used += _rows(cut)
+        named += 1
+    if named < len(warnings):
+        risks.append(f"and {len(warnings) - named} more warning(s), listed on the page")
+    lines = [head, *(f"* ⚠ {risk}" for risk in risks), f"* {tail}"]
     if owner.helm:
         return Confirmation("Apply directly, bypassing Helm?", "\n".join(lines), "Apply directly")
     return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")
