@@ -70,8 +70,10 @@ def confirmation(
     warnings: Sequence[str],
     owner: Any,
     evictions: Mapping[str, Sequence[str]] | None,
+    unread: str = "",
 ) -> Confirmation:
-    """The confirmation of an apply (``evictions`` None: the upgrade plan is still being read).
+    """The confirmation of an apply (``evictions`` None: the upgrade plan is still being read, or ``unread``
+    says why it could not be).
 
     ``where`` is the cluster as said (``**ctx** — the built-in demo cluster``), ``changes`` the
     ``update ClusterPolicy/cluster-policy`` lines, ``warnings`` the plan's findings.
@@ -89,7 +91,9 @@ def confirmation(
         )
     elif owner.manager != "none":
         risks.append(short(f"owner: {owner.why_not_apply()}"))
-    if evictions is None:
+    if evictions is None and unread:
+        risks.append(short(f"GPU workloads evicted: unknown, the upgrade plan could not be read ({unread})"))
+    elif evictions is None:
         risks.append("GPU workloads: the upgrade plan is still being read (the page shows them when it is)")
     else:
         pods = evicted_pods(evictions)

@@ -40,3 +40,17 @@ async def test_the_worst_case_confirmation_fits_without_scrolling(tui_env: Path)
         for words in ("Helm release gpu-operator owns", "Evicts GPU workloads", "more warning(s)", "Backup of"):
             assert words in text, text
         assert "Apply directly" in text and "Cancel" in text
+
+
+def test_workloads_the_plan_could_not_read_are_said_unknown_not_still_being_read() -> None:
+    asked = confirmation(
+        where="x",
+        changes=["update ClusterPolicy/cluster-policy"],
+        backup="~/b",
+        warnings=[],
+        owner=Ownership("none"),
+        evictions=None,
+        unread="the API server timed out",
+    )
+    assert "GPU workloads evicted: unknown, the upgrade plan could not be read (the API server timed out)" in asked.body
+    assert "still being read" not in asked.body

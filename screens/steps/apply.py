@@ -282,6 +282,7 @@ class ApplyStep(StepScreen):
             warnings=warnings(state),
             owner=self._owner,
             evictions=self._evictions(),
+            unread=self.query_one(UpgradePlanView).unread,
         )
         self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
 
