@@ -163,7 +163,9 @@ def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "") -> 
     for check in unexplained[:1]:
         lines.append(f"→ {check.node}: no known cause matched; {check.hint}")
     if not causes and not branch:
-        lines.append("→ Change the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.")
+        lines.append(
+            "→ Change the plan: Esc back to the Driver step (version, registry), then Preview and Apply again."
+        )
     if undo:
         lines.append(f"→ Or undo this apply: {undo}")
     return lines

@@ -31,7 +31,8 @@ async def test_preview_shows_the_blocking_finding_in_full_and_every_tab(tui_env:
             "✗ nvcr.io/nvidia/driver:580-5.15.0-1063-nvidia-ubuntu22.04 is missing in the target registry: "
             "1 node(s) cannot pull it" in shown
         ), text
-        tabs = text.splitlines()[[i for i, line in enumerate(text.splitlines()) if "━" in line][0] - 1]
+        rows = text.splitlines()
+        tabs = rows[next(i for i, line in enumerate(rows) if "━" in line) - 1]  # the row above the tab underline
         titles = (
             ("Policy", "NVD", "Mirror", "Helm", "Diff", "Warnings")
             if size[0] < 80

@@ -418,7 +418,10 @@ class ApplyStep(StepScreen):
             where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
             head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
         if not self._sent:
-            head = "[$text-muted]nothing sent: the rollout of the live objects, which already ask for these images[/]\n" + head
+            head = (
+                "[$text-muted]nothing sent: the rollout of the live objects, which already ask for these images[/]\n"
+                + head
+            )
         if status.phase == "failed" and self._advice:
             head += "\n" + "\n".join(self._advice)
         self.query_one("#rollout-state", Static).update(head)

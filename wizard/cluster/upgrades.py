@@ -102,7 +102,9 @@ async def prepare_upgrade(
         upgrade.in_progress = upgrade_in_progress(facts, live_version, problems, workloads_by_node(pods, facts))
     report = UpgradeReport(upgrade, before, after, ownership_of(live), live)
     if not upgrade.changing_nodes and upgrade.in_progress is None and upgrade.groups:
-        report.not_running = not_running(upgrade, await running_driver_images(cluster, await cluster.namespace(running)))
+        report.not_running = not_running(
+            upgrade, await running_driver_images(cluster, await cluster.namespace(running))
+        )
     if registry is not None:
         report.old_images = {s.image: s for s in await check_images(before, registry)}
         report.new_images = {s.image: s for s in await check_images(after, registry)}
