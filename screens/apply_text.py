@@ -1,4 +1,4 @@
-"""The Apply step's words: the confirmation before anything is sent, and the advice after a failed rollout.
+"""The Apply step's words: what changes, the confirmation before anything is sent, the advice after a failed rollout.
 
 The confirmation must fit an 80×24 terminal without scrolling, so the lines a user must weigh come
 first and each is one short line: who reverts the change (a Helm release), which GPU workloads the
@@ -51,6 +51,28 @@ def evicted_pods(evictions: Mapping[str, Sequence[str]]) -> str:
         return ""
     shown = ", ".join(pairs[:CONFIRM_PODS])
     return shown + (f" and {len(pairs) - CONFIRM_PODS} more" if len(pairs) > CONFIRM_PODS else "")
+
+
+def object_key(body: dict[str, Any]) -> str:
+    """``ClusterPolicy/cluster-policy`` for an object body."""
+    return f"{body.get('kind', '?')}/{(body.get('metadata') or {}).get('name', '?')}"
+
+
+def changes(prepared: Any) -> list[str]:
+    """``create ClusterPolicy/cluster-policy`` / ``update …`` per object of an ApplyPlan."""
+    live = getattr(prepared, "live", {}) or {}
+    out = []
+    for body in getattr(prepared, "objects", []) or []:
+        key = object_key(body)
+        out.append(f"{'update' if live.get(key) else 'create'} {key}")
+    return out
+
+
+def warnings(state: Any) -> list[str]:
+    """Every finding of the plan, one line each with what to do (see :mod:`screens.findings`)."""
+    from screens.findings import plan_findings
+
+    return [f"{f.message} → {f.hint}" if f.hint else f.message for f in plan_findings(state)]
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,16 @@
 """Step 7, Apply: confirm (naming cluster, context and changes), back up, apply, follow the rollout.
 
-Nothing is sent before a confirmation dialog that names the cluster, the context, every object
-created or changed and every warning (missing images, an unvalidated kernel). ``Cluster.apply``
-backs up the live objects first (the path is shown), then the worker follows ``Cluster.rollout``:
-the driver DaemonSets' counters and each node's upgrade state, until the operator reports ready
-or a failure. The worker is bound to this screen; an answers replay never applies by itself.
+Nothing is sent before a confirmation dialog (fitting 80×24, :mod:`screens.apply_text`) that names the
+cluster, what a Helm release or OLM would do, the GPU workloads evicted, the warnings and every object
+created or changed. ``Cluster.apply`` backs up the live objects first (the path is shown), then a worker
+follows ``Cluster.rollout`` (:mod:`screens.widgets.rolloutview`) until the operator reports ready or a
+failure, whose advice comes from the diagnosis. The workers are bound to this screen; an answers
+replay never applies by itself.
+
+One apply state per visit: an earlier apply is shown only while the plan on screen is the one it sent
+(``state.applied_for``); another plan starts "not started". When the live objects already ask for the
+plan's driver (``ApplyPlan.holds_driver``), nothing needs sending: their rollout is shown and Verify is
+reachable without an apply.
 
 When a Helm release owns the live ClusterPolicy, the default is the release's values and the
 ``helm upgrade`` that carries them (composed and saved by ``wizard.cluster.facade.helm_change``,
@@ -24,34 +30,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Static
 
+from screens.apply_text import changes, warnings
 from screens.state import display_path
 from screens.steps.base import StepScreen
-from screens.widgets.rowtable import RowTable
+from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 from wizard import collector
-
-
-def object_key(body: dict[str, Any]) -> str:
-    """``ClusterPolicy/cluster-policy`` for an object body."""
-    return f"{body.get('kind', '?')}/{(body.get('metadata') or {}).get('name', '?')}"
-
-
-def changes(prepared: Any) -> list[str]:
-    """``create ClusterPolicy/cluster-policy`` / ``update …`` per object of an ApplyPlan."""
-    live = getattr(prepared, "live", {}) or {}
-    out = []
-    for body in getattr(prepared, "objects", []) or []:
-        key = object_key(body)
-        out.append(f"{'update' if live.get(key) else 'create'} {key}")
-    return out
-
-
-def warnings(state: Any) -> list[str]:
-    """Every finding of the plan, one line each with what to do (see :mod:`screens.findings`)."""
-    from screens.findings import plan_findings
-
-    return [f"{f.message} → {f.hint}" if f.hint else f.message for f in plan_findings(state)]
 
 
 class ApplyStep(StepScreen):
@@ -65,8 +50,6 @@ class ApplyStep(StepScreen):
     #apply-row { height: 1; margin-top: 1; }
     #apply-row > Button { margin-right: 2; }
     #allow-unverified { display: none; }
-    #rollout-state { height: auto; margin-top: 1; }
-    #rollout-table { height: auto; max-height: 8; }
     #apply-scroll { height: 1fr; }
     #helm-row { height: 1; margin-top: 1; display: none; }
     #helm-row > Button { margin-right: 2; }
@@ -86,8 +69,7 @@ class ApplyStep(StepScreen):
                 yield Button("Copy helm command", id="helm-copy", compact=True)
             yield Static("", id="helm-values")
             yield Label("Rollout", classes="section")
-            yield Static("not started", id="rollout-state")
-            yield RowTable(id="rollout-table", cursor=False)
+            yield RolloutView(id="rollout")
             yield UpgradePlanView(id="upgrade-plan")
 
     def on_mount(self) -> None:
@@ -97,9 +79,6 @@ class ApplyStep(StepScreen):
         self._advice: list[str] = []
         self._told_ready: bool | None = None
         """None: no apply on this visit (nothing to tell); False: applied here, not yet told it is ready."""
-        table = self.query_one(RowTable)
-        table.add_column("Node / DaemonSet", key="what")
-        table.add_column("State", key="state")
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
         self._owner = self._ownership()
@@ -315,7 +294,7 @@ class ApplyStep(StepScreen):
         state = self.state
         self.workers.cancel_group(self, "rollout")  # the rollout followed so far is the one before this apply
         self.query_one("#apply", Button).disabled = True
-        self.query_one("#rollout-state", Static).update("[$accent]… backing up and applying[/]")
+        self.query_one(RolloutView).say("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
         sending = state.prepared
         try:
@@ -345,8 +324,7 @@ class ApplyStep(StepScreen):
         self._sent, self._rollout, self._advice = False, None, []
         self.query_one("#change-title", Label).update("What will change")
         self.query_one("#apply", Button).label = "Apply directly…" if self._owner.helm else "Apply…"
-        self.query_one("#rollout-state", Static).update("not started")
-        self.query_one(RowTable).clear()
+        self.query_one(RolloutView).say("not started")
 
     @work(exclusive=True, group="rollout", exit_on_error=False)
     async def follow_rollout(self) -> None:
@@ -404,43 +382,7 @@ class ApplyStep(StepScreen):
         return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:
-        collector.keep()  # the follower's caches so far are long-lived: collections skip them
-        style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
-        head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
-        if status.policy_state:
-            head += f"  [$text-muted](ClusterPolicy {escape(status.policy_state)})[/]"
-        problems: dict[tuple[str, str], list[str]] = {}
-        for pod in status.pods:  # one line per distinct problem, not one per pod repeating the image
-            if pod.reason:
-                message = "" if pod.message and pod.message in status.message else pod.message
-                problems.setdefault((pod.reason, message), []).append(pod.node)
-        for (reason, message), nodes in problems.items():
-            where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
-            head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
-        if not self._sent:
-            head = (
-                "[$text-muted]nothing sent: the rollout of the live objects, which already ask for these images[/]\n"
-                + head
-            )
-        if status.phase == "failed" and self._advice:
-            head += "\n" + "\n".join(self._advice)
-        self.query_one("#rollout-state", Static).update(head)
-
-        # every row again, in one go: the RowTable draws only the lines on screen, so 5,000 nodes'
-        # upgrade states cost list appends per status, not a DataTable measuring 5,000 rows
-        rows: list[tuple[str, tuple[str, str]]] = []
-        for ds in status.daemonsets:
-            mark = "✓" if ds.done else "…"
-            name = "ds/" + ds.name.removeprefix("nvidia-driver-daemonset-")
-            name = name if len(name) <= 48 else name[:47] + "…"
-            rows.append((f"ds:{ds.name}", (name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated")))
-        rows += [(f"node:{name}", (name, value)) for name, value in sorted(status.upgrade_states.items())]
-        rows += [
-            (f"nvd:{name}", (f"NVIDIADriver/{name}", value)) for name, value in sorted(status.nvidia_drivers.items())
-        ]
-        table = self.query_one(RowTable)
-        table.clear()
-        table.add_rows(rows)
+        self.query_one(RolloutView).show(status, sent=self._sent, advice=self._advice)
 
     def busy(self) -> str:
         if any(w.node is self and w.group == "apply" and w.is_running for w in self.workers):

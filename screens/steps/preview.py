@@ -261,7 +261,7 @@ class PreviewStep(StepScreen):
     def _show_prepared(self, prepared: Any) -> None:
         from rich.markup import escape
 
-        from screens.steps.apply import changes
+        from screens.apply_text import changes
 
         diff = str(getattr(prepared, "diff", "") or "")
         self._show_tab("tab-diff", diff or "# no change against the live objects\n")
