@@ -79,6 +79,7 @@ async def test_a_plan_the_cluster_holds_reaches_verify_and_a_failure_gets_its_ca
         said = str(rollout.content)
         assert "nothing sent" in said.splitlines()[0], said
         assert "kernel drift" in said and "gpu-wizard check-kernel 5.15.0-1063-nvidia" in said, said
+        assert "mirror it where the node pulls from: `gpu-wizard mirror`" in said, said  # a missing tuple: or mirror it
         assert "rollback" not in said and "Driver step" not in said, said  # nothing was applied; the cause is known
         await next_to(pilot, "verify")
 

@@ -53,7 +53,7 @@ async def test_verify_shows_the_diagnosis_fix_in_full(tui_env: Path, size: tuple
         text = screen_text(app)
         assert (
             "fix: Run `gpu-wizard check-kernel 5.15.0-1063-nvidia` to see whether a precompiled image for it exists "
-            "or is coming; until then pin or roll back the kernel on gpu-h100-03, or switch to upstream mode "
+            "(then mirror it where the node pulls from: `gpu-wizard mirror`) or is coming; until then pin or roll back the kernel on gpu-h100-03, or switch to upstream mode "
             "(driver.usePrecompiled: false, which compiles for any kernel with headers available)." in _words(text)
         ), text
         assert "✗ not verified: 2 check(s) failed on cluster, gpu-h100-03" in text  # the summary line is no check
