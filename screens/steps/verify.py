@@ -172,7 +172,7 @@ class VerifyStep(StepScreen):
         self.refresh_nav()
         if verified:
             self.state.forget_progress()
-        elif any(not c.ok for c in state.checks):
+        elif self._not_applied is None and any(not c.ok for c in state.checks):  # nothing to explain on nodes unjudged
             await self._diagnose(plan)
 
     async def _diagnose(self, plan: Any) -> None:

@@ -100,15 +100,23 @@ def policy_checks(plan: Plan, policy: Mapping[str, Any] | None, drivers: list[di
     return checks
 
 
-#: Driver fields that decide the image a node runs, with the operator's default when the live object omits one.
+#: Driver fields that decide the image a node runs, with the operator's default when the live object omits one
+#: (None: the operator's own image default, which only the operator knows: an omitted one is not compared).
 DRIVER_FIELDS: dict[str, Any] = {
     "enabled": True,
     "usePrecompiled": False,
     "useNvidiaDriverCRD": False,
-    "repository": "",
-    "image": "",
-    "version": "",
+    "repository": None,
+    "image": None,
+    "version": None,
 }
+
+
+def _differs(live: Mapping[str, Any], planned: Mapping[str, Any], key: str) -> bool:
+    default = DRIVER_FIELDS.get(key)
+    if key not in planned or (default is None and key not in live):
+        return False
+    return bool(live.get(key, default) != planned[key])
 
 
 def plan_held(
@@ -130,9 +138,7 @@ def plan_held(
     planned = (planned_policy.get("spec") or {}).get("driver") or {}
     live = (policy.get("spec") or {}).get("driver") or {}
     differ = [
-        (key, live.get(key, default), planned[key])
-        for key, default in DRIVER_FIELDS.items()
-        if key in planned and live.get(key, default) != planned[key]
+        (key, live.get(key, DRIVER_FIELDS[key]), planned[key]) for key in DRIVER_FIELDS if _differs(live, planned, key)
     ]
     if not differ and planned.get("useNvidiaDriverCRD"):
         by_name = {str(d["metadata"]["name"]): d.get("spec") or {} for d in drivers}
@@ -143,7 +149,7 @@ def plan_held(
                 differ.append((f"NVIDIADriver {name}", "(none)", "created"))
                 continue
             for key in ("repository", "image", "version", "usePrecompiled"):
-                if key in wanted["spec"] and have.get(key, DRIVER_FIELDS.get(key)) != wanted["spec"][key]:
+                if _differs(have, wanted["spec"], key):
                     differ.append((f"NVIDIADriver {name} {key}", have.get(key, ""), wanted["spec"][key]))
     if not differ:
         return None
