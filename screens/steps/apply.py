@@ -303,9 +303,13 @@ class ApplyStep(StepScreen):
             )
         finally:
             self.query_one("#apply", Button).disabled = False
+        self._applied_text()
+        if not state.applied.ok:  # rolled back: the cluster is as before, nothing of this plan rolls out
+            self.query_one(RolloutView).say("not started: nothing was applied")
+            self.refresh_nav()
+            return
         state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
         self.wizard.save_progress("apply")
-        self._applied_text()
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
