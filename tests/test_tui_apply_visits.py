@@ -222,3 +222,21 @@ async def test_a_failed_rollout_of_an_unsupported_branch_names_the_supported_one
         assert "→ Driver branch 570 is not one operator v26.7.0 supports (610, 595, 580, 535)" in said, said
         assert said.index("Driver branch 570") < said.index("Cause on")  # the branch first: no node fix helps it
         assert "gpu-wizard rollback --backup" in said  # the apply created the policy: undoing it changes something
+
+
+async def test_a_new_upgrade_policy_keeps_verify_reachable_and_the_live_rollout_shown(tui_env: Path) -> None:
+    from screens.widgets.upgradeplan import UpgradePlanView
+
+    app = demo_app(tui_env, "kernel-drift")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await next_to(pilot, "apply")
+        rollout = app.screen.query_one("#rollout-state")
+        await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the diagnosis advice")
+        before = app.state.prepared
+        view = app.screen.query_one(UpgradePlanView)
+        view.post_message(UpgradePlanView.PolicyChanged({"autoUpgrade": True, "maxParallelUpgrades": 2}))
+        await wait_for(pilot, lambda: app.state.prepared is not before, 30, "the new dry-run")
+        await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the live rollout again")
+        assert app.screen.blocker() == ""

@@ -122,8 +122,8 @@ class ApplyStep(StepScreen):
                 lines.append(f"  • {escape(change)}")
             if self.live_holds_plan():
                 lines.append(
-                    "[$success]✓ no driver image changes:[/] the live policy already asks for these; "
-                    "Verify can check them without an apply"
+                    "[$success]✓ no driver image changes:[/] the live objects already ask for this driver; "
+                    "Verify checks them without an apply"
                 )
         lines.append(
             f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
@@ -165,6 +165,8 @@ class ApplyStep(StepScreen):
             self.query_one("#apply", Button).disabled = False
         self._not_sent()
         self._summary()
+        if self.live_holds_plan():
+            self.follow_rollout()  # the live objects' own rollout, as on arrival
         if self._owner.helm:
             self._helm_saved = False  # the values changed: save them again
             self._show_helm()
