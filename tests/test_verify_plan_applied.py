@@ -7,25 +7,31 @@ still on driver 570.195.03 verified against a 580.126.20 plan (the values were s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
 from wizard.cli.main import main
 
+PLAN = "version: 1\noperator: {{version: v26.3.3}}\nmode: upstream\ndriver: {{repository: nvcr.io/nvidia, {driver}}}\n"
+
+
+def _verify(demo_cluster: ClusterFactory, scenario: str, driver: str, tmp_path: Path, capsys: Any) -> tuple[int, str]:
+    """``gpu-wizard verify`` of the upstream plan with ``driver`` (answers YAML) on ``scenario``: (exit code, stdout)."""
+    demo = demo_cluster(scenario)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(PLAN.format(driver=driver))
+    code = main(["verify", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--no-registry"])
+    out, _ = capsys.readouterr()
+    return code, out
+
 
 def test_a_plan_not_applied_yet_is_one_finding_with_the_helm_upgrade_to_run(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = demo_cluster("existing-install")
-    answers = tmp_path / "answers.yaml"
-    answers.write_text(
-        "version: 1\noperator: {version: v26.3.3}\nmode: upstream\n"
-        "driver: {version: 580.126.20, repository: nvcr.io/nvidia}\n"
-    )
-    code = main(["verify", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--no-registry"])
-    out, err = capsys.readouterr()
-    assert code == 1, out + err
+    code, out = _verify(demo_cluster, "existing-install", "version: 580.126.20", tmp_path, capsys)
+    assert code == 1, out
     assert (
         "✗ plan-applied: the live ClusterPolicy cluster-policy still asks for driver 570.195.03, the plan for "
         "580.126.20: the plan is not applied yet" in out
@@ -39,12 +45,6 @@ def test_a_plan_not_applied_yet_is_one_finding_with_the_helm_upgrade_to_run(
 def test_a_new_upgrade_policy_alone_does_not_count_as_not_applied(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = demo_cluster("existing-install-plain")
-    answers = tmp_path / "answers.yaml"
-    answers.write_text(
-        "version: 1\noperator: {version: v26.3.3}\nmode: upstream\n"
-        "driver: {version: 570.195.03, repository: nvcr.io/nvidia, upgradePolicy: {maxParallelUpgrades: 3}}\n"
-    )
-    main(["verify", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--no-registry"])
-    out, _ = capsys.readouterr()
+    driver = "version: 570.195.03, upgradePolicy: {maxParallelUpgrades: 3}"
+    _, out = _verify(demo_cluster, "existing-install-plain", driver, tmp_path, capsys)
     assert "plan-applied" not in out and "nvidia-smi" in out, out
