@@ -59,12 +59,17 @@ def object_key(body: dict[str, Any]) -> str:
 
 
 def changes(prepared: Any) -> list[str]:
-    """``create ClusterPolicy/cluster-policy`` / ``update …`` per object of an ApplyPlan."""
+    """``create ClusterPolicy/cluster-policy`` / ``update …`` / ``unchanged …`` per object of an ApplyPlan
+    (``unchanged``: the diff against the live objects has no part for it)."""
     live = getattr(prepared, "live", {}) or {}
+    headers = {
+        line.strip() for line in str(getattr(prepared, "diff", "") or "").splitlines() if line.startswith("--- ")
+    }
     out = []
     for body in getattr(prepared, "objects", []) or []:
         key = object_key(body)
-        out.append(f"{'update' if live.get(key) else 'create'} {key}")
+        word = "create" if not live.get(key) else ("update" if f"--- live/{key}" in headers else "unchanged")
+        out.append(f"{word} {key}")
     return out
 
 

@@ -176,6 +176,7 @@ async def test_an_upgrade_failed_on_the_os_tag_is_advised_the_nvidiadriver_crd(t
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")  # the defaults: what runs
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        assert "✓ server dry-run accepted: unchanged ClusterPolicy/cluster-policy" in screen_text(app)  # not "update"
         await next_to(pilot, "apply")
         rollout = app.screen.query_one("#rollout-state")
         await wait_for(pilot, lambda: "Cause on" in str(rollout.content), 60, "the diagnosis advice")
