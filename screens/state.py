@@ -189,6 +189,7 @@ class WizardState:
         self.prepared = None
         self.references = []
         self.override_findings = False  # an override was given for the findings of the old answers
+        self.helm_command = ""  # the values it carries are the old answers'
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
         if dotted.startswith(("toolkit", "hostPaths", "mode")):

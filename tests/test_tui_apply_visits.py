@@ -241,3 +241,13 @@ async def test_a_new_upgrade_policy_keeps_verify_reachable_and_the_live_rollout_
         await wait_for(pilot, lambda: app.state.prepared is not before, 30, "the new dry-run")
         await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the live rollout again")
         assert app.screen.blocker() == ""
+
+
+def test_a_changed_answer_forgets_the_saved_helm_command() -> None:
+    """Verify names the saved helm upgrade to run first: not once the answers it carried have changed."""
+    from screens.state import WizardState
+
+    state = WizardState()
+    state.helm_command = "helm upgrade gpu-operator nvidia/gpu-operator --reuse-values -f values.yaml"
+    state.set("driver.version", "580.126.20")
+    assert state.helm_command == ""
