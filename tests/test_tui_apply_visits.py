@@ -251,3 +251,22 @@ def test_a_changed_answer_forgets_the_saved_helm_command() -> None:
     state.helm_command = "helm upgrade gpu-operator nvidia/gpu-operator --reuse-values -f values.yaml"
     state.set("driver.version", "580.126.20")
     assert state.helm_command == ""
+
+
+async def test_an_apply_rolled_back_follows_no_rollout(tui_env: Path) -> None:
+    app = demo_app(tui_env, "existing-install-plain")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await _preview_then_apply(pilot)
+        faults = app._demo_cluster.faults  # the API server refuses every server-side apply from now on
+        faults.only, faults.methods, faults.error_rate = ["/apis/nvidia.com"], ["PATCH"], 1.0
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: app.state.applied is not None, 60, "the apply")
+        await pilot.pause(0.5)
+        assert not app.state.applied.ok
+        said = " ".join(screen_text(app).split())
+        assert "✗ not applied:" in said and "not started: nothing was applied" in said, said
+        assert app.screen.blocker() == "apply first (nothing is sent before you confirm)"
