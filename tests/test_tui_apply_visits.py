@@ -35,12 +35,25 @@ async def _preview_then_apply(pilot: Any) -> None:
     await next_to(pilot, "apply")
 
 
+async def _upgrade_to_apply(pilot: Any, version: str = "580.126.20") -> None:
+    """Connect, set the driver version (an upgrade of the running policy), preview, and stop on Apply."""
+    await walk_to(pilot, "nodes", "mode", "driver")
+    await set_field(pilot, "driver-version", version)
+    await _preview_then_apply(pilot)
+
+
+async def _defaults_to_apply(pilot: Any) -> None:
+    """Every step's defaults (on an installed cluster: what runs) up to Apply."""
+    app = pilot.app
+    await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")
+    await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+    await next_to(pilot, "apply")
+
+
 async def test_a_second_apply_starts_from_the_plan_on_screen(tui_env: Path) -> None:
     app = demo_app(tui_env, "existing-install-plain")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         await apply_and_roll_out(pilot, expect_warning=None)
         assert "✓ verified" in await verified(pilot)
         first = app.state.applied
@@ -87,9 +100,7 @@ async def test_a_plan_the_cluster_holds_reaches_verify_and_a_failure_gets_its_ca
 async def test_the_confirmation_fits_80x24_and_names_the_evicted_workloads(tui_env: Path) -> None:
     app = demo_app(tui_env, "existing-install")  # Helm owns the policy; GPU jobs run on the nodes
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         view = app.screen.query_one("#upgrade-plan")
         await wait_for(pilot, lambda: view.report is not None, 30, "the upgrade plan")
         app.screen.query_one("#apply").press()
@@ -108,9 +119,7 @@ async def test_the_confirmation_fits_80x24_and_names_the_evicted_workloads(tui_e
 async def test_verify_after_saved_helm_values_says_to_run_the_helm_upgrade_first(tui_env: Path) -> None:
     app = demo_app(tui_env, "existing-install")  # Helm owns the live policy (driver 570.195.03)
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         app.screen.query_one("#helm-save").press()
         await wait_for(pilot, lambda: app.screen.blocker() == "", what="the values saved")
         command = app.state.helm_command
@@ -130,9 +139,7 @@ async def test_copy_saves_the_values_the_command_names_and_claims_no_clipboard(t
     monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")  # inside tmux, which ignores OSC 52 by default
     app = demo_app(tui_env, "existing-install")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         await wait_for(pilot, lambda: app.screen._helm is not None, what="the Helm values")
         values = app.screen._helm.values_path
         assert not values.exists()
@@ -148,9 +155,7 @@ async def test_ctrl_q_during_a_rollout_asks_first_and_leaves_a_closing_line(tui_
     app = demo_app(tui_env, "existing-install-plain")
     app.step_delay = 0.5  # a rollout that takes a while, as a real one does
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the apply confirmation")
         await pilot.press("tab", "enter")
@@ -193,9 +198,7 @@ async def test_the_ready_toast_comes_once_per_apply_not_per_visit(tui_env: Path)
     notify = app.notify
     app.notify = lambda message, **kw: (told.append(str(kw.get("title", ""))), notify(message, **kw))[1]  # type: ignore[method-assign]
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         await apply_and_roll_out(pilot, expect_warning=None)
         await wait_for(pilot, lambda: "Rollout" in told, what="the ready toast")
         await next_to(pilot, "verify")
@@ -230,9 +233,7 @@ async def test_a_new_upgrade_policy_keeps_verify_reachable_and_the_live_rollout_
 
     app = demo_app(tui_env, "kernel-drift")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")
-        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
-        await next_to(pilot, "apply")
+        await _defaults_to_apply(pilot)
         rollout = app.screen.query_one("#rollout-state")
         await wait_for(pilot, lambda: "Cause on gpu-h100-03" in str(rollout.content), 60, "the diagnosis advice")
         before = app.state.prepared
@@ -256,9 +257,7 @@ def test_a_changed_answer_forgets_the_saved_helm_command() -> None:
 async def test_an_apply_rolled_back_follows_no_rollout(tui_env: Path) -> None:
     app = demo_app(tui_env, "existing-install-plain")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
-        await set_field(pilot, "driver-version", "580.126.20")
-        await _preview_then_apply(pilot)
+        await _upgrade_to_apply(pilot)
         faults = app._demo_cluster.faults  # the API server refuses every server-side apply from now on
         faults.only, faults.methods, faults.error_rate = ["/apis/nvidia.com"], ["PATCH"], 1.0
         await pilot.press("enter")
