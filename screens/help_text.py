@@ -183,6 +183,11 @@ Proves the driver works, node by node:
 * **nvidia-smi** — run in the driver container (or on the host for a pre-installed driver); ✓ with the driver
   version and GPUs, ✗ with the reason.
 
+First it reads whether the live objects ask for the plan's driver: if not (the plan was never applied, or a
+Helm release's `helm upgrade` has not run yet), it says what they still ask for and what to run first —
+nodes judged against images nobody asked for would all fail. After a failure, the diagnosis names the known
+cause on the failing nodes and its fix. Ctrl+Q while it runs asks first.
+
 The log shows one line per result (the last 2,000); **Save log** writes all of them and the raw output to
 the state folder. **Export** writes the report as Markdown and JSON.
 """,
