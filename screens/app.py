@@ -95,6 +95,8 @@ class WizardApp(App[int]):
         """Served to a browser (``gpu-wizard serve``): the footer and F1 show the browser's keys."""
         self._demo_cluster: Any = None
         self.exit_code = 0
+        self.closing_line = ""
+        """The line printed once the wizard closed (its verdict, or where a Ctrl+Q left it)."""
         self.idle = IdleWork(self, web=web)
         """Work held back until the first frame, warmed up in a thread, or left for when the user is idle."""
         self.input_order = InputOrder(self, self._deliver_input)
@@ -192,12 +194,52 @@ class WizardApp(App[int]):
 
     def finish(self) -> None:
         """Past the last step: leave with 0 when verification passed, else 1 saying why (never silently)."""
-        self.exit(self.exit_code, message=self.finish_message())
+        self.leave(self.finish_message())
+
+    async def action_quit(self) -> None:
+        """Ctrl+Q: leave at once, unless work is under way (an apply, a rollout, a verification): then ask first."""
+        from screens.dialogs import ConfirmDialog
+        from screens.steps.base import StepScreen
+
+        screen = self.screen
+        busy = screen.busy() if isinstance(screen, StepScreen) else ""
+        if not busy:
+            self.leave(self.quit_message(""))
+            return
+        body = (
+            f"**{busy}.** Quitting stops the wizard's watch, not the operator: it carries on in the cluster.\n\n"
+            "Your answers are saved; run gpu-wizard again to resume here."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.leave(self.quit_message(busy))
+
+        self.push_screen(ConfirmDialog("Quit while this runs?", body, yes="Quit", no="Stay"), answered)
+
+    def leave(self, line: str) -> None:
+        """Close the wizard with ``line`` printed after it (kept in :attr:`closing_line`)."""
+        self.closing_line = line
+        self.exit(self.exit_code, message=line)
+
+    def quit_message(self, busy: str) -> str:
+        """The closing line of a Ctrl+Q: where the wizard stopped, what still runs, where the answers are."""
+        from screens.flow import step_named
+
+        answers = display_path(self.state.answers_path)
+        where = step_named(self.state.step).title
+        if busy:
+            return (
+                f"gpu-wizard: quit at {where} while {busy[0].lower()}{busy[1:]}: the cluster carries on; "
+                f"`gpu-wizard verify --answers {answers}` checks it (answers in {answers})"
+            )
+        return f"gpu-wizard: quit at {where}; answers in {answers} (run gpu-wizard again to resume)"
 
     def finish_message(self) -> str:
         """The one line printed after the wizard closes: the verdict, and where the answers are."""
         state = self.state
-        failed = [c for c in state.checks if not c.ok]
+        checks = [c for c in state.checks if c.check != "summary"]  # the verdict line is no check of its own
+        failed = [c for c in checks if not c.ok]
         answers = display_path(state.answers_path)
         if not state.checks:
             return f"gpu-wizard: finished without a verification; answers in {answers}"
@@ -207,7 +249,7 @@ class WizardApp(App[int]):
                 f"gpu-wizard: not verified: {len(failed)} check(s) failed on {', '.join(nodes[:5])}"
                 f"{' …' if len(nodes) > 5 else ''}; run `gpu-wizard verify` or the wizard again (answers in {answers})"
             )
-        return f"gpu-wizard: verified, {len(state.checks)} checks passed; answers in {answers}"
+        return f"gpu-wizard: verified, {len(checks)} checks passed; answers in {answers}"
 
     def cluster_label(self) -> str:
         """``context · server`` of the connected cluster, for the title bar."""

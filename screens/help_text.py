@@ -160,9 +160,14 @@ objects are **backed up** first (the path is shown). Then the operator reconcile
 out and each node walks through the upgrade states (`upgrade-required` … `upgrade-done`).
 
 **When a Helm release owns the ClusterPolicy**, a direct apply would be reverted by the next `helm upgrade`
-(Helm puts the chart's values back). **Save Helm values** writes the change as the release's values and puts
-the exact `helm upgrade … --reuse-values -f FILE` on the clipboard; **Apply directly…** asks first, naming
-that risk. When OLM created the policy, the summary says what OLM may do.
+(Helm puts the chart's values back). **Save Helm values** writes the change as the release's values (the
+page shows the exact `helm upgrade … --reuse-values -f FILE`); **Copy helm command** saves them too and hands
+the command to the terminal's clipboard (OSC 52: tmux passes it on only with `set -g set-clipboard on`);
+**Apply directly…** asks first, naming that risk. Until the `helm upgrade` has run, Verify says so rather than
+checking nodes against images nobody asked for. When OLM created the policy, the summary says what OLM may do.
+
+**Verify without an apply**: when no driver image changes (the live objects already ask for the plan's images),
+Next goes to Verify at once, and the live rollout's state is shown (a failure with its cause and fix).
 
 **When a policy already runs**, the **upgrade plan** below shows each node group's image now and after (with
 the registry's answer for both), the OS-tag changes, the GPU pods the upgrade evicts, the estimated time, and
@@ -177,6 +182,11 @@ Proves the driver works, node by node:
 * **image** — the driver container runs the expected image, and its **imageID digest** matches the registry.
 * **nvidia-smi** — run in the driver container (or on the host for a pre-installed driver); ✓ with the driver
   version and GPUs, ✗ with the reason.
+
+First it reads whether the live objects ask for the plan's driver: if not (the plan was never applied, or a
+Helm release's `helm upgrade` has not run yet), it says what they still ask for and what to run first —
+nodes judged against images nobody asked for would all fail. After a failure, the diagnosis names the known
+cause on the failing nodes and its fix. Ctrl+Q while it runs asks first.
 
 The log shows one line per result (the last 2,000); **Save log** writes all of them and the raw output to
 the state folder. **Export** writes the report as Markdown and JSON.

@@ -149,6 +149,12 @@ class WizardState:
     """``ApplyPlan`` from the server dry-run (Preview)."""
     applied: Any = None
     """``ApplyResult`` once Apply ran."""
+    helm_command: str = ""
+    """The ``helm upgrade`` whose values the Apply step saved (the change goes through it: Verify names it
+    while the live policy does not hold the plan yet)."""
+    applied_for: Any = None
+    """The ``prepared`` dry-run that ``applied`` sent: the apply belongs to the plan on screen only while
+    ``prepared`` is this very object (a changed answer or a new Preview makes another)."""
     path_checks: list[Check] | None = None
     """Node-side checks of the host paths (Paths step), None until they ran for the current paths."""
     override_findings: bool = False
@@ -191,6 +197,7 @@ class WizardState:
         self.prepared = None
         self.references = []
         self.override_findings = False  # an override was given for the findings of the old answers
+        self.helm_command = ""  # the values it carries are the old answers'
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
         if dotted.startswith(("toolkit", "hostPaths", "mode")):
@@ -336,7 +343,7 @@ class WizardState:
         """Start from the defaults: no answers of an earlier run, no resume point."""
         self.answers = {"version": 1}
         self.answers_doc = None
-        self.rendered = self.prepared = self.applied = None
+        self.rendered = self.prepared = self.applied = self.applied_for = None
         self.images, self.references = [], []
         self.forget_progress()
 

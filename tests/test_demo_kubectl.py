@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_demo import ClusterFactory, Kubectl
-from wizard.demo.scenarios.scenario import NodeSpec, Scenario
+from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
 from wizard.demo.serve import DemoClusterThread
 
 KERNEL = "5.15.0-1048-nvidia"
+DRIVER_DIGEST = "sha256:5dc7d887c68354d34b2c75213f027707da5c245f297d1f38465f2c10228ccdc9"
 SECTIONS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "gfd", "nodeStatusExporter", "operator")
 
 
@@ -46,6 +47,8 @@ def cluster(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
             name="kubectl-test",
             nodes=[replace(ubuntu, name="gpu", gpu_product="NVIDIA-H200", gpu_count=8, count=2), ubuntu],
             rbac_deny=[{"verb": "delete", "resource": "nodes", "group": ""}],
+            # the demo's registry answers for nvcr.io (the operator's images): the driver tag must be in it
+            registry=RegistrySpec(catalog={"nvcr.io/nvidia/driver": {"580.126.20-ubuntu22.04": DRIVER_DIGEST}}),
         )
     )
 

@@ -111,3 +111,28 @@ async def test_cluster_registry_options_route_every_host_to_the_demo(demo_cluste
         and found.digest
         == demo.scenario.registry.catalog["registry.airgap.local/nvidia/driver"]["580.126.20-ubuntu22.04"]
     )
+
+
+async def test_an_image_the_demo_registry_lacks_fails_to_pull_as_on_a_real_node(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The wizard calls ``nvcr.io/nvidia/driver:<SLE tag>`` missing: applied anyway, the kubelet cannot pull it
+    either (ErrImagePull / ImagePullBackOff, the pod never ready), and the rollout fails instead of going Ready."""
+    from tests.cluster_util import sle_plan
+    from wizard.engine.render import render
+
+    cluster_thread = demo_cluster("sle-micro-precompiled")
+    async with connected(cluster_thread) as cluster:
+        rendered = render(sle_plan(repository="nvcr.io/nvidia"), await cluster.discover())
+        options: dict[str, Any] = cluster_thread.registry_options()
+        async with RegistryClient(**options) as registry:
+            statuses = await cluster.check_images(rendered, registry)
+        assert statuses and all(not status.ok for status in statuses)  # what Preview blocks on
+        assert (await cluster.apply(await cluster.prepare_apply(rendered), backup_dir=tmp_path)).ok
+        last = None
+        async for status in cluster.rollout(rendered.plan, interval=0.05, timeout=30):
+            last = status
+    assert last is not None and last.phase == "failed", last
+    reasons = {pod.reason for pod in last.pods if pod.node.startswith("gpu-")}
+    assert reasons & {"ErrImagePull", "ImagePullBackOff"}, last.pods
+    assert any("not found" in pod.message for pod in last.pods), last.pods

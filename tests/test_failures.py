@@ -63,6 +63,10 @@ def test_every_bundled_signature_names_its_operator_issue_cause_and_fix() -> Non
         (Evidence("label", "nvidia.com/gpu-driver-upgrade-state", "upgrade-failed"), "upgrade-failed"),
         (Evidence("status", "nvidia-driver-ctr waiting", DRIFT_PULL), "precompiled-kernel-drift"),
         (
+            Evidence("log", "nvidia-driver-ctr", "this image is built for ubuntu22.04 but the host runs ubuntu24.04"),
+            "driver-image-other-os",
+        ),
+        (
             Evidence(
                 "event",
                 "event Failed",

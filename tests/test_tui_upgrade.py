@@ -60,6 +60,8 @@ async def test_a_helm_owned_policy_gets_values_and_the_helm_command(tui_env: Pat
         argv = shlex.split(change.command)
         assert argv[:6] == ["helm", "upgrade", "gpu-operator", "nvidia/gpu-operator", "-n", "gpu-operator"]
         assert argv[-3:] == ["--reuse-values", "-f", str(change.values_path)]
+        app.screen.query_one("#helm-copy").press()
+        await wait_for(pilot, lambda: bool(app.clipboard), what="the copy")
         assert app.clipboard == change.command
 
         # a direct apply is possible, after a confirmation that names the risk; cancelling sends nothing

@@ -1,10 +1,16 @@
 """Step 7, Apply: confirm (naming cluster, context and changes), back up, apply, follow the rollout.
 
-Nothing is sent before a confirmation dialog that names the cluster, the context, every object
-created or changed and every warning (missing images, an unvalidated kernel). ``Cluster.apply``
-backs up the live objects first (the path is shown), then the worker follows ``Cluster.rollout``:
-the driver DaemonSets' counters and each node's upgrade state, until the operator reports ready
-or a failure. The worker is bound to this screen; an answers replay never applies by itself.
+Nothing is sent before a confirmation dialog (fitting 80×24, :mod:`screens.apply_text`) that names the
+cluster, what a Helm release or OLM would do, the GPU workloads evicted, the warnings and every object
+created or changed. ``Cluster.apply`` backs up the live objects first (the path is shown), then a worker
+follows ``Cluster.rollout`` (:mod:`screens.widgets.rolloutview`) until the operator reports ready or a
+failure, whose advice comes from the diagnosis. The workers are bound to this screen; an answers
+replay never applies by itself.
+
+One apply state per visit: an earlier apply is shown only while the plan on screen is the one it sent
+(``state.applied_for``); another plan starts "not started". When the live objects already ask for the
+plan's driver (``ApplyPlan.holds_driver``), nothing needs sending: their rollout is shown and Verify is
+reachable without an apply.
 
 When a Helm release owns the live ClusterPolicy, the default is the release's values and the
 ``helm upgrade`` that carries them (composed and saved by ``wizard.cluster.facade.helm_change``,
@@ -24,34 +30,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Static
 
+from screens.apply_text import changes, warnings
 from screens.state import display_path
 from screens.steps.base import StepScreen
-from screens.widgets.rowtable import RowTable
+from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 from wizard import collector
-
-
-def object_key(body: dict[str, Any]) -> str:
-    """``ClusterPolicy/cluster-policy`` for an object body."""
-    return f"{body.get('kind', '?')}/{(body.get('metadata') or {}).get('name', '?')}"
-
-
-def changes(prepared: Any) -> list[str]:
-    """``create ClusterPolicy/cluster-policy`` / ``update …`` per object of an ApplyPlan."""
-    live = getattr(prepared, "live", {}) or {}
-    out = []
-    for body in getattr(prepared, "objects", []) or []:
-        key = object_key(body)
-        out.append(f"{'update' if live.get(key) else 'create'} {key}")
-    return out
-
-
-def warnings(state: Any) -> list[str]:
-    """Every finding of the plan, one line each with what to do (see :mod:`screens.findings`)."""
-    from screens.findings import plan_findings
-
-    return [f"{f.message} → {f.hint}" if f.hint else f.message for f in plan_findings(state)]
 
 
 class ApplyStep(StepScreen):
@@ -65,8 +50,6 @@ class ApplyStep(StepScreen):
     #apply-row { height: 1; margin-top: 1; }
     #apply-row > Button { margin-right: 2; }
     #allow-unverified { display: none; }
-    #rollout-state { height: auto; margin-top: 1; }
-    #rollout-table { height: auto; max-height: 8; }
     #apply-scroll { height: 1fr; }
     #helm-row { height: 1; margin-top: 1; display: none; }
     #helm-row > Button { margin-right: 2; }
@@ -76,7 +59,7 @@ class ApplyStep(StepScreen):
     def compose_body(self) -> ComposeResult:
         # not a Tab stop of its own: it showed no focus, and its buttons and table scroll into view when focused
         with VerticalScroll(id="apply-scroll", can_focus=False):
-            yield Label("What will change", classes="section -first")
+            yield Label("What will change", classes="section -first", id="change-title")
             yield Static("", id="apply-summary")
             with Horizontal(id="apply-row"):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
@@ -86,32 +69,40 @@ class ApplyStep(StepScreen):
                 yield Button("Copy helm command", id="helm-copy", compact=True)
             yield Static("", id="helm-values")
             yield Label("Rollout", classes="section")
-            yield Static("not started", id="rollout-state")
-            yield RowTable(id="rollout-table", cursor=False)
+            yield RolloutView(id="rollout")
             yield UpgradePlanView(id="upgrade-plan")
 
     def on_mount(self) -> None:
         self._rollout: Any = None
         self._helm: Any = None  # the HelmChange when a Helm release owns the live policy
         self._helm_saved = False
-        table = self.query_one(RowTable)
-        table.add_column("Node / DaemonSet", key="what")
-        table.add_column("State", key="state")
+        self._advice: list[str] = []
+        self._told_ready: bool | None = None
+        """None: no apply on this visit (nothing to tell); False: applied here, not yet told it is ready."""
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
         self._owner = self._ownership()
+        # one apply state per visit: an earlier apply is this visit's only when it sent the plan on screen
+        # (Preview's dry-run of it); another plan starts from "not started", whatever was applied before
+        self._sent = state.applied is not None and state.prepared is not None and state.applied_for is state.prepared
         self._summary()
         if self._owner.helm:
             self._show_helm()
         self.query_one("#apply", Button).focus()
         if state.preflight is not None and state.preflight.cluster_policy and state.cluster is not None:
             self.query_one(UpgradePlanView).load()
-        if state.applied is not None:
+        if self._sent:
             self._applied_text()
             self.query_one("#apply", Button).label = "Apply again…"
-            if state.cluster is not None:
-                self.follow_rollout()
+        if (self._sent or self.live_holds_plan()) and state.cluster is not None:
+            self.follow_rollout()  # this plan's rollout: sent now, or earlier (the live objects hold it)
         self.refresh_nav()
+
+    def live_holds_plan(self) -> bool:
+        """The live objects already ask for what Verify checks: Preview's dry-run found nothing to change, or
+        nothing that decides a node's driver image (a new upgrade policy alone changes nothing Verify looks at)."""
+        prepared = self.state.prepared
+        return prepared is not None and prepared.ok and (not prepared.changed or prepared.holds_driver)
 
     def _summary(self) -> None:
         state = self.state
@@ -122,11 +113,18 @@ class ApplyStep(StepScreen):
             lines.append(f"Cluster  [b]{escape(info.context)}[/] · {where}")
         if state.prepared is None:
             lines.append("[$error]✗ no server dry-run yet: go back to Preview[/]")
+        elif not state.prepared.changed:
+            lines.append(
+                "[$success]✓ the live objects already hold this plan:[/] nothing to send; Verify checks what runs"
+            )
         else:
             for change in changes(state.prepared) or ["nothing to change"]:
                 lines.append(f"  • {escape(change)}")
-            if not state.prepared.changed:
-                lines.append("[$text-muted]  the live objects already hold this plan[/]")
+            if self.live_holds_plan():
+                lines.append(
+                    "[$success]✓ no driver image changes:[/] the live objects already ask for this driver; "
+                    "Verify checks them without an apply"
+                )
         lines.append(
             f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
         )
@@ -165,7 +163,10 @@ class ApplyStep(StepScreen):
             state.prepared = await state.connected().prepare_apply(state.rendered)
         finally:
             self.query_one("#apply", Button).disabled = False
+        self._not_sent()
         self._summary()
+        if self.live_holds_plan():
+            self.follow_rollout()  # the live objects' own rollout, as on arrival
         if self._owner.helm:
             self._helm_saved = False  # the values changed: save them again
             self._show_helm()
@@ -196,76 +197,89 @@ class ApplyStep(StepScreen):
         values = self.query_one("#helm-values", Static)
         values.display = True
         values.update(
-            f"[b]Helm values[/] (Save writes them to {escape(display_path(self._helm.values_path))}, 0600), then run:\n"
+            f"[b]Helm values[/] (Save, or Copy, writes them to {escape(display_path(self._helm.values_path))}, 0600), "
+            "then run:\n"
             f"{steps}\n{escape(self._helm.values_text.rstrip())}"
         )
 
     @on(Button.Pressed, "#helm-save")
     def _helm_save(self) -> None:
+        if self._save_helm_values():
+            self.notify(f"Saved {display_path(self._helm.values_path)} (0600).", title="Helm values")
+
+    @on(Button.Pressed, "#helm-copy")
+    def _helm_copy(self) -> None:
+        """The command names the values file: it is saved first, so what is copied can run."""
+        from screens.clipboard import copy_text
+
+        if not self._helm_saved and not self._save_helm_values():
+            return
+        said = copy_text(self.app, "\n".join(self._helm.steps()), "The helm command")
+        self.notify(f"Saved {display_path(self._helm.values_path)}. {said}", title="Helm command")
+
+    def _save_helm_values(self) -> bool:
+        """Write the release's values (0600); False (after saying why) when they could not be written."""
         from wizard.atomic_write import WriteError
 
         if self._helm is None:
-            return
+            return False
         try:
             self._helm.write()
         except WriteError as exc:
             self.notify(str(exc), title="Not saved", severity="error")
-            return
+            return False
         self._helm_saved = True
-        self.app.copy_to_clipboard(self._helm.command)
-        self.notify(
-            f"Saved {display_path(self._helm.values_path)}; the helm command is on the clipboard.",
-            title="Helm values",
-        )
+        self.state.helm_command = self._helm.command
         self.refresh_nav()
-
-    @on(Button.Pressed, "#helm-copy")
-    def _helm_copy(self) -> None:
-        if self._helm is not None:
-            self.app.copy_to_clipboard("\n".join(self._helm.steps()))
-            self.notify("The helm command is on the clipboard.", title="Copied")
+        return True
 
     # -- apply ------------------------------------------------------------------------------
 
     @on(Button.Pressed, "#apply")
     def _apply_pressed(self) -> None:
+        from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
+        from screens.findings import blocking_reason
 
         state = self.state
         if state.cluster is None or state.prepared is None:
             self.notify("Connect and preview first.", severity="warning")
             return
-        info = state.info
-        body = [
-            f"Apply to **{info.context if info else '?'}**"
-            + (
-                " — the built-in demo cluster (simulated)"
-                if info and info.demo
-                else f" at `{info.server if info else '?'}`"
+        if blocking_reason(state):  # Preview let this plan through to show what runs, not to apply it
+            self.notify(
+                "A blocking finding stands (Preview lists it): fix it, or tick 'apply anyway' on Preview.",
+                title="Not applied",
+                severity="warning",
             )
-            + ":",
-            "",
-        ]
-        body += [f"* {c}" for c in changes(state.prepared)]
-        body += ["", f"Live objects are backed up to `{display_path(self.wizard.backup_dir)}` first."]
-        risky = warnings(state)
-        if self._owner.manager != "none":
-            risky.append(f"owner: {self._owner.why_not_apply()}")
-        if risky:
-            body += ["", "**Warnings:**", ""] + [f"* ⚠ {w}" for w in risky]
-        title = "Apply with warnings?" if risky else "Apply these changes?"
-        yes = "Apply"
-        if self._owner.helm:  # the TUI's --override-helm: said as the risk it is
-            title = "Apply directly, bypassing Helm?"
-            yes = "Apply directly"
-            body[:0] = [
-                f"**Helm release {self._owner.release} manages this ClusterPolicy.** The next "
-                f"`helm upgrade` of {self._owner.release} puts the chart's values back and reverts this "
-                "change without a word. Save the Helm values instead unless you will carry the change "
-                "into the release yourself.",
-                "",
-            ]
-        self.app.push_screen(ConfirmDialog(title, "\n".join(body), yes=yes, no="Cancel"), self._confirmed)
+            return
+        info = state.info
+        where = f"**{info.context if info else '?'}**" + (
+            " (the built-in demo cluster)" if info and info.demo else f" at `{info.server if info else '?'}`"
+        )
+        asked = confirmation(
+            where=where,
+            changes=changes(state.prepared),
+            backup=display_path(self.wizard.backup_dir),
+            warnings=warnings(state),
+            owner=self._owner,
+            evictions=self._evictions(),
+            unread=self.query_one(UpgradePlanView).unread,
+        )
+        self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
+
+    def _evictions(self) -> dict[str, list[str]] | None:
+        """GPU workload pods the apply evicts, per node ({} when none; None while the upgrade plan is read)."""
+        view = self.query_one(UpgradePlanView)
+        if not view.display:
+            return {}  # no policy runs yet: nothing to evict
+        report = view.report
+        if report is None:
+            return None
+        found = {node: list(pods) for node, pods in report.plan.evictions.items()}
+        in_progress = report.plan.in_progress
+        for node, pods in (in_progress.evictions if in_progress is not None else {}).items():
+            found.setdefault(node, list(pods))
+        return found
 
     def _confirmed(self, yes: bool | None) -> None:
         if yes:
@@ -280,32 +294,47 @@ class ApplyStep(StepScreen):
     async def _apply_body(self) -> None:
         """Back up, apply, then follow the rollout."""
         state = self.state
+        self.workers.cancel_group(self, "rollout")  # the rollout followed so far is the one before this apply
         self.query_one("#apply", Button).disabled = True
-        self.query_one("#rollout-state", Static).update("[$accent]… backing up and applying[/]")
+        self.query_one(RolloutView).say("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
+        sending = state.prepared
         try:
             state.applied = await state.connected().apply(
-                state.prepared, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
+                sending, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
             )
         finally:
             self.query_one("#apply", Button).disabled = False
-        self.wizard.save_progress("apply")
         self._applied_text()
+        if not state.applied.ok:  # rolled back: the cluster is as before, nothing of this plan rolls out
+            self.query_one(RolloutView).say("not started: nothing was applied")
+            self.refresh_nav()
+            return
+        state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
+        self.wizard.save_progress("apply")
         self.refresh_nav()
-        await self._follow()
+        self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
     def _applied_text(self) -> None:
         result = self.state.applied
-        word = "applied" if result.ok else "unchanged"
-        message = f" — {escape(result.message)}" if result.message else ""
+        said = result.message or ", ".join(result.objects)
+        head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
+        self.query_one("#change-title", Label).update("What was sent")
         self.query_one("#apply-summary", Static).update(
-            f"[$success]✓ {word}:[/] {escape(', '.join(result.objects))}{message}\n"
-            f"Backup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
+            f"{head}\nBackup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
         )
+
+    def _not_sent(self) -> None:
+        """The plan on screen changed (a new upgrade policy): nothing of it was sent, no rollout is followed."""
+        self.workers.cancel_group(self, "rollout")
+        self._sent, self._rollout, self._advice = False, None, []
+        self.query_one("#change-title", Label).update("What will change")
+        self.query_one("#apply", Button).label = "Apply directly…" if self._owner.helm else "Apply…"
+        self.query_one(RolloutView).say("not started")
 
     @work(exclusive=True, group="rollout", exit_on_error=False)
     async def follow_rollout(self) -> None:
-        """Follow the rollout again (coming back to this step after an apply)."""
+        """Follow this plan's rollout: after the apply, on coming back, or when the live objects hold the plan."""
         await self._follow()
 
     async def _follow(self) -> None:
@@ -321,64 +350,67 @@ class ApplyStep(StepScreen):
                     if status.done:
                         break
         if self._rollout is not None and self._rollout.phase == "ready":
-            self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
+            if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
+                self._told_ready = True
+                self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
             self.wizard.save_progress("verify")
+        elif self._rollout is not None and self._rollout.phase == "failed":
+            await self._diagnose(self._rollout)
         view = self.query_one(UpgradePlanView)
-        if view.display:  # the plan read before the apply is stale now: read what runs after it
+        if view.display and self._sent:  # the plan read before the apply is stale now: read what runs after it
             view.load()
 
+    async def _diagnose(self, status: Any) -> None:
+        """A failed rollout: why, from the failing nodes' logs and events, and what fixes it (the advice)."""
+        from screens.apply_text import branch_advice, failure_advice
+        from wizard.cluster.errors import ClusterError
+
+        failed = {pod.node for pod in status.pods if pod.reason and pod.node}
+        failed |= {node for node, value in status.upgrade_states.items() if value == "upgrade-failed"}
+        self._advice = ["[$accent]… diagnosing the failing nodes (driver logs, events)[/]"]
+        self._show_rollout(status)
+        found = []
+        try:
+            async for check in self.state.connected().diagnose(self.state.valid_plan(), nodes=sorted(failed) or None):
+                found.append(check)
+        except ClusterError as exc:
+            self._advice = [escape(f"→ the diagnosis could not run: {exc.message}")]
+        else:
+            branch = branch_advice(self.state.valid_plan())
+            self._advice = [escape(line) for line in failure_advice(found, undo=self._undo_command(), branch=branch)]
+        self._show_rollout(status)
+
+    def _undo_command(self) -> str:
+        """The rollback of this visit's apply, when it changed something ("" otherwise: a no-op undoes nothing)."""
+        state = self.state
+        if not self._sent or not state.applied.ok or not state.applied_for.changed:
+            return ""
+        return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
+
     def _show_rollout(self, status: Any) -> None:
-        collector.keep()  # the follower's caches so far are long-lived: collections skip them
-        style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
-        head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
-        if status.policy_state:
-            head += f"  [$text-muted](ClusterPolicy {escape(status.policy_state)})[/]"
-        problems: dict[tuple[str, str], list[str]] = {}
-        for pod in status.pods:  # one line per distinct problem, not one per pod repeating the image
-            if pod.reason:
-                message = "" if pod.message and pod.message in status.message else pod.message
-                problems.setdefault((pod.reason, message), []).append(pod.node)
-        for (reason, message), nodes in problems.items():
-            where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
-            head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
-        if status.phase == "failed":
-            head += "\n" + escape(self._after_failure())
-        self.query_one("#rollout-state", Static).update(head)
+        self.query_one(RolloutView).show(status, sent=self._sent, advice=self._advice)
 
-        # every row again, in one go: the RowTable draws only the lines on screen, so 5,000 nodes'
-        # upgrade states cost list appends per status, not a DataTable measuring 5,000 rows
-        rows: list[tuple[str, tuple[str, str]]] = []
-        for ds in status.daemonsets:
-            mark = "✓" if ds.done else "…"
-            name = "ds/" + ds.name.removeprefix("nvidia-driver-daemonset-")
-            name = name if len(name) <= 48 else name[:47] + "…"
-            rows.append((f"ds:{ds.name}", (name, f"{mark} {ds.ready}/{ds.desired} ready, {ds.updated} updated")))
-        rows += [(f"node:{name}", (name, value)) for name, value in sorted(status.upgrade_states.items())]
-        rows += [
-            (f"nvd:{name}", (f"NVIDIADriver/{name}", value)) for name, value in sorted(status.nvidia_drivers.items())
-        ]
-        table = self.query_one(RowTable)
-        table.clear()
-        table.add_rows(rows)
-
-    def _after_failure(self) -> str:
-        """What the user can do once the rollout failed: go back and change the plan, or roll back."""
-        applied = self.state.applied
-        backup = display_path(applied.backup_path) if applied is not None else "the backup above"
-        return (
-            "→ Fix the plan: Esc back to the Driver step (version, registry), then Preview and Apply again.\n"
-            f"→ Or undo the apply: gpu-wizard rollback --backup {backup}"
-        )
+    def busy(self) -> str:
+        if any(w.node is self and w.group == "apply" and w.is_running for w in self.workers):
+            return "The apply is being written (backup, then each object)"
+        rollout = getattr(self, "_rollout", None)
+        if getattr(self, "_sent", False) and (rollout is None or not rollout.done):
+            return "The operator is rolling out the driver"
+        return ""
 
     def blocker(self) -> str:
         state = self.state
-        if state.applied is None and getattr(self, "_helm_saved", False):
-            return ""  # the change goes through `helm upgrade`; Verify checks what the cluster then runs
-        if state.applied is None and getattr(self, "_helm", None) is not None:
+        if getattr(self, "_sent", False):
+            rollout = getattr(self, "_rollout", None)
+            if rollout is None or not rollout.done:
+                return "the operator is rolling out the driver…"
+            return ""
+        if self.is_mounted and self.live_holds_plan():
+            return ""  # nothing to send: Verify checks what the live objects already run
+        if getattr(self, "_helm_saved", False):
+            return ""  # the change goes through `helm upgrade`; Verify says when it has not run yet
+        if getattr(self, "_helm", None) is not None:
             return "save the Helm values (or apply directly)"
-        if state.applied is None:
-            return "apply first (nothing is sent before you confirm)"
-        rollout = getattr(self, "_rollout", None)
-        if rollout is None or not rollout.done:
-            return "the operator is rolling out the driver…"
-        return ""
+        if state.prepared is None:
+            return "no server dry-run yet: go back to Preview"
+        return "apply first (nothing is sent before you confirm)"

@@ -132,6 +132,10 @@ class StepScreen(MarksFocusedRow, Screen[None]):
         """Why Next cannot proceed yet ("" when it can); shown beside the Next button."""
         return ""
 
+    def busy(self) -> str:
+        """Work under way that quitting would walk away from ("" when none): Ctrl+Q asks first then."""
+        return ""
+
     def commit(self) -> None:
         """Copy anything not yet written into ``state.answers`` (called before moving on)."""
 

@@ -13,7 +13,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
@@ -28,6 +28,17 @@ from wizard import collector
 #: The tab shown first: the only one whose view is composed with the step.
 FIRST_TAB = "tab-policy"
 #: Tab id -> (title, language, default file name).
+#: Tab id -> its title below :data:`NARROW` columns, where the six full titles do not fit side by side.
+SHORT_TITLES = {
+    "tab-policy": "Policy",
+    "tab-nvd": "NVD",
+    "tab-mirror": "Mirror",
+    "tab-helm": "Helm",
+    "tab-diff": "Diff",
+    "tab-advice": "Warnings",
+}
+#: Terminal width under which the tabs take their short titles (the full ones need 79 columns).
+NARROW = 80
 TABS: dict[str, tuple[str, Language, str]] = {
     "tab-policy": ("ClusterPolicy", "yaml", "clusterpolicy.yaml"),
     "tab-nvd": ("NVIDIADriver", "yaml", "nvidiadrivers.yaml"),
@@ -72,7 +83,8 @@ class PreviewStep(StepScreen):
     #verdict-row { height: auto; }
     #dry-run { width: 1fr; height: auto; }
     #save { min-width: 10; }
-    #warnings { height: auto; max-height: 4; }
+    #blocking { height: auto; max-height: 6; overflow-y: auto; }
+    #warnings { height: auto; max-height: 3; }
     #override { display: none; }
     #advice { text-wrap: nowrap; text-overflow: ellipsis; }
     #preview-tabs { height: 1fr; }
@@ -86,6 +98,8 @@ class PreviewStep(StepScreen):
         yield Tick(
             "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
         )
+        # a blocking finding in full, wrapped: it is what stops the apply, so it is never cut
+        yield Static("", id="blocking")
         # not a Tab stop: it showed no focus, and the Warnings tab holds each warning in full
         with VerticalScroll(id="warnings", can_focus=False):
             yield Static("", id="advice")
@@ -115,8 +129,24 @@ class PreviewStep(StepScreen):
         text, content = self._tab_texts.get(tab_id, ("", None))
         pane.mount(CodeView(text, TABS[tab_id][1], content=content, id=f"{tab_id}-code"))
 
+    def on_resize(self, event: events.Resize) -> None:
+        """Short tab titles below :data:`NARROW` columns: at 60 the full ones pushed Diff and Warnings out of sight."""
+        super().on_resize(event)
+        self._title_tabs(event.size.width)
+
+    def _title_tabs(self, width: int) -> None:
+        tabs = self.query_one(TabbedContent)
+        for tab_id, (title, _, _) in TABS.items():
+            tab = tabs.get_tab(tab_id)
+            wanted = SHORT_TITLES[tab_id] if width < NARROW else title
+            if str(tab.label) != wanted:
+                tab.label = wanted
+
     def on_mount(self) -> None:
         self.query_one("#warnings").display = False
+        self.query_one("#blocking").display = False
+        if self.app.size.width < NARROW:
+            self._title_tabs(self.app.size.width)
         state = self.state
         plan = state.plan()
         facts = state.facts
@@ -172,19 +202,22 @@ class PreviewStep(StepScreen):
 
         rendered = self.state.rendered
         findings = plan_findings(self.state)
-        lines, full = [], []
+        blocking, lines, full = [], [], []
         for finding in findings:
-            style = "$error" if finding.blocking else "$warning"
-            lines.append(f"[{style}]{escape(finding.line())}[/]")
+            if finding.blocking:
+                blocking.append(f"[$error]{escape(finding.line())}[/]")
+            else:
+                lines.append(f"[$warning]{escape(finding.line())}[/]")
             kind = "blocking" if finding.blocking else "warning"
             full.append(f"{finding.line()}  ({kind}, {finding.step} step)\n  → {finding.hint}\n")
         notes = [a for a in getattr(rendered, "advice", []) if a.level != "warning"]
         for item in notes:
             full.append(f"i note: {item.message}\n  why: {item.reason}\n")
-        if notes:
-            lines.append(f"[$text-muted]i {len(notes)} note(s) in the Warnings tab[/]")
-        if findings:
-            lines.append("[$text-muted]  the Warnings tab has each one in full, with what to do[/]")
+        if findings or notes:
+            noted = f"i {len(notes)} note(s); " if notes else ""
+            lines.append(f"[$text-muted]{noted}the Warnings tab has each finding in full, with what to do[/]")
+        self.query_one("#blocking", Static).update("\n".join(blocking))
+        self.query_one("#blocking").display = bool(blocking)
         self.query_one("#advice", Static).update("\n".join(lines))
         self.query_one("#warnings").display = bool(lines)
         self.query_one("#override").display = any(f.blocking for f in findings)
@@ -228,13 +261,15 @@ class PreviewStep(StepScreen):
     def _show_prepared(self, prepared: Any) -> None:
         from rich.markup import escape
 
-        from screens.steps.apply import changes
+        from screens.apply_text import changes
 
         diff = str(getattr(prepared, "diff", "") or "")
         self._show_tab("tab-diff", diff or "# no change against the live objects\n")
         if prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
+            if prepared.changed and prepared.holds_driver:
+                verdict += " [$text-muted](the live objects already ask for this driver: Verify needs no apply)[/]"
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
             verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
@@ -254,6 +289,8 @@ class PreviewStep(StepScreen):
             return "the API server rejected the objects (see above)"
         from screens.findings import blocking_reason
 
+        if state.prepared.holds_driver:
+            return ""  # the live objects already run this driver: Apply shows their rollout, Verify checks them
         return blocking_reason(state)
 
     def blocker_detail(self) -> str:

@@ -75,7 +75,8 @@ class VerifyStep(StepScreen):
     _verifying = False
 
     DEFAULT_CSS = """
-    #verify-summary { height: auto; max-height: 5; text-wrap: nowrap; text-overflow: ellipsis; }
+    #verify-summary { height: auto; max-height: 4; }
+    #verify-notes { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #verify-table { height: auto; max-height: 7; }
     #verify-log { height: 1fr; min-height: 4; border-top: solid $primary 40%; }
     #verify-row { height: 1; }
@@ -84,7 +85,8 @@ class VerifyStep(StepScreen):
     """
 
     def compose_body(self) -> ComposeResult:
-        yield Static("", id="verify-summary")
+        yield Static("", id="verify-summary")  # the verdict and what to run first: wrapped, never cut
+        yield Static("", id="verify-notes")  # one line per finding (in full in the table, the log, the report)
         yield RowTable(id="verify-table")
         with Horizontal(id="verify-row"):
             yield Label("Per node (Enter: in full)")
@@ -170,7 +172,7 @@ class VerifyStep(StepScreen):
         self.refresh_nav()
         if verified:
             self.state.mark_verified()
-        elif any(not c.ok for c in state.checks):
+        elif self._not_applied is None and any(not c.ok for c in state.checks):  # nothing to explain on nodes unjudged
             await self._diagnose(plan)
 
     async def _diagnose(self, plan: Any) -> None:
@@ -205,6 +207,10 @@ class VerifyStep(StepScreen):
         self._general: list[Any] = []
         self._notable: list[Any] = []
         self._findings: list[Any] | None = None
+        self._verdict: Any = None
+        """A failing summary line (it counts in no figure: "no GPU nodes found" fails with no check failed)."""
+        self._not_applied: Any = None
+        """The ``plan-applied`` failure: the live objects do not hold the plan (nothing else was checked)."""
 
     def _queue(self, check: Any) -> None:
         """Keep ``check`` for the next draw: at most one every :data:`FLUSH_INTERVAL`, whatever the node count."""
@@ -291,7 +297,7 @@ class VerifyStep(StepScreen):
         and the end of a verification asked twice)."""
         checks = self.state.checks
         if self._tallied == len(checks):  # a SKIPPED summary comes only with a SKIPPED check, which _skipped holds
-            return self._tallied > 0 and not self._failed and not self._skipped
+            return self._tallied > 0 and not self._failed and not self._skipped and self._verdict is None
         return bool(checks) and all(c.ok and c.status.value != "skipped" for c in checks)
 
     def _tally(self, check: Any) -> None:
@@ -300,9 +306,14 @@ class VerifyStep(StepScreen):
         self._tallied += 1
         if check.node:
             self._seen_nodes.add(check.node)
-        if not check.ok:
+        if check.check == "summary":  # the run's verdict, not one more check: counted by no figure
+            if not check.ok:
+                self._verdict = check
+        elif not check.ok:
             self._failed += 1
             self._failed_nodes.setdefault(check.node or "cluster", None)
+        if check.check == "plan-applied" and not check.ok:
+            self._not_applied = check
         if status == "skipped" and check.check != "summary":
             self._skipped.append(check)
         elif check.ok and check.check != "summary":
@@ -313,12 +324,15 @@ class VerifyStep(StepScreen):
             self._notable.append(check)
 
     def _summary(self) -> None:
-        lines = []
+        lines, notes = [], []
         nodes, failed, skipped, passed = len(self._seen_nodes), self._failed, self._skipped, self._passed
         if self._verifying:
             lines.append(f"[$accent]… verifying[/] {nodes} node(s) so far")
         elif not self.state.checks:
             lines.append("[$text-muted]no findings[/]")
+        elif self._not_applied is not None:
+            lines.append(f"[$error]✗ not verified:[/] {escape(self._not_applied.message)}")
+            lines.append(f"[$text-muted]  → {escape(self._apply_first())}[/]")
         elif failed:
             bad = sorted(self._failed_nodes)
             where = ", ".join(bad[:SHOWN_NODES]) + (
@@ -326,6 +340,8 @@ class VerifyStep(StepScreen):
             )
             also = f", {len(skipped)} SKIPPED" if skipped else ""
             lines.append(f"[$error]✗ not verified:[/] {failed} check(s) failed on {escape(where)}{also}")
+        elif self._verdict is not None:
+            lines.append(f"[$error]✗ not verified:[/] {escape(self._verdict.message)}")
         elif skipped:
             reason = str(skipped[0].data.get("reason") or skipped[0].message)
             lines.append(
@@ -339,20 +355,32 @@ class VerifyStep(StepScreen):
 
             self._findings = plan_findings(self.state)  # the plan does not change while Verify is shown
         if self._findings:
-            lines.append(
+            notes.append(
                 f"[$warning]! {len(self._findings)} finding(s) of the plan (Preview's Warnings tab, the report):[/] "
                 f"{escape(self._findings[0].message)}"
             )
         for check in self._general:
+            if check is self._not_applied:
+                continue  # said first, with what to run
             symbol_style = "$success" if check.ok else "$error"
-            lines.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
+            notes.append(f"[{symbol_style}]{check.status.symbol} [/]{escape(check.check)}: {escape(check.message)}")
         for check in self._notable:
-            lines.append(
+            notes.append(
                 f"[$warning]{check.status.symbol} {escape(check.node)} {escape(check.check)}:[/] {escape(check.message)}"
             )
             if check.hint:
-                lines.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
+                notes.append(f"[$text-muted]  → {escape(self._runnable(check.hint))}[/]")
         self.query_one("#verify-summary", Static).update("\n".join(lines))
+        notes_view = self.query_one("#verify-notes", Static)
+        notes_view.update("\n".join(notes))
+        notes_view.display = bool(notes)
+
+    def _apply_first(self) -> str:
+        """What to run before verifying: the saved ``helm upgrade`` when this run saved one, else the check's hint."""
+        command = self.state.helm_command
+        if command:
+            return f"run the saved helm upgrade first, then Run again: {command}"
+        return str(self._not_applied.hint)
 
     def _runnable(self, hint: str) -> str:
         """A hint naming kubectl, made runnable: an in-process demo has no kubeconfig unless told where it is."""
@@ -362,6 +390,9 @@ class VerifyStep(StepScreen):
         from screens.state import display_path
 
         return hint.replace("kubectl ", f"KUBECONFIG={display_path(demo.kubeconfig_path)} kubectl -n gpu-operator ", 1)
+
+    def busy(self) -> str:
+        return "The verification is running (its probe pods are removed on the way out)" if self._verifying else ""
 
     def blocker(self) -> str:
         if self._verifying:

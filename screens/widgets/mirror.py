@@ -93,8 +93,9 @@ class MirrorPanel(Vertical):
 
     @on(Button.Pressed, "#mirror-copy")
     def _copy(self) -> None:
-        self.app.copy_to_clipboard(self._script)
-        self.notify("Mirror script copied to the clipboard.", title="Mirror")
+        from screens.clipboard import copy_text
+
+        self.notify(copy_text(self.app, self._script, "The mirror script"), title="Mirror")
 
     @on(Button.Pressed, "#mirror-run")
     def _run_pressed(self) -> None:

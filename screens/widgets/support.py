@@ -73,5 +73,6 @@ class SupportRequest(VerticalScroll):
     @on(Button.Pressed, "#support-copy")
     def _copy_support(self) -> None:
         text = str(self.query_one("#support-text", Static).content)
-        self.app.copy_to_clipboard(text)
-        self.notify("Support request copied to the clipboard.", title="Support request")
+        from screens.clipboard import copy_text
+
+        self.notify(copy_text(self.app, text, "The support request"), title="Support request")

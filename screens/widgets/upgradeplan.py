@@ -58,6 +58,8 @@ class UpgradePlanView(Vertical):
 
     report: Any = None
     """The last ``UpgradeReport`` read (None before, or when it could not be read)."""
+    unread: str = ""
+    """Why the plan could not be read ("" while it is being read, or once it was)."""
 
     def compose(self) -> ComposeResult:
         yield Label("Upgrade plan (the policy running now → this plan)", classes="section")
@@ -121,6 +123,7 @@ class UpgradePlanView(Vertical):
                 report.skipped_because = "the demo simulates no registry for these images"
         except Exception as exc:  # the plan is advice beside the apply: say why it is missing, do not stop the step
             _, message, hint = describe_error(exc)
+            self.unread = message
             self.text.update(
                 f"[$warning]SKIPPED: the upgrade plan could not be read: {escape(message)}[/]\n{escape(hint)}"
             )

@@ -216,7 +216,10 @@ async def cmd_verify(args: argparse.Namespace) -> int:
                 if args.output == "text":
                     write_check(item)
         diagnosis: list[Check] = []
-        if not args.no_diagnosis and not all(c.ok for c in checks):
+        not_applied = any(
+            c.check == "plan-applied" and not c.ok for c in checks
+        )  # no node was judged: no pod to explain
+        if not args.no_diagnosis and not not_applied and not all(c.ok for c in checks):
             from wizard.cli import diagnosis as diagnosing
 
             failed = sorted({c.node for c in checks if not c.ok and c.node})

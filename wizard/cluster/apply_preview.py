@@ -70,6 +70,21 @@ class ApplyPlan:
         """Applying would change something."""
         return bool(self.diff)
 
+    @property
+    def holds_driver(self) -> bool:
+        """The live objects already ask for the plan's driver (every field that decides a node's image), whatever
+        else the apply would change: then verification needs no apply first (the rule verification itself uses)."""
+        from wizard.cluster.operator_status import plan_held
+
+        kinds: dict[str, list[dict[str, Any]]] = {}
+        for body in self.objects:
+            kinds.setdefault(str(body.get("kind")), []).append(body)
+        policy = next((self.live[k] for k in self.live if k.startswith("ClusterPolicy/")), None)
+        if not self.ok or policy is None or not kinds.get("ClusterPolicy"):
+            return False
+        live_drivers = [body for key, body in self.live.items() if key.startswith("NVIDIADriver/") and body]
+        return plan_held(kinds["ClusterPolicy"][0], kinds.get("NVIDIADriver", []), policy, live_drivers) is None
+
 
 def _strip(obj: Mapping[str, Any] | None, only: Iterable[tuple[str, ...]] | None = None) -> dict[str, Any]:
     """The part of an object worth diffing: identity, labels, annotations and spec (optionally only some paths)."""

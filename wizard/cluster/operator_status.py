@@ -72,3 +72,76 @@ def policy_checks(plan: Plan, policy: Mapping[str, Any] | None, drivers: list[di
             else:
                 checks.append(Check("nvidia-driver", Status.FAIL, f"{dname} is {dstate}: {msg}".rstrip(": ")))
     return checks
+
+
+#: Driver fields that decide the image a node runs, with the operator's default when the live object omits one
+#: (None: the operator's own image default, which only the operator knows: an omitted one is not compared).
+DRIVER_FIELDS: dict[str, Any] = {
+    "enabled": True,
+    "usePrecompiled": False,
+    "useNvidiaDriverCRD": False,
+    "repository": None,
+    "image": None,
+    "version": None,
+}
+
+
+def _differs(live: Mapping[str, Any], planned: Mapping[str, Any], key: str) -> bool:
+    default = DRIVER_FIELDS.get(key)
+    if key not in planned or (default is None and key not in live):
+        return False
+    return bool(live.get(key, default) != planned[key])
+
+
+def plan_held(
+    planned_policy: Mapping[str, Any],
+    planned_drivers: list[dict[str, Any]],
+    policy: Mapping[str, Any] | None,
+    drivers: list[dict[str, Any]],
+) -> Check | None:
+    """A FAIL naming what the live objects still ask for when they do not hold the plan's driver (None when
+    they do): verifying a plan that was never applied compares every node with images nobody asked for.
+
+    Only the fields that decide a node's driver image count (a new upgrade policy changes none). A
+    Helm-owned policy gets the ``helm upgrade`` as the thing to run first (the change goes through it).
+    """
+    from wizard.engine.ownership import ownership_of
+
+    if policy is None:
+        return None  # policy_checks says there is none
+    planned = (planned_policy.get("spec") or {}).get("driver") or {}
+    live = (policy.get("spec") or {}).get("driver") or {}
+    differ = [
+        (key, live.get(key, DRIVER_FIELDS[key]), planned[key]) for key in DRIVER_FIELDS if _differs(live, planned, key)
+    ]
+    if not differ and planned.get("useNvidiaDriverCRD"):
+        by_name = {str(d["metadata"]["name"]): d.get("spec") or {} for d in drivers}
+        for wanted in planned_drivers:
+            name = str(wanted["metadata"]["name"])
+            have = by_name.get(name)
+            if have is None:
+                differ.append((f"NVIDIADriver {name}", "(none)", "created"))
+                continue
+            for key in ("repository", "image", "version", "usePrecompiled"):
+                if _differs(have, wanted["spec"], key):
+                    differ.append((f"NVIDIADriver {name} {key}", have.get(key, ""), wanted["spec"][key]))
+    if not differ:
+        return None
+    name = policy["metadata"]["name"]
+    key, had, wants = next((d for d in differ if d[0] == "version"), differ[0])
+    said = f"driver {had}" if key == "version" else f"{key} {had!s}"
+    owner = ownership_of(policy)
+    if owner.helm:
+        hint = (
+            f"run the `helm upgrade` of release {owner.release} that carries the plan's values first (the Apply "
+            "step's Save Helm values, or gpu-wizard apply, writes them), then verify again"
+        )
+    else:
+        hint = "apply the plan first (the Apply step, or gpu-wizard apply --answers FILE), then verify again"
+    return Check(
+        "plan-applied",
+        Status.FAIL,
+        f"the live ClusterPolicy {name} still asks for {said}, the plan for {wants}: the plan is not applied yet",
+        hint=hint,
+        data={"differs": [{"field": k, "live": str(h), "plan": str(w)} for k, h, w in differ]},
+    )

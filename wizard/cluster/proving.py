@@ -205,7 +205,13 @@ async def verify(
         yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
         return
     # CPU-bound for thousands of nodes (render alone ~0.5 s at 5,000): in a thread, so the loop stays live
-    rendered = rendered or await asyncio.to_thread(render, plan, facts)
+    if rendered is None:
+        rendered = await asyncio.to_thread(render, plan, facts)
+    held = verifying.plan_held(rendered.cluster_policy, rendered.nvidia_drivers, policy, drivers)
+    if held is not None:  # nodes compared with images nobody asked for would all fail, for no reason of theirs
+        yield held
+        yield Check("summary", Status.FAIL, "not verified: the live objects do not hold the plan (see above)")
+        return
     choices = await asyncio.to_thread(operator_choices, plan, facts)
     ctx = await verify_context(
         cluster, plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices

@@ -7,6 +7,7 @@ registry about both the running and the new images.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,6 +48,9 @@ class UpgradeReport:
     old_images: dict[str, ImageStatus] = field(default_factory=dict)
     new_images: dict[str, ImageStatus] = field(default_factory=dict)
     registry_checked: bool = False
+    not_running: dict[str, str] = field(default_factory=dict)
+    """GPU node -> why it does not run its planned image now (read when no node changes image: "nothing
+    changes" must not pass for "every node runs it" while a driver pod cannot pull)."""
     skipped_because: str = "--no-registry"
     """Why the registry was not asked (said with SKIPPED beside every image when ``registry_checked`` is false)."""
 
@@ -97,6 +101,10 @@ async def prepare_upgrade(
         problems = await driver_pod_problems(cluster, await cluster.namespace(running))
         upgrade.in_progress = upgrade_in_progress(facts, live_version, problems, workloads_by_node(pods, facts))
     report = UpgradeReport(upgrade, before, after, ownership_of(live), live)
+    if not upgrade.changing_nodes and upgrade.in_progress is None and upgrade.groups:
+        report.not_running = not_running(
+            upgrade, await running_driver_images(cluster, await cluster.namespace(running))
+        )
     if registry is not None:
         report.old_images = {s.image: s for s in await check_images(before, registry)}
         report.new_images = {s.image: s for s in await check_images(after, registry)}
@@ -154,6 +162,21 @@ async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, t
     return found
 
 
+def not_running(plan: UpgradePlan, running: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """GPU node -> why it does not run the image its group plans (no driver pod, another image, waiting)."""
+    found: dict[str, str] = {}
+    for group in plan.groups:
+        for node in group.nodes:
+            image, waiting = running.get(node, ("", ""))
+            if not image:
+                found[node] = "no driver pod"
+            elif image != group.new_image:
+                found[node] = f"its driver pod runs {image}"
+            elif waiting:
+                found[node] = f"its driver container is {waiting} ({image})"
+    return found
+
+
 def status_word(status: ImageStatus | None, checked: bool, skipped_because: str = "--no-registry") -> str:
     """A registry answer for one image, in words (SKIPPED when it was not or could not be asked)."""
     if not checked:
@@ -173,11 +196,17 @@ def report_lines(report: UpgradeReport) -> list[str]:
     """The upgrade plan as text, one line each."""
     plan = report.plan
     current, target = plan.current, plan.target
-    lines = [
-        f"Upgrade plan: driver {current.driver.version} → {target.driver.version} "
-        f"(operator {current.operator.version}"
-        + (f" → {target.operator.version})" if target.operator.version != current.operator.version else ")")
-    ]
+    driver = (
+        f"driver {current.driver.version} → {target.driver.version}"
+        if target.driver.version != current.driver.version
+        else f"driver {target.driver.version} (unchanged)"
+    )
+    operator = (
+        f"operator {current.operator.version} → {target.operator.version}"
+        if target.operator.version != current.operator.version
+        else f"operator {current.operator.version}"
+    )
+    lines = [f"Upgrade plan: {driver} ({operator})"]
     why = report.ownership.why_not_apply()
     if why:
         lines.append(f"Owner: {why}")
@@ -212,6 +241,8 @@ def report_lines(report: UpgradeReport) -> list[str]:
         lines.append("GPU workloads evicted (pods using nvidia.com/gpu on nodes that change):")
         for node, pods in sorted(plan.evictions.items()):
             lines.append(f"  {node}: {', '.join(pods)}")
+    elif plan.in_progress is not None and plan.in_progress.evictions:
+        lines.append("GPU workloads evicted by this plan: none beyond those the upgrade under way evicts (above)")
     else:
         lines.append("GPU workloads evicted: none found on the nodes that change")
     nodes = len(plan.changing_nodes)
@@ -221,13 +252,22 @@ def report_lines(report: UpgradeReport) -> list[str]:
             f"Estimated duration: about {plan.estimate_minutes():g} min ({nodes} node(s), {parallel} at a time; "
             "an estimate from typical per-node times, not a promise)"
         )
-    else:
+    elif plan.in_progress is not None:
         lines.append(
             "Nothing changes in the plan: the live policy already asks for these images (the upgrade above is "
             "still rolling them out)"
-            if plan.in_progress is not None
-            else "Nothing changes: every GPU node already runs the new image"
         )
+    elif report.not_running:
+        missing = sorted(report.not_running.items())
+        lines.append(
+            f"Nothing changes in the plan: the live policy already asks for these images, but {len(missing)} GPU "
+            "node(s) do not run theirs:"
+        )
+        lines += [f"  {node}: {why}" for node, why in missing[:5]]
+        if len(missing) > 5:
+            lines.append(f"  and {len(missing) - 5} more")
+    else:
+        lines.append("Nothing changes: every GPU node already runs its planned image")
     lines += [f"note: {note}" for note in plan.notes]
     for command in mirror_commands(report):
         lines.append(f"mirror: {command}")

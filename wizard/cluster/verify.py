@@ -38,7 +38,7 @@ from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
-from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, policy_checks
+from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, plan_held, policy_checks
 from wizard.cluster.probe import Leftover
 from wizard.cluster.rollout import DRIVER_SELECTOR
 from wizard.cluster.slices import Slices
@@ -54,6 +54,7 @@ __all__ = [
     "VerifyContext",
     "driver_pod_pages",
     "live_paths",
+    "plan_held",
     "policy_checks",
     "summary",
     "verify_nodes",
@@ -86,7 +87,8 @@ def summary(ctx: VerifyContext, total: int) -> Check:
             hint="a check that could not run is not a pass: fix its cause and verify again",
             data=counts,
         )
-    return Check("summary", Status.PASS, f"all {total} GPU nodes verified", data=counts)
+    said = "the GPU node verified" if total == 1 else f"all {total} GPU nodes verified"  # not "all 1 GPU nodes"
+    return Check("summary", Status.PASS, said, data=counts)
 
 
 async def _probe_hosts(ctx: VerifyContext, nodes: Sequence[str], concurrency: int, emit: Emit) -> None:

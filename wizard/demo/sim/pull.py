@@ -2,9 +2,11 @@
 
 Images on the scenario's catalog hosts resolve against ``registry.catalog`` or, when ``registry.url``
 is set, against a real OCI registry by ``HEAD /v2/<path>/manifests/<tag>`` (so a tag re-pushed after
-a pod pulled shows a different digest than the pod's ``imageID``). A repository listed in the catalog
-is checked tag by tag whatever its host; any other host is public and pullable unless the scenario
-is air-gapped (``registry.public: false``). Error messages are the ones containerd gives kubelet.
+a pod pulled shows a different digest than the pod's ``imageID``). Without a real registry, an image
+under an organisation a catalog repository (or an operator image) belongs to (``nvcr.io/nvidia``) is
+pulled through the demo's own registry, so one it does not hold fails to pull (``ErrImagePull``, then
+``ImagePullBackOff``) exactly where the wizard's image check calls it missing; any other image is public
+and pullable unless the scenario is air-gapped (``registry.public: false``). Error messages are the ones containerd gives kubelet.
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ def _normalized(reference: str) -> tuple[str, str, str, str]:
     host, path, tag = parse_reference(reference)
     sep = "@" if tag.startswith("sha256:") else ":"
     return host, path, tag, f"{host}/{path}{sep}{tag}"
+
+
+def _org(repository: str) -> str:
+    """``nvcr.io/nvidia`` of ``nvcr.io/nvidia/k8s/container-toolkit``: the host and the first path segment."""
+    return "/".join(repository.split("/", 2)[:2])
 
 
 def _not_found(reference: str, full: str) -> PullResult:
@@ -126,6 +133,12 @@ class Puller:
             if repo not in spec.catalog:
                 self._published.add(repo)
             self.catalog.setdefault(repo, {}).setdefault(tag, fake_digest(full))
+        # Without a real registry the demo's own /v2/ answers for the catalog's repositories (the kubeconfig
+        # names it their mirror): under an organisation the catalog speaks for (``nvcr.io/nvidia``, where the
+        # operator's own images are published; ``docker.io/alaudadockerhub``) a tag it does not hold fails
+        # as on a real node, rather than coming from a "public" registry regardless. Other organisations on
+        # the same host (``docker.io/library/busybox``) stay public.
+        self.orgs = set() if spec.url else {_org(repo) for repo in self.catalog}
 
     def needs_http(self, reference: str) -> bool:
         """Whether resolving this reference asks the real registry at ``registry.url``."""
@@ -150,7 +163,8 @@ class Puller:
                     f'failed to do request: Head "https://{host}/v2/{path}/manifests/{tag}": dial tcp: '
                     f"lookup {host} on 10.0.0.2:53: no such host",
                 )
-            return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
+            if _org(f"{host}/{path}") not in self.orgs:
+                return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
         if tags is None and self.spec.url:
             # A real registry stands in: an image missing from the catalog gets a stable digest offline.
             return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
