@@ -65,7 +65,8 @@ async def test_a_second_apply_starts_from_the_plan_on_screen(tui_env: Path) -> N
         text = screen_text(app)
         assert "What will change" in text and "update ClusterPolicy/cluster-policy" in text
         assert "What was sent" not in text and str(first.backup_path.name) not in text  # not the first apply's
-        assert "not started" in text and "rolling out" not in text
+        rollout = str(app.screen.query_one("#rollout-state").content)  # below the fold once warnings stand above it
+        assert "not started" in rollout and "rolling out" not in rollout and "rolling out" not in text
         assert app.screen.blocker() == "apply first (nothing is sent before you confirm)"
 
         await apply_and_roll_out(pilot, expect_warning=None)  # this plan, sent: now it is followed

@@ -111,9 +111,9 @@ def plan_held(
         return None  # policy_checks says there is none
     planned = (planned_policy.get("spec") or {}).get("driver") or {}
     live = (policy.get("spec") or {}).get("driver") or {}
-    differ = [
-        (key, live.get(key, DRIVER_FIELDS[key]), planned[key]) for key in DRIVER_FIELDS if _differs(live, planned, key)
-    ]
+    # a plan without the operator's driver (pre-installed) decides no image: only `enabled` counts
+    fields = [k for k in DRIVER_FIELDS if k == "enabled"] if planned.get("enabled") is False else list(DRIVER_FIELDS)
+    differ = [(key, live.get(key, DRIVER_FIELDS[key]), planned[key]) for key in fields if _differs(live, planned, key)]
     if not differ and planned.get("useNvidiaDriverCRD"):
         by_name = {str(d["metadata"]["name"]): d.get("spec") or {} for d in drivers}
         for wanted in planned_drivers:

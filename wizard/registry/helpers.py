@@ -63,6 +63,12 @@ async def helper_credentials(helper: Helper, server: str, *, timeout: float = HE
                     os.killpg(process.pid, signal.SIGKILL)
                 else:  # no process groups (Windows)
                     process.kill()
+            # what it wrote before the kill must be read to the pipes' end: asyncio paused reading at the
+            # stream's limit, and a pipe never closed keeps `wait()` from ever returning
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    while await stream.read(1 << 16):
+                        pass
             await process.wait()
     if len(out) > MAX_HELPER_OUTPUT:
         raise HelperError(f"{who} answered more than {MAX_HELPER_OUTPUT >> 10} KiB; not credentials")
