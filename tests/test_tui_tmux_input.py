@@ -64,7 +64,8 @@ def test_bursts_pastes_and_quick_typing_beside_a_cpu_hog_land_in_the_focused_fie
         tmux.wait_for("Driver version")
         time.sleep(1.5)  # the version field takes the focus once the step is up
         # fields in Tab order: version, source, "Cluster pulls from", image name, pull secrets
-        burst(tmux, "send-keys", "-t", "walk", "580.126.20", "Tab", "Tab", "Tab", "Tab", "regcred")
+        # the version field holds the release's default driver: cleared first (Home, Ctrl+K)
+        burst(tmux, "send-keys", "-t", "walk", "Home", "C-k", "580.126.20", "Tab", "Tab", "Tab", "Tab", "regcred")
         burst(tmux, "set-buffer", "-b", "secret", ",site-pull", ";", "send-keys", "-t", "walk", "BTab", "Tab", "End")
         burst(tmux, "paste-buffer", "-p", "-d", "-b", "secret", "-t", "walk")
         for pause in KEY_PAUSES_S:  # Shift+Tab (BTab) to the image name and back, then one key at a time

@@ -144,7 +144,8 @@ def walk_to_the_end(tmux: Tmux, walk: Walk) -> str:
     if next_step(tmux, "4/8 Driver", stop="5/8 Paths") == "4/8 Driver":
         tmux.wait_for("Catalog", "Driver version")
         time.sleep(1)  # the field takes the focus once the step is up
-        if walk.version:
+        if walk.version:  # over the preselected default version
+            tmux.keys("Home", "C-k")
             tmux.type(walk.version)
         if walk.repository:
             tmux.keys("Tab", "Tab", "Home", "C-k")  # version, source, then "Cluster pulls from"
