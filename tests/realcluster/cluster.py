@@ -527,6 +527,36 @@ class RealCluster:
         if process:
             process.stop()
 
+    # -- faults (tests/realcluster/test_faults_real.py) -----------------------------------------
+    def stop_apiserver(self) -> None:
+        """Stops kube-apiserver (SIGTERM to its process group); etcd, kcm, the scheduler, kwok and the
+        operator keep running and reconnect once it is back."""
+        process = self.processes.pop("kube-apiserver", None)
+        if process is not None:
+            process.stop()
+
+    def restart_apiserver(self, down: float = 0.0) -> None:
+        """kube-apiserver stopped, `down` seconds of nothing listening, started again on the same port with
+        the same flags (its watch cache starts empty), back once /readyz answers."""
+        self.stop_apiserver()
+        time.sleep(down)
+        self._start_apiserver()
+
+    def etcd(self, call: str, body: dict[str, Any]) -> Any:
+        """One call of etcd's JSON gateway (`/v3/<call>`) on the client port."""
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.ports['etcd']}/v3/{call}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def compact_etcd(self) -> int:
+        """etcd compacted (physically) up to its current revision, as kube-apiserver does every 5 minutes:
+        every older resourceVersion is gone. Returns the revision."""
+        revision = int(self.etcd("kv/range", {"key": "Lw=="})["header"]["revision"])  # key "/"
+        self.etcd("kv/compaction", {"revision": revision, "physical": True})
+        return revision
+
     def stop(self) -> None:
         for name in reversed(list(self.processes)):
             self.processes[name].stop()
