@@ -337,7 +337,13 @@ class RealCluster:
         self.kubectl("apply", "--server-side", *[f"-f={c}" for c in crds])
         for crd in crds:
             name = crd.name.removeprefix("nvidia.com_").removesuffix(".yaml") + ".nvidia.com"
-            self.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+            self.wait_established(f"crd/{name}")
+
+    def wait_established(self, *crds: str) -> None:
+        """`kubectl wait --for=condition=Established`, asked again while a CRD just created has no conditions
+        yet: kubectl v1.36 then fails at once (".status.conditions accessor error: <nil> is of the type <nil>")."""
+        args = ("wait", "--for=condition=Established", "--timeout=60s", *crds)
+        self.wait_for(f"{' '.join(crds)} Established", lambda: self.kubectl(*args, check=False).returncode == 0, 90)
 
     def kubectl(self, *args: str, user: str = "admin", check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
@@ -358,13 +364,7 @@ class RealCluster:
     def _start_kwok(self) -> None:
         crds = sorted(self.built.kwok_crds.glob("bases/*.yaml"))
         self.kubectl("apply", "--server-side", *[f"-f={c}" for c in crds])
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/stages.kwok.x-k8s.io",
-            "crd/clusterexecs.kwok.x-k8s.io",
-        )
+        self.wait_established("crd/stages.kwok.x-k8s.io", "crd/clusterexecs.kwok.x-k8s.io")
         self.set_stages({}, {})
         self.kubectl_stdin(
             kwokconfig.cluster_exec(self.workdir / "fakebin", self.smi_output), "apply", "--server-side", "-f", "-"
