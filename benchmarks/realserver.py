@@ -45,10 +45,24 @@ def real_cluster(nodes: list[dict[str, Any]], *, operator: bool = False) -> Iter
     from tests.realcluster.build import build
     from tests.realcluster.cluster import RealCluster, kwok_node
 
+    class BenchCluster(RealCluster):
+        def _kcm_args(self) -> list[str]:
+            """A node grace period of 10 minutes: kwok's lease renewals for thousands of nodes fall behind
+            on 2 loaded cores, the node lifecycle controller then marks their pods not Ready, and kwok
+            (unlike a kubelet) never marks them Ready again, so a rollout of 1,000 nodes never ended (seen:
+            257 of 3,000 operand pods stuck). (Without the controller, the not-ready taint the API server
+            puts on a new node stays, and no DaemonSet pod is placed.) kcm's client rate raised from 20/s."""
+            return [
+                *super()._kcm_args(),
+                "--node-monitor-grace-period=600s",
+                "--kube-api-qps=200",
+                "--kube-api-burst=400",
+            ]
+
     built = build()
     release = built.releases()[-1]
     with tempfile.TemporaryDirectory(prefix="gpu-wizard-bench-real-") as tmp:
-        cluster = RealCluster(built, Path(tmp), release)
+        cluster = BenchCluster(built, Path(tmp), release)
         try:
             cluster.start([], operator=False)
             wanted = [kwok_node(n) for n in nodes]
