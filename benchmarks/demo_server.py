@@ -71,7 +71,7 @@ def served(
 
 
 def server_of(kubeconfig: Path) -> tuple[str, str, str]:
-    """(server URL, bearer token, CA file) from a demo kubeconfig."""
+    """(server URL, bearer token, CA file) from a demo (or real-server lane) kubeconfig."""
     from ruamel.yaml import YAML
 
     data = YAML(typ="safe", pure=True).load(kubeconfig.read_text())
@@ -83,6 +83,8 @@ def server_of(kubeconfig: Path) -> tuple[str, str, str]:
         path = kubeconfig.with_suffix(".ca.pem")
         path.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
         ca = str(path)
+    elif cluster.get("certificate-authority"):  # the real-server lane's kubeconfigs name the CA file
+        ca = str(cluster["certificate-authority"])
     return cluster["server"], data["users"][0]["user"]["token"], ca
 
 

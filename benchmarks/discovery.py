@@ -18,6 +18,10 @@ Prints one line per measurement, the ratios, the client's peak RSS, and the long
 prints where the loop was while it was over 50 ms late (``benchmarks/stallwatch.py``; stderr).
 
     .venv/bin/python benchmarks/discovery.py [--runs 5] [--json] [--in-process] [--stalls]
+    .venv/bin/python benchmarks/discovery.py --real 1000,5000 [--runs 5] [--json]
+
+``--real`` runs the same measures on the demo and on a real kube-apiserver holding the same nodes
+(kwok; ``benchmarks/realserver.py``), one size after the other, kubectl being the one built with it.
 """
 
 from __future__ import annotations
@@ -88,9 +92,10 @@ def kubectl_binary() -> str:
     return str(venv) if venv.exists() else (shutil.which("kubectl") or "kubectl")
 
 
-def kubectl_list(kubeconfig: Path, home: str) -> int:
+def kubectl_list(kubeconfig: Path, home: str, kubectl: str = "") -> int:
     env = {**os.environ, "KUBECONFIG": str(kubeconfig), "HOME": home}
-    out = subprocess.run([kubectl_binary(), "get", "nodes", "-o", "json"], env=env, capture_output=True, check=True)
+    argv = [kubectl or kubectl_binary(), "get", "nodes", "-o", "json"]
+    out = subprocess.run(argv, env=env, capture_output=True, check=True)
     return len(json.loads(out.stdout)["items"])
 
 
@@ -104,7 +109,7 @@ def cli_discover(kubeconfig: Path, home: str) -> int:
 
 
 async def measure(
-    kubeconfig: Path, runs: int, in_process: bool = False, stalls: bool = False
+    kubeconfig: Path, runs: int, in_process: bool = False, stalls: bool = False, kubectl: str = ""
 ) -> dict[str, list[float]]:
     from wizard.cluster.facade import Cluster
 
@@ -135,7 +140,7 @@ async def measure(
         assert await node_pages_list(cluster) == nodes
         assert await raw_list(server, token, ca) == nodes
         if not in_process:
-            assert kubectl_list(kubeconfig, home) == nodes
+            assert kubectl_list(kubeconfig, home, kubectl) == nodes
             assert cli_discover(kubeconfig, home) == nodes
         for _ in range(runs):
             # kubectl and the CLI run blocking (subprocess.run): let the probe wake first, or the seconds it
@@ -163,7 +168,7 @@ async def measure(
             if in_process:
                 continue
             start = time.perf_counter()
-            kubectl_list(kubeconfig, home)
+            kubectl_list(kubeconfig, home, kubectl)
             times["kubectl"].append(time.perf_counter() - start)
             start = time.perf_counter()
             cli_discover(kubeconfig, home)
@@ -208,11 +213,19 @@ def main() -> int:
     )
     parser.add_argument("--stalls", action="store_true", help="print where the loop stalled during discover (stderr)")
     parser.add_argument("--engine-only", metavar="KUBECONFIG", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--real",
+        metavar="N[,N…]",
+        help="the real-server lane: the large scenario cut to N GPU nodes on the demo and on a real kube-apiserver "
+        "(kwok nodes), side by side, with the built kubectl",
+    )
     args = parser.parse_args()
     if args.engine_only:
         asyncio.run(engine_only(Path(args.engine_only), args.runs))
         print(round(peak_rss_mb(), 1))
         return 0
+    if args.real:
+        return real_lane([int(n) for n in args.real.split(",")], args.runs, args.json)
     with served("large") as server:
         times = asyncio.run(measure(server.kubeconfig, args.runs, args.in_process, args.stalls))
         stalls_ms = times.pop("discover max stall ms")
@@ -258,6 +271,53 @@ def main() -> int:
         print(f"machine: {result['machine']}")
     ok = vs_gateway <= TARGET_GATEWAY and vs_kubectl < 1 and engine_peak <= 238  # 250 MB = 238 MiB
     return 0 if ok else 1
+
+
+def real_lane(sizes: list[int], runs: int, as_json: bool) -> int:
+    """Per size: the demo, then the real server, holding the same nodes; discover (as the restricted wizard
+    user on the real server), the gateway's paged fetch, raw aiohttp, the built kubectl, the CLI."""
+    from benchmarks.demo_server import large_scenario
+    from benchmarks.realserver import built_kubectl, demo_nodes, real_cluster, server_version
+
+    binary = built_kubectl()  # the same kubectl for both servers
+    rows: list[dict[str, Any]] = []
+    for size in sizes:
+        # one server at a time: the demo measured and stopped, then the real one started with its nodes
+        with tempfile.TemporaryDirectory() as tmp, served(str(large_scenario(Path(tmp), size))) as demo:
+            nodes = demo_nodes(demo.kubeconfig)
+            demo_times = asyncio.run(measure(demo.kubeconfig, runs, kubectl=binary))
+            load_demo = os.getloadavg()[0]
+        with real_cluster(nodes) as cluster:
+            real_times = asyncio.run(measure(cluster.kubeconfig("wizard"), runs, kubectl=binary))
+            load_real = os.getloadavg()[0]
+            rows.append(
+                {
+                    "nodes": len(nodes),
+                    "server": server_version(cluster),
+                    "created_and_ready_s": round(cluster.created_s, 1),
+                    "demo": {k: round(statistics.median(v), 3) for k, v in demo_times.items() if v},
+                    "real": {k: round(statistics.median(v), 3) for k, v in real_times.items() if v},
+                    "load_average": [round(load_demo, 1), round(load_real, 1)],
+                }
+            )
+    result = {"machine": machine(), "runs": runs, "sizes": rows}
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return 0
+    for row in rows:
+        print(
+            f"{row['nodes']} nodes (kube-apiserver {row['server']}; created and Ready in {row['created_and_ready_s']} s); "
+            f"load {row['load_average'][0]} / {row['load_average'][1]}"
+        )
+        for name in ("discover", "gateway", "node_pages", "raw", "kubectl", "cli -o json", "discover cpu"):
+            demo_s, real_s = row["demo"].get(name), row["real"].get(name)
+            print(f"  {name:15s} demo {demo_s:.3f}s  real {real_s:.3f}s  real/demo {real_s / demo_s:.2f}")
+        print(
+            f"  discover / kubectl: demo {row['demo']['discover'] / row['demo']['kubectl']:.2f}, "
+            f"real {row['real']['discover'] / row['real']['kubectl']:.2f}"
+        )
+    print(f"machine: {result['machine']}")
+    return 0
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ it, since on shared cores a stall can be time spent waiting for a core). Timings
     .venv/bin/python benchmarks/verification.py [--nodes 5000] [--concurrency 16] [--latency-ms 50]
         [--pod-start-latency 2] [--compare-nodes 1000] [--json] [--stalls]
 
+``--real`` runs apply + rollout, ``verify()`` and the host-check DaemonSet on the demo and then on a real
+kube-apiserver with kwok and the real GPU Operator holding the same nodes (``benchmarks/realserver.py``),
+operands other than the driver, the toolkit and the validator off on both, the path check left out.
+
 ``--stalls`` samples the client's event loop whenever it is over 50 ms late and prints where it was
 (``benchmarks/stallwatch.py``; stderr) and the longest stall of each run.
 """
@@ -58,7 +62,13 @@ def scenario_file(folder: Path, nodes: int, latency_ms: int) -> Path:
 
 
 async def settle(server: Served, limit: float = 300.0) -> None:
-    """Wait until the simulation behind the server has finished reacting (its CPU is idle for a second)."""
+    """Wait until the simulation behind the server has finished reacting (its CPU is idle for a second).
+
+    A real cluster is never idle (kwok renews every node's lease): it is given ``server.settle_s`` instead."""
+    pause = getattr(server, "settle_s", None)
+    if pause is not None:
+        await asyncio.sleep(pause)
+        return
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         before = server.cpu_seconds()
@@ -102,6 +112,16 @@ class LoopLag:
                 self.longest = (late, time.thread_time() - cpu)
 
 
+OPERANDS_OFF = ("devicePlugin", "dcgm", "dcgmExporter", "gfd", "migManager", "nodeStatusExporter")
+
+
+def only_driver_and_toolkit(policy: dict[str, Any]) -> None:
+    """The real-server lane's ClusterPolicy: every operand but the driver, the toolkit and the validator
+    off, so that 2 cores schedule and run 3 pods per node instead of 7 (the verification reads only those)."""
+    for section in OPERANDS_OFF:
+        policy["spec"].setdefault(section, {})["enabled"] = False
+
+
 def count_requests(gateway: Any) -> Counter[str]:
     """Count the gateway's requests from now on: ``reads``, ``writes``, ``watches``, ``execs`` (a tally, not a stand-in)."""
     counts: Counter[str] = Counter()
@@ -124,7 +144,14 @@ def count_requests(gateway: Any) -> Counter[str]:
     return counts
 
 
-async def measure(server: Served, args: argparse.Namespace, compare: bool) -> dict[str, Any]:
+async def measure(
+    server: Served,
+    args: argparse.Namespace,
+    compare: bool,
+    plan_extra: dict[str, Any] | None = None,
+    operands_off: bool = False,
+    path_check: bool = True,
+) -> dict[str, Any]:
     from wizard.cluster.facade import Cluster
     from wizard.cluster.hostprobe import _per_node_pods, run_on_hosts
     from wizard.engine.plan import Plan
@@ -132,12 +159,15 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
     from wizard.engine.results import Check
 
     plan = Plan.model_validate(
-        {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}
+        {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}, **(plan_extra or {})}
     )
     out: dict[str, Any] = {}
     async with await Cluster.connect(kubeconfig=str(server.kubeconfig), timeout=600) as cluster:
         start = time.perf_counter()
-        prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
+        rendered = render(plan, await cluster.discover())
+        if operands_off:
+            only_driver_and_toolkit(rendered.cluster_policy)
+        prepared = await cluster.prepare_apply(rendered)
         with tempfile.TemporaryDirectory() as backups:
             await cluster.apply(prepared, backup_dir=backups)
         async with contextlib.aclosing(cluster.rollout(plan, interval=0.5, timeout=1200)) as rollout:
@@ -172,21 +202,23 @@ async def measure(server: Served, args: argparse.Namespace, compare: bool) -> di
             print(f"verification: {len(failed)} checks failed, e.g.:\n" + "\n".join(failed[:5]), file=sys.stderr)
         await settle(server)
 
-        if watch is not None:
-            watch.phase = "check_paths"
-        lag.start()
-        start, cpu, server_cpu = time.perf_counter(), time.process_time(), server.cpu_seconds()
-        found = [c async for c in cluster.check_paths(plan, concurrency=args.concurrency, timeout=120)]
-        out["check_paths"] = {
-            "s": time.perf_counter() - start,
-            "client_cpu_s": time.process_time() - cpu,
-            "server_cpu_s": server.cpu_seconds() - server_cpu,
-            "checks": len(found),
-            **await lag.stop(),
-        }
-        if found[-1].check != "summary" or not found[-1].ok:
-            raise SystemExit(f"check_paths failed: {found[-1].line()}")
-        await settle(server)
+        if path_check:  # the real lane's kwok answers verification's host steps, not the path check's
+            if watch is not None:
+                watch.phase = "check_paths"
+            lag.start()
+            start, cpu, server_cpu = time.perf_counter(), time.process_time(), server.cpu_seconds()
+            found = [c async for c in cluster.check_paths(plan, concurrency=args.concurrency, timeout=120)]
+            out["check_paths"] = {
+                "s": time.perf_counter() - start,
+                "client_cpu_s": time.process_time() - cpu,
+                "server_cpu_s": server.cpu_seconds() - server_cpu,
+                "checks": len(found),
+                **await lag.stop(),
+            }
+            if found[-1].check != "summary" or not found[-1].ok:
+                bad = "\n".join(c.line() for c in found if not c.ok)
+                raise SystemExit(f"check_paths failed: {bad[:2000]}")
+            await settle(server)
 
         if watch is not None:
             watch.phase = "host checks"
@@ -238,7 +270,15 @@ def main() -> int:
     parser.add_argument("--compare-nodes", type=int, default=1000, help="nodes for the per-node pods path (0: skip)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--stalls", action="store_true", help="print where the client's loop stalled (stderr)")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="the real-server lane: the same nodes on the demo and on a real kube-apiserver with kwok and the "
+        "real GPU Operator, side by side (operands other than driver, toolkit and validator off on both)",
+    )
     args = parser.parse_args()
+    if args.real:
+        return real_lane(args)
     latency, start = args.latency_ms / 1000, args.pod_start_latency
     with tempfile.TemporaryDirectory() as tmp:
         scenario = str(scenario_file(Path(tmp), args.nodes, args.latency_ms))
@@ -292,6 +332,63 @@ def main() -> int:
         print(f"peak RSS of this process: {result['peak_rss_mb']} MiB; machine: {result['machine']}")
     verified = result["runs"]["verify"]
     return 0 if verified["vs_ideal"] <= TARGET and not verified["failed_checks"] else 1
+
+
+def real_lane(args: argparse.Namespace) -> int:
+    """The demo (its exec and pod start latencies as given), then a real cluster holding the same nodes with
+    the real operator: apply + rollout, verify, the path check and the host-check DaemonSet on each."""
+    from benchmarks.realserver import RealServed, demo_nodes, real_cluster, server_version
+    from tests.realcluster.build import build
+    from tests.realcluster.flows import healthy_host
+
+    toolkit = "/usr/local/nvidia"
+    # the release the real operator runs: the chart of a newer one sets fields its CRD does not declare
+    plan_extra = {"toolkit": {"installDir": toolkit}, "operator": {"version": build().releases()[-1]}}
+    runs: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = str(scenario_file(Path(tmp), args.nodes, args.latency_ms))
+        with served(scenario, pod_start_latency=args.pod_start_latency) as demo:
+            nodes = demo_nodes(demo.kubeconfig)
+            runs["demo"] = asyncio.run(measure(demo, args, False, plan_extra, operands_off=True, path_check=False))
+    with real_cluster(nodes, operator=True) as cluster:
+        cluster.set_stages({}, {}, healthy_host(toolkit))
+        cluster.set_driver_version("580.126.20")
+        real = RealServed(cluster.kubeconfig("wizard"), cluster)
+        version, created = server_version(cluster), cluster.created_s
+        runs["real"] = asyncio.run(
+            measure(real, args, False, plan_extra, operands_off=True, path_check=False)  # type: ignore[arg-type]
+        )
+    result = {
+        "machine": machine(),
+        "nodes": len(nodes),
+        "gpu_nodes": args.nodes,
+        "server": version,
+        "operator": cluster.release,
+        "nodes_created_and_ready_s": round(created, 1),
+        "concurrency": args.concurrency,
+        "demo_exec_latency_ms": args.latency_ms,
+        "demo_pod_start_latency_s": args.pod_start_latency,
+        "runs": {
+            side: {
+                "rollout_s": round(m["rollout_s"], 1),
+                **{
+                    name: {k: (round(v, 2) if isinstance(v, float) else v) for k, v in m[name].items()}
+                    for name in ("verify", "DaemonSet")
+                },
+            }
+            for side, m in runs.items()
+        },
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{args.nodes} GPU nodes; kube-apiserver {version}, GPU Operator {cluster.release}")
+        for name in ("rollout_s", "verify", "DaemonSet"):
+            demo_m, real_m = result["runs"]["demo"][name], result["runs"]["real"][name]
+            d, r = (demo_m, real_m) if name == "rollout_s" else (demo_m["s"], real_m["s"])
+            print(f"  {name:12s} demo {d}s  real {r}s")
+    failed = result["runs"]["real"]["verify"].get("failed_checks")
+    return 0 if not failed else 1
 
 
 if __name__ == "__main__":

@@ -239,3 +239,19 @@ async def test_an_upgrade_diff_shows_no_empty_repoconfig_the_live_policy_never_h
         prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
     assert prepared.ok and "version: 580.126.20" in prepared.diff
     assert "repoConfig" not in prepared.diff  # nothing to clear: no change to show
+
+
+async def test_a_server_lost_between_the_diff_and_the_write_says_nothing_was_applied(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The re-read before the write fails (a real kube-apiserver restarted after the person confirmed:
+    tests/realcluster/test_faults_real.py): the error says that nothing was applied, and nothing was."""
+    demo = demo_cluster("sle-micro-precompiled")
+    async with connected(demo) as cluster:
+        prepared = await cluster.prepare_apply(render(sle_plan(), await cluster.discover()))
+        demo.faults.error_code, demo.faults.error_rate, demo.faults.methods = 500, 1.0, ["GET"]
+        with pytest.raises(ClusterError, match=r"^nothing applied: reading clusterpolicies/cluster-policy: ") as err:
+            await cluster.apply(prepared, backup_dir=tmp_path / "backups")
+        demo.faults.clear()
+        assert await _policy(cluster) is None and not (tmp_path / "backups").exists()
+    assert "Traceback" not in str(err.value)

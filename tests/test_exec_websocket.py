@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import kubeconfig
+from tests.cluster_util import kubeconfig, scenario
 from tests.fixtures_demo import ClusterFactory
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
 from wizard.cluster.facade import Cluster
@@ -464,3 +464,20 @@ async def test_a_connection_dialled_ahead_that_the_server_closed_is_dropped_not_
     await asyncio.sleep(0.05)
     assert not dialer.reachable and not dialer._ahead
     dialer.close()
+
+
+async def test_a_forbidden_exec_names_the_verbs_an_exec_needs(demo_cluster: ClusterFactory) -> None:
+    """kube-apiserver v1.36 answers a websocket exec whose user lacks `create` on pods/exec with 403 and no
+    more than ``pods "x" is forbidden: `` (tests/realcluster/test_faults_real.py saw it); the demo answers
+    the same, and the wizard says which permission an exec needs, with the permission hint (not the kubelet's)."""
+    denied = demo_cluster(scenario("sle-micro-precompiled", rbac_deny=[{"verb": "create", "resource": "pods/exec"}]))
+    async with await Cluster.connect(kubeconfig=str(denied.kubeconfig_path)) as cluster:
+        with pytest.raises(ApiError) as err:
+            await cluster.gateway.exec(NS, "nvidia-driver-daemonset-x", "nvidia-driver-ctr", ["nvidia-smi"])
+    assert err.value.status == 403
+    assert err.value.message == (
+        "exec nvidia-smi in gpu-operator/nvidia-driver-daemonset-x (nvidia-driver-ctr): refused by the server "
+        '(HTTP 403): pods "nvidia-driver-daemonset-x" is forbidden; an exec needs get and create on pods/exec in '
+        "namespace gpu-operator"
+    )
+    assert "ask a cluster admin" in err.value.hint

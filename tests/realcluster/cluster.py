@@ -341,7 +341,13 @@ class RealCluster:
         self.kubectl("apply", "--server-side", *[f"-f={c}" for c in crds])
         for crd in crds:
             name = crd.name.removeprefix("nvidia.com_").removesuffix(".yaml") + ".nvidia.com"
-            self.kubectl("wait", "--for=condition=Established", "--timeout=60s", f"crd/{name}")
+            self.wait_established(f"crd/{name}")
+
+    def wait_established(self, *crds: str) -> None:
+        """`kubectl wait --for=condition=Established`, asked again while a CRD just created has no conditions
+        yet: kubectl v1.36 then fails at once (".status.conditions accessor error: <nil> is of the type <nil>")."""
+        args = ("wait", "--for=condition=Established", "--timeout=60s", *crds)
+        self.wait_for(f"{' '.join(crds)} Established", lambda: self.kubectl(*args, check=False).returncode == 0, 90)
 
     def kubectl(self, *args: str, user: str = "admin", check: bool = True) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
@@ -362,13 +368,7 @@ class RealCluster:
     def _start_kwok(self) -> None:
         crds = sorted(self.built.kwok_crds.glob("bases/*.yaml"))
         self.kubectl("apply", "--server-side", *[f"-f={c}" for c in crds])
-        self.kubectl(
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/stages.kwok.x-k8s.io",
-            "crd/clusterexecs.kwok.x-k8s.io",
-        )
+        self.wait_established("crd/stages.kwok.x-k8s.io", "crd/clusterexecs.kwok.x-k8s.io")
         self.set_stages({}, {})
         self.kubectl_stdin(
             kwokconfig.cluster_exec(self.workdir / "fakebin", self.smi_output), "apply", "--server-side", "-f", "-"
@@ -530,6 +530,36 @@ class RealCluster:
         process = self.processes.pop("gpu-operator", None)
         if process:
             process.stop()
+
+    # -- faults (tests/realcluster/test_faults_real.py) -----------------------------------------
+    def stop_apiserver(self) -> None:
+        """Stops kube-apiserver (SIGTERM to its process group); etcd, kcm, the scheduler, kwok and the
+        operator keep running and reconnect once it is back."""
+        process = self.processes.pop("kube-apiserver", None)
+        if process is not None:
+            process.stop()
+
+    def restart_apiserver(self, down: float = 0.0) -> None:
+        """kube-apiserver stopped, `down` seconds of nothing listening, started again on the same port with
+        the same flags (its watch cache starts empty), back once /readyz answers."""
+        self.stop_apiserver()
+        time.sleep(down)
+        self._start_apiserver()
+
+    def etcd(self, call: str, body: dict[str, Any]) -> Any:
+        """One call of etcd's JSON gateway (`/v3/<call>`) on the client port."""
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{self.ports['etcd']}/v3/{call}", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=30) as answer:
+            return json.loads(answer.read())
+
+    def compact_etcd(self) -> int:
+        """etcd compacted (physically) up to its current revision, as kube-apiserver does every 5 minutes:
+        every older resourceVersion is gone. Returns the revision."""
+        revision = int(self.etcd("kv/range", {"key": "Lw=="})["header"]["revision"])  # key "/"
+        self.etcd("kv/compaction", {"revision": revision, "physical": True})
+        return revision
 
     def stop(self) -> None:
         for name in reversed(list(self.processes)):

@@ -108,7 +108,11 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
             "fix the answers (or resolve the conflict), then preview again",
         )
     refs = [ObjectRef.of(obj) for obj in prepared.objects]
-    current = {ref.key: await read_object(gateway, ref) for ref in refs}
+    try:
+        current = {ref.key: await read_object(gateway, ref) for ref in refs}
+    except ClusterError as exc:  # e.g. the API server went away after the diff: say that nothing was written
+        exc.message = f"nothing applied: {exc.message}"
+        raise
     for ref in refs:
         before, now = prepared.live.get(ref.key), current[ref.key]
         if resource_version(before) != resource_version(now):

@@ -69,7 +69,7 @@ class Execs(GatewayBase):
             try:
                 return await self._exec_once(namespace, pod, container, command, ExecOutput(on_lines))
             except HandshakeRefused as exc:
-                refused = ApiError(exc.status, f"{what}: refused by the server (HTTP {exc.status})")
+                refused = self._refusal(exc, what, namespace)
                 if retryable_status(exc.status, safe=True):  # refused before the command started
                     raise Retryable(refused) from None
                 raise refused from None
@@ -92,6 +92,22 @@ class Execs(GatewayBase):
             raise self._transport_error(exc, what, limit) from None
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise ClusterError(f"{what}: unreadable exec status ({exc})") from None
+
+    def _refusal(self, exc: HandshakeRefused, what: str, namespace: str) -> ApiError:
+        """A refused upgrade as the user reads it: the status, the server's reason, the hint of that status
+        (a 5xx keeps none: the caller knows it is the kubelet). A 403 names the two verbs an exec needs: a
+        real server that denies the websocket's `create` check says only ``pods "x" is forbidden: ``."""
+        said = f"{what}: refused by the server (HTTP {exc.status})"
+        error = self._status_error(exc.status, exc.body, exc.headers, said)
+        if not exc.body.strip():
+            error.message = said
+        if exc.status == 403:
+            error.message = (
+                f"{error.message.rstrip(': ')}; an exec needs get and create on pods/exec in namespace {namespace}"
+            )
+        if exc.status >= 500:
+            error.hint = ""
+        return error
 
     async def _exec_once(
         self, namespace: str, pod: str, container: str, command: list[str], output: ExecOutput

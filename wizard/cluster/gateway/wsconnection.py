@@ -35,6 +35,8 @@ SESSION_RENEWAL_S = 300.0
 """How long one TLS session is offered before a newer one replaces it (at most half its lifetime)."""
 _READ = 256 * 1024
 SERVER_CLOSE_WAIT_S = 5.0
+REFUSAL_BODY_MAX = 64 * 1024
+"""The most of a refused upgrade's body kept (its Status says why; the rest is not read)."""
 """How long after the close handshake the server may take to close the TCP connection before the client does."""
 
 
@@ -68,6 +70,8 @@ class Connection(asyncio.Protocol):
         """The dial of a connection made ahead (held here: the loop keeps only a weak reference to a task)."""
         self.timer: asyncio.TimerHandle | None = None
         """Ahead of an exec: its expiry. After the close handshakes: the cut-off if the server does not close."""
+        self.refusal: tuple[int, dict[str, str]] = (0, {})
+        """A refused upgrade's status and headers, while its body is read (stage ``refused``)."""
 
     def take(self, upgrade: Upgrade, on_message: Callable[[bytes], None]) -> None:
         """An exec takes this connection: its upgrade request goes out as soon as TLS is up (now, if it is)."""
@@ -204,10 +208,18 @@ class Connection(asyncio.Protocol):
     def _plain(self, data: bytes) -> None:
         if self.stage == "idle":
             raise ProtocolViolation("the server sent data before any request")
+        if self.stage == "refused":
+            self.buffer += data
+            self._refusal_read()
+            return
         if self.stage == "upgrade":
             self.buffer += data
             answer = http_head(self.buffer)
             if answer is None:
+                return
+            if answer[0] != 101:  # the reason is in the body that follows: read it before failing
+                self.stage, self.refusal = "refused", answer
+                self._refusal_read()
                 return
             self._upgraded(*answer)
             data, self.buffer = bytes(self.buffer), bytearray()
@@ -225,10 +237,19 @@ class Connection(asyncio.Protocol):
             if self.transport is not None:
                 self.timer = self.loop.call_later(SERVER_CLOSE_WAIT_S, self.abort)
 
+    def _refusal_read(self, ended: bool = False) -> None:
+        """A refused upgrade: fail with its status, headers and body once the body is in (its
+        Content-Length, bounded; a chunked or unsized body is not waited for) or the connection ended."""
+        status, headers = self.refusal
+        try:
+            size = min(int(headers.get("content-length", "")), REFUSAL_BODY_MAX)
+        except ValueError:
+            size = 0
+        if ended or len(self.buffer) >= size:
+            raise HandshakeRefused(status, headers, bytes(self.buffer[:size]))
+
     def _upgraded(self, status: int, headers: dict[str, str]) -> None:
         assert self.upgrade is not None
-        if status != 101:
-            raise HandshakeRefused(status)
         if headers.get("upgrade", "").lower() != "websocket" or "upgrade" not in headers.get("connection", "").lower():
             raise ProtocolViolation("the server answered 101 without upgrading to a websocket")
         if headers.get("sec-websocket-accept") != self.upgrade.accept:
@@ -287,5 +308,10 @@ class Connection(asyncio.Protocol):
         if self.stage == "frames":
             self._keep_session()
             self.done.set_result(False)  # no close frame: whether the command finished is the caller's to say
+        elif self.stage == "refused":
+            try:
+                self._refusal_read(ended=True)
+            except HandshakeRefused as refused:
+                self.done.set_exception(refused)
         else:
             self.done.set_exception(aiohttp.ServerDisconnectedError())

@@ -17,11 +17,15 @@ _CLOSE, _PING, _PONG = 0x8, 0x9, 0xA
 
 
 class HandshakeRefused(Exception):
-    """The server answered the upgrade with another status than 101 (the command never started)."""
+    """The server answered the upgrade with another status than 101 (the command never started); ``body``
+    is the answer's body (a ``metav1.Status`` naming why: RBAC's "cannot create resource pods/exec", an
+    unreachable kubelet), ``headers`` its headers (a 429's ``Retry-After``)."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
         super().__init__(f"HTTP {status}")
         self.status = status
+        self.headers = headers or {}
+        self.body = body
 
 
 class ProxyRefused(Exception):
