@@ -18,6 +18,7 @@ import atexit
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,9 +47,18 @@ DEFAULT_SMI = (
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free loopback port below the kernel's ephemeral range: a port the kernel hands out (bind to 0) can be
+    taken as the source port of an outgoing connection before the component binds it ("address already in
+    use": kube-controller-manager lost its port that way once)."""
+    low, _ = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    while True:
+        port = random.randrange(10_000, max(10_001, low))
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 @dataclass(eq=False)
