@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from wizard.cluster.apply_preview import ApplyPlan, apply_error_text, resource_version
+from wizard.cluster.apply_preview import ApplyPlan, apply_error_text, guarded_apply, same_but_status
 from wizard.cluster.backup import Backup, ObjectRef, clean, write_backup
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
@@ -114,8 +114,8 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
         exc.message = f"nothing applied: {exc.message}"
         raise
     for ref in refs:
-        before, now = prepared.live.get(ref.key), current[ref.key]
-        if resource_version(before) != resource_version(now):
+        # The operator's own status reports move the resourceVersion all the time; only the rest counts.
+        if not same_but_status(prepared.live.get(ref.key), current[ref.key]):
             raise ClusterError(
                 f"nothing applied: {ref.key} changed on the server since the preview",
                 "preview again so that the diff you approve is the one applied",
@@ -140,10 +140,8 @@ async def _write_phase(
     path = await asyncio.to_thread(write_backup, backup_dir, default_backup_name(gateway.context), backup)
     done: list[ObjectRef] = []
     for ref, body in zip(refs, prepared.objects, strict=True):
-        force = prepared.force_conflicts or ref.key in prepared.takeover
-        manager = prepared.managers.get(ref.key, FIELD_MANAGER)
         try:
-            await _apply_one(gateway, ref, body, force, manager)
+            await _apply_one(gateway, prepared, ref, body)
         except ClusterError as exc:
             restored = await _undo(gateway, backup, [*done, ref])
             conflict = isinstance(exc, ApiError) and exc.status == 409
@@ -176,12 +174,20 @@ async def _write_phase(
     return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message)
 
 
-async def _apply_one(gateway: Gateway, ref: ObjectRef, body: Mapping[str, Any], force: bool, manager: str) -> None:
-    """Apply one object; on a dropped connection re-read: applied, or apply once more (SSA is idempotent)."""
+async def _apply_one(gateway: Gateway, prepared: ApplyPlan, ref: ObjectRef, body: dict[str, Any]) -> None:
+    """Apply one object; on a dropped connection re-read: applied, or apply once more (SSA is idempotent).
+
+    Taking the wizard's own fields back is guarded by the object the preview saw (``guarded_apply``).
+    """
+    manager = prepared.managers.get(ref.key, FIELD_MANAGER)
 
     async def attempt() -> None:
         try:
-            await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force, field_manager=manager)
+            if ref.key in prepared.takeover:
+                await guarded_apply(gateway, ref, body, prepared.live.get(ref.key), dry_run=False)
+            else:
+                force = prepared.force_conflicts
+                await gateway.apply_custom(*ref.api, ref.name, body, dry_run=False, force=force, field_manager=manager)
         except ConnectionDropped as exc:
             if not contains(await read_object(gateway, ref), body):
                 raise Retryable(exc) from None  # not applied: apply once more

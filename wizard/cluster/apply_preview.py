@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import difflib
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,9 +188,8 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
                     raise
                 # Fields the wizard itself wrote (its create, a rollback): take them back, but only
                 # from the object the preview saw (a resourceVersion precondition).
-                obj.setdefault("metadata", {})["resourceVersion"] = resource_version(current)
                 takeover.add(ref.key)
-                answer = await gateway.apply_custom(*ref.api, ref.name, obj, dry_run=True, force=True)
+                answer = await guarded_apply(gateway, ref, obj, current, dry_run=True)
         except ApiError as exc:
             errors.append(apply_error_text(ref.key, exc))
             continue
@@ -267,3 +267,57 @@ def apply_error_text(key: str, exc: ApiError) -> str:
 def resource_version(obj: Mapping[str, Any] | None) -> str:
     """An object's ``metadata.resourceVersion`` (empty for none): what the preview saw, to compare or to guard a write."""
     return str(((obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+
+
+GUARD_ATTEMPTS = 5
+"""How often a guarded write follows an object that moved only by its status before it gives up."""
+
+
+def same_but_status(seen: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> bool:
+    """Whether ``now`` is ``seen`` but for its status and server stamps: the diff the user approved still holds.
+
+    The operator reports its progress in the ClusterPolicy's status all the time (during an upgrade,
+    every few seconds), and each report moves the resourceVersion. Labels, annotations, spec and who
+    owns which field (outside the status) must not have moved.
+    """
+    if seen is None or now is None:
+        return seen is None and now is None
+    return clean(seen) == clean(now) and _owners(seen) == _owners(now)
+
+
+def _owners(obj: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """The field managers of everything but the status, without their time stamps."""
+    owners = []
+    for entry in (obj.get("metadata") or {}).get("managedFields") or []:
+        if not isinstance(entry, dict) or entry.get("subresource") == "status":
+            continue
+        fields = dict(entry.get("fieldsV1") or {})
+        fields.pop("f:status", None)
+        if not fields:
+            continue
+        owners.append((str(entry.get("manager")), str(entry.get("operation")), json.dumps(fields, sort_keys=True)))
+    return sorted(owners)
+
+
+async def guarded_apply(
+    gateway: Gateway, ref: ObjectRef, body: dict[str, Any], seen: Mapping[str, Any] | None, *, dry_run: bool
+) -> dict[str, Any]:
+    """Take the wizard's own fields back (a forced apply) only from the object as ``seen``.
+
+    The write carries ``seen``'s resourceVersion as its precondition. When the server refuses it
+    (409, the object was modified) and a fresh read shows only the status moved, the write is sent
+    again under the fresh resourceVersion; any other change is the server's refusal, as it said.
+    """
+    current, refused = seen, 0
+    while True:
+        body.setdefault("metadata", {})["resourceVersion"] = resource_version(current)
+        try:
+            return await gateway.apply_custom(*ref.api, ref.name, body, dry_run=dry_run, force=True)
+        except ApiError as exc:
+            refused += 1
+            if exc.status != 409 or exc.field_managers or refused >= GUARD_ATTEMPTS:
+                raise
+            fresh = await gateway.get_custom(*ref.api, ref.name)
+            if not same_but_status(seen, fresh):
+                raise
+            current = fresh
