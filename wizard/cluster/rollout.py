@@ -8,7 +8,9 @@ an event arrives (and once a second for the clocks), so the API server sees a ha
 watches whatever the node count.
 
 ``ready`` needs the policy ready for a real reason (``NoGPUNodes`` and ``NFDLabelsMissing`` also
-report ready) and every driver DaemonSet fully rolled out; an image that cannot be pulled, a
+report ready), every driver DaemonSet fully rolled out and every other operand DaemonSet seen by the
+DaemonSet controller with its pods ready (the operator's ``ready`` can pass over a DaemonSet it has just
+created, which wants no pod yet); an image that cannot be pulled, a
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
 through on their way (a driver container restarting while the module loads, a node waiting in a
 state) are judged on time windows, not on samples: a container crash-looping for ``crash_window``
@@ -116,28 +118,17 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     policy = active_policy(followed.policies.items())
     drivers = followed.drivers.items() if followed.drivers is not None else []
     state = str(((policy or {}).get("status") or {}).get("state") or "")
-    ds_status = [
-        DaemonSetStatus(
-            d["metadata"]["name"],
-            int((d.get("status") or {}).get("desiredNumberScheduled") or 0),
-            int((d.get("status") or {}).get("numberReady") or 0),
-            int((d.get("status") or {}).get("updatedNumberScheduled") or 0),
-            _driver_image(d),
-            int((d.get("status") or {}).get("observedGeneration") or 0)
-            >= int((d.get("metadata") or {}).get("generation") or 0),
-        )
-        for d in followed.daemonsets.items()
-        if _is_driver_daemonset(d)
-    ]
+    ds_status = [_counters(d) for d in followed.daemonsets.items() if _is_driver_daemonset(d)]
     upgrade = {
         n["metadata"]["name"]: str((n["metadata"].get("labels") or {}).get(LABEL_UPGRADE_STATE, ""))
         for n in followed.nodes.items()
     }
     pods: list[PodStatus] = followed.pods.indexed_items()
+    operands = [_counters(d) for d in followed.daemonsets.items() if _is_operand(d) and not _is_driver_daemonset(d)]
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
-    phase, message = _classify(plan, policy, state, ds_status, pods, upgrade, nvd)
+    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
         phase,
@@ -151,6 +142,24 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         now - started,
         {node: round(now - since, 1) for node, (_, since) in clock.states.items()},
     )
+
+
+def _counters(daemonset: dict[str, Any]) -> DaemonSetStatus:
+    status = daemonset.get("status") or {}
+    return DaemonSetStatus(
+        daemonset["metadata"]["name"],
+        int(status.get("desiredNumberScheduled") or 0),
+        int(status.get("numberReady") or 0),
+        int(status.get("updatedNumberScheduled") or 0),
+        _driver_image(daemonset),
+        int(status.get("observedGeneration") or 0) >= int((daemonset.get("metadata") or {}).get("generation") or 0),
+    )
+
+
+def _is_operand(daemonset: dict[str, Any]) -> bool:
+    """A DaemonSet the operator made for a ClusterPolicy (not NFD's, not the wizard's own probe)."""
+    refs = (daemonset.get("metadata") or {}).get("ownerReferences") or []
+    return any(isinstance(r, dict) and r.get("kind") in ("ClusterPolicy", "NVIDIADriver") for r in refs)
 
 
 def _driver_image(daemonset: dict[str, Any]) -> str:
@@ -191,7 +200,7 @@ class UpgradeClock:
         return None
 
 
-def _classify(
+def classify(
     plan: Plan,
     policy: dict[str, Any] | None,
     state: str,
@@ -199,7 +208,9 @@ def _classify(
     pods: list[PodStatus],
     upgrade: dict[str, str],
     nvd: dict[str, str],
+    operands: list[DaemonSetStatus],
 ) -> tuple[Phase, str]:
+    """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
@@ -241,6 +252,13 @@ def _classify(
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
     if state != "ready":
         return "progressing", f"ClusterPolicy {state or 'pending'}: {condition.get('message') or 'reconciling'}"
+    # The operator counts a DaemonSet it has just created as ready (0 pods wanted until the DaemonSet
+    # controller has looked at it) and may say ready for a moment; seen on the real operator, in the lane.
+    unsettled = [d for d in operands if not d.observed or d.ready < d.desired]
+    if unsettled:
+        operand = unsettled[0]
+        counts = f"{operand.ready}/{operand.desired} ready" if operand.observed else "not scheduled yet"
+        return "progressing", f"ClusterPolicy ready, but {operand.name} is still rolling out ({counts})"
     total = sum(d.desired for d in daemonsets)
     if not plan.driver_enabled:
         return "ready", "ClusterPolicy ready"

@@ -1,0 +1,58 @@
+"""The rollout's ``ready`` waits for every operand DaemonSet, not only the operator's word.
+
+Seen on the real operator (the real-cluster lane, docs/real-cluster.md): right after it creates an
+operand DaemonSet that the DaemonSet controller has not looked at yet (no pod wanted), the operator
+counts it ready and may report the ClusterPolicy ``ready``; a verification seconds later said
+``notReady``. The rule is pure, so it is checked here on the objects as the server holds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from wizard.cluster.rollout import DaemonSetStatus, classify
+from wizard.engine.plan import Plan
+
+POLICY = {
+    "metadata": {"name": "cluster-policy"},
+    "status": {
+        "state": "ready",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Reconciled", "message": ""}],
+    },
+}
+PREINSTALLED = Plan.model_validate({"mode": "preinstalled"})
+
+
+def _operand(name: str, desired: int, ready: int, observed: bool) -> DaemonSetStatus:
+    return DaemonSetStatus(name, desired, ready, ready, "", observed)
+
+
+def _phase(plan: Plan, operands: list[DaemonSetStatus], drivers: list[DaemonSetStatus] | None = None) -> Any:
+    return classify(plan, POLICY, "ready", drivers or [], [], {}, {}, operands)
+
+
+@pytest.mark.parametrize(
+    ("operand", "expected"),
+    [
+        (_operand("nvidia-device-plugin-daemonset", 0, 0, observed=False), "progressing"),  # just created
+        (_operand("nvidia-device-plugin-daemonset", 2, 0, observed=True), "progressing"),  # pods on their way
+        (_operand("nvidia-device-plugin-daemonset", 2, 2, observed=True), "ready"),
+        (_operand("nvidia-mig-manager", 0, 0, observed=True), "ready"),  # no node wants it: truly done
+    ],
+)
+def test_ready_waits_for_every_operand_daemonset(operand: DaemonSetStatus, expected: str) -> None:
+    phase, message = _phase(PREINSTALLED, [operand])
+    assert phase == expected, message
+    if expected == "progressing":
+        assert "ClusterPolicy ready, but nvidia-device-plugin-daemonset is still rolling out" in message
+
+
+def test_driver_daemonsets_still_come_first() -> None:
+    plan = Plan.model_validate(
+        {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}
+    )
+    driver = DaemonSetStatus("nvidia-driver-daemonset", 2, 1, 1, "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04")
+    phase, message = _phase(plan, [_operand("nvidia-dcgm-exporter", 0, 0, observed=False)], [driver])
+    assert (phase, message) == ("progressing", "driver pods ready: nvidia-driver-daemonset 1/2")
