@@ -122,3 +122,42 @@ def test_support_bundle_carries_the_last_runs_log(
         assert member is not None
         assert member.read().decode() == discovered
     assert "/api/v1/nodes" in discovered
+
+
+def test_verbose_in_the_interactive_wizard_writes_a_file_of_its_own(
+    demo_cluster: ClusterFactory, isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The TUI owns the terminal: ``gpu-wizard -v`` (no command) logs to a file in the logs folder instead of stderr."""
+    import asyncio
+
+    from tests.cluster_util import connected
+    from wizard.cli.main import build_parser
+    from wizard.launch import starts_the_tui, tui_request_log
+
+    def tui_arguments(words: list[str]) -> object:  # as the TUI parses them (its terminal check aside)
+        return build_parser(commands=False).parse_args(words)
+
+    demo = demo_cluster("sle-micro-precompiled")
+    words = ["-v", "--kubeconfig", str(demo.kubeconfig_path)]
+    assert starts_the_tui(words)
+    log_file = tui_request_log(tui_arguments(words))
+    assert log_file is not None and Path(log_file).parent == isolated / "state" / "gpu-wizard" / "logs"
+
+    async def discover() -> None:
+        async with connected(demo) as cluster:
+            await cluster.discover()
+
+    try:
+        asyncio.run(discover())
+    finally:
+        requestlog.close()
+    lines = Path(log_file).read_text().splitlines()
+    assert any(re.search(r" api GET https://127\.0\.0\.1:\d+/api/v1/nodes\S* 200 \d+ms retries=0$", x) for x in lines)
+    assert all(LINE.match(line) for line in lines), lines
+    # GPU_WIZARD_LOG names the file itself; without -v only the support bundle's copy is kept
+    monkeypatch.setenv(requestlog.ENV, str(isolated / "mine.log"))
+    assert tui_request_log(tui_arguments(words)) is None
+    requestlog.close()
+    monkeypatch.delenv(requestlog.ENV)
+    assert tui_request_log(tui_arguments(["--kubeconfig", str(demo.kubeconfig_path)])) is None
+    requestlog.close()

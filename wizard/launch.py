@@ -54,13 +54,33 @@ def _start_the_tui(words: list[str]) -> int:
         return EXIT_INVALID
     from screens.app import run
     from wizard import requestlog
-    from wizard.paths import logs_dir
 
-    requestlog.configure(verbose=False, keep_dir=logs_dir())  # GPU_WIZARD_LOG and the support bundle's copy
+    log_file = tui_request_log(args)
     try:
         return run(args)
     finally:
         requestlog.close()
+        if log_file is not None:
+            sys.stderr.write(f"gpu-wizard: the request log (-v) of this run is in {log_file}\n")
+
+
+def tui_request_log(args: object) -> str | None:
+    """Configure the TUI's request log; return the file ``-v`` writes to (the screen is the terminal, not stderr).
+
+    Every run keeps its lines for the support bundle and ``GPU_WIZARD_LOG=FILE`` appends them to FILE, as for a
+    command; ``-v`` without ``GPU_WIZARD_LOG`` gets a file of its own in the logs folder, named when the wizard ends.
+    """
+    import os
+    import time
+
+    from wizard import requestlog
+    from wizard.paths import logs_dir
+
+    log_file = None
+    if getattr(args, "verbose", False) and not os.environ.get(requestlog.ENV):
+        log_file = str(logs_dir() / time.strftime("requests-%Y%m%dT%H%M%S.log"))
+    requestlog.configure(verbose=False, log_file=log_file, keep_dir=logs_dir())
+    return log_file
 
 
 def _tui_options(words: list[str]) -> object:

@@ -117,7 +117,10 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         "-v",
         "--verbose",
         action="store_true",
-        help="write one line per API and registry request to stderr (GPU_WIZARD_LOG=FILE: to FILE)",
+        help=(
+            "write one line per API and registry request to stderr (the interactive wizard: to a file in the "
+            "logs folder, named when it ends; GPU_WIZARD_LOG=FILE: to FILE)"
+        ),
     )
     parser.add_argument(
         "--demo",
