@@ -40,7 +40,7 @@ MAX_RELEASES = 64
 @total_ordering
 @dataclass(frozen=True)
 class Release:
-    """A GPU Operator release such as ``v26.7.0`` (a bundled folder's name); ordered by version."""
+    """A GPU Operator release, ``vMAJOR.MINOR.PATCH`` (a bundled folder's name); ordered by version."""
 
     major: int
     minor: int
