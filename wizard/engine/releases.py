@@ -49,10 +49,16 @@ class Release:
     @classmethod
     def parse(cls, text: str) -> Release:
         """Parse ``vMAJOR.MINOR.PATCH`` / ``MAJOR.MINOR`` into a Release; ValueError when it is not a version."""
-        match = _RELEASE_RE.match(text.strip())
-        if not match:
+        found = cls.parse_or_none(text)
+        if found is None:
             raise ValueError(f"{text!r} is not an operator release like {default_release()}")
-        return cls(int(match[1]), int(match[2]), int(match[3] or 0))
+        return found
+
+    @classmethod
+    def parse_or_none(cls, text: str) -> Release | None:
+        """:meth:`parse` without the error (which names the default release, so reads the assets)."""
+        match = _RELEASE_RE.match(text.strip())
+        return cls(int(match[1]), int(match[2]), int(match[3] or 0)) if match else None
 
     @property
     def line(self) -> str:
@@ -132,12 +138,7 @@ def _table() -> _Table:
 @cache
 def _table_at(root: str) -> _Table:
     del root  # the cache key: the readers below read from the same root
-    found: list[tuple[Release, str]] = []
-    for name in operator_bundles():
-        try:
-            found.append((Release.parse(name), name))
-        except ValueError:
-            continue  # a folder that is not a release (none today)
+    found = [(release, name) for name in operator_bundles() if (release := Release.parse_or_none(name)) is not None]
     if not found:
         raise RuntimeError(f"no operator release folder with a {OPERATOR_RELEASE_FILE} in the assets")
     if len(found) > MAX_RELEASES:
