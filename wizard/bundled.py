@@ -4,10 +4,15 @@ The operator's CRDs and chart values are read-only data read on every render and
 Their YAML is parsed once at build time (``make data``, i.e. ``python -m wizard.bundled``) into a
 JSON file beside each YAML file, and read at run time with ``json.loads`` (about 50× faster than
 ruamel's pure-Python parser). ``tests/test_bundled_data.py`` checks that the JSON is up to date.
+
+``GPU_WIZARD_ASSETS`` (a folder laid out like ``assets/``) replaces the bundled assets: a release folder
+added there is known to the engine, the demo and the TUI alike (``tests/test_release_data.py``). Data read
+is cached per root, so the variable may change between reads.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -20,16 +25,25 @@ DEFAULT_DEMO_SCENARIO = "sle-micro-precompiled"
 """The bundled scenario (``assets/scenarios``) a ``--demo`` without a name starts: the wizard, ``serve``,
 every cluster command and the Connect step's demo choice."""
 
+ASSETS_ENV = "GPU_WIZARD_ASSETS"
+"""Environment variable naming a folder that replaces the bundled assets (tests, a release tried before it ships)."""
+OPERATOR_RELEASE_FILE = "release.yaml"
+"""The file in ``assets/operator/<release>/`` saying what differs between releases (read through the engine's
+``wizard.engine.releases`` and the demo's ``wizard.demo.rules.release_data``)."""
+
 GENERATED_FOLDERS = ("operator",)
 """Asset folders whose ``*.yaml`` files have a generated ``*.json`` twin."""
 
 
 def assets() -> Traversable:
-    """The root of the bundled assets: the installed package data, or the checkout's ``assets/``.
+    """The root of the bundled assets: ``$GPU_WIZARD_ASSETS``, the installed package data, or the checkout's ``assets/``.
 
     A package on disk is read as plain files: ``importlib.resources`` (and the ``zipfile`` it loads)
     is needed only for a zipped install, and the TUI reads its stylesheet before the first frame.
     """
+    override = os.environ.get(ASSETS_ENV)
+    if override:
+        return Path(override)
     try:
         import wizard.assets as package
     except ModuleNotFoundError:  # running from a checkout that was never installed
@@ -43,7 +57,7 @@ def assets() -> Traversable:
 
 
 def asset_text(*parts: str) -> str:
-    """Text of one bundled asset, e.g. ``asset_text("operator", "v26.7.0", "gpu-operator-values.yaml")``."""
+    """Text of one bundled asset, e.g. ``asset_text("operator", release, "gpu-operator-values.yaml")``."""
     node = assets()
     for part in parts:
         node = node.joinpath(part)
@@ -69,11 +83,16 @@ def json_twin(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-@cache
 def _load_data(*parts: str) -> Any:
-    """A YAML asset's data, from its generated JSON twin when there is one."""
+    """A YAML asset's data, from its generated JSON twin when there is one (cached per assets root)."""
+    return _load_data_at(str(assets()), *parts)
+
+
+@cache
+def _load_data_at(root: str, *parts: str) -> Any:
     import json  # on first use: the TUI's first frame reads only the stylesheet (json is not loaded by Textual)
 
+    del root  # the cache key: asset_text reads from the same root
     *folder, name = parts
     try:
         return json.loads(asset_text(*folder, name.removesuffix(".yaml") + ".json"))
@@ -81,8 +100,19 @@ def _load_data(*parts: str) -> Any:
         return parse_yaml(asset_text(*parts))
 
 
+def operator_bundles() -> list[str]:
+    """The folders of ``assets/operator/`` that hold a release (a ``release.yaml``), unordered names."""
+    folder = assets().joinpath("operator")
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and p.joinpath(OPERATOR_RELEASE_FILE).is_file())
+
+
+def operator_release_data(bundle: str) -> Any:
+    """The plain data of one release folder's ``release.yaml``, unchecked: its readers validate it."""
+    return _load_data("operator", bundle, OPERATOR_RELEASE_FILE)
+
+
 def operator_values(bundle: str) -> dict[str, Any]:
-    """The chart's ``values.yaml`` of an operator release bundle (e.g. ``v26.7.0``); do not mutate."""
+    """The chart's ``values.yaml`` of an operator release bundle (a folder of ``assets/operator/``); do not mutate."""
     data: dict[str, Any] = _load_data("operator", bundle, "gpu-operator-values.yaml")
     return data
 

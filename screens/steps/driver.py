@@ -175,7 +175,9 @@ class DriverStep(FormStep):
         """The GPU nodes' distinct OS tags, worked out once per release while the step is shown (the nodes
         do not change meanwhile: their watch belongs to the Nodes step): 5,000 nodes' OS strings were
         parsed five times while the step was composed."""
-        release = str(self.state.get("operator.version") or "v26.7.0")
+        from wizard.engine.releases import default_release
+
+        release = str(self.state.get("operator.version") or default_release())
         cached: dict[str, list[str]] = self.__dict__.setdefault("_tag_oses_by_release", {})
         if release not in cached:
             facts = self.state.facts

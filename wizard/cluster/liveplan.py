@@ -14,16 +14,17 @@ from pydantic import ValidationError
 
 from wizard.cluster.errors import ClusterError
 from wizard.engine.naming import Release
-from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES, Plan
+from wizard.engine.plan import DEFAULT_RELEASE, Plan
+from wizard.engine.releases import bundle_of
 
 
 def known_release(text: str) -> str:
-    """The release line gpu-wizard knows for an operator image tag (``v26.3.4`` -> ``v26.3.4``), else the default."""
+    """An operator image tag as a release (``vMAJOR.MINOR.PATCH``) when gpu-wizard knows its line, else the default."""
     try:
         release = Release.parse(text)
     except ValueError:
         return DEFAULT_RELEASE
-    return str(release) if f"{release.major}.{release.minor}" in KNOWN_RELEASES else DEFAULT_RELEASE
+    return str(release) if bundle_of(release) else DEFAULT_RELEASE
 
 
 def _default_driver(drivers: list[dict[str, Any]]) -> Mapping[str, Any]:

@@ -60,7 +60,7 @@ class Preflight:
     """The ClusterPolicy CRD is served (NVIDIADriver too, when the plan uses it)."""
     operator_namespace: str
     operator_release: str
-    """The operator Deployment's image tag (``v26.7.0``), empty when no operator runs."""
+    """The operator Deployment's image tag (``vMAJOR.MINOR.PATCH``), empty when no operator runs."""
     cluster_policy: dict[str, Any] | None
     nvidia_drivers: list[dict[str, Any]] = field(default_factory=list)
     operator_image: str = ""

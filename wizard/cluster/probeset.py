@@ -31,6 +31,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.cluster.probe import HOST_MOUNT
 from wizard.engine.nodescript import Step, StepResult
+from wizard.engine.releases import default_release
 
 MESSAGE_LIMIT = 4096
 """The kubelet's limit on one container's termination message."""
@@ -51,7 +52,7 @@ _SQUEEZE = " =-"
 
 def chart_tolerations() -> list[dict[str, Any]]:
     """The operator chart's default ``daemonsets.tolerations`` (the same in every bundled release)."""
-    return [dict(t) for t in operator_values("v26.7.0")["daemonsets"]["tolerations"]]
+    return [dict(t) for t in operator_values(default_release())["daemonsets"]["tolerations"]]
 
 
 def policy_tolerations(policy: Mapping[str, Any] | None) -> list[dict[str, Any]]:

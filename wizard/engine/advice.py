@@ -18,9 +18,16 @@ from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
 from wizard.engine.node_grammar import quoted
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
+from wizard.engine.releases import first_release, nearest_rules
 
 #: The first release whose ClusterPolicy path mounts repoConfig by the GPU node's OS, not its own (issue #562).
-REPOCONFIG_NODE_OS_SINCE = Release(26, 3)
+
+
+def _repoconfig_node_os_since() -> Release | None:
+    """The first bundled release whose ClusterPolicy takes the OS from the GPU nodes (release.yaml ``gpuNodeOSInfo``)."""
+    return first_release(lambda rules: rules.gpuNodeOSInfo)
+
+
 #: Consumer products: GeForce, TITAN and GeForce RTX model numbers (RTX 3080, RTX-4090, ...).
 CONSUMER_GPU_RE = re.compile(r"geforce|titan|\brtx[-_ ]?\d{2}[5-9]0(?!\d)", re.IGNORECASE)
 
@@ -119,7 +126,8 @@ def _repoconfig_unsupported(plan: Plan, facts: ClusterFacts) -> Advice | None:
     release = plan.operator.version
     known = repo_config_dirs(release)
     gpu_oses = sorted({n.tag_os(release) for n in facts.gpu_nodes})
-    if not plan.driver.useNvidiaDriverCRD and Release.parse(release) < REPOCONFIG_NODE_OS_SINCE:
+    since = _repoconfig_node_os_since()
+    if not plan.driver.useNvidiaDriverCRD and not nearest_rules(release).gpuNodeOSInfo:
         return Advice(
             "warning",
             "repoconfig-operator-os",
@@ -127,7 +135,7 @@ def _repoconfig_unsupported(plan: Plan, facts: ClusterFacts) -> Advice | None:
             "the repository files are mounted in from the operator pod's own /etc/os-release, not from the GPU "
             f"nodes' OS ({', '.join(gpu_oses) or 'no GPU nodes yet'}): where the two differ (an apt folder for a "
             "yum node, or the reverse) the driver container never reads the files and installs from the image's "
-            f"default repositories. Use operator {REPOCONFIG_NODE_OS_SINCE} or later, or driver.useNvidiaDriverCRD: "
+            f"default repositories. Use operator {since or 'a later release'} or later, or driver.useNvidiaDriverCRD: "
             "true, which mount by each node pool's OS.",
             f"Operator issue #562: {release}'s ClusterPolicy controller reads the OS for its RepoConfigPathMap "
             f"({', '.join(sorted(known))}) from the container it runs in; later releases read the GPU node's NFD labels.",
@@ -352,7 +360,7 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
                 check.check,
                 f"The {check.message}: {check.hint}.",
                 "The GPU Operator component matrix lists the driver branches each release supports "
-                "(assets/doctor/driver-branches.yaml); another branch is neither tested nor supported with it.",
+                "(assets/operator/<release>/release.yaml); another branch is neither tested nor supported with it.",
             )
         )
     unsupported = _repoconfig_unsupported(plan, facts)

@@ -21,7 +21,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from wizard.atomic_write import write_private
 from wizard.bounded_read import ANSWERS as ANSWERS_LIMITS
 from wizard.bounded_read import InputError, check_yaml, read_bounded
-from wizard.engine.plan import Mode, Plan
+from wizard.engine.plan import DEFAULT_RELEASE, Mode, Plan
 from wizard.engine.textsafe import printable
 
 __all__ = [
@@ -241,12 +241,12 @@ def save_answers(path: str | os.PathLike[str], plan: Plan, doc: CommentedMap | N
     write_private(path, dump_answers(plan, doc))
 
 
-_EXAMPLE_HEADER = """\
+_EXAMPLE_HEADER = f"""\
 # gpu-wizard answers file (format version 1).
 # Validate and render with:  gpu-wizard render --answers THIS_FILE --nodes nodes.json
 version: 1
 operator:
-  version: v26.7.0            # target GPU Operator release: decides naming rules and chart defaults
+  version: {DEFAULT_RELEASE:<19}# target GPU Operator release: decides naming rules and chart defaults
   namespace: gpu-operator     # the live ClusterPolicy's status.namespace wins when present
 """
 

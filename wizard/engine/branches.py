@@ -1,7 +1,7 @@
 """Does the operator release support the plan's driver branch, and is the change a downgrade?
 
-The branches each release line supports are ``assets/doctor/driver-branches.yaml``'s (the GPU Operator
-component matrix), for every mode: a containerized driver of an unsupported branch is as unsupported
+The branches each release line supports are its ``release.yaml``'s ``driverBranches`` (the GPU Operator
+component matrix, :mod:`wizard.engine.releases`), for every mode: a containerized driver of an unsupported branch is as unsupported
 as a host driver of one (:func:`wizard.engine.hostdoctor.supported_branches`). A supported version to
 suggest comes from the catalog for the nodes' OS in precompiled mode, else from the matrix's list.
 """
@@ -12,10 +12,11 @@ from collections.abc import Sequence
 
 from wizard.engine.catalog import branch_of
 from wizard.engine.defaults import catalog_versions
-from wizard.engine.hostdoctor import doctor_asset, supported_branches
+from wizard.engine.hostdoctor import supported_branches
 from wizard.engine.modes import Mode
-from wizard.engine.naming import DIGEST_PREFIX, Release
+from wizard.engine.naming import DIGEST_PREFIX
 from wizard.engine.plan import Plan
+from wizard.engine.releases import rules_of_line
 from wizard.engine.results import Check, Status
 
 __all__ = ["branch_checks", "is_downgrade", "supported_versions"]
@@ -45,9 +46,9 @@ def supported_versions(release: str, mode: Mode, tag_oses: Sequence[str] = ()) -
         if fitting:
             return fitting
         return list(supported)  # precompiled images are tagged per branch: the branch itself is a version
-    parsed = Release.parse(release)
-    entry = doctor_asset("driver-branches.yaml")["releases"].get(f"{parsed.major}.{parsed.minor}") or {}
-    return [str(v) for v in entry.get("versions") or [] if branch_of(str(v)) in supported]
+    rules = rules_of_line(release)
+    versions = rules.driverBranches.versions if rules is not None else ()
+    return [v for v in versions if branch_of(v) in supported]
 
 
 def branch_checks(plan: Plan, *, live_version: str = "", tag_oses: Sequence[str] = ()) -> list[Check]:

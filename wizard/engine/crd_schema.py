@@ -100,7 +100,7 @@ def _cel_errors(value: Any, schema: Mapping[str, Any], path: tuple[Any, ...]) ->
 
 
 def validate_against_crd(obj: Mapping[str, Any], bundle: str) -> list[str]:
-    """Errors of ``obj`` against the CRD of operator release ``bundle`` (``v26.7.0``); empty when valid.
+    """Errors of ``obj`` against the CRD of operator release ``bundle`` (a folder of ``assets/operator/``); empty when valid.
 
     Each message starts with the field path (``spec.driver.version: ...``). The kind picks the CRD
     and ``apiVersion`` its served version; an unknown kind or version is reported, not raised.

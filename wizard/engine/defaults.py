@@ -201,15 +201,15 @@ def default_answers(
     detected release (its line known to gpu-wizard, else the default). A precompiled version comes from the
     catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one.
     """
-    from wizard.engine.plan import DEFAULT_RELEASE, KNOWN_RELEASES
+    from wizard.engine.releases import bundle_of, default_release
 
     if live:
         return copy.deepcopy(dict(live))
     try:
         parsed = Release.parse(release)
-        known = str(parsed) if f"{parsed.major}.{parsed.minor}" in KNOWN_RELEASES else DEFAULT_RELEASE
+        known = str(parsed) if bundle_of(parsed) else default_release()
     except ValueError:
-        known = DEFAULT_RELEASE
+        known = default_release()
     mode = Mode(facts.recommend_mode(host_drivers or {}).value)
     tag_oses = facts.os_tags(known)
     answers: dict[str, Any] = {"version": 1, "mode": mode.value, "operator": {"version": known}}

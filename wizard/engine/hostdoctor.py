@@ -22,9 +22,9 @@ from typing import Any
 
 from wizard.bundled import asset_text, parse_yaml
 from wizard.engine.modes import Mode
-from wizard.engine.naming import Release
 from wizard.engine.nodescript import Step, StepResult
-from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, KNOWN_RELEASES, Plan
+from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
+from wizard.engine.releases import bundle_of, rules_of_line
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
 
@@ -57,8 +57,7 @@ class DoctorTarget:
     @property
     def bundle(self) -> str:
         """The shipped release bundle of the target release line (chart defaults, the probe's image)."""
-        release = Release.parse(self.release)
-        return KNOWN_RELEASES.get(f"{release.major}.{release.minor}", DEFAULT_RELEASE)
+        return bundle_of(self.release) or DEFAULT_RELEASE
 
     @classmethod
     def from_plan(cls, plan: Plan) -> DoctorTarget:
@@ -268,10 +267,12 @@ def _fix(code: str, os_id: str, **values: str) -> tuple[str, str]:
 
 
 def supported_branches(release: str) -> tuple[list[str], str]:
-    """(driver branches the release line supports, its default driver) from ``driver-branches.yaml``."""
-    parsed = Release.parse(release)
-    entry = doctor_asset("driver-branches.yaml")["releases"].get(f"{parsed.major}.{parsed.minor}") or {}
-    return [str(b) for b in entry.get("branches") or []], str(entry.get("default") or "")
+    """(driver branches the release line supports, its default driver) from its ``release.yaml``; none for
+    a line gpu-wizard does not know."""
+    rules = rules_of_line(release)
+    if rules is None:
+        return [], ""
+    return list(rules.driverBranches.branches), rules.driverBranches.default
 
 
 def _finding(code: str, status: Status, state: HostState, *, note: str = "", **values: str) -> Check:

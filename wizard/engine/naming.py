@@ -10,8 +10,9 @@ The demo cluster implements the same rules on its own (``wizard/demo/rules``), a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import total_ordering
+
+from wizard.engine.releases import Release as Release  # re-exported: where naming's callers have always found it
+from wizard.engine.releases import nearest_rules
 
 DIGEST_PREFIX = "sha256:"
 COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
@@ -21,7 +22,6 @@ DNS_LABEL_MAX = 63
 _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _FNV32_OFFSET, _FNV32_PRIME = 0x811C9DC5, 0x01000193
 
-_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", re.ASCII)
 _ARCH_RE = re.compile(r"x86_64(?:_64k)?|aarch64(?:_64k)?")
 # \Z, not $: "$" also matches before a final newline, which would let "tag\n" through.
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
@@ -35,32 +35,6 @@ def is_tag(text: str) -> bool:
     return _TAG_RE.match(text) is not None
 
 
-@total_ordering
-@dataclass(frozen=True)
-class Release:
-    """A GPU Operator release such as ``v26.7.0``; ordered by version."""
-
-    major: int
-    minor: int
-    patch: int = 0
-
-    @classmethod
-    def parse(cls, text: str) -> Release:
-        """Parse ``v26.7.0`` / ``26.7`` into a Release; ValueError when it is not a version."""
-        match = _RELEASE_RE.match(text.strip())
-        if not match:
-            raise ValueError(f"{text!r} is not an operator release like v26.7.0")
-        return cls(int(match[1]), int(match[2]), int(match[3] or 0))
-
-    def __lt__(self, other: object) -> bool:
-        if not isinstance(other, Release):
-            return NotImplemented
-        return (self.major, self.minor, self.patch) < (other.major, other.minor, other.patch)
-
-    def __str__(self) -> str:
-        return f"v{self.major}.{self.minor}.{self.patch}"
-
-
 def _major(version_id: str) -> str:
     return version_id.split(".", 1)[0]
 
@@ -68,46 +42,35 @@ def _major(version_id: str) -> str:
 def os_tag(os_id: str, version_id: str, operator_release: str | Release) -> str:
     """``ID`` + ``VERSION_ID`` as the given operator release writes it into image tags.
 
-    <= v25.10 always keeps the full VERSION_ID; v26.3 keeps only the major for ``rocky`` and for
-    ``rhel`` >= 10; v26.7 keeps only the major for ``rhel``, ``rocky`` and ``ol``.
-    ValueError where the release itself fails: v26.3 parses a ``rhel`` VERSION_ID's major as a number
-    (``A.10`` is refused, so the operator errors for that node).
+    The release's ``release.yaml`` (``osTag``) names the IDs that keep only the VERSION_ID's major, and
+    those that do so from a given major on (v26.3: rocky, and rhel >= 10; v26.7: rhel, rocky and ol;
+    v25.10: none). ValueError where the release itself fails: a ``majorOnlyFrom`` ID's major is parsed as
+    a number (v26.3 refuses rhel ``A.10``, so the operator errors for that node).
     """
     release = operator_release if isinstance(operator_release, Release) else Release.parse(operator_release)
+    rule = nearest_rules(release).osTag
     os_id = os_id.strip().lower()
     version_id = version_id.strip()
-    major_only = False
-    if release >= Release(26, 7):
-        major_only = os_id in {"rhel", "rocky", "ol"}
-    elif release >= Release(26, 3):
-        if os_id == "rocky":
-            major_only = True
-        elif os_id == "rhel":
-            major = _major(version_id)
-            if not major.isdigit():
-                raise ValueError(
-                    f"VERSION_ID {version_id!r}: operator {release} reads the major version of rhel as a number"
-                )
-            major_only = int(major) >= 10
+    major_only = os_id in rule.majorOnly
+    if not major_only and os_id in rule.majorOnlyFrom:
+        major = _major(version_id)
+        if not major.isdigit():
+            raise ValueError(
+                f"VERSION_ID {version_id!r}: operator {release} reads the major version of {os_id} as a number"
+            )
+        major_only = int(major) >= rule.majorOnlyFrom[os_id]
     return f"{os_id}{_major(version_id) if major_only else version_id}"
-
-
-_YUM, _APT, _ZYPP = "/etc/yum.repos.d", "/etc/apt/sources.list.d", "/etc/zypp/repos.d"
 
 
 def repo_config_dirs(operator_release: str | Release) -> dict[str, str]:
     """The operator's ``RepoConfigPathMap`` of a release: OS ID -> folder a repoConfig ConfigMap is mounted in.
 
-    v25.10 knows centos, ubuntu, rhcos and rhel; v26.3 adds debian, rocky, sles and sl-micro; v26.7 adds ol.
-    An OS not in the map gets "repository configuration not supported for distribution <tag>".
+    From the release's ``release.yaml`` (``repoConfigDirs``): v25.10 knows centos, ubuntu, rhcos and rhel;
+    v26.3 adds debian, rocky, sles and sl-micro; v26.7 adds ol. An OS not in the map gets "repository
+    configuration not supported for distribution <tag>".
     """
     release = operator_release if isinstance(operator_release, Release) else Release.parse(operator_release)
-    dirs = {"centos": _YUM, "rhcos": _YUM, "rhel": _YUM, "ubuntu": _APT}
-    if release >= Release(26, 3):
-        dirs |= {"debian": _APT, "rocky": _YUM, "sles": _ZYPP, "sl-micro": _ZYPP}
-    if release >= Release(26, 7):
-        dirs["ol"] = _YUM
-    return dirs
+    return dict(nearest_rules(release).repoConfigDirs)
 
 
 def image_path(repository: str, image: str, version: str) -> str:

@@ -17,12 +17,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from wizard.engine import releases
 from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
 
-#: Operator release lines whose CRDs and chart values ship with gpu-wizard.
-KNOWN_RELEASES: dict[str, str] = {"25.10": "v25.10.1", "26.3": "v26.3.3", "26.7": "v26.7.0"}
-DEFAULT_RELEASE = "v26.7.0"
+#: Operator release lines whose CRDs, chart values and release.yaml ship with gpu-wizard (line -> folder),
+#: read once from the bundled assets (``wizard.engine.releases``, the one place releases are known).
+KNOWN_RELEASES: dict[str, str] = releases.lines()
+#: The newest bundled release, by version.
+DEFAULT_RELEASE = releases.default_release()
 DEFAULT_NAMESPACE = "gpu-operator"
 DEFAULT_DRIVER_INSTALL_DIR = "/run/nvidia/driver"
 DEFAULT_TOOLKIT_INSTALL_DIR = "/usr/local/nvidia"

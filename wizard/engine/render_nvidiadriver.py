@@ -106,8 +106,8 @@ def nvidia_drivers(plan: Plan, facts: ClusterFacts) -> list[dict[str, Any]]:
 
     The only per-pool difference the plan can cause is repoConfig: the operator mounts it only
     for the distributions it knows, so GPU nodes of another distribution get their own CR
-    without it. v26.7.0 has ``spec.default`` (the fallback CR, no nodeSelector allowed); older
-    releases need disjoint nodeSelectors on every CR once there is more than one.
+    without it. A release whose CRD has ``spec.default`` (v26.7 on) gets a fallback CR (no nodeSelector
+    allowed); older releases need disjoint nodeSelectors on every CR once there is more than one.
     """
     if not (plan.driver_enabled and plan.driver.useNvidiaDriverCRD):
         return []

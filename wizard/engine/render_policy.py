@@ -10,8 +10,9 @@ ClusterPolicy. NVIDIADriver CRs follow ``templates/nvidiadriver.yaml``
 
 Where the template does more than copy values, it is reproduced here: ``upgradePolicy`` is rewritten
 (``gpuPodDeletion`` becomes ``podDeletion``: without it every later driver upgrade stalls at pod
-deletion), ``daemonsets.labels`` always names the operator as manager, and from v26.7.0 a policy in
-NVIDIADriver mode keeps only the switches and the upgrade policy under ``driver``.
+deletion), ``daemonsets.labels`` always names the operator as manager, and where the release's template
+says so (release.yaml ``chart.slimDriverKeys``: from v26.7) a policy in NVIDIADriver mode keeps only the
+switches and the upgrade policy under ``driver``.
 ``tests/test_chart_parity.py`` renders the real chart to hold this to it.
 """
 
@@ -25,6 +26,7 @@ from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver
 
 from wizard.bundled import operator_crd, operator_values
+from wizard.engine import releases
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
 
@@ -63,13 +65,6 @@ _SECTION_ORDER = (
 )
 #: ``gpu-operator.name`` in the chart: the manager label it puts on every operand (``daemonsets.labels``).
 OPERAND_MANAGER_LABELS = {"app.kubernetes.io/managed-by": "gpu-operator"}
-# Releases whose clusterpolicy.yaml keeps only these keys under `driver` when `nvidiaDriverCRD.enabled`
-# (the `if not .Values.driver.nvidiaDriverCRD.enabled` guard first appears in v26.7.0's template).
-_SLIM_DRIVER_RELEASES = frozenset({"v26.7.0"})
-_SLIM_DRIVER_KEYS = ("enabled", "useNvidiaDriverCRD", "upgradePolicy", "hostNetwork")
-# Releases whose nvidiadriver.yaml writes `version: {{ .Values.driver.version }}` unquoted (v26.7.0 quotes it):
-# a version such as 580 becomes a number there, which the CRD refuses.
-_UNQUOTED_NVIDIADRIVER_VERSION = frozenset({"v25.10.1", "v26.3.3"})
 _YAML11 = VersionedResolver(version=(1, 1))
 # Operands whose image version defaults to the chart's appVersion (the release tag).
 _APP_VERSION_SECTIONS = ("validator", "nodeStatusExporter")
@@ -177,7 +172,12 @@ def chart_spec(bundle: str) -> dict[str, Any]:
 
 def slim_driver(plan: Plan) -> bool:
     """Whether the release's chart leaves the driver image fields out of the ClusterPolicy (NVIDIADriver mode)."""
-    return plan.driver_enabled and plan.driver.useNvidiaDriverCRD and plan.operator.bundle in _SLIM_DRIVER_RELEASES
+    return bool(plan.driver_enabled and plan.driver.useNvidiaDriverCRD and _slim_driver_keys(plan))
+
+
+def _slim_driver_keys(plan: Plan) -> tuple[str, ...]:
+    """The keys the release's clusterpolicy.yaml keeps under ``driver`` with NVIDIADriver on (release.yaml)."""
+    return releases.rules(plan.operator.bundle).chart.slimDriverKeys
 
 
 def plain_yaml_is_string(value: str) -> bool:
@@ -188,11 +188,13 @@ def plain_yaml_is_string(value: str) -> bool:
 def chart_deploys_default_cr(plan: Plan) -> bool:
     """Whether the chart can deploy NVIDIADriver ``default`` from the values (``deployDefaultCR``).
 
-    v25.10.1 and v26.3.3 write the driver version unquoted, so a driver branch such as ``580``
-    (every precompiled plan) becomes a number and the API server refuses the CR: then the CR is
-    applied beside the release, from ``nvidiadrivers.yaml``.
+    Where the release's chart writes the driver version unquoted (release.yaml
+    ``chart.quotesNvidiaDriverVersion: false``: v25.10 and v26.3), a driver branch such as ``580`` (every
+    precompiled plan) becomes a number and the API server refuses the CR: then the CR is applied beside
+    the release, from ``nvidiadrivers.yaml``.
     """
-    return plan.operator.bundle not in _UNQUOTED_NVIDIADRIVER_VERSION or plain_yaml_is_string(plan.driver.version)
+    quoted = releases.rules(plan.operator.bundle).chart.quotesNvidiaDriverVersion
+    return quoted or plain_yaml_is_string(plan.driver.version)
 
 
 def toolkit_install_dir(plan: Plan, facts: ClusterFacts) -> str:
@@ -304,7 +306,7 @@ def cluster_policy(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] 
     policy = _policy(chart_spec(plan.operator.bundle), plan, toolkit_dir, toolkit_env)
     if slim_driver(plan):
         driver = policy["spec"]["driver"]
-        policy["spec"]["driver"] = {k: driver[k] for k in _SLIM_DRIVER_KEYS if k in driver}
+        policy["spec"]["driver"] = {k: driver[k] for k in _slim_driver_keys(plan) if k in driver}
     return policy
 
 

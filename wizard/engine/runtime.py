@@ -2,8 +2,8 @@
 
 The GPU Operator's toolkit configures containerd at its default places (``/etc/containerd/config.toml``,
 drop-in ``/etc/containerd/conf.d/99-nvidia.toml``, socket ``/run/containerd/containerd.sock``;
-``controllers/object_controls.go`` ``getRuntimeConfigFiles`` / ``getRuntimeSocketFile``, the same at
-v25.10.1, v26.3.3 and v26.7.0). Distributions that run their own containerd keep it elsewhere, and the
+``controllers/object_controls.go`` ``getRuntimeConfigFiles`` / ``getRuntimeSocketFile``, the same in
+every bundled release). Distributions that run their own containerd keep it elsewhere, and the
 toolkit then writes a drop-in nobody reads or cannot signal containerd (operator issues #406, #473,
 #522, #623, #992, #1323, #1694; rancher/rke2#3385). Sources of the settings below:
 

@@ -1,13 +1,15 @@
 """The GPU Operator's naming rules per release, written for the simulated operator from the operator's source.
 
-This module is the demo's own reading of ``NVIDIA/gpu-operator`` at v25.10.1, v26.3.3 and v26.7.0;
-it imports nothing from ``wizard.engine`` on purpose, so that the demo can disagree with the wizard
-(``tests/test_demo_operator_rules.py`` runs the operator's own unit-test cases against both):
+This module is the demo's own reading of ``NVIDIA/gpu-operator`` at each bundled release; what differs
+between releases comes from their ``release.yaml`` (read by the demo's own ``release_data``), the rules
+that apply it are here. It imports nothing from ``wizard.engine`` on purpose, so that the demo can
+disagree with the wizard (``tests/test_demo_operator_rules.py`` runs the operator's own unit-test
+cases against both):
 
 * OS tags: ``internal/state/nodepool.go`` ``getOSTag`` (NVIDIADriver pools) and
   ``controllers/state_manager.go`` ``getGPUNodeOSInfo`` (ClusterPolicy, first GPU node), which differ
-  per release (v25.10 keeps every VERSION_ID, v26.3 drops the minor for rocky and rhel >= 10 and
-  fails on an unparsable rhel major, v26.7 drops it for rhel, rocky and ol); v25.10's ClusterPolicy
+  per release (release.yaml ``osTag``: v25.10 keeps every VERSION_ID, v26.3 drops the minor for rocky and
+  rhel >= 10 and fails on an unparsable rhel major, v26.7 drops it for rhel, rocky and ol); v25.10's ClusterPolicy
   path (``kernelFullVersion``) needs the first GPU node's kernel label and takes its OS tag from there;
 * per-kernel precompiled DaemonSets (``transformPrecompiledDriverDaemonset``): named by the sanitised
   kernel plus NFD ``ID`` + full ``VERSION_ID`` (``getKernelVersionsMap``), never the release's OS tag;
@@ -16,17 +18,17 @@ it imports nothing from ``wizard.engine`` on purpose, so that the demo can disag
   so the name stays within 63 characters;
 * image paths (``internal/image/image.go`` ``ImagePath``, ``resolveDriverTag``,
   ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``, which also parse the result);
-* ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only).
+* ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only), both
+  from release.yaml.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
 
-from wizard.bundled import assets
 from wizard.demo.rules.imageref import parse_reference
+from wizard.demo.rules.release_data import ReleaseData, data_for, release_lines
 
 NFD = "feature.node.kubernetes.io"
 LABEL_KERNEL = f"{NFD}/kernel-version.full"
@@ -59,7 +61,7 @@ class RuleError(Exception):
 
 @dataclass(frozen=True, order=True)
 class OperatorRelease:
-    """An operator release (``v26.7.0``), ordered by version."""
+    """An operator release (``vMAJOR.MINOR.PATCH``), ordered by version."""
 
     major: int
     minor: int
@@ -67,35 +69,29 @@ class OperatorRelease:
 
     @classmethod
     def parse(cls, text: str) -> OperatorRelease:
-        """``v26.7.0`` / ``26.7`` to a release; ValueError otherwise."""
+        """``vMAJOR.MINOR.PATCH`` / ``MAJOR.MINOR`` to a release; ValueError otherwise."""
         match = _VERSION_RE.match(text.strip())
         if match is None:
-            raise ValueError(f"{text!r} is not an operator release like v26.7.0")
+            newest = list(release_lines().values())[-1]
+            raise ValueError(f"{text!r} is not an operator release like {newest}")
         return cls(int(match[1]), int(match[2]), int(match[3] or 0))
 
-    def at_least(self, major: int, minor: int) -> bool:
-        return (self.major, self.minor) >= (major, minor)
+    @property
+    def rules(self) -> ReleaseData:
+        """What this release does differently (its line's ``release.yaml``, or the nearest older line's)."""
+        return data_for(self.major, self.minor)
 
     def __str__(self) -> str:
         return f"v{self.major}.{self.minor}.{self.patch}"
 
 
-@cache
 def bundled_releases() -> dict[str, str]:
-    """``{"26.7": "v26.7.0", ...}``: the releases whose CRDs and chart values the demo carries."""
-    out: dict[str, str] = {}
-    for entry in assets().joinpath("operator").iterdir():
-        try:
-            release = OperatorRelease.parse(entry.name)
-        except ValueError:
-            continue
-        if entry.is_dir():
-            out[f"{release.major}.{release.minor}"] = entry.name
-    return dict(sorted(out.items(), key=lambda kv: OperatorRelease.parse(kv[1])))
+    """``{"MAJOR.MINOR": bundle}``: the releases whose CRDs, chart values and release.yaml the demo carries."""
+    return release_lines()
 
 
 def bundle_of(release: OperatorRelease | str) -> str:
-    """The bundled folder of a release (``v26.7.0``); ValueError for a release the demo does not carry."""
+    """The bundled folder of a release (``vMAJOR.MINOR.PATCH``); ValueError for a release the demo does not carry."""
     parsed = release if isinstance(release, OperatorRelease) else OperatorRelease.parse(release)
     try:
         return bundled_releases()[f"{parsed.major}.{parsed.minor}"]
@@ -127,21 +123,17 @@ def _rhel_major(version: str) -> int:
 def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
     """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
     head = version.split(".")[0]
-    if release.at_least(26, 7):
-        suffix = head if os_id in ("ol", "rocky", "rhel") else version
-    elif release.at_least(26, 3):
-        suffix = version
-        if os_id == "rocky":
+    rules = release.rules
+    suffix = version  # nodePool.getOS() before v26.3: ID + VERSION_ID, always
+    if os_id in rules.major_only:
+        suffix = head
+    elif os_id in rules.major_only_from:
+        try:
+            major = _rhel_major(version)
+        except RuleError as exc:
+            raise RuleError(f"failed to parse os version: {exc}") from None
+        if major >= rules.major_only_from[os_id]:
             suffix = head
-        elif os_id == "rhel":
-            try:
-                major = _rhel_major(version)
-            except RuleError as exc:
-                raise RuleError(f"failed to parse os version: {exc}") from None
-            if major >= 10:
-                suffix = head
-    else:
-        suffix = version  # nodePool.getOS(): ID + VERSION_ID, always
     return f"{os_id}{suffix}"
 
 
@@ -158,7 +150,8 @@ class PolicyOS:
 def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
     """``getGPUNodeOSInfo`` (v26.3+) or ``kernelFullVersion`` (v25.10) for the first GPU node's labels."""
     os_id, version = labels.get(LABEL_OS_ID), labels.get(LABEL_OS_VERSION)
-    if not release.at_least(26, 3):
+    rules = release.rules
+    if not rules.gpu_node_os_info:
         kernel = labels.get(LABEL_KERNEL)
         if not kernel:
             raise RuleError("ERROR: Could not find kernel full version: ('', '')")
@@ -170,17 +163,14 @@ def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
         raise RuleError(f"unable to retrieve OS version from label {LABEL_OS_VERSION}")
     head = version.split(".")[0]
     suffix = version
-    if release.at_least(26, 7):
-        if os_id in ("ol", "rocky", "rhel"):
-            suffix = head
-    elif os_id == "rocky":
+    if os_id in rules.major_only:
         suffix = head
-    elif os_id == "rhel":
+    elif os_id in rules.major_only_from:
         try:
             major = _rhel_major(version)
         except RuleError as exc:
             raise RuleError(f"error processing OS major version {version.split('.')[0].strip()}: {exc}") from None
-        if major >= 10:
+        if major >= rules.major_only_from[os_id]:
             suffix = head
     if not os_id:
         raise RuleError(f'GPU node OS info is empty: release="", tag="{suffix}"')
@@ -299,19 +289,12 @@ def nvidiadriver_image(
 
 # -- per-release mounts ------------------------------------------------------------------------------
 
-_YUM, _APT, _ZYPP = "/etc/yum.repos.d", "/etc/apt/sources.list.d", "/etc/zypp/repos.d"
-
 
 def repo_config_dirs(release: OperatorRelease) -> dict[str, str]:
-    """``RepoConfigPathMap``: NFD ``ID`` -> folder the repoConfig files are mounted into."""
-    dirs = {"centos": _YUM, "ubuntu": _APT, "rhcos": _YUM, "rhel": _YUM}
-    if release.at_least(26, 3):
-        dirs.update({"debian": _APT, "rocky": _YUM, "sles": _ZYPP, "sl-micro": _ZYPP})
-    if release.at_least(26, 7):
-        dirs["ol"] = _YUM
-    return dirs
+    """``RepoConfigPathMap``: NFD ``ID`` -> folder the repoConfig files are mounted into (release.yaml)."""
+    return dict(release.rules.repo_config_dirs)
 
 
 def mounts_host_lib_modules(release: OperatorRelease, *, precompiled: bool, os_id: str) -> bool:
     """Whether a ClusterPolicy's driver container gets host ``/lib/modules`` (PR #2252: v26.3+, sles and sl-micro)."""
-    return release.at_least(26, 3) and precompiled and os_id in ("sles", "sl-micro")
+    return precompiled and os_id in release.rules.lib_modules_ids

@@ -15,6 +15,7 @@ from typing import Any
 
 from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded
 from wizard.bundled import assets
+from wizard.demo.rules.release_data import release_lines
 from wizard.demo.scenarios.scenario_check import (
     ScenarioError,
     build_dataclass,
@@ -134,7 +135,8 @@ class FaultSpec:
 class OperatorSpec:
     """The GPU Operator as installed in the scenario."""
 
-    release: str = "v26.7.0"
+    release: str = field(default_factory=lambda: list(release_lines().values())[-1])
+    """The operator release; the newest bundled one unless the scenario names another."""
     namespace: str = "gpu-operator"
     installed: bool = True
     """Operator Deployment present (it reconciles ClusterPolicy / NVIDIADriver)."""

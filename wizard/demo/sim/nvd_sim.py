@@ -63,7 +63,7 @@ def node_pools(
     """``getNodePools`` over the CR's GPU nodes (first node of a pool wins, by name); RuleError for an OS tag the release cannot build."""
     selector = dict((cr.get("spec") or {}).get("nodeSelector") or {})
     selector[LABEL_GPU_PRESENT] = "true"
-    if release.at_least(26, 7):
+    if release.rules.owner_label:
         selector[OWNER_LABEL] = cr["metadata"]["name"]
     pools: dict[str, NodePool] = {}
     for node in sorted(members, key=lambda n: n["metadata"]["name"]):
@@ -76,7 +76,7 @@ def node_pools(
         except RuleError as exc:
             raise RuleError(f"failed to get OS info for node {node['metadata']['name']}: {exc}") from None
         pool_selector = {**selector, LABEL_OS_ID: os_id}
-        if release.at_least(26, 7) and not tag.endswith(version):
+        if release.rules.pool_selects_major and not tag.endswith(version):
             major = labels.get(LABEL_OS_VERSION_MAJOR)
             if major is None:
                 continue
@@ -133,7 +133,7 @@ class NVIDIADriverController:
             if conflict:
                 self._status(writer, cr, operator, "notReady", "ConflictingNodeSelector", conflict)
                 continue
-            if operator.release.at_least(26, 7):
+            if operator.release.rules.owner_label:
                 self._label_owner(writer, members, cr["metadata"]["name"])
             try:
                 wanted = self._render(cr, members, operator)

@@ -189,7 +189,7 @@ class ClusterPolicyController:
             return ClusterInit()
         first = labels_of(sorted(gpu_nodes, key=lambda n: n["metadata"]["name"])[0])
         cluster_os = None
-        if operator.release.at_least(26, 3):
+        if operator.release.rules.gpu_node_os_info:
             try:
                 cluster_os = policy_os(first, operator.release)
             except RuleError as exc:
@@ -203,7 +203,7 @@ class ClusterPolicyController:
     @staticmethod
     def _operator_host_id(writer: Writer, operator: OperatorInfo) -> str:
         """v25.10 reads ``/host-etc/os-release`` of the node the operator pod runs on (issue #562): its ``ID``."""
-        if operator.release.at_least(26, 3):
+        if operator.release.rules.gpu_node_os_info:
             return ""
         nodes = {n["metadata"]["name"]: n for n in read(writer.store, "nodes")}
         host = next(
@@ -307,12 +307,12 @@ class ClusterPolicyController:
         if not precompiled:
             repo_dir = ""
             if repo_config:
-                os_id = cluster_os.os_id if release.at_least(26, 3) else self._operator_host_os
+                os_id = cluster_os.os_id if release.rules.gpu_node_os_info else self._operator_host_os
                 repo_dir = repo_config_dirs(release).get(os_id, "")
                 if not repo_dir:
                     why = (
                         f"repository configuration not supported for distribution {cluster_os.tag}"
-                        if release.at_least(26, 3)
+                        if release.rules.gpu_node_os_info
                         else "distribution not supported"
                     )
                     raise OperandError(f"ERROR: failed to get destination directory for custom repo config: {why}")

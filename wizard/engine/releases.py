@@ -1,0 +1,207 @@
+"""The GPU Operator releases gpu-wizard knows, and what differs between them: the one place releases are known.
+
+A release is data: a folder ``assets/operator/<release>/`` with the chart's values, its CRDs and a
+``release.yaml`` (the chart's template differences, the OS tag rule, the repoConfig folders, the driver
+branches the release supports, …), read here through ``wizard.bundled`` and validated by the models
+below (every field bounded: the folder may come from ``GPU_WIZARD_ASSETS``). The engine and, through it,
+the CLI and the TUI ask this module; the demo reads the same files with its own reader
+(``wizard.demo.rules.release_data``) so that it can disagree. The default release is the newest bundled
+one, by version; a release line (major.minor) is served by its newest bundled patch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, total_ordering
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from wizard.bundled import OPERATOR_RELEASE_FILE, assets, operator_bundles, operator_release_data
+
+__all__ = [
+    "Release",
+    "ReleaseRules",
+    "default_release",
+    "first_release",
+    "lines",
+    "nearest_rules",
+    "rules",
+    "rules_of_line",
+]
+
+_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", re.ASCII)
+#: More release folders than this is a mistake, not a product.
+MAX_RELEASES = 64
+
+
+@total_ordering
+@dataclass(frozen=True)
+class Release:
+    """A GPU Operator release, ``vMAJOR.MINOR.PATCH`` (a bundled folder's name); ordered by version."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Release:
+        """Parse ``vMAJOR.MINOR.PATCH`` / ``MAJOR.MINOR`` into a Release; ValueError when it is not a version."""
+        found = cls.parse_or_none(text)
+        if found is None:
+            raise ValueError(f"{text!r} is not an operator release like {default_release()}")
+        return found
+
+    @classmethod
+    def parse_or_none(cls, text: str) -> Release | None:
+        """:meth:`parse` without the error (which names the default release, so reads the assets)."""
+        match = _RELEASE_RE.match(text.strip())
+        return cls(int(match[1]), int(match[2]), int(match[3] or 0)) if match else None
+
+    @property
+    def line(self) -> str:
+        """The release line, ``MAJOR.MINOR``."""
+        return f"{self.major}.{self.minor}"
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Release):
+            return NotImplemented
+        return (self.major, self.minor, self.patch) < (other.major, other.minor, other.patch)
+
+    def __str__(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+
+_Word = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+_Path = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^(/[A-Za-z0-9._-]+)+$")]
+_Version = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[0-9]+(\.[0-9]+)*$")]
+_Text = Annotated[str, StringConstraints(max_length=1024)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChartRules(_Model):
+    """Where the release's chart templates differ."""
+
+    slimDriverKeys: tuple[_Word, ...] = Field(max_length=32)
+    """The keys kept under the ClusterPolicy's ``driver`` with NVIDIADriver enabled; empty: the whole section."""
+    quotesNvidiaDriverVersion: bool
+    """nvidiadriver.yaml quotes ``driver.version``; unquoted, a branch such as 580 becomes a number."""
+
+
+class OSTagRules(_Model):
+    """Which IDs keep only the VERSION_ID major in the OS tag of image names."""
+
+    majorOnly: tuple[_Word, ...] = Field(max_length=64)
+    majorOnlyFrom: dict[_Word, Annotated[int, Field(ge=0, le=10_000)]] = Field(max_length=64)
+    """ID -> first major that keeps only the major; the major must be a number."""
+
+
+class DriverBranches(_Model):
+    """The component matrix's driver row for this release."""
+
+    source: _Text
+    default: _Version
+    branches: tuple[_Version, ...] = Field(min_length=1, max_length=64)
+    versions: tuple[_Version, ...] = Field(max_length=256)
+    note: _Text = ""
+
+
+class ReleaseRules(_Model):
+    """One release's ``release.yaml`` (the demo-only keys are read by the demo and ignored here)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    chart: ChartRules
+    osTag: OSTagRules
+    repoConfigDirs: dict[_Word, _Path] = Field(max_length=64)
+    """RepoConfigPathMap: OS ID -> folder the repoConfig files are mounted in."""
+    gpuNodeOSInfo: bool
+    """The ClusterPolicy takes the OS from the GPU nodes' labels (else from the operator pod's own host)."""
+    driverBranches: DriverBranches
+
+
+@dataclass(frozen=True)
+class _Table:
+    by_bundle: dict[str, ReleaseRules]
+    lines: dict[str, str]
+
+
+def _table() -> _Table:
+    return _table_at(str(assets()))
+
+
+@cache
+def _table_at(root: str) -> _Table:
+    del root  # the cache key: the readers below read from the same root
+    found = [(release, name) for name in operator_bundles() if (release := Release.parse_or_none(name)) is not None]
+    if not found:
+        raise RuntimeError(f"no operator release folder with a {OPERATOR_RELEASE_FILE} in the assets")
+    if len(found) > MAX_RELEASES:
+        raise RuntimeError(f"{len(found)} operator release folders; at most {MAX_RELEASES}")
+    found.sort()
+    by_bundle: dict[str, ReleaseRules] = {}
+    for _, name in found:
+        try:
+            by_bundle[name] = ReleaseRules.model_validate(operator_release_data(name))
+        except ValidationError as exc:
+            raise RuntimeError(f"assets/operator/{name}/{OPERATOR_RELEASE_FILE}: {exc}") from None
+    return _Table(by_bundle, {release.line: name for release, name in found})  # newest patch last, so it wins
+
+
+def lines() -> dict[str, str]:
+    """``{"MAJOR.MINOR": bundle folder}`` of every bundled release line, oldest first."""
+    return dict(_table().lines)
+
+
+def default_release() -> str:
+    """The newest bundled release (by version): what a plan targets unless told otherwise."""
+    return list(_table().lines.values())[-1]
+
+
+def bundle_of(release: str | Release) -> str | None:
+    """The bundled folder serving a release's line, None for a line gpu-wizard does not know."""
+    parsed = release if isinstance(release, Release) else Release.parse(release)
+    return _table().lines.get(parsed.line)
+
+
+def rules(release: str | Release) -> ReleaseRules:
+    """The rules of a release's line; KeyError for a line gpu-wizard does not know."""
+    bundle = bundle_of(release)
+    if bundle is None:
+        raise KeyError(f"{release} is not a release gpu-wizard knows; valid: {', '.join(lines().values())}")
+    return _table().by_bundle[bundle]
+
+
+def rules_of_line(release: str | Release) -> ReleaseRules | None:
+    """The rules of a release's line, None for a line gpu-wizard does not know."""
+    bundle = bundle_of(release)
+    return None if bundle is None else _table().by_bundle[bundle]
+
+
+def nearest_rules(release: str | Release) -> ReleaseRules:
+    """The rules of the newest bundled line not newer than ``release`` (the oldest line for an older one).
+
+    For a live operator of a line gpu-wizard does not bundle: a later release is taken to behave as the
+    newest bundled one, an earlier one as the oldest.
+    """
+    parsed = release if isinstance(release, Release) else Release.parse(release)
+    table = _table()
+    chosen = next(iter(table.by_bundle.values()))
+    for line, bundle in table.lines.items():
+        if Release.parse(line) <= Release(parsed.major, parsed.minor):
+            chosen = table.by_bundle[bundle]
+    return chosen
+
+
+def first_release(predicate: Callable[[ReleaseRules], bool]) -> Release | None:
+    """The oldest bundled release line (``vMAJOR.MINOR.0``) whose rules satisfy ``predicate``."""
+    for bundle, found in _table().by_bundle.items():
+        if predicate(found):
+            parsed = Release.parse(bundle)
+            return Release(parsed.major, parsed.minor)
+    return None
