@@ -85,9 +85,9 @@ def step_named(name: str) -> Step:
     raise KeyError(name)
 
 
-def neighbour(name: str, direction: int, state: WizardState) -> Step | None:
+def neighbour(step: str, direction: int, state: WizardState) -> Step | None:
     """The next (+1) or previous (-1) step that applies, or None past either end."""
-    index = STEP_NAMES.index(name) + direction
+    index = STEP_NAMES.index(step) + direction
     while 0 <= index < len(STEPS):
         if STEPS[index].applies(state):
             return STEPS[index]

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from screens.steps.base import StepScreen
 
 
-def make_screen(name: str) -> StepScreen:
-    """A fresh screen for the step called ``name``: the class :data:`screens.flow.STEPS` names for it."""
-    module, _, cls = step_named(name).screen.rpartition(".")
+def make_screen(step: str) -> StepScreen:
+    """A fresh screen for the step called ``step``: the class :data:`screens.flow.STEPS` names for it."""
+    module, _, cls = step_named(step).screen.rpartition(".")
     screen: StepScreen = getattr(importlib.import_module(module), cls)()
     return screen
