@@ -92,7 +92,9 @@ def _step_parameters(trees: list[ast.Module]) -> dict[str, set[int]]:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 names = [a.arg for a in node.args.posonlyargs + node.args.args if a.arg not in ("self", "cls")]
             elif isinstance(node, ast.ClassDef) and any("dataclass" in ast.unparse(d) for d in node.decorator_list):
-                names = [s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+                names = [
+                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+                ]
             positions = {i for i, name in enumerate(names) if _says_step(name)}
             if positions:
                 found.setdefault(node.name, set()).update(positions)  # type: ignore[attr-defined]
