@@ -128,10 +128,14 @@ def _is_step(node: ast.Constant, parent: ast.AST, takers: dict[str, set[int]]) -
 
 def step_literals(files: list[Path]) -> Iterator[str]:
     """``path:line: 'name'`` for each step name written as a literal where a step is meant."""
-    trees = [ast.parse(path.read_text(encoding="utf-8"), str(path)) for path in files]
-    takers = _step_parameters(trees)
-    for path, tree in zip(files, trees, strict=True):
-        for parent in ast.walk(tree):
+    texts = {path: path.read_text(encoding="utf-8") for path in files}
+    quoted = re.compile("[\"'](?:{})[\"']".format("|".join(sorted(NAMES))))
+    holding = [path for path, text in texts.items() if quoted.search(text)]  # only these can hold one
+    defining = [path for path, text in texts.items() if "step" in text.lower()]  # only these define a step parameter
+    trees = {path: ast.parse(texts[path], str(path)) for path in {*holding, *defining}}
+    takers = _step_parameters([trees[path] for path in defining])
+    for path in holding:
+        for parent in ast.walk(trees[path]):
             for child in ast.iter_child_nodes(parent):
                 if isinstance(child, ast.Constant) and child.value in NAMES and _is_step(child, parent, takers):
                     yield f"{path.relative_to(ROOT)}:{child.lineno}: {child.value!r}"
