@@ -33,6 +33,7 @@ from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
 from wizard import collector
+from wizard.engine.steps import CONNECT
 from wizard.paths import backups_dir, state_dir
 
 HELP_SCREEN = "help"
@@ -67,7 +68,7 @@ class WizardApp(App[int]):
         step_delay: float = DEMO_STEP_DELAY,
         backup_dir: Path | None = None,
         report_dir: Path | None = None,
-        start_step: str = "connect",
+        start_step: str = CONNECT.name,
         replay: bool = True,
         web: bool = False,
     ) -> None:
@@ -106,14 +107,14 @@ class WizardApp(App[int]):
 
     def get_default_screen(self) -> Screen[Any]:
         """Starting at Connect, that step is the bottom screen: one screen to build before the first frame, not two."""
-        if self.start_step == "connect":
-            return make_screen("connect")
+        if self.start_step == CONNECT.name:
+            return make_screen(CONNECT.name)
         return super().get_default_screen()
 
     def on_mount(self) -> None:
         self.state.step = self.start_step
         self.reached = STEP_NAMES.index(self.start_step)
-        if self.start_step == "connect":
+        if self.start_step == CONNECT.name:
             self.idle.after_first_frame(partial(resume.load_answers, self))
         else:  # a later step needs its answers before it is built
             resume.load_answers(self)

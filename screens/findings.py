@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from wizard.engine.steps import DRIVER, NODES, PATHS, PREVIEW
+
 if TYPE_CHECKING:
     from screens.state import WizardState
     from wizard.engine.grouping import FindingGroup
@@ -56,7 +58,7 @@ def _image_findings(state: WizardState) -> list[Finding]:
                     f"{status.image}: registry unreachable, not checked ({target.error})",
                     "check the registry address and the network from here; if the nodes reach it, tick 'apply anyway'",
                     blocking=True,
-                    step="driver",
+                    step=DRIVER.name,
                 )
             )
         elif not target.exists:
@@ -77,7 +79,7 @@ def _image_findings(state: WizardState) -> list[Finding]:
                     f"{status.image} is missing in the target registry: {len(status.nodes)} node(s) cannot pull it",
                     fix,
                     blocking=True,
-                    step="driver",
+                    step=DRIVER.name,
                 )
             )
     rendered = state.rendered
@@ -96,7 +98,7 @@ def _image_findings(state: WizardState) -> list[Finding]:
                         f"no published precompiled driver {rendered.plan.driver.version} for kernel {entry.kernel} "
                         f"({entry.tag_os}): its nodes may get no driver",
                         "see the support request on the Driver step",
-                        step="driver",
+                        step=DRIVER.name,
                     )
                 )
     return found
@@ -109,7 +111,7 @@ def _path_findings(state: WizardState) -> list[Finding]:
             Finding(
                 "the host paths were not checked on the nodes (noexec or read-only mounts would stop the driver)",
                 "press Check on nodes on the Paths step",
-                step="paths",
+                step=PATHS.name,
             )
         ]
     problems: dict[tuple[str, str, str], list[str]] = {}
@@ -118,7 +120,7 @@ def _path_findings(state: WizardState) -> list[Finding]:
             message = str(check.message).replace(check.node, "").strip(" :")
             problems.setdefault((check.check, message, check.hint), []).append(check.node)
     return [
-        Finding(f"{name} on {_node_list(nodes)}: {message}", hint, blocking=True, step="paths")
+        Finding(f"{name} on {_node_list(nodes)}: {message}", hint, blocking=True, step=PATHS.name)
         for (name, message, hint), nodes in problems.items()
     ]
 
@@ -134,7 +136,7 @@ def _mixed_os_finding(state: WizardState) -> list[Finding]:
         Finding(
             f"GPU nodes run {len(tags)} OSes ({', '.join(tags)}) but the NVIDIADriver CRD is off",
             "tick NVIDIADriver CRD on the Driver step: one driver resource per OS, each with its own image",
-            step="driver",
+            step=DRIVER.name,
         )
     ]
 
@@ -173,7 +175,7 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
 def _host_findings(state: WizardState) -> list[Finding]:
     """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure blocks, a warning does not."""
     return [
-        Finding(group.summary(), group.hint, blocking=group.status.value == "fail", step="nodes")
+        Finding(group.summary(), group.hint, blocking=group.status.value == "fail", step=NODES.name)
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")
     ]
@@ -186,10 +188,10 @@ def plan_findings(state: WizardState) -> list[Finding]:
     mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here
     for advice in getattr(rendered, "advice", []):
         if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
-            found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, "preview"))
+            found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
     for check in state.references:
         if not check.ok or check.status.value == "warn":
-            found.append(Finding(check.message, check.hint, not check.ok, "driver"))
+            found.append(Finding(check.message, check.hint, not check.ok, DRIVER.name))
     found += _image_findings(state)
     found += _path_findings(state)
     found += mixed_os

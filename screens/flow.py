@@ -7,8 +7,10 @@ cluster work a step starts (node watch, image checks, rollout, verification) run
 to that screen, so Textual cancels it the moment the user leaves the step. State that must survive
 Back lives in the App's :class:`~screens.state.WizardState`, never in the widgets, so a screen is
 rebuilt from it each time (a ContentSwitcher would keep every step mounted and its workers alive).
-This module is data only (no screen class): widgets and screens read it without importing each other;
-:mod:`screens.steps` builds the screen for a step, importing its module only when first shown.
+The steps themselves (name, title, answers fields) are declared once in :mod:`wizard.engine.steps`;
+this module attaches each one's screen and ``applies`` rule. It is data only (no screen class is
+imported): widgets and screens read it without importing each other; :func:`screens.steps.make_screen`
+builds the screen for a step, importing its module only when first shown.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from wizard.engine import steps
+from wizard.engine.steps import StepSpec
 
 if TYPE_CHECKING:
     from screens.state import WizardState
@@ -30,29 +35,43 @@ def _driver_applies(state: WizardState) -> bool:
     return state.get("mode", "precompiled") != "preinstalled"
 
 
-def _verify_applies(state: WizardState) -> bool:
-    """Verification follows an apply (or an install already there)."""
-    return True
-
-
 @dataclass(frozen=True)
 class Step:
-    """One step: its name (used in answers, resume and the palette), its title, and whether it applies."""
+    """One step as the TUI sees it: its declaration (name, title, fields), its screen and whether it applies."""
 
-    name: str
-    title: str
+    spec: StepSpec
+    """Name, title and answers fields, from :data:`wizard.engine.steps.STEPS`."""
+    screen: str
+    """The screen class, ``module.Class``: :func:`screens.steps.make_screen` imports it when first shown."""
     applies: Callable[[WizardState], bool] = _always
 
+    @property
+    def name(self) -> str:
+        """Used in answers, resume and the palette."""
+        return self.spec.name
 
+    @property
+    def title(self) -> str:
+        return self.spec.title
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Answers keys the step owns: a step is complete when none of them has an error."""
+        return self.spec.fields
+
+
+# One entry per step of wizard.engine.steps.STEPS, in its order (tests/test_step_names.py checks both).
+# Verify always applies: it checks what the cluster runs, whether this run applied the plan, an
+# earlier one did, or nobody has yet (then it says the plan is not applied).
 STEPS: tuple[Step, ...] = (
-    Step("connect", "Connect"),
-    Step("nodes", "Nodes"),
-    Step("mode", "Mode"),
-    Step("driver", "Driver & registry", _driver_applies),
-    Step("paths", "Paths"),
-    Step("preview", "Preview"),
-    Step("apply", "Apply"),
-    Step("verify", "Verify", _verify_applies),
+    Step(steps.CONNECT, "screens.steps.connect.ConnectStep"),
+    Step(steps.NODES, "screens.steps.nodes.NodesStep"),
+    Step(steps.MODE, "screens.steps.mode.ModeStep"),
+    Step(steps.DRIVER, "screens.steps.driver.DriverStep", _driver_applies),
+    Step(steps.PATHS, "screens.steps.paths.PathsStep"),
+    Step(steps.PREVIEW, "screens.steps.preview.PreviewStep"),
+    Step(steps.APPLY, "screens.steps.apply.ApplyStep"),
+    Step(steps.VERIFY, "screens.steps.verify.VerifyStep"),
 )
 
 STEP_NAMES: tuple[str, ...] = tuple(s.name for s in STEPS)
@@ -66,9 +85,9 @@ def step_named(name: str) -> Step:
     raise KeyError(name)
 
 
-def neighbour(name: str, direction: int, state: WizardState) -> Step | None:
+def neighbour(step: str, direction: int, state: WizardState) -> Step | None:
     """The next (+1) or previous (-1) step that applies, or None past either end."""
-    index = STEP_NAMES.index(name) + direction
+    index = STEP_NAMES.index(step) + direction
     while 0 <= index < len(STEPS):
         if STEPS[index].applies(state):
             return STEPS[index]

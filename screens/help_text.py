@@ -7,6 +7,7 @@ Kept apart from the screens so the text can be reviewed as text. Facts follow
 from __future__ import annotations
 
 from screens.keys import help_keys
+from wizard.engine import steps
 
 KEYS = help_keys(web=False)
 """The *Keys* paragraph of F1 help in a terminal (see :mod:`screens.keys`)."""
@@ -76,7 +77,7 @@ from a reboot without it. Before the operator labels the nodes, **Check hosts** 
 """
 
 HELP: dict[str, str] = {
-    "connect": """
+    steps.CONNECT.name: """
 # Connect
 
 Pick the kube **context** of the cluster to install on. gpu-wizard then runs a **preflight**:
@@ -88,7 +89,7 @@ Pick the kube **context** of the cluster to install on. gpu-wizard then runs a *
 Each failure says what to do. No cluster at hand? **Try the demo cluster**: a simulated cluster with a
 simulated operator, marked *DEMO* everywhere.
 """,
-    "nodes": """
+    steps.NODES.name: """
 # Nodes
 
 Every GPU node, grouped by **(kernel, OS tag)**: the operator needs one driver image per group.
@@ -100,9 +101,9 @@ Every GPU node, grouped by **(kernel, OS tag)**: the operator needs one driver i
 
 The table follows the cluster live (a watch): nodes that join or change appear here.
 """,
-    "mode": "# Mode\n\nHow the NVIDIA driver reaches the nodes. The recommended mode is preselected; the reason is "
+    steps.MODE.name: "# Mode\n\nHow the NVIDIA driver reaches the nodes. The recommended mode is preselected; the reason is "
     "shown under the choices.\n" + MODE_COMPARISON,
-    "driver": """
+    steps.DRIVER.name: """
 # Driver & registry
 
 * **Version** — the driver version only (`580.126.09.1`, or a branch such as `580`). Never add a kernel or
@@ -118,7 +119,7 @@ The table follows the cluster live (a watch): nodes that join or change appear h
 
 A kernel with no published image gets a **support request** text to send to NVIDIA/SUSE.
 """,
-    "paths": """
+    steps.PATHS.name: """
 # Paths
 
 * **toolkit installDir** — where the container toolkit installs on the host. Default `/usr/local/nvidia`;
@@ -139,7 +140,7 @@ and CRI-O need nothing. Override in the answers file: `toolkit: {runtime: k3s}` 
 `toolkit: {env: {NAME: value}}` replaces the settings (an empty `env: {}` sends none). Verification reads
 `BinaryName` from the drop-in where that env puts it.
 """,
-    "preview": """
+    steps.PREVIEW.name: """
 # Preview
 
 Everything gpu-wizard will send, before anything is sent:
@@ -152,7 +153,7 @@ Everything gpu-wizard will send, before anything is sent:
 The **server dry-run** validates the objects on the API server without persisting them. Warnings explain
 what may go wrong and why. **Save** writes the manifests to a file.
 """,
-    "apply": """
+    steps.APPLY.name: """
 # Apply
 
 Applies the resources with server-side apply after a confirmation naming the cluster and context. The live
@@ -174,7 +175,7 @@ the registry's answer for both), the OS-tag changes, the GPU pods the upgrade ev
 an upgrade still under way. **Edit upgrade policy…** sets `maxParallelUpgrades`, `maxUnavailable`, drain and
 the timeouts, checked like the answers file.
 """,
-    "verify": """
+    steps.VERIFY.name: """
 # Verify
 
 Proves the driver works, node by node:

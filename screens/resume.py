@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from screens.flow import STEP_NAMES, step_named
 from screens.state import INCOMPLETE_HEADER, default_answers_path, display_path, previous_path
+from wizard.engine.steps import CONNECT, PREVIEW
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -24,12 +25,12 @@ def load_answers(app: WizardApp) -> None:
         if app.answers_file is not None:
             state.load(app.answers_file, given=True)
             state.replay = app.replay_answers
-        elif app.start_step != "connect":  # a later step shown directly (tests, screenshots)
+        elif app.start_step != CONNECT.name:  # a later step shown directly (tests, screenshots)
             state.load(default_answers_path(), given=False)
     except Exception as exc:  # an unreadable file must not stop the wizard
         state.load_errors.append(str(exc))
     show_load_errors(app)
-    if app.answers_file is not None or app.start_step != "connect":
+    if app.answers_file is not None or app.start_step != CONNECT.name:
         app.settled.set()
 
 
@@ -55,7 +56,7 @@ async def offer_resume(app: WizardApp) -> None:
         return
     state.answers_path = default_answers_path()
     saved = state.saved_step()
-    if saved in STEP_NAMES and saved != "connect" and state.saved_run_matches():
+    if saved in STEP_NAMES and saved != CONNECT.name and state.saved_run_matches():
         from screens.dialogs import ConfirmDialog
 
         title, body, yes = resume_question(state.answers_path, saved, verified=state.saved_verified())
@@ -72,7 +73,7 @@ async def offer_resume(app: WizardApp) -> None:
 
 def replay_stop(saved: str) -> str:
     """The step a resumed run's replay stops at: where it stopped, but never past Preview (no apply is replayed)."""
-    return saved if STEP_NAMES.index(saved) <= STEP_NAMES.index("preview") else "preview"
+    return saved if STEP_NAMES.index(saved) <= STEP_NAMES.index(PREVIEW.name) else PREVIEW.name
 
 
 def resume_question(answers: Path, saved: str, *, verified: bool) -> tuple[str, str, str]:
@@ -113,7 +114,7 @@ def _start_over(app: WizardApp, why: str) -> None:
 def _resumed(app: WizardApp, resume: bool) -> None:
     state = app.state
     if resume:
-        saved = state.saved_step() or "preview"
+        saved = state.saved_step() or PREVIEW.name
         try:
             state.load(state.answers_path, given=False)
             if state.answers_path.read_text(encoding="utf-8").startswith(INCOMPLETE_HEADER):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.engine import steps
 from wizard.paths import config_dir
 
 if TYPE_CHECKING:
@@ -32,13 +33,6 @@ if TYPE_CHECKING:
 
 #: First line of answers saved mid-way: their missing fields are expected, not problems to report on resume.
 INCOMPLETE_HEADER = "# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n"
-
-#: Answers keys each step owns: a step is complete when none of its fields has an error.
-STEP_FIELDS: dict[str, tuple[str, ...]] = {
-    "mode": ("mode", "operator"),
-    "driver": ("driver",),
-    "paths": ("toolkit", "hostPaths"),
-}
 
 
 def import_facade() -> ModuleType:
@@ -119,7 +113,7 @@ class WizardState:
     """Answers came from ``--answers``: prefill and replay through the steps already valid."""
     replay: bool = False
     """Advance automatically through steps whose answers are valid (subiquity-style replay)."""
-    replay_until: str = "preview"
+    replay_until: str = steps.PREVIEW.name
     """The replay stops here (never auto-applies)."""
     demo: str | None = None
     """Demo scenario name when running on the built-in simulated cluster."""
@@ -165,7 +159,7 @@ class WizardState:
     """Raw verification output (``LogLine``), kept for the exported report."""
     diagnosis: list[Check] = field(default_factory=list)
     """After a failed verification: why the failing nodes fail (``Cluster.diagnose``), for the panel and the report."""
-    step: str = "connect"
+    step: str = steps.CONNECT.name
     """The step on screen."""
     load_errors: list[str] = field(default_factory=list)
     """Problems found in the answers file, shown once the first step is up."""
@@ -208,7 +202,7 @@ class WizardState:
         never shown, so they must not reach the plan: a pre-installed run ignores an old driver version)."""
         from screens.flow import STEPS
 
-        skipped = [key for step in STEPS if not step.applies(self) for key in STEP_FIELDS.get(step.name, ())]
+        skipped = [key for step in STEPS if not step.applies(self) for key in step.fields]
         return {key: value for key, value in self.answers.items() if key not in skipped}
 
     def validate(self) -> tuple[Plan | None, list[FieldError]]:
@@ -257,7 +251,7 @@ class WizardState:
 
     def step_valid(self, step: str) -> bool:
         """No field owned by ``step`` has an error."""
-        return not self.errors_for(STEP_FIELDS.get(step, ()))
+        return not self.errors_for(steps.fields_of(step))
 
     def load(self, path: Path, *, given: bool) -> None:
         """Prefill from an answers file; a file with errors still prefills what it can."""
@@ -357,7 +351,7 @@ class WizardState:
 
         from wizard.atomic_write import write_private
 
-        identity = {"step": "verify", "verified": True, **self.run_identity()}
+        identity = {"step": steps.VERIFY.name, "verified": True, **self.run_identity()}
         with contextlib.suppress(OSError):  # a resume point not written costs an offer, never the verification
             write_private(resume_path(self.answers_path), json.dumps(identity) + "\n")
 

@@ -44,7 +44,7 @@ async def test_a_helm_owned_policy_gets_values_and_the_helm_command(tui_env: Pat
     async with app.run_test(size=(80, 24)) as pilot:
         await _to_apply(pilot)
         await wait_for(pilot, lambda: _plan_loaded(app), 30, "the upgrade plan")
-        await snapshot.check(pilot, "7-apply-helm")
+        await snapshot.check(pilot, "apply-helm")
         text = screen_text(app)
         assert "Helm release gpu-operator" in text and "helm upgrade" in text
         assert "Apply directly…" in text
@@ -100,12 +100,12 @@ async def test_the_upgrade_plan_shows_groups_evictions_and_duration(tui_env: Pat
         assert "Helm" not in screen_text(app)  # nobody owns it: applied as before
         assert app.screen.query_one("#apply").label.plain == "Apply…"
         app.screen.query_one("#upgrade-plan").scroll_visible(animate=False, top=True)
-        await snapshot.check(pilot, "7-apply-upgrade-plan")
+        await snapshot.check(pilot, "apply-upgrade-plan")
 
         # the upgrade policy, edited in its form: a bad value names the field and stays; a good one re-plans
         app.screen.query_one("#edit-policy").press()
         await wait_for(pilot, lambda: isinstance(app.screen, UpgradePolicyDialog), what="the policy form")
-        await snapshot.check(pilot, "7-apply-upgrade-policy")
+        await snapshot.check(pilot, "apply-upgrade-policy")
         await set_input(pilot, "policy-unavailable", "0%")
         await set_input(pilot, "policy-parallel", "3")
         await pilot.press("enter")

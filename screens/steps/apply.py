@@ -37,12 +37,12 @@ from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 from wizard import collector
+from wizard.engine.steps import VERIFY
 
 
 class ApplyStep(StepScreen):
     """Apply the plan and watch the operator roll it out."""
 
-    STEP = "apply"
     NEXT_LABEL = "Verify ▶"
 
     DEFAULT_CSS = """
@@ -144,7 +144,7 @@ class ApplyStep(StepScreen):
         images = state.images  # the policy changes no image: keep the registry's answers
         state.set("driver.upgradePolicy", event.policy)
         state.images = images
-        self.wizard.save_progress("apply")
+        self.wizard.save_progress(self.STEP)
         self.redo_dry_run()
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
@@ -311,7 +311,7 @@ class ApplyStep(StepScreen):
             self.refresh_nav()
             return
         state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
-        self.wizard.save_progress("apply")
+        self.wizard.save_progress(self.STEP)
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
@@ -353,7 +353,7 @@ class ApplyStep(StepScreen):
             if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
                 self._told_ready = True
                 self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
-            self.wizard.save_progress("verify")
+            self.wizard.save_progress(VERIFY.name)
         elif self._rollout is not None and self._rollout.phase == "failed":
             await self._diagnose(self._rollout)
         view = self.query_one(UpgradePlanView)

@@ -10,7 +10,7 @@ becomes an :class:`~screens.dialogs.ErrorDialog` saying what to do.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import events
 from textual.app import ComposeResult
@@ -36,10 +36,13 @@ if TYPE_CHECKING:
 
 
 class StepScreen(MarksFocusedRow, Screen[None]):
-    """One wizard step. Subclasses set ``STEP`` and ``HELP`` and implement ``compose_body``."""
+    """One wizard step. Subclasses set ``HELP`` and implement ``compose_body``; ``STEP`` and ``FIELDS`` come
+    from the entry of :data:`screens.flow.STEPS` that names the class as its screen (the step is declared once)."""
 
     STEP: ClassVar[str] = ""
-    """The step's name in :data:`screens.flow.STEPS`."""
+    """The step's name in :data:`screens.flow.STEPS` (set for each class that entry names, inherited below it)."""
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    """Answers keys (prefixes) the step owns (:attr:`wizard.engine.steps.StepSpec.fields`)."""
     HELP: ClassVar[str] = ""
     """Markdown shown by F1."""
     NEXT_LABEL: ClassVar[str] = "Next ▶"
@@ -63,6 +66,15 @@ class StepScreen(MarksFocusedRow, Screen[None]):
         & > #body { height: 1fr; padding: 0 1; }
     }
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Take ``STEP`` and ``FIELDS`` from the flow's entry naming this class (a class no entry names,
+        a test's subclass say, keeps its parent's)."""
+        super().__init_subclass__(**kwargs)
+        path = f"{cls.__module__}.{cls.__qualname__}"
+        for step in STEPS:
+            if step.screen == path:
+                cls.STEP, cls.FIELDS = step.name, step.fields
 
     class Navigate(Message):
         """Ask the App to show another step (``target`` by name)."""

@@ -40,8 +40,6 @@ def scenario_names() -> list[str]:
 class ConnectStep(StepScreen):
     """Choose the cluster and check that the wizard can work on it."""
 
-    STEP = "connect"
-
     DEFAULT_CSS = """
     #connect-row, #demo-row { height: 1; }
     #connect-row > Label, #demo-row > Label { width: 10; }

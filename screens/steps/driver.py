@@ -11,7 +11,7 @@ the support request text to send to the vendor.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar
+from typing import Any
 
 from rich.markup import escape
 from textual import on, work
@@ -48,8 +48,6 @@ RENDER_AT_ONCE_MAX_NODES = 500
 class DriverStep(FormStep):
     """Which driver image, from where, and does every node's tag exist?"""
 
-    STEP = "driver"
-    FIELDS: ClassVar[tuple[str, ...]] = ("driver",)
     # The version field takes the focus as the screen is composed: Textual's default focused the first
     # focusable widget, the form's scroll container, and moving the focus on from it restyled the whole
     # form twice (~30 ms each) before the step's first frame.

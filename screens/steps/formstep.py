@@ -6,17 +6,12 @@ message next to a field is the one the answers file and the CLI would give for t
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from screens.steps.base import StepScreen
 from screens.widgets.field import AnswerField
 
 
 class FormStep(StepScreen):
     """A step whose answers live in :class:`AnswerField` widgets."""
-
-    FIELDS: ClassVar[tuple[str, ...]] = ()
-    """Answers keys (prefixes) this step owns; their errors block Next."""
 
     def on_answer_field_changed(self, event: AnswerField.Changed) -> None:
         event.stop()

@@ -8,8 +8,6 @@ documents' comparison (control vs automation, when to choose each). Upstream is 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -27,9 +25,6 @@ UNVALIDATED = "configurable, not validated in this release"
 
 class ModeStep(FormStep):
     """Choose the driver mode and the operator release."""
-
-    STEP = "mode"
-    FIELDS: ClassVar[tuple[str, ...]] = ("mode", "operator")
 
     DEFAULT_CSS = """
     #modes { width: 1fr; height: auto; border: none; padding: 0; }

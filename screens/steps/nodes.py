@@ -96,8 +96,6 @@ def table_rows(facts: Any, release: str, host_drivers: dict[str, str]) -> tuple[
 class NodesStep(StepScreen):
     """What the cluster's GPU nodes run, live."""
 
-    STEP = "nodes"
-
     DEFAULT_CSS = """
     #groups { height: auto; max-height: 6; }
     #node-table { height: 1fr; }

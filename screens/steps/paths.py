@@ -8,7 +8,7 @@ OS gets ``/run/nvidia/toolkit-install``). Each keystroke is validated by the pla
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ClassVar
+from typing import Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -38,9 +38,6 @@ def auto_check(state: Any) -> bool:
 
 class PathsStep(FormStep):
     """Where the toolkit and the driver live on the host."""
-
-    STEP = "paths"
-    FIELDS: ClassVar[tuple[str, ...]] = ("toolkit", "hostPaths")
 
     DEFAULT_CSS = """
     #path-buttons { height: 1; margin-top: 1; }

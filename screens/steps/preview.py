@@ -67,7 +67,6 @@ def tab_texts(rendered: Any) -> dict[str, tuple[str, Content]]:
 class PreviewStep(StepScreen):
     """Review the rendered resources and the server's dry-run verdict."""
 
-    STEP = "preview"
     NEXT_LABEL = "Apply… ▶"
     # the first focus on the text under review (the arrows and PageDown scroll it), not on "Save…",
     # which Enter would open: reading comes before saving

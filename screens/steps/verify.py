@@ -70,7 +70,6 @@ def cell(check: Any) -> str:
 class VerifyStep(StepScreen):
     """Prove the install, node by node."""
 
-    STEP = "verify"
     NEXT_LABEL = "Finish ✓"
     _verifying = False
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.common import EXIT_FAILED, EXIT_OK
 from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster
+from wizard.engine.steps import PATHS
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
@@ -233,7 +234,7 @@ SOURCES: list[tuple[str, FindingSource]] = [
     ("kernel-drift", kernel_drift_findings),
     ("images", image_findings),
     ("driver-branch", branch_findings),
-    ("paths", path_findings),
+    (PATHS.name, path_findings),  # the Paths step's check
     ("hosts", host_findings),
     ("runtime", runtime_findings),
     ("diagnosis", diagnosis_findings),
