@@ -338,17 +338,11 @@ class Cluster:
         A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         """
-        return collector.streamed(
-            rollouts.follow_cluster(
-                self,
-                plan,
-                interval=interval,
-                timeout=timeout,
-                crash_window=crash_window,
-                stall_window=stall_window,
-                heartbeat=heartbeat,
-            )
-        )
+        statuses = rollouts.follow_cluster(
+            self, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
+            heartbeat=heartbeat,
+        )  # fmt: skip
+        return collector.streamed(statuses)
 
     def check_paths(
         self,
@@ -423,17 +417,10 @@ class Cluster:
 
         Without ``registry`` the digest checks are SKIPPED with ``no_registry`` as the reason.
         """
-        return collector.streamed(
-            proving.verify(
-                self,
-                plan,
-                rendered,
-                registry=registry,
-                no_registry=no_registry,
-                concurrency=concurrency,
-                timeout=timeout,
-            )
+        items = proving.verify(
+            self, plan, rendered, registry=registry, no_registry=no_registry, concurrency=concurrency, timeout=timeout
         )
+        return collector.streamed(items)
 
     def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
         """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
