@@ -1,7 +1,7 @@
 """The rollout's watch caches (and the gateway's watch under them) when the server throttles a watch, ends it
 at once, holds it silent or answers it with an error page, against the demo cluster over real HTTPS.
 
-A :class:`~wizard.cluster.rollout_cache.Cache` of the nodes lists once and then watches on; the demo
+A :class:`~wizard.cluster.watchcache.WatchCache` of the nodes lists once and then watches on; the demo
 answers its watch requests with the faults under test, and the test reads when each watch request
 reached the server. The reconnect policy is cut to a few milliseconds, so any longer wait between two
 watches is one the server asked for.
@@ -14,6 +14,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -21,10 +22,11 @@ from aiohttp import web
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
-from wizard.cluster import rollout_cache
+from wizard.cluster import watchcache
 from wizard.cluster.gateway import watches
 from wizard.cluster.gateway.watches import _DictWatch, _NotAnEvent
-from wizard.cluster.rollout_cache import Cache, slim_node
+from wizard.cluster.rollout_cache import slim_node
+from wizard.cluster.watchcache import WatchCache
 from wizard.demo.serve import DemoClusterThread
 from wizard.retry import Policy
 
@@ -40,7 +42,7 @@ def https_demo(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
 
 @pytest.fixture
 def demo(https_demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[DemoClusterThread]:
-    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))
     with faults_off(https_demo):
         yield https_demo
 
@@ -59,10 +61,10 @@ def record_watches(demo: DemoClusterThread, *, faulted: int) -> list[float]:
     return seen
 
 
-async def watches_of_a_node_cache(demo: DemoClusterThread, seen: list[float], count: int) -> Cache:
+async def watches_of_a_node_cache(demo: DemoClusterThread, seen: list[float], count: int) -> WatchCache[Any]:
     """Run a node cache until the demo has seen ``count`` watch requests (or 10 s passed); the cache."""
     async with connected(demo) as cluster:
-        cache = Cache(cluster.gateway, "nodes", asyncio.Event(), slim=slim_node)
+        cache: WatchCache[Any] = WatchCache(cluster.gateway, "nodes", asyncio.Event(), slim=slim_node)
         task = asyncio.create_task(cache.run())
         try:
             deadline = time.monotonic() + 10
@@ -90,7 +92,7 @@ async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_ser
 async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
     demo.faults.silent_watch_s = 0.0  # the first two watches end at once with no event, the third is served
     seen = record_watches(demo, faulted=2)
     cache = await watches_of_a_node_cache(demo, seen, 3)
@@ -102,8 +104,8 @@ async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_afte
 async def test_a_watch_that_ran_its_course_is_opened_again_at_once(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rollout_cache, "RECONNECT", Policy(attempts=6, initial=1.0, cap=1.0))
-    monkeypatch.setattr(rollout_cache, "WATCH_TIMEOUT_S", 1)  # each watch ends with a bookmark after 1 s
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=1.0, cap=1.0))
+    monkeypatch.setattr(watchcache, "WATCH_TIMEOUT_S", 1)  # each watch ends with a bookmark after 1 s
     seen = record_watches(demo, faulted=0)
     cache = await watches_of_a_node_cache(demo, seen, 3)
     assert len(seen) == 3 and cache.lists == 1
@@ -113,13 +115,13 @@ async def test_a_watch_that_ran_its_course_is_opened_again_at_once(
 async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_the_cache_stays_current(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rollout_cache, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watchcache, "WATCH_TIMEOUT_S", 1)
     monkeypatch.setattr(watches, "WATCH_SLACK_S", 0.5)  # the client gives a watch up 1.5 s after it opened it
     demo.faults.silent_watch_s = 10.0  # the first watch: 200, then nothing (no event, no bookmark, no end)
     seen = record_watches(demo, faulted=1)
     node, value = demo.store.list("nodes")[0]["metadata"]["name"], uuid.uuid4().hex[:8]
     async with connected(demo) as cluster:
-        cache = Cache(cluster.gateway, "nodes", asyncio.Event())  # whole nodes: every label
+        cache = WatchCache(cluster.gateway, "nodes", asyncio.Event())  # whole nodes: every label
         task = asyncio.create_task(cache.run())
         try:
             while len(seen) < 2 and not task.done():

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import certifi
 import pytest
@@ -25,11 +25,20 @@ from tests.test_render_golden import node
 from wizard import collector
 from wizard.cluster import apply as applying
 from wizard.cluster import apply_preview
-from wizard.cluster.discovery import facts_in_slices
-from wizard.cluster.rollout_cache import Cache, slim_node
+from wizard.cluster.discovery import node_cache
+from wizard.cluster.rollout_cache import slim_node
 from wizard.cluster.slices import SLICE_S, Slices
+from wizard.cluster.watchcache import WatchCache
 from wizard.demo.scenarios.scenario import load_scenario
+from wizard.engine.facts import NodeFacts
 from wizard.registry.client import RegistryClient
+
+
+async def facts_in_slices(items: list[dict[str, Any]], slices: Slices) -> list[NodeFacts]:
+    """Discovery's facts of a page, as its watch cache builds them (in ``slices``)."""
+    cache = node_cache(cast(Any, None))
+    cache.slices = slices
+    return [facts for _, facts in await cache.slimmed(items)]
 
 
 class Ticks:
@@ -154,14 +163,15 @@ async def test_a_rollout_cache_lists_and_watches_in_slices_that_yield(demo_clust
     demo = demo_cluster(large)
     async with connected(demo) as cluster:
         changed = asyncio.Event()
-        cache = Cache(cluster.gateway, "nodes", changed, slim=slim_node)
+        cache: WatchCache[Any] = WatchCache(cluster.gateway, "nodes", changed, slim=slim_node)
         cache.slices = Slices(budget_s=0)  # spent at once: the cache yields after every object it takes in
         ticks = Ticks()
-        await ticks.around(cache._list())
+        await ticks.around(cache.relist(report=False))
         assert len(cache.objects) == 203 and cache.slices.yields >= 203
         assert ticks.count >= 203
         # the watch: a burst of events read without a pause yields as the list does
-        cache.listed.clear()  # run() lists again first: count from the end of that list
+        cache.listed.clear()
+        cache.resource_version = ""  # run() lists again first: count from the end of that list
         follower = asyncio.create_task(cache.run())
         try:
             await asyncio.wait_for(cache.listed.wait(), 10)

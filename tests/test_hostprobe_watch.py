@@ -19,7 +19,7 @@ from aiohttp import web
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_faults import faults_off
-from wizard.cluster import probefollow
+from wizard.cluster import watchcache
 from wizard.cluster.gateway import watches
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.demo.serve import DemoClusterThread
@@ -104,7 +104,7 @@ async def test_a_watch_refused_once_is_opened_again_from_its_version_after_a_pau
 async def test_a_watch_refused_429_is_opened_again_after_the_retry_after_the_server_asked(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))  # far below 1 s
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=0.01, cap=0.01))  # far below 1 s
     faults = demo.faults
     faults.error_rate, faults.error_code, faults.retry_after_s, faults.budget = 1.0, 429, 1, 1
     requests = record(demo, fault_watches=True)
@@ -136,7 +136,7 @@ async def test_a_watch_dropped_mid_stream_is_opened_again_from_its_version(demo:
 async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watchcache, "WATCH_TIMEOUT_S", 1)
     requests = record(demo)
     runs = await probe(demo)
     assert all(run.ran for run in runs.values()), runs
@@ -149,7 +149,7 @@ async def test_a_watch_the_server_ends_goes_on_from_its_last_bookmark(
 async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_after_a_backoff(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=0.2, cap=0.2))
     faults = demo.faults
     faults.silent_watch_s, faults.budget = 0.0, 2  # two watches end at once, empty; the third is served
     requests = record(demo, fault_watches=True)
@@ -163,7 +163,7 @@ async def test_a_watch_the_server_ends_at_once_with_nothing_is_opened_again_afte
 async def test_a_server_that_ends_every_watch_at_once_is_given_up_on_naming_it(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
     demo.faults.silent_watch_s = 0.0
     requests = record(demo, fault_watches=True)
     runs = await probe(demo)
@@ -178,7 +178,7 @@ async def test_a_server_that_ends_every_watch_at_once_is_given_up_on_naming_it(
 async def test_a_watch_refused_for_good_ends_naming_the_refusal(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=3, initial=0.05, cap=0.05))
     faults = demo.faults
     faults.error_rate, faults.error_code = 1.0, 403
     requests = record(demo, fault_watches=True)
@@ -203,9 +203,9 @@ async def test_the_deadline_says_the_watch_was_failing(demo: DemoClusterThread) 
 async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_is_opened_again(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "WATCH_TIMEOUT_S", 1)
+    monkeypatch.setattr(watchcache, "WATCH_TIMEOUT_S", 1)
     monkeypatch.setattr(watches, "WATCH_SLACK_S", 0.5)  # the client gives a watch up 1.5 s after it opened it
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=6, initial=0.05, cap=0.05))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=6, initial=0.05, cap=0.05))
     faults = demo.faults
     faults.silent_watch_s, faults.budget = 10.0, 1  # the first watch: 200, then nothing (no bookmark, no end)
     requests = record(demo, fault_watches=True)
@@ -219,7 +219,7 @@ async def test_a_watch_the_server_holds_silent_times_out_on_the_client_and_is_op
 async def test_a_watch_answered_by_error_pages_ends_naming_the_status_in_one_line(
     demo: DemoClusterThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(probefollow, "RECONNECT", Policy(attempts=2, initial=0.05, cap=0.05))
+    monkeypatch.setattr(watchcache, "RECONNECT", Policy(attempts=2, initial=0.05, cap=0.05))
     faults = demo.faults
     faults.error_rate, faults.error_code, faults.error_page = 1.0, 502, "<html>\n<h1>Bad Gateway</h1>\n</html>\n"
     record(demo, fault_watches=True)  # a proxy's page, not a Status

@@ -13,7 +13,8 @@ from typing import Any
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from wizard.cluster.rollout import UpgradeClock
-from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
+from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
+from wizard.cluster.watchcache import WatchCache
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 
 
@@ -116,7 +117,7 @@ async def test_a_slim_pod_cache_reads_the_same_as_the_whole_pods(demo_cluster: C
     async with connected(demo) as cluster:
         namespace = await cluster.namespace(await cluster.live_plan())
         whole = {p["metadata"]["name"]: p for p in await cluster.gateway.list_pods(namespace)}
-        cache = Cache(cluster.gateway, "pods", asyncio.Event(), namespace=namespace, slim=slim_pod)
+        cache = WatchCache(cluster.gateway, "pods", asyncio.Event(), namespace=namespace, slim=slim_pod)
         task = asyncio.create_task(cache.run())
         try:
             await asyncio.wait_for(cache.listed.wait(), 10)

@@ -14,6 +14,8 @@ cycles, so the collector has nothing to find in most of what the engine reads.
   built so far (the caches, the results) as it goes. When the last run ends everything is unfrozen:
   nothing is frozen for good, because a removed screen (Textual widgets reference their parents) is
   cyclic garbage, and freezing it for good would leak every step the user leaves.
+* :func:`streamed` — a long run handed out as a stream: frozen while it is consumed, and what the consumer
+  builds kept as it goes (the facade's streams come this way; a front end calls no collector function for them).
 * :func:`defer_full_collections` / :func:`collect_if_idle` — a front end that knows when its user waits
   for nothing (the TUI) takes the full collections, which an unfreeze would otherwise set off at a random
   moment, for itself: young generations are still collected as usual (cheap), the full pass runs when
@@ -25,7 +27,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _pausing = 0
 _was_enabled = False
@@ -76,6 +81,27 @@ def keep() -> None:
     moves a list, and it all goes back when the last run ends). Outside a run: nothing."""
     if _runs:
         gc.freeze()
+
+
+KEEP_S = 0.1
+"""How often :func:`streamed` freezes what its consumer built (``gc.freeze`` also resets the young generation's
+count: called on every item, young collections would never run)."""
+
+
+async def streamed(stream: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
+    """``stream``'s items as one :func:`frozen` run, keeping what the consumer built from them as it goes (its rows,
+    its results: :func:`keep`, at most every :data:`KEEP_S`); ``stream`` is closed with it.
+
+    The cluster's facade hands its long runs (a node watch, the host probe, a rollout, a verification) out this
+    way, so a front end gets the collector policy with the stream and need not know it."""
+    with frozen():
+        kept = time.monotonic()
+        async with contextlib.aclosing(stream):
+            async for item in stream:
+                yield item
+                if time.monotonic() - kept >= KEEP_S:  # the consumer has handled the item: what it built stays
+                    keep()
+                    kept = time.monotonic()
 
 
 def runs() -> int:

@@ -36,7 +36,6 @@ from screens.steps.base import StepScreen
 from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
-from wizard import collector
 from wizard.engine.steps import VERIFY
 
 
@@ -287,9 +286,8 @@ class ApplyStep(StepScreen):
 
     @work(exclusive=True, group="apply", exit_on_error=False)
     async def apply(self) -> None:
-        """See :meth:`_apply_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
-        with collector.frozen():
-            await self._apply_body()
+        """See :meth:`_apply_body`."""
+        await self._apply_body()
 
     async def _apply_body(self) -> None:
         """Back up, apply, then follow the rollout."""
@@ -340,15 +338,14 @@ class ApplyStep(StepScreen):
     async def _follow(self) -> None:
         state = self.state
         self._rollout = None
-        with collector.frozen():  # the watches' events of 5,000 nodes: collections skip what existed before
-            # closed at once on leaving (its watches end, its own frozen run ends), not whenever it is collected
-            async with contextlib.aclosing(state.connected().rollout(state.valid_plan())) as statuses:
-                async for status in statuses:
-                    self._rollout = status
-                    self._show_rollout(status)
-                    self.refresh_nav()
-                    if status.done:
-                        break
+        # closed at once on leaving (its watches end, its own frozen run ends), not whenever it is collected
+        async with contextlib.aclosing(state.connected().rollout(state.valid_plan())) as statuses:
+            async for status in statuses:
+                self._rollout = status
+                self._show_rollout(status)
+                self.refresh_nav()
+                if status.done:
+                    break
         if self._rollout is not None and self._rollout.phase == "ready":
             if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
                 self._told_ready = True

@@ -23,7 +23,6 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.rowtable import RowTable
-from wizard import collector
 from wizard.engine.textsafe import printable
 
 HOST_NOTE = 'Driver "-" = not checked yet: Check probes each GPU host'
@@ -144,8 +143,7 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="nodes", exit_on_error=False)
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
-        with collector.frozen():  # 5,000 nodes' pages decoded: collections skip what existed before
-            await self._discover(refresh)
+        await self._discover(refresh)  # the facade's discover and watch keep the collector off the nodes
 
     async def _discover(self, refresh: bool) -> None:
         state = self.state
@@ -225,7 +223,6 @@ class NodesStep(StepScreen):
         groups_view.update(summary)
         table.clear()
         table.add_rows(rows)
-        collector.keep()  # the nodes' facts and rows stay: collections skip them while the watch runs
         self._filling = None
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile

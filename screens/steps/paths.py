@@ -19,7 +19,6 @@ from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 from screens.widgets.toggles import Tick
-from wizard import collector
 
 #: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
 #: The limit spares the cluster, not the screen: results are drawn in batches (``PathResults``) and
@@ -182,11 +181,10 @@ class PathsStep(FormStep):
         self.refresh_nav()
         checks: list[Any] = []
         stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
-        with collector.frozen():  # 5,000 probe results: collections skip what existed before
-            async with contextlib.aclosing(stream):
-                async for check in stream:
-                    checks.append(check)
-                    results.add(check)  # drawn in batches, at most ten times a second
+        async with contextlib.aclosing(stream):
+            async for check in stream:
+                checks.append(check)
+                results.add(check)  # drawn in batches, at most ten times a second
         self.state.path_checks = checks
         results.finish(NO_CHECKS)
         self._after_checks(checks)

@@ -26,7 +26,6 @@ from textual.widgets import Button, Label, Log, Static
 from screens.steps.base import StepScreen
 from screens.widgets.diagnosis import DiagnosisPanel
 from screens.widgets.rowtable import RowTable
-from wizard import collector
 from wizard.engine.textsafe import printable
 
 #: Which table column a node-level check fills; every other node-level check goes to "Host".
@@ -141,15 +140,14 @@ class VerifyStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 no_registry = "" if registry is not None else "this demo cluster simulates no registry to ask"
                 stream = state.connected().verify(plan, state.rendered, registry=registry, no_registry=no_registry)
-                with collector.frozen():  # 30,000 checks and 250,000 lines: collections skip what existed before
-                    async for item in stream:
-                        if isinstance(item, Check):
-                            if item.check == "probe-pod":  # a privileged pod left on a node: say it where seen
-                                self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
-                            state.checks.append(item)
-                            self._queue(item)
-                        else:
-                            state.log_lines.append(item)
+                async for item in stream:
+                    if isinstance(item, Check):
+                        if item.check == "probe-pod":  # a privileged pod left on a node: say it where seen
+                            self.notify(item.message, title="Probe pod left behind", severity="warning", timeout=30)
+                        state.checks.append(item)
+                        self._queue(item)
+                    else:
+                        state.log_lines.append(item)
         finally:
             self._verifying = False
             if self.is_attached:  # not when the step was left (the worker is cancelled with the screen)
@@ -229,7 +227,6 @@ class VerifyStep(StepScreen):
         if not pending:
             return
         self.flushes += 1
-        collector.keep()
         table = self.query_one(RowTable)
         touched: dict[str, None] = {}
         for check in pending:

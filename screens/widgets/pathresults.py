@@ -27,7 +27,6 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from screens.widgets.rowtable import RowTable
-from wizard import collector
 from wizard.engine.textsafe import printable
 
 _STYLE = {"pass": "success", "fail": "error", "warn": "warning", "skipped": "text-muted", "running": "accent"}
@@ -133,7 +132,6 @@ class PathResults(Vertical):
         if not pending and self.flushes:
             return
         self.flushes += 1
-        collector.keep()
         table = self.table
         new: dict[str, dict[str, Any]] = {}
         changed: list[Any] = []

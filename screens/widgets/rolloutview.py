@@ -15,7 +15,6 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from screens.widgets.rowtable import RowTable
-from wizard import collector
 
 
 class RolloutView(Vertical):
@@ -44,7 +43,6 @@ class RolloutView(Vertical):
     def show(self, status: Any, *, sent: bool, advice: list[str]) -> None:
         """One snapshot; ``sent``: this visit's apply started it (else it is the live objects' own rollout),
         ``advice``: markup lines said under a failed one."""
-        collector.keep()  # the follower's caches so far are long-lived: collections skip them
         style = {"ready": "$success", "failed": "$error", "progressing": "$accent"}.get(status.phase, "$text-muted")
         head = f"[{style}]{escape(status.phase)}[/]  {escape(status.message)}"
         if status.policy_state:

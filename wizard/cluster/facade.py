@@ -5,6 +5,9 @@
 :mod:`wizard.cluster.rollout`, and :mod:`wizard.cluster.proving` (the host checks and the verification
 on the nodes). All methods are coroutines or async iterators and bounded by timeouts; errors a user
 can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
+
+The engine's memory policy comes with the methods (:mod:`wizard.collector`): bulk work runs as a frozen
+run and the long streams as :func:`wizard.collector.streamed`, so a front end never calls the collector.
 """
 
 from __future__ import annotations
@@ -14,8 +17,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from wizard import collector
 from wizard.cluster import apply as applying
-from wizard.cluster import apply_preview, proving, support, upgrades
+from wizard.cluster import apply_preview, hostcheck, pathcheck, proving, support, upgrades
 from wizard.cluster import diagnose as diagnosing
 from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
@@ -25,6 +29,7 @@ from wizard.cluster.discovery import NodeDirectory
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
+from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.kubeconfig import list_contexts
 from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
@@ -214,11 +219,12 @@ class Cluster:
 
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
-        return await self._nodes.discover()
+        with collector.frozen():  # 5,000 nodes' pages decoded: collections skip what existed before
+            return await self._nodes.discover()
 
     def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
         """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
-        return self._nodes.watch()
+        return collector.streamed(self._nodes.watch())
 
     @property
     def _nodes_rv(self) -> str:
@@ -263,7 +269,8 @@ class Cluster:
 
     async def check_images(self, rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
         """Per distinct driver image: the target and mirror-source tags, the catalog status, the nodes."""
-        return await check_images(rendered, registry)
+        with collector.frozen():
+            return await check_images(rendered, registry)
 
     def private_registries(self, mirrors: Mapping[str, str] | None = None, *also: str) -> list[str]:
         """The private registry hosts this cluster is known to pull from: those its runtime reaches through a
@@ -291,15 +298,17 @@ class Cluster:
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
         """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
-        return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+        with collector.frozen():
+            return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
 
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False
     ) -> ApplyResult:
         """Back up, then server-side apply; pre-installed mode first needs nvidia-smi to pass on every GPU host."""
-        if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
-            await proving.require_host_drivers(self, prepared)
-        return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
+        with collector.frozen():
+            if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
+                await proving.require_host_drivers(self, prepared)
+            return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
 
     async def host_drivers(self) -> dict[str, str]:
         """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
@@ -329,15 +338,11 @@ class Cluster:
         A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         """
-        return rollouts.follow_cluster(
-            self,
-            plan,
-            interval=interval,
-            timeout=timeout,
-            crash_window=crash_window,
-            stall_window=stall_window,
+        statuses = rollouts.follow_cluster(
+            self, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
             heartbeat=heartbeat,
-        )
+        )  # fmt: skip
+        return collector.streamed(statuses)
 
     def check_paths(
         self,
@@ -345,7 +350,7 @@ class Cluster:
         *,
         toolkit_install_dir: str | None = None,
         nodes: list[str] | None = None,
-        concurrency: int = 16,
+        concurrency: int = CONCURRENCY,
         timeout: float = 30.0,
     ) -> AsyncGenerator[Check, None]:
         """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
@@ -354,14 +359,10 @@ class Cluster:
         node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.pathcheck`);
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
-        return proving.check_paths(
-            self,
-            plan,
-            toolkit_install_dir=toolkit_install_dir,
-            nodes=nodes,
-            concurrency=concurrency,
-            timeout=timeout,
+        checks = pathcheck.check_cluster(
+            self, plan, toolkit_install_dir=toolkit_install_dir, nodes=nodes, concurrency=concurrency, timeout=timeout
         )
+        return collector.streamed(checks)
 
     def host_states(
         self,
@@ -369,7 +370,7 @@ class Cluster:
         nodes: list[str] | None = None,
         *,
         paths_of: Plan | None = None,
-        concurrency: int = 16,
+        concurrency: int = CONCURRENCY,
         timeout: float = 60.0,
     ) -> AsyncGenerator[HostState | Check, None]:
         """Before apply: each GPU node's host state (nouveau, Secure Boot, host driver, dkms, headers, space).
@@ -380,19 +381,20 @@ class Cluster:
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
         """
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        return proving.host_states(self, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout)
+        states = hostcheck.host_states(self, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout)
+        return collector.streamed(states)
 
     def host_doctor(
         self,
         target: Plan | DoctorTarget,
         nodes: list[str] | None = None,
         *,
-        concurrency: int = 16,
+        concurrency: int = CONCURRENCY,
         timeout: float = 60.0,
     ) -> AsyncGenerator[Check, None]:
         """Before apply: the host findings for ``target`` on each GPU node, as each node finishes (see :meth:`host_states`)."""
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        return proving.host_doctor(self, doctor, nodes, concurrency=concurrency, timeout=timeout)
+        return collector.streamed(hostcheck.host_doctor(self, doctor, nodes, concurrency=concurrency, timeout=timeout))
 
     async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
         """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
@@ -408,22 +410,17 @@ class Cluster:
         *,
         registry: RegistryClient | None = None,
         no_registry: str = "",
-        concurrency: int = 16,
+        concurrency: int = CONCURRENCY,
         timeout: float = 30.0,
     ) -> AsyncGenerator[Check | LogLine, None]:
         """Stream every check: operator status, then each GPU node (concurrently), then a summary.
 
         Without ``registry`` the digest checks are SKIPPED with ``no_registry`` as the reason.
         """
-        return proving.verify(
-            self,
-            plan,
-            rendered,
-            registry=registry,
-            no_registry=no_registry,
-            concurrency=concurrency,
-            timeout=timeout,
+        items = proving.verify(
+            self, plan, rendered, registry=registry, no_registry=no_registry, concurrency=concurrency, timeout=timeout
         )
+        return collector.streamed(items)
 
     def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
         """After a failure: why each failing GPU node's driver (or validator) pod is not ready.

@@ -1,6 +1,7 @@
 """The node doctor's cluster side: run the host checks of :mod:`wizard.engine.hostdoctor` on GPU nodes.
 
-The steps go through the one host-check entry point, :func:`wizard.cluster.hostprobe.run_on_hosts`
+``Cluster.host_states`` and ``Cluster.host_doctor`` (:mod:`wizard.cluster.facade`) call here directly. The
+steps go through the one host-check entry point, :func:`wizard.cluster.hostprobe.run_on_hosts`
 (privileged, host root mounted, removed afterwards); each node's results become a
 :class:`~wizard.engine.hostdoctor.HostState` as the node finishes. Judging the states against a plan
 is the engine's (:func:`~wizard.engine.hostdoctor.host_findings`), so a front end can keep the states
@@ -11,46 +12,73 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
-from wizard.cluster.gateway import Gateway
+from wizard.cluster import pathcheck
+from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import run_on_hosts
-from wizard.cluster.pathcheck import HostPath, finding, steps_for
-from wizard.cluster.probe import Leftover
-from wizard.engine.facts import NodeFacts
-from wizard.engine.hostdoctor import DoctorTarget, HostState, host_steps, read_host
+from wizard.cluster.preflight import POLICY, active_policy
+from wizard.cluster.probe import Leftover, manager_image
+from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings, host_steps, read_host
+from wizard.engine.plan import Plan
 from wizard.engine.results import Check
+from wizard.engine.textsafe import printable
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
 
 
 async def host_states(
-    gateway: Gateway,
-    nodes: Sequence[NodeFacts],
-    target: DoctorTarget,
+    cluster: Connected,
+    doctor: DoctorTarget,
+    nodes: list[str] | None,
     *,
-    namespace: str,
-    image: str,
-    timeout: float = 60.0,
-    concurrency: int = 16,
-    paths: Sequence[HostPath] = (),
+    paths_of: Plan | None,
+    concurrency: int,
+    timeout: float,
 ) -> AsyncGenerator[HostState | Check, None]:
-    """Each node's :class:`HostState` as it finishes; a probe pod left behind comes as a failed Check.
+    """Each GPU node's :class:`HostState` as it finishes (see ``Cluster.host_states``); a probe pod left behind
+    comes as a failed Check, and a node whose host nvidia-smi passed is remembered.
 
-    ``paths`` (the Paths step's folders) are checked by the same probe, one pod per node for both, and
-    come back in each state's ``path_checks``.
+    ``paths_of`` (the Paths step's plan): its folders are checked by the same probe, one pod per node for both,
+    and come back in each state's ``path_checks``.
     """
-    by_name = {n.name: n for n in nodes}
-    host = host_steps(target, {n.os_id for n in nodes})
-    steps = [*host, *steps_for(paths)]
+    facts = await cluster.discover()
+    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
+    if nodes:
+        known = {n.name for n in gpu}
+        missing = [name for name in nodes if name not in known]
+        if missing:
+            raise ClusterError(
+                f"no GPU node named {printable(missing[0])!r} in the cluster",
+                "gpu-wizard discover lists the GPU nodes",
+            )
+        gpu = [n for n in gpu if n.name in set(nodes)]
+    if not gpu:
+        return
+    namespace = (await cluster.known_preflight()).operator_namespace or doctor.namespace
+    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
+    image = cluster.probe_image or manager_image(policy, doctor.bundle)
+    paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
+    by_name = {n.name: n for n in gpu}
+    host = host_steps(doctor, {n.os_id for n in gpu})
+    steps = [*host, *pathcheck.steps_for(paths)]
     runs = run_on_hosts(
-        gateway, list(by_name), steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
+        cluster.gateway,
+        list(by_name),
+        steps,
+        namespace=namespace,
+        image=image,
+        timeout=timeout,
+        concurrency=concurrency,
     )
     async with contextlib.aclosing(runs):
         async for run in runs:
             if isinstance(run, Leftover):
                 yield run.check()
                 continue
-            facts = by_name.get(run.node)
-            os_id = facts.os_id if facts is not None else ""
+            os_id = by_name[run.node].os_id if run.node in by_name else ""
             if not run.ran:
                 why = f"{run.error} ({run.hint})" if run.hint else run.error
                 yield HostState(run.node, os_id=os_id, error=why)
@@ -58,5 +86,22 @@ async def host_states(
             state = read_host(run.node, os_id, host, run.results[: len(host)])
             if paths:
                 results = run.by_check(steps)
-                state = dataclasses.replace(state, path_checks=tuple(finding(p, results, run.node) for p in paths))
+                checks = tuple(pathcheck.finding(p, results, run.node) for p in paths)
+                state = dataclasses.replace(state, path_checks=checks)
+            if state.host_driver and not state.error:
+                cluster.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
             yield state
+
+
+async def host_doctor(
+    cluster: Connected, doctor: DoctorTarget, nodes: list[str] | None, *, concurrency: int, timeout: float
+) -> AsyncGenerator[Check, None]:
+    """The host findings for ``doctor`` on each GPU node, as each node finishes (see ``Cluster.host_doctor``)."""
+    states = host_states(cluster, doctor, nodes, paths_of=None, concurrency=concurrency, timeout=timeout)
+    async with contextlib.aclosing(states):
+        async for state in states:
+            if isinstance(state, Check):
+                yield state
+            else:
+                for check in host_findings(doctor, state):
+                    yield check

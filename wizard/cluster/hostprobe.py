@@ -41,6 +41,9 @@ __all__ = ["HostRun", "host_findmnt", "run_on_hosts", "truncation_check"]
 
 log = logging.getLogger(__name__)
 POLICY = ("nvidia.com", "v1", "clusterpolicies")
+CONCURRENCY = 16
+"""The one default of how many nodes are worked on at once where a run goes node by node (probe pods, execs):
+the facade's host checks and verification take it from here."""
 PODS_PER_SECOND = 50.0
 """How fast a DaemonSet controller is assumed to create pods: the run's deadline grows with the node count."""
 
@@ -189,7 +192,7 @@ async def run_on_hosts(
     namespace: str,
     image: str,
     timeout: float = 30.0,
-    concurrency: int = 16,
+    concurrency: int = CONCURRENCY,
 ) -> AsyncGenerator[HostRun | Leftover, None]:
     """Run ``steps`` on each node's host; yield each node's :class:`HostRun` as it finishes.
 

@@ -21,15 +21,19 @@ import contextlib
 import posixpath
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import host_findmnt, run_on_hosts, truncation_check
-from wizard.cluster.probe import Leftover
+from wizard.cluster.preflight import POLICY, active_policy
+from wizard.cluster.probe import Leftover, manager_image
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
 from wizard.engine.results import Check, Status
+
+if TYPE_CHECKING:
+    from wizard.cluster.proving import Connected
 
 
 @dataclass(frozen=True)
@@ -157,41 +161,6 @@ def finding(spec: HostPath, results: Mapping[str, StepResult], node: str) -> Che
     return check(Status.PASS, allows, f"{where}: on {target} ({flags or 'rw'}), {allows}")
 
 
-async def check_nodes(
-    gateway: Gateway,
-    nodes: Sequence[str],
-    paths: Sequence[HostPath],
-    *,
-    namespace: str,
-    image: str,
-    concurrency: int,
-    timeout: float,
-) -> AsyncGenerator[Check, None]:
-    """Check ``paths`` on ``nodes`` through the host probe, yielding each node's checks as it finishes.
-
-    Closing the generator early (or cancelling its consumer) stops the probe, which removes what it created.
-    """
-    steps = steps_for(paths)
-    runs = run_on_hosts(
-        gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
-    )
-    async with contextlib.aclosing(runs):
-        async for run in runs:
-            if isinstance(run, Leftover):
-                yield run.check()
-            elif not run.ran:
-                for p in paths:
-                    yield Check(
-                        p.check, Status.FAIL, f"cannot check {p.path}: {run.error}", node=run.node, hint=run.hint
-                    )
-            else:
-                by_name = run.by_check(steps)
-                for p in paths:
-                    yield finding(p, by_name, run.node)
-                if run.truncated:
-                    yield truncation_check(run.node, run.truncated)
-
-
 def prepare(
     plan: Plan, facts: ClusterFacts, *, toolkit_install_dir: str | None, nodes: list[str] | None
 ) -> tuple[list[str], list[HostPath]]:
@@ -213,33 +182,56 @@ def prepare(
     return targets, host_paths(plan, toolkit_dir)
 
 
-async def run(
-    gateway: Gateway,
-    nodes: Sequence[str],
-    paths: Sequence[HostPath],
+async def check_cluster(
+    cluster: Connected,
+    plan: Plan,
     *,
-    namespace: str,
-    image: str,
+    toolkit_install_dir: str | None,
+    nodes: list[str] | None,
     concurrency: int,
     timeout: float,
 ) -> AsyncGenerator[Check, None]:
-    """:func:`check_nodes`, preceded by a note when the driver folder is not checked and followed by a summary."""
-    if not nodes:
+    """The path check of ``plan``'s host folders (see ``Cluster.check_paths``, which calls here): each node's
+    checks as it finishes, preceded by a note when the driver folder is not checked and followed by a summary.
+
+    Closing the generator early (or cancelling its consumer) stops the probe, which removes what it created.
+    """
+    facts = await cluster.discover()
+    targets, paths = prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
+    if not targets:
         yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
         return
+    namespace = await cluster.namespace(plan)
+    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
+    image = cluster.probe_image or manager_image(policy, plan.operator.bundle)
     if not any(p.check == "driver-dir" for p in paths):
         yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
     failed: set[str] = set()
-    checks = check_nodes(
-        gateway, nodes, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
+    steps = steps_for(paths)
+    runs = run_on_hosts(
+        cluster.gateway, targets, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
     )
-    async with contextlib.aclosing(checks):
-        async for check in checks:
-            if not check.ok:
-                failed.add(check.node)
-            yield check
+    async with contextlib.aclosing(runs):
+        async for run in runs:
+            if isinstance(run, Leftover):
+                checks = [run.check()]
+            elif not run.ran:
+                why = run.error
+                checks = [
+                    Check(p.check, Status.FAIL, f"cannot check {p.path}: {why}", node=run.node, hint=run.hint)
+                    for p in paths
+                ]
+            else:
+                by_name = run.by_check(steps)
+                checks = [finding(p, by_name, run.node) for p in paths]
+                if run.truncated:
+                    checks.append(truncation_check(run.node, run.truncated))
+            for check in checks:
+                if not check.ok:
+                    failed.add(check.node)
+                yield check
     if failed:
         shown = ", ".join(sorted(failed)[:10]) + ("…" if len(failed) > 10 else "")
-        yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(nodes)} nodes: {shown}")
+        yield Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(targets)} nodes: {shown}")
     else:
-        yield Check("summary", Status.PASS, f"host paths usable on all {len(nodes)} nodes")
+        yield Check("summary", Status.PASS, f"host paths usable on all {len(targets)} nodes")

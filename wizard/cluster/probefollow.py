@@ -6,9 +6,9 @@ list only after the watch expired), decodes only the events that can settle a no
 a substring test on the raw line), and keeps no settled pod. A node is settled by its pod's result
 (the probe's termination message, :func:`~wizard.cluster.probeset.read_message`) or by why the pod
 cannot run (image pull, unschedulable, ended); when the run's deadline passes, the nodes without a
-result get one saying what their pod was still doing. A watch that ends or fails is opened again from
-the last resourceVersion seen, under the one reconnect policy (:data:`wizard.retry.RECONNECT`), as the
-rollout's caches do.
+result get one saying what their pod was still doing. The pods are followed by the one watch cache
+(:class:`wizard.cluster.watchcache.WatchCache`, keeping nothing: a settled pod is forgotten), as discovery
+and the rollout's caches are.
 """
 
 from __future__ import annotations
@@ -21,17 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway import Gateway, Gone
+from wizard.cluster.gateway import Gateway
 from wizard.cluster.probe import _FAILED_WAITING
 from wizard.cluster.probeset import PROBE_CONTAINER, RUN_LABEL, read_message
-from wizard.cluster.slices import Slices
+from wizard.cluster.watchcache import WatchCache
 from wizard.engine.nodescript import Step, StepResult
-from wizard.retry import RECONNECT, Reconnects
 
-LIST_PAGE = 100
-"""Pods per list page: a page is decoded on the event loop in one go (500 probe pods took ~100 ms)."""
-WATCH_TIMEOUT_S = 300
-"""How long the server keeps one watch open (``timeoutSeconds``); the follower then watches on from where it was."""
 _IMAGE_HINT = "the probe image {image} must be pullable on the node; pass --probe-image with a mirrored copy"
 
 
@@ -144,12 +139,6 @@ class _Follower:
         image: str,
         created: str = "",
     ) -> None:
-        self.gateway = gateway
-        self.created = created
-        """The resourceVersion of the DaemonSet's creation: every pod of the run comes after it, so the first
-        watch starts there instead of after a list (of pods that, that early, cannot have answered)."""
-        self.namespace = namespace
-        self.selector = f"{RUN_LABEL}={run_id}"
         self.pending = set(nodes)
         self.steps = steps
         self.image = image
@@ -158,8 +147,22 @@ class _Follower:
         self.last: dict[str, Mapping[str, Any]] = {}
         """Node -> its pod as last seen (for the reason a node timed out)."""
         self.out: asyncio.Queue[HostRun] = asyncio.Queue()
-        self.trouble: ClusterError | None = None
+        self.pods: WatchCache[dict[str, Any]] = WatchCache(
+            gateway,
+            "pods",
+            namespace=namespace,
+            label_selector=f"{RUN_LABEL}={run_id}",
+            keep=False,
+            skip=self.skip,
+            since=created,
+        )
+        """The run's pods, kept nowhere. The first watch starts at the DaemonSet's creation (``created``): every pod
+        of the run comes after it, so it needs no list of pods that, that early, cannot have answered."""
+
+    @property
+    def trouble(self) -> ClusterError | None:
         """The watch's last failure while no event has come since (said with the nodes still pending at the deadline)."""
+        return self.pods.trouble
 
     def see(self, pod: Mapping[str, Any]) -> None:
         node = _pod_node(pod)
@@ -189,65 +192,31 @@ class _Follower:
 
     async def follow(self) -> None:
         """Watch (after a list, unless the DaemonSet was just created) until every node is settled. Only events
-        that can settle a node are decoded (:func:`undecided`), and the loop is handed back every few milliseconds
+        that can settle a node are decoded (:meth:`skip`), and the loop is handed back every few milliseconds
         while a burst is handled.
 
         A watch that ends (the server's timeout) or fails (an error answer, a dropped connection, the client's
         timeout, an end at once with nothing: :class:`~wizard.cluster.gateway.watches.EndedEmpty`) is opened
-        again from the last resourceVersion seen, as the rollout's caches do: failures wait (the server's
-        Retry-After, else the backoff) and are counted under :data:`~wizard.retry.RECONNECT` (reset by any
-        event), a 410 lists again, and the last failure is raised once the policy's attempts are used up. The
-        run's deadline bounds it all."""
-        slices = Slices()
-        reconnects = Reconnects(RECONNECT)
-        version, self.created = self.created, ""
-        while self.pending:
-            try:
-                if not version:  # first, without a creation to start from, or after the watch expired: list
-                    version = await self._list(slices)
-                events = self.gateway.watch_resource(
-                    "pods",
-                    version,
-                    namespace=self.namespace,
-                    label_selector=self.selector,
-                    timeout_seconds=WATCH_TIMEOUT_S,
-                    skip=self.skip,
-                )
-                async with contextlib.aclosing(events):
-                    async for kind, pod in events:
-                        # decoded events and bookmarks move the version on (a skipped one is replayed at most)
-                        version = str((pod.get("metadata") or {}).get("resourceVersion") or version)
-                        reconnects.progressed()
-                        self.trouble = None
-                        if kind in ("ADDED", "MODIFIED"):
-                            self.see(pod)
-                        if not self.pending:
-                            return
-                        await slices.pause()
-            except Gone:
-                version = ""  # too old to resume from: list again
-            except ClusterError as exc:
-                self.trouble = exc
-                await reconnects.failed(exc)
-
-    async def _list(self, slices: Slices) -> str:
-        """Every page of the run's pods through :meth:`see`: the first page's resourceVersion (the list's snapshot)."""
-        version = ""
-        pages = self.gateway.pod_pages(self.namespace, label_selector=self.selector, limit=LIST_PAGE)
-        async with contextlib.aclosing(pages):
-            async for pods, listed in pages:
-                version = version or listed
-                for pod in pods:
+        again from the last resourceVersion seen by the watch cache, under :data:`~wizard.retry.RECONNECT`; a 410
+        lists again, and the last failure is raised once the policy's attempts are used up. The run's deadline
+        bounds it all."""
+        if not self.pending:
+            return
+        async with contextlib.aclosing(self.pods.events()) as events:
+            async for kind, pod in events:
+                if kind in ("ADDED", "MODIFIED"):
                     self.see(pod)
-                    await slices.pause()
-        return version
+                if not self.pending:
+                    return
 
     async def refresh(self) -> None:
         """Read the unsettled nodes' pods again at the deadline: one that answered just now settles its node,
         the others give the reason a node has no result (the watch passed over their undecided states);
         the pods as last seen if the list fails."""
         with contextlib.suppress(ClusterError):
-            await self._list(Slices())
+            async with contextlib.aclosing(self.pods.listing()) as listed:
+                async for _, pod in listed:
+                    self.see(pod)
 
 
 async def follow_pods(

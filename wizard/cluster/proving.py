@@ -1,10 +1,11 @@
-"""What the facade runs on the GPU nodes themselves: the host checks before apply, the pre-installed
-driver gate, and the verification after it.
+"""What the facade runs on the GPU nodes themselves: the pre-installed driver gate and the verification
+after apply.
 
 :class:`wizard.cluster.facade.Cluster` keeps the front ends' methods (and their documentation) and
-calls here; everything here reads the cluster through the few members of :class:`Connected`. Every
-check on a node's host goes through :func:`wizard.cluster.hostprobe.run_on_hosts` (by way of
-:mod:`wizard.cluster.pathcheck`, :mod:`wizard.cluster.hostcheck` and :mod:`wizard.cluster.verify`).
+calls here; everything here reads the cluster through the few members of :class:`Connected` (as the
+host checks before apply do: :mod:`wizard.cluster.pathcheck`, :mod:`wizard.cluster.hostcheck`, which
+the facade calls directly). Every check on a node's host goes through
+:func:`wizard.cluster.hostprobe.run_on_hosts`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ import contextlib
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, Protocol
 
-from wizard.cluster import hostcheck, pathcheck
 from wizard.cluster import verify as verifying
 from wizard.cluster.errors import ClusterError
+from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.liveplan import known_release
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
-from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, LogLine, Status
-from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
     from wizard.cluster.apply_preview import ApplyPlan
@@ -93,94 +92,13 @@ async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts]) ->
     ctx = await verify_context(cluster, plan, None, registry=None, timeout=30.0)
     try:
         pages = verifying.driver_pod_pages(cluster.gateway, ctx.namespace)
-        async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, 16, pages)) as probes:
+        async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, CONCURRENCY, pages)) as probes:
             async for item in probes:
                 if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
                     found[item.node] = str((item.data or {}).get("driver_version") or "")
     finally:
         cluster.host_verified |= ctx.host_ok
     return found
-
-
-async def check_paths(
-    cluster: Connected,
-    plan: Plan,
-    *,
-    toolkit_install_dir: str | None,
-    nodes: list[str] | None,
-    concurrency: int,
-    timeout: float,
-) -> AsyncGenerator[Check, None]:
-    """The path check of ``plan``'s host folders (see ``Cluster.check_paths``)."""
-    facts = await cluster.discover()
-    targets, paths = pathcheck.prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
-    namespace = await cluster.namespace(plan) if targets else ""
-    policy = active_policy(await cluster.gateway.list_custom(*POLICY)) if targets else None
-    image = cluster.probe_image or manager_image(policy, plan.operator.bundle)
-    checks = pathcheck.run(
-        cluster.gateway, targets, paths, namespace=namespace, image=image, concurrency=concurrency, timeout=timeout
-    )
-    async with contextlib.aclosing(checks):
-        async for check in checks:
-            yield check
-
-
-async def host_states(
-    cluster: Connected,
-    doctor: DoctorTarget,
-    nodes: list[str] | None,
-    *,
-    paths_of: Plan | None,
-    concurrency: int,
-    timeout: float,
-) -> AsyncGenerator[HostState | Check, None]:
-    """Each GPU node's host state (see ``Cluster.host_states``); a node whose host nvidia-smi passed is remembered."""
-    facts = await cluster.discover()
-    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
-    if nodes:
-        known = {n.name for n in gpu}
-        missing = [name for name in nodes if name not in known]
-        if missing:
-            raise ClusterError(
-                f"no GPU node named {printable(missing[0])!r} in the cluster",
-                "gpu-wizard discover lists the GPU nodes",
-            )
-        gpu = [n for n in gpu if n.name in set(nodes)]
-    if not gpu:
-        return
-    namespace = (await cluster.known_preflight()).operator_namespace or doctor.namespace
-    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
-    image = cluster.probe_image or manager_image(policy, doctor.bundle)
-    paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
-    states = hostcheck.host_states(
-        cluster.gateway,
-        gpu,
-        doctor,
-        namespace=namespace,
-        image=image,
-        timeout=timeout,
-        concurrency=concurrency,
-        paths=paths,
-    )
-    async with contextlib.aclosing(states):
-        async for state in states:
-            if isinstance(state, HostState) and state.host_driver and not state.error:
-                cluster.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
-            yield state
-
-
-async def host_doctor(
-    cluster: Connected, doctor: DoctorTarget, nodes: list[str] | None, *, concurrency: int, timeout: float
-) -> AsyncGenerator[Check, None]:
-    """The host findings for ``doctor`` on each GPU node, as each node finishes (see ``Cluster.host_doctor``)."""
-    states = host_states(cluster, doctor, nodes, paths_of=None, concurrency=concurrency, timeout=timeout)
-    async with contextlib.aclosing(states):
-        async for state in states:
-            if isinstance(state, Check):
-                yield state
-            else:
-                for check in host_findings(doctor, state):
-                    yield check
 
 
 async def verify(

@@ -2,7 +2,7 @@
 
 Everything is followed by watches, never by periodic full lists: the ClusterPolicy, the NVIDIADrivers,
 the driver DaemonSets, the operator's pods and the nodes carrying the
-``nvidia.com/gpu-driver-upgrade-state`` label each live in a :class:`Cache` (one paged list, then a
+``nvidia.com/gpu-driver-upgrade-state`` label each live in a :class:`~wizard.cluster.watchcache.WatchCache` (one paged list, then a
 watch from its resourceVersion, listed again on 410). A snapshot is computed from the caches whenever
 an event arrives (and once a second for the clocks), so the API server sees a handful of long-lived
 watches whatever the node count.
@@ -30,7 +30,8 @@ from wizard import collector
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
-from wizard.cluster.rollout_cache import Cache, PodStatus, slim_node, slim_pod, waiting_entries
+from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
+from wizard.cluster.watchcache import WatchCache
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
@@ -103,13 +104,13 @@ class RolloutStatus:
 class Followed:
     """The caches one rollout follows."""
 
-    policies: Cache
-    drivers: Cache | None
-    daemonsets: Cache
-    nodes: Cache
-    pods: Cache
+    policies: WatchCache[Any]
+    drivers: WatchCache[Any] | None
+    daemonsets: WatchCache[Any]
+    nodes: WatchCache[Any]
+    pods: WatchCache[Any]
 
-    def all(self) -> list[Cache]:
+    def all(self) -> list[WatchCache[Any]]:
         return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
 
 
@@ -305,11 +306,13 @@ async def follow(
     started = time.monotonic()
     changed = asyncio.Event()
     followed = Followed(
-        policies=Cache(gateway, POLICY, changed),
-        drivers=Cache(gateway, DRIVERS, changed) if plan.driver.useNvidiaDriverCRD else None,
-        daemonsets=Cache(gateway, "daemonsets", changed, namespace=namespace),
-        nodes=Cache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
-        pods=Cache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
+        policies=WatchCache(gateway, POLICY, changed, slim=without_managed_fields),
+        drivers=WatchCache(gateway, DRIVERS, changed, slim=without_managed_fields)
+        if plan.driver.useNvidiaDriverCRD
+        else None,
+        daemonsets=WatchCache(gateway, "daemonsets", changed, namespace=namespace, slim=without_managed_fields),
+        nodes=WatchCache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
+        pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
