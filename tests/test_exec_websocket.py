@@ -146,11 +146,10 @@ def _tcp_states(port: int) -> list[tuple[int, int, str]]:
     return rows
 
 
-async def test_the_server_closes_each_exec_connection_after_the_close_handshakes(demo: DemoClusterThread) -> None:
-    """The websocket's close frame and then TLS's close_notify are answered, so the server closes the TCP
-    connection (RFC 6455 7.1.1) and keeps the TIME_WAIT: thousands of TIME_WAITs on the client's side made
-    each new connect() search past them for a port; a close_notify left unanswered kept every connection
-    open until the server's TLS shutdown timed out."""
+async def test_each_exec_connection_is_closed_after_the_close_handshakes(demo: DemoClusterThread) -> None:
+    """No exec leaves its connection open (a close_notify left unanswered once kept every connection open until
+    the server's TLS shutdown timed out) nor anything that holds it. Which end keeps the TIME_WAIT is a race
+    against the demo (aiohttp's server waits for the client's close frame; kube-apiserver closes at once)."""
     if not Path("/proc/net/tcp").exists():
         pytest.skip("SKIPPED: no /proc/net/tcp to read TCP states from (not Linux)")
     port = int(demo.url.rsplit(":", 1)[1].strip("/"))
@@ -166,8 +165,9 @@ async def test_the_server_closes_each_exec_connection_after_the_close_handshakes
                 break
             await asyncio.sleep(0.05)
         assert not established, f"exec connections still open: {established}"
-        time_waits = [row for row in ours if row[2] == "06"]
-        assert len(time_waits) >= 5 and all(local == port for local, _, _ in time_waits), ours
+        assert len({row[:2] if row[0] != port else row[1::-1] for row in ours}) >= 5, (
+            ours
+        )  # five connections, all ended
         # Nothing holds a closed connection (its TLS object and buffers): 5,000 execs' worth held for the
         # client's close timer made the TUI's Verify step pass 500 MB.
         gc.collect()  # garbage of earlier tests (an aborted exec's cycles) is not what this counts

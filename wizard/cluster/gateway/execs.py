@@ -13,6 +13,7 @@ connector caches the server's addresses and races them (RFC 8305).
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 import urllib.parse
@@ -89,7 +90,7 @@ class Execs(GatewayBase):
         if len(shown) > SHOWN_COMMAND:
             shown = shown[: SHOWN_COMMAND - 1] + "…"
         what = f"exec {shown} in {namespace}/{pod} ({container})"
-        proxy = self.configuration.proxy or env_proxy(self.server)
+        proxy = self.configuration.proxy or self._environment_proxy
 
         async def attempt() -> ExecResult:
             self.stats.requests += 1
@@ -178,6 +179,11 @@ class Execs(GatewayBase):
             raise aiohttp.ServerDisconnectedError()
         return output.result()
 
+    @functools.cached_property
+    def _environment_proxy(self) -> str:
+        """The environment's proxy for the server, looked up once (it walks the whole environment)."""
+        return env_proxy(self.server)
+
     def _exec_session(self) -> aiohttp.ClientSession:
         """The execs' session (made on the first): the client's TLS context, its User-Agent and cookie. It never
         reads the environment per request (a proxy and .netrc lookup each): the proxy is the caller's."""
@@ -189,6 +195,7 @@ class Execs(GatewayBase):
             self._execs = aiohttp.ClientSession(
                 connector=connector,
                 response_class=_ExecResponse,
+                cookie_jar=aiohttp.DummyCookieJar(),  # the kubeconfig's cookie is a header: no jar to look up
                 headers=headers,
                 trust_env=False,
                 timeout=aiohttp.ClientTimeout(total=None),  # the exec's own timeout bounds it
