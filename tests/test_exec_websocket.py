@@ -23,7 +23,7 @@ import pytest
 from tests.cluster_util import kubeconfig, scenario
 from tests.fixtures_demo import ClusterFactory
 from wizard import requestlog
-from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
+from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.facade import Cluster
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.gateway.kube import client
@@ -253,6 +253,15 @@ async def test_a_connection_dropped_mid_exec_is_one_clear_error(demo: DemoCluste
                 assert time.monotonic() - started < 1.5  # not retried: the command may have run
     finally:
         await proxy.close()
+
+
+async def test_a_timed_out_exec_ends_at_its_limit(demo: DemoClusterThread) -> None:
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster, _probe(cluster) as pod:
+        demo.faults.exec_latency_ms = 5000  # the command's output 5 s after the upgrade
+        started = time.monotonic()
+        with pytest.raises(TimedOut, match=r"exec uname -r in gpu-operator/\S+ \(probe\): no answer from .* within 1s"):
+            await cluster.gateway.exec(NS, pod, PROBE_CONTAINER, ["uname", "-r"], timeout=1)
+        assert time.monotonic() - started < 2.5  # the limit, and at most the second a polite close may take
 
 
 # -- small servers and the output's framing ----------------------------------------------------------------

@@ -36,6 +36,9 @@ REFUSAL_BODY_MAX = 64 * 1024
 MAX_MESSAGE = 16 * 1024 * 1024
 """Bytes of one websocket message: an exec's output frame is far smaller."""
 _DATA = (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT)
+_WS_TIMEOUT = aiohttp.ClientWSTimeout(ws_receive=None, ws_close=1.0)
+"""The exec's own timeout bounds the reads; the client closes first only after a failure or a timeout (a
+server that answers no close frame within a second is not waited for)."""
 
 
 class ExecRefused(Exception):
@@ -157,7 +160,7 @@ class Execs(GatewayBase):
                 server_hostname=self.configuration.tls_server_name or None,
                 max_msg_size=MAX_MESSAGE,
                 decode_text=False,
-                timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=5.0),
+                timeout=_WS_TIMEOUT,
             ) as ws:
                 status = "101"
                 if ws.protocol != EXEC_PROTOCOL:  # without it the frames carry no exit status to read
