@@ -24,14 +24,6 @@ EXEC_PROTOCOL = "v4.channel.k8s.io"
 _STATUS_CHANNEL = 3
 
 
-class ConnectFailed(Exception):
-    """No connection to the server could be opened (refused, unreachable, unknown host): nothing was sent."""
-
-    def __init__(self, os_error: OSError) -> None:
-        super().__init__(str(os_error))
-        self.os_error = os_error
-
-
 def transport_error(exc: BaseException, what: str, server: str, timeout: float) -> ClusterError:
     """A timeout, TLS failure, refused connection or dropped connection, worded with what to do."""
     if isinstance(exc, TimeoutError):
@@ -44,7 +36,7 @@ def transport_error(exc: BaseException, what: str, server: str, timeout: float) 
             f"{what}: TLS verification of {server} failed ({exc})",
             "check the context's certificate-authority and that the server address is right",
         )
-    if isinstance(exc, aiohttp.ClientConnectorError | ConnectFailed):
+    if isinstance(exc, aiohttp.ClientConnectorError):
         return ClusterError(
             f"{what}: cannot connect to {server} ({exc.os_error.strerror or exc})",
             "check that the cluster is running and the context points at the right server",

@@ -21,7 +21,6 @@ import aiohttp
 from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.kube import client
-from wizard.cluster.gateway.websocket import Dialer
 from wizard.cluster.transport import env_proxy, status_error, transport_error
 from wizard.engine.results import CallStats
 from wizard.retry import API_CALL, DROPS, Retryable, dropped, retryable_status, retrying
@@ -37,8 +36,9 @@ class GatewayBase:
     def __init__(self, configuration: client.Configuration, *, context: str, timeout: float = DEFAULT_TIMEOUT) -> None:
         configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 128)
         if not configuration.proxy and not env_proxy(configuration.host):
-            # The client's sessions trust the environment, which costs a proxy and .netrc lookup on every
-            # request (~0.7 ms, i.e. most of an exec's client CPU). With no proxy for this server, skip it.
+            # The client's session trusts the environment, which costs a proxy and .netrc lookup on every
+            # request it sends (~0.7 ms each: reads, writes, watches). With no proxy for this server, skip it.
+            # (Execs have a session of their own that never trusts it: :mod:`wizard.cluster.gateway.execs`.)
             configuration.client_session_kwargs = {**(configuration.client_session_kwargs or {}), "trust_env": False}
         self.configuration = configuration
         self.context = context
@@ -51,16 +51,15 @@ class GatewayBase:
         self.custom = client.CustomObjectsApi(self.api)
         self.authz = client.AuthorizationV1Api(self.api)
         self.versions = client.VersionApi(self.api)
-        self._execs: Dialer | None = None
-        """The websockets of execs (:mod:`wizard.cluster.gateway.execs`), made on the first one."""
+        self._execs: aiohttp.ClientSession | None = None
+        """The session of execs' websockets (:mod:`wizard.cluster.gateway.execs`), made on the first one."""
         self.stats = CallStats()
         """Requests sent (every attempt) and retries made, for fault reports."""
 
     async def close(self) -> None:
-        """Close the HTTP session and the execs' connections dialled ahead (an exec's own connection is
-        closed when it ends)."""
+        """Close the HTTP sessions (the API client's and the execs')."""
         if self._execs is not None:
-            self._execs.close()
+            await self._execs.close()
         await self.api.close()
 
     def _transport_error(self, exc: BaseException, what: str, timeout: float) -> ClusterError:

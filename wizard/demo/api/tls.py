@@ -80,8 +80,8 @@ def server_context(cert: Path, key: Path) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     # One TLS 1.3 session ticket per connection, as a Kubernetes API server (Go's crypto/tls) sends: a
-    # client that resumes sessions (gpu-wizard's exec websockets) skips the certificate's signature and
-    # verification on both sides; OpenSSL's default is two.
+    # client that resumes sessions skips the certificate's signature and verification on both sides
+    # (gpu-wizard's execs no longer do: aiohttp offers no session); OpenSSL's default is two.
     context.num_tickets = 1
     return context
 
