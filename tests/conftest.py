@@ -5,4 +5,10 @@ import os
 # The real-cluster lane (tests/realcluster) runs serially on its own: `make test-real` sets this.
 collect_ignore = [] if os.environ.get("GPU_WIZARD_REALCLUSTER") == "1" else ["realcluster"]
 
-pytest_plugins = ["tests.fixtures_demo", "tests.fixtures_faults", "tests.fixtures_registry", "tests.snapshots.plugin"]
+pytest_plugins = [
+    "tests.fixtures_demo",
+    "tests.fixtures_faults",
+    "tests.fixtures_registry",
+    "tests.helpers.browser",  # the chromium_browser fixture of the browser tests
+    "tests.snapshots.plugin",
+]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_packaging import build_wheel
+from tests.helpers.wheel import build_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(900)

@@ -7,19 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wheel import build_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def build_wheel(out: Path) -> Path:
-    """The checkout's wheel, built into ``out`` (no dependencies, no build isolation: offline)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = out.glob("gpu_wizard-*.whl")
-    return wheel
 
 
 @pytest.fixture(scope="module")

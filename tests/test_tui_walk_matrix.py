@@ -22,10 +22,10 @@ from screens.dialogs import ConfirmDialog
 from screens.flow import step_named
 from screens.widgets.field import AnswerField
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.keys import keys_at_once, landed
+from tests.helpers.tui import connected, on_step
+from tests.helpers.walk import backward, forward
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import connected, on_step
-from tests.test_tui_input_order import keys_at_once, landed
-from tests.test_tui_walk_all import backward, forward
 from wizard.bundled import asset_names
 
 SCENARIOS = sorted(
