@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.helpers.plans import answers_plan
+from tests.helpers.plans import answers_plan, plan_or_refusal
 from tests.hostile import write_files
 from tests.hostile_cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.cli import main as cli
+from wizard.engine.answers import AnswersError
 from wizard.engine.facts import ClusterFacts, facts_from_nodelist, node_facts
 from wizard.engine.node_grammar import NodeFactsError
 from wizard.engine.plan import Plan
@@ -113,8 +114,11 @@ def test_hostile_nodelists_are_refused_or_render_safe_scripts(nodes: list[dict[s
     hostile_text,
 )
 def test_hostile_answers_are_refused_or_render_safe_scripts(base: str, field: str, value: str) -> None:
-    plan = answers_plan(base, **{field: value})
-    if plan is None:
+    plan = plan_or_refusal(base, **{field: value})
+    if isinstance(plan, AnswersError):  # refused: each line names the field, with nothing a terminal acts on
+        text = str(plan)
+        assert any(line.startswith(f"driver.{field}: ") for line in text.split("\n")), text
+        assert len(text.split("\n")) == len(plan.errors) and not has_unsafe(text.replace("\n", "")), repr(text)
         return
     facts = facts_from_nodelist({"kind": "NodeList", "items": [node("gpu-0"), sle_node("gpu-1")]})
     _check_render(plan, facts)

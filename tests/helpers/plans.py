@@ -15,10 +15,17 @@ def answers_dict(text: str) -> dict[str, Any]:
     return json.loads(json.dumps(YAML(typ="safe", pure=True).load(text)))
 
 
-def answers_plan(base: str, **driver: Any) -> Plan | None:
+def plan_or_refusal(base: str, **driver: Any) -> Plan | AnswersError:
+    """The plan of ``base`` with ``driver`` fields changed, or the parser's refusal of them."""
     doc = answers_dict(base)
     doc["driver"].update(driver)
     try:
         return parse_answers(json.dumps(doc))[0]
-    except AnswersError:
-        return None
+    except AnswersError as exc:
+        return exc
+
+
+def answers_plan(base: str, **driver: Any) -> Plan | None:
+    """The plan, or None where the answers are refused."""
+    result = plan_or_refusal(base, **driver)
+    return None if isinstance(result, AnswersError) else result
