@@ -288,7 +288,11 @@ def test_helm_values_only_use_keys_the_chart_has(case: str) -> None:
     answers, nodes = CASES[case]
     result = render(Plan.model_validate(answers), facts(*nodes))
     chart = operator_values(result.plan.operator.bundle)
-    for path in leaves(result.helm_values):
+    paths = leaves(result.helm_values)
+    # empty values would pass the loop below: every case says at least whether the operator's driver runs (issue 26)
+    assert ("driver", "enabled") in paths, result.helm_values
+    for path in paths:
+        assert path, result.helm_values  # an empty mapping is a leaf with no key
         get(chart, path)  # KeyError when the release's chart has no such value
 
 
