@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.wheel import build_wheel
+from tests.helpers.wheel import shared_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    wheel = shared_wheel(tmp_path_factory)
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
