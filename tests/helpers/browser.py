@@ -30,8 +30,9 @@ def missing(message: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chromium_browser() -> Iterator[Any]:
+    """One headless chromium per worker for the whole run (each test opens its own context)."""
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
         missing("chromium is not installed (bash .ci/system-deps.sh installs it)")
