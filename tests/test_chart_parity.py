@@ -22,9 +22,9 @@ from tests.helpers.chart_parity import (
     ALLOWED,
     CASES,
     RELEASES,
-    rendered_case,
-    render_chart,
     case_differences,
+    render_chart,
+    rendered_case,
 )
 from wizard.engine.render import helm_yaml
 
