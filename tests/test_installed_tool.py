@@ -21,7 +21,7 @@ import pytest
 from tests.helpers.wheel import shared_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
 
 @pytest.fixture

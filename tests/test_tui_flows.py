@@ -14,6 +14,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
 from textual.widgets import Checkbox
 
 from screens.app import WizardApp
@@ -32,6 +33,8 @@ from tests.helpers.tui import (
     walk_to,
 )
 from tests.snapshots.plugin import screen_text, wait_for
+
+pytestmark = pytest.mark.slow
 
 
 async def test_precompiled_on_sle_micro_to_a_passing_verify(tui_env: Path) -> None:

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers.tmux import GPU_WIZARD, Tmux, needs_tmux, next_step
 
-pytestmark = needs_tmux
+pytestmark = [needs_tmux, pytest.mark.slow]
 
 
 @dataclass(frozen=True)

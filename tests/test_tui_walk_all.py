@@ -20,6 +20,8 @@ from tests.helpers.tui import connected, on_step
 from tests.helpers.walk import backward, forward
 from tests.snapshots.plugin import wait_for
 
+pytestmark = pytest.mark.slow
+
 #: In process: one scenario per driver mode (test_tui_walk_matrix walks every scenario through its kubeconfig).
 SCENARIOS = ["sle-micro-precompiled", "airgapped", "preinstalled"]
 

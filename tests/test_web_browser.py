@@ -16,8 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.web import ServedWizard, alive
 from tests.helpers.browser import Screen
+
+pytestmark = pytest.mark.slow
 
 
 def open_tab(browser: Any, url: str) -> tuple[Any, Screen]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from aiohttp import web
 
 from benchmarks.web import ServedWizard, Tab
@@ -30,6 +31,8 @@ from tests.helpers.browser import Screen
 from tests.helpers.web import ECHO_APP
 from wizard.web.pool import SessionPool
 from wizard.web.server import Classroom, listen
+
+pytestmark = pytest.mark.slow
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3, "is_mobile": True, "has_touch": True}
 
