@@ -339,7 +339,7 @@ class WizardApp(App[int]):
         ca_files = [plan.driver.registryCA] if plan is not None and plan.driver.registryCA else []
         host_config = plan.driver.hostRegistryConfig if plan is not None else True
         origins = dict.fromkeys(mirrors, "the Driver step's registry mirrors")
-        # built in a thread: the client's TLS context loads the system CA store (50-100 ms held on the loop),
+        # built in a thread: the client's TLS context loads the system CA store (a stall on the loop),
         # and this machine's registries.conf, hosts.toml and auth files are read. A CA file that cannot be
         # used fails each image check with one line naming it, shown beside the images.
         registry = await asyncio.to_thread(

@@ -27,7 +27,7 @@ IDLE_COLLECT_CHECK_S = 2.0
 IDLE_BEFORE_COLLECT_S = 3.0
 #: Modules a later step imports on the event loop, imported in the warm-up thread instead.
 WARM_MODULES = (
-    "jsonschema",  # Preview's dry run: ~0.1 s held on the loop
+    "jsonschema",  # Preview's dry run: its import held the loop
     "screens.steps.nodes",
     "screens.steps.mode",
     "screens.steps.driver",
@@ -97,7 +97,7 @@ def warm_up(help_texts: list[str]) -> None:
 
     A thread holds the GIL only for a switch interval (5 ms) at a time, so the loop keeps answering;
     the same work on the loop held it for its whole length, inside the step's first frame (the Driver
-    step's module and the catalog it parses: ~25 ms).
+    step's module and the catalog it parses).
     """
     import importlib
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tui import demo_app, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, set_field, walk_to
 from wizard.cli.main import main
 from wizard.engine.branches import branch_checks, is_downgrade
 from wizard.engine.facts import ClusterFacts

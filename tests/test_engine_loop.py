@@ -21,7 +21,7 @@ import pytest
 
 from tests.cluster_util import connected, upstream_plan
 from tests.fixtures_demo import ClusterFactory
-from tests.test_render_golden import node
+from tests.helpers.render_cases import node
 from wizard import collector
 from wizard.cluster import apply as applying
 from wizard.cluster import apply_preview

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_render_golden import CP, SLE_KERNEL, node, nodelist
+from tests.helpers.render_cases import CP, SLE_KERNEL, node, nodelist
 from wizard.engine.facts import (
     LABEL_GPU_PRESENT,
     LABEL_KERNEL,

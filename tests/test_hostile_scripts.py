@@ -9,7 +9,6 @@ whose argv[0] is ``skopeo``, ``docker`` or ``set``, and no control character app
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ruamel.yaml import YAML
 
+from tests.helpers.plans import answers_plan, plan_or_refusal
 from tests.hostile import write_files
 from tests.hostile_cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.cli import main as cli
-from wizard.engine.answers import AnswersError, parse_answers
+from wizard.engine.answers import AnswersError
 from wizard.engine.facts import ClusterFacts, facts_from_nodelist, node_facts
 from wizard.engine.node_grammar import NodeFactsError
 from wizard.engine.plan import Plan
@@ -56,19 +55,6 @@ def assert_safe_output(text: str) -> None:
     assert not has_unsafe(text.replace("\n", "").replace("\t", "")), repr(text)
 
 
-def _answers_dict(text: str) -> dict[str, Any]:
-    return json.loads(json.dumps(YAML(typ="safe", pure=True).load(text)))
-
-
-def _plan(base: str, **driver: Any) -> Plan | None:
-    doc = _answers_dict(base)
-    doc["driver"].update(driver)
-    try:
-        return parse_answers(json.dumps(doc))[0]
-    except AnswersError:
-        return None
-
-
 def _check_render(plan: Plan, facts: ClusterFacts) -> None:
     try:
         rendered = render(plan, facts)
@@ -97,7 +83,15 @@ hostile_nodes = st.lists(
     min_size=1,
     max_size=3,
 )
-PLANS = [p for p in (_plan(UPSTREAM_AIRGAPPED), _plan(PRECOMPILED), _plan(PRECOMPILED, useNvidiaDriverCRD=True)) if p]
+PLANS = [
+    p
+    for p in (
+        answers_plan(UPSTREAM_AIRGAPPED),
+        answers_plan(PRECOMPILED),
+        answers_plan(PRECOMPILED, useNvidiaDriverCRD=True),
+    )
+    if p
+]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -120,8 +114,11 @@ def test_hostile_nodelists_are_refused_or_render_safe_scripts(nodes: list[dict[s
     hostile_text,
 )
 def test_hostile_answers_are_refused_or_render_safe_scripts(base: str, field: str, value: str) -> None:
-    plan = _plan(base, **{field: value})
-    if plan is None:
+    plan = plan_or_refusal(base, **{field: value})
+    if isinstance(plan, AnswersError):  # refused: each line names the field, with nothing a terminal acts on
+        text = str(plan)
+        assert any(line.startswith(f"driver.{field}: ") for line in text.split("\n")), text
+        assert len(text.split("\n")) == len(plan.errors) and not has_unsafe(text.replace("\n", "")), repr(text)
         return
     facts = facts_from_nodelist({"kind": "NodeList", "items": [node("gpu-0"), sle_node("gpu-1")]})
     _check_render(plan, facts)
@@ -129,7 +126,7 @@ def test_hostile_answers_are_refused_or_render_safe_scripts(base: str, field: st
 
 def test_a_script_from_unchecked_names_still_cannot_be_escaped() -> None:
     """Defence in depth: even facts that skipped every check cannot end a comment or a command line."""
-    plan = _plan(UPSTREAM_AIRGAPPED)
+    plan = answers_plan(UPSTREAM_AIRGAPPED)
     assert plan is not None
     facts = ClusterFacts([node_facts(node("gpu-0"))])
     rendered = render(plan, facts)

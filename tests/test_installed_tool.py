@@ -18,16 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_packaging import build_wheel
+from tests.helpers.wheel import shared_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 
 
 @pytest.fixture
 def tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The ``bin`` folder of a clean virtual environment holding the installed wheel."""
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    wheel = shared_wheel(tmp_path_factory)
     venv = tmp_path_factory.mktemp("tool") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=120)
     done = subprocess.run(

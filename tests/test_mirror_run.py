@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures_registry import RegistryServer
+from tests.helpers.mirror import Item
 from wizard.registry.auth import Credentials
 from wizard.registry.mirror_run import MirrorError, MirrorOutcome, MirrorProgress, run_mirror, skopeo_available
-
-
-@dataclass(frozen=True)
-class Item:
-    """Shaped like the renderer's MirrorItem: only ``source`` and ``target`` are used."""
-
-    source: str
-    target: str
 
 
 @pytest.fixture(autouse=True)

@@ -229,6 +229,7 @@ def _said(tried: Attempt) -> str:
     return tried.transcript + "\n".join(f"{f['message']} {f.get('fix', '')}" for f in tried.doctor)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_accepting_every_default_reaches_a_verified_install(
     demo_cluster: ClusterFactory, tmp_path: Path, scenario: str

@@ -17,8 +17,8 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from screens.state import resume_path
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.tui import on_step
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import on_step
 from wizard.cli.main import main
 from wizard.cluster.backup import clean, private
 from wizard.demo.serve import DemoClusterThread
@@ -32,7 +32,7 @@ MIRROR = "registry.example.com/mlops"
 WALK_AND_WAIT = f"""
 import asyncio
 from screens.app import WizardApp
-from tests.test_tui_flows import connected, next_to, set_field
+from tests.helpers.tui import connected, next_to, set_field
 
 async def main() -> None:
     app = WizardApp(demo="sle-micro-precompiled", step_delay=0.0)

@@ -7,24 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.wheel import shared_wheel
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def build_wheel(out: Path) -> Path:
-    """The checkout's wheel, built into ``out`` (no dependencies, no build isolation: offline)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = out.glob("gpu_wizard-*.whl")
-    return wheel
 
 
 @pytest.fixture(scope="module")
 def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wheel = build_wheel(tmp_path_factory.mktemp("wheel"))
+    wheel = shared_wheel(tmp_path_factory)
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(target), str(wheel)],

@@ -461,7 +461,7 @@ def test_answers_fields_for_registry_access_validate_and_stay_out_of_short_files
 async def test_mirror_run_trusts_the_registry_ca_for_skopeo(
     oci_registry: RegistryServer, tls_registry: RegistryServer, test_ca: TestCA, skopeo_tool: str
 ) -> None:
-    from tests.test_mirror_run import Item
+    from tests.helpers.mirror import Item
     from wizard.registry.mirror_run import run_mirror
 
     name = f"580-{secrets.token_hex(3)}"

@@ -20,8 +20,8 @@ from screens.app import WizardApp
 from screens.widgets.field import AnswerField
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.tui import SLE_DIGEST, next_to, on_step, set_field
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import SLE_DIGEST, next_to, on_step, set_field
 from wizard.cli.main import main
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.facade import Cluster

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
-from ruamel.yaml.resolver import VersionedResolver
 
-from tests.test_render_golden import CASES, CP, DIGEST, SLE_KERNEL, facts, node
+from tests.helpers.render_cases import CASES, CP, DIGEST, SLE_KERNEL, facts, node
+from tests.helpers.yaml11 import yaml11_load_all
 from wizard.bundled import asset_text, operator_values
 from wizard.engine.facts import facts_from_nodelist
 from wizard.engine.plan import Plan
@@ -29,21 +29,6 @@ from wizard.engine.render import (
 from wizard.engine.runtime import toolkit_env
 
 BUNDLES = ("v26.7.0", "v26.3.3", "v25.10.1")
-
-
-class _Yaml11Resolver(VersionedResolver):
-    """YAML 1.1 for every document of a stream (ruamel forgets a loader's version after a ``---``)."""
-
-    @property
-    def processing_version(self) -> Any:
-        return (1, 1)
-
-
-def yaml11_load_all(text: str) -> list[Any]:
-    """The documents as a YAML 1.1 reader (kubectl, Helm) sees them."""
-    reader = YAML(typ="safe", pure=True)
-    reader.Resolver = _Yaml11Resolver
-    return list(reader.load_all(text))
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
@@ -303,7 +288,11 @@ def test_helm_values_only_use_keys_the_chart_has(case: str) -> None:
     answers, nodes = CASES[case]
     result = render(Plan.model_validate(answers), facts(*nodes))
     chart = operator_values(result.plan.operator.bundle)
-    for path in leaves(result.helm_values):
+    paths = leaves(result.helm_values)
+    # empty values would pass the loop below: every case says at least whether the operator's driver runs (issue 26)
+    assert ("driver", "enabled") in paths, result.helm_values
+    for path in paths:
+        assert path, result.helm_values  # an empty mapping is a leaf with no key
         get(chart, path)  # KeyError when the release's chart has no such value
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_chart_parity import case_differences
-from tests.test_render_golden import RKE2, SLE_KERNEL, facts, node
+from tests.helpers.chart_parity import case_differences
+from tests.helpers.render_cases import RKE2, SLE_KERNEL, facts, node
 from wizard.engine.answers import dump_answers, example_answers, parse_answers
 from wizard.engine.nodescript import StepResult
 from wizard.engine.plan import Plan

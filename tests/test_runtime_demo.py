@@ -11,8 +11,8 @@ import pytest
 
 from tests.cluster_util import by_node, collect, connected, sle_plan, upstream_plan
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.install import install_and_roll_out
 from tests.sim_helpers import NS, RKE2_TOOLKIT_ENV, SLE_POLICY, cluster_policy, pods_of, settle, waiting_reason, world
-from tests.test_verify import _install
 from wizard.cluster.verify import live_paths
 from wizard.demo.rules.runtime_layout import ToolkitHostPaths, layout, runtime_reads_drop_in, toolkit_error
 from wizard.engine.plan import Plan
@@ -38,7 +38,7 @@ async def test_sle_micro_on_rke2_gets_rke2_settings_and_verifies_green(
         rendered = render(sle_plan(), await cluster.discover())
         assert rendered.runtime is not None and rendered.runtime.flavour == "rke2"
         assert rendered.toolkit_env["CONTAINERD_SOCKET"] == "/run/k3s/containerd/containerd.sock"
-        assert (await _install(cluster, sle_plan(), tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, sle_plan(), tmp_path)).startswith("ready")
         [policy] = await cluster.gateway.list_custom("nvidia.com", "v1", "clusterpolicies")
         checks, _ = await collect(cluster.verify(sle_plan()))
     assert live_paths(policy)[2] == RKE2_DROP_IN
@@ -54,7 +54,7 @@ async def test_the_default_socket_on_rke2_fails_the_toolkit_and_verify_says_so(
     demo = demo_cluster("sle-micro-precompiled")
     plan = with_env({})  # the answers say: no toolkit env (the operator's /run/containerd socket)
     async with connected(demo) as cluster:
-        outcome = await _install(cluster, plan, tmp_path)
+        outcome = await install_and_roll_out(cluster, plan, tmp_path)
         checks, _ = await collect(cluster.verify(plan, timeout=5))
     assert outcome.startswith("failed:") and "(nvidia-container-toolkit-ctr) keeps failing" in outcome, outcome
     binary = by_node(checks, "containerd-config")["gpu-h200-01"]
@@ -70,7 +70,7 @@ async def test_a_drop_in_rke2_never_reads_leaves_containerd_without_the_nvidia_r
     demo = demo_cluster("sle-micro-precompiled")
     plan = with_env({"CONTAINERD_SOCKET": "/run/k3s/containerd/containerd.sock"})
     async with connected(demo) as cluster:
-        outcome = await _install(cluster, plan, tmp_path)
+        outcome = await install_and_roll_out(cluster, plan, tmp_path)
     assert outcome.startswith("failed:") and "(toolkit-validation) keeps failing" in outcome, outcome
 
 
@@ -136,7 +136,7 @@ async def test_k3s_with_containerd_2_installs_with_the_v3_drop_in_folder(
         rendered = render(upstream_plan(), await cluster.discover())
         assert rendered.runtime is not None and rendered.runtime.flavour == "k3s"
         assert rendered.runtime.drop_in == "/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml"
-        assert (await _install(cluster, upstream_plan(), tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, upstream_plan(), tmp_path)).startswith("ready")
 
 
 @pytest.mark.parametrize("flavour", ["containerd", "rke2", "k3s", "k0s", "microk8s"])

@@ -21,12 +21,11 @@ from screens.app import WizardApp
 from tests.cluster_util import SLE_TAG, kubeconfig, scenario
 from tests.fixtures_demo import ClusterFactory
 from tests.fixtures_registry import RegistryServer
+from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
+from tests.helpers.tui import apply_and_roll_out, connected, next_to, set_field, verified
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import apply_and_roll_out, connected, next_to, set_field, verified
 from wizard.bundled import asset_text
 from wizard.cli.main import main
-
-PULL_SECRET = "regcred"
 
 
 def secrets_of(registry: RegistryServer, *extra: str) -> dict[str, str]:
@@ -62,21 +61,6 @@ def auth_file(path: Path, host: str, username: str, password: str) -> Path:
     token = base64.b64encode(f"{username}:{password}".encode()).decode()
     path.write_text(json.dumps({"auths": {host: {"auth": token}}}))
     return path
-
-
-def add_pull_secret(store: object, host: str, username: str, password: str) -> None:
-    """The Secret a site creates so the kubelet can pull from its registry (the wizard never writes it)."""
-    config = json.dumps({"auths": {host: {"username": username, "password": password}}})
-    store.create(  # type: ignore[attr-defined]
-        "secrets",
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "type": "kubernetes.io/dockerconfigjson",
-            "metadata": {"name": PULL_SECRET, "namespace": "gpu-operator"},
-            "data": {".dockerconfigjson": base64.b64encode(config.encode()).decode()},
-        },
-    )
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from screens.dialogs import ConfirmDialog
+from tests.helpers.tui import apply_and_roll_out, demo_app, next_to, on_step, set_field, verified, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import apply_and_roll_out, demo_app, next_to, on_step, set_field, verified, walk_to
 
 
 async def _back_to(pilot: Any, step: str) -> None:

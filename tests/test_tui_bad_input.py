@@ -9,8 +9,8 @@ import pytest
 from textual.widgets import Button, Static
 
 from screens.widgets.field import AnswerField
+from tests.helpers.offline import offline_app
 from tests.snapshots.plugin import screen_text
-from tests.test_tui_offline import offline_app
 from wizard.engine.answers import AnswersError, parse_answers
 
 ZERO_DIGEST = "sha256:" + "0" * 64

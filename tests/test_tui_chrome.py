@@ -12,8 +12,8 @@ from pathlib import Path
 from textual.widgets import Button
 
 from screens.widgets.chrome import StepStrip
+from tests.helpers.offline import offline_app
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_offline import offline_app
 
 
 def strip_text(app: object) -> str:

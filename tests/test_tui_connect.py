@@ -17,8 +17,8 @@ from textual.widgets import Select
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from tests.cluster_util import kubeconfig
+from tests.helpers.tui import connected, demo_app, next_to, on_step, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import connected, demo_app, next_to, on_step, walk_to
 
 
 def context_select(app: WizardApp) -> Select[str]:

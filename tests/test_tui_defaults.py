@@ -8,8 +8,8 @@ from pathlib import Path
 from textual.widgets import Select
 
 from screens.steps.driver_catalog import upstream_versions
+from tests.helpers.tui import demo_app, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, set_field, walk_to
 
 
 def test_upstream_versions_are_full_versions_tagged_for_every_os() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from screens.app import WizardApp
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.tui import SLE_DIGEST, next_to, on_step, set_field
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import SLE_DIGEST, next_to, on_step, set_field
 
 
 async def test_driver_step_checks_images_in_the_demo_registry(tui_env: Path, demo_cluster: ClusterFactory) -> None:

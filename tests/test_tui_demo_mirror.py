@@ -13,8 +13,8 @@ from pathlib import Path
 from textual.widgets import Button, Static
 
 from screens.widgets.mirror import MirrorPanel
+from tests.helpers.tui import demo_app, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, set_field, walk_to
 
 
 async def test_demo_driver_step_offers_no_mirror_run(tui_env: Path) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from screens.report import report_data, report_markdown
 from screens.widgets.diagnosis import DiagnosisPanel, diagnosis_lines
-from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import connected, demo_app, on_step, screen_text
+from tests.helpers.tui import connected, demo_app, on_step
+from tests.snapshots.plugin import screen_text, wait_for
 from wizard.engine.results import Check, Status
 
 

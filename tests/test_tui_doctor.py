@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from screens.findings import host_groups, plan_findings
+from tests.helpers.tui import demo_app, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, walk_to
 
 
 async def test_check_hosts_shows_grouped_findings_that_follow_the_mode(tui_env: Path) -> None:
@@ -32,7 +32,7 @@ async def test_operatortype_answers_reach_the_mode_and_f1_explains_both_words(tu
     and never shown; F1 on the Mode step explains both words. (Never rendered: tests/test_answers.py.)"""
     from screens.app import WizardApp
     from screens.dialogs import HelpDialog
-    from tests.test_tui_flows import next_to, on_step
+    from tests.helpers.tui import next_to, on_step
 
     answers = tui_env / "answers.yaml"
     answers.write_text("version: 1\noperatortype: preinstalled  # as NVIDIA's documents say\n", encoding="utf-8")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from screens.dialogs import ConfirmDialog
 from screens.report import report_markdown
+from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, next_to, set_field, walk_to
 from wizard.engine.nodescript import StepResult, mount_finding
 
 NOEXEC = "/run/nvidia/driver (to be created in /run): /run is mounted noexec"

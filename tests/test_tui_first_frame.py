@@ -20,11 +20,10 @@ from screens.steps.driver import DriverStep
 from screens.widgets.code import CodeView
 from screens.widgets.field import AnswerField
 from screens.widgets.mirror import MirrorPanel
+from tests.helpers.offline import offline_app
+from tests.helpers.tui import next_to, on_step
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import next_to, on_step
-from tests.test_tui_offline import offline_app
 
-#: Widgets of the Driver step's first frame (title, step strip, the fields down to the image groups,
 #: Back/Next, key hints); the whole step has 72 for a precompiled plan.
 DRIVER_FIRST_FRAME_MAX_WIDGETS = 55
 

@@ -20,10 +20,9 @@ from textual.widgets import Label, RadioSet
 from screens.app import WizardApp
 from screens.focusrow import FOCUSED_LABEL
 from screens.widgets.field import AnswerField
-from tests.test_tui_flows import connected, on_step
-from tests.test_tui_walk_all import forward
+from tests.helpers.tui import connected, on_step
+from tests.helpers.walk import forward
 
-#: A background this far (RGB distance) from the unfocused one is a change an eye catches; Textual's
 #: own 5 % focus tint moves it by about 10.
 PLAIN_CHANGE = 90
 #: Cells that must change plainly for a focus to count as shown (a lone input cursor is one).

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tui import demo_app, on_step, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, on_step, walk_to
 
 
 def _words(text: str) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.helpers.resume import DEMO_RUN, answer_resume, saved_run
+from tests.helpers.tui import demo_app, on_step, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, on_step, set_field, walk_to
-from tests.test_tui_resume import DEMO_RUN, answer_resume, saved_run
 
 
 async def test_a_mig_node_reads_naturally_and_the_driver_column_says_what_it_knows(tui_env: Path) -> None:

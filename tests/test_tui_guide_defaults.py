@@ -8,8 +8,8 @@ from pathlib import Path
 from textual.widgets import Button, Select
 
 from screens.widgets.mirror import MirrorPanel
+from tests.helpers.tui import SLE_DIGEST, demo_app, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import SLE_DIGEST, demo_app, set_field, walk_to
 
 
 async def test_sle_micro_target_is_required_and_the_mirror_holding_the_tags_is_offered(tui_env: Path) -> None:

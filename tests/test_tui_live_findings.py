@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from screens.widgets.checks import CheckList
+from tests.helpers.tui import connected, demo_app, next_to
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import connected, demo_app, next_to
 from wizard.cluster.operator_status import policy_checks
 from wizard.engine.plan import Plan
 

@@ -20,24 +20,8 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog, ErrorDialog, HelpDialog, PathDialog
 from screens.state import resume_path
 from screens.widgets.field import AnswerField
+from tests.helpers.offline import EXAMPLES, offline_app
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.engine.facts import facts_from_nodelist
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "assets" / "examples"
-
-
-def offline_app(home: Path, example: str, step: str, *, answers: bool = True, replay: bool = False) -> WizardApp:
-    """The app at ``step`` with the example's node facts (and its answers file copied to HOME)."""
-    answers_path = None
-    if answers:
-        answers_path = home / f"{example}.answers.yaml"
-        shutil.copy(EXAMPLES / f"{example}.answers.yaml", answers_path)
-    app = WizardApp(
-        start_step=step, answers=str(answers_path) if answers_path else None, replay=replay, report_dir=home
-    )
-    facts = facts_from_nodelist(json.loads((EXAMPLES / f"{example}.nodes.json").read_text()))
-    app.state.nodes = {n.name: n for n in facts.nodes}
-    return app
 
 
 async def test_mode_preselects_the_recommendation_with_its_reason(tui_env: Path) -> None:

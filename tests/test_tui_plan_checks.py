@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from screens.dialogs import ConfirmDialog
+from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, next_to, set_field, walk_to
 from wizard.cluster.probe import PROBE_LABEL
 
 

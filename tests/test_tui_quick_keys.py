@@ -18,8 +18,8 @@ from textual.widgets import Static
 from screens.app import WizardApp
 from screens.dialogs import HelpDialog
 from screens.widgets.chrome import NavBar
+from tests.helpers.tui import connected, on_step
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import connected, on_step
 
 
 def burst(app: WizardApp, key: str, times: int) -> None:

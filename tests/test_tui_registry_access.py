@@ -8,8 +8,8 @@ from textual.widgets import Static
 
 from screens.dialogs.dialogs import ErrorDialog
 from screens.widgets.registry_access import RegistryAccess
+from tests.helpers.tui import demo_app, set_field, walk_to
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import demo_app, set_field, walk_to
 
 
 async def test_driver_step_shows_where_mirrors_and_credentials_come_from(tui_env: Path) -> None:

@@ -20,8 +20,8 @@ from screens.dialogs import HelpDialog
 from screens.dialogs.dialogs import help_markdown
 from screens.help_text import step_help
 from screens.widgets.rowtable import RowTable
+from tests.helpers.offline import offline_app
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_offline import offline_app
 
 F1_CPU_LIMIT_S = 0.2
 """Issue 12's F1 target; Textual's Markdown widget took 0.4-0.6 s of loop CPU here."""

@@ -8,40 +8,18 @@ of a step that does not apply (the Driver step of a pre-installed run) never rea
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
+from tests.helpers.resume import ANSWERS, DEMO_RUN, answer_resume, saved_run
+from tests.helpers.tui import connected, demo_app, next_to, on_step
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import connected, demo_app, next_to, on_step
-
-DEMO_RUN = {"demo": "sle-micro-precompiled", "context": "gpu-wizard-demo", "server": ""}
-ANSWERS = (
-    "version: 1\nmode: precompiled\n"
-    "driver:\n  version: 565.57.01\n  repository: registry.example.com/mlops\n  imagePullSecrets: [mysecret]\n"
-)
-
-
-def saved_run(home: Path, step: str, **identity: object) -> Path:
-    """A previous run's answers and state file in the default place."""
-    answers = home / ".config" / "gpu-wizard" / "answers.yaml"
-    answers.parent.mkdir(parents=True, exist_ok=True)
-    answers.write_text(ANSWERS)
-    answers.with_name(".answers.yaml.step.json").write_text(json.dumps({"step": step, **identity}))
-    return answers
 
 
 def notices(app: WizardApp) -> str:
     """Every notification shown so far (toasts may be off screen or wrapped)."""
     return "\n".join(f"{n.title}: {n.message}" for n in app._notifications)
-
-
-async def answer_resume(pilot, resume: bool) -> None:
-    app = pilot.app
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 30, "the resume question")
-    await pilot.press("tab", "enter") if resume else await pilot.press("enter")  # focus starts on Start over
-    await wait_for(pilot, lambda: app.settled.is_set(), what="settled")
 
 
 async def test_a_missing_pull_secret_does_not_trap_the_resume(tui_env: Path) -> None:

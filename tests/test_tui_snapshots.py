@@ -18,10 +18,9 @@ from textual.widgets import TabbedContent
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog, HelpDialog
+from tests.helpers.tui import connected, next_to, on_step, set_field
 from tests.snapshots.plugin import Snapshot, screen_text, wait_for
-from tests.test_tui_flows import connected, next_to, on_step, set_field
 
-#: The backup file name carries a UTC timestamp (same length replacement keeps the layout).
 BACKUP_STAMP = {r"\d{8}T\d{6}Z": "YYYYMMDDTHHMMSSZ"}
 
 

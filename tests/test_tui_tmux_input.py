@@ -15,9 +15,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from ruamel.yaml import YAML
 
-from tests.test_tui_tmux_walk import GPU_WIZARD, Tmux, next_step, pytestmark  # noqa: F401 (skips without tmux)
+from tests.helpers.tmux import GPU_WIZARD, Tmux, needs_tmux, next_step
+
+pytestmark = [needs_tmux, pytest.mark.slow]
 
 #: The longest the CPU hog may live, whatever happens to the test.
 HOG_S = 150

@@ -17,8 +17,8 @@ from ruamel.yaml import YAML
 
 from screens.dialogs import ConfirmDialog
 from screens.widgets.policyform import UpgradePolicyDialog
+from tests.helpers.tui import demo_app, next_to, on_step, set_field, walk_to
 from tests.snapshots.plugin import Snapshot, screen_text, wait_for
-from tests.test_tui_flows import demo_app, next_to, on_step, set_field, walk_to
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "assets" / "scenarios"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from screens.report import report_data, report_markdown
+from tests.helpers.tui import apply_and_roll_out, demo_app, next_to, set_field, verified, walk_to
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import apply_and_roll_out, demo_app, next_to, set_field, verified, walk_to
 
 
 async def test_verify_without_a_registry_shows_skipped_not_verified(tui_env: Path) -> None:

@@ -1,10 +1,11 @@
 """The walk matrix at 80×24: every bundled scenario, forward and back, a paste, then a resumed run (issue 25).
 
 One demo cluster per scenario serves both runs (reached through its kubeconfig, as after ``gpu-wizard
-demo serve``). The first run walks Connect → Preview with Ctrl+N, pastes a pull secret right after
+demo serve``). The first run walks Connect → Apply with Ctrl+N, pastes a pull secret right after
 Tab on the Driver step (it must land in "Pull secrets", not in "Image name"), goes back to Connect
-with Esc and forward to Preview again. The second run, on the same HOME and cluster, must offer to
-resume, say where the replay stops, and land on Preview with the first run's answers. Every wait
+with Esc and forward to Preview again (``test_tui_walk_all``'s walk, here for every scenario). The
+second run, on the same HOME and cluster, must offer to resume, say where the replay stops, and land
+on Preview with the first run's answers. Every wait
 fails the test on timeout with the screen; nothing here can pass without the walk happening.
 The ``large`` scenario (5,000 nodes) is walked in ``test_tui_walk_all``. Marked ``slow``: about
 ten seconds a scenario on two quiet cores (``-m "not slow"`` leaves it out).
@@ -22,10 +23,10 @@ from screens.dialogs import ConfirmDialog
 from screens.flow import step_named
 from screens.widgets.field import AnswerField
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.keys import keys_at_once, landed
+from tests.helpers.tui import connected, on_step
+from tests.helpers.walk import backward, forward
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import connected, on_step
-from tests.test_tui_input_order import keys_at_once, landed
-from tests.test_tui_walk_all import backward, forward
 from wizard.bundled import asset_names
 
 SCENARIOS = sorted(
@@ -49,14 +50,14 @@ async def paste_after_tab(pilot: Any) -> None:
 
 
 async def first_run(pilot: Any) -> Any:
-    """Connect → Driver (the paste) → Preview, Esc back to Connect, forward to Preview again; the plan."""
+    """Connect → Driver (the paste) → Apply, Esc back to Connect, forward to Preview again; the plan."""
     app = pilot.app
     await connected(pilot)
     await forward(pilot, "mode")
     if step_named("driver").applies(app.state):
         await forward(pilot, "driver")
         await paste_after_tab(pilot)
-    await forward(pilot, "preview")
+    await forward(pilot, "apply")  # every step, Apply too, is left and entered again (test_tui_walk_all's walk)
     await backward(pilot)
     await wait_for(pilot, lambda: app.state.preflight is not None, 30, "the preflight again")
     await forward(pilot, "preview")

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.tui import demo_app, next_to, walk_to
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import demo_app, next_to, walk_to
 from wizard.cli.main import main
 from wizard.demo.cluster import DemoCluster
 from wizard.engine.upgrade import UPGRADE_STATES

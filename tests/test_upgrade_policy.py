@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.fixtures_demo import ClusterFactory
-from tests.test_render_golden import CP, facts, node
+from tests.helpers.render_cases import CP, facts, node
 from wizard.cli.main import main
 from wizard.engine.answers import AnswersError, parse_answers, plan_errors
 from wizard.engine.plan import Plan

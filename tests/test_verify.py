@@ -24,29 +24,16 @@ from tests.cluster_util import (
 )
 from tests.fixtures_demo import ClusterFactory, Kubectl
 from tests.fixtures_registry import RegistryServer
-from tests.test_secrets import PULL_SECRET, add_pull_secret
+from tests.helpers.install import install_and_roll_out
+from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
 from wizard.cli.main import main
-from wizard.cluster.facade import Cluster
 from wizard.cluster.probe import PROBE_LABEL
 from wizard.cluster.verify import policy_checks
 from wizard.demo.api.store import WatchEvent
-from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import registry_hosts
 from wizard.engine.render import render
 from wizard.engine.results import Check, Status
 from wizard.registry.client import RegistryClient
-
-
-async def _install(cluster: Cluster, plan: Plan, backups: Path) -> str:
-    prepared = await cluster.prepare_apply(render(plan, await cluster.discover()))
-    assert prepared.ok, prepared.errors
-    assert (await cluster.apply(prepared, backup_dir=backups, allow_unverified_preinstalled=True)).ok
-    final = None
-    # the demo's crash loops are real ones (noexec /run never heals): judged over 2 s, not the default 300 s
-    async for status in cluster.rollout(plan, interval=0.05, timeout=20, crash_window=2.0):
-        final = status
-    assert final is not None
-    return f"{final.phase}: {final.message}"
 
 
 async def test_precompiled_install_verifies(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
@@ -63,7 +50,7 @@ async def test_precompiled_install_verifies(demo_cluster: ClusterFactory, tmp_pa
 
     demo.call(lambda: demo.cluster.store.subscribe(record))
     async with connected(demo) as cluster:
-        assert (await _install(cluster, sle_plan(), tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, sle_plan(), tmp_path)).startswith("ready")
         # the demo advertises its registry: the digest checks really run
         options = cluster.registry_options(registry_hosts(sle_plan()))
         async with RegistryClient(**options) as registry:
@@ -106,7 +93,7 @@ async def test_image_digest_against_the_registry_catches_a_repushed_tag(
     demo = demo_cluster(loopback)
     plan = sle_plan(repository=f"{oci_registry.host}/mlops")
     async with connected(demo) as cluster, RegistryClient(insecure_registries=[oci_registry.host]) as registry:
-        assert (await _install(cluster, plan, tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, plan, tmp_path)).startswith("ready")
         checks, lines = await collect(cluster.verify(plan, registry=registry))
         digest = by_node(checks, "image-digest")
         assert {c.status for c in digest.values()} == {Status.PASS}
@@ -127,7 +114,7 @@ async def test_image_digest_against_the_registry_catches_a_repushed_tag(
 async def test_missing_tag_is_named_per_node(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("missing-tuple")
     async with connected(demo) as cluster:
-        outcome = await _install(cluster, sle_plan(), tmp_path)
+        outcome = await install_and_roll_out(cluster, sle_plan(), tmp_path)
         checks, _ = await collect(cluster.verify(sle_plan()))
     assert (
         outcome.startswith("failed: nvidia-driver-daemonset-")
@@ -145,7 +132,7 @@ async def test_mig_devices_are_not_taken_for_missing_gpus(demo_cluster: ClusterF
     """One A30 split into four MIG devices advertises nvidia.com/gpu: 4 (strategy single): no shortfall warning."""
     demo = demo_cluster("mig")
     async with connected(demo) as cluster:
-        assert (await _install(cluster, upstream_plan(), tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, upstream_plan(), tmp_path)).startswith("ready")
         checks, _ = await collect(cluster.verify(upstream_plan()))
     smi = by_node(checks, "nvidia-smi")["gpu-a30-01"]
     assert smi.status is Status.PASS, smi.line()
@@ -155,7 +142,7 @@ async def test_mig_devices_are_not_taken_for_missing_gpus(demo_cluster: ClusterF
 async def test_noexec_run_is_flagged(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("noexec-run")
     async with connected(demo) as cluster:
-        outcome = await _install(cluster, upstream_plan(), tmp_path)
+        outcome = await install_and_roll_out(cluster, upstream_plan(), tmp_path)
         checks, _ = await collect(cluster.verify(upstream_plan()))
     assert outcome.startswith("failed:") and "keeps failing" in outcome
     driver_path = by_node(checks, "driver-path")
@@ -169,7 +156,7 @@ async def test_noexec_run_is_flagged(demo_cluster: ClusterFactory, tmp_path: Pat
 async def test_a_failing_node_does_not_hold_up_the_others(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("sle-micro-precompiled")
     async with connected(demo) as cluster:
-        await _install(cluster, sle_plan(), tmp_path)
+        await install_and_roll_out(cluster, sle_plan(), tmp_path)
         demo.faults.exec_fail_nodes = ["gpu-h200-01"]
         checks, _ = await collect(cluster.verify(sle_plan(), timeout=5))
     smi = by_node(checks, "nvidia-smi")
@@ -183,7 +170,7 @@ async def test_preinstalled_hosts_are_probed_and_cleaned_up(demo_cluster: Cluste
     broken.nodes.append(dataclasses.replace(broken.nodes[1], name="gpu-bad", count=1, host_driver_broken=True))
     demo = demo_cluster(broken)
     async with connected(demo) as cluster:
-        await _install(cluster, preinstalled_plan(), tmp_path)
+        await install_and_roll_out(cluster, preinstalled_plan(), tmp_path)
         checks, lines = await collect(cluster.verify(preinstalled_plan(), concurrency=2))
         leftovers = await cluster.gateway.list_pods("gpu-operator", label_selector=PROBE_LABEL)
     host = by_node(checks, "host-nvidia-smi")
@@ -198,7 +185,7 @@ async def test_preinstalled_hosts_are_probed_and_cleaned_up(demo_cluster: Cluste
 async def test_cancelling_stops_cleanly_and_deletes_probe_pods(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("preinstalled")
     async with connected(demo) as cluster:
-        await _install(cluster, preinstalled_plan(), tmp_path)
+        await install_and_roll_out(cluster, preinstalled_plan(), tmp_path)
         demo.faults.exec_latency_ms = 2000
         started = time.monotonic()
         stream = cluster.verify(preinstalled_plan(), concurrency=1)
@@ -360,7 +347,7 @@ async def test_mixed_os_under_clusterpolicy_names_the_operators_choice(
     """The operator reads one OS tag for every node (informer order): verify says which and what it means."""
     demo = demo_cluster("mixed-os")
     async with connected(demo) as cluster:
-        await _install(cluster, upstream_plan(), tmp_path)
+        await install_and_roll_out(cluster, upstream_plan(), tmp_path)
         checks, _ = await collect(cluster.verify(upstream_plan(), no_registry="not asked in this test"))
     images = by_node(checks, "driver-image")
     assert images["gpu-01"].status is Status.PASS and images["gpu-02"].status is Status.PASS

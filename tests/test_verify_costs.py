@@ -19,7 +19,7 @@ import pytest
 
 from tests.cluster_util import collect, connected, sle_plan
 from tests.fixtures_demo import ClusterFactory
-from tests.test_verify import _install
+from tests.helpers.install import install_and_roll_out
 from wizard.cluster.gateway import watches as watches_module
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.cluster.probefollow import _Follower, undecided
@@ -39,7 +39,7 @@ async def test_one_verify_is_one_exec_per_node_and_a_constant_number_of_writes(
     demo = demo_cluster("sle-micro-precompiled")
     requests: list[tuple[str, str]] = []
     async with connected(demo) as cluster:
-        assert (await _install(cluster, sle_plan(), tmp_path)).startswith("ready")
+        assert (await install_and_roll_out(cluster, sle_plan(), tmp_path)).startswith("ready")
         nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
         demo.cluster.faults.when = lambda r: requests.append((r.method, r.path)) or False
         checks, lines = await collect(cluster.verify(sle_plan(), no_registry="not asked here"))

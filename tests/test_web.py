@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive
+from tests.helpers.web import wait_until
 from tests.hostile import HostileCase
 from tests.hostile_cases_web import CASES as HOSTILE_CASES
 from wizard.web.environment import remove_stale_roots, session_environment
@@ -32,17 +32,6 @@ SECRETS = {
     "DOCKER_CONFIG": "/trainer/.docker",
     "HTTPS_PROXY": "http://user:password@proxy.example:3128",
 }
-
-
-def wait_until(condition: object, timeout: float = 10.0) -> bool:
-    """Poll ``condition()`` until true or ``timeout`` seconds pass."""
-    assert callable(condition)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return bool(condition())
 
 
 def session_folder(pid: int) -> Path:

@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import pytest
 from aiohttp import web
 
 from benchmarks.web import ServedWizard, Tab
-from tests.test_web_browser import Screen, chromium_browser  # noqa: F401  (the fixture)
-from tests.test_web_pool import ECHO_APP
+from tests.helpers.browser import Screen
+from tests.helpers.web import ECHO_APP
 from wizard.web.pool import SessionPool
 from wizard.web.server import Classroom, listen
+
+pytestmark = pytest.mark.slow
 
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 3, "is_mobile": True, "has_touch": True}
 
@@ -55,7 +58,7 @@ def open_page(browser: Any, url: str, **context: Any) -> tuple[Any, Screen]:
     return opened, screen
 
 
-def test_a_reloaded_tab_reattaches_to_its_session_where_it_was(chromium_browser: Any) -> None:  # noqa: F811
+def test_a_reloaded_tab_reattaches_to_its_session_where_it_was(chromium_browser: Any) -> None:
     with ServedWizard("--max-sessions", "2", "--spares", "1", "--grace", "30") as served:
         served.wait_for_spares(1)
         student, screen = open_page(chromium_browser, served.link)
@@ -74,7 +77,7 @@ def test_a_reloaded_tab_reattaches_to_its_session_where_it_was(chromium_browser:
         student.close()
 
 
-def test_a_race_for_the_last_place_says_the_classroom_is_full(chromium_browser: Any) -> None:  # noqa: F811
+def test_a_race_for_the_last_place_says_the_classroom_is_full(chromium_browser: Any) -> None:
     with ServedWizard("--max-sessions", "1", "--spares", "0") as served:
         context = chromium_browser.new_context()
         page = context.new_page()
@@ -103,7 +106,7 @@ def test_a_race_for_the_last_place_says_the_classroom_is_full(chromium_browser: 
 
 
 def test_on_a_phone_the_wizard_fits_80_columns_and_on_screen_keys_type_f9_and_esc(
-    chromium_browser: Any,  # noqa: F811
+    chromium_browser: Any,
 ) -> None:
     with ServedWizard("--max-sessions", "2", "--spares", "1") as served:
         served.wait_for_spares(1)
@@ -175,7 +178,7 @@ def echo_classroom(log: Path, root: Path) -> Iterator[str]:
 
 
 def test_key_bursts_under_a_cpu_hog_reach_the_app_whole_and_in_order(
-    chromium_browser: Any,  # noqa: F811
+    chromium_browser: Any,
     tmp_path: Path,
 ) -> None:
     log = tmp_path / "keys.log"
@@ -210,7 +213,7 @@ def test_key_bursts_under_a_cpu_hog_reach_the_app_whole_and_in_order(
     assert not re.search(r"\x1b\[20~.", received)
 
 
-def test_a_field_typed_in_bursts_under_a_cpu_hog_holds_every_key(chromium_browser: Any) -> None:  # noqa: F811
+def test_a_field_typed_in_bursts_under_a_cpu_hog_holds_every_key(chromium_browser: Any) -> None:
     with ServedWizard("--max-sessions", "1", "--spares", "1") as served:
         served.wait_for_spares(1)
         context, screen = open_page(chromium_browser, served.link)

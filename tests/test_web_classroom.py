@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive, group_cpu_seconds, screen_text
-from tests.test_web import wait_until
+from tests.helpers.web import wait_until
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -14,8 +14,8 @@ from textual.command import CommandPalette
 
 from screens import keys
 from screens.dialogs import HelpDialog
+from tests.helpers.offline import offline_app
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_offline import offline_app
 
 
 async def test_in_web_mode_f2_f4_f8_and_f9_do_what_the_browser_keeps_from_f1_ctrl_p_ctrl_s_ctrl_n(

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.tui import demo_app
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app
 
 
 @pytest.mark.parametrize("width", [44, 60])

@@ -12,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.web import ECHO_APP
 from wizard.web.pool import SessionPool
 from wizard.web.sessions import SPARE_NICE, Session, autogroups
-
-ECHO_APP = [sys.executable, str(Path(__file__).with_name("web_echo_app.py"))]
 
 
 def niceness(pid: int) -> int:

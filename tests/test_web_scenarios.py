@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select
 
+from tests.helpers.tui import demo_app
 from tests.snapshots.plugin import wait_for
-from tests.test_tui_flows import demo_app
 from wizard.cli.common import UsageError
 from wizard.cli.serve import _offered_scenarios
 from wizard.cluster import facade

@@ -1,9 +1,8 @@
 """The one policy for Python's cyclic garbage collector while gpu-wizard works (engine and TUI alike).
 
 A full collection walks every container object the process holds, in one go, holding the GIL: after
-the Kubernetes client's import that is ~190,000 objects and 80-230 ms on this project's 2-core
-machine, and with 5,000 nodes' facts, a rollout's caches, 30,000 results and the Textual DOM it was
-0.15-1 s — each one an event-loop stall (the TUI's keys and redraws wait). JSON holds no reference
+the Kubernetes client's import that is ~190,000 objects, and 5,000 nodes' facts, a rollout's caches,
+30,000 results and the Textual DOM add far more (docs/benchmarks.md, "Costs behind the code") — each pass an event-loop stall (the TUI's keys and redraws wait). JSON holds no reference
 cycles, so the collector has nothing to find in most of what the engine reads.
 
 * :func:`paused` — the collector paused while pages are decoded and summarised (reference counting
@@ -56,7 +55,7 @@ def paused() -> Iterator[None]:
         if _pausing == 0:
             # Inside a run, what the pause kept is frozen BEFORE the collector is back: the first object
             # allocated after gc.enable() (even the StopIteration that ends this generator) would otherwise
-            # set off a young collection walking all of it at once (85 ms after 5,000 nodes were read).
+            # set off a young collection walking all of it at once (a stall after 5,000 nodes were read).
             keep()
             if _was_enabled:
                 gc.enable()

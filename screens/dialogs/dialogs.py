@@ -170,7 +170,7 @@ class HelpDialog(ModalScreen[None]):
             yield Label(f"Help — {self._title}", classes="dialog-title", markup=False)
             with VerticalScroll(classes="dialog-body", id="help-body"):
                 # One Static holding Rich's Markdown, not Textual's Markdown widget: that one mounts a
-                # widget per block and cost 0.4-0.6 s of loop CPU per F1; this lays out in milliseconds.
+                # widget per block and held the loop for most of a second per F1; this one lays out at once.
                 # printable: the text may quote node names and raw pod output, and Rich's Markdown keeps ESC
                 yield Static(help_markdown(printable(self._text, keep="\n")), id="help-text")
             with Horizontal(classes="dialog-buttons"):

@@ -118,7 +118,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
     # Textual builds a new screen's first frame in one turn of the loop: it styles every widget as it is
     # mounted, styles them all again when the screen is shown (ScreenResume), lays the screen out, and
     # lays it out once more for the Resize that first layout sends the screen itself. For a form of
-    # 50-100 widgets that turn held the loop 100 ms and more; the two handlers below skip the repeats.
+    # 50-100 widgets that turn held the loop long enough to notice; the two handlers below skip the repeats.
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Shown for the first time: its widgets were styled as they were mounted, moments ago."""

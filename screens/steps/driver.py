@@ -40,7 +40,7 @@ DEMO_NO_MIRROR = (
 #: Pause after the last keystroke before the registry is asked.
 CHECK_DELAY = 0.5
 #: Up to this many nodes the plan is rendered at once on each keystroke; above, after the typing pauses
-#: (CHECK_DELAY): a render of 5,000 nodes takes 0.5 s of CPU, and a thread cannot be cancelled mid-render.
+#: (CHECK_DELAY): a render of 5,000 nodes is costly (docs/benchmarks.md, "Costs behind the code"), and a thread cannot be cancelled mid-render.
 RENDER_AT_ONCE_MAX_NODES = 500
 
 
@@ -49,7 +49,7 @@ class DriverStep(FormStep):
 
     # The version field takes the focus as the screen is composed: Textual's default focused the first
     # focusable widget, the form's scroll container, and moving the focus on from it restyled the whole
-    # form twice (~30 ms each) before the step's first frame.
+    # form twice before the step's first frame.
     AUTO_FOCUS = "#driver-version Input"
     #: The version's hint in upstream mode: what the source registry's tags offer, once read.
     _upstream_hint = "the versions the source registry holds are offered above once read"
@@ -157,7 +157,7 @@ class DriverStep(FormStep):
         """Mount the form below the first view once that view is on screen.
 
         Textual composes, styles and lays out every widget of a screen before its first frame: the
-        whole form at once held the loop ~100 ms whatever the node count. Its fields take their
+        whole form at once held the loop in one go, whatever the node count. Its fields take their
         values and errors now, as the fields above did when they were composed.
         """
         if not self.is_attached:  # left before its first frame
@@ -384,7 +384,7 @@ class DriverStep(FormStep):
         if delay and len(facts.nodes) > RENDER_AT_ONCE_MAX_NODES:
             await asyncio.sleep(delay)  # a newer keystroke cancels this worker here, before any CPU is spent
             waited = delay
-        try:  # in a thread: 0.5 s for 5,000 nodes
+        try:  # in a thread: costly for thousands of nodes
             rendered = await asyncio.to_thread(render, plan, facts)
         except ValueError as exc:  # a node whose facts break Kubernetes' grammars (NodeFactsError): say which
             groups.update(f"[$error]✗ {escape(str(exc))}[/]")

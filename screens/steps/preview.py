@@ -161,14 +161,14 @@ class PreviewStep(StepScreen):
         self.render_plan(plan, facts)
 
     # A description of its own: without one Textual's @work writes repr() of every argument into the
-    # worker's description, and the repr of 5,000 nodes' facts took ~100 ms on the event loop.
+    # worker's description, and the repr of 5,000 nodes' facts held the event loop.
     @work(exclusive=True, group="render", exit_on_error=False, description="render the plan")
     async def render_plan(self, plan: Any, facts: Any) -> None:
         """See :meth:`_render_plan_body`."""
         await self._render_plan_body(plan, facts)
 
     async def _render_plan_body(self, plan: Any, facts: Any) -> None:
-        """Render and lay out the tabs in a thread (0.5 s for 5,000 nodes: never on the event loop), then dry-run."""
+        """Render and lay out the tabs in a thread (costly at 5,000 nodes: never on the event loop), then dry-run."""
         from wizard.engine.render import render
 
         state = self.state

@@ -41,8 +41,8 @@ LOG_LINES = 2000
 #: second more than anyone reads): formatting and measuring 30,000 lines nobody sees was the TUI's cost.
 LIVE_LOG_LINES = 50
 #: Seconds between two redraws while results stream in (at most four a second, whatever the node count):
-#: each redraw is a full frame of the screen (~10-17 ms), which at ten a second was most of the TUI's
-#: cost over the engine's own (profiled at 1,000 nodes: 2.3 s of the 4.8 s of extra loop CPU).
+#: each redraw is a full frame of the screen, which at ten a second was most of the TUI's cost over the
+#: engine's own (profiled at 1,000 nodes: docs/benchmarks.md, "Costs behind the code").
 FLUSH_INTERVAL = 0.25
 #: Failed nodes named in the summary line (the table, the log and the report have all of them).
 SHOWN_NODES = 5
@@ -289,8 +289,8 @@ class VerifyStep(StepScreen):
     def verified(self) -> bool:
         """Every finding passed (warnings allowed), none was SKIPPED (could not run), and one was made.
 
-        From the tally when it counted every finding (a scan of 30,000 findings took ~45 ms of the loop,
-        and the end of a verification asked twice)."""
+        From the tally when it counted every finding (a scan of 30,000 findings held the loop, and the end
+        of a verification asked twice)."""
         checks = self.state.checks
         if self._tallied == len(checks):  # a SKIPPED summary comes only with a SKIPPED check, which _skipped holds
             return self._tallied > 0 and not self._failed and not self._skipped and self._verdict is None

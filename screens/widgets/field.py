@@ -89,7 +89,7 @@ class AnswerField(Vertical):
         """Show the field's error (or the hint again when ``message`` is empty).
 
         The same message again changes nothing: a step shows every field's error after each keystroke,
-        and each note's update laid the whole screen out again (25-35 ms for the Driver step).
+        and each note's update laid the whole screen out again.
         """
         if message == self._error_shown:
             return

@@ -1,7 +1,7 @@
 """A table for thousands of rows whose cost follows the rows on screen, not the rows it holds.
 
 Textual's ``DataTable`` measures and styles every row it is given (5,000 nodes held the event loop
-for 150-1,700 ms while a table filled, and F1 waited behind it). :class:`RowTable` is a Line-API
+while a table filled, and F1 waited behind it). :class:`RowTable` is a Line-API
 widget (``ScrollView`` + ``render_line``): it keeps its rows as plain text with one style per cell,
 draws only the lines on screen, and adding a row is a list append plus a width update. Columns have
 a fixed width, or one that grows to the widest cell seen (each cell measured once, when it is set).

@@ -122,7 +122,7 @@ async def verify(
     if not gpu:
         yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
         return
-    # CPU-bound for thousands of nodes (render alone ~0.5 s at 5,000): in a thread, so the loop stays live
+    # CPU-bound for thousands of nodes (the render alone, at 5,000): in a thread, so the loop stays live
     if rendered is None:
         rendered = await asyncio.to_thread(render, plan, facts)
     held = verifying.plan_held(rendered.cluster_policy, rendered.nvidia_drivers, policy, drivers)

@@ -362,7 +362,7 @@ async def follow(
                     return
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), interval)
-                # Events come in bursts and a snapshot reads every node (~15 ms at 5,000): take one at most every
+                # Events come in bursts and a snapshot reads every node (thousands of them): take one at most every
                 # SNAPSHOT_GAP, letting the caches take in the rest of the burst meanwhile.
                 await asyncio.sleep(max(0.0, now + min(SNAPSHOT_GAP, interval) - time.monotonic()))
         finally:

@@ -63,9 +63,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 KEEP_EVERY = 200
 """Nodes finished between two freezes of what the run built (:func:`wizard.collector.keep`): without them the
-survivors of thousands of nodes were walked by full collections of ~120 ms each (3,000 nodes)."""
+survivors of thousands of nodes were walked by every full collection, each a stall of the loop."""
 POD_PAGE = 100
-"""Driver pods per list page: each page is decoded on the event loop in one go (500 pods took ~100 ms)."""
+"""Driver pods per list page: each page is decoded on the event loop in one go (a stall that grows with the page)."""
 
 
 def summary(ctx: VerifyContext, total: int) -> Check:

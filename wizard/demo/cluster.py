@@ -71,8 +71,8 @@ def _freeze_survivors() -> None:
     """Take what survived the simulation's last burst of work out of the cyclic collector's sight.
 
     The store holds the world as JSON-like dicts and lists: no cycles, freed by reference counting when
-    an object is replaced. The collector's full passes still walked all of it, about 0.7 s of CPU per
-    pass at 1,000 nodes (a sixth of a verification's server CPU) and five times that at 5,000. Only
+    an object is replaced. The collector's full passes still walked all of it, a sixth of a verification's
+    server CPU at 1,000 nodes and growing with the nodes (docs/benchmarks.md, "Costs behind the code"). Only
     for a process that serves the demo alone: young cycles are collected first, and a cycle still
     alive now (an open connection) stays uncollected if it dies later, a bounded cost next to that.
     """

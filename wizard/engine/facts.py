@@ -174,7 +174,7 @@ class NodeFacts:
 @functools.lru_cache(maxsize=1024)
 def _derived_os_tag(os_id: str, os_version: str, operator_release: str) -> tuple[str, str]:
     """``(tag, "")`` or ``("", why not)``: thousands of nodes share a few OSes, so each is worked out once (the
-    Driver and Preview steps asked for 5,000 nodes' tags on the event loop: ~30 ms a time). Bounded: the
+    Driver and Preview steps asked for 5,000 nodes' tags on the event loop, a stall each time). Bounded: the
     OS strings come from the cluster."""
     try:
         return os_tag(os_id, os_version, operator_release), ""

@@ -33,8 +33,8 @@ def tls_context(
 ) -> ssl.SSLContext:
     """A TLS context trusting the system's CAs and these (``ca_file``/``ca_files``: PEM files, ``ca_data``:
     PEM text), presenting ``client`` (certificate file, key file) when given; built once per process for
-    the same material (a file by its path and modification time): each build loads the system's CA store,
-    40-200 ms of CPU, and a front end opens a client for every image check. Contexts are safe to share.
+    the same material (a file by its path and modification time): each build loads the system's CA store
+    (a CPU cost the loop notices), and a front end opens a client for every image check. Contexts are safe to share.
 
     ValueError, one line naming the file, when a CA or the client certificate cannot be used.
     """

@@ -2,7 +2,7 @@
 
 The browser's terminal (``textual.js``) sends one JSON message per input event: ``["stdin", text]``
 for a key, a mouse report or a paste, ``["resize", {...}]``, ``["focus"]``, ``["blur"]``,
-``["ping", t]``. Each key costs the app about 0.3 ms of CPU, so a client that sends keys faster
+``["ping", t]``. Each key costs the app some CPU (measured in docs/benchmarks.md), so a client that sends keys faster
 than a person could (or one message of 16,000 keys) could keep a session busy for seconds:
 
 * a websocket message is at most :data:`MAX_MESSAGE` bytes (aiohttp closes a longer one with 1009);

@@ -45,6 +45,6 @@ class Gateway(Reads, Writes, Watches, Execs):
         else:
             configuration, chosen = await load_kubeconfig(kubeconfig, context)
         # Only once the credentials are there (a failing exec plugin or a bad kubeconfig costs no import),
-        # and in a thread: importing the generated API classes is ~1.3 s of CPU in a fresh process.
+        # and in a thread: importing the generated API classes is a long CPU cost in a fresh process.
         await asyncio.to_thread(import_api_classes)
         return cls(configuration, context=chosen, timeout=timeout)

@@ -38,7 +38,7 @@ class Reads(GatewayBase):
         generator (``contextlib.aclosing``) when leaving early: the read-ahead request is cancelled.
 
         The caller decides about the garbage collector (discovery reads the pages inside
-        :func:`wizard.collector.bulk`: decoding 5,000 nodes allocates about a million containers).
+        :func:`wizard.collector.paused`: decoding 5,000 nodes allocates about a million containers).
         """
         ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))
         try:

@@ -166,7 +166,7 @@ class _DictWatch(watch.Watch):  # type: ignore[misc]
 
     def __init__(self, skip: Callable[[str], bool] | None = None) -> None:
         # Not the library's __init__: it builds an ApiClient (a fresh TLS context loading the system's CA
-        # certificates, ~50 ms on the loop) that only model deserialisation would use, and there is none here.
+        # certificates, a stall on the loop) that only model deserialisation would use, and there is none here.
         self._raw_return_type = None
         self._stop = False
         self.resource_version = None
