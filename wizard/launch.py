@@ -97,5 +97,14 @@ def _tui_options(words: list[str]) -> object:
     return SimpleNamespace()
 
 
+def kubectl_complete() -> int:
+    """``kubectl_complete-gpu_wizard``: kubectl runs it for ``kubectl gpu-wizard …<TAB>`` (kubectl 1.26 and later)."""
+    from wizard.cli.completion import kubectl_answer
+    from wizard.cli.main import build_parser
+
+    sys.stdout.write(kubectl_answer(build_parser(), sys.argv[1:]))
+    return 0
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

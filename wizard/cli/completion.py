@@ -316,14 +316,11 @@ def complete(parser: argparse.ArgumentParser, words: list[str]) -> tuple[list[tu
     return [], FILES
 
 
-def kubectl_complete(argv: list[str] | None = None) -> int:
-    """``kubectl_complete-gpu_wizard``: kubectl runs it for ``kubectl gpu-wizard …<TAB>`` (kubectl 1.26 and later)."""
-    from wizard.cli.main import build_parser
-
-    offered, directive = complete(build_parser(), sys.argv[1:] if argv is None else argv)
+def kubectl_answer(parser: argparse.ArgumentParser, words: list[str]) -> str:
+    """What a kubectl plugin's completer prints for ``WORDS``: one ``name<TAB>help`` line each, then ``:directive``."""
+    offered, directive = complete(parser, words)
     lines = [f"{name}\t{text.splitlines()[0][:80]}" if text else name for name, text in offered]
-    sys.stdout.write("".join(f"{line}\n" for line in lines) + f":{directive}\n")
-    return EXIT_OK
+    return "".join(f"{line}\n" for line in lines) + f":{directive}\n"
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
