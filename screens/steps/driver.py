@@ -29,6 +29,7 @@ from screens.widgets.offers import RegistryOffers
 from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
+from wizard import collector
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -363,8 +364,9 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
-        """See :meth:`_check_images_body`."""
-        await self._check_images_body(delay)
+        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
+            await self._check_images_body(delay)
 
     async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""

@@ -23,6 +23,7 @@ from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language, highlight
 from screens.widgets.toggles import Tick
+from wizard import collector
 
 #: The tab shown first: the only one whose view is composed with the step.
 FIRST_TAB = "tab-policy"
@@ -164,8 +165,9 @@ class PreviewStep(StepScreen):
     # worker's description, and the repr of 5,000 nodes' facts held the event loop.
     @work(exclusive=True, group="render", exit_on_error=False, description="render the plan")
     async def render_plan(self, plan: Any, facts: Any) -> None:
-        """See :meth:`_render_plan_body`."""
-        await self._render_plan_body(plan, facts)
+        """See :meth:`_render_plan_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
+            await self._render_plan_body(plan, facts)
 
     async def _render_plan_body(self, plan: Any, facts: Any) -> None:
         """Render and lay out the tabs in a thread (costly at 5,000 nodes: never on the event loop), then dry-run."""
@@ -225,8 +227,9 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
     async def dry_run(self) -> None:
-        """See :meth:`_dry_run_body`."""
-        await self._dry_run_body()
+        """See :meth:`_dry_run_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
+        with collector.frozen():
+            await self._dry_run_body()
 
     async def _dry_run_body(self) -> None:
         """Server-side dry-run of every object, and the diff against the live ones."""
