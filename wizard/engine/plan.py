@@ -15,7 +15,7 @@ import posixpath
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
@@ -30,10 +30,17 @@ IMMUTABLE_TOOLKIT_INSTALL_DIR = "/run/nvidia/toolkit-install"
 
 
 MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
-    Mode.PRECOMPILED: {"source": "docker.io/alaudadockerhub", "image": "nvidia-driver"},
+    Mode.PRECOMPILED: {"source": "", "image": ""},
     Mode.UPSTREAM: {"source": "nvcr.io/nvidia", "image": "driver"},
     Mode.PREINSTALLED: {"source": "", "image": ""},
 }
+"""The source and image a mode gets on every OS; precompiled images are per OS (``defaults.source_defaults``)."""
+
+TAG_OSES = "tag_oses"
+"""Validation context: the GPU nodes' OS tags, for the source an answers file omits (absent: nodes not known)."""
+NODES_LATER = "nodes_later"
+"""Validation context: the nodes are read after the answers (the CLI checks the file before connecting); a source
+no default fits yet is left empty for :func:`wizard.engine.answers.plan_for_nodes` to fill or refuse."""
 
 # Every grammar below is ASCII-only (re.ASCII, explicit classes) and anchored with \A…\Z: Python's
 # ``$`` also matches before a trailing newline, and ``\d`` matches full-width and Arabic-Indic digits.
@@ -597,7 +604,9 @@ class Plan(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _mode_defaults(cls, data: Any) -> Any:
+    def _mode_defaults(cls, data: Any, info: ValidationInfo) -> Any:
+        from wizard.engine.defaults import source_defaults
+
         if not isinstance(data, dict):
             return data
         try:
@@ -608,15 +617,13 @@ class Plan(_Section):
         if driver is None:
             driver = {}
         if isinstance(driver, dict):
-            driver = dict(driver)
-            for key, default in MODE_DEFAULTS[mode].items():
-                if not driver.get(key):
-                    driver[key] = default
+            tag_oses = (info.context or {}).get(TAG_OSES)
+            driver = {**driver, **source_defaults(mode, driver, tag_oses)}
             data = {**data, "driver": driver}
         return data
 
     @model_validator(mode="after")
-    def _cross_field_rules(self) -> Plan:
+    def _cross_field_rules(self, info: ValidationInfo) -> Plan:
         driver = self.driver
         if self.mode is Mode.PREINSTALLED:
             self._folders_apart()
@@ -638,6 +645,13 @@ class Plan(_Section):
                 "driver.repoConfig.configMapName: only used in upstream mode (precompiled images carry "
                 "the kernel modules); remove it"
             )
+        context = info.context or {}
+        if not context.get(NODES_LATER):  # last: a mistake in the file is said before what the nodes would fill
+            from wizard.engine.defaults import source_required
+
+            for key in ("source", "image"):
+                if not getattr(driver, key):
+                    raise ValueError(source_required(key, self.mode, context.get(TAG_OSES)))
         return self
 
     def _folders_apart(self) -> None:
