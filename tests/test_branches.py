@@ -18,7 +18,7 @@ from wizard.engine.render import render
 
 
 def plan(version: str, mode: str = "upstream", release: str = "v26.7.0") -> Plan:
-    driver = {"version": version, "repository": "nvcr.io/nvidia", "image": "driver", "source": "nvcr.io/nvidia"}
+    driver = {"version": version, "repository": "nvcr.io/nvidia", "image": "driver"}
     return Plan.model_validate({"version": 1, "mode": mode, "operator": {"version": release}, "driver": driver})
 
 
@@ -36,8 +36,7 @@ def test_an_unsupported_branch_is_warned_about_in_every_containerized_mode(mode:
 
 def test_the_suggested_version_is_one_the_nodes_os_has() -> None:
     sle = Plan.model_validate(
-        {"version": 1, "mode": "precompiled", "driver": {"version": "570.172.08.1", "repository": "r.example.com/m"}},
-        context={"tag_oses": ["sle-micro5.5"]},
+        {"version": 1, "mode": "precompiled", "driver": {"version": "570.172.08.1", "repository": "r.example.com/m"}}
     )
     (check,) = branch_checks(sle, tag_oses=["sle-micro5.5"])
     assert "580.126.09.1" in check.hint  # the catalog's supported version for SLE Micro, not Ubuntu's list

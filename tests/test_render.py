@@ -54,9 +54,6 @@ def plan(mode: str = "upstream", release: str = "v26.7.0", **driver: Any) -> Pla
     if mode != "preinstalled":
         driver.setdefault("version", "580.126.20" if mode == "upstream" else "580")
         driver.setdefault("repository", "registry.example.com/mlops")
-    if mode == "precompiled":  # a plan made without the nodes names its source (tests/test_answers_source.py)
-        driver.setdefault("source", "docker.io/alaudadockerhub")
-        driver.setdefault("image", "nvidia-driver")
     return Plan.model_validate(answers)
 
 

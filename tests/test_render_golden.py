@@ -139,18 +139,12 @@ def _upstream(release: str = "v26.7.0", **driver: Any) -> dict[str, Any]:
 
 
 #: case name -> (answers, nodes)
-# A plan made without the nodes names its image source (the answers file's rule: tests/test_answers_source.py).
 CASES: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {
     "sle-micro-precompiled": (
         {
             "operator": {"version": "v26.7.0"},
             "mode": "precompiled",
-            "driver": {
-                "version": "580.126.09.1",
-                "repository": "registry.example.com/mlops",
-                "source": "docker.io/alaudadockerhub",
-                "image": "nvidia-driver",
-            },
+            "driver": {"version": "580.126.09.1", "repository": "registry.example.com/mlops"},
         },
         (
             node("cp-0", "sle-micro", "5.5", SLE_KERNEL, gpu="", **RKE2),
@@ -193,13 +187,7 @@ CASES: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {
         {
             "operator": {"version": "v26.7.0"},
             "mode": "precompiled",
-            "driver": {
-                "version": "580",
-                "repository": "registry.example.com/mlops",
-                "useNvidiaDriverCRD": True,
-                "source": "docker.io/alaudadockerhub",
-                "image": "nvidia-driver",
-            },
+            "driver": {"version": "580", "repository": "registry.example.com/mlops", "useNvidiaDriverCRD": True},
         },
         MIXED_NODES,
     ),
@@ -214,12 +202,7 @@ CASES: dict[str, tuple[dict[str, Any], tuple[dict[str, Any], ...]]] = {
         {
             "operator": {"version": "v25.10.1"},
             "mode": "precompiled",
-            "driver": {
-                "version": "580",
-                "repository": "registry.example.com/mlops",
-                "source": "docker.io/alaudadockerhub",
-                "image": "nvidia-driver",
-            },
+            "driver": {"version": "580", "repository": "registry.example.com/mlops"},
         },
         RHEL_NODES[:3],
     ),

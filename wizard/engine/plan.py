@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
+from wizard.engine.sources import source_defaults, source_required
 
 #: Operator release lines whose CRDs and chart values ship with gpu-wizard.
 KNOWN_RELEASES: dict[str, str] = {"25.10": "v25.10.1", "26.3": "v26.3.3", "26.7": "v26.7.0"}
@@ -30,11 +31,13 @@ IMMUTABLE_TOOLKIT_INSTALL_DIR = "/run/nvidia/toolkit-install"
 
 
 MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
-    Mode.PRECOMPILED: {"source": "", "image": ""},
+    Mode.PRECOMPILED: {"source": "docker.io/alaudadockerhub", "image": "nvidia-driver"},
     Mode.UPSTREAM: {"source": "nvcr.io/nvidia", "image": "driver"},
     Mode.PREINSTALLED: {"source": "", "image": ""},
 }
-"""The source and image a mode gets on every OS; precompiled images are per OS (``defaults.source_defaults``)."""
+"""The source and image a plan built in code gets when it validates without a context (no word on the nodes).
+Answers files (:func:`wizard.engine.answers.parse_answers`, the CLI and the TUI) always validate with one: their
+precompiled source follows the nodes' OS (``defaults.source_defaults``), or is required."""
 
 TAG_OSES = "tag_oses"
 """Validation context: the GPU nodes' OS tags, for the source an answers file omits (absent: nodes not known)."""
@@ -605,8 +608,6 @@ class Plan(_Section):
     @model_validator(mode="before")
     @classmethod
     def _mode_defaults(cls, data: Any, info: ValidationInfo) -> Any:
-        from wizard.engine.defaults import source_defaults
-
         if not isinstance(data, dict):
             return data
         try:
@@ -617,8 +618,10 @@ class Plan(_Section):
         if driver is None:
             driver = {}
         if isinstance(driver, dict):
-            tag_oses = (info.context or {}).get(TAG_OSES)
-            driver = {**driver, **source_defaults(mode, driver, tag_oses)}
+            if info.context is None:  # a plan built in code: the mode's fixed defaults
+                driver = {**driver, **{k: v for k, v in MODE_DEFAULTS[mode].items() if not driver.get(k)}}
+            else:  # answers: the nodes' OS's source, else none (then required)
+                driver = {**driver, **source_defaults(mode, driver, info.context.get(TAG_OSES))}
             data = {**data, "driver": driver}
         return data
 
@@ -645,10 +648,10 @@ class Plan(_Section):
                 "driver.repoConfig.configMapName: only used in upstream mode (precompiled images carry "
                 "the kernel modules); remove it"
             )
-        context = info.context or {}
-        if not context.get(NODES_LATER):  # last: a mistake in the file is said before what the nodes would fill
-            from wizard.engine.defaults import source_required
-
+        context = info.context
+        if context is not None and not context.get(
+            NODES_LATER
+        ):  # last: a mistake in the file is said before what the nodes would fill
             for key in ("source", "image"):
                 if not getattr(driver, key):
                     raise ValueError(source_required(key, self.mode, context.get(TAG_OSES)))
