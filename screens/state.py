@@ -264,7 +264,7 @@ class WizardState:
                 self.load_errors.append(f"{display_path(path)}: no such file; it will be created")
             return
         try:
-            plan, doc = load_answers(path)
+            plan, doc = load_answers(path, nodes_later=True)  # the Driver step fills a source left to the nodes
         except AnswersError as exc:
             self.load_errors.extend(e.render(display_path(path)) for e in exc.errors)
             raw = _read_raw(path)

@@ -12,19 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from screens.dialogs import ConfirmDialog
-from tests.helpers.tui import apply_and_roll_out, demo_app, next_to, on_step, set_field, verified, walk_to
+from tests.helpers.tui import (
+    apply_and_roll_out,
+    back_to,
+    demo_app,
+    next_to,
+    on_step,
+    set_field,
+    verified,
+    walk_to,
+)
 from tests.snapshots.plugin import screen_text, wait_for
-
-
-async def _back_to(pilot: Any, step: str) -> None:
-    """Esc until ``step`` is on screen."""
-    app = pilot.app
-    for _ in range(8):
-        if on_step(app, step):
-            return
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: app.screen.is_mounted and not app.screen._leaving, 20, "the step before")
-    await wait_for(pilot, lambda: on_step(app, step), 20, f"the {step} step")
 
 
 async def _preview_then_apply(pilot: Any) -> None:
@@ -58,7 +56,7 @@ async def test_a_second_apply_starts_from_the_plan_on_screen(tui_env: Path) -> N
         assert "✓ verified" in await verified(pilot)
         first = app.state.applied
 
-        await _back_to(pilot, "driver")
+        await back_to(pilot, "driver")
         await set_field(pilot, "driver-version", "570.195.03")
         await _preview_then_apply(pilot)
         await pilot.pause(0.5)  # a follower of the old apply, had one started, would have said so by now
@@ -203,7 +201,7 @@ async def test_the_ready_toast_comes_once_per_apply_not_per_visit(tui_env: Path)
         await apply_and_roll_out(pilot, expect_warning=None)
         await wait_for(pilot, lambda: "Rollout" in told, what="the ready toast")
         await next_to(pilot, "verify")
-        await _back_to(pilot, "apply")
+        await back_to(pilot, "apply")
         await wait_for(pilot, lambda: app.screen._rollout is not None and app.screen._rollout.done, 30, "rollout")
         await pilot.pause(0.3)
         assert told.count("Rollout") == 1, told

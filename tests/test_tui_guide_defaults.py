@@ -57,6 +57,8 @@ async def test_an_unvalidated_mode_is_never_called_recommended(tui_env: Path) ->
     app = demo_app(tui_env, "ubuntu-upstream")
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes", "mode")
+        await pilot.click("#mode-host-check")  # no ★ before the hosts are known to run no driver (test_tui_mode_known)
+        await wait_for(pilot, lambda: "★" in screen_text(app), 60, "the host check")
         text = screen_text(app)
         assert "Upstream  ★ suggested  · configurable, not validated in this release" in text
         assert "★ Suggested: Upstream" in text

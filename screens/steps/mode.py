@@ -1,6 +1,9 @@
 """Step 3, Mode: precompiled, upstream or pre-installed, with the recommended one preselected.
 
-The recommendation and its reason come from the node facts (``ClusterFacts.recommend_mode``).
+The recommendation and its reason come from what is known: the node facts (``ClusterFacts.recommend_mode``:
+the pre-installed label, the host check's nvidia-smi), the live ClusterPolicy (``driver.enabled=false``: the
+hosts' own driver). Until something tells whether the hosts already run a driver, no mode gets the ★: the step
+says so and offers the host check (a privileged probe pod per GPU node: run when asked, never unasked).
 Beside the choices: a diagram of where the driver comes from in the selected mode and the
 documents' comparison (control vs automation, when to choose each). Upstream is marked
 "configurable, not validated in this release".
@@ -8,10 +11,10 @@ documents' comparison (control vs automation, when to choose each). Upstream is 
 
 from __future__ import annotations
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Label, RadioSet, Select, Static
+from textual.widgets import Button, Label, RadioSet, Select, Static
 
 from screens.help_text import MODE_DIAGRAM, MODE_FACTS
 from screens.keys import help_key
@@ -44,13 +47,20 @@ class ModeStep(FormStep):
         state = self.state
         recommended = self._recommended()
         current = state.get("mode") or recommended[0]
+        known = not self._host_driver_unknown()
         yield Label("How should the driver reach the GPU nodes?", classes="section -first")
         with RadioSet(id="modes"):
             for mode in MODES:
                 yield Choice(
-                    self._label(mode, mode == recommended[0]), value=mode == current, name=mode, id=f"mode-{mode}"
+                    self._label(mode, known and mode == recommended[0]),
+                    value=mode == current,
+                    name=mode,
+                    id=f"mode-{mode}",
                 )
         yield Static(self._reason_text(recommended), id="reason", classes="hint", markup=False)
+        check = Button("Check hosts for a driver", id="mode-host-check", compact=True)
+        check.display = not known
+        yield check
         yield Static("", id="diagram", classes="box", markup=False)
         yield Static("", id="mode-facts", markup=False)
         with Horizontal(id="release-row"):
@@ -82,8 +92,24 @@ class ModeStep(FormStep):
         facts = self.state.facts
         if facts is None:
             return "precompiled", "no node facts yet; precompiled is the default"
+        live = getattr(self.state.preflight, "cluster_policy", None) or {}
+        if ((live.get("spec") or {}).get("driver") or {}).get("enabled") is False:
+            return "preinstalled", "the live ClusterPolicy sets driver.enabled=false: the hosts' own driver is in use"
         rec = facts.recommend_mode(self.state.host_drivers)
         return rec.value, rec.reason
+
+    def _host_driver_unknown(self) -> bool:
+        """Whether the hosts may already run a driver without the wizard knowing: no host check ran, no label or
+        live ClusterPolicy tells (a running operator's driver, or its pre-installed label, would)."""
+        state = self.state
+        facts = state.facts
+        if facts is None or not facts.gpu_nodes or state.host_states or state.host_drivers:
+            return False
+        if state.cluster is None:  # node facts from a file: no host to check, the facts are all there is
+            return False
+        if getattr(state.preflight, "cluster_policy", None) is not None:
+            return False
+        return self._recommended()[0] != "preinstalled"
 
     def _mode_warning(self) -> str:
         """Why the chosen mode will not work on these nodes ("" when nothing speaks against it)."""
@@ -117,7 +143,13 @@ class ModeStep(FormStep):
         note.set_class(bool(error), "-error")
 
     def _reason_text(self, recommended: tuple[str, str]) -> str:
-        text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
+        if self._host_driver_unknown():
+            text = (
+                "? Not known yet whether the GPU hosts already run a driver (then Pre-installed; the check below "
+                f"runs a probe pod per GPU node). Without one: {TITLES[recommended[0]]} — {recommended[1]}"
+            )
+        else:
+            text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
         warning = self._mode_warning()
         if warning:
             text += f"\n! {warning}"
@@ -130,6 +162,7 @@ class ModeStep(FormStep):
         state = self.state
         if not state.get("mode"):
             self._set_mode(self._recommended()[0])
+            self._preselected = str(state.get("mode"))
         if not state.get("operator.version"):
             state.set("operator.version", str(self.query_one("#release", Select).value))
         namespace = getattr(state.preflight, "operator_namespace", "") or ""
@@ -181,6 +214,51 @@ class ModeStep(FormStep):
         diagram.set_class(mode == "upstream", "-warning")
         rows = [f"{aspect:<12}{text}" for aspect, text in MODE_FACTS[mode]]
         self.query_one("#mode-facts", Static).update("\n".join(rows))
+
+    _preselected = ""
+    """The mode this step chose for the user (a host check's finding may replace it; never the user's own)."""
+
+    @on(Button.Pressed, "#mode-host-check")
+    def _check_hosts(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.check_hosts()
+
+    @work(exclusive=True, group="mode-host-check", exit_on_error=False)
+    async def check_hosts(self) -> None:
+        """The Nodes step's host check, from here: what it finds decides the ★ (and the mode, when the step chose it)."""
+        from screens.findings import doctor_target
+        from wizard.engine.hostdoctor import HostState
+
+        state = self.state
+        button = self.query_one("#mode-host-check", Button)
+        reason = self.query_one("#reason", Static)
+        button.disabled = True
+        total = len(state.facts.gpu_nodes) if state.facts is not None else 0
+        states: dict[str, HostState] = {}
+        reason.update(f"checking the hosts for a driver (a probe pod per GPU node): 0/{total}…")
+        try:
+            async for item in state.connected().host_states(doctor_target(state)):
+                if isinstance(item, HostState):
+                    states[item.node] = item
+                    reason.update(f"checking the hosts for a driver (a probe pod per GPU node): {len(states)}/{total}…")
+        finally:
+            button.disabled = False
+        state.host_states = states
+        state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
+        recommended = self._recommended()
+        if self._preselected and state.get("mode") == self._preselected and recommended[0] != self._preselected:
+            self.query_one(f"#mode-{recommended[0]}", Choice).value = True  # RadioSet.Changed sets the mode
+            self._preselected = recommended[0]
+        self._show_recommendation()
+
+    def _show_recommendation(self) -> None:
+        """The ★ and the reason line, as far as what is known now says."""
+        recommended = self._recommended()
+        known = not self._host_driver_unknown()
+        for mode in MODES:
+            self.query_one(f"#mode-{mode}", Choice).label = self._label(mode, known and mode == recommended[0])
+        self.query_one("#mode-host-check", Button).display = not known
+        self.query_one("#reason", Static).update(self._reason_text(recommended))
 
     @on(RadioSet.Changed, "#modes")
     def _mode_changed(self, event: RadioSet.Changed) -> None:

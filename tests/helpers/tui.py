@@ -80,3 +80,14 @@ async def verified(pilot: Any) -> str:
     await next_to(pilot, "verify")
     await wait_for(pilot, lambda: app.state.checks and not app.screen._verifying, 60, "verification")
     return screen_text(app)
+
+
+async def back_to(pilot: Any, step: str) -> None:
+    """Esc until ``step`` is on screen."""
+    app = pilot.app
+    for _ in range(8):
+        if on_step(app, step):
+            return
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen.is_mounted and not app.screen._leaving, 20, "the step before")
+    await wait_for(pilot, lambda: on_step(app, step), 20, f"the {step} step")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
 from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
-from wizard.cli.session import load_plan, open_cluster, seconds, write_check
+from wizard.cli.session import load_plan, open_cluster, plan_for_cluster, seconds, write_check
 from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
@@ -67,7 +67,7 @@ async def cmd_apply(args: argparse.Namespace) -> int:
     plan = load_plan(args.answers)
     check_policy_flags(args)  # before connecting: a bad value costs no cluster round trip
     async with open_cluster(args) as cluster:
-        return await apply_plan(args, cluster, plan)
+        return await apply_plan(args, cluster, await plan_for_cluster(cluster, plan, args.answers))
 
 
 async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> int:

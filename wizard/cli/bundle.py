@@ -13,6 +13,7 @@ replaces it atomically. Progress goes to stderr. Exit 0 written, 2 bad input or 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import sys
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_OK, UsageError, version
-from wizard.cli.session import cluster_options, command, load_plan, open_cluster
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 
 if TYPE_CHECKING:
     from wizard.engine.plan import Plan
@@ -86,6 +87,11 @@ async def cmd_support_bundle(args: argparse.Namespace) -> int:
     why = f"from {args.answers}" if plan is not None else ""
     files: dict[str, bytes] = {}
     async with open_cluster(args) as cluster:
+        if plan is not None:
+            from wizard.engine.answers import AnswersError
+
+            with contextlib.suppress(AnswersError):  # a bundle is for a broken setup too: the file's plan as it is
+                plan = await plan_for_cluster(cluster, plan, args.answers)
         if plan is None:
             try:
                 plan, why = await cluster.live_plan(), "read from the live ClusterPolicy"

@@ -24,6 +24,7 @@ from wizard.cli.session import (
     command,
     load_plan,
     open_cluster,
+    plan_for_cluster,
     seconds,
     write_check,
 )
@@ -193,7 +194,7 @@ async def cmd_verify(args: argparse.Namespace) -> int:
     async with open_cluster(args) as cluster, contextlib.AsyncExitStack() as stack:
         if args.probe_image:
             cluster.probe_image = args.probe_image
-        plan = plan or await cluster.live_plan()
+        plan = await plan_for_cluster(cluster, plan, args.answers) if plan else await cluster.live_plan()
         registry = None
         if not args.no_registry:
             client = registry_client(args, cluster, plan, timeout=args.timeout)

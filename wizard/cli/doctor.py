@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_OK
 from wizard.cli.images import registry_client, registry_flags
-from wizard.cli.session import cluster_options, command, load_plan, open_cluster
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 from wizard.engine.steps import PATHS
 
 if TYPE_CHECKING:
@@ -180,7 +180,13 @@ def paths_plan(run: DoctorRun | None, target: DoctorTarget) -> Plan:
     }
     if target.mode.value != "preinstalled":
         chart = operator_values(target.bundle)["driver"]
-        data["driver"] = {"version": str(chart["version"]), "repository": str(chart["repository"])}
+        repository = str(chart["repository"])  # the chart's own image: nothing to copy, no other OS's source
+        data["driver"] = {
+            "version": str(chart["version"]),
+            "repository": repository,
+            "source": repository,
+            "image": str(chart["image"]),
+        }
     return Plan.model_validate(data)
 
 
@@ -296,6 +302,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     plan = load_plan(args.answers) if args.answers else None
     checks: list[Check] = []
     async with open_cluster(args) as cluster:
+        plan = await plan_for_cluster(cluster, plan, args.answers) if plan else None
         run = await doctor_run(cluster, plan, args.answers or "", list(args.node))
         run.args = args
         gpu = sorted(run.states) or [n.name for n in (await _facts(cluster, run)).gpu_nodes]

@@ -217,16 +217,19 @@ def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
 
 async def cmd_mirror(args: argparse.Namespace) -> int:
     """``gpu-wizard mirror``."""
+    from wizard.engine.answers import plan_for_nodes
     from wizard.engine.render import mirror_script, render
     from wizard.registry.mirror_run import MirrorError, MirrorProgress, run_mirror
 
     plan = load_plan(args.answers)
     refusal = ""
     if args.nodes:
-        rendered = render(plan, load_nodelist(args.nodes))
+        facts = load_nodelist(args.nodes)
+        rendered = render(plan_for_nodes(plan, facts, args.answers), facts)
     else:
         async with open_cluster(args) as cluster:
-            rendered = render(plan, await cluster.discover())
+            facts = await cluster.discover()
+            rendered = render(plan_for_nodes(plan, facts, args.answers), facts)
             refusal = demo_refusal(cluster, rendered)
     sys.stdout.write(mirror_script(rendered.mirror))
     for advice in rendered.advice:  # a GPU node left out of the script must not go unnoticed

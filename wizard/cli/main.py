@@ -40,15 +40,16 @@ def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
-    from wizard.engine.answers import load_answers
+    from wizard.engine.answers import load_answers, plan_for_nodes
 
-    plan, _ = load_answers(args.answers)
+    plan, _ = load_answers(args.answers, nodes_later=True)  # its mistakes said before the nodes are read
     if args.nodes:
         facts = load_nodelist(args.nodes)
     else:  # no NodeList: read the nodes from the cluster (--kubeconfig/--context/--demo, added by cli_cluster)
         from wizard.cli.session import render_facts
 
         facts = render_facts(args)
+    plan = plan_for_nodes(plan, facts, args.answers)
     from wizard.engine import render as rendering
 
     result = rendering.render(plan, facts)

@@ -193,10 +193,22 @@ def write_check(check: Check, out: TextIO | None = None) -> None:
 
 
 def load_plan(path: str) -> Plan:
+    """The answers file, checked before connecting; an image source it omits is the nodes' OS's, filled by
+    :func:`plan_for_cluster` (or ``plan_for_nodes``) once the nodes are read."""
     from wizard.engine.answers import load_answers
 
-    plan, _ = load_answers(path)
+    plan, _ = load_answers(path, nodes_later=True)
     return plan
+
+
+async def plan_for_cluster(cluster: Cluster, plan: Plan, path: str) -> Plan:
+    """``plan`` completed for the cluster's GPU nodes (their OS's image source); the nodes are read only when
+    the answers left the source or image to them."""
+    from wizard.engine.answers import plan_for_nodes
+
+    if plan.mode.value == "preinstalled" or (plan.driver.source and plan.driver.image):
+        return plan
+    return plan_for_nodes(plan, await cluster.discover(), path)
 
 
 async def facts_for(args: argparse.Namespace) -> ClusterFacts:

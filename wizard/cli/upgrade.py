@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from wizard.cli.apply import apply_flags, apply_plan
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
-from wizard.cli.session import cluster_options, command, load_plan, open_cluster
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 
 KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
 """A kernel release that can stand in an image tag (with the version and OS tag around it)."""
@@ -100,7 +100,7 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
     check_policy_flags(args)  # before connecting
     async with open_cluster(args) as cluster:
         try:
-            running = current or await cluster.live_plan()
+            running = await plan_for_cluster(cluster, current, args.answers) if current else await cluster.live_plan()
             target = upgrade_target(running, driver_version=args.driver, operator_release=args.operator)
         except ValidationError as exc:
             first = plan_errors(exc)[0]
@@ -147,7 +147,7 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
         )
     current = load_plan(args.answers) if args.answers else None
     async with open_cluster(args) as cluster:
-        plan = current or await cluster.live_plan()
+        plan = await plan_for_cluster(cluster, current, args.answers) if current else await cluster.live_plan()
         if not plan.precompiled:
             raise UsageError(
                 f"check-kernel: the plan is in {plan.mode.value} mode; only precompiled images are built per kernel"

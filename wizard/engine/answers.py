@@ -21,7 +21,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from wizard.atomic_write import write_private
 from wizard.bounded_read import ANSWERS as ANSWERS_LIMITS
 from wizard.bounded_read import InputError, check_yaml, read_bounded
-from wizard.engine.plan import DEFAULT_RELEASE, Mode, Plan
+from wizard.engine.facts import ClusterFacts
+from wizard.engine.plan import DEFAULT_RELEASE, NODES_LATER, TAG_OSES, Mode, Plan
 from wizard.engine.textsafe import printable
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "example_answers",
     "load_answers",
     "parse_answers",
+    "plan_for_nodes",
     "save_answers",
     "write_private",  # re-exported: older callers import the one atomic-write helper from here
 ]
@@ -120,8 +122,15 @@ def plan_errors(exc: ValidationError, doc: Any = None) -> list[FieldError]:
     return errors
 
 
-def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
-    """Parse and validate answers text; returns the plan and the round-trip document."""
+def parse_answers(
+    text: str, source: str = "", *, tag_oses: Sequence[str] | None = None, nodes_later: bool = False
+) -> tuple[Plan, CommentedMap]:
+    """Parse and validate answers text; returns the plan and the round-trip document.
+
+    ``tag_oses``: the GPU nodes' OS tags, when known, for the image source the answers omit (precompiled images
+    are per OS). ``nodes_later``: the nodes are read after this check; :func:`plan_for_nodes` then completes
+    the plan or says which answer is required.
+    """
     if len(text) > ANSWERS_LIMITS.max_bytes:
         raise AnswersError([FieldError("", _too_large(len(text)))], source)
     try:
@@ -149,7 +158,10 @@ def parse_answers(text: str, source: str = "") -> tuple[Plan, CommentedMap]:
         raise AnswersError([FieldError("version", "missing; the answers format version, currently 1", 1)], source)
     _operatortype(doc, source)
     try:
-        plan = Plan.model_validate(_plain(doc))
+        context: dict[str, Any] = {NODES_LATER: nodes_later}
+        if tag_oses is not None:
+            context[TAG_OSES] = list(tag_oses)
+        plan = Plan.model_validate(_plain(doc), context=context)
     except ValidationError as exc:
         raise AnswersError(plan_errors(exc, doc), source) from None
     return plan, doc
@@ -191,13 +203,30 @@ def _operatortype(doc: CommentedMap, source: str) -> None:
         doc.insert(position, "mode", mode)
 
 
-def load_answers(path: str | os.PathLike[str]) -> tuple[Plan, CommentedMap]:
-    """Read and validate an answers file; AnswersError names every bad field and its line."""
+def load_answers(
+    path: str | os.PathLike[str], *, tag_oses: Sequence[str] | None = None, nodes_later: bool = False
+) -> tuple[Plan, CommentedMap]:
+    """Read and validate an answers file; AnswersError names every bad field and its line (see :func:`parse_answers`)."""
     try:
         text = read_bounded(path, ANSWERS_LIMITS)  # also safe on /dev/zero or a FIFO
     except InputError as exc:
         raise AnswersError([FieldError("", exc.message)], str(path)) from None
-    return parse_answers(text, str(path))
+    return parse_answers(text, str(path), tag_oses=tag_oses, nodes_later=nodes_later)
+
+
+def plan_for_nodes(plan: Plan, facts: ClusterFacts, source: str = "") -> Plan:
+    """A plan checked with ``nodes_later``, completed for these nodes: the image source and name it omitted, from
+    the GPU nodes' OS; AnswersError (one line naming the field and what is valid) when no default fits."""
+    if plan.mode is Mode.PREINSTALLED or (plan.driver.source and plan.driver.image):
+        return plan
+    data = plan.answers_dict()
+    for key in ("source", "image"):
+        if not data["driver"].get(key):
+            data["driver"].pop(key, None)
+    try:
+        return Plan.model_validate(data, context={TAG_OSES: facts.os_tags(plan.operator.version)})
+    except ValidationError as exc:
+        raise AnswersError(plan_errors(exc), source) from None
 
 
 def _too_large(size: int) -> str:

@@ -19,10 +19,20 @@ from wizard.engine.catalog import branch_of, driver_versions
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.modes import Mode
 from wizard.engine.naming import Release
+from wizard.engine.sources import (
+    NVIDIA_REGISTRY,
+    SLE_MICRO_SOURCE,
+    SLE_MICRO_TAG_PREFIXES,
+    default_source,
+    source_defaults,
+    source_required,
+)
 
 __all__ = [
     "NVIDIA_REGISTRY",
     "PUBLIC_REGISTRY_HOSTS",
+    "SLE_MICRO_SOURCE",
+    "SLE_MICRO_TAG_PREFIXES",
     "RegistryOffer",
     "candidate_hosts",
     "catalog_versions",
@@ -34,14 +44,11 @@ __all__ = [
     "registry_offers",
     "repositories_holding",
     "search_answers",
+    "source_defaults",
+    "source_required",
     "versions_holding",
 ]
 
-NVIDIA_REGISTRY = "nvcr.io/nvidia"
-"""Where NVIDIA publishes its driver images (upstream for every OS, precompiled for Ubuntu) and the operator."""
-SLE_MICRO_SOURCE = ("docker.io/alaudadockerhub", "nvidia-driver")
-"""Where the SLE Micro precompiled images this release validated are published (``assets/catalog.yaml``)."""
-SLE_MICRO_TAG_PREFIXES = ("sle-micro", "sl-micro")
 PUBLIC_REGISTRY_HOSTS = frozenset(
     {"nvcr.io", "docker.io", "index.docker.io", "registry-1.docker.io", "quay.io", "ghcr.io", "gcr.io"}
     | {"registry.k8s.io", "public.ecr.aws", "mcr.microsoft.com", "registry.access.redhat.com"}
@@ -57,19 +64,6 @@ def _host(repository: str) -> str:
 def is_public_registry(repository: str) -> bool:
     """``repository`` (``nvcr.io/nvidia``, ``registry.example.com/mlops``) is on a public registry."""
     return _host(repository) in PUBLIC_REGISTRY_HOSTS
-
-
-def default_source(mode: Mode, tag_oses: Sequence[str]) -> tuple[str, str]:
-    """(source repository, image name) for ``mode`` on GPU nodes of these OS tags; ``("", "")`` when none applies.
-
-    Precompiled: the SLE Micro copies when every GPU node runs SLE Micro, else NVIDIA's own ``driver``
-    image (its precompiled tags are ``<branch>-<kernel>-<os>``, Ubuntu's among them).
-    """
-    if mode is Mode.PREINSTALLED:
-        return "", ""
-    if mode is Mode.PRECOMPILED and tag_oses and all(t.startswith(SLE_MICRO_TAG_PREFIXES) for t in tag_oses):
-        return SLE_MICRO_SOURCE
-    return NVIDIA_REGISTRY, "driver"
 
 
 def default_target(source: str, *, live_repository: str = "", operator_image: str = "") -> str:

@@ -15,11 +15,12 @@ import posixpath
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from wizard.engine import releases
 from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
+from wizard.engine.sources import source_defaults, source_required
 
 #: Operator release lines whose CRDs, chart values and release.yaml ship with gpu-wizard (line -> folder),
 #: read once from the bundled assets (``wizard.engine.releases``, the one place releases are known).
@@ -37,6 +38,15 @@ MODE_DEFAULTS: dict[Mode, dict[str, str]] = {
     Mode.UPSTREAM: {"source": "nvcr.io/nvidia", "image": "driver"},
     Mode.PREINSTALLED: {"source": "", "image": ""},
 }
+"""The source and image a plan built in code gets when it validates without a context (no word on the nodes).
+Answers files (:func:`wizard.engine.answers.parse_answers`, the CLI and the TUI) always validate with one: their
+precompiled source follows the nodes' OS (``defaults.source_defaults``), or is required."""
+
+TAG_OSES = "tag_oses"
+"""Validation context: the GPU nodes' OS tags, for the source an answers file omits (absent: nodes not known)."""
+NODES_LATER = "nodes_later"
+"""Validation context: the nodes are read after the answers (the CLI checks the file before connecting); a source
+no default fits yet is left empty for :func:`wizard.engine.answers.plan_for_nodes` to fill or refuse."""
 
 # Every grammar below is ASCII-only (re.ASCII, explicit classes) and anchored with \A…\Z: Python's
 # ``$`` also matches before a trailing newline, and ``\d`` matches full-width and Arabic-Indic digits.
@@ -600,7 +610,7 @@ class Plan(_Section):
 
     @model_validator(mode="before")
     @classmethod
-    def _mode_defaults(cls, data: Any) -> Any:
+    def _mode_defaults(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
         try:
@@ -611,15 +621,15 @@ class Plan(_Section):
         if driver is None:
             driver = {}
         if isinstance(driver, dict):
-            driver = dict(driver)
-            for key, default in MODE_DEFAULTS[mode].items():
-                if not driver.get(key):
-                    driver[key] = default
+            if info.context is None:  # a plan built in code: the mode's fixed defaults
+                driver = {**driver, **{k: v for k, v in MODE_DEFAULTS[mode].items() if not driver.get(k)}}
+            else:  # answers: the nodes' OS's source, else none (then required)
+                driver = {**driver, **source_defaults(mode, driver, info.context.get(TAG_OSES))}
             data = {**data, "driver": driver}
         return data
 
     @model_validator(mode="after")
-    def _cross_field_rules(self) -> Plan:
+    def _cross_field_rules(self, info: ValidationInfo) -> Plan:
         driver = self.driver
         if self.mode is Mode.PREINSTALLED:
             self._folders_apart()
@@ -641,6 +651,13 @@ class Plan(_Section):
                 "driver.repoConfig.configMapName: only used in upstream mode (precompiled images carry "
                 "the kernel modules); remove it"
             )
+        context = info.context
+        if context is not None and not context.get(
+            NODES_LATER
+        ):  # last: a mistake in the file is said before what the nodes would fill
+            for key in ("source", "image"):
+                if not getattr(driver, key):
+                    raise ValueError(source_required(key, self.mode, context.get(TAG_OSES)))
         return self
 
     def _folders_apart(self) -> None:
