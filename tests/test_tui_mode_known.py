@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.helpers.tui import demo_app, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from tests.test_tui_flows import demo_app, walk_to
 
 
 def _words(text: str) -> str:
