@@ -76,6 +76,18 @@ def healthy_host(toolkit_dir: str, *, driver_dir: bool = True, smi: str | None =
     return answers
 
 
+def healthy_paths(answers: Path, toolkit_dir: str) -> list[tuple[int, str]]:
+    """A healthy node's answers to the Paths step's host check (`pathcheck.steps_for`: every folder on the
+    way exists, each on a writable exec mount). kwok answers every probe pod alike, so a flow sets these
+    before the path check and `healthy_host` before verification."""
+    from wizard.cluster.pathcheck import host_paths, steps_for
+    from wizard.engine.answers import load_answers
+
+    steps = steps_for(host_paths(load_answers(answers)[0], toolkit_dir))
+    mount = {True: RUN_MOUNT, False: USR_MOUNT}
+    return [(0, mount[step.check[2:].startswith("/run")] if step.check.startswith("m ") else "") for step in steps]
+
+
 def wait_for(what: str, probe: Any, timeout: float) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

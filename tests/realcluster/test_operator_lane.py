@@ -288,10 +288,8 @@ def test_upgrade_follows_the_real_upgrade_controller_then_rollback(
     real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
-    # Open finding (docs/real-cluster.md): the operator rewrites the ClusterPolicy between the wizard's read
-    # and its write (both releases, by timing), and the write, guarded by the resourceVersion read, is refused
-    # with 409. The flow below passed when the timing allowed; it runs again once the wizard retries.
-    pytest.skip("open finding: upgrade's guarded write meets the operator's own update (409), not yet retried")
+    # The operator reports in the policy's status all through the upgrade: the wizard's guarded write must
+    # follow those reports (it was refused with 409 before; docs/real-cluster.md, tests/test_apply_guard.py).
     nodes = [
         node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
         *[node(f"gpu-l40s-{i}", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S") for i in range(2)],
