@@ -30,9 +30,14 @@ def missing(message: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium_browser() -> Iterator[Any]:
-    """One headless chromium per worker for the whole run (each test opens its own context)."""
+    """One headless chromium per browser-test module (each test opens its own context).
+
+    Not per session: Playwright's sync API keeps an event loop running in this thread while it is open,
+    and every later ``asyncio.run()`` in the same worker then fails ("cannot be called from a running
+    event loop"), which took 63 tests of other modules down when it was tried.
+    """
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
         missing("chromium is not installed (bash .ci/system-deps.sh installs it)")
