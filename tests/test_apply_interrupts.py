@@ -134,10 +134,11 @@ def test_confirmation_prompt_ctrl_c_exits_at_once_and_eof_is_no(tmp_path: Path, 
         os.write(master, key)
         started = time.monotonic()
         rest = b""
-        while proc.poll() is None and time.monotonic() - started < 5:
+        # No Enter is ever sent: a prompt that waited for one would still be running when this loop gives up.
+        # (The bound is generous, not a speed check: on a loaded machine an exit alone took over 4 s.)
+        while proc.poll() is None and time.monotonic() - started < 30:
             rest += _read_until(master, b"\x00never", proc, 0.2)
         assert proc.poll() == code, rest.decode(errors="replace")
-        assert time.monotonic() - started < 3  # at once, not after an Enter
         rest += _read_until(master, b"\x00never", proc, 0.2)
     finally:
         proc.kill()
