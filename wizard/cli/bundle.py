@@ -78,12 +78,14 @@ def _archive(files: dict[str, bytes]) -> bytes:
 
 async def cmd_support_bundle(args: argparse.Namespace) -> int:
     """``gpu-wizard support-bundle``."""
+    # The user's input first: a bad -o or answers file is one line before the Kubernetes client is loaded
+    # (importing the facade is most of this command's CPU when it fails).
+    target = _target(args.output)
+    plan = load_plan(args.answers) if args.answers else None
     from wizard.atomic_write import WriteError, write_private
     from wizard.cluster.facade import ClusterError
     from wizard.cluster.support import BundleFile
 
-    target = _target(args.output)
-    plan = load_plan(args.answers) if args.answers else None
     why = f"from {args.answers}" if plan is not None else ""
     files: dict[str, bytes] = {}
     async with open_cluster(args) as cluster:
