@@ -3,7 +3,7 @@
 * gateway: the same paged list (``limit=500`` + ``continue``) through the wizard's own gateway
   (``Gateway.list_nodes_page``: the Kubernetes client's raw call, retry policy, ``json.loads``) and
   nothing else: no facts, no checks (the floor for the engine's discovery: the target is ≤ 1.2 × this);
-* node_pages: the same list through ``Gateway.node_pages``, discovery's own paging (read-ahead, the
+* node_pages: the same list through ``WatchCache.pages``, discovery's own paging (read-ahead, the
   cyclic collector paused), no facts: what the facts alone add;
 * raw: the same paged list with plain aiohttp and ``json.loads``, no Kubernetes client and no facts;
 * kubectl: ``kubectl get nodes -o json`` (a warm discovery cache; it pages by 500 as well);
@@ -51,9 +51,11 @@ PAGE_SIZE = 500
 
 
 async def node_pages_list(cluster: Any) -> int:
-    """The same paged fetch through ``Gateway.node_pages`` (discovery's own path: read-ahead, collector paused), no facts."""
+    """The same paged fetch as discovery's (``WatchCache.pages``: read-ahead), no facts."""
+    from wizard.cluster.watchcache import WatchCache
+
     count = 0
-    async for page in cluster.gateway.node_pages(limit=PAGE_SIZE):
+    async for page in WatchCache(cluster.gateway, "nodes", page_size=PAGE_SIZE).pages():
         count += len(page.get("items") or [])
     return count
 

@@ -211,16 +211,20 @@ async def test_exec_streams_lines_and_reports_the_exit_code(demo: DemoClusterThr
 
 
 async def test_node_pages_read_ahead_and_close_cleanly(demo: DemoClusterThread) -> None:
+    """The watch cache's paged list (discovery's): the next page is requested ahead, and cancelled on close."""
+    from wizard.cluster.watchcache import WatchCache
+
     async with connected(demo) as cluster:
-        pages = [page async for page in cluster.gateway.node_pages(limit=1)]
+        nodes = WatchCache(cluster.gateway, "nodes", page_size=1)
+        pages = [page async for page in nodes.pages()]
         listed = sorted(item["metadata"]["name"] for page in pages for item in page["items"])
         assert len(pages) > 1 and listed == sorted(n.name for n in (await cluster.discover()).nodes)
         before = cluster.gateway.stats.requests
-        async with contextlib.aclosing(cluster.gateway.node_pages(limit=1)) as first_only:
+        async with contextlib.aclosing(nodes.pages()) as first_only:
             async for _ in first_only:
                 break
         # the first page and the read-ahead of the second (cancelled on close): nothing left running
         assert cluster.gateway.stats.requests - before <= 2
-        pending = [t for t in asyncio.all_tasks() if "list_nodes_page" in repr(t.get_coro())]
+        pending = [t for t in asyncio.all_tasks() if "list_page" in repr(t.get_coro())]
         assert not pending
         assert gc.isenabled()  # paused only while the pages were read

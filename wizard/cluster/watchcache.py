@@ -131,7 +131,7 @@ class WatchCache(Generic[T]):
         self.objects.pop(name, None)
         self.indexed.pop(name, None)
 
-    async def _pages(self) -> AsyncGenerator[dict[str, Any], None]:
+    async def pages(self) -> AsyncGenerator[dict[str, Any], None]:
         """Every page of the list, with the next one already requested (cancelled when the caller leaves early)."""
 
         def fetch(cont: str | None) -> asyncio.Future[dict[str, Any]]:
@@ -163,7 +163,7 @@ class WatchCache(Generic[T]):
         """``(name, slim object)`` of one list, page by page, in time slices; :attr:`resource_version` is the list's
         once it ends. Nothing is kept (see :meth:`relist`)."""
         version = ""
-        async with contextlib.aclosing(self._pages()) as pages:
+        async with contextlib.aclosing(self.pages()) as pages:
             async for page in pages:
                 for named in await self.slimmed(page.pop("items", None) or []):
                     yield named

@@ -6,12 +6,9 @@ Each is one call of :meth:`~wizard.cluster.gateway.base.GatewayBase.call` on a g
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 
 
@@ -28,31 +25,6 @@ class Reads(GatewayBase):
         """One page of ``GET /api/v1/nodes?limit=…&continue=…`` as a NodeList dict."""
         fn = self.raw(self.core, "list_node")
         return await self.call("listing nodes", fn, limit=limit, _continue=cont, label_selector=label_selector)
-
-    async def node_pages(self, *, limit: int) -> AsyncGenerator[dict[str, Any], None]:
-        """Every page of ``GET /api/v1/nodes`` (``limit`` each), with the next page already requested.
-
-        The request for page N+1 is in flight while the caller works on page N, so the caller's per-node
-        work overlaps the server's encoding and the transfer of the next page instead of adding to them
-        (discovery of 5,000 nodes costs about one page's work more than the bare paged fetch). Close the
-        generator (``contextlib.aclosing``) when leaving early: the read-ahead request is cancelled.
-
-        The caller decides about the garbage collector (discovery reads the pages inside
-        :func:`wizard.collector.paused`: decoding 5,000 nodes allocates about a million containers).
-        """
-        ahead: asyncio.Task[dict[str, Any]] | None = asyncio.ensure_future(self.list_nodes_page(limit=limit))
-        try:
-            while ahead is not None:
-                page = await ahead
-                cont = (page.get("metadata") or {}).get("continue") or None
-                ahead = asyncio.ensure_future(self.list_nodes_page(limit=limit, cont=cont)) if cont else None
-                await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
-                yield page
-        finally:
-            if ahead is not None and not ahead.done():
-                ahead.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                    await ahead
 
     async def list_page(
         self,
