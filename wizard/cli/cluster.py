@@ -116,10 +116,10 @@ def register(sub: Any) -> None:
 
 async def cmd_discover(args: argparse.Namespace) -> int:
     """``gpu-wizard discover``."""
-    from wizard.cluster.upgrades import running_driver_images
-    from wizard.engine.kernel_drift import kernel_drift
-
     async with open_cluster(args) as cluster:
+        from wizard.cluster.upgrades import running_driver_images
+        from wizard.engine.kernel_drift import kernel_drift
+
         facts = await cluster.discover()
         info = cluster.info
         preflight = await cluster.preflight()

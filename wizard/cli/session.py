@@ -164,10 +164,21 @@ async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
                 raise UsageError(str(exc)) from None
             await stack.enter_async_context(demo)
             kubeconfig, context = str(demo.kubeconfig_path), None
+        credential = None
+        if not args.cluster_demo and not args.cluster_in_cluster:
+            from wizard.cluster.kubeconfig import choose_context, plugin_credential
+
+            # A broken kubeconfig (a missing plugin, file or user) and a failing exec plugin are told
+            # before the cluster code loads (a second of CPU); the plugin runs once, here.
+            credential = await plugin_credential(kubeconfig, choose_context(kubeconfig, context))
         from wizard.cluster.facade import Cluster
 
         cluster = await Cluster.connect(
-            kubeconfig=kubeconfig, context=context, in_cluster=args.cluster_in_cluster, timeout=args.cluster_timeout
+            kubeconfig=kubeconfig,
+            context=context,
+            in_cluster=args.cluster_in_cluster,
+            timeout=args.cluster_timeout,
+            credential=credential,
         )
         stack.push_async_callback(cluster.close)
         banner(cluster.info)

@@ -91,13 +91,14 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from wizard.cli.policy_flags import check_policy_flags, with_policy_flags
+
+    current = load_plan(args.answers) if args.answers else None
+    check_policy_flags(args)  # before connecting, and before the cluster code loads (a second of CPU)
     from wizard.cluster.upgrades import prepare_upgrade, status_word
     from wizard.cluster.upgrades import report_lines as upgrade_lines
     from wizard.engine.answers import plan_errors
     from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 
-    current = load_plan(args.answers) if args.answers else None
-    check_policy_flags(args)  # before connecting
     async with open_cluster(args) as cluster:
         try:
             running = await plan_for_cluster(cluster, current, args.answers) if current else await cluster.live_plan()

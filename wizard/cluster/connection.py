@@ -7,6 +7,8 @@ demo's marker, read from the demo's own kubeconfig (never from a server reply).
 
 from __future__ import annotations
 
+from typing import Any
+
 from wizard import collector
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
@@ -15,7 +17,12 @@ from wizard.engine.results import ClusterInfo
 
 
 async def open_gateway(
-    *, kubeconfig: str | None, context: str | None, in_cluster: bool, timeout: float
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    in_cluster: bool,
+    timeout: float,
+    credential: dict[str, Any] | None = None,
 ) -> tuple[Gateway, ClusterInfo, dict[str, str] | None]:
     """A gateway whose credentials the server accepted, the cluster's info, and the demo's marker (None: not the demo).
 
@@ -24,7 +31,9 @@ async def open_gateway(
     # The Kubernetes client's classes are imported (~190,000 objects): no collection walks them meanwhile,
     # nor as the pause ends (a run's pause freezes what it kept first); they then join the oldest generation.
     with collector.frozen(), collector.paused():
-        gateway = await Gateway.connect(kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout)
+        gateway = await Gateway.connect(
+            kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout, credential=credential
+        )
     try:
         marker = None if in_cluster else demo_marker(kubeconfig, gateway.context)
         version = await gateway.version()

@@ -167,10 +167,13 @@ class Cluster:
         context: str | None = None,
         in_cluster: bool = False,
         timeout: float = 10.0,
+        credential: dict[str, Any] | None = None,
     ) -> Cluster:
-        """Load credentials like kubectl, then prove the server answers and accepts them (see :mod:`wizard.cluster.connection`)."""
+        """Load credentials like kubectl, then prove the server answers and accepts them (see :mod:`wizard.cluster.connection`).
+
+        ``credential``: the context's exec plugin already answered (:func:`wizard.cluster.kubeconfig.plugin_credential`)."""
         gateway, info, marker = await open_gateway(
-            kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout
+            kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout, credential=credential
         )
         return cls(gateway, info, demo_mirrors=marker)
 

@@ -380,6 +380,15 @@ async def exec_credential(document: dict[str, Any]) -> dict[str, Any]:
     return status
 
 
+async def plugin_credential(kubeconfig: str | None, name: str) -> dict[str, Any] | None:
+    """The ExecCredential ``status`` of context ``name``'s exec plugin (run now), or None: no plugin."""
+    document = context_kubeconfig(kubeconfig, name)
+    users = document["users"]
+    if users and isinstance(users[0]["user"].get("exec"), dict):
+        return await exec_credential(document)
+    return None
+
+
 def with_credential(document: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
     """``document`` with its user's exec replaced by the credential the plugin returned."""
     user: dict[str, Any] = {}

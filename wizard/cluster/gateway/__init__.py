@@ -16,6 +16,7 @@ access reviews) are retried on 5xx and dropped connections, any call on 429, hon
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from wizard.cluster.gateway.base import APPLY_CONTENT_TYPE, DEFAULT_TIMEOUT, FIELD_MANAGER
 from wizard.cluster.gateway.connect import import_api_classes, in_cluster_configuration, load_kubeconfig
@@ -38,12 +39,14 @@ class Gateway(Reads, Writes, Watches, Execs):
         context: str | None = None,
         in_cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
+        credential: dict[str, Any] | None = None,
     ) -> Gateway:
-        """Load credentials like kubectl does (no request is made yet)."""
+        """Load credentials like kubectl does (no request is made yet); ``credential``: the context's exec
+        plugin already answered (see :func:`wizard.cluster.kubeconfig.plugin_credential`)."""
         if in_cluster:
             configuration, chosen = in_cluster_configuration(), "in-cluster"
         else:
-            configuration, chosen = await load_kubeconfig(kubeconfig, context)
+            configuration, chosen = await load_kubeconfig(kubeconfig, context, credential)
         # Only once the credentials are there (a failing exec plugin or a bad kubeconfig costs no import),
         # and in a thread: importing the generated API classes is a long CPU cost in a fresh process.
         await asyncio.to_thread(import_api_classes)

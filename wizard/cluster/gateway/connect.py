@@ -4,29 +4,34 @@ or the pod's service account in-cluster; and importing the generated API classes
 
 from __future__ import annotations
 
+from typing import Any
+
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.kube import ConfigException, client, config
 from wizard.cluster.kubeconfig import (
     choose_context,
     context_kubeconfig,
-    exec_credential,
     existing_paths,
+    plugin_credential,
     with_credential,
 )
 
 
-async def load_kubeconfig(kubeconfig: str | None, context: str | None) -> tuple[client.Configuration, str]:
+async def load_kubeconfig(
+    kubeconfig: str | None, context: str | None, credential: dict[str, Any] | None = None
+) -> tuple[client.Configuration, str]:
+    """The client's configuration for the context; ``credential``: its exec plugin's answer, when the
+    caller already ran it (the CLI does, before this module's imports cost a second of CPU)."""
     chosen = choose_context(kubeconfig, context)
     configuration = client.Configuration()
-    document = context_kubeconfig(kubeconfig, chosen)
-    users = document["users"]
     try:
-        if users and isinstance(users[0]["user"].get("exec"), dict):
-            # The plugin runs here, as kubectl runs it (cluster info, install hint, its errors as text);
-            # the client library only gets the credential it returned.
-            credential = with_credential(document, await exec_credential(document))
+        # The plugin runs as kubectl runs it (cluster info, install hint, its errors as text);
+        # the client library only gets the credential it returned.
+        credential = credential or await plugin_credential(kubeconfig, chosen)
+        if credential is not None:
+            document = with_credential(context_kubeconfig(kubeconfig, chosen), credential)
             await config.load_kube_config_from_dict(
-                config_dict=credential, context=chosen, client_configuration=configuration
+                config_dict=document, context=chosen, client_configuration=configuration
             )
         else:
             await config.load_kube_config(
