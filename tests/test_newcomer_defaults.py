@@ -114,13 +114,15 @@ def attempt(kubeconfig: str, given: Answers, folder: Path) -> Attempt:
     with path.open("w", encoding="utf-8") as stream:
         YAML().dump(answers, stream)
     done = Attempt(answers, offers)
-    code, out, err = _cli("apply", "--kubeconfig", kubeconfig, "--answers", str(path), "--yes", "--wait-timeout", "90")
+    # a driver container that crash-loops (a host the driver cannot load on) fails the rollout after 10 s, not 300
+    apply = ("apply", "--kubeconfig", kubeconfig, "--answers", str(path), "--yes", "--wait-timeout", "90")
+    code, out, err = _cli(*apply, "--crash-window", "10")
     done.transcript = out + err
     if code == 0 or (code == 1 and "\napplied " in done.transcript):
-        # after an apply whose rollout was reported failed (a node still labelled upgrade-failed from before the
-        # change, which the upgrade controller retries once its new driver pod is ready), Verify is the next
+        # after an apply whose rollout was reported failed by a node still labelled upgrade-failed from before the
+        # change (which the upgrade controller retries once its new driver pod is ready), Verify is the next
         # step: asked again for a short while, as a newcomer would press it again
-        for _ in range(4 if code else 1):
+        for _ in range(4 if "driver upgrade failed on" in done.transcript else 1):
             code, out, err = _cli("verify", "--kubeconfig", kubeconfig, "--answers", str(path))
             done.verified = code == 0
             if done.verified:

@@ -56,3 +56,32 @@ def test_driver_daemonsets_still_come_first() -> None:
     driver = DaemonSetStatus("nvidia-driver-daemonset", 2, 1, 1, "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04")
     phase, message = _phase(plan, [_operand("nvidia-dcgm-exporter", 0, 0, observed=False)], [driver])
     assert (phase, message) == ("progressing", "driver pods ready: nvidia-driver-daemonset 1/2")
+
+
+UPSTREAM = Plan.model_validate(
+    {"mode": "upstream", "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"}}
+)
+IMAGE = "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"
+
+
+@pytest.mark.parametrize(
+    ("driver", "hosted", "expected"),
+    [
+        # every GPU node runs a host driver: the driver manager unscheduled them all, nothing will ever start
+        (DaemonSetStatus("nvidia-driver-daemonset", 0, 0, 0, IMAGE, True), ["gpu-0", "gpu-1"], "failed"),
+        # the DaemonSet controller has not looked yet: 0 wanted proves nothing
+        (DaemonSetStatus("nvidia-driver-daemonset", 0, 0, 0, IMAGE, False), ["gpu-0"], "progressing"),
+        # some nodes still want a driver pod: the rollout goes on for them
+        (DaemonSetStatus("nvidia-driver-daemonset", 1, 0, 0, IMAGE, True), ["gpu-0"], "progressing"),
+        # no node labelled pre-installed: 0 wanted is waited on as before
+        (DaemonSetStatus("nvidia-driver-daemonset", 0, 0, 0, IMAGE, True), [], "progressing"),
+    ],
+)
+def test_driver_pods_never_wanted_on_pre_installed_hosts_fail_at_once(
+    driver: DaemonSetStatus, hosted: list[str], expected: str
+) -> None:
+    phase, message = classify(UPSTREAM, POLICY, "ready", [driver], [], {}, {}, [], hosted)
+    assert phase == expected, message
+    if expected == "failed":
+        assert "host driver on gpu-0, gpu-1 (nvidia.com/gpu.deploy.driver=pre-installed)" in message
+        assert "set mode: preinstalled" in message

@@ -32,7 +32,7 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
 from wizard.cluster.watchcache import WatchCache
-from wizard.engine.facts import LABEL_UPGRADE_STATE
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 from wizard.engine.upgrade import plan_policy
@@ -109,9 +109,12 @@ class Followed:
     daemonsets: WatchCache[Any]
     nodes: WatchCache[Any]
     pods: WatchCache[Any]
+    hosted: WatchCache[Any]
+    """GPU nodes the driver manager found running a host driver (``nvidia.com/gpu.deploy.driver=pre-installed``)."""
 
     def all(self) -> list[WatchCache[Any]]:
-        return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
+        caches = (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods, self.hosted)
+        return [c for c in caches if c is not None]
 
 
 def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock) -> RolloutStatus:
@@ -129,7 +132,8 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
-    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands)
+    hosted = sorted(str(n["metadata"]["name"]) for n in followed.hosted.items())
+    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
         phase,
@@ -210,6 +214,7 @@ def classify(
     upgrade: dict[str, str],
     nvd: dict[str, str],
     operands: list[DaemonSetStatus],
+    hosted: list[str] | None = None,
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
     if policy is None:
@@ -245,6 +250,15 @@ def classify(
         stale = [d for d in daemonsets if not d.runs(plan.driver.version)]
         if stale:  # the operator has not reconciled the new spec yet: the old pods' readiness proves nothing
             return "progressing", f"waiting for the operator to move {stale[0].name} to driver {plan.driver.version}"
+        if hosted and all(d.observed and d.desired == 0 for d in daemonsets):
+            # The driver manager found a working host driver and took these nodes out of the driver pods'
+            # selector; with every driver DaemonSet wanting no pod, no driver pod will ever start.
+            named = ", ".join(hosted[:3]) + (f" and {len(hosted) - 3} more" if len(hosted) > 3 else "")
+            return "failed", (
+                f"no driver pod is wanted: the driver manager found a host driver on {named} "
+                f"({LABEL_DEPLOY_DRIVER}=pre-installed); set mode: preinstalled to use it, or remove the host "
+                f"driver and label the nodes {LABEL_DEPLOY_DRIVER}=true"
+            )
         if pending:
             counts = ", ".join(f"{d.name} {d.ready}/{d.desired}" for d in pending)
             return "progressing", f"driver pods ready: {counts}"
@@ -313,6 +327,9 @@ async def follow(
         daemonsets=WatchCache(gateway, "daemonsets", changed, namespace=namespace, slim=without_managed_fields),
         nodes=WatchCache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
+        hosted=WatchCache(
+            gateway, "nodes", changed, label_selector=f"{LABEL_DEPLOY_DRIVER}=pre-installed", slim=slim_node
+        ),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
