@@ -19,8 +19,8 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 ## demo: install and run the wizard on the built-in demo cluster
+demo: export PYTHONDONTWRITEBYTECODE :=
 demo: $(VENV)/.installed
-	$(BIN)/python -m compileall -q -j 0 wizard screens >/dev/null
 	$(BIN)/gpu-wizard --demo sle-micro-precompiled
 
 ## system-deps: Debian packages the tests need (docker-registry, skopeo, umoci, htpasswd)
@@ -28,14 +28,16 @@ system-deps:
 	bash .ci/system-deps.sh
 
 ## test: install test extras and system packages, then run the whole suite and the real-cluster lane
+# Bytecode is written (into __pycache__, ignored by git) even where the environment says not to: without it every
+# CLI a test starts compiled ~110 modules (0.3 s of CPU) and every pytest worker rewrote each test module again.
+test: export PYTHONDONTWRITEBYTECODE :=
 test: $(VENV)/.installed-test system-deps
-	@# bytecode written ahead: with PYTHONDONTWRITEBYTECODE set, each CLI the tests start compiled ~110 modules (0.3 s CPU)
-	$(BIN)/python -m compileall -q -j 0 wizard screens tests benchmarks >/dev/null
 	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-real
 
 ## test-real: the real-cluster lane (kube-apiserver, etcd, kcm, scheduler, kwok and the real GPU Operator,
 ## built from pinned Go modules into ~/.cache/gpu-wizard/realcluster; the first build takes long, see README)
+test-real: export PYTHONDONTWRITEBYTECODE :=
 test-real: $(VENV)/.installed-test
 	@if command -v go >/dev/null 2>&1; then \
 		$(BIN)/python -m tests.realcluster.build >/dev/null && \

@@ -105,9 +105,19 @@ def test_the_caches_keep_what_the_follower_reads_and_drop_managed_fields() -> No
             "labels": {LABEL_UPGRADE_STATE: "upgrade-done", "kubernetes.io/hostname": "gpu-7"},
             "managedFields": [{"manager": "kubelet"}],
         },
+        "spec": {
+            "taints": [
+                {"key": "nvidia.com/gpu", "effect": "NoSchedule"},
+                {"key": "soft", "effect": "PreferNoSchedule"},  # never keeps a DaemonSet pod away
+            ]
+        },
         "status": {"capacity": {"nvidia.com/gpu": "8"}},
     }
-    assert slim_node(node) == {"metadata": {"name": "gpu-7", "labels": {LABEL_UPGRADE_STATE: "upgrade-done"}}}
+    assert slim_node(node) == {
+        "metadata": {"name": "gpu-7"},
+        "labels": {LABEL_UPGRADE_STATE: "upgrade-done"},
+        "taints": [{"key": "nvidia.com/gpu", "value": None, "effect": "NoSchedule"}],
+    }
     policy = {"metadata": {"name": "cluster-policy", "managedFields": [{}]}, "status": {"state": "ready"}}
     assert without_managed_fields(policy) == {"metadata": {"name": "cluster-policy"}, "status": {"state": "ready"}}
 

@@ -1,16 +1,19 @@
 """Follow a driver rollout after an apply until it is ready, has failed, or the caller stops it.
 
 Everything is followed by watches, never by periodic full lists: the ClusterPolicy, the NVIDIADrivers,
-the driver DaemonSets, the operator's pods and the nodes carrying the
-``nvidia.com/gpu-driver-upgrade-state`` label each live in a :class:`~wizard.cluster.watchcache.WatchCache` (one paged list, then a
-watch from its resourceVersion, listed again on 410). A snapshot is computed from the caches whenever
+the driver DaemonSets, the operator's pods and the nodes (their ``nvidia.com/`` labels and taints) each
+live in a :class:`~wizard.cluster.watchcache.WatchCache` (one paged list, then a watch from its
+resourceVersion, listed again on 410). A snapshot is computed from the caches whenever
 an event arrives (and once a second for the clocks), so the API server sees a handful of long-lived
 watches whatever the node count.
 
 ``ready`` needs the policy ready for a real reason (``NoGPUNodes`` and ``NFDLabelsMissing`` also
 report ready), every driver DaemonSet fully rolled out and every other operand DaemonSet seen by the
 DaemonSet controller with its pods ready (the operator's ``ready`` can pass over a DaemonSet it has just
-created, which wants no pod yet); an image that cannot be pulled, a
+created, which wants no pod yet), each wanting a pod on every node it belongs on
+(:mod:`wizard.cluster.daemonset_fit`: the controller may count before it sees the operator's node labels).
+Driver DaemonSets that want no pod because the driver manager found a host driver on the nodes
+(``nvidia.com/gpu.deploy.driver=pre-installed``) fail at once, naming the fix; an image that cannot be pulled, a
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
 through on their way (a driver container restarting while the module loads, a node waiting in a
 state) are judged on time windows, not on samples: a container crash-looping for ``crash_window``
@@ -22,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from wizard import collector
+from wizard.cluster.daemonset_fit import nodes_to_run
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
@@ -108,13 +112,11 @@ class Followed:
     drivers: WatchCache[Any] | None
     daemonsets: WatchCache[Any]
     nodes: WatchCache[Any]
+    """Every node: its upgrade state, the operator's deploy labels, what places DaemonSet pods on it."""
     pods: WatchCache[Any]
-    hosted: WatchCache[Any]
-    """GPU nodes the driver manager found running a host driver (``nvidia.com/gpu.deploy.driver=pre-installed``)."""
 
     def all(self) -> list[WatchCache[Any]]:
-        caches = (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods, self.hosted)
-        return [c for c in caches if c is not None]
+        return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
 
 
 def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock) -> RolloutStatus:
@@ -123,17 +125,26 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     drivers = followed.drivers.items() if followed.drivers is not None else []
     state = str(((policy or {}).get("status") or {}).get("state") or "")
     ds_status = [_counters(d) for d in followed.daemonsets.items() if _is_driver_daemonset(d)]
+    nodes = followed.nodes.items()
     upgrade = {
-        n["metadata"]["name"]: str((n["metadata"].get("labels") or {}).get(LABEL_UPGRADE_STATE, ""))
-        for n in followed.nodes.items()
+        n["metadata"]["name"]: str(n["labels"][LABEL_UPGRADE_STATE])
+        for n in nodes
+        if LABEL_UPGRADE_STATE in n["labels"]
     }
+    hosted = sorted(
+        str(n["metadata"]["name"]) for n in nodes if n["labels"].get(LABEL_DEPLOY_DRIVER) == "pre-installed"
+    )
+    by_name = {d["metadata"]["name"]: d for d in followed.daemonsets.items()}
+
+    def fit(name: str) -> int | None:  # asked only once the rest says ready: it reads every node
+        return nodes_to_run(by_name[name], nodes) if name in by_name else None
+
     pods: list[PodStatus] = followed.pods.indexed_items()
     operands = [_counters(d) for d in followed.daemonsets.items() if _is_operand(d) and not _is_driver_daemonset(d)]
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
-    hosted = sorted(str(n["metadata"]["name"]) for n in followed.hosted.items())
-    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted)
+    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
         phase,
@@ -215,6 +226,7 @@ def classify(
     nvd: dict[str, str],
     operands: list[DaemonSetStatus],
     hosted: list[str] | None = None,
+    fit: Callable[[str], int | None] | None = None,
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
     if policy is None:
@@ -262,6 +274,9 @@ def classify(
         if pending:
             counts = ", ".join(f"{d.name} {d.ready}/{d.desired}" for d in pending)
             return "progressing", f"driver pods ready: {counts}"
+        short = _short(daemonsets, fit)
+        if short:
+            return "progressing", f"driver pods ready: {short}"
         not_ready = sorted(name for name, s in nvd.items() if s != "ready")
         if not_ready:
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
@@ -274,10 +289,24 @@ def classify(
         operand = unsettled[0]
         counts = f"{operand.ready}/{operand.desired} ready" if operand.observed else "not scheduled yet"
         return "progressing", f"ClusterPolicy ready, but {operand.name} is still rolling out ({counts})"
+    short = _short(operands, fit)
+    if short:  # the DaemonSet controller has not counted every node the operator labelled for it yet
+        return "progressing", f"ClusterPolicy ready, but pods are still to be scheduled: {short}"
     total = sum(d.desired for d in daemonsets)
     if not plan.driver_enabled:
         return "ready", "ClusterPolicy ready"
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
+
+
+def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] | None) -> str:
+    """The first DaemonSet that wants fewer pods than there are nodes for it, as ``name desired/nodes nodes``."""
+    if fit is None:
+        return ""
+    for daemonset in daemonsets:
+        nodes = fit(daemonset.name)
+        if nodes is not None and daemonset.desired < nodes:
+            return f"{daemonset.name} wants {daemonset.desired} of the {nodes} nodes it belongs on"
+    return ""
 
 
 def stalled_message(status: RolloutStatus, stall: float) -> str:
@@ -325,11 +354,8 @@ async def follow(
         if plan.driver.useNvidiaDriverCRD
         else None,
         daemonsets=WatchCache(gateway, "daemonsets", changed, namespace=namespace, slim=without_managed_fields),
-        nodes=WatchCache(gateway, "nodes", changed, label_selector=LABEL_UPGRADE_STATE, slim=slim_node),
+        nodes=WatchCache(gateway, "nodes", changed, slim=slim_node),
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
-        hosted=WatchCache(
-            gateway, "nodes", changed, label_selector=f"{LABEL_DEPLOY_DRIVER}=pre-installed", slim=slim_node
-        ),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()

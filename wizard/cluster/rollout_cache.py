@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.engine.facts import LABEL_UPGRADE_STATE
+from wizard.cluster.daemonset_fit import slim_scheduling
 
 PROBE_PREFIX = "gpu-wizard-probe-"
 
@@ -71,11 +71,9 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
 
 
 def slim_node(node: dict[str, Any]) -> dict[str, Any]:
-    """What the follower reads of a node: its name and its driver upgrade state label."""
-    meta = node.get("metadata") or {}
-    labels = meta.get("labels") or {}
-    slim_labels = {LABEL_UPGRADE_STATE: labels[LABEL_UPGRADE_STATE]} if LABEL_UPGRADE_STATE in labels else {}
-    return {"metadata": {"name": meta.get("name"), "labels": slim_labels}}
+    """What the follower reads of a node: its name, its ``nvidia.com/`` labels (the driver upgrade state,
+    the operator's deploy labels) and what places DaemonSet pods on it (:mod:`wizard.cluster.daemonset_fit`)."""
+    return {"metadata": {"name": (node.get("metadata") or {}).get("name")}, **slim_scheduling(node)}
 
 
 def without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:

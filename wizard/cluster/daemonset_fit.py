@@ -1,0 +1,89 @@
+"""How many nodes a DaemonSet should run a pod on, by the DaemonSet controller's own rules, from slim nodes.
+
+The rollout follower compares it with the controller's ``desiredNumberScheduled``: right after the
+operator labels the GPU nodes (``nvidia.com/gpu.deploy.*``) and creates its DaemonSets, the controller
+may count a DaemonSet before it has seen the labels (0 or too few pods wanted); the operator then
+counts that DaemonSet ready and may say ``ready`` before a pod runs. Counting the nodes that fit
+tells the follower that more pods are still to come.
+
+A node fits when its labels hold the pod template's ``nodeSelector`` and every ``NoSchedule`` and
+``NoExecute`` taint on it is tolerated, by the template or by the tolerations the controller adds to
+every DaemonSet pod. Where the answer cannot be known from the labels kept (node affinity, a selector
+on a label the slim node does not keep), :func:`nodes_to_run` says None and the follower judges the
+DaemonSet by its counters alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+KEPT_PREFIXES = ("nvidia.com/",)
+KEPT_LABELS = frozenset(
+    {
+        "feature.node.kubernetes.io/kernel-version.full",  # precompiled: one DaemonSet per kernel
+        "feature.node.kubernetes.io/system-os_release.ID",  # NVIDIADriver: one DaemonSet per OS
+        "feature.node.kubernetes.io/system-os_release.VERSION_ID",
+    }
+)
+#: Taints every DaemonSet pod tolerates (the controller adds these tolerations itself).
+DAEMONSET_TOLERATED = frozenset(
+    {
+        "node.kubernetes.io/not-ready",
+        "node.kubernetes.io/unreachable",
+        "node.kubernetes.io/disk-pressure",
+        "node.kubernetes.io/memory-pressure",
+        "node.kubernetes.io/pid-pressure",
+        "node.kubernetes.io/unschedulable",
+        "node.kubernetes.io/network-unavailable",
+    }
+)
+
+
+def kept_label(key: str) -> bool:
+    return key in KEPT_LABELS or key.startswith(KEPT_PREFIXES)
+
+
+def slim_scheduling(node: dict[str, Any]) -> dict[str, Any]:
+    """What placement reads of a node: the labels kept and its ``NoSchedule``/``NoExecute`` taints."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    taints = [
+        {"key": t.get("key"), "value": t.get("value"), "effect": t.get("effect")}
+        for t in (node.get("spec") or {}).get("taints") or []
+        if isinstance(t, dict) and t.get("effect") in ("NoSchedule", "NoExecute")
+    ]
+    return {"labels": {k: v for k, v in labels.items() if kept_label(k)}, "taints": taints}
+
+
+def _tolerates(toleration: dict[str, Any], taint: dict[str, Any]) -> bool:
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if toleration.get("operator") == "Exists":
+        return not key or key == taint.get("key")
+    return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _fits(node: dict[str, Any], selector: dict[str, str], tolerations: list[dict[str, Any]]) -> bool:
+    labels = node.get("labels") or {}
+    if any(labels.get(k) != v for k, v in selector.items()):
+        return False
+    for taint in node.get("taints") or []:
+        if taint.get("key") in DAEMONSET_TOLERATED:
+            continue
+        if not any(_tolerates(t, taint) for t in tolerations if isinstance(t, dict)):
+            return False
+    return True
+
+
+def nodes_to_run(daemonset: dict[str, Any], nodes: Iterable[dict[str, Any]]) -> int | None:
+    """How many of ``nodes`` (:func:`slim_scheduling` entries) the DaemonSet's pods belong on; None: unknown."""
+    pod = (((daemonset.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    if (pod.get("affinity") or {}).get("nodeAffinity"):
+        return None
+    selector = {str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()}
+    if not all(kept_label(k) for k in selector):
+        return None
+    tolerations = list(pod.get("tolerations") or [])
+    return sum(1 for node in nodes if _fits(node, selector, tolerations))
