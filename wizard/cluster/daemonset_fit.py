@@ -15,6 +15,7 @@ DaemonSet by its counters alone.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
@@ -77,13 +78,36 @@ def _fits(node: dict[str, Any], selector: dict[str, str], tolerations: list[dict
     return True
 
 
+class Placements:
+    """Nodes grouped by what places pods on them (their kept labels and taints): thousands of GPU nodes are
+    a few dozen kinds, so counting the nodes of a DaemonSet reads each kind once (a short loop turn)."""
+
+    def __init__(self, nodes: Iterable[dict[str, Any]]) -> None:
+        kinds: Counter[tuple[tuple[tuple[str, str], ...], tuple[tuple[Any, Any, Any], ...]]] = Counter(
+            (
+                tuple(sorted((n.get("labels") or {}).items())),
+                tuple((t["key"], t["value"], t["effect"]) for t in n.get("taints") or []),
+            )
+            for n in nodes
+        )
+        self.kinds = [
+            ({"labels": dict(labels), "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]}, count)
+            for (labels, taints), count in kinds.items()
+        ]
+
+    def nodes_to_run(self, daemonset: dict[str, Any]) -> int | None:
+        """How many nodes the DaemonSet's pods belong on; None: unknown from what is kept (node affinity, a
+        selector on a label the slim nodes drop)."""
+        pod = (((daemonset.get("spec") or {}).get("template") or {}).get("spec")) or {}
+        if (pod.get("affinity") or {}).get("nodeAffinity"):
+            return None
+        selector = {str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()}
+        if not all(kept_label(k) for k in selector):
+            return None
+        tolerations = list(pod.get("tolerations") or [])
+        return sum(count for node, count in self.kinds if _fits(node, selector, tolerations))
+
+
 def nodes_to_run(daemonset: dict[str, Any], nodes: Iterable[dict[str, Any]]) -> int | None:
     """How many of ``nodes`` (:func:`slim_scheduling` entries) the DaemonSet's pods belong on; None: unknown."""
-    pod = (((daemonset.get("spec") or {}).get("template") or {}).get("spec")) or {}
-    if (pod.get("affinity") or {}).get("nodeAffinity"):
-        return None
-    selector = {str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()}
-    if not all(kept_label(k) for k in selector):
-        return None
-    tolerations = list(pod.get("tolerations") or [])
-    return sum(1 for node in nodes if _fits(node, selector, tolerations))
+    return Placements(nodes).nodes_to_run(daemonset)

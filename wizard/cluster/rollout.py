@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from wizard import collector
-from wizard.cluster.daemonset_fit import nodes_to_run
+from wizard.cluster.daemonset_fit import Placements
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
@@ -136,8 +136,13 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     )
     by_name = {d["metadata"]["name"]: d for d in followed.daemonsets.items()}
 
-    def fit(name: str) -> int | None:  # asked only once the rest says ready: it reads every node
-        return nodes_to_run(by_name[name], nodes) if name in by_name else None
+    placements: list[Placements] = []
+
+    def fit(name: str) -> int | None:  # asked only once the rest says ready: then the nodes are grouped, once
+        if name not in by_name:
+            return None
+        placements[:] = placements or [Placements(nodes)]
+        return placements[0].nodes_to_run(by_name[name])
 
     pods: list[PodStatus] = followed.pods.indexed_items()
     operands = [_counters(d) for d in followed.daemonsets.items() if _is_operand(d) and not _is_driver_daemonset(d)]
