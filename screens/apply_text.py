@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.engine import steps
+
 #: Lines the confirmation's body may fill: its dialog shows 15 rows of body at 80×24, less the blank lines the
 #: Markdown puts after the first paragraph and at the end. Warnings are named while they fit, the rest counted.
 CONFIRM_LINES = 12
@@ -166,9 +168,10 @@ def branch_advice(plan: Any) -> str:
     )
 
 
-def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "") -> list[str]:
+def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "", step: str = "") -> list[str]:
     """What to do after a failed rollout, from the diagnosis checks (``undo``: the rollback command, "" for none;
-    ``branch``: :func:`branch_advice`, said first: no fix on the nodes helps an unsupported branch).
+    ``branch``: :func:`branch_advice`, said first: no fix on the nodes helps an unsupported branch; ``step``: the
+    step whose answers fix it, when the rollout's failure says, else the Driver step).
 
     One line per known cause (its title, the nodes, the fix); without one, where to read the logs.
     """
@@ -189,7 +192,9 @@ def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "") -> 
         lines.append(f"  Fix: {fix}")
     for check in unexplained[:1]:
         lines.append(f"→ {check.node}: no known cause matched; {check.hint}")
-    if not causes and not branch:
+    if not causes and not branch and step == steps.MODE.name:
+        lines.append("→ Change the plan: Esc back to the Mode step, then Preview and Apply again.")
+    elif not causes and not branch:
         lines.append(
             "→ Change the plan: Esc back to the Driver step (version, registry), then Preview and Apply again."
         )

@@ -374,7 +374,8 @@ class ApplyStep(StepScreen):
             self._advice = [escape(f"→ the diagnosis could not run: {exc.message}")]
         else:
             branch = branch_advice(self.state.valid_plan())
-            self._advice = [escape(line) for line in failure_advice(found, undo=self._undo_command(), branch=branch)]
+            advice = failure_advice(found, undo=self._undo_command(), branch=branch, step=status.fix_step)
+            self._advice = [escape(line) for line in advice]
         self._show_rollout(status)
 
     def _undo_command(self) -> str:

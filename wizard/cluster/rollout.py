@@ -36,6 +36,7 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
 from wizard.cluster.watchcache import WatchCache
+from wizard.engine import steps
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
@@ -52,6 +53,8 @@ SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
 
 Phase = Literal["waiting", "progressing", "ready", "failed"]
+HOST_DRIVER_FOUND = "no driver pod is wanted"
+"""How the failure of a driver rollout onto hosts that already run a driver begins."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,12 @@ class RolloutStatus:
     @property
     def done(self) -> bool:
         return self.phase in ("ready", "failed")
+
+    @property
+    def fix_step(self) -> str:
+        """The step whose answers change the plan to fix this failure (the mode, for hosts that run a driver)."""
+        hosts_run_a_driver = self.phase == "failed" and self.message.startswith(HOST_DRIVER_FOUND)
+        return steps.MODE.name if hosts_run_a_driver else steps.DRIVER.name
 
 
 @dataclass
@@ -272,7 +281,7 @@ def classify(
             # selector; with every driver DaemonSet wanting no pod, no driver pod will ever start.
             named = ", ".join(hosted[:3]) + (f" and {len(hosted) - 3} more" if len(hosted) > 3 else "")
             return "failed", (
-                f"no driver pod is wanted: the driver manager found a host driver on {named} "
+                f"{HOST_DRIVER_FOUND}: the driver manager found a host driver on {named} "
                 f"({LABEL_DEPLOY_DRIVER}=pre-installed); set mode: preinstalled to use it, or remove the host "
                 f"driver and label the nodes {LABEL_DEPLOY_DRIVER}=true"
             )
