@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wizard.cluster.daemonset_fit import nodes_to_run, slim_scheduling
+from wizard.cluster.daemonset_fit import Placements, slim_scheduling
 from wizard.cluster.rollout import DaemonSetStatus, classify
 from wizard.engine.plan import Plan
 
@@ -34,6 +34,8 @@ NODES = [
     _node({}),
 ]
 
+PLACED = Placements(NODES)
+
 
 @pytest.mark.parametrize(
     ("tolerations", "expected"),
@@ -46,14 +48,14 @@ NODES = [
     ],
 )
 def test_nodes_a_daemonset_belongs_on(tolerations: list[dict[str, str]], expected: int) -> None:
-    assert nodes_to_run(_daemonset({DEPLOY: "true"}, tolerations), NODES) == expected
+    assert PLACED.nodes_to_run(_daemonset({DEPLOY: "true"}, tolerations)) == expected
 
 
 def test_what_cannot_be_known_from_the_kept_labels_is_unknown() -> None:
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}}
-    assert nodes_to_run(_daemonset({DEPLOY: "true"}, affinity=affinity), NODES) is None
-    assert nodes_to_run(_daemonset({"kubernetes.io/os": "linux"}), NODES) is None  # a label the cache drops
-    assert nodes_to_run(_daemonset({}), NODES) == 4  # no selector: every node without an untolerated taint
+    assert PLACED.nodes_to_run(_daemonset({DEPLOY: "true"}, affinity=affinity)) is None
+    assert PLACED.nodes_to_run(_daemonset({"kubernetes.io/os": "linux"})) is None  # a label the cache drops
+    assert PLACED.nodes_to_run(_daemonset({})) == 4  # no selector: every node without an untolerated taint
 
 
 POLICY = {"metadata": {"name": "cluster-policy"}, "status": {"state": "ready", "conditions": []}}

@@ -9,7 +9,7 @@ tells the follower that more pods are still to come.
 A node fits when its labels hold the pod template's ``nodeSelector`` and every ``NoSchedule`` and
 ``NoExecute`` taint on it is tolerated, by the template or by the tolerations the controller adds to
 every DaemonSet pod. Where the answer cannot be known from the labels kept (node affinity, a selector
-on a label the slim node does not keep), :func:`nodes_to_run` says None and the follower judges the
+on a label the slim node does not keep), :meth:`Placements.nodes_to_run` says None and the follower judges the
 DaemonSet by its counters alone.
 """
 
@@ -106,8 +106,3 @@ class Placements:
             return None
         tolerations = list(pod.get("tolerations") or [])
         return sum(count for node, count in self.kinds if _fits(node, selector, tolerations))
-
-
-def nodes_to_run(daemonset: dict[str, Any], nodes: Iterable[dict[str, Any]]) -> int | None:
-    """How many of ``nodes`` (:func:`slim_scheduling` entries) the DaemonSet's pods belong on; None: unknown."""
-    return Placements(nodes).nodes_to_run(daemonset)

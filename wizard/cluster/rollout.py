@@ -145,13 +145,14 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     )
     by_name = {d["metadata"]["name"]: d for d in followed.daemonsets.items()}
 
-    placements: list[Placements] = []
+    grouped: Placements | None = None
 
     def fit(name: str) -> int | None:  # asked only once the rest says ready: then the nodes are grouped, once
+        nonlocal grouped
         if name not in by_name:
             return None
-        placements[:] = placements or [Placements(nodes)]
-        return placements[0].nodes_to_run(by_name[name])
+        grouped = grouped or Placements(nodes)
+        return grouped.nodes_to_run(by_name[name])
 
     pods: list[PodStatus] = followed.pods.indexed_items()
     operands = [_counters(d) for d in followed.daemonsets.items() if _is_operand(d) and not _is_driver_daemonset(d)]
