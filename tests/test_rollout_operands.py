@@ -3,7 +3,8 @@
 Seen on the real operator (the real-cluster lane, docs/real-cluster.md): right after it creates an
 operand DaemonSet that the DaemonSet controller has not looked at yet (no pod wanted), the operator
 counts it ready and may report the ClusterPolicy ``ready``; a verification seconds later said
-``notReady``. The rule is pure, so it is checked here on the objects as the server holds them.
+``notReady``. The rule is pure, so it is checked here on the objects as the server holds them; the follower confirms
+its ``ready`` on fresh lists, checked on the demo cluster with caches left behind as a lagging watch leaves them.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from wizard.cluster.rollout import DaemonSetStatus, classify
+from tests.cluster_util import connected
+from tests.fixtures_demo import ClusterFactory
+from wizard.cluster.preflight import POLICY as POLICIES
+from wizard.cluster.rollout import Followed, UpgradeClock, confirm_ready, snapshot
+from wizard.cluster.rollout_cache import slim_node, slim_pod, without_managed_fields
+from wizard.cluster.rollout_verdict import DaemonSetStatus, classify
+from wizard.cluster.watchcache import WatchCache
+from wizard.demo.sim.simulation import Simulation
 from wizard.engine.plan import Plan
 
 POLICY = {
@@ -85,3 +93,64 @@ def test_driver_pods_never_wanted_on_pre_installed_hosts_fail_at_once(
     if expected == "failed":
         assert "host driver on gpu-0, gpu-1 (nvidia.com/gpu.deploy.driver=pre-installed)" in message
         assert "set mode: preinstalled" in message
+
+
+async def test_ready_is_confirmed_on_fresh_lists(demo_cluster: ClusterFactory) -> None:
+    """Watches of different kinds are not ordered with each other: the policy's ``ready`` can arrive before the
+    DaemonSet the operator created just before writing it (the real operator's first pass counts a DaemonSet
+    its cache does not hold yet as ready). The follower's ``ready`` holds only on fresh lists."""
+    demo = demo_cluster("existing-install-plain", simulation=PausableSimulation)
+    async with connected(demo) as cluster:
+        plan = await cluster.live_plan()
+        namespace = await cluster.namespace(plan)
+        gateway = cluster.gateway
+        followed = Followed(
+            policies=WatchCache(gateway, POLICIES, slim=without_managed_fields),
+            drivers=None,
+            daemonsets=WatchCache(gateway, "daemonsets", namespace=namespace, slim=without_managed_fields),
+            nodes=WatchCache(gateway, "nodes", slim=slim_node),
+            pods=WatchCache(gateway, "pods", namespace=namespace, slim=slim_pod),
+        )
+        for cache in followed.all():
+            await cache.relist(report=False)
+        clock = UpgradeClock()
+        settled = snapshot(followed, plan, 0.0, clock)
+        assert settled.phase == "ready", settled.message
+        assert (await confirm_ready(followed, plan, 0.0, clock)).phase == "ready"
+
+        policy = followed.policies.items()[0]["metadata"]
+        demo.sim.paused = True  # the new DaemonSet stays as the operator created it: no controller has looked yet
+        late = "nvidia-late-operand"
+        await gateway.create_daemonset(namespace, _operand_daemonset(late, namespace, policy))
+        stale = snapshot(followed, plan, 0.0, clock)  # no watch ran: the caches are behind, as a lagging one
+        assert stale.phase == "ready" and late not in stale.message
+        confirmed = await confirm_ready(followed, plan, 0.0, clock)
+    assert confirmed.phase == "progressing", confirmed.message
+    assert f"ClusterPolicy ready, but {late} is still rolling out" in confirmed.message
+
+
+class PausableSimulation(Simulation):
+    """The demo's simulation, which stops acting on writes while ``paused``."""
+
+    paused = False
+
+    async def tick(self) -> bool:
+        return False if self.paused else await super().tick()
+
+
+def _operand_daemonset(name: str, namespace: str, policy: dict[str, Any]) -> dict[str, Any]:
+    """An operand DaemonSet of the ClusterPolicy."""
+    labels = {"app": name}
+    owner = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "name": policy["name"], "uid": policy["uid"]}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "ownerReferences": [owner]},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "late", "image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.0"}]},
+            },
+        },
+    }

@@ -12,6 +12,8 @@ report ready), every driver DaemonSet fully rolled out and every other operand D
 DaemonSet controller with its pods ready (the operator's ``ready`` can pass over a DaemonSet it has just
 created, which wants no pod yet), each wanting a pod on every node it belongs on
 (:mod:`wizard.cluster.daemonset_fit`: the controller may count before it sees the operator's node labels).
+That verdict is confirmed on fresh lists of the policies and DaemonSets (:func:`confirm_ready`: watches of
+different kinds are not ordered with each other).
 Driver DaemonSets that want no pod because the driver manager found a host driver on the nodes
 (``nvidia.com/gpu.deploy.driver=pre-installed``) fail at once, naming the fix; an image that cannot be pulled, a
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
@@ -25,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from wizard import collector
 from wizard.cluster.daemonset_fit import Placements
@@ -35,11 +37,11 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
+from wizard.cluster.rollout_verdict import HOST_DRIVER_FOUND, DaemonSetStatus, Phase, classify
 from wizard.cluster.watchcache import WatchCache
 from wizard.engine import steps
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
 from wizard.engine.plan import Plan
-from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
 
@@ -48,40 +50,8 @@ if TYPE_CHECKING:
 
 DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
-FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
-
-Phase = Literal["waiting", "progressing", "ready", "failed"]
-HOST_DRIVER_FOUND = "no driver pod is wanted"
-"""How the failure of a driver rollout onto hosts that already run a driver begins."""
-
-
-@dataclass(frozen=True)
-class DaemonSetStatus:
-    """Rollout counters of one driver DaemonSet."""
-
-    name: str
-    desired: int
-    ready: int
-    updated: int
-    image: str = ""
-    """The driver container's image in the DaemonSet's pod template."""
-    observed: bool = True
-    """The DaemonSet controller has seen the latest template (``status.observedGeneration``)."""
-
-    @property
-    def done(self) -> bool:
-        return self.observed and self.desired > 0 and self.ready == self.desired and self.updated == self.desired
-
-    def runs(self, version: str) -> bool:
-        """The template runs driver ``version`` (tag ``<version>-…`` or the digest itself)."""
-        if not self.image or not version:
-            return True  # nothing to compare (a DaemonSet without the driver container)
-        if version.startswith("sha256:"):
-            return self.image.endswith("@" + version)
-        tag = self.image.rsplit(":", 1)[-1] if "@" not in self.image else ""
-        return tag == version or tag.startswith(version + "-")
 
 
 @dataclass(frozen=True)
@@ -231,99 +201,6 @@ class UpgradeClock:
         return None
 
 
-def classify(
-    plan: Plan,
-    policy: dict[str, Any] | None,
-    state: str,
-    daemonsets: list[DaemonSetStatus],
-    pods: list[PodStatus],
-    upgrade: dict[str, str],
-    nvd: dict[str, str],
-    operands: list[DaemonSetStatus],
-    hosted: list[str] | None = None,
-    fit: Callable[[str], int | None] | None = None,
-) -> tuple[Phase, str]:
-    """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
-    if policy is None:
-        return "waiting", "no ClusterPolicy yet"
-    fatal = [p for p in pods if p.reason in FATAL_WAITING]
-    if fatal:
-        first = fatal[0]
-        return "failed", f"{first.name} on {first.node} ({first.container}): {first.reason}: {first.message}".rstrip(
-            ": "
-        )
-    failed_nodes = sorted(n for n, s in upgrade.items() if s == "upgrade-failed")
-    if failed_nodes:
-        return "failed", f"driver upgrade failed on {', '.join(failed_nodes)}"
-    errors = [
-        c
-        for c in ((policy.get("status") or {}).get("conditions") or [])
-        if c.get("type") == "Error" and c.get("status") == "True"
-    ]
-    if errors and errors[0].get("reason") == "ReconcileFailed":
-        return "failed", f"ClusterPolicy: {errors[0].get('message') or 'reconcile failed'}"
-    condition = ready_condition(policy)
-    reason = str(condition.get("reason") or "")
-    if state == "ready" and reason in FALSE_READY_REASONS:
-        return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
-    crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]
-    if crashing:
-        first = crashing[0]
-        return "progressing", f"{first.name} on {first.node} ({first.container}) is restarting (CrashLoopBackOff)"
-    pending = [d for d in daemonsets if not d.done]
-    if plan.driver_enabled:
-        if not daemonsets:
-            return "progressing", "waiting for the operator to create the driver DaemonSets"
-        stale = [d for d in daemonsets if not d.runs(plan.driver.version)]
-        if stale:  # the operator has not reconciled the new spec yet: the old pods' readiness proves nothing
-            return "progressing", f"waiting for the operator to move {stale[0].name} to driver {plan.driver.version}"
-        if hosted and all(d.observed and d.desired == 0 for d in daemonsets):
-            # The driver manager found a working host driver and took these nodes out of the driver pods'
-            # selector; with every driver DaemonSet wanting no pod, no driver pod will ever start.
-            named = ", ".join(hosted[:3]) + (f" and {len(hosted) - 3} more" if len(hosted) > 3 else "")
-            return "failed", (
-                f"{HOST_DRIVER_FOUND}: the driver manager found a host driver on {named} "
-                f"({LABEL_DEPLOY_DRIVER}=pre-installed); set mode: preinstalled to use it, or remove the host "
-                f"driver and label the nodes {LABEL_DEPLOY_DRIVER}=true"
-            )
-        if pending:
-            counts = ", ".join(f"{d.name} {d.ready}/{d.desired}" for d in pending)
-            return "progressing", f"driver pods ready: {counts}"
-        short = _short(daemonsets, fit)
-        if short:
-            return "progressing", f"driver pods ready: {short}"
-        not_ready = sorted(name for name, s in nvd.items() if s != "ready")
-        if not_ready:
-            return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
-    if state != "ready":
-        return "progressing", f"ClusterPolicy {state or 'pending'}: {condition.get('message') or 'reconciling'}"
-    # The operator counts a DaemonSet it has just created as ready (0 pods wanted until the DaemonSet
-    # controller has looked at it) and may say ready for a moment; seen on the real operator, in the lane.
-    unsettled = [d for d in operands if not d.observed or d.ready < d.desired]
-    if unsettled:
-        operand = unsettled[0]
-        counts = f"{operand.ready}/{operand.desired} ready" if operand.observed else "not scheduled yet"
-        return "progressing", f"ClusterPolicy ready, but {operand.name} is still rolling out ({counts})"
-    short = _short(operands, fit)
-    if short:  # the DaemonSet controller has not counted every node the operator labelled for it yet
-        return "progressing", f"ClusterPolicy ready, but pods are still to be scheduled: {short}"
-    total = sum(d.desired for d in daemonsets)
-    if not plan.driver_enabled:
-        return "ready", "ClusterPolicy ready"
-    return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
-
-
-def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] | None) -> str:
-    """The first DaemonSet that wants fewer pods than there are nodes for it, as ``name desired/nodes nodes``."""
-    if fit is None:
-        return ""
-    for daemonset in daemonsets:
-        nodes = fit(daemonset.name)
-        if nodes is not None and daemonset.desired < nodes:
-            return f"{daemonset.name} wants {daemonset.desired} of the {nodes} nodes it belongs on"
-    return ""
-
-
 def stalled_message(status: RolloutStatus, stall: float) -> str:
     """Why a rollout with no change for ``stall`` seconds failed: where it stopped, and the nodes longest in one state."""
     stuck = stuck_nodes(status.upgrade_states, status.time_in_state, 0.0)[:3]
@@ -339,6 +216,24 @@ async def _crash_message(gateway: Gateway, namespace: str, pod: PodStatus) -> st
             log = log or await gateway.read_log(namespace, pod.name, pod.container, tail_lines=5, previous=previous)
     last = next((ln.strip() for ln in reversed(log.splitlines()) if ln.strip()), "")
     return f"{pod.name} on {pod.node} ({pod.container}) keeps failing" + (f": {last}" if last else "")
+
+
+async def confirm_ready(followed: Followed, plan: Plan, started: float, clock: UpgradeClock) -> RolloutStatus:
+    """The ready verdict again, on fresh lists of the policies, NVIDIADrivers and DaemonSets (a few objects).
+
+    Watches of different kinds are not ordered with each other: the policy's ``ready`` can arrive before the
+    DaemonSets the operator created just before writing it, and the operator counts a DaemonSet its own cache
+    does not hold yet as ready. A list sent after that ``ready`` arrived holds every DaemonSet created before
+    it; seen on the real operator (docs/real-cluster.md). Nodes and pods stay as their caches hold them."""
+    listed = {"policies": followed.policies, "drivers": followed.drivers, "daemonsets": followed.daemonsets}
+    fresh: dict[str, WatchCache[Any]] = {
+        kind: WatchCache(cache.gateway, cache.resource, namespace=cache.namespace, slim=cache.slim)
+        for kind, cache in listed.items()
+        if cache is not None
+    }
+    for cache in fresh.values():
+        await cache.relist(report=False)
+    return snapshot(replace(followed, **fresh), plan, started, clock)
 
 
 async def follow(
@@ -391,6 +286,8 @@ async def follow(
                         task.result()  # a cache gave up: raise its error
                 changed.clear()
                 status = snapshot(followed, plan, started, clock)
+                if status.phase == "ready":
+                    status = await confirm_ready(followed, plan, started, clock)
                 now = time.monotonic()
                 looping = clock.crash_looping_for(crash_window, now) if not status.done else None
                 if looping is not None:

@@ -1,0 +1,141 @@
+"""The rollout's verdict from what the follower's caches hold: a pure rule, no API call (:func:`classify`).
+
+:mod:`wizard.cluster.rollout` keeps the caches and calls it on every snapshot; the rules are here so they can be
+read, and tested, on objects as the server holds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from wizard.cluster.rollout_cache import PodStatus
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER
+from wizard.engine.plan import Plan
+from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
+
+FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
+Phase = Literal["waiting", "progressing", "ready", "failed"]
+HOST_DRIVER_FOUND = "no driver pod is wanted"
+"""How the failure of a driver rollout onto hosts that already run a driver begins."""
+
+
+@dataclass(frozen=True)
+class DaemonSetStatus:
+    """Rollout counters of one driver DaemonSet."""
+
+    name: str
+    desired: int
+    ready: int
+    updated: int
+    image: str = ""
+    """The driver container's image in the DaemonSet's pod template."""
+    observed: bool = True
+    """The DaemonSet controller has seen the latest template (``status.observedGeneration``)."""
+
+    @property
+    def done(self) -> bool:
+        return self.observed and self.desired > 0 and self.ready == self.desired and self.updated == self.desired
+
+    def runs(self, version: str) -> bool:
+        """The template runs driver ``version`` (tag ``<version>-…`` or the digest itself)."""
+        if not self.image or not version:
+            return True  # nothing to compare (a DaemonSet without the driver container)
+        if version.startswith("sha256:"):
+            return self.image.endswith("@" + version)
+        tag = self.image.rsplit(":", 1)[-1] if "@" not in self.image else ""
+        return tag == version or tag.startswith(version + "-")
+
+
+def classify(
+    plan: Plan,
+    policy: dict[str, Any] | None,
+    state: str,
+    daemonsets: list[DaemonSetStatus],
+    pods: list[PodStatus],
+    upgrade: dict[str, str],
+    nvd: dict[str, str],
+    operands: list[DaemonSetStatus],
+    hosted: list[str] | None = None,
+    fit: Callable[[str], int | None] | None = None,
+) -> tuple[Phase, str]:
+    """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
+    if policy is None:
+        return "waiting", "no ClusterPolicy yet"
+    fatal = [p for p in pods if p.reason in FATAL_WAITING]
+    if fatal:
+        first = fatal[0]
+        return "failed", f"{first.name} on {first.node} ({first.container}): {first.reason}: {first.message}".rstrip(
+            ": "
+        )
+    failed_nodes = sorted(n for n, s in upgrade.items() if s == "upgrade-failed")
+    if failed_nodes:
+        return "failed", f"driver upgrade failed on {', '.join(failed_nodes)}"
+    errors = [
+        c
+        for c in ((policy.get("status") or {}).get("conditions") or [])
+        if c.get("type") == "Error" and c.get("status") == "True"
+    ]
+    if errors and errors[0].get("reason") == "ReconcileFailed":
+        return "failed", f"ClusterPolicy: {errors[0].get('message') or 'reconcile failed'}"
+    condition = ready_condition(policy)
+    reason = str(condition.get("reason") or "")
+    if state == "ready" and reason in FALSE_READY_REASONS:
+        return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
+    crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]
+    if crashing:
+        first = crashing[0]
+        return "progressing", f"{first.name} on {first.node} ({first.container}) is restarting (CrashLoopBackOff)"
+    pending = [d for d in daemonsets if not d.done]
+    if plan.driver_enabled:
+        if not daemonsets:
+            return "progressing", "waiting for the operator to create the driver DaemonSets"
+        stale = [d for d in daemonsets if not d.runs(plan.driver.version)]
+        if stale:  # the operator has not reconciled the new spec yet: the old pods' readiness proves nothing
+            return "progressing", f"waiting for the operator to move {stale[0].name} to driver {plan.driver.version}"
+        if hosted and all(d.observed and d.desired == 0 for d in daemonsets):
+            # The driver manager found a working host driver and took these nodes out of the driver pods'
+            # selector; with every driver DaemonSet wanting no pod, no driver pod will ever start.
+            named = ", ".join(hosted[:3]) + (f" and {len(hosted) - 3} more" if len(hosted) > 3 else "")
+            return "failed", (
+                f"{HOST_DRIVER_FOUND}: the driver manager found a host driver on {named} "
+                f"({LABEL_DEPLOY_DRIVER}=pre-installed); set mode: preinstalled to use it, or remove the host "
+                f"driver and label the nodes {LABEL_DEPLOY_DRIVER}=true"
+            )
+        if pending:
+            counts = ", ".join(f"{d.name} {d.ready}/{d.desired}" for d in pending)
+            return "progressing", f"driver pods ready: {counts}"
+        short = _short(daemonsets, fit)
+        if short:
+            return "progressing", f"driver pods ready: {short}"
+        not_ready = sorted(name for name, s in nvd.items() if s != "ready")
+        if not_ready:
+            return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
+    if state != "ready":
+        return "progressing", f"ClusterPolicy {state or 'pending'}: {condition.get('message') or 'reconciling'}"
+    # The operator counts a DaemonSet it has just created as ready (0 pods wanted until the DaemonSet
+    # controller has looked at it) and may say ready for a moment; seen on the real operator, in the lane.
+    unsettled = [d for d in operands if not d.observed or d.ready < d.desired]
+    if unsettled:
+        operand = unsettled[0]
+        counts = f"{operand.ready}/{operand.desired} ready" if operand.observed else "not scheduled yet"
+        return "progressing", f"ClusterPolicy ready, but {operand.name} is still rolling out ({counts})"
+    short = _short(operands, fit)
+    if short:  # the DaemonSet controller has not counted every node the operator labelled for it yet
+        return "progressing", f"ClusterPolicy ready, but pods are still to be scheduled: {short}"
+    total = sum(d.desired for d in daemonsets)
+    if not plan.driver_enabled:
+        return "ready", "ClusterPolicy ready"
+    return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
+
+
+def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] | None) -> str:
+    """The first DaemonSet that wants fewer pods than there are nodes for it, as ``name desired/nodes nodes``."""
+    if fit is None:
+        return ""
+    for daemonset in daemonsets:
+        nodes = fit(daemonset.name)
+        if nodes is not None and daemonset.desired < nodes:
+            return f"{daemonset.name} wants {daemonset.desired} of the {nodes} nodes it belongs on"
+    return ""
