@@ -26,6 +26,11 @@ class RolloutView(Vertical):
     RolloutView > #rollout-table { height: auto; max-height: 8; }
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shown: dict[str, tuple[str, str]] = {}
+        """The rows on the table now, by key, in order."""
+
     def compose(self) -> ComposeResult:
         yield Static("not started", id="rollout-state")
         yield RowTable(id="rollout-table", cursor=False)
@@ -39,6 +44,7 @@ class RolloutView(Vertical):
         """A line instead of a rollout (``not started``, ``… backing up and applying``); the rows go."""
         self.query_one("#rollout-state", Static).update(markup)
         self.query_one(RowTable).clear()
+        self._shown = {}
 
     def show(self, status: Any, *, sent: bool, advice: list[str]) -> None:
         """One snapshot; ``sent``: this visit's apply started it (else it is the live objects' own rollout),
@@ -76,6 +82,19 @@ class RolloutView(Vertical):
         rows += [
             (f"nvd:{name}", (f"NVIDIADriver/{name}", value)) for name, value in sorted(status.nvidia_drivers.items())
         ]
+        self._rows(rows)
+
+    def _rows(self, rows: list[tuple[str, tuple[str, str]]]) -> None:
+        """The rows of a snapshot: the same rows as the last one's update only the cells that changed (a snapshot
+        of 5,000 nodes rebuilt whole was 60 ms of the loop per snapshot); other rows replace them all."""
         table = self.query_one(RowTable)
-        table.clear()
-        table.add_rows(rows)
+        shown = self._shown
+        self._shown = dict(rows)
+        if list(shown) != list(self._shown):  # other rows, or in another order
+            table.clear()
+            table.add_rows(rows)
+            return
+        for key, (what, state) in rows:
+            if shown[key] != (what, state):
+                table.update_cell(key, "what", what)
+                table.update_cell(key, "state", state)
