@@ -8,6 +8,10 @@ can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
 
 The engine's memory policy comes with the methods (:mod:`wizard.collector`): bulk work runs as a frozen
 run and the long streams as :func:`wizard.collector.streamed`, so a front end never calls the collector.
+
+It is longer than ~400 lines for a reason: it is the one door (the import contracts let the front ends import
+nothing else of this room), so it holds one short method per operation they need, each handing the work to the
+module that does it in one hop; its length is the length of that list.
 """
 
 from __future__ import annotations
