@@ -14,17 +14,20 @@ from pathlib import Path
 
 
 def summary(junit: Path, status: int) -> tuple[bool, list[str]]:
-    """``(passed, lines to print)`` for the XML at ``junit`` and the command's exit status."""
+    """``(passed, lines to print)`` for the XML at ``junit`` (with its siblings ``junit-*.xml``: the real-cluster
+    lane's) and the command's exit status."""
     if not junit.is_file():
         return False, [f"ci: no JUnit XML at {junit}: the run ended before pytest finished (exit {status})"]
-    try:
-        root = ET.parse(junit).getroot()
-    except ET.ParseError as exc:
-        return False, [f"ci: the JUnit XML at {junit} is damaged ({exc}); exit {status}"]
-    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    roots = []
+    for xml in [junit, *sorted(junit.parent.glob("junit-*.xml"))]:
+        try:
+            roots.append(ET.parse(xml).getroot())
+        except ET.ParseError as exc:
+            return False, [f"ci: the JUnit XML at {xml} is damaged ({exc}); exit {status}"]
+    suites = [s for root in roots for s in ([root] if root.tag == "testsuite" else root.findall("testsuite"))]
     counts = {key: sum(int(s.get(key, "0")) for s in suites) for key in ("tests", "failures", "errors", "skipped")}
     lines: list[str] = []
-    for case in root.iter("testcase"):
+    for case in (case for root in roots for case in root.iter("testcase")):
         for problem in [*case.findall("failure"), *case.findall("error")]:
             name = f"{case.get('classname', '')}::{case.get('name', '')}"
             lines += [

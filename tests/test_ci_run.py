@@ -16,13 +16,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _ci(tmp_path: Path, suite: str) -> subprocess.CompletedProcess[str]:
+def _ci(tmp_path: Path, suite: str, then: str = "") -> subprocess.CompletedProcess[str]:
     (tmp_path / ".ci").mkdir()
     for name in ("run", "failures.py"):
         shutil.copy2(ROOT / ".ci" / name, tmp_path / ".ci" / name)
     (tmp_path / "test_sample.py").write_text(suite)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     env["CI_TEST_COMMAND"] = f"{sys.executable} -m pytest -q -p no:cacheprovider test_sample.py"
+    if then:  # a second suite after the first, as `make test` runs the real-cluster lane (its own JUnit XML)
+        env["CI_TEST_COMMAND"] = f"env -u PYTEST_ADDOPTS {then}; s=$?; {env['CI_TEST_COMMAND']} && exit $s"
     return subprocess.run(
         ["bash", str(tmp_path / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
@@ -51,3 +53,19 @@ def test_a_green_run_passes_and_keeps_nothing_as_failed(tmp_path: Path) -> None:
     assert "ci: 1 tests, 0 failed, 0 errors, 0 skipped; exit 0" in done.stdout
     assert (tmp_path / ".ci" / "last-run" / "junit.xml").is_file()
     assert not (tmp_path / ".ci" / "failed").exists()
+
+
+def test_the_real_cluster_lane_s_failures_are_counted_and_printed_too(tmp_path: Path) -> None:
+    """``make test`` writes the lane's JUnit XML beside the main suite's (junit-realcluster.xml)."""
+    lane = 'def test_lane_flow():\n    assert False, "lane-broke"\n'
+    (tmp_path / "test_lane.py").write_text(lane)
+    xml = "$PWD/.ci/last-run/junit-realcluster.xml"
+    done = _ci(
+        tmp_path,
+        "def test_ok():\n    pass\n",
+        then=f"{sys.executable} -m pytest -q -p no:cacheprovider --junitxml={xml} test_lane.py",
+    )
+    assert done.returncode != 0
+    tail = done.stdout[done.stdout.rindex("===== FAILURE") :]
+    assert "test_lane::test_lane_flow" in tail and "lane-broke" in tail
+    assert "ci: 2 tests, 1 failed" in tail and "ci: FAILED" in tail
