@@ -1,4 +1,5 @@
-"""The end of a CI run: says whether it passed and prints every failure of its JUnit XML in full.
+"""The end of a CI run: says whether it passed and prints every failure of its JUnit XML in full (the main
+suite's, and the real-cluster lane's ``junit-realcluster.xml`` beside it).
 
 ``python .ci/failures.py JUNIT_XML STATUS``: STATUS is the exit status of the test command. Exit 0
 when it is 0 and the XML counts at least one test that ran; otherwise exit 1 after printing why: each

@@ -227,12 +227,17 @@ async def confirm_ready(followed: Followed, plan: Plan, started: float, clock: U
     it; seen on the real operator (docs/real-cluster.md). Nodes and pods stay as their caches hold them."""
     listed = {"policies": followed.policies, "drivers": followed.drivers, "daemonsets": followed.daemonsets}
     fresh: dict[str, WatchCache[Any]] = {
-        kind: WatchCache(cache.gateway, cache.resource, namespace=cache.namespace, slim=cache.slim)
+        kind: WatchCache(
+            cache.gateway,
+            cache.resource,
+            namespace=cache.namespace,
+            label_selector=cache.label_selector,
+            slim=cache.slim,
+        )
         for kind, cache in listed.items()
         if cache is not None
     }
-    for cache in fresh.values():
-        await cache.relist(report=False)
+    await asyncio.gather(*(cache.relist(report=False) for cache in fresh.values()))
     return snapshot(replace(followed, **fresh), plan, started, clock)
 
 
