@@ -21,8 +21,18 @@ import pytest
 
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.serve import DemoClusterThread
+from wizard.demo.sim.simulation import Simulation
 
 ClusterFactory = Callable[..., DemoClusterThread]
+
+
+class PausableSimulation(Simulation):
+    """The demo's simulation, which stops acting on writes while ``paused`` (pass it as ``simulation=``)."""
+
+    paused = False
+
+    async def tick(self) -> bool:
+        return False if self.paused else await super().tick()
 
 
 def kubectl_binary() -> str | None:

@@ -14,13 +14,12 @@ from typing import Any
 import pytest
 
 from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_demo import ClusterFactory, PausableSimulation
 from wizard.cluster.preflight import POLICY as POLICIES
 from wizard.cluster.rollout import Followed, UpgradeClock, confirm_ready, snapshot
 from wizard.cluster.rollout_cache import slim_node, slim_pod, without_managed_fields
 from wizard.cluster.rollout_verdict import DaemonSetStatus, classify
 from wizard.cluster.watchcache import WatchCache
-from wizard.demo.sim.simulation import Simulation
 from wizard.engine.plan import Plan
 
 POLICY = {
@@ -127,15 +126,6 @@ async def test_ready_is_confirmed_on_fresh_lists(demo_cluster: ClusterFactory) -
         confirmed = await confirm_ready(followed, plan, 0.0, clock)
     assert confirmed.phase == "progressing", confirmed.message
     assert f"ClusterPolicy ready, but {late} is still rolling out" in confirmed.message
-
-
-class PausableSimulation(Simulation):
-    """The demo's simulation, which stops acting on writes while ``paused``."""
-
-    paused = False
-
-    async def tick(self) -> bool:
-        return False if self.paused else await super().tick()
 
 
 def _operand_daemonset(name: str, namespace: str, policy: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ same); ``NoGPUNodes`` and ``NFDLabelsMissing`` are failures here, since no drive
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
@@ -72,6 +73,35 @@ def policy_checks(plan: Plan, policy: Mapping[str, Any] | None, drivers: list[di
             else:
                 checks.append(Check("nvidia-driver", Status.FAIL, f"{dname} is {dstate}: {msg}".rstrip(": ")))
     return checks
+
+
+def _age(obj: Mapping[str, Any], now: datetime) -> float | None:
+    """Seconds since the object's ``Ready`` condition last flipped (None when it does not say)."""
+    stamp = str(ready_condition(obj).get("lastTransitionTime") or "")
+    try:
+        return (now - datetime.fromisoformat(stamp.replace("Z", "+00:00"))).total_seconds()
+    except (ValueError, TypeError):  # no stamp, or one without a zone
+        return None
+
+
+def turned_not_ready(
+    policy: Mapping[str, Any] | None, drivers: list[dict[str, Any]], now: datetime, within: float
+) -> str:
+    """The ClusterPolicy or NVIDIADriver that turned ``notReady`` less than ``within`` seconds ago, in words ("" none).
+
+    The operator re-checks a notReady policy every 5 s, and one pass that lands while an operand's pod
+    restarts writes notReady for that pass only (the real operator did, one second after a ready the
+    rollout had confirmed). A state that young is not yet a verdict; one that has held longer is.
+    A stamp ahead of ``now`` (a clock behind the server's) counts as young.
+    """
+    for obj in [policy, *drivers] if policy is not None else drivers:
+        if str((obj.get("status") or {}).get("state") or "") != "notReady":
+            continue
+        age = _age(obj, now)
+        if age is not None and age < within:
+            name = str((obj.get("metadata") or {}).get("name") or "?")
+            return f"{name} turned notReady {max(age, 0.0):.0f} s ago"
+    return ""
 
 
 #: Driver fields that decide the image a node runs, with the operator's default when the live object omits one

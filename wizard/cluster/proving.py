@@ -13,14 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from wizard.cluster import verify as verifying
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.liveplan import known_release
+from wizard.cluster.operator_status import turned_not_ready
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
+from wizard.cluster.rollout_cache import waiting_pods
+from wizard.cluster.rollout_verdict import FATAL_WAITING
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, render
@@ -101,6 +105,36 @@ async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts]) ->
     return found
 
 
+SETTLE_S = 10.0
+"""How long a ClusterPolicy (or NVIDIADriver) that turned notReady moments ago is re-read before it is judged:
+two of the operator's 5-second re-checks (see :func:`wizard.cluster.operator_status.turned_not_ready`)."""
+
+
+async def operator_objects(gateway: Gateway, plan: Plan) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The active ClusterPolicy and, when the plan uses them, the NVIDIADrivers, as the server holds them now."""
+    policy = active_policy(await gateway.list_custom(*POLICY))
+    drivers = await gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
+    return policy, drivers
+
+
+async def settled(
+    gateway: Gateway, plan: Plan, namespace: str, window: float
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """Re-read the operator's objects each second until they are ready, a pod's image pull failed (no later pass
+    turns that ready), or ``window`` seconds passed; the last read."""
+    deadline = asyncio.get_running_loop().time() + window
+    while True:
+        await asyncio.sleep(1.0)
+        policy, drivers = await operator_objects(gateway, plan)
+        if all(c.ok for c in verifying.policy_checks(plan, policy, drivers)):
+            return policy, drivers
+        if asyncio.get_running_loop().time() >= deadline:
+            return policy, drivers
+        pending = await gateway.list_pods(namespace, field_selector="status.phase=Pending")
+        if any(w.reason in FATAL_WAITING for pod in pending for w in waiting_pods(pod)):
+            return policy, drivers
+
+
 async def verify(
     cluster: Connected,
     plan: Plan,
@@ -111,12 +145,52 @@ async def verify(
     concurrency: int,
     timeout: float,
 ) -> AsyncGenerator[Check | LogLine, None]:
-    """The whole verification (see ``Cluster.verify``)."""
+    """The whole verification (see ``Cluster.verify``).
+
+    A policy that turned notReady moments ago is re-read while the nodes are checked, and judged just
+    before the summary: a newcomer who presses Next the moment the rollout said ready must not get the
+    operator's one-pass flap as a failure.
+    """
     gateway = cluster.gateway
-    policy = active_policy(await gateway.list_custom(*POLICY))
-    drivers = await gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
-    for check in verifying.policy_checks(plan, policy, drivers):
-        yield check
+    policy, drivers = await operator_objects(gateway, plan)
+    young = turned_not_ready(policy, drivers, datetime.now(UTC), SETTLE_S)
+    settling: asyncio.Task[tuple[dict[str, Any] | None, list[dict[str, Any]]]] | None = None
+    if young:
+        namespace = await cluster.namespace(plan)
+        settling = asyncio.create_task(settled(gateway, plan, namespace, SETTLE_S))
+        yield LogLine(f"{young}: read again for up to {SETTLE_S:.0f} s (the operator re-checks every 5 s)")
+    else:
+        for check in verifying.policy_checks(plan, policy, drivers):
+            yield check
+    try:
+        items = _verify_nodes(cluster, plan, rendered, policy, drivers, registry, no_registry, concurrency, timeout)
+        async with contextlib.aclosing(items) as stream:
+            async for item in stream:
+                if settling is not None and isinstance(item, Check) and item.check == "summary":
+                    for check in verifying.policy_checks(plan, *await settling):
+                        yield check
+                    settling = None
+                yield item
+    finally:
+        if settling is not None:
+            settling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await settling
+
+
+async def _verify_nodes(
+    cluster: Connected,
+    plan: Plan,
+    rendered: Rendered | None,
+    policy: dict[str, Any] | None,
+    drivers: list[dict[str, Any]],
+    registry: RegistryClient | None,
+    no_registry: str,
+    concurrency: int,
+    timeout: float,
+) -> AsyncGenerator[Check | LogLine, None]:
+    """Every GPU node's checks, then the summary (every way out ends with one)."""
+    gateway = cluster.gateway
     facts = await cluster.discover()
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     if not gpu:
