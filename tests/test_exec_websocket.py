@@ -26,6 +26,7 @@ from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.facade import Cluster
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.gateway.tls_resume import RESUMPTIONS
 from wizard.cluster.gateway.kube import client
 from wizard.cluster.probe import PROBE_CONTAINER, ProbePod
 from wizard.cluster.transport import ExecOutput
@@ -118,6 +119,20 @@ async def _uname(gateway: Gateway, pod: str) -> str:
     result = await gateway.exec(NS, pod, PROBE_CONTAINER, ["chroot", "/host", "uname", "-r"])
     assert result.exit_code == 0
     return result.stdout
+
+
+async def test_execs_after_the_first_resume_its_tls_session(demo: DemoClusterThread) -> None:
+    """Each exec is a connection of its own: from the second on, the server's session ticket is offered and taken
+    (the demo sends one ticket per connection, as a Go API server does)."""
+    async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster:
+        gateway = cluster.gateway
+        async with _probe(cluster) as pod:
+            await _uname(gateway, pod)
+            context = gateway.api.rest_client.ssl_context
+            before = RESUMPTIONS[context].resumed
+            outputs = await asyncio.gather(*(_uname(gateway, pod) for _ in range(4)))
+            assert outputs == ["5.14.21-150500.55.166-default"] * 4
+            assert RESUMPTIONS[context].resumed - before == 4
 
 
 async def test_execs_honour_tls_server_name_and_a_failed_verification_is_one_line(demo: DemoClusterThread) -> None:

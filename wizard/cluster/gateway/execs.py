@@ -26,6 +26,7 @@ import yarl
 from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.base import GatewayBase
+from wizard.cluster.gateway.tls_resume import ResumingTLS
 from wizard.cluster.transport import EXEC_PROTOCOL, ExecOutput, ExecResult, env_proxy, exec_target, shown_proxy
 from wizard.retry import DROPS, EXEC, Retryable, retryable_status, retrying
 
@@ -194,7 +195,9 @@ class Execs(GatewayBase):
             headers = dict(self.api.default_headers)
             if self.api.cookie:
                 headers["Cookie"] = str(self.api.cookie)
-            connector = aiohttp.TCPConnector(ssl=self.api.rest_client.ssl_context, limit=0)
+            context = self.api.rest_client.ssl_context
+            context.sslobject_class = ResumingTLS  # the client's own connections resume too (they are few, kept alive)
+            connector = aiohttp.TCPConnector(ssl=context, limit=0)
             self._execs = aiohttp.ClientSession(
                 connector=connector,
                 response_class=_ExecResponse,
