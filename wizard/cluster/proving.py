@@ -158,11 +158,12 @@ async def verify(
     if young:
         namespace = await cluster.namespace(plan)
         settling = asyncio.create_task(settled(gateway, plan, namespace, SETTLE_S))
-        yield LogLine(f"{young}: read again for up to {SETTLE_S:.0f} s (the operator re-checks every 5 s)")
-    else:
-        for check in verifying.policy_checks(plan, policy, drivers):
-            yield check
     try:
+        if young:
+            yield LogLine(f"{young}: read again for up to {SETTLE_S:.0f} s (the operator re-checks every 5 s)")
+        else:
+            for check in verifying.policy_checks(plan, policy, drivers):
+                yield check
         items = _verify_nodes(cluster, plan, rendered, policy, drivers, registry, no_registry, concurrency, timeout)
         async with contextlib.aclosing(items) as stream:
             async for item in stream:
