@@ -12,13 +12,17 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_wheel(out: Path) -> Path:
-    """The checkout's wheel, built into ``out`` (no dependencies, no build isolation: offline)."""
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+    """The checkout's wheel, built into ``out`` (no dependencies, no build isolation: offline); the build may
+    warn of nothing (setuptools' "Package would be ignored" is an asset folder a later release leaves out)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
         check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    warned = [line.strip() for line in (done.stdout + done.stderr).splitlines() if "Warning" in line]
+    assert not warned, f"the wheel's build warned: {warned}"
     (wheel,) = out.glob("gpu_wizard-*.whl")
     return wheel
 
