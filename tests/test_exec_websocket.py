@@ -26,8 +26,8 @@ from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.facade import Cluster
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.gateway.tls_resume import RESUMPTIONS
 from wizard.cluster.gateway.kube import client
+from wizard.cluster.gateway.tls_resume import RESUMPTIONS
 from wizard.cluster.probe import PROBE_CONTAINER, ProbePod
 from wizard.cluster.transport import ExecOutput
 from wizard.demo.serve import DemoClusterThread
