@@ -4,6 +4,13 @@
 kubectl (`go/k8s`), etcd (`go/etcd`), kwok (`go/kwok`) and the GPU Operator of every release whose
 module the proxy serves (`go/operator-<release>`), and prints the cache folder on stdout.
 
+A release the proxy refuses (v26.7.0: 403 for its commit in every version form) is built from a git
+checkout of github.com/NVIDIA/gpu-operator instead: its wrapper's go.mod names the commit
+(`// source-commit: <sha>`), `$GPU_WIZARD_OPERATOR_GIT` points at the checkout (a clone or a bare
+mirror; default `../gpu-operator` beside the clone), the commit's tree is exported into the cache and `go build -modfile` adds a `replace` to it.
+Every other module still comes from the proxy, checked against the committed go.sum. Without the
+checkout that release is left out, and said so (`unbuilt_releases`).
+
 The folder is keyed by the pins (the Go version, every go.mod and go.sum, this file), so a warm run
 rebuilds nothing: it finds `<key>/.complete` and returns at once. Go's own caches (modules, compiled
 packages) live beside the keyed folders, so a change of one pin recompiles only what it touches.
@@ -32,6 +39,7 @@ GO_DIR = Path(__file__).resolve().parent / "go"
 CACHE_ROOT = Path(os.environ.get("GPU_WIZARD_RC_CACHE", Path.home() / ".cache" / "gpu-wizard" / "realcluster"))
 K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 OPERATOR_MODULE = "github.com/NVIDIA/gpu-operator"
+OPERATOR_GIT_ENV = "GPU_WIZARD_OPERATOR_GIT"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 
 
@@ -72,8 +80,71 @@ class Built:
 
 
 def operator_releases() -> list[str]:
-    """Releases whose wrapper module is complete (a go.sum: the proxy served every module it needs)."""
-    return sorted(p.name.removeprefix("operator-") for p in GO_DIR.glob("operator-*") if (p / "go.sum").is_file())
+    """Releases this machine can build: a complete wrapper module (a go.sum) and, for one built from a git
+    checkout, that checkout."""
+    return sorted(release for release, why in _release_status().items() if not why)
+
+
+def unbuilt_releases() -> dict[str, str]:
+    """Each release left out of the lane here, with why."""
+    return {release: why for release, why in _release_status().items() if why}
+
+
+def _release_status() -> dict[str, str]:
+    status = {}
+    for wrapper in sorted(GO_DIR.glob("operator-*")):
+        release = wrapper.name.removeprefix("operator-")
+        if not (wrapper / "go.sum").is_file():
+            status[release] = f"{wrapper.relative_to(GO_DIR.parent)} has no go.sum (see its go.mod)"
+        elif source_commit(wrapper) and not _checkout_has(source_commit(wrapper)):
+            status[release] = (
+                f"the module proxy does not serve {release}'s commit: set {OPERATOR_GIT_ENV} to a git checkout "
+                f"of {OPERATOR_MODULE} that holds {source_commit(wrapper)} (or clone it to ../gpu-operator "
+                "beside this clone) to build it from there"
+            )
+        else:
+            status[release] = ""
+    return status
+
+
+def source_commit(wrapper: Path) -> str:
+    """The commit a wrapper builds from a git checkout (`// source-commit: <sha>` in its go.mod), or ""."""
+    found = re.search(r"^// source-commit: ([0-9a-f]{40})$", (wrapper / "go.mod").read_text(), re.MULTILINE)
+    return found.group(1) if found else ""
+
+
+def operator_checkout() -> str:
+    """The git checkout of the operator: `$GPU_WIZARD_OPERATOR_GIT`, else a clone beside this one
+    (`../gpu-operator`, as `../shared` is), else ""."""
+    beside = GO_DIR.parents[3] / "gpu-operator"
+    return os.environ.get(OPERATOR_GIT_ENV, "") or (str(beside) if beside.is_dir() else "")
+
+
+def _checkout_has(commit: str) -> bool:
+    checkout = operator_checkout()
+    if not checkout or shutil.which("git") is None:
+        return False
+    probe = ["git", "-C", checkout, "cat-file", "-e", f"{commit}^{{commit}}"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def export_source(wrapper: Path) -> Path:
+    """The tree of the wrapper's source commit, exported once from the checkout into the cache."""
+    commit = source_commit(wrapper)
+    pseudo = required_version(wrapper, OPERATOR_MODULE)
+    if not pseudo.endswith(commit[:12]):
+        raise BuildError(f"{wrapper / 'go.mod'}: requires {pseudo}, which is not commit {commit}")
+    target = CACHE_ROOT / "src" / f"gpu-operator-{commit}"
+    if (target / ".complete").is_file():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "-C", operator_checkout(), "archive", commit], stdout=subprocess.PIPE)
+    untar = subprocess.run(["tar", "-x", "-C", str(target)], stdin=archive.stdout, capture_output=True, text=True)
+    if archive.wait() != 0 or untar.returncode != 0:
+        raise BuildError(f"exporting {commit} from {operator_checkout()} failed: {untar.stderr.strip()[-500:]}")
+    (target / ".complete").touch()
+    return target
 
 
 def required_version(module_dir: Path, module: str) -> str:
@@ -94,6 +165,7 @@ def cache_key() -> str:
     for path in [*sorted(GO_DIR.rglob("go.*")), Path(__file__)]:
         digest.update(str(path.relative_to(GO_DIR.parent)).encode())
         digest.update(path.read_bytes())
+    digest.update(" ".join(operator_releases()).encode())  # a checkout that appears adds its release
     return digest.hexdigest()[:16]
 
 
@@ -149,6 +221,8 @@ class Builder:
     def module_dir(self, wrapper: Path, module: str) -> Path:
         """Where the module cache holds the source of `module` at the version the wrapper requires (found
         by path: `go list -m` would ask the proxy for the version's .info, which it refuses for some)."""
+        if module == OPERATOR_MODULE and source_commit(wrapper):
+            return export_source(wrapper)
         escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
         version = required_version(wrapper, module)
         replaced = re.search(
@@ -181,12 +255,13 @@ class Builder:
         for release in operator_releases():
             wrapper = GO_DIR / f"operator-{release}"
             target = self.out / "bin" / f"gpu-operator-{release}"
+            source = self.module_dir(wrapper, OPERATOR_MODULE)
+            modfile = self.modfile(wrapper, source) if source_commit(wrapper) else []
             self.step(
                 f"gpu-operator {release}",
-                ["go", "build", "-ldflags=-s -w", "-o", str(target), f"{OPERATOR_MODULE}/cmd/gpu-operator"],
+                ["go", "build", *modfile, "-ldflags=-s -w", "-o", str(target), f"{OPERATOR_MODULE}/cmd/gpu-operator"],
                 wrapper,
             )
-            source = self.module_dir(wrapper, OPERATOR_MODULE)
             opt = self.out / "operator" / release / "opt"
             copy_tree(source / "assets", opt)
             copy_tree(source / "manifests", opt / "manifests")
@@ -194,6 +269,15 @@ class Builder:
             crds.mkdir(parents=True, exist_ok=True)
             for crd in sorted((source / "deployments" / "gpu-operator" / "crds").glob("nvidia.com_*.yaml")):
                 shutil.copyfile(crd, crds / crd.name)
+
+    def modfile(self, wrapper: Path, source: Path) -> list[str]:
+        """`-modfile` of a wrapper built from an exported tree: its go.mod plus a replace, its go.sum as it is."""
+        folder = self.out / "modfile" / wrapper.name
+        folder.mkdir(parents=True, exist_ok=True)
+        text = (wrapper / "go.mod").read_text()
+        (folder / "go.mod").write_text(f"{text.rstrip()}\n\nreplace {OPERATOR_MODULE} => {source}\n")
+        shutil.copyfile(wrapper / "go.sum", folder / "go.sum")
+        return [f"-modfile={folder / 'go.mod'}"]
 
 
 def copy_tree(source: Path, target: Path) -> None:

@@ -44,6 +44,14 @@ def releases() -> list[str]:
     return operator_releases()
 
 
+def pytest_report_header() -> list[str]:
+    """Which operator releases the lane runs here, and each one left out with why (at the top of the run)."""
+    from tests.realcluster.build import unbuilt_releases
+
+    lines = [f"real-cluster lane: GPU Operator {', '.join(releases()) or 'none'}"]
+    return lines + [f"REAL-CLUSTER LANE: {release} LEFT OUT: {why}" for release, why in unbuilt_releases().items()]
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     outcome = yield

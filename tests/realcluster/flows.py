@@ -83,9 +83,54 @@ def healthy_paths(answers: Path, toolkit_dir: str) -> list[tuple[int, str]]:
     from wizard.cluster.pathcheck import host_paths, steps_for
     from wizard.engine.answers import load_answers
 
-    steps = steps_for(host_paths(load_answers(answers)[0], toolkit_dir))
-    mount = {True: RUN_MOUNT, False: USR_MOUNT}
-    return [(0, mount[step.check[2:].startswith("/run")] if step.check.startswith("m ") else "") for step in steps]
+    return [_path_answer(step.check) for step in steps_for(host_paths(load_answers(answers)[0], toolkit_dir))]
+
+
+def _path_answer(check: str) -> tuple[int, str]:
+    """A healthy host's answer to one path step: every folder exists, `findmnt` names a writable exec mount."""
+    if not check.startswith("m "):
+        return 0, ""
+    return 0, RUN_MOUNT if check[2:].startswith("/run") else USR_MOUNT
+
+
+def doctor_host(answers: Path, os_id: str, kernel: str, *, nouveau: bool) -> list[tuple[int, str]]:
+    """A GPU node's answers to `gpu-wizard doctor --answers ANSWERS`'s host probe (`hostdoctor.host_steps`,
+    then the Paths step's `pathcheck.steps_for`), in its order: a host with no NVIDIA driver, Secure Boot off,
+    no dkms, kernel headers installed, plenty of space, its distribution's package host resolving, healthy
+    folders; `nouveau` loaded or not. Each answer is what the real tool prints for that state."""
+    from wizard.cluster.pathcheck import host_paths, steps_for
+    from wizard.engine.answers import load_answers
+    from wizard.engine.hostdoctor import DoctorTarget, host_steps
+
+    plan = load_answers(answers)[0]
+    assert plan.toolkit.installDir, "the answers name the toolkit folder: the path steps depend on it"
+    steps = [*host_steps(DoctorTarget.from_plan(plan), {os_id}), *steps_for(host_paths(plan, plan.toolkit.installDir))]
+    modules = "Module                  Size  Used by\n" + ("nouveau              2310144  0\n" if nouveau else "")
+    fixed = {
+        "lsmod": (0, modules + "xt_conntrack           16384  1\n"),
+        "nvidia-version": (1, "cat: /proc/driver/nvidia/version: No such file or directory\n"),
+        "host-nvidia-smi": (127, "sh: 1: nvidia-smi: not found\n"),
+        "uname": (0, f"{kernel}\n"),
+        "mokutil": (0, "SecureBoot disabled\n"),
+        "efi-secure-boot": (1, "od: /sys/firmware/efi/efivars: No such file or directory\n"),
+        "dkms": (127, "sh: 1: dkms: not found\n"),
+        "modinfo": (1, "modinfo: ERROR: Module nvidia not found.\n"),
+        "headers": (0, f"/lib/modules/{kernel}/build\n"),
+    }
+    answers_by_step = []
+    for step in steps:
+        if step.check in fixed:
+            answers_by_step.append(fixed[step.check])
+        elif step.check == "df":
+            rows = [f"/dev/nvme0n1p2       953869 102400    851469      11% {path}" for path in step.argv[2:]]
+            answers_by_step.append(
+                (0, "Filesystem     1048576-blocks   Used Available Capacity Mounted on\n" + "\n".join(rows) + "\n")
+            )
+        elif step.check.startswith("resolve:"):
+            answers_by_step.append((0, f"203.0.113.10    {step.check.removeprefix('resolve:')}\n"))
+        else:
+            answers_by_step.append(_path_answer(step.check))
+    return answers_by_step
 
 
 def wait_for(what: str, probe: Any, timeout: float) -> Any:

@@ -96,6 +96,10 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         Permission("create", "clusterpolicies", GROUP, why="apply a new ClusterPolicy"),
         Permission("patch", "clusterpolicies", GROUP, why="apply the ClusterPolicy (server-side apply)"),
         Permission("update", "clusterpolicies", GROUP, why="roll back from the backup", required=False),
+        # a first install's rollback (by hand, or the undo of a failed apply) deletes the policy it created
+        Permission(
+            "delete", "clusterpolicies", GROUP, why="roll back a ClusterPolicy the apply created", required=False
+        ),
     ]
     if plan.driver_enabled and plan.driver.useNvidiaDriverCRD:
         needed += [
@@ -103,6 +107,7 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
             Permission("watch", "nvidiadrivers", GROUP, why="follow the NVIDIADrivers' state during a rollout"),
             Permission("create", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
             Permission("patch", "nvidiadrivers", GROUP, why="apply NVIDIADriver CRs"),
+            Permission("update", "nvidiadrivers", GROUP, why="roll back changed NVIDIADrivers", required=False),
             Permission("delete", "nvidiadrivers", GROUP, why="roll back created NVIDIADrivers", required=False),
         ]
     if plan.mode is Mode.PREINSTALLED:

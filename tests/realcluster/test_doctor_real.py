@@ -1,0 +1,80 @@
+"""`gpu-wizard doctor`'s host checks on the real cluster: its probe DaemonSet made, run and removed by the
+real API server, kube-controller-manager and scheduler, as the restricted `wizard` user, before anything
+is installed.
+
+kwok's probe stage answers every probe pod alike with what a host's tools print (`flows.doctor_host`, in
+doctor's own step order): one host state per run. The first run's hosts have nouveau loaded, the most
+common reason a first install fails: doctor must name it once, with both GPU nodes and the fix for
+their OS, exit 1, and leave no probe behind. The second run's hosts are clean: no findings, exit 0.
+The findings' judging is tested on the demo (tests/test_doctor*.py); what only the real server shows is
+that the probe's objects, RBAC and cleanup work there and the answers come back through real pods.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_registry import RegistryServer
+from tests.realcluster.build import operator_releases
+from tests.realcluster.cluster import NAMESPACE, RealCluster
+from tests.realcluster.flows import (
+    UBUNTU_KERNEL,
+    UPSTREAM_VERSION,
+    as_wizard,
+    doctor_host,
+    node,
+    run,
+    upstream_answers,
+    wait_for,
+)
+from wizard.cluster.probe import PROBE_LABEL
+
+NODES = [
+    node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+    node("gpu-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+    node("gpu-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+]
+
+pytestmark = pytest.mark.parametrize("real_cluster", operator_releases()[-1:], indirect=True)
+
+
+def _probes_left(cluster: RealCluster) -> list[str]:
+    selector = "labelSelector=" + urllib.parse.quote(PROBE_LABEL)
+    sets = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets?{selector}")["items"]
+    pods = cluster.get(f"/api/v1/namespaces/{NAMESPACE}/pods?{selector}")["items"]
+    return [o["metadata"]["name"] for o in [*sets, *pods]]
+
+
+def test_doctor_finds_nouveau_on_every_gpu_node_then_nothing_on_clean_hosts(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    cluster.reset(NODES)
+    oci_registry.push_image("nvidia/driver", f"{UPSTREAM_VERSION}-ubuntu22.04", content=b"doctor")
+    plan = upstream_answers(tmp_path, cluster.release, host)
+    doctor = ["doctor", "--answers", str(plan), *as_wizard(cluster), "--insecure-registry", host]
+
+    cluster.set_stages({}, {}, doctor_host(plan, "ubuntu", UBUNTU_KERNEL, nouveau=True))
+    code, out, err = run(capsys, *doctor, "-o", "json")
+    assert code == 1, (out, err)
+    report = json.loads(out)
+    assert report["gpuNodes"] == 2 and report["mode"] == "upstream", report
+    findings = [f for f in report["findings"] if f["status"] in ("fail", "warn")]
+    assert [f["check"] for f in findings] == ["nouveau-loaded"], findings  # the one thing wrong, said once
+    (nouveau,) = findings
+    assert nouveau["nodes"] == ["gpu-0", "gpu-1"], nouveau
+    assert "blacklist" in nouveau["fix"] or "modprobe" in nouveau["fix"], nouveau
+    # every host check came back from the real pods, none unknown
+    assert not [f for f in report["findings"] if f["status"] == "skipped"], report["findings"]
+    wait_for("the probe's DaemonSet and pods to be gone", lambda: not _probes_left(cluster), 60)
+
+    cluster.set_stages({}, {}, doctor_host(plan, "ubuntu", UBUNTU_KERNEL, nouveau=False))
+    code, out, err = run(capsys, *doctor)
+    assert code == 0, (out, err)
+    assert "✓ no findings on 2 GPU node(s)" in out, out
+    assert "one short-lived host probe (a DaemonSet), removed after" in err, err
+    wait_for("the probe's DaemonSet and pods to be gone", lambda: not _probes_left(cluster), 60)
