@@ -41,6 +41,30 @@ async def test_each_missing_permission_is_named(demo_cluster: ClusterFactory) ->
     assert read_only.ok  # discovery alone needs neither patch nor exec
 
 
+async def test_a_user_who_could_not_roll_back_a_first_install_is_warned_before_it(
+    demo_cluster: ClusterFactory,
+) -> None:
+    """The rollback of a first install (named after an interrupted apply, and the undo of a failed one)
+    deletes what the apply created: the real server refused it to a user granted the documented list
+    (tests/realcluster/test_interrupt_real.py), so the list has it, and a user without it is told."""
+    denied = [
+        {"verb": "delete", "resource": "clusterpolicies", "group": "nvidia.com"},
+        {"verb": "update", "resource": "nvidiadrivers", "group": "nvidia.com"},
+    ]
+    demo = demo_cluster(scenario("sle-micro-precompiled", rbac_deny=denied))
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(sle_plan(useNvidiaDriverCRD=True))
+    assert found.ok  # optional: the apply itself can go
+    lines = [c.line() for c in found.checks if c.check == "permission" and c.status is Status.WARN]
+    assert any(
+        "delete clusterpolicies.nvidia.com" in line and "roll back a ClusterPolicy the apply created" in line
+        for line in lines
+    ), lines
+    assert any(
+        "update nvidiadrivers.nvidia.com" in line and "roll back changed NVIDIADrivers" in line for line in lines
+    ), lines
+
+
 async def test_missing_crds_say_how_to_install_the_operator(demo_cluster: ClusterFactory) -> None:
     demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=False)))
     async with connected(demo) as cluster:

@@ -7,9 +7,10 @@ module the proxy serves (`go/operator-<release>`), and prints the cache folder o
 A release the proxy refuses (v26.7.0: 403 for its commit in every version form) is built from a git
 checkout of github.com/NVIDIA/gpu-operator instead: its wrapper's go.mod names the commit
 (`// source-commit: <sha>`), `$GPU_WIZARD_OPERATOR_GIT` points at the checkout (a clone or a bare
-mirror; default `../gpu-operator` beside the clone), the commit's tree is exported into the cache and `go build -modfile` adds a `replace` to it.
-Every other module still comes from the proxy, checked against the committed go.sum. Without the
-checkout that release is left out, and said so (`unbuilt_releases`).
+mirror; default `../gpu-operator` beside the clone), the commit's tree is exported into the cache and
+`go build -modfile` adds a `replace` to it. Every other module still comes from the proxy, checked
+against the committed go.sum. Without the checkout that release is left out, and said so
+(`unbuilt_releases`).
 
 The folder is keyed by the pins (the Go version, every go.mod and go.sum, this file), so a warm run
 rebuilds nothing: it finds `<key>/.complete` and returns at once. Go's own caches (modules, compiled
@@ -221,8 +222,6 @@ class Builder:
     def module_dir(self, wrapper: Path, module: str) -> Path:
         """Where the module cache holds the source of `module` at the version the wrapper requires (found
         by path: `go list -m` would ask the proxy for the version's .info, which it refuses for some)."""
-        if module == OPERATOR_MODULE and source_commit(wrapper):
-            return export_source(wrapper)
         escaped = re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), module)
         version = required_version(wrapper, module)
         replaced = re.search(
@@ -255,13 +254,14 @@ class Builder:
         for release in operator_releases():
             wrapper = GO_DIR / f"operator-{release}"
             target = self.out / "bin" / f"gpu-operator-{release}"
-            source = self.module_dir(wrapper, OPERATOR_MODULE)
-            modfile = self.modfile(wrapper, source) if source_commit(wrapper) else []
+            exported = export_source(wrapper) if source_commit(wrapper) else None
+            modfile = self.modfile(wrapper, exported) if exported else []
             self.step(
                 f"gpu-operator {release}",
                 ["go", "build", *modfile, "-ldflags=-s -w", "-o", str(target), f"{OPERATOR_MODULE}/cmd/gpu-operator"],
                 wrapper,
             )
+            source = exported or self.module_dir(wrapper, OPERATOR_MODULE)  # in the module cache once built
             opt = self.out / "operator" / release / "opt"
             copy_tree(source / "assets", opt)
             copy_tree(source / "manifests", opt / "manifests")

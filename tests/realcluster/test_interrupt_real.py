@@ -129,11 +129,29 @@ def holding_webhook(real_cluster: RealCluster) -> Iterator[HoldingWebhook]:
     }
     cluster.request("POST", WEBHOOKS, config)
     try:
+        _wait_until_called(cluster, hook)
         yield hook
     finally:
         hook.release()
         cluster.request("DELETE", f"{WEBHOOKS}/{HOOK}")
         hook.server.shutdown()
+
+
+def _wait_until_called(cluster: RealCluster, hook: HoldingWebhook) -> None:
+    """Until kube-apiserver calls the webhook (its configuration reaches the admission chain through an
+    informer): an admin's dry-run NVIDIADriver create, repeated; then the reviews start empty."""
+    probe = {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "NVIDIADriver",
+        "metadata": {"name": "lane-webhook-probe"},
+        "spec": {"default": False, "driverType": "gpu", "image": "driver"},
+    }
+    cluster.wait_for(
+        "the webhook to be called",
+        lambda: cluster.request("POST", "/apis/nvidia.com/v1alpha1/nvidiadrivers?dryRun=All", probe) and hook.reviews,
+        30,
+    )
+    hook.reviews.clear()
 
 
 def _interrupted_apply(
