@@ -5,7 +5,10 @@ is installed.
 kwok's probe stage answers every probe pod alike with what a host's tools print (`flows.doctor_host`, in
 doctor's own step order): one host state per run. The first run's hosts have nouveau loaded, the most
 common reason a first install fails: doctor must name it once, with both GPU nodes and the fix for
-their OS, exit 1, and leave no probe behind. The second run's hosts are clean: no findings, exit 0.
+their OS, exit 1, and leave no probe behind. The second run's hosts are clean: no findings, exit 0;
+its DaemonSet selects the GPU nodes by their label, as it does past a few dozen nodes (the real
+DaemonSet controller parses a one-node-per-term template once per node: quadratic, see
+wizard/cluster/probenodes.py), and the real controller must place pods on exactly those nodes.
 The findings' judging is tested on the demo (tests/test_doctor*.py); what only the real server shows is
 that the probe's objects, RBAC and cleanup work there and the answers come back through real pods.
 """
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +35,7 @@ from tests.realcluster.flows import (
     upstream_answers,
     wait_for,
 )
+from wizard.cluster import hostprobe, probenodes, probeset
 from wizard.cluster.probe import PROBE_LABEL
 
 NODES = [
@@ -50,7 +55,11 @@ def _probes_left(cluster: RealCluster) -> list[str]:
 
 
 def test_doctor_finds_nouveau_on_every_gpu_node_then_nothing_on_clean_hosts(
-    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    real_cluster: RealCluster,
+    oci_registry: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
     cluster.reset(NODES)
@@ -72,9 +81,19 @@ def test_doctor_finds_nouveau_on_every_gpu_node_then_nothing_on_clean_hosts(
     assert not [f for f in report["findings"] if f["status"] == "skipped"], report["findings"]
     wait_for("the probe's DaemonSet and pods to be gone", lambda: not _probes_left(cluster), 60)
 
+    # the second run selects its nodes as it does at scale (past NAMED_MAX nodes): by the GPU label, in one
+    # term, which the real DaemonSet controller must read as exactly the two GPU nodes (not cp-0)
+    monkeypatch.setattr(probenodes, "NAMED_MAX", 1)
+    made: list[dict[str, Any]] = []
+    monkeypatch.setattr(hostprobe, "daemonset", lambda *a, **k: made.append(probeset.daemonset(*a, **k)) or made[-1])
     cluster.set_stages({}, {}, doctor_host(plan, "ubuntu", UBUNTU_KERNEL, nouveau=False))
     code, out, err = run(capsys, *doctor)
     assert code == 0, (out, err)
     assert "✓ no findings on 2 GPU node(s)" in out, out
     assert "one short-lived host probe (a DaemonSet), removed after" in err, err
+    (body,) = made
+    affinity = body["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+    assert [list(t) for t in affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]] == [
+        ["matchExpressions"]
+    ]
     wait_for("the probe's DaemonSet and pods to be gone", lambda: not _probes_left(cluster), 60)

@@ -72,6 +72,7 @@ async def host_states(
         image=image,
         timeout=timeout,
         concurrency=concurrency,
+        node_labels=facts.labels_by_node(),
     )
     async with contextlib.aclosing(runs):
         async for run in runs:

@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 
 from wizard import collector
 from wizard.cluster.errors import ClusterError
@@ -123,6 +123,7 @@ async def _daemonset_run(
     namespace: str,
     image: str,
     timeout: float,
+    node_labels: Mapping[str, Mapping[str, str]] | None,
 ) -> AsyncGenerator[HostRun | Leftover, None]:
     run_id = uuid.uuid4().hex[:12]
     name = f"gpu-wizard-probe-{run_id}"
@@ -150,6 +151,7 @@ async def _daemonset_run(
         tolerations=policy_tolerations(policy),
         sleep_s=deadline_s,
         owner=job,
+        node_labels=node_labels,
     )
     leftovers: list[Leftover] = []
     try:
@@ -193,20 +195,25 @@ async def run_on_hosts(
     image: str,
     timeout: float = 30.0,
     concurrency: int = CONCURRENCY,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> AsyncGenerator[HostRun | Leftover, None]:
     """Run ``steps`` on each node's host; yield each node's :class:`HostRun` as it finishes.
 
     Several nodes: one DaemonSet for them all (``concurrency`` does not apply: every kubelet runs its
     own pod; ``timeout`` plus one second per 50 nodes for the pods to be created is the run's
-    deadline). One node: a probe pod and one exec. Closing the generator early (or cancelling its
-    consumer) stops the run and removes what it created.
+    deadline). ``node_labels`` (every node's labels, by name, from discovery) lets the DaemonSet select
+    thousands of nodes by one GPU label instead of naming each (:mod:`wizard.cluster.probenodes`).
+    One node: a probe pod and one exec. Closing the generator early (or cancelling its consumer) stops
+    the run and removes what it created.
     """
     if len(nodes) <= 1:
         runs: AsyncGenerator[HostRun | Leftover, None] = _per_node_pods(
             gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
         )
     else:
-        runs = _daemonset_run(gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout)
+        runs = _daemonset_run(
+            gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, node_labels=node_labels
+        )
     with collector.frozen():  # thousands of results must not make the collector rescan the whole heap
         async with contextlib.aclosing(runs):
             async for item in runs:

@@ -209,7 +209,14 @@ async def check_cluster(
     failed: set[str] = set()
     steps = steps_for(paths)
     runs = run_on_hosts(
-        cluster.gateway, targets, steps, namespace=namespace, image=image, timeout=timeout, concurrency=concurrency
+        cluster.gateway,
+        targets,
+        steps,
+        namespace=namespace,
+        image=image,
+        timeout=timeout,
+        concurrency=concurrency,
+        node_labels=facts.labels_by_node(),
     )
     async with contextlib.aclosing(runs):
         async for run in runs:

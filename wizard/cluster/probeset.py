@@ -30,6 +30,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.cluster.probe import HOST_MOUNT
+from wizard.cluster.probenodes import node_terms
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.releases import default_release
 
@@ -184,22 +185,15 @@ def daemonset(
     tolerations: Sequence[Mapping[str, Any]],
     sleep_s: int,
     owner: Mapping[str, Any] | None = None,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The probe DaemonSet, node-selected to exactly ``nodes`` (by name: no node is labelled for it);
-    ``owner``: the :func:`anchor_job` object it goes away with."""
+    """The probe DaemonSet, node-selected to exactly ``nodes`` (no node is labelled for it: by a GPU label
+    the cluster's nodes already carry where ``node_labels`` shows one fits, else by name, see
+    :mod:`wizard.cluster.probenodes`); ``owner``: the :func:`anchor_job` object it goes away with."""
     labels = {**OWNER_LABELS, RUN_LABEL: run_id}
     privileged = any(s.host for s in steps)
-    affinity = {
-        "nodeAffinity": {
-            "requiredDuringSchedulingIgnoredDuringExecution": {
-                # one term per node: the API server allows a single value in a matchFields requirement
-                "nodeSelectorTerms": [
-                    {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}
-                    for node in sorted(nodes)
-                ]
-            }
-        }
-    }
+    terms = node_terms(nodes, node_labels)
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     return {
         "apiVersion": "apps/v1",
         "kind": "DaemonSet",

@@ -62,7 +62,7 @@ async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
                 "pre-installed mode: cannot tell which release to probe with",
                 "pass --allow-unverified-preinstalled",
             )
-        await probe_hosts(cluster, prepared.plan, gpu)
+        await probe_hosts(cluster, prepared.plan, gpu, facts)
     missing = sorted(n.name for n in facts.gpu_nodes if n.name not in cluster.host_verified)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
@@ -74,7 +74,8 @@ async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
 
 async def host_drivers(cluster: Connected) -> dict[str, str]:
     """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers)."""
-    gpu = sorted((await cluster.discover()).gpu_nodes, key=lambda n: n.name)
+    facts = await cluster.discover()
+    gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     if not gpu:
         return {}
     preflight = await cluster.known_preflight()
@@ -87,13 +88,14 @@ async def host_drivers(cluster: Connected) -> dict[str, str]:
             },
         }
     )
-    return await probe_hosts(cluster, plan, gpu)
+    return await probe_hosts(cluster, plan, gpu, facts)
 
 
-async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts]) -> dict[str, str]:
+async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts], facts: ClusterFacts) -> dict[str, str]:
     """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
     found = {n.name: "" for n in nodes}
     ctx = await verify_context(cluster, plan, None, registry=None, timeout=30.0)
+    ctx.node_labels = facts.labels_by_node()
     try:
         pages = verifying.driver_pod_pages(cluster.gateway, ctx.namespace)
         async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, CONCURRENCY, pages)) as probes:
@@ -210,6 +212,7 @@ async def _verify_nodes(
         cluster, plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
     )
     ctx.own_tags = {n.name: n.tag_os(plan.operator.version) for n in gpu}
+    ctx.node_labels = facts.labels_by_node()
     if registry is None:
         ctx.no_registry = no_registry or "no registry client was given"
     try:

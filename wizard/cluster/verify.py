@@ -101,6 +101,7 @@ async def _probe_hosts(ctx: VerifyContext, nodes: Sequence[str], concurrency: in
         image=ctx.probe_image,
         timeout=ctx.timeout,
         concurrency=concurrency,
+        node_labels=ctx.node_labels,
     )
     try:
         async with contextlib.aclosing(runs):

@@ -87,6 +87,8 @@ class VerifyContext:
     """Probe objects that could not be deleted, by name (reported as warnings naming ``kubectl delete``)."""
     hosts: dict[str, asyncio.Future[HostRun]] = field(default_factory=dict)
     """Node -> its host probe result, set as the probe run delivers it."""
+    node_labels: Mapping[str, Mapping[str, str]] | None = None
+    """Every node's labels, by name (``ClusterFacts.labels_by_node``): the host probe selects by a GPU label where it fits."""
 
     def host_steps(self) -> list[Step]:
         """The steps every node's host runs: findmnt of the toolkit binary (and the driver root), the drop-in's

@@ -272,6 +272,10 @@ class ClusterFacts:
     def gpu_nodes(self) -> list[NodeFacts]:
         return [n for n in self.nodes if n.gpu]
 
+    def labels_by_node(self) -> dict[str, Mapping[str, str]]:
+        """Every node's labels, by name."""
+        return {n.name: n.labels for n in self.nodes}
+
     def groups(self, operator_release: str) -> list[NodeGroup]:
         """GPU nodes grouped by (kernel, OS tag), largest group first, then by name."""
         buckets: dict[tuple[str, str], list[NodeFacts]] = {}
