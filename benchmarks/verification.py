@@ -198,6 +198,7 @@ async def measure(
         }
         failed = [c.line() for c in checks if not c.ok]
         out["verify"]["failed_checks"] = len(failed)
+        print(f"phase verify: {json.dumps(out['verify'])}", file=sys.stderr, flush=True)  # kept if a later phase fails
         if failed:  # reported with the numbers (a failure at scale is a finding too), not instead of them
             print(f"verification: {len(failed)} checks failed, e.g.:\n" + "\n".join(failed[:5]), file=sys.stderr)
         await settle(server)
@@ -224,7 +225,8 @@ async def measure(
             watch.phase = "host checks"
         ctx = await cluster._verify_context(plan, None, registry=None, timeout=120)
         steps = ctx.host_steps()
-        nodes = sorted(n.name for n in (await cluster.discover()).gpu_nodes)
+        facts = await cluster.discover()
+        nodes = sorted(n.name for n in facts.gpu_nodes)
         paths: dict[str, Any] = {"DaemonSet": run_on_hosts}
         if compare:
             paths["per-node pods"] = _per_node_pods
@@ -241,6 +243,8 @@ async def measure(
                 image=ctx.probe_image,
                 timeout=120,
                 concurrency=args.concurrency,
+                # as the product's callers do: thousands of nodes selected by one GPU label (probenodes.py)
+                **({"node_labels": facts.labels_by_node()} if name == "DaemonSet" else {}),
             )
             results = [r async for r in runs]
             bad = [r for r in results if not getattr(r, "ran", False)]
