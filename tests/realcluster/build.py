@@ -306,6 +306,8 @@ def build() -> Built:
 
 
 def main() -> int:
+    for release, why in unbuilt_releases().items():
+        print(f"realcluster build: {release} LEFT OUT: {why}", file=sys.stderr)
     try:
         built = build()
     except BuildError as error:

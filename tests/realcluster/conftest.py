@@ -44,12 +44,23 @@ def releases() -> list[str]:
     return operator_releases()
 
 
-def pytest_report_header() -> list[str]:
-    """Which operator releases the lane runs here, and each one left out with why (at the top of the run)."""
+def _release_lines() -> list[str]:
     from tests.realcluster.build import unbuilt_releases
 
     lines = [f"real-cluster lane: GPU Operator {', '.join(releases()) or 'none'}"]
     return lines + [f"REAL-CLUSTER LANE: {release} LEFT OUT: {why}" for release, why in unbuilt_releases().items()]
+
+
+def pytest_report_header() -> list[str]:
+    """Which operator releases the lane runs here, and each one left out with why (at the top of the run)."""
+    return _release_lines()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The same at the end, where `pytest -q` (which prints no header) shows it too."""
+    terminalreporter.section("real-cluster lane")
+    for line in _release_lines():
+        terminalreporter.write_line(line)
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
