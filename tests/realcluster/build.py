@@ -7,7 +7,7 @@ module the proxy serves (`go/operator-<release>`), and prints the cache folder o
 A release the proxy refuses (v26.7.0: 403 for its commit in every version form) is built from a git
 checkout of github.com/NVIDIA/gpu-operator instead: its wrapper's go.mod names the commit
 (`// source-commit: <sha>`), `$GPU_WIZARD_OPERATOR_GIT` points at the checkout (a clone or a bare
-mirror; default `../gpu-operator` beside the clone), the commit's tree is exported into the cache and
+mirror; default `../gpu-operator` beside the clone, else CI's `../shared/operator-git/gpu-operator.git`), the commit's tree is exported into the cache and
 `go build -modfile` adds a `replace` to it. Every other module still comes from the proxy, checked
 against the committed go.sum. Without the checkout that release is left out, and said so
 (`unbuilt_releases`).
@@ -116,9 +116,29 @@ def source_commit(wrapper: Path) -> str:
 
 def operator_checkout() -> str:
     """The git checkout of the operator: `$GPU_WIZARD_OPERATOR_GIT`, else a clone beside this one
-    (`../gpu-operator`, as `../shared` is), else ""."""
-    beside = GO_DIR.parents[3] / "gpu-operator"
-    return os.environ.get(OPERATOR_GIT_ENV, "") or (str(beside) if beside.is_dir() else "")
+    (`../gpu-operator`), else the shallow bare mirror CI has beside every clone
+    (`../shared/operator-git/gpu-operator.git`, holding the v26.7.0 commit), else ""."""
+    beside = GO_DIR.parents[3]
+    candidates = (beside / "gpu-operator", beside / "shared" / "operator-git" / "gpu-operator.git")
+    found = next((str(path) for path in candidates if path.is_dir()), "")
+    return _readable_by_git(os.environ.get(OPERATOR_GIT_ENV, "") or found)
+
+
+def _readable_by_git(checkout: str) -> str:
+    """`checkout`, or a copy of it in the cache that git accepts: a bare mirror copied without its empty
+    `refs/` folder (as ../shared's read-only one is: its refs are all in packed-refs) is no repository to
+    git until that folder exists, and a read-only tree cannot be given one."""
+    source = Path(checkout) if checkout else None
+    if source is None or not (source / "packed-refs").is_file() or (source / "refs").is_dir():
+        return checkout
+    copy = CACHE_ROOT / "operator-git" / hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:12]
+    if not (copy / "refs").is_dir():
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(source, copy)
+        for path in [copy, *copy.rglob("*")]:
+            path.chmod(path.stat().st_mode | 0o200)
+        (copy / "refs").mkdir()
+    return str(copy)
 
 
 def _checkout_has(commit: str) -> bool:
