@@ -3,7 +3,7 @@
 The real operator wrote ``notReady`` "states not ready: [gpu-feature-discovery]" for one pass, a second
 after a ready the rollout had confirmed, and ready again in the same second; the TUI's Verify read the
 policy in that second and failed an install that was fine (fresh-clone run 3, docs/real-cluster.md).
-A notReady younger than :data:`wizard.cluster.proving.SETTLE_S` is read again while the nodes are
+A notReady younger than :data:`wizard.cluster.operator_status.SETTLE_S` is read again while the nodes are
 checked and judged before the summary; an older one is judged at once, in its usual place.
 
 On the demo cluster over HTTPS, with its operator held so that only the test writes the policy's status (the
@@ -21,65 +21,17 @@ import pytest
 
 from tests.cluster_util import collect, connected
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.operator_held import OperatorHeld, policy_status, write_status
 from wizard.cluster import proving
 from wizard.cluster.facade import Cluster
 from wizard.cluster.operator_status import turned_not_ready
-from wizard.cluster.preflight import POLICY
-from wizard.demo.api.store import Store
-from wizard.demo.scenarios.scenario import Scenario
-from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo
-from wizard.demo.sim.simulation import Simulation
-from wizard.demo.sim.simutil import Writer
 from wizard.engine.results import Check
-
-
-class HeldController(ClusterPolicyController):
-    """The demo operator's ClusterPolicy controller, which does nothing while ``held``."""
-
-    held = False
-
-    def reconcile(self, writer: Writer, operator: OperatorInfo) -> None:
-        if not self.held:
-            super().reconcile(writer, operator)
-
-
-class OperatorHeld(Simulation):
-    """The demo's simulation with :class:`HeldController` as its operator."""
-
-    def __init__(self, scenario: Scenario, store: Store) -> None:
-        super().__init__(scenario, store)
-        self.policies = HeldController(scenario.operator.release)
-
 
 NOW = dt.datetime(2026, 12, 2, 19, 34, 9, tzinfo=dt.UTC)
 
 
-def _stamp(at: dt.datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _status(state: str, since: dt.datetime) -> dict[str, Any]:
-    """The status the operator writes (``meta.SetStatusCondition``: the Ready condition's flip time)."""
-    if state == "ready":
-        ready = {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ClusterPolicy is ready"}
-        error = {"type": "Error", "status": "False", "reason": "Ready", "message": ""}
-    else:
-        ready = {"type": "Ready", "status": "False", "reason": "Error", "message": ""}
-        error = {
-            "type": "Error",
-            "status": "True",
-            "reason": "OperandNotReady",
-            "message": "ClusterPolicy is not ready, states not ready: [gpu-feature-discovery]",
-        }
-    stamp = _stamp(since)
-    return {
-        "state": state,
-        "conditions": [{**ready, "lastTransitionTime": stamp}, {**error, "lastTransitionTime": stamp}],
-    }
-
-
 def _policy(state: str, since: dt.datetime) -> dict[str, Any]:
-    return {"metadata": {"name": "cluster-policy"}, "status": _status(state, since)}
+    return {"metadata": {"name": "cluster-policy"}, "status": policy_status(state, since)}
 
 
 @pytest.mark.parametrize(
@@ -97,18 +49,11 @@ def test_only_a_young_not_ready_waits(state: str, age: int, expected: str) -> No
 
 
 def test_a_young_not_ready_nvidia_driver_waits_too() -> None:
-    driver = {"metadata": {"name": "sle-micro"}, "status": _status("notReady", NOW)}
+    driver = {"metadata": {"name": "sle-micro"}, "status": policy_status("notReady", NOW)}
     assert turned_not_ready(_policy("ready", NOW), [driver], NOW, 10.0) == "sle-micro turned notReady 0 s ago"
     assert turned_not_ready(None, [], NOW, 10.0) == ""
     unstamped = {"metadata": {"name": "cluster-policy"}, "status": {"state": "notReady"}}
     assert turned_not_ready(unstamped, [], NOW, 10.0) == ""  # no flip time: nothing says it is young
-
-
-async def _write_status(cluster: Cluster, state: str, since: dt.datetime) -> None:
-    gateway = cluster.gateway
-    patch = gateway.raw(gateway.custom, "patch_cluster_custom_object_status")
-    body = {"status": _status(state, since)}
-    await gateway.call("writing status", patch, *POLICY, "cluster-policy", body, safe=False)
 
 
 async def _verify(cluster: Cluster) -> tuple[list[Check], list[str], float]:
@@ -121,11 +66,11 @@ async def test_the_operators_one_pass_flap_is_not_a_failure(demo_cluster: Cluste
     demo = demo_cluster("existing-install-plain", simulation=OperatorHeld)
     async with connected(demo) as cluster:
         demo.sim.policies.held = True  # type: ignore[attr-defined]
-        await _write_status(cluster, "notReady", dt.datetime.now(dt.UTC))
+        await write_status(cluster, "notReady", dt.datetime.now(dt.UTC))
 
         async def next_pass() -> None:
             await asyncio.sleep(1.5)
-            await _write_status(cluster, "ready", dt.datetime.now(dt.UTC))
+            await write_status(cluster, "ready", dt.datetime.now(dt.UTC))
 
         ready_again = asyncio.create_task(next_pass())
         checks, lines, _ = await _verify(cluster)
@@ -144,7 +89,7 @@ async def test_a_not_ready_that_stays_fails_after_the_window(
     demo = demo_cluster("existing-install-plain", simulation=OperatorHeld)
     async with connected(demo) as cluster:
         demo.sim.policies.held = True  # type: ignore[attr-defined]
-        await _write_status(cluster, "notReady", dt.datetime.now(dt.UTC))
+        await write_status(cluster, "notReady", dt.datetime.now(dt.UTC))
         checks, _, took = await _verify(cluster)
     policy = [c for c in checks if c.check == "cluster-policy"]
     assert [c.ok for c in policy] == [False], policy
@@ -156,7 +101,7 @@ async def test_an_old_not_ready_is_judged_at_once_in_its_place(demo_cluster: Clu
     demo = demo_cluster("existing-install-plain", simulation=OperatorHeld)
     async with connected(demo) as cluster:
         demo.sim.policies.held = True  # type: ignore[attr-defined]
-        await _write_status(cluster, "notReady", dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
+        await write_status(cluster, "notReady", dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5))
         checks, lines, _ = await _verify(cluster)
     assert checks[0].check == "cluster-policy" and not checks[0].ok, checks[0]
     assert not any("read again" in line for line in lines)

@@ -84,6 +84,12 @@ def _age(obj: Mapping[str, Any], now: datetime) -> float | None:
         return None
 
 
+SETTLE_S = 10.0
+"""How long a ready or notReady that the operator wrote moments ago is watched before it is taken as its verdict:
+two of the operator's 5-second re-checks (see :func:`turned_not_ready`). Verify re-reads a young notReady for this
+long; the rollout holds a ready at most this long before it says so (:data:`wizard.cluster.rollout.QUIET_S`)."""
+
+
 def turned_not_ready(
     policy: Mapping[str, Any] | None, drivers: list[dict[str, Any]], now: datetime, within: float
 ) -> str:

@@ -20,7 +20,7 @@ from wizard.cluster import verify as verifying
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.liveplan import known_release
-from wizard.cluster.operator_status import turned_not_ready
+from wizard.cluster.operator_status import SETTLE_S, turned_not_ready
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
 from wizard.cluster.rollout_cache import waiting_pods
@@ -105,11 +105,6 @@ async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts], fa
     finally:
         cluster.host_verified |= ctx.host_ok
     return found
-
-
-SETTLE_S = 10.0
-"""How long a ClusterPolicy (or NVIDIADriver) that turned notReady moments ago is re-read before it is judged:
-two of the operator's 5-second re-checks (see :func:`wizard.cluster.operator_status.turned_not_ready`)."""
 
 
 async def operator_objects(gateway: Gateway, plan: Plan) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:

@@ -13,7 +13,8 @@ DaemonSet controller with its pods ready (the operator's ``ready`` can pass over
 created, which wants no pod yet), each wanting a pod on every node it belongs on
 (:mod:`wizard.cluster.daemonset_fit`: the controller may count before it sees the operator's node labels).
 That verdict is confirmed on fresh lists of the policies and DaemonSets (:func:`confirm_ready`: watches of
-different kinds are not ordered with each other).
+different kinds are not ordered with each other), and said only once it holds (:data:`QUIET_S`: the real operator
+wrote notReady for one pass right after a confirmed ready, while its operands' pods still changed).
 Driver DaemonSets that want no pod because the driver manager found a host driver on the nodes
 (``nvidia.com/gpu.deploy.driver=pre-installed``) fail at once, naming the fix; an image that cannot be pulled, a
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
@@ -35,6 +36,7 @@ from wizard import collector
 from wizard.cluster.daemonset_fit import Placements
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.operator_status import SETTLE_S
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
 from wizard.cluster.rollout_verdict import HOST_DRIVER_FOUND, DaemonSetStatus, Phase, classify
@@ -52,6 +54,11 @@ DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
 DRIVER_CONTAINER = "nvidia-driver-ctr"
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
+QUIET_S = 3.0
+"""A confirmed ready is said once nothing the follower watches has changed for this long (or it has held for
+:data:`~wizard.cluster.operator_status.SETTLE_S`): the real operator wrote notReady for one pass one second after a
+confirmed ready, while the operands' pods were still changing (docs/real-cluster.md), and a ready that the next
+look contradicts is no ready."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +248,30 @@ async def confirm_ready(followed: Followed, plan: Plan, started: float, clock: U
     return snapshot(replace(followed, **fresh), plan, started, clock)
 
 
+async def _held_ready(
+    status: RolloutStatus,
+    followed: Followed,
+    plan: Plan,
+    started: float,
+    clock: UpgradeClock,
+    ready_since: float | None,
+) -> tuple[RolloutStatus, float | None]:
+    """A ready snapshot judged again: ``ready`` once it is confirmed on fresh lists and has held (nothing watched
+    changed for :data:`QUIET_S`, or it has stayed ready for :data:`SETTLE_S`); until then ``progressing`` with
+    that in words. Returns the status and since when it has been ready (None: it is not)."""
+    now = time.monotonic()
+    quiet = now - max(cache.last_change for cache in followed.all()) >= QUIET_S
+    held = quiet or (ready_since is not None and now - ready_since >= SETTLE_S)
+    if ready_since is None or held:  # fresh lists when it turns ready and when it is said: a few objects each
+        status = await confirm_ready(followed, plan, started, clock)
+        if status.phase != "ready":
+            return status, None
+        if held:
+            return status, ready_since or now
+    words = f"{status.message}; making sure it holds (ready once nothing has changed for {QUIET_S:g} s)"
+    return replace(status, phase="progressing", message=words), ready_since or now
+
+
 async def follow(
     gateway: Gateway,
     plan: Plan,
@@ -274,6 +305,7 @@ async def follow(
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
+    ready_since: float | None = None
     last: tuple[Any, ...] | None = None
     last_change = last_yield = started
     stall = timeout if stall_window is None else stall_window
@@ -292,7 +324,9 @@ async def follow(
                 changed.clear()
                 status = snapshot(followed, plan, started, clock)
                 if status.phase == "ready":
-                    status = await confirm_ready(followed, plan, started, clock)
+                    status, ready_since = await _held_ready(status, followed, plan, started, clock, ready_since)
+                else:
+                    ready_since = None
                 now = time.monotonic()
                 looping = clock.crash_looping_for(crash_window, now) if not status.done else None
                 if looping is not None:

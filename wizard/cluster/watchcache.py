@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import operator
+import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any, Generic, TypeVar
 
@@ -99,6 +100,9 @@ class WatchCache(Generic[T]):
         """Name -> ``index(object)`` for the objects where it is not empty, kept as objects come and go (a
         snapshot reads the few pods that wait instead of scanning every pod of 5,000 nodes)."""
         self.listed = asyncio.Event()
+        self.last_change = 0.0
+        """``time.monotonic()`` of the last list or of the last watch event that changed a kept slim object (an
+        update that leaves the slim object as it was, a node's heartbeat, is none): how long the kind has been quiet."""
         self.lists = 0
         """How many times the kind was listed (1 unless watches expired)."""
         self.trouble: ClusterError | None = None
@@ -198,6 +202,7 @@ class WatchCache(Generic[T]):
                     raise
                 fresh_lists += 1
         before, self.objects, self.indexed = self.objects, objects, indexed
+        self.last_change = time.monotonic()
         self.lists += 1
         self.listed.set()
         if self.changed is not None:
@@ -266,6 +271,8 @@ class WatchCache(Generic[T]):
                             continue  # BOOKMARK: only the resourceVersion moves on
                         name, slim = str(meta.get("name") or ""), self.slim(raw)
                         if self.keep:
+                            if kind == "DELETED" or self.objects.get(name) != slim:
+                                self.last_change = time.monotonic()
                             if kind == "DELETED":
                                 self.drop(name)
                             else:
