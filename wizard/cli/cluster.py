@@ -13,9 +13,11 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli import reports
 from wizard.cli.apply import apply_flags, cmd_apply
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
@@ -60,7 +62,14 @@ def register(sub: Any) -> None:
     apply_flags(apply)
     apply.set_defaults(handler=command(cmd_apply))
 
-    verify = sub.add_parser("verify", help="prove the driver on every GPU node (streamed checks)")
+    verify = sub.add_parser(
+        "verify",
+        help="prove the driver on every GPU node (streamed checks)",
+        description="Proves the driver on every GPU node: the ClusterPolicy, each node's driver pod and image, the "
+        "running imageID against the registry's digest, nvidia-smi on the host, the toolkit and driver folders. "
+        "Exit 0: every GPU node verified; 1: a check failed, or could not run (SKIPPED) without --allow-skipped; "
+        "2: bad input or an unusable cluster; 130: interrupted.",
+    )
     cluster_options(verify)
     verify.add_argument(
         "--answers", metavar="FILE", help="the plan to verify against (default: read from the live ClusterPolicy)"
@@ -92,6 +101,7 @@ def register(sub: Any) -> None:
         help="after a failure, do not read the failing nodes' driver logs and events to explain it",
     )
     registry_flags(verify)
+    reports.report_flags(verify)
     verify.set_defaults(handler=command(cmd_verify))
 
     rollback = sub.add_parser("rollback", help="restore the custom resources exactly as a backup holds them")
@@ -191,6 +201,9 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
     checks: list[Check] = []
     output: dict[str, list[str]] = {}
+    pending: dict[str, list[str]] = {}  # a node's raw lines come before the check they belong to
+    raw: dict[tuple[str, str], list[str]] = {}
+    started = time.time()
     async with open_cluster(args) as cluster, contextlib.AsyncExitStack() as stack:
         if args.probe_image:
             cluster.probe_image = args.probe_image
@@ -210,10 +223,13 @@ async def cmd_verify(args: argparse.Namespace) -> int:
             async for item in stream:
                 if isinstance(item, LogLine):
                     output.setdefault(item.node, []).append(item.text)
+                    pending.setdefault(item.node, []).append(item.text)
                     if args.show_output and args.output == "text":
                         sys.stdout.write(f"    {item.node} | {item.text}\n")
                     continue
                 checks.append(item)
+                if item.node in pending:
+                    raw.setdefault((item.node, item.check), []).extend(pending.pop(item.node))
                 if args.output == "text":
                     write_check(item)
         diagnosis: list[Check] = []
@@ -234,6 +250,9 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
     skipped = [c for c in checks if c.status is Status.SKIP and c.check != "summary"]
     ok = all(c.ok for c in checks) and (args.allow_skipped or not skipped)
+    if reports.wanted(args):
+        suite = reports.Suite("verify", info.context, reports.cases_from_checks([*checks, *diagnosis], raw), started)
+        reports.record(args, suite)
     if args.output == "json":
         from wizard.cli.diagnosis import attach
 

@@ -130,6 +130,13 @@ def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> C
             sys.stderr.write(f"gpu-wizard: error: {exc.message}\n")
             if exc.hint:
                 sys.stderr.write(f"  hint: {exc.hint}\n")
+            from wizard.cli import reports
+
+            if reports.wanted(args):  # a CI gate sees why: one case in error, never a missing or passing file
+                where = args.cluster_context or (
+                    f"demo {args.cluster_demo}" if args.cluster_demo else "current context"
+                )
+                reports.record(args, reports.error_suite(args.command, where, exc.message, exc.hint or ""))
             return EXIT_INVALID
 
     run.__doc__ = func.__doc__
