@@ -83,3 +83,26 @@ def kubeconfig(path: Path, server: str, *, token: str | None, ca: Path | None = 
         f"current-context: {context}\n"
     )
     return path
+
+
+def fleet_kubeconfig(path: Path, demos: dict[str, DemoClusterThread], unreachable: tuple[str, ...] = ()) -> Path:
+    """One kubeconfig with a context per demo cluster (its cluster, user and marker renamed to the context's
+    name), and for each of ``unreachable`` a context whose server refuses connections (port 1 on loopback)."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for name, demo in demos.items():
+        doc = YAML(typ="safe").load(demo.kubeconfig_path.read_text(encoding="utf-8"))
+        merged["clusters"].append({"name": name, "cluster": doc["clusters"][0]["cluster"]})
+        merged["users"].append({"name": name, "user": doc["users"][0]["user"]})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    for name in unreachable:
+        merged["clusters"].append({"name": name, "cluster": {"server": "https://127.0.0.1:1"}})
+        merged["users"].append({"name": name, "user": {"token": "none"}})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    merged["current-context"] = next(iter(demos))
+    path.write_text(json.dumps(merged, indent=1), encoding="utf-8")
+    path.chmod(0o600)
+    return path

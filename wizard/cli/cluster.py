@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli import reports
+from wizard.cli import fleet, reports
 from wizard.cli.apply import apply_flags, cmd_apply
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
@@ -30,6 +30,7 @@ from wizard.cli.session import (
     seconds,
     write_check,
 )
+from wizard.cluster.errors import ClusterError
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
     from wizard.engine.results import Check
@@ -40,7 +41,7 @@ def register(sub: Any) -> None:
     from wizard.cli.images import cmd_mirror
 
     discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
-    cluster_options(discover)
+    cluster_options(discover, fleet=True)
     discover.add_argument("-o", "--output", choices=("text", "json"), default="text")
     discover.add_argument(
         "--check-hosts",
@@ -70,7 +71,7 @@ def register(sub: Any) -> None:
         "Exit 0: every GPU node verified; 1: a check failed, or could not run (SKIPPED) without --allow-skipped; "
         "2: bad input or an unusable cluster; 130: interrupted.",
     )
-    cluster_options(verify)
+    cluster_options(verify, fleet=True)
     verify.add_argument(
         "--answers", metavar="FILE", help="the plan to verify against (default: read from the live ClusterPolicy)"
     )
@@ -135,6 +136,12 @@ async def cmd_discover(args: argparse.Namespace) -> int:
         preflight = await cluster.preflight()
         running = await running_driver_images(cluster, preflight.operator_namespace) if preflight.crds else {}
         hosts = await cluster.host_drivers() if args.check_hosts else {}
+        if fleet.active():  # the summary table's DRIVER: the live policy's plan, when there is one
+            fleet.note(gpu_nodes=len(facts.gpu_nodes), driver="none installed")
+            if preflight.cluster_policy is not None:
+                with contextlib.suppress(ClusterError):
+                    live = await cluster.live_plan()
+                    fleet.note(driver=fleet.driver_words(live.mode.value, live.driver.version))
     drift = kernel_drift(facts, running)
     for item in drift:
         sys.stderr.write(f"! kernel drift: {item.message()}\n")
@@ -250,6 +257,10 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
     skipped = [c for c in checks if c.status is Status.SKIP and c.check != "summary"]
     ok = all(c.ok for c in checks) and (args.allow_skipped or not skipped)
+    fleet.note(
+        gpu_nodes=len({c.node for c in checks if c.node}),
+        driver=fleet.driver_words(plan.mode.value, plan.driver.version),
+    )
     if reports.wanted(args):
         suite = reports.Suite("verify", info.context, reports.cases_from_checks([*checks, *diagnosis], raw), started)
         reports.record(args, suite)

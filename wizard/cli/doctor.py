@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from wizard.cli import reports
+from wizard.cli import fleet, reports
 from wizard.cli.common import EXIT_FAILED, EXIT_OK
 from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
         "Exit 0: nothing found; 1: findings (a failure or a warning); 2: bad input or an unusable cluster; "
         "130: interrupted.",
     )
-    cluster_options(doctor)
+    cluster_options(doctor, fleet=True)
     doctor.add_argument(
         "--answers",
         metavar="FILE",
@@ -323,6 +323,8 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     groups = group_findings(checks)
     found = [g for g in groups if _is_finding(g)]
     code = EXIT_FAILED if found else EXIT_OK
+    version = run.plan.driver.version if run.plan is not None else ""
+    fleet.note(gpu_nodes=len(gpu), driver=fleet.driver_words(run.target.mode.value, version))
     if reports.wanted(args):
         cases = reports.cases_from_checks(checks)
         reports.record(args, reports.Suite("doctor", context, cases, started, warn_fails=True))

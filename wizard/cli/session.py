@@ -37,7 +37,8 @@ def seconds(text: str) -> float:
     return value
 
 
-def cluster_options(parser: argparse.ArgumentParser) -> None:
+def cluster_options(parser: argparse.ArgumentParser, *, fleet: bool = False) -> None:
+    """The cluster flags; ``fleet``: ``--context`` repeats and ``--all-contexts`` is offered (:mod:`wizard.cli.fleet`)."""
     group = parser.add_argument_group("cluster")
     group.add_argument(
         "--kubeconfig",
@@ -45,9 +46,18 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="kubeconfig (default: $KUBECONFIG, ~/.kube/config)",
     )
-    group.add_argument(
-        "--context", dest="cluster_context", metavar="NAME", help="kube context (default: the current one)"
-    )
+    if fleet:
+        group.add_argument(
+            "--context",
+            dest="cluster_context",
+            action="append",
+            metavar="NAME",
+            help="kube context (default: the current one); repeat it to run on several clusters concurrently",
+        )
+    else:
+        group.add_argument(
+            "--context", dest="cluster_context", metavar="NAME", help="kube context (default: the current one)"
+        )
     group.add_argument(
         "--demo",
         dest="cluster_demo",
@@ -67,6 +77,10 @@ def cluster_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="limit for each API call (default 10)",
     )
+    if fleet:
+        from wizard.cli.fleet import fleet_flags
+
+        fleet_flags(parser)
 
 
 T = TypeVar("T")
@@ -124,6 +138,12 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
 def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         warnings_to_stderr()
+        if hasattr(args, "all_contexts"):  # a command that takes several clusters
+            from wizard.cli.fleet import contexts_of, run_fleet
+
+            contexts = contexts_of(args)
+            if contexts is not None:
+                return run_fleet(func, args, contexts)
         try:
             return run_interruptibly(func(args))
         except ClusterError as exc:
