@@ -117,6 +117,9 @@ def test_verify_on_two_clusters_writes_one_summary_and_a_suite_each(
     assert set(suites) == {"gpu-wizard verify east", "gpu-wizard verify west"}
     assert suites["gpu-wizard verify east"].failures == 0 and suites["gpu-wizard verify west"].failures >= 1
 
+    code, out, _ = run(capsys, "drift", "--answers", str(plan), "--kubeconfig", str(kube), "--all-contexts")
+    assert code == 0 and {row[-2:] == ["no", "drift"] for row in table(out).values()} == {True}
+
 
 def test_doctor_and_check_kernel_take_several_contexts(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -102,6 +102,31 @@ def test_doctor_reports_warnings_as_failures_since_they_fail_the_gate(
     assert [t["status"] for t in tests] == ["failed", "failed"] and tests[0]["suite"][0] == "gpu-wizard doctor"
 
 
+def test_drift_reports_each_difference_as_a_failed_case(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("sle-micro-precompiled")
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    plan = answers(tmp_path / "answers.yaml")
+    assert main(["apply", "--answers", str(plan), *kube, "--yes", "--backup-dir", str(tmp_path)]) == 0
+    newer = tmp_path / "newer.yaml"
+    newer.write_text(plan.read_text().replace("580.126.09.1", "580.126.09.2"))
+    junit, report = tmp_path / "drift.xml", tmp_path / "drift.json"
+    capsys.readouterr()
+    code = main(["drift", "--answers", str(newer), *kube, "--report-junit", str(junit), "--report-ctrf", str(report)])
+    out, _ = capsys.readouterr()
+    assert code == 1
+    cases = junit_cases(junit)
+    failed = sorted(name for name, (case, _) in cases.items() if not case.is_passed)
+    assert len(failed) == len(out.splitlines()) - 1  # every line printed (less the count) is a failed case
+    spec, props = cases["spec ClusterPolicy/cluster-policy spec.driver.version"]
+    assert isinstance(spec.result[0], Failure) and "spec.driver.version" in spec.result[0].message
+    assert props["verdict"] == "fail" and "gpu-wizard apply" in props["hint"]
+    tests = {t["name"]: t for t in ctrf(report)["results"]["tests"]}
+    assert tests["foreign-image gpu-h200-01"]["status"] == "failed"
+    assert tests["foreign-image gpu-h200-01"]["extra"]["node"] == "gpu-h200-01"
+
+
 def test_an_unusable_cluster_is_one_case_in_error_never_an_empty_passing_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -118,7 +143,7 @@ def test_an_unusable_cluster_is_one_case_in_error_never_an_empty_passing_report(
 
 
 def test_exit_codes_are_documented_in_help(capsys: pytest.CaptureFixture[str]) -> None:
-    for command in ("verify", "doctor"):
+    for command in ("verify", "doctor", "drift"):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())

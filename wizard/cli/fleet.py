@@ -133,20 +133,22 @@ def contexts_of(args: argparse.Namespace) -> list[str] | None:
 
 
 def run_fleet(
-    func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace, contexts: list[str]
+    func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]],
+    args: argparse.Namespace,
+    contexts: list[str],
+    run_loop: Callable[[Coroutine[Any, Any, None]], None],
 ) -> int:
-    """Run ``func`` on every context (as :func:`wizard.cli.session.command` runs it on one) and print the sections
-    and the summary; the exit code is the worst of all."""
+    """Run ``func`` on every context (as :func:`wizard.cli.session.command` runs it on one, ``run_loop`` being its
+    :func:`~wizard.cli.session.run_interruptibly`) and print the sections and the summary; the exit code is the
+    worst of all."""
     from wizard.cli import reports
-    from wizard.cli.session import run_interruptibly, warnings_to_stderr
 
-    warnings_to_stderr()
     real_out, real_err = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Routed(real_out, "out"), _Routed(real_err, "err")  # type: ignore[assignment]
     token = reports.collecting() if reports.wanted(args) else None
     runs = [ClusterRun(name) for name in contexts]
     try:
-        run_interruptibly(_all(func, args, runs, real_out, real_err))
+        run_loop(_all(func, args, runs, real_out, real_err))
     finally:
         sys.stdout, sys.stderr = real_out, real_err
         suites = reports.collected(token) if token is not None else []

@@ -47,10 +47,12 @@ class Case:
     hint: str = ""
     output: str = ""
     """The raw output behind the verdict (command output, image and imageID lines)."""
+    subject: str = ""
+    """What a check without a node is about (``ClusterPolicy/cluster-policy spec.driver.version``)."""
 
     @property
     def name(self) -> str:
-        return f"{self.check} {self.node}" if self.node else self.check
+        return " ".join(part for part in (self.check, self.node or self.subject) if part)
 
 
 @dataclass
@@ -97,7 +99,8 @@ def cases_from_checks(
     for check in checks:
         lines = list((output or {}).get((check.node, check.check), ()))
         raw = "\n".join([*lines, check.detail] if check.detail else lines)
-        cases.append(Case(check.check, check.node, check.status.value, check.message, check.hint, raw))
+        subject = " ".join(str(check.data[key]) for key in ("object", "field") if check.data.get(key))
+        cases.append(Case(check.check, check.node, check.status.value, check.message, check.hint, raw, subject))
     return cases
 
 
@@ -155,14 +158,13 @@ def junit_xml(suites: Sequence[Suite]) -> str:
         }
         for key, value in counts.items():
             totals[key] += value
-        node = ET.SubElement(
-            root,
-            "testsuite",
-            name=_xml_text(f"gpu-wizard {suite.command} {suite.cluster}"),
-            timestamp=time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(suite.start)),
-            time=f"{max(0.0, suite.stop - suite.start):.3f}",
+        attributes = {
+            "name": _xml_text(f"gpu-wizard {suite.command} {suite.cluster}"),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(suite.start)),
+            "time": f"{max(0.0, suite.stop - suite.start):.3f}",
             **{key: str(value) for key, value in counts.items()},
-        )
+        }
+        node = ET.SubElement(root, "testsuite", attributes)
         for case in suite.cases:
             element = ET.SubElement(
                 node,
@@ -172,8 +174,8 @@ def junit_xml(suites: Sequence[Suite]) -> str:
                 time="0",
             )
             properties = ET.SubElement(element, "properties")
-            for key, value in (("node", case.node), ("verdict", case.verdict), ("hint", case.hint)):
-                ET.SubElement(properties, "property", name=key, value=_xml_text(value))
+            for key, said in (("node", case.node), ("verdict", case.verdict), ("hint", case.hint)):
+                ET.SubElement(properties, "property", name=key, value=_xml_text(said))
             text = _xml_text(case.message + (f"\nhint: {case.hint}" if case.hint else ""))
             if case.verdict == ERROR:
                 ET.SubElement(element, "error", message=_xml_text(case.message), type=case.check).text = text

@@ -143,7 +143,7 @@ def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> C
 
             contexts = contexts_of(args)
             if contexts is not None:
-                return run_fleet(func, args, contexts)
+                return run_fleet(func, args, contexts, run_interruptibly)
         try:
             return run_interruptibly(func(args))
         except ClusterError as exc:
