@@ -10,6 +10,9 @@ applied and rolled out; one kubeconfig holds a context per cluster. Then, ``--ru
   user or a CI job runs it; the slowest and the sum are kept;
 * **fleet**: ``gpu-wizard verify --all-contexts`` in one process (clusters concurrently, one summary).
 
+The client's CPU seconds of each (``RUSAGE_CHILDREN``) say whether the one process waited for the clusters or
+for a core.
+
 Target: the fleet run in about the time of the slowest cluster alone (fleet / slowest ≤ 1.5 on a shared
 2-core machine; ideal 1.0), and well under the sum. Every run must verify every cluster (exit 0): a faster
 run that verified less would not count. Prints the medians and, with ``--json``, every run.
@@ -23,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,14 +46,17 @@ ANSWERS = (
 TARGET = 1.5
 
 
-def gpu_wizard(*argv: str, timeout: float = 600) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """``gpu-wizard ARGV`` as a new process: (wall seconds, the finished process)."""
+def gpu_wizard(*argv: str, timeout: float = 600) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """``gpu-wizard ARGV`` as a new process: (wall seconds, its CPU seconds, the finished process)."""
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": ""}
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "wizard", *argv], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=env
     )
-    return time.monotonic() - started, done
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - cpu.ru_utime) + (after.ru_stime - cpu.ru_stime), done
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,12 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         for number in range(args.runs):
             ticks = cpu_ticks()
             alone: dict[str, float] = {}
+            alone_cpu = 0.0
             for name in servers:
-                seconds, done = gpu_wizard(*verify, "--context", name)
+                seconds, cpu, done = gpu_wizard(*verify, "--context", name)
+                alone_cpu += cpu
                 if done.returncode != 0:
                     raise SystemExit(f"verify on {name} alone: exit {done.returncode}\n{done.stdout}\n{done.stderr}")
                 alone[name] = seconds
-            seconds, done = gpu_wizard(*verify, "--all-contexts")
+            seconds, fleet_cpu, done = gpu_wizard(*verify, "--all-contexts")
             if done.returncode != 0 or f"{len(servers)} clusters: {len(servers)} ok; exit 0" not in done.stdout:
                 raise SystemExit(f"verify --all-contexts: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr}")
             run = {
@@ -106,13 +115,24 @@ def main(argv: list[str] | None = None) -> int:
                 "median_alone_s": round(statistics.median(alone.values()), 2),
                 "sum_alone_s": round(sum(alone.values()), 2),
                 "fleet_s": round(seconds, 2),
+                "alone_client_cpu_s": round(alone_cpu, 2),
+                "fleet_client_cpu_s": round(fleet_cpu, 2),
                 "steal_pct": steal_pct(ticks, cpu_ticks()),
                 "load": round(os.getloadavg()[0], 1),
             }
             run["fleet_per_slowest"] = round(run["fleet_s"] / run["slowest_alone_s"], 2)
             runs.append(run)
             print(f"run {number + 1}: {run}", file=sys.stderr)
-    keys = ("slowest_alone_s", "median_alone_s", "sum_alone_s", "fleet_s", "fleet_per_slowest", "load")
+    keys = (
+        "slowest_alone_s",
+        "median_alone_s",
+        "sum_alone_s",
+        "fleet_s",
+        "fleet_per_slowest",
+        "alone_client_cpu_s",
+        "fleet_client_cpu_s",
+        "load",
+    )
     median = {key: round(statistics.median(r[key] for r in runs), 2) for key in keys}
     verdict = "✓" if median["fleet_per_slowest"] <= TARGET else "✗"
     print(f"machine: {machine()}")
@@ -120,9 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"  each alone: slowest {median['slowest_alone_s']} s, median {median['median_alone_s']} s, sum {median['sum_alone_s']} s"
     )
+    ratios = ", ".join(f"{r['fleet_per_slowest']}" for r in runs)
     print(
-        f"  --all-contexts: {median['fleet_s']} s = {median['fleet_per_slowest']} × the slowest alone "
-        f"(target ≤ {TARGET}) {verdict}; load {median['load']}"
+        f"  --all-contexts: {median['fleet_s']} s; fleet / slowest alone, per run: {ratios}, median "
+        f"{median['fleet_per_slowest']} (target ≤ {TARGET}) {verdict}; load {median['load']}"
+    )
+    print(
+        f"  client CPU: {median['fleet_client_cpu_s']} s in the one --all-contexts process, "
+        f"{median['alone_client_cpu_s']} s in the {args.clusters} processes alone"
     )
     if args.json:
         print(json.dumps({"clusters": args.clusters, "runs": runs, "median": median}, indent=2))
