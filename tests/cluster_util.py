@@ -6,7 +6,7 @@ Everything here talks real HTTP to the demo cluster; failures are injected by th
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -82,4 +82,30 @@ def kubeconfig(path: Path, server: str, *, token: str | None, ca: Path | None = 
         f"contexts:\n- name: {context}\n  context:\n    cluster: c-{context}\n    user: u-{context}\n"
         f"current-context: {context}\n"
     )
+    return path
+
+
+def fleet_kubeconfig(
+    path: Path, demos: Mapping[str, DemoClusterThread | Path], unreachable: tuple[str, ...] = ()
+) -> Path:
+    """One kubeconfig with a context per demo cluster (or demo kubeconfig file; its cluster, user and marker renamed
+    to the context's name), and for each of ``unreachable`` a context whose server refuses connections (port 1)."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    merged: dict[str, Any] = {"apiVersion": "v1", "kind": "Config", "clusters": [], "users": [], "contexts": []}
+    for name, demo in demos.items():
+        source = demo if isinstance(demo, Path) else demo.kubeconfig_path
+        doc = YAML(typ="safe").load(source.read_text(encoding="utf-8"))
+        merged["clusters"].append({"name": name, "cluster": doc["clusters"][0]["cluster"]})
+        merged["users"].append({"name": name, "user": doc["users"][0]["user"]})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    for name in unreachable:
+        merged["clusters"].append({"name": name, "cluster": {"server": "https://127.0.0.1:1"}})
+        merged["users"].append({"name": name, "user": {"token": "none"}})
+        merged["contexts"].append({"name": name, "context": {"cluster": name, "user": name}})
+    merged["current-context"] = next(iter(demos))
+    path.write_text(json.dumps(merged, indent=1), encoding="utf-8")
+    path.chmod(0o600)
     return path

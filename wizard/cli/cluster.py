@@ -13,9 +13,11 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli import fleet, reports
 from wizard.cli.apply import apply_flags, cmd_apply
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
@@ -28,6 +30,7 @@ from wizard.cli.session import (
     seconds,
     write_check,
 )
+from wizard.cluster.errors import ClusterError
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
     from wizard.engine.results import Check
@@ -38,7 +41,7 @@ def register(sub: Any) -> None:
     from wizard.cli.images import cmd_mirror
 
     discover = sub.add_parser("discover", help="list the cluster's nodes, GPU groups and the suggested driver mode")
-    cluster_options(discover)
+    cluster_options(discover, fleet=True)
     discover.add_argument("-o", "--output", choices=("text", "json"), default="text")
     discover.add_argument(
         "--check-hosts",
@@ -60,8 +63,15 @@ def register(sub: Any) -> None:
     apply_flags(apply)
     apply.set_defaults(handler=command(cmd_apply))
 
-    verify = sub.add_parser("verify", help="prove the driver on every GPU node (streamed checks)")
-    cluster_options(verify)
+    verify = sub.add_parser(
+        "verify",
+        help="prove the driver on every GPU node (streamed checks)",
+        description="Proves the driver on every GPU node: the ClusterPolicy, each node's driver pod and image, the "
+        "running imageID against the registry's digest, nvidia-smi on the host, the toolkit and driver folders. "
+        "Exit 0: every GPU node verified; 1: a check failed, or could not run (SKIPPED) without --allow-skipped; "
+        "2: bad input or an unusable cluster; 130: interrupted.",
+    )
+    cluster_options(verify, fleet=True)
     verify.add_argument(
         "--answers", metavar="FILE", help="the plan to verify against (default: read from the live ClusterPolicy)"
     )
@@ -92,6 +102,7 @@ def register(sub: Any) -> None:
         help="after a failure, do not read the failing nodes' driver logs and events to explain it",
     )
     registry_flags(verify)
+    reports.report_flags(verify)
     verify.set_defaults(handler=command(cmd_verify))
 
     rollback = sub.add_parser("rollback", help="restore the custom resources exactly as a backup holds them")
@@ -125,6 +136,12 @@ async def cmd_discover(args: argparse.Namespace) -> int:
         preflight = await cluster.preflight()
         running = await running_driver_images(cluster, preflight.operator_namespace) if preflight.crds else {}
         hosts = await cluster.host_drivers() if args.check_hosts else {}
+        if fleet.active():  # the summary table's DRIVER: the live policy's plan, when there is one
+            fleet.note(gpu_nodes=len(facts.gpu_nodes), driver="none installed")
+            if preflight.cluster_policy is not None:
+                with contextlib.suppress(ClusterError):
+                    live = await cluster.live_plan()
+                    fleet.note(driver=fleet.driver_words(live.mode.value, live.driver.version))
     drift = kernel_drift(facts, running)
     for item in drift:
         sys.stderr.write(f"! kernel drift: {item.message()}\n")
@@ -191,6 +208,9 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
     checks: list[Check] = []
     output: dict[str, list[str]] = {}
+    pending: dict[str, list[str]] = {}  # a node's raw lines come before the check they belong to
+    raw: dict[tuple[str, str], list[str]] = {}
+    started = time.time()
     async with open_cluster(args) as cluster, contextlib.AsyncExitStack() as stack:
         if args.probe_image:
             cluster.probe_image = args.probe_image
@@ -210,10 +230,13 @@ async def cmd_verify(args: argparse.Namespace) -> int:
             async for item in stream:
                 if isinstance(item, LogLine):
                     output.setdefault(item.node, []).append(item.text)
+                    pending.setdefault(item.node, []).append(item.text)
                     if args.show_output and args.output == "text":
                         sys.stdout.write(f"    {item.node} | {item.text}\n")
                     continue
                 checks.append(item)
+                if item.node in pending:
+                    raw.setdefault((item.node, item.check), []).extend(pending.pop(item.node))
                 if args.output == "text":
                     write_check(item)
         diagnosis: list[Check] = []
@@ -234,6 +257,13 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 
     skipped = [c for c in checks if c.status is Status.SKIP and c.check != "summary"]
     ok = all(c.ok for c in checks) and (args.allow_skipped or not skipped)
+    fleet.note(
+        gpu_nodes=len({c.node for c in checks if c.node}),
+        driver=fleet.driver_words(plan.mode.value, plan.driver.version),
+    )
+    if reports.wanted(args):
+        suite = reports.Suite("verify", info.context, reports.cases_from_checks([*checks, *diagnosis], raw), started)
+        reports.record(args, suite)
     if args.output == "json":
         from wizard.cli.diagnosis import attach
 

@@ -16,10 +16,12 @@ import contextlib
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli import fleet, reports
 from wizard.cli.common import EXIT_FAILED, EXIT_OK
 from wizard.cli.images import registry_client, registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
@@ -44,9 +46,10 @@ def register(sub: Any) -> None:
         "read-only, removed after), the container runtime flavour and its toolkit settings, and, once something is "
         "installed, the diagnosis of failing driver and validator pods (logs and events matched against known "
         "failures); prints each finding once, with the nodes that have it and the fix for their OS. "
-        "Exit 0: nothing found; 1: findings; 2: bad input or an unusable cluster.",
+        "Exit 0: nothing found; 1: findings (a failure or a warning); 2: bad input or an unusable cluster; "
+        "130: interrupted.",
     )
-    cluster_options(doctor)
+    cluster_options(doctor, fleet=True)
     doctor.add_argument(
         "--answers",
         metavar="FILE",
@@ -57,6 +60,7 @@ def register(sub: Any) -> None:
     )
     doctor.add_argument("-o", "--output", choices=("text", "json"), default="text")
     registry_flags(doctor)
+    reports.report_flags(doctor)
     doctor.set_defaults(handler=command(cmd_doctor))
 
 
@@ -301,7 +305,9 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 
     plan = load_plan(args.answers) if args.answers else None
     checks: list[Check] = []
+    started = time.time()
     async with open_cluster(args) as cluster:
+        context = cluster.info.context
         plan = await plan_for_cluster(cluster, plan, args.answers) if plan else None
         run = await doctor_run(cluster, plan, args.answers or "", list(args.node))
         run.args = args
@@ -317,6 +323,11 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     groups = group_findings(checks)
     found = [g for g in groups if _is_finding(g)]
     code = EXIT_FAILED if found else EXIT_OK
+    version = run.plan.driver.version if run.plan is not None else ""
+    fleet.note(gpu_nodes=len(gpu), driver=fleet.driver_words(run.target.mode.value, version))
+    if reports.wanted(args):
+        cases = reports.cases_from_checks(checks)
+        reports.record(args, reports.Suite("doctor", context, cases, started, warn_fails=True))
     if args.output == "json":
         doc = {
             "mode": run.target.mode.value,

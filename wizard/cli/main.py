@@ -188,6 +188,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.doctor import register as register_doctor_command
 
     register_doctor_command(sub)  # doctor: the known install failures before apply
+    from wizard.cli.drift import register as register_drift_command
+
+    register_drift_command(sub)  # drift: the live cluster against its plan
     from wizard.cli.bundle import register as register_bundle_command
 
     register_bundle_command(sub)  # support-bundle

@@ -15,6 +15,7 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli import fleet
 from wizard.cli.apply import apply_flags, apply_plan
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
@@ -44,7 +45,7 @@ def register(sub: Any) -> None:
     check = sub.add_parser(
         "check-kernel", help="before an OS update: does the precompiled driver image for KERNEL exist?"
     )
-    cluster_options(check)
+    cluster_options(check, fleet=True)
     check.add_argument("kernel", metavar="KERNEL", help="the kernel release after the update (uname -r)")
     check.add_argument("--os", metavar="ID:VERSION", help="OS of the nodes, e.g. sles:15.5 (default: the GPU nodes')")
     check.add_argument("--answers", metavar="FILE", help="the plan (default: read from the live policy)")
@@ -161,9 +162,11 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
         else:
             facts = await cluster.discover()
             tags = set(facts.os_tags(plan.operator.version))
+            fleet.note(gpu_nodes=len(facts.gpu_nodes))
             if not tags:
                 raise UsageError("check-kernel: no GPU node to read the OS from; pass --os ID:VERSION")
         spec = plan.driver
+        fleet.note(driver=fleet.driver_words(plan.mode.value, spec.version))
         images = {tag: precompiled_image(spec.repository, spec.image, spec.version, args.kernel, tag) for tag in tags}
         async with registry_client(args, cluster, plan) as registry:
             answers = await registry.check_many(list(images.values()))

@@ -224,6 +224,14 @@ class Cluster:
         found = self._preflight or await self.preflight()
         return plan_from_live(policy, drivers, release=found.operator_release, namespace=found.operator_namespace)
 
+    async def live_driver_objects(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The live ClusterPolicies and NVIDIADrivers as the API server returns them (``gpu-wizard drift``)."""
+        return await self.gateway.list_custom(*POLICY), await self.gateway.list_custom(*DRIVERS)
+
+    async def driver_pods(self, namespace: str) -> dict[str, tuple[str, str]]:
+        """``node -> (image, waiting reason)`` of the driver container of every driver pod in ``namespace``."""
+        return await upgrades.running_driver_images(self, namespace)
+
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
         with collector.frozen():  # 5,000 nodes' pages decoded: collections skip what existed before

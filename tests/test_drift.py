@@ -1,0 +1,110 @@
+"""``gpu-wizard drift --answers FILE`` (issue 36, item 2) on the demo cluster over real HTTPS, its registry asked as
+the nodes pull: silent on a cluster that matches its plan; finds a changed driver version, a node whose kernel
+has no image, a driver pod running a foreign image and a node on another OS than its image's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_demo import ClusterFactory
+from wizard.cli.main import main
+
+ANSWERS = Path(__file__).resolve().parent.parent / "assets" / "examples" / "sle-micro-precompiled.answers.yaml"
+IMAGE = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def installed(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[object, list[str]]:
+    demo = demo_cluster("sle-micro-precompiled")
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, _, err = run(capsys, "apply", "--answers", str(ANSWERS), *kube, "--yes", "--backup-dir", str(tmp_path))
+    assert code == 0, err
+    return demo, kube
+
+
+def test_silent_on_a_matching_cluster_and_a_changed_driver_version_is_one_line(
+    installed: tuple[object, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, kube = installed
+    code, out, _ = run(capsys, "drift", "--answers", str(ANSWERS), *kube)
+    assert (code, out) == (0, f"✓ no drift: 3 objects and GPU nodes match {ANSWERS}\n")
+    code, out, _ = run(capsys, "drift", "--answers", str(ANSWERS), *kube, "-o", "json")
+    assert code == 0 and json.loads(out)["drift"] == []
+
+    newer = tmp_path / "newer.yaml"
+    newer.write_text(ANSWERS.read_text(encoding="utf-8").replace('"580.126.09.1"', '"580.126.09.2"'), encoding="utf-8")
+    code, out, _ = run(capsys, "drift", "--answers", str(newer), *kube)
+    assert code == 1
+    assert out.splitlines()[0] == (
+        "✗ spec: ClusterPolicy/cluster-policy spec.driver.version: the plan says 580.126.09.2, the cluster has 580.126.09.1"
+    )
+    assert f"✗ foreign-image gpu-h200-01: its driver pod runs {IMAGE}, the plan says " in out
+    code, out, _ = run(capsys, "drift", "--answers", str(newer), *kube, "-o", "json", "--no-registry")
+    doc = json.loads(out)
+    field = [d for d in doc["drift"] if d["check"] == "spec"]
+    assert code == 1 and doc["exitCode"] == 1
+    assert field == [
+        {
+            "check": "spec",
+            "node": None,
+            "object": "ClusterPolicy/cluster-policy",
+            "field": "spec.driver.version",
+            "plan": "580.126.09.2",
+            "live": "580.126.09.1",
+            "message": field[0]["message"],
+            "hint": field[0]["hint"],
+        }
+    ]
+
+
+def test_a_kernel_without_an_image_and_a_foreign_image(
+    installed: tuple[object, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo, kube = installed
+    store = demo.store  # type: ignore[attr-defined]
+    node = store.get("nodes", "gpu-h200-01")
+    new = "5.14.21-150500.55.171-default"  # an OS update no image was built for
+    node["status"]["nodeInfo"]["kernelVersion"] = new
+    node["metadata"]["labels"]["feature.node.kubernetes.io/kernel-version.full"] = new
+    store.update("nodes", node)
+    (pod,) = [
+        p for p in store.list("pods", "gpu-operator")
+        if p["spec"].get("nodeName") == "gpu-h200-02" and p["metadata"]["name"].startswith("nvidia-driver-daemonset")
+    ]  # fmt: skip
+    foreign = IMAGE.replace("registry.example.com/mlops", "quay.io/someone")
+    for container in pod["spec"]["containers"]:
+        if container["name"] == "nvidia-driver-ctr":
+            container["image"] = foreign
+    store.update("pods", pod)
+    code, out, _ = run(capsys, "drift", "--answers", str(ANSWERS), *kube)
+    assert code == 1
+    lines = out.splitlines()
+    assert (
+        f"✗ no-image gpu-h200-01: kernel {new} (sle-micro5.5): "
+        f"registry.example.com/mlops/nvidia-driver:580.126.09.1-{new}-sle-micro5.5 is not in the registry" in lines
+    )
+    assert f"✗ foreign-image gpu-h200-02: its driver pod runs {foreign}, the plan says {IMAGE}" in lines
+    assert lines[-1] == f"drift: {len(lines) - 1} difference(s) from {ANSWERS}", out
+
+
+def test_a_node_on_another_os_than_the_clusterpolicy_image(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("mixed-os")
+    answers = tmp_path / "upstream.yaml"
+    answers.write_text("version: 1\nmode: upstream\ndriver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n")
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube, "--no-registry")
+    assert code == 1
+    assert "✗ new-os gpu-03: runs rhel9, but the ClusterPolicy gives every GPU node the ubuntu22.04 image" in out
