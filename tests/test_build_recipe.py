@@ -166,3 +166,43 @@ def test_check_kernel_without_a_policy_reads_the_gpu_model_from_the_node_on_that
     assert "Node:                 gpu-b-01" in out and "GPU model:            NVIDIA-H200" in out
     assert "(after the OS update)" not in out and "unknown (no nvidia.com/gpu.product label)" not in out
     assert "Build recipe" not in out and "send this request to the image's vendor" in out
+
+
+# -- render, the mirror plan and doctor on an unpublished tuple (missing-tuple) ----------------------
+
+SLE_ANSWERS = "assets/examples/sle-micro-precompiled.answers.yaml"
+NEW_KERNEL = "5.14.21-150500.55.171-default"
+
+
+def test_render_says_the_tuple_is_unpublished_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "render", "--answers", SLE_ANSWERS, "--demo", "missing-tuple", "-o", "images")
+    assert code == 1 and f"-{NEW_KERNEL}-sle-micro5.5" in out  # rendered all the same
+    assert f"No published precompiled driver 580.126.09.1 is known for kernel {NEW_KERNEL}" in err
+    assert f"gpu-wizard check-kernel {NEW_KERNEL}" in err
+    code, _, err = run(capsys, "render", "--answers", SLE_ANSWERS, "--demo", "sle-micro-precompiled")
+    assert code == 0 and "No published" not in err  # a validated tuple: nothing said
+
+
+def test_the_mirror_plan_copies_nothing_no_source_holds(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "render", "--answers", SLE_ANSWERS, "--demo", "missing-tuple", "-o", "mirror")
+    commands = [line for line in out.splitlines() if line.startswith("skopeo ")]
+    assert code == 1 and commands and all(NEW_KERNEL not in line for line in commands), commands
+    assert any("150500.55.166-default" in line for line in commands)  # the published one is still copied
+    assert f"# a way forward (build recipe or vendor request): gpu-wizard check-kernel {NEW_KERNEL}" in out
+
+
+def test_doctor_never_says_mirror_for_an_image_no_source_holds(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(
+        "version: 1\nmode: precompiled\ndriver:\n  version: '580.126.09.1'\n  repository: registry.example.com/mlops\n"
+        "  image: nvidia-driver\n  source: docker.io/alaudadockerhub\ntoolkit:\n  installDir: /run/nvidia/toolkit\n",
+        encoding="utf-8",
+    )
+    code = main(["doctor", "--demo", "missing-tuple", "--answers", str(answers), "-o", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    images = [f for f in doc["findings"] if f["check"] == "driver-image" and f["status"] == "fail"]
+    assert code == 1 and [f["nodes"] for f in images] == [["gpu-b-01"]], images
+    assert "mirror" not in images[0]["fix"] and "push" not in images[0]["fix"]
+    assert f"gpu-wizard check-kernel {NEW_KERNEL}" in images[0]["fix"] and "unpublished" in images[0]["message"]

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wizard.bundled import DEFAULT_DEMO_SCENARIO
-from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, subparsers, version
+from wizard.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    UsageError,
+    check_tui_start,
+    load_nodelist,
+    subparsers,
+    version,
+)
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
@@ -68,6 +77,8 @@ def cmd_render(args: argparse.Namespace) -> int:
     elif args.output == "images":
         out.write(rendering.images_table(result.node_images))
     _emit_advice(result.advice, sys.stderr)
+    if any(item.code == "tuple-unpublished" for item in result.advice):
+        return EXIT_FAILED  # rendered, but a GPU node would get no driver: a check failed
     return EXIT_OK
 
 
