@@ -85,14 +85,20 @@ def cmd_render(args: argparse.Namespace) -> int:
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
     from wizard.atomic_write import write_private
+    from wizard.cli.answers_init import init_from_cluster, wants_cluster
     from wizard.engine.answers import example_answers
 
     if args.example:
+        if wants_cluster(args):
+            raise UsageError("--example: a bundled example is not read from a cluster; drop the cluster flags")
         from wizard.cli.examples import example_text
 
         text, what = example_text(args.example), f"the {args.example} example"
+    elif wants_cluster(args):  # the defaults the wizard offers on that cluster (--mode: that mode's)
+        text, what = init_from_cluster(args)
     else:
-        text, what = example_answers(Mode(args.mode)), f"{args.mode} mode"
+        mode = args.mode or Mode.PRECOMPILED.value
+        text, what = example_answers(Mode(mode)), f"{mode} mode"
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return EXIT_OK
@@ -164,8 +170,19 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
 
     answers = sub.add_parser("answers", help="work with answers files")
     answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
-    init = answers_sub.add_parser("init", help="write a commented example answers file")
-    init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    init = answers_sub.add_parser(
+        "init",
+        help="write a commented answers file: the wizard's defaults for a cluster (--kubeconfig, --context, --demo), "
+        "else an example",
+    )
+    init.add_argument(
+        "--mode",
+        choices=[m.value for m in Mode],
+        help="the example's mode (default precompiled); on a cluster, this mode instead of the recommended one",
+    )
+    from wizard.cli.session import cluster_options
+
+    cluster_options(init)
     from wizard.cli.examples import example_names
     from wizard.cli.examples import register as register_examples_command
 
