@@ -205,8 +205,13 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
                 raise UsageError("check-kernel: no GPU node to read the OS from; pass --os ID:VERSION")
         spec = plan.driver
         images = {tag: precompiled_image(spec.repository, spec.image, spec.version, args.kernel, tag) for tag in tags}
+        sources = (  # where the mirror plan copies from: a tag there needs a copy, not a build
+            {tag: precompiled_image(spec.source, spec.image, spec.version, args.kernel, tag) for tag in tags}
+            if spec.source and spec.source != spec.repository
+            else {}
+        )
         async with registry_client(args, cluster, plan) as registry:
-            answers = await registry.check_many(list(images.values()))
+            answers = await registry.check_many([*images.values(), *sources.values()])
     sys.stderr.write(f"plan: {plan_from}\n")
     failed = False
     default_version = supported_branches(release)[1]
@@ -219,6 +224,15 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
         failed = True
         state = f"cannot check ({answer.error})" if answer.error else "not in the registry"
         sys.stdout.write(f"✗ {image}: {state} (catalog: {catalog})\n")
+        checked = [f"{image}: {state}"]
+        source = sources.get(tag)
+        if source is not None:
+            held = answers[source]
+            if held.exists:
+                then = f" --answers {args.answers}" if args.answers else ""
+                sys.stdout.write(f"  its source holds it: {source}: copy it (gpu-wizard mirror{then} --run)\n")
+                continue
+            checked.append(f"{source}: {f'cannot check ({held.error})' if held.error else 'not in the source either'}")
         if catalog == "validated":
             continue
         seed = next((n for n in on_kernel if n.tag_os(release) == tag), None)
@@ -240,6 +254,5 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
             sys.stdout.write("\n".join(recipe_lines(recipe)) + "\n\nOr ask NVIDIA to publish it:\n")
         else:
             sys.stdout.write(f"No public build recipe exists for {tag}: send this request to the image's vendor:\n")
-        checked = [f"{image}: {state}"]
         sys.stdout.write(support_request(node, args.kernel, tag, product, spec.version, checked=checked))
     return EXIT_FAILED if failed else EXIT_OK
