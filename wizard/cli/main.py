@@ -88,6 +88,9 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     from wizard.cli.answers_init import init_from_cluster, wants_cluster
     from wizard.engine.answers import example_answers
 
+    target = None if args.output in (None, "-") else Path(args.output)
+    if target is not None and target.exists() and not args.force and not target.is_dir():  # before any connection
+        raise UsageError(f"{target}: already exists; pass --force to overwrite")
     if args.example:
         if wants_cluster(args):
             raise UsageError("--example: a bundled example is not read from a cluster; drop the cluster flags")
@@ -99,15 +102,21 @@ def cmd_answers_init(args: argparse.Namespace) -> int:
     else:
         mode = args.mode or Mode.PRECOMPILED.value
         text, what = example_answers(Mode(mode)), f"{mode} mode"
-    if args.output in (None, "-"):
+    if target is None:
         sys.stdout.write(text)
         return EXIT_OK
-    target = Path(args.output)
-    if target.exists() and not args.force and not target.is_dir():  # a folder: write_private says so
-        raise UsageError(f"{target}: already exists; pass --force to overwrite")
-    write_private(target, text)
+    write_private(target, text)  # a folder: write_private says so
     from wizard.engine.textsafe import shell_command
 
+    if wants_cluster(args) and not args.example:  # the same cluster flags: check it against that cluster
+        flags = [
+            f"--{name}={value}"
+            for name in ("kubeconfig", "context", "demo")
+            if (value := getattr(args, f"cluster_{name}"))
+        ]
+        then = shell_command(["gpu-wizard", "apply", "--answers", str(target), "--dry-run", *flags])
+        sys.stderr.write(f"wrote {target} ({what}); review it, then: {then}\n")
+        return EXIT_OK
     then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
     sys.stderr.write(
         f"wrote {target} ({what}); edit it, then: {then}\n"
