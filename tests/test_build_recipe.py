@@ -189,6 +189,9 @@ def test_the_mirror_plan_copies_nothing_no_source_holds(capsys: pytest.CaptureFi
     assert code == 1 and commands and all(NEW_KERNEL not in line for line in commands), commands
     assert any("150500.55.166-default" in line for line in commands)  # the published one is still copied
     assert f"# a way forward (build recipe or vendor request): gpu-wizard check-kernel {NEW_KERNEL}" in out
+    code, out, err = run(capsys, "mirror", "--answers", SLE_ANSWERS, "--demo", "missing-tuple")
+    assert code == 0 and all(NEW_KERNEL not in line for line in out.splitlines() if line.startswith("skopeo "))
+    assert f"warning: No published precompiled driver 580.126.09.1 is known for kernel {NEW_KERNEL}" in err
 
 
 def test_doctor_never_says_mirror_for_an_image_no_source_holds(
