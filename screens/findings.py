@@ -10,6 +10,7 @@ planned) holds Preview's Next until it is fixed or the user ticks the override.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,16 @@ class Finding:
 def _node_list(nodes: list[str], most: int = 3) -> str:
     shown = ", ".join(nodes[:most])
     return shown + (f" and {len(nodes) - most} more" if len(nodes) > most else "")
+
+
+def unheld_sources(statuses: Iterable[Any]) -> dict[str, str]:
+    """Target image -> why no source holds it, from the registry's answers (``ImageStatus``): the mirror plan
+    copies none of these."""
+    return {
+        status.image: f"not in the target, and its source {status.source.reference} does not hold it either"
+        for status in statuses
+        if not status.ok and status.source is not None and not status.source.exists and not status.source.error
+    }
 
 
 def _image_findings(state: WizardState) -> list[Finding]:
@@ -97,7 +108,8 @@ def _image_findings(state: WizardState) -> list[Finding]:
                     Finding(
                         f"no published precompiled driver {rendered.plan.driver.version} for kernel {entry.kernel} "
                         f"({entry.tag_os}): its nodes may get no driver",
-                        "see the support request on the Driver step",
+                        "see the support request on the Driver step; `gpu-wizard check-kernel "
+                        f"{entry.kernel}` prints it, and for Ubuntu the recipe to build the image",
                         step=DRIVER.name,
                     )
                 )
@@ -187,6 +199,8 @@ def plan_findings(state: WizardState) -> list[Finding]:
     rendered = state.rendered
     mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here
     for advice in getattr(rendered, "advice", []):
+        if advice.code == "tuple-unpublished":
+            continue  # said per image by _image_findings, with the registry's answer
         if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
             found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
     for check in state.references:

@@ -190,7 +190,9 @@ def test_demo_without_a_scenario_and_before_the_command(tmp_path: Path, capsys: 
     assert code == 0 and "gpu-h200-02\t" in out  # the default scenario's nodes
     code, out, err = run(capsys, "--demo", "mixed-os", "render", "--answers", str(plan), "-o", "images")
     assert code == 0 and "gpu-03\t" in out and "gpu-h200-02" not in out  # mixed-os's nodes
-    code, _, err = run(capsys, "--demo", "mixed-os", "answers", "init")
-    assert code == 2 and err == "gpu-wizard: error: --demo: `gpu-wizard answers` uses no cluster; leave --demo out\n"
+    code, out, _ = run(capsys, "--demo", "mixed-os", "answers", "init")  # issue 35: the defaults for that cluster
+    assert code == 0 and "useNvidiaDriverCRD: true" in out
+    code, _, err = run(capsys, "--demo", "mixed-os", "examples")
+    assert code == 2 and err == "gpu-wizard: error: --demo: `gpu-wizard examples` uses no cluster; leave --demo out\n"
     code, _, err = run(capsys, "--demo", "mixed-os", "discover", "--demo", "preinstalled")
     assert code == 2 and "--demo given twice" in err

@@ -379,6 +379,8 @@ class DriverStep(FormStep):
             self.query_one(SupportRequest).show(None, [], self.state.nodes)
             self.maybe_replay()
             return
+        from screens.findings import unheld_sources
+        from wizard.engine.mirror import mark_unheld
         from wizard.engine.registry_routes import registry_hosts
         from wizard.engine.render import mirror_script, render
 
@@ -419,8 +421,9 @@ class DriverStep(FormStep):
         state.images = statuses
         groups.show(rendered.node_images, statuses, catalog=catalog)
         present = {s.image for s in statuses if s.ok}
-        if present:  # a tag already in the target needs no copy: the plan lists only what is missing
-            todo = [item for item in rendered.mirror if item.target not in present]
+        unheld = unheld_sources(statuses)
+        if present or unheld:  # a tag in the target needs no copy; one no source holds cannot be copied
+            todo = mark_unheld([item for item in rendered.mirror if item.target not in present], unheld)
             self.query_one(MirrorPanel).show(
                 todo, mirror_script(todo), can_run=not simulated, note=DEMO_NO_MIRROR if simulated else ""
             )

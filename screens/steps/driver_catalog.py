@@ -8,8 +8,11 @@ when tagged for every GPU node's OS. Each precompiled image gets the catalog's s
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from wizard.engine.defaults import (
+    upstream_versions as upstream_versions,  # one rule for the Driver step and `answers init`
+)
 
 
 def catalog_options(tag_oses: list[str]) -> list[tuple[str, str]]:
@@ -29,14 +32,6 @@ def catalog_prompt(tag_oses: list[str]) -> str:
     if tag_oses and not catalog_options(tag_oses):
         return f"no catalog version for {', '.join(tag_oses)}: type one"
     return "pick a known version"
-
-
-def upstream_versions(tags: list[str], tag_oses: list[str]) -> list[str]:
-    """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first."""
-    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
-    common = set.intersection(*per_os) if per_os else set()
-    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
-    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
 
 
 def catalog_marks(rendered: Any) -> dict[str, str]:

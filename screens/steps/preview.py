@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +50,18 @@ TABS: dict[str, tuple[str, Language, str]] = {
 }
 
 
-def tab_texts(rendered: Any) -> dict[str, tuple[str, Content]]:
-    """Each tab's text and its highlighted content (CPU work: called in a thread)."""
+def tab_texts(rendered: Any, images: Sequence[Any] = ()) -> dict[str, tuple[str, Content]]:
+    """Each tab's text and its highlighted content (CPU work: called in a thread); ``images``: the registry's
+    answers, so the mirror plan copies none of what no source holds."""
+    from screens.findings import unheld_sources
+    from wizard.engine.mirror import mark_unheld
     from wizard.engine.render import helm_yaml, mirror_script, to_yaml
 
     texts = {
         "tab-policy": to_yaml([rendered.cluster_policy]),
         "tab-nvd": to_yaml(rendered.nvidia_drivers)
         or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
-        "tab-mirror": mirror_script(rendered.mirror),
+        "tab-mirror": mirror_script(mark_unheld(rendered.mirror, unheld_sources(images))),
         "tab-helm": helm_yaml(rendered),
         "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
     }
@@ -183,7 +187,7 @@ class PreviewStep(StepScreen):
             self.refresh_nav()
             return
         state.rendered, self._rendering = rendered, False
-        texts = await asyncio.to_thread(tab_texts, rendered)
+        texts = await asyncio.to_thread(tab_texts, rendered, list(self.state.images))
         for tab_id, (text, content) in texts.items():
             self._show_tab(tab_id, text, content)
         self._show_advice()

@@ -72,14 +72,23 @@ class MirrorPanel(Vertical):
         """
         from wizard.engine.mirror import shell_command
 
-        self._items, self._script, self._can_run = list(items), script, can_run
+        # what no source holds is never offered as a copy: it is named, with the way forward
+        unheld = [item for item in items if getattr(item, "unheld", "")]
+        self._items = [item for item in items if not getattr(item, "unheld", "")]
+        self._script, self._can_run = script, can_run
         lines = []
         for item in self._items:
             for argv in item.commands:
                 if argv[0] == "skopeo" and argv[1] == "copy":
                     lines.append(f"[$accent]$[/] {escape(shell_command(argv))}")
         commands = self.query_one("#mirror-commands", Static)
-        commands.update("\n".join(lines) or "[$text-muted]nothing to mirror: the cluster pulls from the source[/]")
+        missing = [
+            f"[$error]✗ not copied:[/] {escape(item.target)}: {escape(item.unheld)}"
+            + (f" — gpu-wizard check-kernel {escape(item.kernel)}" if item.kernel else "")
+            for item in unheld
+        ]
+        empty = "[$text-muted]nothing to mirror: the cluster pulls from the source[/]" if not missing else ""
+        commands.update("\n".join([*lines, *missing]) or empty)
         self.query_one("#mirror-copy", Button).display = bool(lines)
         self.query_one("#mirror-run", Button).display = self._runnable() and not self.has_class("-running")
         status = self.query_one("#mirror-status", Static)

@@ -2,8 +2,8 @@
 
 The Driver step shows it below the images once the plan is rendered (and again after each registry
 check): a (kernel, OS) tuple the catalog does not know, whose tag is in neither the target nor the
-source registry, gets one request naming a node, its kernel, OS and GPU; Copy puts them all on the
-clipboard.
+source registry, gets one request naming a node, its kernel, OS and GPU (and, for an OS NVIDIA's driver
+container builds, Ubuntu, the recipe to build the image); Copy puts them all on the clipboard.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class SupportRequest(VerticalScroll):
         if rendered is None or not rendered.plan.precompiled:
             self.display = False
             return
+        from wizard.engine.build_recipe import recipe_for, recipe_lines
         from wizard.engine.catalog import support_request, tuple_status
 
         plan = rendered.plan
@@ -57,6 +58,11 @@ class SupportRequest(VerticalScroll):
                 continue
             node = nodes.get(entry.node)
             checked = [f"{status.target.reference}: {status.target.error or 'tag not found'}"] if status else []
+            recipe = recipe_for(
+                plan.driver.repository, plan.driver.image, plan.driver.version, entry.kernel, entry.tag_os
+            )
+            if recipe is not None:  # Ubuntu: NVIDIA's driver container builds it; the request is the other way
+                texts.append("\n".join(recipe_lines(recipe)))
             texts.append(
                 support_request(
                     entry.node,

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.plan import Plan
     from wizard.engine.results import Check
+    from wizard.registry.images import ImageStatus
 
 
 def register(sub: Any) -> None:
@@ -145,11 +146,33 @@ async def image_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Chec
             message = f"{status.image} is not in the registry yet; its mirror source is"
             check = Check("driver-image", Status.WARN, message, hint="gpu-wizard mirror --run")
         else:
-            message = f"{status.image} is not where the cluster pulls from: driver pods would end in ImagePullBackOff"
-            hint = "push or mirror the image, or choose a version published for this kernel (gpu-wizard check-kernel)"
-            check = Check("driver-image", Status.FAIL, message, hint=hint)
+            message, fix = _nowhere(status)
+            check = Check("driver-image", Status.FAIL, message, hint=fix)
         for node in status.nodes if not run.nodes else [n for n in status.nodes if n in run.nodes]:
             yield dataclasses.replace(check, node=node)
+
+
+def _nowhere(status: ImageStatus) -> tuple[str, str]:
+    """(message, fix) for a driver image missing where the cluster pulls from that no source is known to hold: never
+    "mirror it" (there is nothing to copy); for a precompiled tuple, the kernel's way forward."""
+    source = status.source
+    where = (
+        f"; its source {source.reference} does not hold it either" if source is not None and not source.error else ""
+    )
+    if status.catalog:  # a precompiled tuple: built per kernel
+        message = (
+            f"{status.image} is not where the cluster pulls from{where}: the precompiled driver for kernel "
+            f"{status.kernel} ({status.tag_os}) is unpublished; driver pods would end in ImagePullBackOff"
+        )
+        fix = (
+            f"gpu-wizard check-kernel {status.kernel}: the recipe to build it (Ubuntu) or the request to send the "
+            "image's vendor; or move these nodes to a kernel with a published image"
+        )
+        return message, fix
+    message = f"{status.image} is not where the cluster pulls from{where}: driver pods would end in ImagePullBackOff"
+    if source is None:  # the cluster pulls from the source itself
+        return message, "choose a version this registry holds for these nodes' OS, or push that image there"
+    return message, "choose a version published for this OS (the source holds none of this tag)"
 
 
 async def branch_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:

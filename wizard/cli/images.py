@@ -218,6 +218,7 @@ def demo_refusal(cluster: Cluster, rendered: Rendered) -> str:
 async def cmd_mirror(args: argparse.Namespace) -> int:
     """``gpu-wizard mirror``."""
     from wizard.engine.answers import plan_for_nodes
+    from wizard.engine.mirror import copies
     from wizard.engine.render import mirror_script, render
     from wizard.registry.mirror_run import MirrorError, MirrorProgress, run_mirror
 
@@ -233,7 +234,7 @@ async def cmd_mirror(args: argparse.Namespace) -> int:
             refusal = demo_refusal(cluster, rendered)
     sys.stdout.write(mirror_script(rendered.mirror))
     for advice in rendered.advice:  # a GPU node left out of the script must not go unnoticed
-        if advice.code == "node-unplaced":
+        if advice.code in ("node-unplaced", "tuple-unpublished"):
             sys.stderr.write(f"warning: {advice.message}\n")
     if not args.run:
         return EXIT_OK
@@ -246,7 +247,7 @@ async def cmd_mirror(args: argparse.Namespace) -> int:
 
     try:
         outcomes = await run_mirror(
-            rendered.mirror,
+            copies(rendered.mirror),  # never a copy of what no source holds
             authfile=args.registry_auth_file,
             insecure_registries=args.insecure_registry,
             on_progress=progress,

@@ -14,7 +14,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from wizard.bundled import DEFAULT_DEMO_SCENARIO
-from wizard.cli.common import EXIT_INVALID, EXIT_OK, UsageError, check_tui_start, load_nodelist, subparsers, version
+from wizard.cli.common import (
+    EXIT_FAILED,
+    EXIT_INVALID,
+    EXIT_OK,
+    UsageError,
+    check_tui_start,
+    load_nodelist,
+    subparsers,
+    version,
+)
 from wizard.engine.modes import Mode
 
 if TYPE_CHECKING:
@@ -68,29 +77,46 @@ def cmd_render(args: argparse.Namespace) -> int:
     elif args.output == "images":
         out.write(rendering.images_table(result.node_images))
     _emit_advice(result.advice, sys.stderr)
+    if any(item.code == "tuple-unpublished" for item in result.advice):
+        return EXIT_FAILED  # rendered, but a GPU node would get no driver: a check failed
     return EXIT_OK
 
 
 def cmd_answers_init(args: argparse.Namespace) -> int:
     """``gpu-wizard answers init``: a commented example answers file."""
     from wizard.atomic_write import write_private
+    from wizard.cli.answers_init import init_from_cluster, wants_cluster
     from wizard.engine.answers import example_answers
 
+    target = None if args.output in (None, "-") else Path(args.output)
+    if target is not None and target.exists() and not args.force and not target.is_dir():  # before any connection
+        raise UsageError(f"{target}: already exists; pass --force to overwrite")
     if args.example:
+        if wants_cluster(args):
+            raise UsageError("--example: a bundled example is not read from a cluster; drop the cluster flags")
         from wizard.cli.examples import example_text
 
         text, what = example_text(args.example), f"the {args.example} example"
+    elif wants_cluster(args):  # the defaults the wizard offers on that cluster (--mode: that mode's)
+        text, what = init_from_cluster(args)
     else:
-        text, what = example_answers(Mode(args.mode)), f"{args.mode} mode"
-    if args.output in (None, "-"):
+        mode = args.mode or Mode.PRECOMPILED.value
+        text, what = example_answers(Mode(mode)), f"{mode} mode"
+    if target is None:
         sys.stdout.write(text)
         return EXIT_OK
-    target = Path(args.output)
-    if target.exists() and not args.force and not target.is_dir():  # a folder: write_private says so
-        raise UsageError(f"{target}: already exists; pass --force to overwrite")
-    write_private(target, text)
+    write_private(target, text)  # a folder: write_private says so
     from wizard.engine.textsafe import shell_command
 
+    if wants_cluster(args) and not args.example:  # the same cluster flags: check it against that cluster
+        flags = [
+            f"--{name}={value}"
+            for name in ("kubeconfig", "context", "demo")
+            if (value := getattr(args, f"cluster_{name}"))
+        ]
+        then = shell_command(["gpu-wizard", "apply", "--answers", str(target), "--dry-run", *flags])
+        sys.stderr.write(f"wrote {target} ({what}); review it, then: {then}\n")
+        return EXIT_OK
     then = shell_command(["gpu-wizard", "render", "--answers", str(target)])
     sys.stderr.write(
         f"wrote {target} ({what}); edit it, then: {then}\n"
@@ -153,8 +179,19 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
 
     answers = sub.add_parser("answers", help="work with answers files")
     answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
-    init = answers_sub.add_parser("init", help="write a commented example answers file")
-    init.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.PRECOMPILED.value)
+    init = answers_sub.add_parser(
+        "init",
+        help="write a commented answers file: the wizard's defaults for a cluster (--kubeconfig, --context, --demo), "
+        "else an example",
+    )
+    init.add_argument(
+        "--mode",
+        choices=[m.value for m in Mode],
+        help="the example's mode (default precompiled); on a cluster, this mode instead of the recommended one",
+    )
+    from wizard.cli.session import cluster_options
+
+    cluster_options(init)
     from wizard.cli.examples import example_names
     from wizard.cli.examples import register as register_examples_command
 

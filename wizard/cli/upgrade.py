@@ -25,7 +25,10 @@ KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
 """A kernel release that can stand in an image tag (with the version and OS tag around it)."""
 
 if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster
     from wizard.cluster.upgrades import UpgradeReport
+    from wizard.engine.facts import ClusterFacts
+    from wizard.engine.plan import Plan
     from wizard.registry.images import ImageStatus
 
 
@@ -138,39 +141,83 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
         return await apply_plan(args, cluster, report.plan.target)
 
 
+async def _plan_to_check(cluster: Cluster, args: argparse.Namespace, facts: ClusterFacts) -> tuple[Plan, str]:
+    """The plan whose images ``check-kernel`` checks, and where it came from: the answers file, else the live
+    ClusterPolicy, else the defaults a newcomer gets for these nodes (``wizard.engine.defaults``)."""
+    if args.answers:
+        return await plan_for_cluster(cluster, load_plan(args.answers), args.answers), args.answers
+    preflight = await cluster.preflight()
+    if preflight.cluster_policy is not None:
+        return await cluster.live_plan(), "the live ClusterPolicy"
+    from pydantic import ValidationError
+
+    from wizard.engine.answers import plan_errors
+    from wizard.engine.defaults import default_answers
+    from wizard.engine.plan import Plan
+
+    answers = default_answers(
+        facts,
+        release=preflight.operator_release,
+        namespace=preflight.operator_namespace,
+        operator_image=preflight.operator_image,
+    )
+    driver = answers.get("driver") or {}
+    if driver.get("source") and not driver.get("repository"):
+        driver["repository"] = driver["source"]  # no target named yet: the source is where the image would come from
+    try:
+        return Plan.model_validate(answers), "the defaults for these nodes (no ClusterPolicy, no --answers)"
+    except ValidationError as exc:
+        first = plan_errors(exc)[0]
+        raise UsageError(f"check-kernel: the defaults for these nodes: {first.field}: {first.message}") from None
+
+
 async def cmd_check_kernel(args: argparse.Namespace) -> int:
-    """``gpu-wizard check-kernel KERNEL``."""
+    """``gpu-wizard check-kernel KERNEL``: the image for KERNEL in the registry; where none is, the vendor request
+    (the node running that kernel, its GPU model) and, where NVIDIA's driver container builds that OS, the recipe."""
+    from wizard.engine.build_recipe import recipe_for, recipe_lines
     from wizard.engine.catalog import support_request, tuple_status
+    from wizard.engine.hostdoctor import supported_branches
     from wizard.engine.naming import os_tag, precompiled_image
 
     if not KERNEL_RE.fullmatch(args.kernel):
         raise UsageError(
             f"KERNEL: {args.kernel!r} is not a kernel release as `uname -r` prints it (ASCII letters, digits, '.', '_', '-')"
         )
-    current = load_plan(args.answers) if args.answers else None
+    if args.answers:
+        load_plan(args.answers)  # its mistakes said before connecting
+    if args.os and not re.fullmatch(r"[a-z][a-z0-9-]*:[0-9][0-9a-z.]*", args.os, re.ASCII):
+        raise UsageError(f"--os: {args.os!r} is not ID:VERSION (e.g. sles:15.5)")
     async with open_cluster(args) as cluster:
-        plan = await plan_for_cluster(cluster, current, args.answers) if current else await cluster.live_plan()
+        facts = await cluster.discover()
+        fleet.note(gpu_nodes=len(facts.gpu_nodes))
+        plan, plan_from = await _plan_to_check(cluster, args, facts)
         if not plan.precompiled:
             raise UsageError(
-                f"check-kernel: the plan is in {plan.mode.value} mode; only precompiled images are built per kernel"
+                f"check-kernel: the plan ({plan_from}) is in {plan.mode.value} mode; only precompiled images are "
+                "built per kernel"
             )
+        release = plan.operator.version
+        on_kernel = [n for n in facts.gpu_nodes if n.kernel == args.kernel]
         if args.os:
             os_id, _, version_id = args.os.partition(":")
-            if not re.fullmatch(r"[a-z][a-z0-9-]*:[0-9][0-9a-z.]*", args.os, re.ASCII):
-                raise UsageError(f"--os: {args.os!r} is not ID:VERSION (e.g. sles:15.5)")
-            tags = {os_tag(os_id, version_id, plan.operator.version)}
+            tags = {os_tag(os_id, version_id, release)}
         else:
-            facts = await cluster.discover()
-            tags = set(facts.os_tags(plan.operator.version))
-            fleet.note(gpu_nodes=len(facts.gpu_nodes))
+            tags = {n.tag_os(release) for n in on_kernel} or set(facts.os_tags(release))
             if not tags:
                 raise UsageError("check-kernel: no GPU node to read the OS from; pass --os ID:VERSION")
         spec = plan.driver
         fleet.note(driver=fleet.driver_words(plan.mode.value, spec.version))
         images = {tag: precompiled_image(spec.repository, spec.image, spec.version, args.kernel, tag) for tag in tags}
+        sources = (  # where the mirror plan copies from: a tag there needs a copy, not a build
+            {tag: precompiled_image(spec.source, spec.image, spec.version, args.kernel, tag) for tag in tags}
+            if spec.source and spec.source != spec.repository
+            else {}
+        )
         async with registry_client(args, cluster, plan) as registry:
-            answers = await registry.check_many(list(images.values()))
+            answers = await registry.check_many([*images.values(), *sources.values()])
+    sys.stderr.write(f"plan: {plan_from}\n")
     failed = False
+    default_version = supported_branches(release)[1]
     for tag, image in sorted(images.items()):
         answer = answers[image]
         catalog = tuple_status(spec.version, args.kernel, tag)
@@ -180,9 +227,35 @@ async def cmd_check_kernel(args: argparse.Namespace) -> int:
         failed = True
         state = f"cannot check ({answer.error})" if answer.error else "not in the registry"
         sys.stdout.write(f"✗ {image}: {state} (catalog: {catalog})\n")
-        if catalog != "validated":
-            checked = [f"{image}: {state}"]
-            sys.stdout.write(
-                support_request("(after the OS update)", args.kernel, tag, "", spec.version, checked=checked)
+        checked = [f"{image}: {state}"]
+        source = sources.get(tag)
+        if source is not None:
+            held = answers[source]
+            if held.exists:
+                then = f" --answers {args.answers}" if args.answers else ""
+                sys.stdout.write(f"  its source holds it: {source}: copy it (gpu-wizard mirror{then} --run)\n")
+                continue
+            checked.append(f"{source}: {f'cannot check ({held.error})' if held.error else 'not in the source either'}")
+        if catalog == "validated":
+            continue
+        seed = next((n for n in on_kernel if n.tag_os(release) == tag), None)
+        node = seed.name if seed else "(after the OS update)"
+        products = sorted({n.gpu_product for n in facts.gpu_nodes if n.tag_os(release) == tag and n.gpu_product})
+        product = seed.gpu_product if seed and seed.gpu_product else " / ".join(products)
+        sys.stdout.write(
+            f"GPU model: {product or 'unknown (no nvidia.com/gpu.product label)'}"
+            + (
+                f" (read from {seed.name}, which runs {args.kernel})\n"
+                if seed and seed.gpu_product
+                else " (read from the GPU nodes of this OS)\n"
+                if product
+                else "\n"
             )
+        )
+        recipe = recipe_for(spec.repository, spec.image, spec.version, args.kernel, tag, version_hint=default_version)
+        if recipe is not None:
+            sys.stdout.write("\n".join(recipe_lines(recipe)) + "\n\nOr ask NVIDIA to publish it:\n")
+        else:
+            sys.stdout.write(f"No public build recipe exists for {tag}: send this request to the image's vendor:\n")
+        sys.stdout.write(support_request(node, args.kernel, tag, product, spec.version, checked=checked))
     return EXIT_FAILED if failed else EXIT_OK

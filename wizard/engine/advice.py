@@ -286,6 +286,38 @@ def _architecture(plan: Plan, facts: ClusterFacts, mirror: Sequence[MirrorItem])
     )
 
 
+def _unpublished(plan: Plan, mirror: Sequence[MirrorItem], images: Sequence[NodeImage]) -> list[Advice]:
+    """A precompiled image no source is known to hold (the catalog lists its OS's tuples, not this kernel's)."""
+    if not plan.precompiled:
+        return []
+    from wizard.engine.catalog import unpublished
+
+    out: list[Advice] = []
+    by_image: dict[str, list[NodeImage]] = {}
+    for entry in images:
+        if entry.image:
+            by_image.setdefault(entry.image, []).append(entry)
+    for image, entries in sorted(by_image.items()):
+        first = entries[0]
+        if not unpublished(plan.driver.version, first.kernel, first.tag_os):
+            continue
+        out.append(
+            Advice(
+                "warning",
+                "tuple-unpublished",
+                f"No published precompiled driver {plan.driver.version} is known for kernel {first.kernel} "
+                f"({first.tag_os}) on {_names(e.node for e in entries)}: {image} is not in the catalog, so no source "
+                f"is known to hold it and its nodes get no driver (ImagePullBackOff). Check: gpu-wizard check-kernel "
+                f"{first.kernel} (the request to send the image's vendor, or the recipe to build it), or move these "
+                "nodes to a kernel with a published image.",
+                "Precompiled images are built per kernel; the catalog (assets/catalog.yaml) lists the tuples "
+                f"published for {first.tag_os}, and a kernel update can run ahead of the image build (operator "
+                "issue #910).",
+            )
+        )
+    return out
+
+
 def _nfd_disagrees(facts: ClusterFacts) -> Advice | None:
     found: list[str] = []
     for node in sorted(facts.gpu_nodes, key=lambda n: n.name):
@@ -366,6 +398,7 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
     unsupported = _repoconfig_unsupported(plan, facts)
     if unsupported:
         out.append(unsupported)
+    out += _unpublished(plan, mirror, images)
     if mirror:
         targets = ", ".join(item.target for item in mirror)
         out.append(

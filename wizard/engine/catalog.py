@@ -30,6 +30,7 @@ __all__ = [
     "parse_catalog",
     "support_request",
     "tuple_status",
+    "unpublished",
 ]
 
 TupleStatus = Literal["validated", "published", "unknown"]
@@ -141,6 +142,15 @@ def tuple_status(version: str, kernel: str, tag_os: str) -> TupleStatus:
         if _RANK[status] > _RANK[best]:
             best = status
     return best
+
+
+def unpublished(version: str, kernel: str, tag_os: str) -> bool:
+    """The catalog lists tuples for ``tag_os`` but not this one: as far as this release knows, no source holds the
+    image (a kernel update ran ahead of the image build). An OS the catalog says nothing of is not judged here:
+    only a registry check can tell."""
+    if tuple_status(version, kernel, tag_os) != "unknown":
+        return False
+    return any(entry.os == tag_os.strip() for entry in catalog_entries())
 
 
 def _version_key(version: str) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ theirs to name (:func:`repositories_holding` finds the ones that already hold ev
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,7 @@ __all__ = [
     "search_answers",
     "source_defaults",
     "source_required",
+    "upstream_versions",
     "versions_holding",
 ]
 
@@ -151,6 +153,16 @@ def catalog_versions(tag_oses: Sequence[str]) -> list[str]:
     return [c.version for c in driver_versions(tag_oses[0]) if c.version in common]
 
 
+def upstream_versions(tags: Iterable[str], tag_oses: Sequence[str]) -> list[str]:
+    """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first: what
+    the Driver step's Catalog offers in upstream mode."""
+    tags = list(tags)
+    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
+    common = set.intersection(*per_os) if per_os else set()
+    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
+    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
+
+
 def pick_upstream_version(versions: Sequence[str], release: str) -> str:
     """Of the versions the registry holds for every node OS (newest first), the one to preselect: the operator
     release's own default driver when it is there, else the newest of a branch the release supports, else ""."""
@@ -188,12 +200,14 @@ def default_answers(
     operator_image: str = "",
     live: Mapping[str, Any] | None = None,
     host_drivers: Mapping[str, str] | None = None,
+    mode: Mode | None = None,
 ) -> dict[str, Any]:
     """Every answer a newcomer who accepts each default gives, step by step, as the wizard offers them.
 
     ``live``: the live policy's answers (an upgrade starts from what runs). ``release``: the operator's
     detected release (its line known to gpu-wizard, else the default). A precompiled version comes from the
-    catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one.
+    catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one. ``mode``: the
+    one the user chose instead of the recommended one (the Mode step's radio button).
     """
     from wizard.engine.releases import bundle_of, default_release
 
@@ -204,7 +218,7 @@ def default_answers(
         known = str(parsed) if bundle_of(parsed) else default_release()
     except ValueError:
         known = default_release()
-    mode = Mode(facts.recommend_mode(host_drivers or {}).value)
+    mode = mode or Mode(facts.recommend_mode(host_drivers or {}).value)
     tag_oses = facts.os_tags(known)
     answers: dict[str, Any] = {"version": 1, "mode": mode.value, "operator": {"version": known}}
     if namespace:

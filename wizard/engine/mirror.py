@@ -16,9 +16,11 @@ pass through before anything is rendered.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from wizard.engine.catalog import unpublished
 from wizard.engine.facts import (
     LABEL_KERNEL,
     LABEL_OS_ID,
@@ -32,7 +34,17 @@ from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.textsafe import printable, shell_command
 
-__all__ = ["MirrorItem", "NodeImage", "images_table", "mirror_items", "mirror_script", "node_images", "shell_command"]
+__all__ = [
+    "MirrorItem",
+    "NodeImage",
+    "copies",
+    "images_table",
+    "mark_unheld",
+    "mirror_items",
+    "mirror_script",
+    "node_images",
+    "shell_command",
+]
 
 #: images_table's placeholder for a node that runs no driver image (pre-installed host driver).
 NO_IMAGE = "-"
@@ -64,6 +76,10 @@ class MirrorItem:
     nodes: tuple[str, ...]
     commands: tuple[tuple[str, ...], ...]
     """argv lists: skopeo copy and inspect, then docker pull/tag/push for air-gapped upstream."""
+    unheld: str = ""
+    """Why no source is known to hold the image ("" when one does or may): the plan copies nothing for it."""
+    kernel: str = ""
+    """The kernel of its nodes (a precompiled image's way forward: ``gpu-wizard check-kernel KERNEL``)."""
 
 
 def first_gpu_node(facts: ClusterFacts) -> NodeFacts | None:
@@ -198,17 +214,43 @@ def _commands(plan: Plan, source: str, target: str) -> tuple[tuple[str, ...], ..
 def mirror_items(plan: Plan, images: Iterable[NodeImage]) -> list[MirrorItem]:
     """One item per distinct image the GPU nodes need whose source differs from its target."""
     by_image: dict[str, list[str]] = {}
+    tuples: dict[str, tuple[str, str]] = {}
     for entry in images:
         if entry.image:
             by_image.setdefault(entry.image, []).append(entry.node)
+            tuples.setdefault(entry.image, (entry.kernel, entry.tag_os))
     items: list[MirrorItem] = []
     for target in sorted(by_image):
         source = _source_for(plan, target)
         if source == target:
             continue
         nodes = tuple(sorted(by_image[target]))
-        items.append(MirrorItem(source=source, target=target, nodes=nodes, commands=_commands(plan, source, target)))
+        kernel, tag_os = tuples[target]
+        unheld = ""
+        if plan.precompiled and unpublished(plan.driver.version, kernel, tag_os):
+            unheld = f"no published precompiled image is known for kernel {kernel} on {tag_os} (catalog)"
+        items.append(
+            MirrorItem(
+                source=source,
+                target=target,
+                nodes=nodes,
+                commands=_commands(plan, source, target),
+                unheld=unheld,
+                kernel=kernel if plan.precompiled else "",
+            )
+        )
     return items
+
+
+def copies(items: Iterable[MirrorItem]) -> list[MirrorItem]:
+    """The items a mirror run copies: those a source holds (or may hold)."""
+    return [item for item in items if not item.unheld]
+
+
+def mark_unheld(items: Iterable[MirrorItem], why: Mapping[str, str]) -> list[MirrorItem]:
+    """``items`` with those whose target ``why`` names (target -> what the registry answered for its source)
+    marked as held by no source: the registry's word over the catalog's."""
+    return [dataclasses.replace(item, unheld=why[item.target]) if item.target in why else item for item in items]
 
 
 def mirror_script(items: Iterable[MirrorItem]) -> str:
@@ -224,6 +266,12 @@ def mirror_script(items: Iterable[MirrorItem]) -> str:
         lines += ["", "# nothing to mirror: no driver image to pull, or the cluster pulls it from its source registry"]
     for item in items:
         lines += ["", f"# nodes: {printable(', '.join(item.nodes))}"]
+        if item.unheld:  # nothing to copy from: a copy would fail, and the nodes need another way forward
+            lines.append(f"# not copied: {printable(item.unheld)}; once the source has it:")
+            lines += [f"#   {shell_command(argv)}" for argv in item.commands if argv[0] == "skopeo"]
+            if item.kernel:
+                lines.append(f"# a way forward (build recipe or vendor request): gpu-wizard check-kernel {item.kernel}")
+            continue
         for argv in item.commands:
             if argv[0] == "docker":
                 if argv[1] == "pull":
