@@ -108,3 +108,32 @@ def test_a_node_on_another_os_than_the_clusterpolicy_image(
     code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube, "--no-registry")
     assert code == 1
     assert "✗ new-os gpu-03: runs rhel9, but the ClusterPolicy gives every GPU node the ubuntu22.04 image" in out
+
+
+def test_nvidiadriver_crs_silent_when_matching_then_a_changed_and_an_extra_cr(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("mixed-os")
+    answers = tmp_path / "crd.yaml"
+    answers.write_text(
+        "version: 1\nmode: upstream\n"
+        "driver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n  useNvidiaDriverCRD: true\n"
+    )
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, _, err = run(capsys, "apply", "--answers", str(answers), *kube, "--yes", "--backup-dir", str(tmp_path))
+    assert code == 0, err
+    demo.settle()
+    code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube)
+    assert code == 0 and out.startswith("✓ no drift: 5 objects and GPU nodes match"), out  # policy, CR, 3 nodes
+
+    live = demo.store.get("nvidiadrivers", "default")
+    assert live is not None
+    live["spec"]["version"] = "580.126.09"  # changed by hand
+    demo.store.update("nvidiadrivers", live)
+    extra = {k: v for k, v in live.items() if k in ("apiVersion", "kind", "spec")}
+    demo.store.create("nvidiadrivers", {**extra, "metadata": {"name": "someone-elses"}})
+    code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube, "--no-registry")
+    lines = out.splitlines()
+    assert code == 1
+    assert "✗ spec: NVIDIADriver/default spec.version: the plan says 580.126.20, the cluster has 580.126.09" in lines
+    assert "✗ object: NVIDIADriver/someone-elses: in the cluster, not in the plan" in lines
