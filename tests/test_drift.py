@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,39 @@ def test_nvidiadriver_crs_silent_when_matching_then_a_changed_and_an_extra_cr(
     assert code == 1
     assert "✗ spec: NVIDIADriver/default spec.version: the plan says 580.126.20, the cluster has 580.126.09" in lines
     assert "✗ object: NVIDIADriver/someone-elses: in the cluster, not in the plan" in lines
+
+
+def test_object_drift_compares_only_what_the_plan_sets_as_the_server_echoes_it() -> None:
+    """The pure rule: a number the server echoes as a string, an empty setting it leaves out and the fields the
+    plan leaves to the operator are no drift; a list that differs is one line with both values."""
+    from wizard.engine.drift import object_drift
+
+    planned = {
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {
+            "driver": {"version": "580.126.20", "imagePullSecrets": [], "env": [{"name": "A", "value": "1"}]},
+            "daemonsets": {"rollingUpdate": {"maxUnavailable": 1}},
+            "toolkit": {"enabled": True},
+        },
+    }
+    live: dict[str, Any] = {
+        "metadata": {"name": "cluster-policy", "uid": "x"},
+        "spec": {
+            "driver": {"version": "580.126.20", "env": [{"name": "A", "value": "1"}], "licensingConfig": {}},
+            "daemonsets": {"rollingUpdate": {"maxUnavailable": "1"}},
+            "toolkit": {"enabled": "true", "version": "v1.18.0"},
+        },
+        "status": {"state": "ready"},
+    }
+    (check,) = object_drift([planned], [live], [])
+    assert check.ok and check.message == "ClusterPolicy/cluster-policy: every field the plan sets matches"
+    live["spec"]["driver"]["env"] = [{"name": "A", "value": "2"}]
+    (check,) = object_drift([planned], [live], [])
+    assert not check.ok and check.data["field"] == "spec.driver.env"
+    assert check.message == (
+        'ClusterPolicy/cluster-policy spec.driver.env: the plan says [{"name": "A", "value": "1"}], '
+        'the cluster has [{"name": "A", "value": "2"}]'
+    )
+    (check,) = object_drift([planned], [], [])
+    assert check.message == "ClusterPolicy/cluster-policy: in the plan, not in the cluster"
