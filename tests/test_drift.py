@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -108,3 +109,68 @@ def test_a_node_on_another_os_than_the_clusterpolicy_image(
     code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube, "--no-registry")
     assert code == 1
     assert "✗ new-os gpu-03: runs rhel9, but the ClusterPolicy gives every GPU node the ubuntu22.04 image" in out
+
+
+def test_nvidiadriver_crs_silent_when_matching_then_a_changed_and_an_extra_cr(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster("mixed-os")
+    answers = tmp_path / "crd.yaml"
+    answers.write_text(
+        "version: 1\nmode: upstream\n"
+        "driver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n  useNvidiaDriverCRD: true\n"
+    )
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    code, _, err = run(capsys, "apply", "--answers", str(answers), *kube, "--yes", "--backup-dir", str(tmp_path))
+    assert code == 0, err
+    demo.settle()
+    code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube)
+    assert code == 0 and out.startswith("✓ no drift: 5 objects and GPU nodes match"), out  # policy, CR, 3 nodes
+
+    live = demo.store.get("nvidiadrivers", "default")
+    assert live is not None
+    live["spec"]["version"] = "580.126.09"  # changed by hand
+    demo.store.update("nvidiadrivers", live)
+    extra = {k: v for k, v in live.items() if k in ("apiVersion", "kind", "spec")}
+    demo.store.create("nvidiadrivers", {**extra, "metadata": {"name": "someone-elses"}})
+    code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube, "--no-registry")
+    lines = out.splitlines()
+    assert code == 1
+    assert "✗ spec: NVIDIADriver/default spec.version: the plan says 580.126.20, the cluster has 580.126.09" in lines
+    assert "✗ object: NVIDIADriver/someone-elses: in the cluster, not in the plan" in lines
+
+
+def test_object_drift_compares_only_what_the_plan_sets_as_the_server_echoes_it() -> None:
+    """The pure rule: a number the server echoes as a string, an empty setting it leaves out and the fields the
+    plan leaves to the operator are no drift; a list that differs is one line with both values."""
+    from wizard.engine.drift import object_drift
+
+    planned = {
+        "kind": "ClusterPolicy",
+        "metadata": {"name": "cluster-policy"},
+        "spec": {
+            "driver": {"version": "580.126.20", "imagePullSecrets": [], "env": [{"name": "A", "value": "1"}]},
+            "daemonsets": {"rollingUpdate": {"maxUnavailable": 1}},
+            "toolkit": {"enabled": True},
+        },
+    }
+    live: dict[str, Any] = {
+        "metadata": {"name": "cluster-policy", "uid": "x"},
+        "spec": {
+            "driver": {"version": "580.126.20", "env": [{"name": "A", "value": "1"}], "licensingConfig": {}},
+            "daemonsets": {"rollingUpdate": {"maxUnavailable": "1"}},
+            "toolkit": {"enabled": "true", "version": "v1.18.0"},
+        },
+        "status": {"state": "ready"},
+    }
+    (check,) = object_drift([planned], [live], [])
+    assert check.ok and check.message == "ClusterPolicy/cluster-policy: every field the plan sets matches"
+    live["spec"]["driver"]["env"] = [{"name": "A", "value": "2"}]
+    (check,) = object_drift([planned], [live], [])
+    assert not check.ok and check.data["field"] == "spec.driver.env"
+    assert check.message == (
+        'ClusterPolicy/cluster-policy spec.driver.env: the plan says [{"name": "A", "value": "1"}], '
+        'the cluster has [{"name": "A", "value": "2"}]'
+    )
+    (check,) = object_drift([planned], [], [])
+    assert check.message == "ClusterPolicy/cluster-policy: in the plan, not in the cluster"

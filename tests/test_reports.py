@@ -142,6 +142,15 @@ def test_an_unusable_cluster_is_one_case_in_error_never_an_empty_passing_report(
     assert test["status"] == "failed" and test["rawStatus"] == "error"
 
 
+def test_a_report_that_cannot_be_written_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["doctor", "--demo", "ubuntu-upstream", "--report-ctrf", str(tmp_path)])  # a folder
+    _, err = capsys.readouterr()
+    assert code == 2 and err.splitlines()[-1] == (
+        f"gpu-wizard: error: {tmp_path}: cannot write: it is a folder; give a file name; "
+        "the previous file (if any) is unchanged"
+    )
+
+
 def test_exit_codes_are_documented_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("verify", "doctor", "drift"):
         with pytest.raises(SystemExit):

@@ -83,7 +83,7 @@ class _Routed:
             self._real.flush()
 
     def isatty(self) -> bool:
-        return False
+        return _CURRENT.get() is None and self._real.isatty()  # a cluster's buffer is no terminal
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real, name)
