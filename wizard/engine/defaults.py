@@ -61,6 +61,11 @@ def _host(repository: str) -> str:
     return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
+def registry_host(repository: str) -> str:
+    """The registry host of ``repository`` (``docker.io`` for a Docker Hub path), lower-cased."""
+    return _host(repository)
+
+
 def is_public_registry(repository: str) -> bool:
     """``repository`` (``nvcr.io/nvidia``, ``registry.example.com/mlops``) is on a public registry."""
     return _host(repository) in PUBLIC_REGISTRY_HOSTS

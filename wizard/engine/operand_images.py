@@ -1,0 +1,138 @@
+"""Every image a plan makes the cluster pull besides the driver's, and where each one is pulled from.
+
+The release's chart names them (release.yaml ``images``, :mod:`wizard.engine.releases`): the operator, the
+validator, the driver manager, the toolkit, the device plugin, GFD, DCGM and its exporter, the MIG manager,
+NFD, and the sandbox/vGPU operands. A plan pulls those whose switches are on in its ClusterPolicy (or, for
+what the policy does not hold, such as NFD, in the chart's values). With ``driver.operandRegistry`` each
+maps into that private registry, keeping its path below the public host
+(``nvcr.io/nvidia/k8s/container-toolkit`` -> ``REGISTRY/nvidia/k8s/container-toolkit``), so an air-gapped
+plan names no image outside it; without it, the chart's public references stand (a runtime mirror,
+``driver.registryMirrors``, may still serve them). The driver's own images are per node
+(:mod:`wizard.engine.mirror`); :func:`image_list` joins both for the image-list outputs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.bundled import operator_values
+from wizard.engine import releases
+from wizard.engine.plan import Plan
+
+__all__ = [
+    "DRIVER_COMPONENT",
+    "OperandImage",
+    "chart_paths",
+    "image_list",
+    "operand_images",
+    "operator_registry",
+    "private_repository",
+    "release_images",
+]
+
+#: The release.yaml component whose image is the plan's own driver (per node), not the chart's.
+DRIVER_COMPONENT = "driver"
+#: The Helm values key of the node-feature-discovery subchart.
+NFD_VALUES = "node-feature-discovery"
+
+
+@dataclass(frozen=True)
+class OperandImage:
+    """One image the cluster pulls for a plan: the components using it, the reference, and where it comes from."""
+
+    components: tuple[str, ...]
+    reference: str
+    """What the cluster pulls (in the private registry when the plan names one)."""
+    source: str
+    """The chart's public reference it is copied from (equal to ``reference`` when nothing maps it)."""
+
+    @property
+    def mirrored(self) -> bool:
+        """The image is copied from elsewhere into the registry the cluster pulls from."""
+        return self.source != self.reference
+
+
+def private_repository(repository: str, registry: str) -> str:
+    """``repository`` (``nvcr.io/nvidia/k8s``) under ``registry`` (``harbor.corp.example``): the host replaced, the
+    path kept (``harbor.corp.example/nvidia/k8s``); unchanged without a registry."""
+    if not registry:
+        return repository
+    _, _, path = repository.partition("/")
+    return f"{registry}/{path}" if path else registry
+
+
+def operator_registry(operator_image: str, release: str) -> str:
+    """The private registry a running operator's image names, as ``driver.operandRegistry`` reads it; ``""`` when
+    the image is the chart's own registry or its path does not end as the chart's does.
+
+    ``harbor.corp.example/nvidia/gpu-operator:<tag>`` with the chart's ``nvcr.io/nvidia/gpu-operator`` gives
+    ``harbor.corp.example``: the operator's path below the registry is the chart's.
+    """
+    bundle = releases.bundle_of(release) if release else releases.default_release()
+    if not operator_image or bundle is None:
+        return ""
+    chart = next((i for i in releases.rules(bundle).images if i.component == "gpu-operator"), None)
+    if chart is None:
+        return ""
+    name = operator_image.split("@", 1)[0]
+    last = name.rsplit("/", 1)
+    if len(last) == 2 and ":" in last[1]:
+        name = f"{last[0]}/{last[1].split(':', 1)[0]}"
+    chart_host, _, chart_path = f"{chart.repository}/{chart.image}".partition("/")
+    if not name.endswith("/" + chart_path):
+        return ""
+    registry = name[: -len(chart_path) - 1]
+    return "" if registry.split("/", 1)[0] == chart_host else registry
+
+
+def _lookup(tree: Mapping[str, Any], path: str) -> Any:
+    node: Any = tree
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _switched_on(path: str, spec: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    """A switch as the operator reads it: the ClusterPolicy's value, else the chart's (NFD, the GPUCluster CR)."""
+    found = _lookup(spec, path)
+    if found is None:
+        found = _lookup(values, path)
+    return found is True or (isinstance(found, str) and found.lower() == "true")
+
+
+def release_images(bundle: str) -> list[str]:
+    """Every distinct image the release's chart names, sorted: the operator's own image list for the release
+    (the driver at the chart's default version, without an OS suffix)."""
+    return sorted({image.reference for image in releases.rules(bundle).images})
+
+
+def operand_images(plan: Plan, policy_spec: Mapping[str, Any]) -> list[OperandImage]:
+    """The images other than the driver's that ``plan``'s ClusterPolicy (``policy_spec``) makes the cluster pull,
+    by reference (components sharing one image listed together), in the release's order."""
+    bundle = plan.operator.bundle
+    values = operator_values(bundle)
+    registry = plan.driver.operandRegistry
+    by_reference: dict[str, tuple[list[str], str]] = {}
+    for image in releases.rules(bundle).images:
+        if image.component == DRIVER_COMPONENT:
+            continue
+        if not all(_switched_on(path, policy_spec, values) for path in image.enabled):
+            continue
+        target = f"{private_repository(image.repository, registry)}/{image.image}:{image.version}"
+        components, _ = by_reference.setdefault(target, ([], image.reference))
+        components.append(image.component)
+    return [OperandImage(tuple(c), reference, source) for reference, (c, source) in by_reference.items()]
+
+
+def chart_paths(bundle: str) -> list[tuple[str, str]]:
+    """``(component, values path)`` of every image the chart names but the driver's (where its repository is set)."""
+    return [(i.component, i.values) for i in releases.rules(bundle).images if i.component != DRIVER_COMPONENT]
+
+
+def image_list(driver_images: Iterable[str], operands: Iterable[OperandImage]) -> list[str]:
+    """Every distinct image the cluster pulls for a plan, sorted: the driver's (per node) and the operands'."""
+    return sorted({*(image for image in driver_images if image), *(o.reference for o in operands)})
