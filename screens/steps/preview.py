@@ -51,13 +51,14 @@ TABS: dict[str, tuple[str, Language, str]] = {
 
 def tab_texts(rendered: Any) -> dict[str, tuple[str, Content]]:
     """Each tab's text and its highlighted content (CPU work: called in a thread)."""
+    from wizard.engine.image_lists import images_comment
     from wizard.engine.render import helm_yaml, mirror_script, to_yaml
 
     texts = {
         "tab-policy": to_yaml([rendered.cluster_policy]),
         "tab-nvd": to_yaml(rendered.nvidia_drivers)
         or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
-        "tab-mirror": mirror_script(rendered.mirror),
+        "tab-mirror": mirror_script(rendered.mirror) + "\n" + images_comment(rendered),
         "tab-helm": helm_yaml(rendered),
         "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
     }

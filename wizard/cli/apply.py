@@ -62,6 +62,14 @@ async def _confirm(question: str) -> bool:
 NO_CHANGES = "no changes: the cluster already holds this plan"
 
 
+def images_text(rendered: Rendered) -> str:
+    """Before the confirmation: every image the cluster will pull for the plan, one compact line each."""
+    from wizard.engine.image_lists import compact_lines
+
+    lines = compact_lines(rendered)
+    return "".join([f"images the cluster pulls ({len(lines)}):\n", *(f"  {line}\n" for line in lines)])
+
+
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
     plan = load_plan(args.answers)
@@ -117,6 +125,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         return EXIT_OK
     # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
     (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
+    sys.stderr.write(images_text(rendered))
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK

@@ -9,6 +9,9 @@ registry and rewrites the pods' references itself). Without a private registry t
 - hauler: a ``content.hauler.cattle.io/v1`` ``Images`` manifest (``spec.images[].name``) for ``hauler store sync``;
 - zarf: a ``ZarfPackageConfig`` (``zarf.yaml``) with one required component listing them under ``images``, for
   ``zarf package create``.
+
+The compact forms (:func:`compact_lines`, :func:`compact_summary`) name what the cluster pulls, for Preview and the
+apply confirmation.
 """
 
 from __future__ import annotations
@@ -17,7 +20,17 @@ from typing import Any
 
 from wizard.engine.render import Rendered, to_yaml
 
-__all__ = ["HAULER_API_VERSION", "PACKAGE_NAME", "hauler_manifest", "plain_list", "source_images", "zarf_package"]
+__all__ = [
+    "HAULER_API_VERSION",
+    "PACKAGE_NAME",
+    "compact_lines",
+    "compact_summary",
+    "hauler_manifest",
+    "images_comment",
+    "plain_list",
+    "source_images",
+    "zarf_package",
+]
 
 HAULER_API_VERSION = "content.hauler.cattle.io/v1"
 #: The name of the hauler manifest, the zarf package and its component.
@@ -70,3 +83,40 @@ def zarf_package(rendered: Rendered) -> str:
         ],
     }
     return f"# {_description(rendered)}\n" + to_yaml([doc])
+
+
+def _uses(rendered: Rendered) -> dict[str, str]:
+    """Image -> who pulls it, in a few words (``2 GPU nodes``, ``toolkit``, ``device-plugin, gfd``)."""
+    uses: dict[str, str] = {}
+    nodes: dict[str, int] = {}
+    for entry in rendered.node_images:
+        if entry.image:
+            nodes[entry.image] = nodes.get(entry.image, 0) + 1
+    for image, count in nodes.items():
+        uses[image] = f"driver, {count} GPU node{'s' if count != 1 else ''}"
+    for operand in rendered.operand_images:
+        uses.setdefault(operand.reference, ", ".join(operand.components))
+    return uses
+
+
+def compact_lines(rendered: Rendered) -> list[str]:
+    """One short line per image the cluster pulls: the reference and who pulls it (Preview, the apply confirmation)."""
+    uses = _uses(rendered)
+    return [f"{image}  ({uses.get(image, '')})" for image in rendered.images]
+
+
+def compact_summary(rendered: Rendered) -> str:
+    """The images in one line: how many, from which registries, and their names (the apply confirmation)."""
+    images = rendered.images
+    if not images:
+        return "no image to pull"
+    hosts = sorted({image.split("/", 1)[0] for image in images})
+    names = sorted({image.rsplit("/", 1)[-1].split(":", 1)[0] for image in images})
+    return f"{len(images)} image(s) from {', '.join(hosts)}: {', '.join(names)}"
+
+
+def images_comment(rendered: Rendered) -> str:
+    """The compact list as shell comments, for the end of the mirror plan in Preview."""
+    lines = compact_lines(rendered)
+    head = f"# Every image the cluster pulls for this plan ({len(lines)}):"
+    return "\n".join([head, *(f"#   {line}" for line in lines)]) + "\n"
