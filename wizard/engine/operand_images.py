@@ -70,8 +70,9 @@ def operator_registry(operator_image: str, release: str) -> str:
     ``harbor.corp.example/nvidia/gpu-operator:<tag>`` with the chart's ``nvcr.io/nvidia/gpu-operator`` gives
     ``harbor.corp.example``: the operator's path below the registry is the chart's.
     """
-    bundle = releases.bundle_of(release) if release else releases.default_release()
-    if not operator_image or bundle is None:
+    parsed = releases.Release.parse_or_none(release) if release else None
+    bundle = (releases.bundle_of(parsed) if parsed else None) or releases.default_release()  # the newest's layout
+    if not operator_image:
         return ""
     chart = next((i for i in releases.rules(bundle).images if i.component == "gpu-operator"), None)
     if chart is None:
