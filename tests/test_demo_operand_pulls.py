@@ -7,9 +7,14 @@ pulls from Harbor and the policy becomes ready."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.fixtures_demo import ClusterFactory
 from tests.sim_helpers import settle, world
+from wizard.cli.main import main
 from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.demo.sim.install import operator_deployment
@@ -84,3 +89,33 @@ async def test_every_operand_from_harbor_is_pulled_and_the_policy_is_ready() -> 
     assert images and all(image.startswith("harbor.corp.example/") for image in images), images
     assert "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in images
     assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "ready"
+
+
+ANSWERS = """version: 1
+mode: upstream
+driver:
+  version: 580.126.20
+  repository: harbor.corp.example/nvidia
+"""
+
+
+def test_apply_maps_every_image_into_the_operators_registry(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Answers naming only the driver's registry, on a cluster whose operator runs from Harbor: ``apply`` takes Harbor
+    for every other image (said in a note), checks each there and lists them before it sends anything."""
+    demo = demo_cluster(SCENARIO)
+    (tmp_path / "answers.yaml").write_text(ANSWERS)
+    argv = ["apply", "--answers", str(tmp_path / "answers.yaml"), "--kubeconfig", str(demo.kubeconfig_path)]
+    code = main([*argv, "--yes", "--no-wait", "--backup-dir", str(tmp_path / "backups")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "note: driver.operandRegistry: harbor.corp.example (the operator runs from it" in err
+    assert "images the cluster pulls (8):" in err and "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in err
+    assert "images: 8 of 8 images present where the cluster pulls from (1 driver, 7 operator and operand images)" in err
+    policy = demo.store.get("clusterpolicies", "cluster-policy")
+    spec = policy["spec"]
+    assert spec["toolkit"]["repository"] == "harbor.corp.example/nvidia/k8s"
+    assert spec["driver"]["manager"]["repository"] == "harbor.corp.example/nvidia/cloud-native"
+    named = [v for section in spec.values() if isinstance(section, dict) for k, v in section.items() if k == "repository"]
+    assert named and all(r.startswith("harbor.corp.example/") for r in named), named

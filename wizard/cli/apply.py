@@ -84,11 +84,19 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
     """
     from wizard.cluster.apply import ApplyInterrupted
+    from wizard.engine.operand_images import with_operator_registry
     from wizard.engine.ownership import ownership_of
     from wizard.engine.render import advice_text, render
 
     preflight = await cluster.preflight(plan)
     plan = with_policy_flags(args, plan, preflight.cluster_policy)
+    filled = with_operator_registry(plan, preflight.operator_image)
+    if filled is not plan:
+        sys.stderr.write(
+            f"note: driver.operandRegistry: {filled.driver.operandRegistry} (the operator runs from it: every other "
+            "image of the release is pulled from there too; set it in the answers to choose another)\n"
+        )
+        plan = filled
     for check in preflight.checks:
         if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
             write_check(check, sys.stderr)

@@ -30,6 +30,7 @@ __all__ = [
     "operator_registry",
     "private_repository",
     "release_images",
+    "with_operator_registry",
 ]
 
 #: The release.yaml component whose image is the plan's own driver (per node), not the chart's.
@@ -137,3 +138,20 @@ def chart_paths(bundle: str) -> list[tuple[str, str]]:
 def image_list(driver_images: Iterable[str], operands: Iterable[OperandImage]) -> list[str]:
     """Every distinct image the cluster pulls for a plan, sorted: the driver's (per node) and the operands'."""
     return sorted({*(image for image in driver_images if image), *(o.reference for o in operands)})
+
+
+def with_operator_registry(plan: Plan, operator_image: str) -> Plan:
+    """``plan`` with ``driver.operandRegistry`` the running operator's private registry (:func:`operator_registry`)
+    when the answers name none and the nodes' runtime does not reach nvcr.io through a mirror; else ``plan`` itself.
+
+    A cluster that pulls its operator from a private registry pulls the operands from there too: the chart's
+    public defaults would leave them unreachable.
+    """
+    if plan.driver.operandRegistry or "nvcr.io" in plan.driver.registryMirrors:
+        return plan
+    registry = operator_registry(operator_image, plan.operator.version)
+    if not registry:
+        return plan
+    data = plan.answers_dict()
+    data["driver"]["operandRegistry"] = registry
+    return Plan.model_validate(data)
