@@ -65,7 +65,9 @@ def _image_findings(state: WizardState) -> list[Finding]:
         elif not target.exists and status.components:
             source = status.source.reference if status.source is not None else ""
             copy = (
-                shell_command(("skopeo", "copy", "--all", "--preserve-digests", f"docker://{source}", f"docker://{status.image}"))
+                shell_command(
+                    ("skopeo", "copy", "--all", "--preserve-digests", f"docker://{source}", f"docker://{status.image}")
+                )
                 if source
                 else ""
             )
@@ -73,7 +75,9 @@ def _image_findings(state: WizardState) -> list[Finding]:
                 Finding(
                     f"{status.image} is missing in the target registry: the {', '.join(status.components)} pods "
                     "cannot pull it",
-                    f"run the mirror plan (Preview's Mirror plan tab), or: {copy}" if copy else "push it into the registry",
+                    f"run the mirror plan (Preview's Mirror plan tab), or: {copy}"
+                    if copy
+                    else "push it into the registry",
                     blocking=True,
                     step=DRIVER.name,
                 )

@@ -38,11 +38,20 @@ def _policy(store: Store, **driver: Any) -> dict[str, Any]:
     return render(Plan.model_validate(answers), facts).cluster_policy
 
 
+def _state(store: Store) -> str:
+    policy = store.get("clusterpolicies", "cluster-policy")
+    assert policy is not None
+    return str(policy["status"]["state"])
+
+
 def _waiting(store: Store) -> dict[str, tuple[str, str]]:
     """``pod/container -> (reason, image)`` of every operand container waiting on its image."""
     out = {}
     for pod in store.list("pods", NS):
-        statuses = [*(pod.get("status", {}).get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
+        statuses = [
+            *(pod.get("status", {}).get("initContainerStatuses") or []),
+            *(pod["status"].get("containerStatuses") or []),
+        ]
         for status in statuses:
             waiting = (status.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff"):
@@ -70,7 +79,7 @@ async def test_an_operand_left_at_nvcr_io_cannot_be_pulled_behind_harbor() -> No
     assert messages and all("lookup nvcr.io" in m and "no such host" in m for m in messages), messages
     events = [e for e in store.list("events", NS) if e.get("reason") == "Failed"]
     assert any("ErrImagePull" in e.get("message", "") for e in events), "the kubelet's first failure is an event"
-    assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] != "ready"
+    assert _state(store) != "ready"
 
 
 async def test_every_operand_from_harbor_is_pulled_and_the_policy_is_ready() -> None:
@@ -88,7 +97,7 @@ async def test_every_operand_from_harbor_is_pulled_and_the_policy_is_ready() -> 
     }
     assert images and all(image.startswith("harbor.corp.example/") for image in images), images
     assert "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in images
-    assert store.get("clusterpolicies", "cluster-policy")["status"]["state"] == "ready"
+    assert _state(store) == "ready"
 
 
 ANSWERS = """version: 1
@@ -114,8 +123,11 @@ def test_apply_maps_every_image_into_the_operators_registry(
     assert "images the cluster pulls (8):" in err and "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in err
     assert "images: 8 of 8 images present where the cluster pulls from (1 driver, 7 operator and operand images)" in err
     policy = demo.store.get("clusterpolicies", "cluster-policy")
+    assert policy is not None
     spec = policy["spec"]
     assert spec["toolkit"]["repository"] == "harbor.corp.example/nvidia/k8s"
     assert spec["driver"]["manager"]["repository"] == "harbor.corp.example/nvidia/cloud-native"
-    named = [v for section in spec.values() if isinstance(section, dict) for k, v in section.items() if k == "repository"]
+    named = [
+        v for section in spec.values() if isinstance(section, dict) for k, v in section.items() if k == "repository"
+    ]
     assert named and all(r.startswith("harbor.corp.example/") for r in named), named

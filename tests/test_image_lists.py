@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.render_cases import CP, RHEL_KERNEL, nodelist, node
+from tests.helpers.render_cases import CP, RHEL_KERNEL, node, nodelist
 from wizard.cli.main import main
 
 ANSWERS = """version: 1

@@ -141,7 +141,15 @@ def test_an_air_gapped_plan_names_no_image_outside_its_registry(release: str, ca
     assert "nvcr.io" not in to_yaml(rendered.documents()) + helm_yaml(rendered)
     assert rendered.images and all(image.startswith(PRIVATE) for image in rendered.images), rendered.images
     components = {c for image in rendered.operand_images for c in image.components}
-    assert {"driver-manager", "toolkit", "device-plugin", "validator", "gfd", "dcgm-exporter", "mig-manager"} <= components
+    assert {
+        "driver-manager",
+        "toolkit",
+        "device-plugin",
+        "validator",
+        "gfd",
+        "dcgm-exporter",
+        "mig-manager",
+    } <= components
     assert "nfd" in components
     assert {item.target for item in rendered.mirror} >= {image.reference for image in rendered.operand_images}
     script = mirror_script(rendered.mirror)

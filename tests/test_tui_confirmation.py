@@ -20,11 +20,9 @@ WARNING = (
     "580.126.20-ubuntu22.04 is missing in the target registry: {n} node(s) cannot pull it → mirror it first"
 )
 
-#: The images line of an air-gapped plan (wizard.engine.image_lists.compact_summary), longer than a dialog line.
-IMAGES = (
-    "9 image(s) from registry.internal.example-corporation.com:5443: container-toolkit, dcgm-exporter, driver, "
-    "gpu-operator, k8s-device-plugin, k8s-driver-manager, k8s-mig-manager, node-feature-discovery, nvidia-driver"
-)
+#: The images line of a plan pulling from four registries (wizard.engine.image_lists.compact_summary): longer than a
+#: dialog line.
+IMAGES = "9 image(s) from docker.io, nvcr.io, registry.internal.example-corporation.com:5443, registry.k8s.io"
 
 
 async def test_the_worst_case_confirmation_fits_without_scrolling(tui_env: Path) -> None:

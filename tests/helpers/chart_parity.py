@@ -109,7 +109,11 @@ CASES: dict[str, dict[str, Any]] = {
     # behind a private registry (issue 39): every operand image mapped there, the driver manager in the CRs too
     "operand-registry": {
         "mode": "upstream",
-        "driver": {"version": "580.126.20", "repository": PRIVATE_REGISTRY + "/nvidia", "operandRegistry": PRIVATE_REGISTRY},
+        "driver": {
+            "version": "580.126.20",
+            "repository": PRIVATE_REGISTRY + "/nvidia",
+            "operandRegistry": PRIVATE_REGISTRY,
+        },
     },
     "operand-registry-nvidiadriver": {
         "mode": "upstream",

@@ -169,7 +169,14 @@ def operand_copy_command(status: ImageStatus) -> str:
     if status.source is None:
         return "push it into the registry the cluster pulls from"
     return shell_command(
-        ("skopeo", "copy", "--all", "--preserve-digests", f"docker://{status.source.reference}", f"docker://{status.image}")
+        (
+            "skopeo",
+            "copy",
+            "--all",
+            "--preserve-digests",
+            f"docker://{status.source.reference}",
+            f"docker://{status.image}",
+        )
     )
 
 

@@ -153,7 +153,10 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         metavar="NODELIST.json",
         help="`kubectl get nodes -o json` output (default: the nodes of the cluster)",
     )
-    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS,
+    render.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUT_FORMATS,
         default="yaml",
         help=(
             "what to print (default yaml): images is NODE<TAB>DRIVER IMAGE; image-list, hauler and zarf every image "

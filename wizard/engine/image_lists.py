@@ -106,13 +106,12 @@ def compact_lines(rendered: Rendered) -> list[str]:
 
 
 def compact_summary(rendered: Rendered) -> str:
-    """The images in one line: how many, from which registries, and their names (the apply confirmation)."""
+    """The images in one line: how many, and from which registries (the Apply page and its confirmation)."""
     images = rendered.images
     if not images:
         return "no image to pull"
     hosts = sorted({image.split("/", 1)[0] for image in images})
-    names = sorted({image.rsplit("/", 1)[-1].split(":", 1)[0] for image in images})
-    return f"{len(images)} image(s) from {', '.join(hosts)}: {', '.join(names)}"
+    return f"{len(images)} image(s) from {', '.join(hosts)}"
 
 
 def images_comment(rendered: Rendered) -> str:

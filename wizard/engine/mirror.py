@@ -231,7 +231,14 @@ def operand_mirror_items(operands: Iterable[OperandImage]) -> list[MirrorItem]:
             target=image.reference,
             nodes=(),
             commands=(
-                ("skopeo", "copy", "--all", "--preserve-digests", f"docker://{image.source}", f"docker://{image.reference}"),
+                (
+                    "skopeo",
+                    "copy",
+                    "--all",
+                    "--preserve-digests",
+                    f"docker://{image.source}",
+                    f"docker://{image.reference}",
+                ),
                 ("skopeo", "inspect", f"docker://{image.reference}"),
             ),
             components=image.components,

@@ -113,8 +113,12 @@ class DriverBranches(_Model):
 
 
 _Component = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
-_ValuesPath = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")]
-_RepositoryText = Annotated[str, StringConstraints(min_length=1, max_length=255, pattern=r"^[a-z0-9.:-]+(/[a-z0-9._-]+)*$")]
+_ValuesPath = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
+]
+_RepositoryText = Annotated[
+    str, StringConstraints(min_length=1, max_length=255, pattern=r"^[a-z0-9.:-]+(/[a-z0-9._-]+)*$")
+]
 _ImageName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[a-z0-9._-]+(/[a-z0-9._-]+)*$")]
 _Tag = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
 

@@ -166,9 +166,8 @@ class Puller:
                 f"lookup {host} on 10.0.0.2:53: no such host",
             )
         tags = self.catalog.get(f"{host}/{path}")
-        if tags is None and host not in self.hosts:
-            if _org(f"{host}/{path}") not in self.orgs:
-                return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
+        if tags is None and host not in self.hosts and _org(f"{host}/{path}") not in self.orgs:
+            return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
         if tags is None and self.spec.url:
             # A real registry stands in: an image missing from the catalog gets a stable digest offline.
             return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
