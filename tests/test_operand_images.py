@@ -24,7 +24,7 @@ import yaml
 from tests.helpers.chart_parity import CHARTS, PRIVATE_REGISTRY, RELEASES, rendered_case
 from wizard.engine import releases
 from wizard.engine.facts import ClusterFacts
-from wizard.engine.operand_images import operator_registry, private_repository, release_images
+from wizard.engine.operand_images import live_operand_registry, operator_registry, private_repository, release_images
 from wizard.engine.plan import Plan
 from wizard.engine.render import helm_yaml, mirror_script, render, to_yaml
 
@@ -196,3 +196,15 @@ def test_the_running_operators_registry_is_read_from_its_image() -> None:
 def test_a_registry_without_a_host_is_refused() -> None:
     with pytest.raises(ValueError, match="operandRegistry"):
         Plan.model_validate({"mode": "preinstalled", "driver": {"operandRegistry": "nvidia"}})
+
+
+def test_a_plan_read_back_from_a_live_policy_keeps_its_registry() -> None:
+    """An upgrade starts from the live policy's answers: its operands stay in the private registry."""
+    from wizard.cluster.liveplan import plan_from_live
+
+    mapped, _ = rendered_case(LISTED_RELEASE, "operand-registry")
+    assert live_operand_registry(mapped.cluster_policy["spec"], LISTED_RELEASE) == PRIVATE_REGISTRY
+    plan = plan_from_live(mapped.cluster_policy, [], release=LISTED_RELEASE, namespace="gpu-operator")
+    assert plan.driver.operandRegistry == PRIVATE_REGISTRY
+    public, _ = rendered_case(LISTED_RELEASE, "upstream")
+    assert live_operand_registry(public.cluster_policy["spec"], LISTED_RELEASE) == ""

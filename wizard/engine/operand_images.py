@@ -26,6 +26,7 @@ __all__ = [
     "OperandImage",
     "chart_paths",
     "image_list",
+    "live_operand_registry",
     "operand_images",
     "operator_registry",
     "private_repository",
@@ -155,3 +156,21 @@ def with_operator_registry(plan: Plan, operator_image: str) -> Plan:
     data = plan.answers_dict()
     data["driver"]["operandRegistry"] = registry
     return Plan.model_validate(data)
+
+
+def live_operand_registry(spec: Mapping[str, Any], release: str) -> str:
+    """The private registry a live ClusterPolicy's operands come from (``driver.operandRegistry`` of a plan read back
+    from it): the toolkit's, device plugin's or validator's repository with the chart's path below it; ``""`` when
+    they are the chart's own or laid out otherwise."""
+    bundle = releases.bundle_of(release) or releases.default_release()
+    for image in releases.rules(bundle).images:
+        if image.component not in ("toolkit", "device-plugin", "validator"):
+            continue
+        live = _lookup(spec, f"{image.values}.repository")
+        chart_host, _, chart_path = image.repository.partition("/")
+        if not isinstance(live, str) or not live.endswith("/" + chart_path):
+            continue
+        registry = live[: -len(chart_path) - 1]
+        if registry.split("/", 1)[0] != chart_host:
+            return registry
+    return ""
