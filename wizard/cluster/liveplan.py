@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from wizard.cluster.errors import ClusterError
 from wizard.engine.naming import Release
-from wizard.engine.plan import DEFAULT_RELEASE, Plan
 from wizard.engine.operand_images import live_operand_registry
+from wizard.engine.plan import DEFAULT_RELEASE, Plan
 from wizard.engine.releases import bundle_of
 
 
