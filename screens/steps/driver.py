@@ -174,7 +174,7 @@ class DriverStep(FormStep):
             return
         await self.query_one("#driver-scroll").mount_all(self.below_the_fold())
         errors = self.state.errors_for(self.FIELDS)
-        for field in self.query(AnswerField).filter("#registry-mirrors, #registry-ca"):
+        for field in self.query(AnswerField).filter("#operand-registry, #registry-mirrors, #registry-ca"):
             field.show_error(errors.get(field.path, ""))
         self._rest_mounted.set()
 
