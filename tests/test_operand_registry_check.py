@@ -110,3 +110,31 @@ async def test_an_operand_image_nowhere_is_named_with_its_copy_command(oci_regis
         "skopeo copy --all --preserve-digests docker://registry.k8s.io/nfd/node-feature-discovery:v0.19.0 "
         f"docker://{nfd.image}" in line
     ), line
+
+
+def test_the_driver_step_blocks_on_a_missing_operand_image_with_its_copy_command() -> None:
+    """The TUI's finding for a missing operand image: blocking, on the Driver step, naming the pods and the command."""
+    from screens.findings import _image_findings
+    from screens.state import WizardState
+    from wizard.engine.steps import DRIVER
+    from wizard.registry.client import TagStatus
+    from wizard.registry.images import ImageStatus
+
+    target = "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0"
+    source = "nvcr.io/nvidia/k8s/container-toolkit:v1.20.0"
+    state = WizardState()
+    state.images = [
+        ImageStatus(
+            image=target,
+            nodes=(),
+            kernel="",
+            tag_os="",
+            target=TagStatus(target, False),
+            source=TagStatus(source, True, digest="sha256:" + "0" * 64),
+            components=("toolkit",),
+        )
+    ]
+    [finding] = _image_findings(state)
+    assert finding.blocking and finding.step == DRIVER.name
+    assert finding.message == f"{target} is missing in the target registry: the toolkit pods cannot pull it"
+    assert f"skopeo copy --all --preserve-digests docker://{source} docker://{target}" in finding.hint
