@@ -24,7 +24,6 @@ from wizard.engine.plan import Plan
 __all__ = [
     "DRIVER_COMPONENT",
     "OperandImage",
-    "chart_paths",
     "image_list",
     "live_operand_registry",
     "operand_images",
@@ -129,11 +128,6 @@ def operand_images(plan: Plan, policy_spec: Mapping[str, Any]) -> list[OperandIm
         components, _ = by_reference.setdefault(target, ([], image.reference))
         components.append(image.component)
     return [OperandImage(tuple(c), reference, source) for reference, (c, source) in by_reference.items()]
-
-
-def chart_paths(bundle: str) -> list[tuple[str, str]]:
-    """``(component, values path)`` of every image the chart names but the driver's (where its repository is set)."""
-    return [(i.component, i.values) for i in releases.rules(bundle).images if i.component != DRIVER_COMPONENT]
 
 
 def image_list(driver_images: Iterable[str], operands: Iterable[OperandImage]) -> list[str]:

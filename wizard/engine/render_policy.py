@@ -28,7 +28,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from wizard.bundled import operator_crd, operator_values
 from wizard.engine import releases
 from wizard.engine.facts import ClusterFacts
-from wizard.engine.operand_images import NFD_VALUES, private_repository
+from wizard.engine.operand_images import DRIVER_COMPONENT, NFD_VALUES, private_repository
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
 
 CLUSTER_POLICY_NAME = "cluster-policy"
@@ -249,7 +249,7 @@ def _chart_repositories(bundle: str) -> list[tuple[Path, str]]:
     driver's, from release.yaml ``images`` (one entry per place, shared images listed at each)."""
     out: list[tuple[Path, str]] = []
     for image in releases.rules(bundle).images:
-        if image.component != "driver":
+        if image.component != DRIVER_COMPONENT:
             out.append(((*image.values.split("."), "repository"), image.repository))
     return out
 
