@@ -13,6 +13,7 @@ plan names no image outside it; without it, the chart's public references stand 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.engine import releases
 from wizard.engine.plan import Plan
+from wizard.engine.releases import ChartImage
 
 __all__ = [
     "DRIVER_COMPONENT",
@@ -28,8 +30,10 @@ __all__ = [
     "live_operand_registry",
     "operand_images",
     "operator_registry",
+    "policy_repositories",
     "private_repository",
     "release_images",
+    "values_repositories",
     "with_operator_registry",
 ]
 
@@ -168,3 +172,69 @@ def live_operand_registry(spec: Mapping[str, Any], release: str) -> str:
         if registry.split("/", 1)[0] != chart_host:
             return registry
     return ""
+
+
+Path = tuple[str, ...]
+KATA_RUNTIME_CLASSES: Path = ("kataManager", "config", "runtimeClasses")
+"""Where a release's kata manager (v25.10) names the kata artifacts it pulls (``artifacts.url``, an OCI reference)."""
+
+
+def _chart_repositories(bundle: str) -> list[tuple[Path, ChartImage]]:
+    """``(values path of a repository, the image)`` of every image the release's chart names but the driver's (one
+    entry per place: an image shared by two components is listed at each)."""
+    return [
+        ((*image.values.split("."), "repository"), image)
+        for image in releases.rules(bundle).images
+        if image.component != DRIVER_COMPONENT
+    ]
+
+
+def _kata_runtime_classes(section: Any, registry: str) -> list[Any] | None:
+    """The kata manager's runtime classes with each artifact reference in ``registry``; None when there are none."""
+    classes = ((section or {}).get("config") or {}).get("runtimeClasses") if isinstance(section, Mapping) else None
+    if not isinstance(classes, list) or not classes:
+        return None
+    out = copy.deepcopy(classes)
+    for entry in out:
+        artifacts = entry.get("artifacts") if isinstance(entry, dict) else None
+        if isinstance(artifacts, dict) and artifacts.get("url"):
+            artifacts["url"] = private_repository(str(artifacts["url"]), registry)
+    return out
+
+
+def policy_repositories(plan: Plan, chart_spec: Mapping[str, Any], *, skip_driver: bool) -> list[tuple[Path, Any]]:
+    """Every operand image's ``repository`` in the ClusterPolicy (``chart_spec``: the chart's), in
+    ``driver.operandRegistry``: the ClusterPolicy fields the wizard then owns.
+
+    Every section the chart's policy holds an image in (enabled or not: a switch turned on later must not pull
+    from a registry the cluster cannot reach); ``skip_driver``: the driver section is the NVIDIADriver CRs' (its
+    manager there follows the registry in :mod:`wizard.engine.render_nvidiadriver`).
+    """
+    registry = plan.driver.operandRegistry
+    owned: list[tuple[Path, Any]] = []
+    for path, image in _chart_repositories(plan.operator.bundle):
+        section = _lookup(chart_spec, ".".join(path[:-1]))
+        if not isinstance(section, Mapping) or "repository" not in section:
+            continue  # not in the ClusterPolicy (the operator's Deployment, NFD, the GPUCluster's DRA driver)
+        if path[0] == "driver" and skip_driver:
+            continue
+        owned.append((path, private_repository(image.repository, registry)))
+    classes = _kata_runtime_classes(chart_spec.get("kataManager"), registry)
+    if classes is not None:
+        owned.append((KATA_RUNTIME_CLASSES, classes))
+    return owned
+
+
+def values_repositories(plan: Plan, chart_values: Mapping[str, Any]) -> list[tuple[Path, Any]]:
+    """The Helm values putting every image of the chart (the operator's and NFD's included) in
+    ``driver.operandRegistry``."""
+    registry = plan.driver.operandRegistry
+    out: list[tuple[Path, Any]] = []
+    for path, image in _chart_repositories(plan.operator.bundle):
+        repository = private_repository(image.repository, registry)
+        # the NFD subchart's repository names the image too
+        out.append((path, f"{repository}/{image.image}" if path[0] == NFD_VALUES else repository))
+    classes = _kata_runtime_classes(chart_values.get("kataManager"), registry)
+    if classes is not None:
+        out.append((KATA_RUNTIME_CLASSES, classes))
+    return out

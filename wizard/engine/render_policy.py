@@ -28,7 +28,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from wizard.bundled import operator_crd, operator_values
 from wizard.engine import releases
 from wizard.engine.facts import ClusterFacts
-from wizard.engine.operand_images import DRIVER_COMPONENT, NFD_VALUES, private_repository
+from wizard.engine.operand_images import policy_repositories, values_repositories
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
 
 CLUSTER_POLICY_NAME = "cluster-policy"
@@ -240,62 +240,9 @@ def owned_values(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | 
         owned.append((("toolkit", "env"), env_list(env)))
     if plan.driver_enabled or plan.hostPaths.driverInstallDir:
         owned.append((("hostPaths", "driverInstallDir"), plan.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR))
-    owned += operand_repositories(plan)
+    if plan.driver.operandRegistry:
+        owned += policy_repositories(plan, chart_spec(plan.operator.bundle), skip_driver=slim_driver(plan))
     return owned
-
-
-def _chart_repositories(bundle: str) -> list[tuple[Path, str]]:
-    """``(values path of a repository, the chart's repository)`` of every image the release's chart names but the
-    driver's, from release.yaml ``images`` (one entry per place, shared images listed at each)."""
-    out: list[tuple[Path, str]] = []
-    for image in releases.rules(bundle).images:
-        if image.component != DRIVER_COMPONENT:
-            out.append(((*image.values.split("."), "repository"), image.repository))
-    return out
-
-
-def operand_repositories(plan: Plan) -> list[tuple[Path, Any]]:
-    """With ``driver.operandRegistry``: every operand image's ``repository`` in the ClusterPolicy, in that registry.
-
-    Every section the chart's policy holds an image in (enabled or not: a switch turned on later must not pull
-    from a registry the cluster cannot reach); the driver's own section (and, with NVIDIADriver CRs in charge,
-    its manager) belongs to the plan's driver fields and the CRs.
-    """
-    registry = plan.driver.operandRegistry
-    if not registry:
-        return []
-    spec = chart_spec(plan.operator.bundle)
-    owned: list[tuple[Path, Any]] = []
-    for path, repository in _chart_repositories(plan.operator.bundle):
-        node: Any = spec
-        for key in path[:-1]:
-            node = node.get(key) if isinstance(node, Mapping) else None
-        if not isinstance(node, Mapping) or "repository" not in node:
-            continue  # not in the ClusterPolicy (the operator's Deployment, NFD, the GPUCluster's DRA driver)
-        if path[0] == "driver" and slim_driver(plan):
-            continue
-        owned.append((path, private_repository(repository, registry)))
-    classes = _kata_runtime_classes(spec.get("kataManager"), registry)
-    if classes is not None:
-        owned.append((KATA_RUNTIME_CLASSES, classes))
-    return owned
-
-
-KATA_RUNTIME_CLASSES: Path = ("kataManager", "config", "runtimeClasses")
-"""Where a release's kata manager (v25.10) names the kata artifacts it pulls (``artifacts.url``, an OCI reference)."""
-
-
-def _kata_runtime_classes(section: Any, registry: str) -> list[Any] | None:
-    """The kata manager's runtime classes with each artifact reference in ``registry``; None when there are none."""
-    classes = ((section or {}).get("config") or {}).get("runtimeClasses") if isinstance(section, Mapping) else None
-    if not isinstance(classes, list) or not classes:
-        return None
-    out = copy.deepcopy(classes)
-    for entry in out:
-        artifacts = entry.get("artifacts") if isinstance(entry, dict) else None
-        if isinstance(artifacts, dict) and artifacts.get("url"):
-            artifacts["url"] = private_repository(str(artifacts["url"]), registry)
-    return out
 
 
 UPGRADE_POLICY: Path = ("driver", "upgradePolicy")
@@ -413,15 +360,7 @@ def helm_values(
     install_dir = plan.hostPaths.driverInstallDir
     if install_dir and install_dir != chart["hostPaths"].get("driverInstallDir"):
         out["hostPaths"] = {"driverInstallDir": install_dir}
-    registry = plan.driver.operandRegistry
-    if registry:  # every image of the chart, the operator's own and the NFD subchart's included
-        for path, repository in _chart_repositories(plan.operator.bundle):
-            if path[0] == NFD_VALUES:  # the subchart's repository names the image too
-                image = next(i for i in releases.rules(plan.operator.bundle).images if i.values.startswith(NFD_VALUES))
-                set_path(out, path, f"{private_repository(repository, registry)}/{image.image}")
-            else:
-                set_path(out, path, private_repository(repository, registry))
-        classes = _kata_runtime_classes(chart.get("kataManager"), registry)
-        if classes is not None:
-            set_path(out, KATA_RUNTIME_CLASSES, classes)
+    if plan.driver.operandRegistry:  # every image of the chart, the operator's own and the NFD subchart's included
+        for path, value in values_repositories(plan, chart):
+            set_path(out, path, value)
     return out
