@@ -100,12 +100,14 @@ def confirmation(
     owner: Any,
     evictions: Mapping[str, Sequence[str]] | None,
     unread: str = "",
+    images: str = "",
 ) -> Confirmation:
     """The confirmation of an apply (``evictions`` None: the upgrade plan is still being read, or ``unread``
     says why it could not be).
 
     ``where`` is the cluster as said (``**ctx** — the built-in demo cluster``), ``changes`` the
-    ``update ClusterPolicy/cluster-policy`` lines, ``warnings`` the plan's findings.
+    ``update ClusterPolicy/cluster-policy`` lines, ``warnings`` the plan's findings, ``images`` what the cluster
+    will pull, in one line (:func:`wizard.engine.image_lists.compact_summary`; the page lists each).
     """
     risks: list[str] = []
     if owner.helm:
@@ -130,7 +132,8 @@ def confirmation(
             risks.append(f"**Evicts GPU workloads:** {pods}")
     head = f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."
     tail = f"Backup of the live objects first: `{backup}`"
-    used = sum(_rows(text) for text in (head, tail, *risks))
+    pulls = [short(f"Images: {images}", CONFIRM_COLUMNS - 4)] if images else []  # one row: the page lists each
+    used = sum(_rows(text) for text in (head, tail, *risks, *pulls))
     named = 0
     for text in warnings:
         cut = short(text)
@@ -142,7 +145,7 @@ def confirmation(
         named += 1
     if named < len(warnings):
         risks.append(f"and {len(warnings) - named} more warning(s), listed on the page")
-    lines = [head, *(f"* ⚠ {risk}" for risk in risks), f"* {tail}"]
+    lines = [head, *(f"* ⚠ {risk}" for risk in risks), *(f"* {line}" for line in pulls), f"* {tail}"]
     if owner.helm:
         return Confirmation("Apply directly, bypassing Helm?", "\n".join(lines), "Apply directly")
     return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from wizard.engine.steps import DRIVER, NODES, PATHS, PREVIEW
+from wizard.engine.textsafe import shell_command
 
 if TYPE_CHECKING:
     from screens.state import WizardState
@@ -68,6 +69,26 @@ def _image_findings(state: WizardState) -> list[Finding]:
                 Finding(  # a check that could not run is no proof the image is there (the CLI's apply refuses too)
                     f"{status.image}: registry unreachable, not checked ({target.error})",
                     "check the registry address and the network from here; if the nodes reach it, tick 'apply anyway'",
+                    blocking=True,
+                    step=DRIVER.name,
+                )
+            )
+        elif not target.exists and status.components:
+            source = status.source.reference if status.source is not None else ""
+            copy = (
+                shell_command(
+                    ("skopeo", "copy", "--all", "--preserve-digests", f"docker://{source}", f"docker://{status.image}")
+                )
+                if source
+                else ""
+            )
+            found.append(
+                Finding(
+                    f"{status.image} is missing in the target registry: the {', '.join(status.components)} pods "
+                    "cannot pull it",
+                    f"run the mirror plan (Preview's Mirror plan tab), or: {copy}"
+                    if copy
+                    else "push it into the registry",
                     blocking=True,
                     step=DRIVER.name,
                 )

@@ -70,7 +70,8 @@ def test_bash_completes_commands_flags_and_choices(bash_script: Path, tmp_path: 
     assert complete(bash_script, "gpu-wizard apply --registry-m", tmp_path) == ["--registry-mirror"]
     assert "--registry-ca" in complete(bash_script, "gpu-wizard doctor --", tmp_path)
     assert complete(bash_script, "gpu-wizard answers init --mode up", tmp_path) == ["upstream"]
-    assert complete(bash_script, "gpu-wizard render -o h", tmp_path) == ["helm"]
+    assert complete(bash_script, "gpu-wizard render -o h", tmp_path) == ["hauler", "helm"]
+    assert complete(bash_script, "gpu-wizard render -o z", tmp_path) == ["zarf"]
     assert complete(bash_script, "gpu-wizard completion ", tmp_path) == ["bash", "fish", "zsh"]
     # an option's value is not mistaken for a command: `--answers apply` then a flag of render
     assert complete(bash_script, "gpu-wizard render --answers apply --no", tmp_path) == ["--nodes"]

@@ -194,6 +194,7 @@ class Expect:
 VERIFIED = Expect()
 EXPECTED: dict[str, Expect] = {
     "airgapped": VERIFIED,
+    "rke2-rhel-harbor": VERIFIED,  # every operand image from Harbor: the operator's own registry by default (issue 39)
     "existing-install": VERIFIED,
     "existing-install-plain": VERIFIED,
     "k3s-ubuntu": VERIFIED,

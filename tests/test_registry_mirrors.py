@@ -266,4 +266,4 @@ def test_demo_serve_banner_names_the_mirrors_of_its_marker(demo_cluster: Cluster
     demo = demo_cluster("sle-micro-precompiled")
     line = next(x for x in _banner(demo.cluster).splitlines() if x.strip().startswith("registry:"))
     endpoint = demo.url.split("://", 1)[1]
-    assert f"docker.io, nvcr.io, registry.example.com mirrored by {endpoint}" in line
+    assert f"docker.io, nvcr.io, registry.example.com, registry.k8s.io mirrored by {endpoint}" in line

@@ -318,7 +318,12 @@ def test_advice_each_with_a_reason_and_only_when_it_applies() -> None:
         "airgapped-no-repoconfig",
         "image-whitelist",
         "geforce-licence",
+        "operands-from-public-registry",
     ]
+    mapped = render(plan(airgapped=True, operandRegistry="registry.example.com"), UBUNTU)
+    assert "operands-from-public-registry" not in codes(mapped)
+    apart = render(plan(operandRegistry="harbor.corp.example"), UBUNTU)
+    assert "driver-outside-operand-registry" in codes(apart)
     for advice in everything.advice:
         assert advice.level in {"warning", "note"} and advice.message and advice.reason
 

@@ -20,6 +20,10 @@ WARNING = (
     "580.126.20-ubuntu22.04 is missing in the target registry: {n} node(s) cannot pull it → mirror it first"
 )
 
+#: The images line of a plan pulling from four registries (wizard.engine.image_lists.compact_summary): longer than a
+#: dialog line.
+IMAGES = "9 image(s) from docker.io, nvcr.io, registry.internal.example-corporation.com:5443, registry.k8s.io"
+
 
 async def test_the_worst_case_confirmation_fits_without_scrolling(tui_env: Path) -> None:
     asked = confirmation(
@@ -29,6 +33,7 @@ async def test_the_worst_case_confirmation_fits_without_scrolling(tui_env: Path)
         warnings=[WARNING.format(n=n) for n in range(1, 9)],
         owner=Ownership("helm", "cluster-policy", "gpu-operator", "gpu-operator"),
         evictions={f"gpu-a100-{n:02d}": [f"ml-team/train-llm-{n}", f"ml-team/eval-{n}"] for n in range(1, 7)},
+        images=IMAGES,
     )
     app: App[None] = App()
     async with app.run_test(size=(80, 24)) as pilot:
@@ -37,7 +42,7 @@ async def test_the_worst_case_confirmation_fits_without_scrolling(tui_env: Path)
         text = screen_text(app)
         body = app.screen.query_one(".dialog-body")
         assert body.max_scroll_y == 0, f"the confirmation scrolls by {body.max_scroll_y} lines:\n{text}"
-        for words in ("Helm release gpu-operator owns", "Evicts GPU workloads", "more warning(s)", "Backup of"):
+        for words in ("Helm release gpu-operator owns", "Evicts GPU workloads", "Images: 9 image(s) from", "Backup of"):
             assert words in text, text
         assert "Apply directly" in text and "Cancel" in text
 

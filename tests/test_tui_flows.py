@@ -146,7 +146,12 @@ async def test_upstream_air_gapped(tui_env: Path) -> None:
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
         policy = app.screen.tab_text("tab-policy")
         assert "configMapName: repo-config" in policy and "registry.airgap.local/nvidia" in policy
-        assert "skopeo copy" in app.screen.tab_text("tab-mirror")
+        # every other image from the operator's own mirror too (issue 39): the nodes reach nothing else
+        assert app.state.get("driver.operandRegistry") == "registry.airgap.local"
+        assert "nvcr.io" not in policy and "registry.k8s.io" not in policy
+        mirror = app.screen.tab_text("tab-mirror")
+        assert "skopeo copy" in mirror and "# Every image the cluster pulls for this plan (8):" in mirror
+        assert "registry.airgap.local/nvidia/k8s/container-toolkit:v1.20.0  (toolkit)" in mirror
         await next_to(pilot, "apply")
         await apply_and_roll_out(pilot, expect_warning=True)  # upstream is not validated: warned
         text = await verified(pilot)

@@ -124,6 +124,10 @@ class ApplyStep(StepScreen):
                     "[$success]✓ no driver image changes:[/] the live objects already ask for this driver; "
                     "Verify checks them without an apply"
                 )
+        if state.rendered is not None:
+            from wizard.engine.image_lists import compact_summary
+
+            lines.append(f"Images   {escape(compact_summary(state.rendered))} (Preview's Mirror plan lists each)")
         lines.append(
             f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
         )
@@ -239,6 +243,7 @@ class ApplyStep(StepScreen):
         from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
         from screens.findings import blocking_reason
+        from wizard.engine.image_lists import compact_summary
 
         state = self.state
         if state.cluster is None or state.prepared is None:
@@ -263,6 +268,7 @@ class ApplyStep(StepScreen):
             owner=self._owner,
             evictions=self._evictions(),
             unread=self.query_one(UpgradePlanView).unread,
+            images=compact_summary(state.rendered) if state.rendered is not None else "",
         )
         self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
 

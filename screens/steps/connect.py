@@ -263,7 +263,23 @@ class ConnectStep(StepScreen):
         self.find_live_findings()
         await resume.offer_resume(app)
         app.prefill_from_live()
+        self._operand_registry_from_operator()
         await self._replay_when_settled()
+
+    def _operand_registry_from_operator(self) -> None:
+        """An operator running from a private registry: every other image comes from there too, unless the answers
+        say otherwise (the Driver step shows it; a pre-installed plan, which skips that step, needs it as well)."""
+        from wizard.engine.operand_images import operator_registry
+
+        state = self.state
+        preflight = state.preflight
+        if preflight is None or state.get("driver.operandRegistry"):
+            return
+        if "nvcr.io" in (state.get("driver.registryMirrors") or {}):
+            return
+        registry = operator_registry(preflight.operator_image, preflight.operator_release)
+        if registry:
+            state.set("driver.operandRegistry", registry)
 
     async def _replay_when_settled(self) -> None:
         await self.wizard.settled.wait()

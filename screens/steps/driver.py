@@ -137,11 +137,20 @@ class DriverStep(FormStep):
             # the rest of the form (below the first view at 80×24) follows the first frame: see _mount_rest
 
     def below_the_fold(self) -> list[Widget]:
-        """The form's widgets under the first view: the mirror plan, the registry mirrors, the support request."""
+        """The form's widgets under the first view: the mirror plan, the other images' registry, the registry mirrors,
+        the support request."""
         state = self.state
         mirrors = state.get("driver.registryMirrors") or {}
         return [
             MirrorPanel(id="mirror"),
+            AnswerField(
+                "Other images from",
+                "driver.operandRegistry",
+                str(state.get("driver.operandRegistry") or ""),
+                placeholder="the chart's (nvcr.io, registry.k8s.io); or a private registry host[/path]",
+                id="operand-registry",
+                hint="toolkit, device plugin, validator, … keep their paths below it; image checks ask it",
+            ),
             AnswerField(
                 "Registry mirrors",
                 "driver.registryMirrors",
@@ -165,7 +174,7 @@ class DriverStep(FormStep):
             return
         await self.query_one("#driver-scroll").mount_all(self.below_the_fold())
         errors = self.state.errors_for(self.FIELDS)
-        for field in self.query(AnswerField).filter("#registry-mirrors, #registry-ca"):
+        for field in self.query(AnswerField).filter("#operand-registry, #registry-mirrors, #registry-ca"):
             field.show_error(errors.get(field.path, ""))
         self._rest_mounted.set()
 
@@ -212,6 +221,8 @@ class DriverStep(FormStep):
             target = default_target(str(state.get("driver.source")), operator_image=operator_image)
             if target:
                 state.set("driver.repository", target)
+        if not state.get("driver.operandRegistry") and defaults.get("operandRegistry"):
+            state.set("driver.operandRegistry", defaults["operandRegistry"])  # the operator's own private registry
         if state.get("driver.useNvidiaDriverCRD") is None and defaults.get("useNvidiaDriverCRD"):
             state.set("driver.useNvidiaDriverCRD", True)  # one driver resource per OS: see the note beside it
 

@@ -54,6 +54,7 @@ def tab_texts(rendered: Any, images: Sequence[Any] = ()) -> dict[str, tuple[str,
     """Each tab's text and its highlighted content (CPU work: called in a thread); ``images``: the registry's
     answers, so the mirror plan copies none of what no source holds."""
     from screens.findings import unheld_sources
+    from wizard.engine.image_lists import images_comment
     from wizard.engine.mirror import mark_unheld
     from wizard.engine.render import helm_yaml, mirror_script, to_yaml
 
@@ -61,7 +62,9 @@ def tab_texts(rendered: Any, images: Sequence[Any] = ()) -> dict[str, tuple[str,
         "tab-policy": to_yaml([rendered.cluster_policy]),
         "tab-nvd": to_yaml(rendered.nvidia_drivers)
         or "# no NVIDIADriver: the driver is configured in the ClusterPolicy (useNvidiaDriverCRD: false)\n",
-        "tab-mirror": mirror_script(mark_unheld(rendered.mirror, unheld_sources(images))),
+        "tab-mirror": mirror_script(mark_unheld(rendered.mirror, unheld_sources(images)))
+        + "\n"
+        + images_comment(rendered),
         "tab-helm": helm_yaml(rendered),
         "tab-diff": "# the diff against the live objects appears after the server dry-run\n",
     }

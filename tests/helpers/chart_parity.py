@@ -41,6 +41,10 @@ REPOSITORY = "registry.example.com/nvidia"
 NODES = (CP, node("gpu-0"), node("gpu-1", "rhel", "9.4", RHEL_KERNEL))
 
 
+#: The private registry of the air-gapped cases (the issue's harbor).
+PRIVATE_REGISTRY = "harbor.corp.example"
+
+
 #: An upgradePolicy with every field away from the chart's default.
 POLICY: dict[str, Any] = {
     "autoUpgrade": True,
@@ -100,6 +104,24 @@ CASES: dict[str, dict[str, Any]] = {
         "driver": {"version": "580.126.20", "repository": REPOSITORY},
         "toolkit": {
             "env": {"NVIDIA_RUNTIME_SET_AS_DEFAULT": "true", "CDI_ENABLED": "on", "RUNTIME_CONFIG_SOURCE": "file"}
+        },
+    },
+    # behind a private registry (issue 39): every operand image mapped there, the driver manager in the CRs too
+    "operand-registry": {
+        "mode": "upstream",
+        "driver": {
+            "version": "580.126.20",
+            "repository": PRIVATE_REGISTRY + "/nvidia",
+            "operandRegistry": PRIVATE_REGISTRY,
+        },
+    },
+    "operand-registry-nvidiadriver": {
+        "mode": "upstream",
+        "driver": {
+            "version": "580.126.20",
+            "repository": PRIVATE_REGISTRY + "/nvidia",
+            "operandRegistry": PRIVATE_REGISTRY,
+            "useNvidiaDriverCRD": True,
         },
     },
 }

@@ -62,6 +62,14 @@ async def _confirm(question: str) -> bool:
 NO_CHANGES = "no changes: the cluster already holds this plan"
 
 
+def images_text(rendered: Rendered) -> str:
+    """Before the confirmation: every image the cluster will pull for the plan, one compact line each."""
+    from wizard.engine.image_lists import compact_lines
+
+    lines = compact_lines(rendered)
+    return "".join([f"images the cluster pulls ({len(lines)}):\n", *(f"  {line}\n" for line in lines)])
+
+
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
     plan = load_plan(args.answers)
@@ -76,11 +84,19 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
     """
     from wizard.cluster.apply import ApplyInterrupted
+    from wizard.engine.operand_images import with_operator_registry
     from wizard.engine.ownership import ownership_of
     from wizard.engine.render import advice_text, render
 
     preflight = await cluster.preflight(plan)
     plan = with_policy_flags(args, plan, preflight.cluster_policy)
+    filled = with_operator_registry(plan, preflight.operator_image)
+    if filled is not plan:
+        sys.stderr.write(
+            f"note: driver.operandRegistry: {filled.driver.operandRegistry} (the operator runs from it: every other "
+            "image of the release is pulled from there too; set it in the answers to choose another)\n"
+        )
+        plan = filled
     for check in preflight.checks:
         if not check.ok or check.check in ("operator", "cluster-policy", "crd"):
             write_check(check, sys.stderr)
@@ -117,6 +133,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         return EXIT_OK
     # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
     (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
+    sys.stderr.write(images_text(rendered))
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK

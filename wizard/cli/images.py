@@ -138,15 +138,46 @@ def image_lines(statuses: list[ImageStatus]) -> list[str]:
                 f"! image {status.image} is not in the registry yet; its source {status.source.reference} is: "
                 "run `gpu-wizard mirror --run` before the rollout needs it"
             )
+        elif status.components:
+            lines.append(
+                f"✗ image {status.image} not found in the registry: the {', '.join(status.components)} pods "
+                f"would end in ImagePullBackOff; copy it there: {operand_copy_command(status)}"
+            )
         else:
             lines.append(
                 f"✗ image {status.image} not found in the registry: the driver pods on {nodes} "
                 "would end in ImagePullBackOff"
             )
     present = sum(1 for s in statuses if s.ok)
-    if statuses:
+    operands = [s for s in statuses if s.components]
+    if statuses and operands:
+        driver = len(statuses) - len(operands)
+        lines.append(
+            f"images: {present} of {len(statuses)} images present where the cluster pulls from "
+            f"({driver} driver, {len(operands)} operator and operand images)"
+        )
+    elif statuses:
         lines.append(f"images: {present} of {len(statuses)} driver images present where the cluster pulls from")
     return lines
+
+
+def operand_copy_command(status: ImageStatus) -> str:
+    """The command copying a missing operand image into the registry the cluster pulls from (from the chart's
+    public reference), as the mirror plan runs it."""
+    from wizard.engine.textsafe import shell_command
+
+    if status.source is None:
+        return "push it into the registry the cluster pulls from"
+    return shell_command(
+        (
+            "skopeo",
+            "copy",
+            "--all",
+            "--preserve-digests",
+            f"docker://{status.source.reference}",
+            f"docker://{status.image}",
+        )
+    )
 
 
 async def check_images(args: argparse.Namespace, cluster: Cluster, rendered: Rendered) -> list[ImageStatus]:
@@ -166,10 +197,11 @@ def missing_images_refusal(problems: list[ImageStatus]) -> tuple[str, str]:
     """Why ``apply`` stops for these images, and what to do: (message, hint)."""
     names = ", ".join(p.image for p in problems[:3]) + (f" and {len(problems) - 3} more" if len(problems) > 3 else "")
     unchecked = [p for p in problems if p.target.error]
+    kind = "" if any(p.components for p in problems) else "driver "
     if unchecked and len(unchecked) == len(problems):
-        what = f"could not check {len(problems)} driver image(s) the plan needs ({unchecked[0].target.error}): {names}"
+        what = f"could not check {len(problems)} {kind}image(s) the plan needs ({unchecked[0].target.error}): {names}"
     else:
-        what = f"{len(problems)} driver image(s) the plan needs are not where the cluster pulls from: {names}"
+        what = f"{len(problems)} {kind}image(s) the plan needs are not where the cluster pulls from: {names}"
     return f"{what}; nothing applied", _missing_images_hint(problems)
 
 
@@ -178,9 +210,9 @@ def _missing_images_hint(problems: list[ImageStatus]) -> str:
     from wizard.engine.defaults import SLE_MICRO_TAG_PREFIXES
 
     hints = []
-    if any(p.mirrorable or p.target.error for p in problems):
+    if any(p.mirrorable or p.target.error or p.components for p in problems):
         hints.append("push or mirror them first (gpu-wizard mirror --run)")
-    nowhere = [p for p in problems if not p.target.error and not p.mirrorable]
+    nowhere = [p for p in problems if not p.target.error and not p.mirrorable and not p.components]
     precompiled = [p for p in nowhere if p.catalog]  # precompiled tuples carry the catalog's word
     if precompiled:
         kernel = precompiled[0].kernel

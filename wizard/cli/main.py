@@ -29,7 +29,7 @@ from wizard.engine.modes import Mode
 if TYPE_CHECKING:
     pass
 
-OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images")
+OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images", "image-list", "hauler", "zarf")
 
 
 class _VersionAction(argparse.Action):
@@ -76,6 +76,11 @@ def cmd_render(args: argparse.Namespace) -> int:
         out.write(rendering.mirror_script(result.mirror))
     elif args.output == "images":
         out.write(rendering.images_table(result.node_images))
+    elif args.output in ("image-list", "hauler", "zarf"):
+        from wizard.engine import image_lists
+
+        writer = {"image-list": image_lists.plain_list, "hauler": image_lists.hauler_manifest}
+        out.write(writer.get(args.output, image_lists.zarf_package)(result))
     _emit_advice(result.advice, sys.stderr)
     if any(item.code == "tuple-unpublished" for item in result.advice):
         return EXIT_FAILED  # rendered, but a GPU node would get no driver: a check failed
@@ -174,7 +179,16 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         metavar="NODELIST.json",
         help="`kubectl get nodes -o json` output (default: the nodes of the cluster)",
     )
-    render.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default="yaml", help="what to print (default yaml)")
+    render.add_argument(
+        "-o",
+        "--output",
+        choices=OUTPUT_FORMATS,
+        default="yaml",
+        help=(
+            "what to print (default yaml): images is NODE<TAB>DRIVER IMAGE; image-list, hauler and zarf every image "
+            "of the plan to fetch for an air-gapped cluster (a plain list, a hauler Images manifest, a zarf.yaml)"
+        ),
+    )
     render.set_defaults(handler=cmd_render)
 
     answers = sub.add_parser("answers", help="work with answers files")

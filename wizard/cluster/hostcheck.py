@@ -19,7 +19,7 @@ from wizard.cluster import pathcheck
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import run_on_hosts
 from wizard.cluster.preflight import POLICY, active_policy
-from wizard.cluster.probe import Leftover, manager_image
+from wizard.cluster.probe import Leftover, manager_image, probe_registry
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings, host_steps, read_host
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check
@@ -57,9 +57,11 @@ async def host_states(
         gpu = [n for n in gpu if n.name in set(nodes)]
     if not gpu:
         return
-    namespace = (await cluster.known_preflight()).operator_namespace or doctor.namespace
+    preflight = await cluster.known_preflight()
+    namespace = preflight.operator_namespace or doctor.namespace
     policy = active_policy(await cluster.gateway.list_custom(*POLICY))
-    image = cluster.probe_image or manager_image(policy, doctor.bundle)
+    registry = probe_registry("", preflight.operator_image, doctor.bundle)
+    image = cluster.probe_image or manager_image(policy, doctor.bundle, registry)
     paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
     by_name = {n.name: n for n in gpu}
     host = host_steps(doctor, {n.os_id for n in gpu})

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from wizard.cluster.errors import ClusterError
 from wizard.engine.naming import Release
+from wizard.engine.operand_images import live_operand_registry
 from wizard.engine.plan import DEFAULT_RELEASE, Plan
 from wizard.engine.releases import bundle_of
 
@@ -65,6 +66,9 @@ def plan_from_live(
     toolkit_dir = (spec.get("toolkit") or {}).get("installDir")
     if toolkit_dir:
         answers["toolkit"] = {"installDir": toolkit_dir}
+    registry = live_operand_registry(spec, answers["operator"]["version"])
+    if registry:  # the operands come from a private registry: a plan read back keeps them there
+        answers.setdefault("driver", {})["operandRegistry"] = registry
     driver_dir = (spec.get("hostPaths") or {}).get("driverInstallDir")
     if driver_dir and driver_dir != "/run/nvidia/driver":
         answers["hostPaths"] = {"driverInstallDir": driver_dir}

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import host_findmnt, run_on_hosts, truncation_check
 from wizard.cluster.preflight import POLICY, active_policy
-from wizard.cluster.probe import Leftover, manager_image
+from wizard.cluster.probe import Leftover, manager_image, probe_registry
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
@@ -203,7 +203,10 @@ async def check_cluster(
         return
     namespace = await cluster.namespace(plan)
     policy = active_policy(await cluster.gateway.list_custom(*POLICY))
-    image = cluster.probe_image or manager_image(policy, plan.operator.bundle)
+    registry = probe_registry(
+        plan.driver.operandRegistry, (await cluster.known_preflight()).operator_image, plan.operator.version
+    )
+    image = cluster.probe_image or manager_image(policy, plan.operator.bundle, registry)
     if not any(p.check == "driver-dir" for p in paths):
         yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
     failed: set[str] = set()

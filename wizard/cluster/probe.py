@@ -25,6 +25,7 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.naming import image_path
 from wizard.engine.nodescript import Step, StepResult, StepSplitter, script
+from wizard.engine.operand_images import operator_registry, private_repository
 from wizard.engine.results import Check, Status
 
 log = logging.getLogger(__name__)
@@ -37,20 +38,28 @@ _FAILED_WAITING = frozenset(
 )
 
 
-def manager_image(policy: Mapping[str, Any] | None, bundle: str) -> str:
-    """The k8s-driver-manager image: the live ClusterPolicy's (it is pullable there), else the release's chart default."""
-    for source in (
-        (((policy or {}).get("spec") or {}).get("driver") or {}).get("manager"),
-        operator_values(bundle)["driver"]["manager"],
+def manager_image(policy: Mapping[str, Any] | None, bundle: str, registry: str = "") -> str:
+    """The k8s-driver-manager image: the live ClusterPolicy's (it is pullable there), else the release's chart default
+    in ``registry`` (the private registry the cluster pulls from, :mod:`wizard.engine.operand_images`) when given."""
+    for source, live in (
+        ((((policy or {}).get("spec") or {}).get("driver") or {}).get("manager"), True),
+        (operator_values(bundle)["driver"]["manager"], False),
     ):
         if isinstance(source, Mapping) and source.get("image"):
+            repository = str(source.get("repository") or "")
+            if not live and repository:
+                repository = private_repository(repository, registry)
             try:
-                return image_path(
-                    str(source.get("repository") or ""), str(source["image"]), str(source.get("version") or "")
-                )
+                return image_path(repository, str(source["image"]), str(source.get("version") or ""))
             except ValueError:
                 continue
     return "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
+
+
+def probe_registry(operand_registry: str, operator_image: str, release: str) -> str:
+    """Where a probe pod's image comes from before any policy runs: the plan's operand registry, else the running
+    operator's private one (an air-gapped cluster reaches nothing else)."""
+    return operand_registry or operator_registry(operator_image, release)
 
 
 def probe_pod(node: str, namespace: str, image: str, *, run_id: str = "", deadline_s: int = 600) -> dict[str, Any]:

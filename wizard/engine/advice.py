@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wizard.engine.branches import branch_checks
+from wizard.engine.defaults import is_public_registry, registry_host
 from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, UNKNOWN_OS_TAG, ClusterFacts
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
@@ -427,6 +428,9 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
                 "GPUs; the GeForce/TITAN software licence excludes data-center use (blockchain processing aside).",
             )
         )
+    operands = _operand_registry(plan)
+    if operands:
+        out.append(operands)
     out += _node_advice(plan, facts, images, mirror)
     if not facts.gpu_nodes:
         out.append(
@@ -440,6 +444,38 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
             )
         )
     return out
+
+
+def _operand_registry(plan: Plan) -> Advice | None:
+    """The driver and the other images apart: one from a private registry, the rest from the chart's public ones."""
+    driver = plan.driver
+    registry = driver.operandRegistry
+    if registry and plan.driver_enabled and driver.repository:
+        if registry_host(driver.repository) != registry_host(registry):
+            return Advice(
+                "warning",
+                "driver-outside-operand-registry",
+                f"The driver is pulled from {driver.repository}, every other image from {registry}: the cluster "
+                f"must reach both.",
+                "driver.operandRegistry maps the operator's other images into one private registry; the driver "
+                "keeps its own driver.repository.",
+            )
+        return None
+    # Said where the answers call the nodes air-gapped: a private driver registry alone is common on clusters
+    # that reach nvcr.io (the running operator's private registry fills driver.operandRegistry by default).
+    private_driver = plan.driver_enabled and driver.repository and not is_public_registry(driver.repository)
+    if registry or not driver.airgapped or not private_driver or "nvcr.io" in driver.registryMirrors:
+        return None
+    return Advice(
+        "warning",
+        "operands-from-public-registry",
+        f"The driver comes from the private registry {driver.repository}, but the driver manager, toolkit, device "
+        "plugin, validator and the other operands keep the chart's public registries (nvcr.io, registry.k8s.io): "
+        f"a cluster that cannot reach them never becomes ready. Set driver.operandRegistry "
+        f"(e.g. {registry_host(driver.repository)}) to pull every image from there, or driver.registryMirrors "
+        "if the nodes' runtime pulls through a mirror.",
+        "The ClusterPolicy names each operand's image; the chart's defaults point at NVIDIA's public registries.",
+    )
 
 
 def advice_text(advice: Iterable[Advice]) -> str:

@@ -289,6 +289,8 @@ driver:
   source: docker.io/alaudadockerhub        # where the mirror plan copies from
   useNvidiaDriverCRD: false   # true: one NVIDIADriver CR instead of ClusterPolicy's driver section
   imagePullSecrets: []
+  # operandRegistry: registry.example.com   # every other image (toolkit, device plugin, ...) from this registry,
+  #                             # at its public path below it; default: the running operator's private registry
   # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
   #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
   # registryCA: /etc/pki/ca-trust/source/anchors/corp-ca.pem   # a private registry's CA (PEM)
@@ -313,6 +315,8 @@ driver:
   repoConfig:
     configMapName: repo-config   # ConfigMap with apt/yum/zypper repo files for kernel headers
   imagePullSecrets: []
+  # operandRegistry: registry.example.com   # every other image (toolkit, device plugin, ...) from this registry,
+  #                             # at its public path below it; default: the running operator's private registry
   # registryMirrors:            # hosts the nodes' runtime pulls through a mirror (containerd hosts.toml):
   #   nvcr.io: https://mirror.example.com   # the image checks ask the mirror; https (http on loopback only)
   # registryCA: /etc/pki/ca-trust/source/anchors/corp-ca.pem   # a private registry's CA (PEM)

@@ -63,6 +63,11 @@ def _host(repository: str) -> str:
     return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
 
 
+def registry_host(repository: str) -> str:
+    """The registry host of ``repository`` (``docker.io`` for a Docker Hub path), lower-cased."""
+    return _host(repository)
+
+
 def is_public_registry(repository: str) -> bool:
     """``repository`` (``nvcr.io/nvidia``, ``registry.example.com/mlops``) is on a public registry."""
     return _host(repository) in PUBLIC_REGISTRY_HOSTS
@@ -174,13 +179,24 @@ def pick_upstream_version(versions: Sequence[str], release: str) -> str:
     return next((v for v in versions if branch_of(v) in supported), "")
 
 
+def image_tag_of(reference: str) -> str:
+    """The tag of an image reference (``v26.7.0`` of ``…/gpu-operator:v26.7.0``), "" without one."""
+    name = reference.split("@", 1)[0].rsplit("/", 1)[-1]
+    return name.split(":", 1)[1] if ":" in name else ""
+
+
 def driver_defaults(mode: Mode, tag_oses: Sequence[str], *, operator_image: str = "") -> dict[str, Any]:
     """``driver`` answers a newcomer gets in ``mode`` (upstream's version comes from the registry's tags:
     :func:`pick_upstream_version`)."""
+    from wizard.engine.operand_images import operator_registry
+
+    registry = operator_registry(operator_image, image_tag_of(operator_image))
     if mode is Mode.PREINSTALLED:
-        return {}
+        return {"operandRegistry": registry} if registry else {}
     source, image = default_source(mode, tag_oses)
     driver: dict[str, Any] = {"source": source, "image": image}
+    if registry:  # the operator runs from a private registry: every other image comes from there too
+        driver["operandRegistry"] = registry
     versions = catalog_versions(tag_oses) if mode is Mode.PRECOMPILED else []
     if versions:
         driver["version"] = versions[0]

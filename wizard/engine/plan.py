@@ -453,6 +453,11 @@ class DriverSpec(_Section):
     imagePullSecrets: list[str] = Field(default_factory=list)
     airgapped: bool = False
     """Upstream only: nodes cannot reach public package repositories (kernel headers need repoConfig)."""
+    operandRegistry: str = ""
+    """The private registry (``host[/path]``) the cluster pulls every other image of the release from (operator,
+    validator, driver manager, toolkit, device plugin, GFD, DCGM exporter, MIG manager, NFD, ...), each keeping its
+    path below its public host: ``nvcr.io/nvidia/k8s/container-toolkit`` -> ``REGISTRY/nvidia/k8s/container-toolkit``.
+    Empty: the chart's public registries (reached directly or through ``registryMirrors``)."""
     registryMirrors: dict[str, str] = Field(default_factory=dict)
     """Registry host -> mirror URL the cluster's runtime pulls through (containerd hosts.toml, CRI-O
     registries.conf): the image checks ask the mirror. The manifests do not change."""
@@ -472,6 +477,17 @@ class DriverSpec(_Section):
     @classmethod
     def _image(cls, value: str) -> str:
         return check_image_name(value) if value else value
+
+    @field_validator("operandRegistry")
+    @classmethod
+    def _operand_registry(cls, value: str) -> str:
+        if not value:
+            return value
+        value = check_repository(value)
+        first = value.split("/", 1)[0]
+        if not ("." in first or ":" in first or first == "localhost"):
+            raise ValueError(f"{value!r} names no registry host; give host[:port][/path], like harbor.corp.example")
+        return value
 
     @field_validator("registryMirrors")
     @classmethod
@@ -696,6 +712,8 @@ class Plan(_Section):
         data = self.model_dump(mode="json", exclude_none=True)
         if not data["driver"].get("registryMirrors"):
             data["driver"].pop("registryMirrors", None)  # most clusters pull directly: keep their files short
+        if not data["driver"].get("operandRegistry"):
+            data["driver"].pop("operandRegistry", None)
         if not data["driver"].get("registryCA"):
             data["driver"].pop("registryCA", None)
         if data["driver"].get("hostRegistryConfig") is True:

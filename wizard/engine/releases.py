@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from wizard.bundled import OPERATOR_RELEASE_FILE, assets, operator_bundles, operator_release_data
 
 __all__ = [
+    "ChartImage",
     "Release",
     "ReleaseRules",
     "default_release",
@@ -111,6 +112,35 @@ class DriverBranches(_Model):
     note: _Text = ""
 
 
+_Component = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
+_ValuesPath = Annotated[
+    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
+]
+_RepositoryText = Annotated[
+    str, StringConstraints(min_length=1, max_length=255, pattern=r"^[a-z0-9.:-]+(/[a-z0-9._-]+)*$")
+]
+_ImageName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[a-z0-9._-]+(/[a-z0-9._-]+)*$")]
+_Tag = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
+
+
+class ChartImage(_Model):
+    """One image the release's chart names (release.yaml ``images``): where the chart keeps it, what enables it."""
+
+    component: _Component
+    values: _ValuesPath
+    """Where the chart's values keep it (``driver.manager``; ``node-feature-discovery.image`` for the subchart)."""
+    enabled: tuple[_ValuesPath, ...] = Field(max_length=8)
+    """Switches that must all be true for the cluster to pull it (ClusterPolicy spec paths, else chart values)."""
+    repository: _RepositoryText
+    image: _ImageName
+    version: _Tag
+
+    @property
+    def reference(self) -> str:
+        """``repository/image:version``."""
+        return f"{self.repository}/{self.image}:{self.version}"
+
+
 class ReleaseRules(_Model):
     """One release's ``release.yaml`` (the demo-only keys are read by the demo and ignored here)."""
 
@@ -123,6 +153,8 @@ class ReleaseRules(_Model):
     gpuNodeOSInfo: bool
     """The ClusterPolicy takes the OS from the GPU nodes' labels (else from the operator pod's own host)."""
     driverBranches: DriverBranches
+    images: tuple[ChartImage, ...] = Field(min_length=1, max_length=64)
+    """Every image the release's chart names, per component (the operator's own image list)."""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,16 @@ from ruamel.yaml import YAML
 from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
 from wizard.engine.facts import ClusterFacts
-from wizard.engine.mirror import MirrorItem, NodeImage, images_table, mirror_items, mirror_script, node_images
+from wizard.engine.mirror import (
+    MirrorItem,
+    NodeImage,
+    images_table,
+    mirror_items,
+    mirror_script,
+    node_images,
+    operand_mirror_items,
+)
+from wizard.engine.operand_images import OperandImage, image_list, operand_images
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Plan
 from wizard.engine.render_nvidiadriver import nvidia_drivers
 from wizard.engine.render_policy import (
@@ -40,6 +49,7 @@ __all__ = [
     "Advice",
     "MirrorItem",
     "NodeImage",
+    "OperandImage",
     "Rendered",
     "advice_text",
     "apply_patch",
@@ -70,6 +80,13 @@ class Rendered:
     toolkit_install_dir: str
     runtime: RuntimeChoice | None = None
     """The container runtime flavour the toolkit settings are for (None: rendered without node facts)."""
+    operand_images: tuple[OperandImage, ...] = ()
+    """Every image besides the driver's the ClusterPolicy makes the cluster pull (:mod:`wizard.engine.operand_images`)."""
+
+    @property
+    def images(self) -> list[str]:
+        """Every distinct image the cluster pulls for this plan: the driver's per node and the operands'."""
+        return image_list((entry.image for entry in self.node_images), self.operand_images)
 
     @property
     def toolkit_env(self) -> dict[str, str]:
@@ -87,10 +104,12 @@ def render(plan: Plan, facts: ClusterFacts) -> Rendered:
     runtime = runtime_choice(plan, facts)
     drivers = nvidia_drivers(plan, facts)
     images = node_images(plan, facts)
-    mirror = mirror_items(plan, images)
+    policy = cluster_policy(plan, toolkit_dir, runtime.env)
+    operands = operand_images(plan, policy["spec"])
+    mirror = mirror_items(plan, images) + operand_mirror_items(operands)
     return Rendered(
         plan=plan,
-        cluster_policy=cluster_policy(plan, toolkit_dir, runtime.env),
+        cluster_policy=policy,
         nvidia_drivers=drivers,
         node_images=images,
         mirror=mirror,
@@ -98,6 +117,7 @@ def render(plan: Plan, facts: ClusterFacts) -> Rendered:
         advice=advise(plan, facts, images, mirror) + runtime_advice(runtime),
         toolkit_install_dir=toolkit_dir,
         runtime=runtime,
+        operand_images=tuple(operands),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.engine.facts import LABEL_OS_ID, ClusterFacts
 from wizard.engine.naming import repo_config_dirs
+from wizard.engine.operand_images import private_repository
 from wizard.engine.plan import Mode, Plan
 from wizard.engine.render_policy import DEFAULT_NVIDIADRIVER_NAME, is_empty, spec_schema, template_upgrade_policy
 
@@ -88,6 +89,11 @@ def _driver_spec(plan: Plan, bundle: str) -> dict[str, Any]:
         spec["gds"] = _operand(values["gds"])
     if values.get("gdrcopy"):
         spec["gdrcopy"] = _operand(values["gdrcopy"])
+    if driver.operandRegistry:  # the driver manager, GDS and GDRCopy come from the private registry too
+        for key in ("manager", "gds", "gdrcopy"):
+            section = spec.get(key)
+            if isinstance(section, dict) and section.get("repository"):
+                section["repository"] = private_repository(section["repository"], driver.operandRegistry)
     return {k: v for k, v in spec.items() if k in props and not is_empty(v)}
 
 

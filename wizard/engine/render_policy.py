@@ -28,6 +28,7 @@ from ruamel.yaml.resolver import VersionedResolver
 from wizard.bundled import operator_crd, operator_values
 from wizard.engine import releases
 from wizard.engine.facts import ClusterFacts
+from wizard.engine.operand_images import policy_repositories, values_repositories
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, Mode, Plan
 
 CLUSTER_POLICY_NAME = "cluster-policy"
@@ -239,6 +240,8 @@ def owned_values(plan: Plan, toolkit_dir: str, toolkit_env: Mapping[str, str] | 
         owned.append((("toolkit", "env"), env_list(env)))
     if plan.driver_enabled or plan.hostPaths.driverInstallDir:
         owned.append((("hostPaths", "driverInstallDir"), plan.hostPaths.driverInstallDir or DEFAULT_DRIVER_INSTALL_DIR))
+    if plan.driver.operandRegistry:
+        owned += policy_repositories(plan, chart_spec(plan.operator.bundle), skip_driver=slim_driver(plan))
     return owned
 
 
@@ -357,4 +360,7 @@ def helm_values(
     install_dir = plan.hostPaths.driverInstallDir
     if install_dir and install_dir != chart["hostPaths"].get("driverInstallDir"):
         out["hostPaths"] = {"driverInstallDir": install_dir}
+    if plan.driver.operandRegistry:  # every image of the chart, the operator's own and the NFD subchart's included
+        for path, value in values_repositories(plan, chart):
+            set_path(out, path, value)
     return out

@@ -1,8 +1,9 @@
-"""Do the driver images the GPU nodes need exist where the cluster pulls from, and where they are copied from?
+"""Do the images the cluster pulls exist where it pulls from, and where they are copied from?
 
 One :class:`ImageStatus` per distinct driver image: the registry's answer for the target (the
 reference the operator will put in the driver pods), for the mirror source when the image is
-copied from elsewhere, and what the bundled catalog knows about the (driver, kernel, OS) tuple.
+copied from elsewhere, and what the bundled catalog knows about the (driver, kernel, OS) tuple; then one
+per operand image the cluster pulls from a private registry (the driver manager, toolkit, device plugin, ...).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from wizard.engine.catalog import TupleStatus, tuple_status
+from wizard.engine.operand_images import OperandImage
 from wizard.engine.render import Rendered
 from wizard.registry.client import RegistryClient, RegistryError, TagStatus
 
@@ -29,6 +31,8 @@ class ImageStatus:
     """The registry's answer for the mirror source (None when the image is not mirrored)."""
     catalog: TupleStatus | str = ""
     """``validated``/``published``/``unknown`` for precompiled tuples; empty otherwise."""
+    components: tuple[str, ...] = ()
+    """For an image other than the driver's: the operands using it (``nodes`` is then empty)."""
 
     @property
     def ok(self) -> bool:
@@ -41,8 +45,17 @@ class ImageStatus:
         return not self.target.exists and self.source is not None and self.source.exists
 
 
+def checked_operands(rendered: Rendered) -> list[OperandImage]:
+    """The operand images worth asking about: those the plan maps into its private registry
+    (``driver.operandRegistry``) or whose host the nodes' runtime pulls through a mirror (``driver.registryMirrors``).
+    The chart's public references on a cluster that reaches them are NVIDIA's to publish."""
+    mirrors = rendered.plan.driver.registryMirrors
+    return [o for o in rendered.operand_images if o.mirrored or o.reference.split("/", 1)[0] in mirrors]
+
+
 async def check_images(rendered: Rendered, registry: RegistryClient) -> list[ImageStatus]:
-    """Ask the registry about every distinct driver image (and its mirror source) of ``rendered``."""
+    """Ask the registry about every distinct driver image (and its mirror source) of ``rendered``, then about every
+    operand image the cluster pulls from a private registry or a mirror (:func:`checked_operands`)."""
     plan = rendered.plan
     by_image: dict[str, list[str]] = {}
     tuples: dict[str, tuple[str, str]] = {}
@@ -51,7 +64,8 @@ async def check_images(rendered: Rendered, registry: RegistryClient) -> list[Ima
             by_image.setdefault(entry.image, []).append(entry.node)
             tuples.setdefault(entry.image, (entry.kernel, entry.tag_os))
     sources = {item.target: item.source for item in rendered.mirror}
-    answers = await registry.check_many([*by_image, *sources.values()])
+    operands = [o for o in checked_operands(rendered) if o.reference not in by_image]
+    answers = await registry.check_many([*by_image, *sources.values(), *(o.reference for o in operands)])
     out: list[ImageStatus] = []
     for image, nodes in sorted(by_image.items()):
         kernel, tag_os = tuples[image]
@@ -66,6 +80,18 @@ async def check_images(rendered: Rendered, registry: RegistryClient) -> list[Ima
                 target=answers[image],
                 source=answers[source_ref] if source_ref else None,
                 catalog=catalog,
+            )
+        )
+    for operand in operands:
+        out.append(
+            ImageStatus(
+                image=operand.reference,
+                nodes=(),
+                kernel="",
+                tag_os="",
+                target=answers[operand.reference],
+                source=answers[operand.source] if operand.mirrored else None,
+                components=operand.components,
             )
         )
     return out

@@ -21,6 +21,7 @@ _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
 _WORD_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _PATH_RE = re.compile(r"^(/[A-Za-z0-9._-]+){1,16}$")
 _MAX_ITEMS = 64
+_REF_PART_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$")
 
 
 class ReleaseDataError(ValueError):
@@ -47,6 +48,8 @@ class ReleaseData:
     """``nvidiaDriverOwnerLabel``: NVIDIADriver pools select on the owner label the operator sets."""
     pool_selects_major: bool
     """``poolSelectsVersionMajor``: a pool whose tag drops the minor selects on ``VERSION_ID.major``."""
+    images: tuple[str, ...] = ()
+    """``images``: every image reference the release's chart names (what NVIDIA's registries publish for it)."""
 
 
 def _key(name: str) -> tuple[int, int, int] | None:
@@ -98,7 +101,21 @@ def _read(bundle: str) -> ReleaseData:
         lib_modules_ids=_words(f"{where} libModulesMountIDs", data.get("libModulesMountIDs")),
         owner_label=_flag(f"{where} nvidiaDriverOwnerLabel", data.get("nvidiaDriverOwnerLabel")),
         pool_selects_major=_flag(f"{where} poolSelectsVersionMajor", data.get("poolSelectsVersionMajor")),
+        images=_images(f"{where} images", data.get("images")),
     )
+
+
+def _images(where: str, value: Any) -> tuple[str, ...]:
+    """``repository/image:version`` of each ``images`` entry."""
+    if not isinstance(value, list) or len(value) > _MAX_ITEMS:
+        raise ReleaseDataError(f"{where}: a list of at most {_MAX_ITEMS} entries")
+    out = []
+    for entry in value:
+        parts = [entry.get(key) if isinstance(entry, dict) else None for key in ("repository", "image", "version")]
+        if not all(isinstance(p, str) and _REF_PART_RE.match(p) for p in parts):
+            raise ReleaseDataError(f"{where}: an entry without repository, image and version: {entry!r}")
+        out.append(f"{parts[0]}/{parts[1]}:{parts[2]}")
+    return tuple(out)
 
 
 @cache
@@ -130,3 +147,11 @@ def data_for(major: int, minor: int) -> ReleaseData:
         if (line_major, line_minor) <= (major, minor):
             chosen = data
     return chosen
+
+
+def data_of(bundle: str) -> ReleaseData:
+    """The rules of a bundled folder (``v26.7.0``); KeyError for one the demo does not carry."""
+    for data in release_data().values():
+        if data.bundle == bundle:
+            return data
+    raise KeyError(bundle)

@@ -9,6 +9,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import bundle_of, bundled_releases
+from wizard.demo.rules.release_data import data_of
 from wizard.demo.scenarios.scenario import NodeSpec, Scenario, WorkloadSpec
 from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.operands import ENV_NAMES
@@ -71,24 +72,21 @@ def operator_deployment(scenario: Scenario) -> dict[str, Any]:
 
 
 def published_images(scenario: Scenario) -> list[str]:
-    """The operator's own images every release bundle names, as its registry (or mirror) holds them."""
+    """The images every release bundle's chart names (release.yaml ``images``, the driver's aside: the scenario's
+    catalog holds those), as NVIDIA's registries and the scenario's mirror hold them. A mirror
+    (``operator.repository``, ``registry.airgap.local/nvidia``) keeps each image's path below its public host, as
+    an air-gap copy does: ``nvcr.io/nvidia/k8s/container-toolkit`` there is ``registry.airgap.local/nvidia/k8s/…``.
+    A cluster whose scenario is air-gapped reaches only the mirror (:mod:`wizard.demo.sim.pull`)."""
     refs = []
     mirror = scenario.operator.repository
+    registry = mirror.removesuffix("/nvidia") if mirror.endswith("/nvidia") else mirror
     for bundle in bundled_releases().values():
-        values = operator_values(bundle)
-        sections = [
-            values["driver"]["manager"],
-            values["toolkit"],
-            values["devicePlugin"],
-            values["validator"],
-            values["operator"],
-        ]
-        for section in sections:
-            base = section.get("repository", "nvcr.io/nvidia")
-            tag = section.get("version") or bundle
-            refs.append(f"{base}/{section['image']}:{tag}")
+        for reference in data_of(bundle).images:
+            if reference.split("/", 1)[1].startswith("driver:"):
+                continue
+            refs.append(reference)
             if mirror:
-                refs.append(f"{mirror}{base.removeprefix('nvcr.io/nvidia')}/{section['image']}:{tag}")
+                refs.append(f"{registry}/{reference.split('/', 1)[1]}")
     return refs
 
 

@@ -6,7 +6,9 @@ a pod pulled shows a different digest than the pod's ``imageID``). Without a rea
 under an organisation a catalog repository (or an operator image) belongs to (``nvcr.io/nvidia``) is
 pulled through the demo's own registry, so one it does not hold fails to pull (``ErrImagePull``, then
 ``ImagePullBackOff``) exactly where the wizard's image check calls it missing; any other image is public
-and pullable unless the scenario is air-gapped (``registry.public: false``). Error messages are the ones containerd gives kubelet.
+and pullable unless the scenario is air-gapped (``registry.public: false``): then every image outside the catalog's
+hosts fails as unreachable, the operator's own images at nvcr.io included (NVIDIA publishes them; the nodes cannot
+reach them). Error messages are the ones containerd gives kubelet.
 """
 
 from __future__ import annotations
@@ -154,17 +156,18 @@ class Puller:
             host, path, tag, full = _normalized(reference)
         except ValueError:
             return _invalid(reference)
+        if not self.spec.public and host not in self.hosts:
+            # An air-gapped cluster reaches its catalog hosts only, whatever NVIDIA's registries hold: the operand
+            # images left at nvcr.io (or registry.k8s.io) fail on every node as the driver's would.
+            return _failed(
+                reference,
+                full,
+                f'failed to do request: Head "https://{host}/v2/{path}/manifests/{tag}": dial tcp: '
+                f"lookup {host} on 10.0.0.2:53: no such host",
+            )
         tags = self.catalog.get(f"{host}/{path}")
-        if tags is None and host not in self.hosts:
-            if not self.spec.public:
-                return _failed(
-                    reference,
-                    full,
-                    f'failed to do request: Head "https://{host}/v2/{path}/manifests/{tag}": dial tcp: '
-                    f"lookup {host} on 10.0.0.2:53: no such host",
-                )
-            if _org(f"{host}/{path}") not in self.orgs:
-                return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
+        if tags is None and host not in self.hosts and _org(f"{host}/{path}") not in self.orgs:
+            return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
         if tags is None and self.spec.url:
             # A real registry stands in: an image missing from the catalog gets a stable digest offline.
             return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")
