@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
 from tests.fixtures_demo import ClusterFactory
 from wizard.demo.scenarios.scenario import OperatorSpec
@@ -72,10 +74,25 @@ async def test_missing_crds_say_how_to_install_the_operator(demo_cluster: Cluste
     crd = next(c for c in found.checks if c.check == "crd")
     assert crd.status is Status.FAIL and not found.crds
     assert "clusterpolicies.nvidia.com" in crd.message
-    assert "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia" in crd.hint
-    assert (
-        "helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace --version v26.7.0" in crd.hint
-    )
+    # never the chart's defaults (they start NVIDIA's upstream driver at once): the wizard installs it
+    assert "gpu-wizard apply --install-operator" in crd.hint and "helm install" not in crd.hint
+
+
+@pytest.mark.parametrize("crds", [False, True])
+async def test_an_install_of_the_operator_is_what_preflight_expects(demo_cluster: ClusterFactory, crds: bool) -> None:
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=crds)))
+    async with connected(demo) as cluster:
+        told = await cluster.preflight(sle_plan())
+        found = await cluster.preflight(sle_plan(), install_operator=True)
+    assert told.operator_missing and not told.installs_operator
+    assert told.ok is crds  # CRDs without the operator: a warning that says how to install it
+    if crds:
+        [operator] = [c for c in told.checks if c.check == "operator"]
+        assert operator.status is Status.WARN and "gpu-wizard apply --install-operator" in operator.hint
+    assert found.ok and found.installs_operator, [c.message for c in found.checks if not c.ok]
+    assert [c.message for c in found.checks if c.check in ("crd", "operator")] == [
+        "GPU Operator not installed: gpu-wizard will install v26.7.0 with your choices"
+    ]
 
 
 async def test_existing_install_is_read_and_the_release_compared(demo_cluster: ClusterFactory) -> None:
