@@ -119,7 +119,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         from wizard.cli.install import check_install_flags, install_and_follow
 
         chart = check_install_flags(args, plan.operator.version)
-        return await install_and_follow(args, cluster, rendered, chart, _confirm)
+        return await install_and_follow(args, cluster, rendered, chart, _confirm, follow_rollout)
     owner = ownership_of(preflight.cluster_policy)
     if owner.helm and not args.override_helm:
         return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)

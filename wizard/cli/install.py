@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
     from wizard.engine.operator_install import ChartSource
+    from wizard.engine.plan import Plan
     from wizard.engine.render import Rendered
 
 
@@ -54,10 +56,15 @@ def check_install_flags(args: argparse.Namespace, release: str) -> ChartSource |
 
 
 async def install_and_follow(
-    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, chart: ChartSource | None, confirm: object
+    args: argparse.Namespace,
+    cluster: Cluster,
+    rendered: Rendered,
+    chart: ChartSource | None,
+    confirm: Callable[[str], Awaitable[bool]],
+    follow: Callable[[argparse.Namespace, Cluster, Plan], Awaitable[int]],
 ) -> int:
-    """Show what will be installed, confirm, install (helm, or the printed command and a wait), then follow."""
-    from wizard.cli.apply import follow_rollout
+    """Show what will be installed, confirm, install (helm, or the printed command and a wait), then ``follow``
+    the rollout (``apply``'s own follower and confirmation, handed in: apply is the command that calls this)."""
     from wizard.cluster.facade import helm_binary, install_values_path
     from wizard.engine.operator_install import operator_install
 
@@ -95,4 +102,4 @@ async def install_and_follow(
     sys.stderr.write(f"{run.message}\n")
     if args.no_wait:
         return EXIT_OK
-    return await follow_rollout(args, cluster, rendered.plan)
+    return await follow(args, cluster, rendered.plan)

@@ -343,6 +343,10 @@ class Cluster:
         with collector.frozen():
             return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
 
+    def preview_install(self, rendered: Rendered) -> ApplyPlan:
+        """What installing the operator with ``rendered``'s values creates (local CRD checks; no server dry-run)."""
+        return apply_preview.install_preview(rendered)
+
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False
     ) -> ApplyResult:

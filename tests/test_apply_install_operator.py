@@ -1,0 +1,90 @@
+"""``gpu-wizard apply --install-operator`` on a cluster without the operator, against the demo over real HTTPS.
+
+Without ``helm`` on PATH the wizard prints the exact ``helm upgrade --install`` and the values file, then
+waits for the operator. Here the test plays the person who runs that command where helm is: it renders
+the release's real chart (``../shared/operator-charts``, through Helm's own library in helm-python-sdk)
+with the values file the wizard wrote, and creates what the chart installs that the demo serves (the CRDs,
+the operator Deployment, the ClusterPolicy) with a real kubectl. The demo's operator reconciles once the
+chart's Deployment exists, and the first driver DaemonSet must already run the planned image: the chart's
+default (NVIDIA's upstream driver) never appears.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.cluster_util import scenario
+from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.operator_chart import run_the_printed_command
+from wizard.cli.main import main
+from wizard.demo.api.bootstrap import CONTEXT
+from wizard.demo.scenarios.scenario import OperatorSpec
+
+RELEASE = "v26.7.0"
+ANSWERS = (
+    f"version: 1\noperator: {{version: {RELEASE}}}\nmode: precompiled\n"
+    "driver: {version: 580.126.09.1, repository: registry.example.com/mlops}\n"
+)
+PLANNED = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
+
+
+@pytest.mark.parametrize("crds", [False, True], ids=["no-crds", "crds-no-deployment"])
+def test_without_helm_the_command_is_printed_and_the_operator_awaited(
+    demo_cluster: ClusterFactory,
+    kubectl: Kubectl,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    crds: bool,
+) -> None:
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=crds)))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(ANSWERS)
+    values = tmp_path / "install values.yaml"
+    no_helm = tmp_path / "bin"
+    no_helm.mkdir()
+    monkeypatch.setenv("PATH", str(no_helm))  # no helm: the person runs the printed command
+    done: list[str] = []
+    person = threading.Thread(target=run_the_printed_command, args=(RELEASE, values, kubectl, demo, done), daemon=True)
+    person.start()
+    code = main(
+        [
+            "apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--install-operator",
+            "--yes", "--helm-values", str(values), "--wait-timeout", "120",
+        ]
+    )  # fmt: skip
+    person.join(timeout=60)
+    out, err = capsys.readouterr()
+    assert all(line.startswith("0: ") for line in done), done
+    assert code == 0, err
+    assert f"install GPU Operator {RELEASE} as Helm release gpu-operator in namespace gpu-operator" in out
+    assert f"chart gpu-operator {RELEASE} from https://helm.ngc.nvidia.com/nvidia" in out
+    assert f"    nvcr.io/nvidia/gpu-operator:{RELEASE}\n    {PLANNED}\n" in out
+    assert "helm is not on PATH" in err
+    command = next(line.strip() for line in err.splitlines() if line.strip().startswith("helm upgrade"))
+    assert shlex.split(command) == [
+        "helm", "upgrade", "--install", "gpu-operator", "gpu-operator", "--repo", "https://helm.ngc.nvidia.com/nvidia",
+        "--version", RELEASE, "--namespace", "gpu-operator", "--create-namespace", "--values", str(values),
+        "--kubeconfig", str(demo.kubeconfig_path), "--kube-context", CONTEXT,
+    ]  # fmt: skip
+    assert values.stat().st_mode & 0o777 == 0o600
+    assert "rollout: ready" in err
+    daemonsets = [d for d in demo.store.list("daemonsets") if "driver" in d["metadata"]["name"]]
+    images = {c["image"] for d in daemonsets for c in d["spec"]["template"]["spec"]["containers"]}
+    assert PLANNED in images and not any(i.startswith("nvcr.io/nvidia/driver") for i in images), images
+    assert os.environ["PATH"] == str(no_helm)
+
+
+def test_install_flags_are_checked_before_connecting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(ANSWERS)
+    base = ["apply", "--answers", str(answers), "--kubeconfig", str(tmp_path / "absent")]
+    assert main([*base, "--chart", "./gpu-operator"]) == 2
+    assert "--chart: only with --install-operator" in capsys.readouterr().err
+    assert main([*base, "--install-operator", "--chart", "https://example.com/x.tgz"]) == 2
+    assert "--chart: 'https://example.com/x.tgz' is not a local chart folder" in capsys.readouterr().err
