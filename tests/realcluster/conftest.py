@@ -38,6 +38,17 @@ def built() -> Built:
         raise
 
 
+@pytest.fixture(scope="session")
+def helm_binary(request: pytest.FixtureRequest) -> Path:
+    """The lane's helm (``go/helm``, pinned). ``GPU_WIZARD_HELM`` names another build of the same pin, e.g.
+    while the lane's cache is being built for another key."""
+    named = os.environ.get("GPU_WIZARD_HELM")
+    if named:
+        return Path(named)
+    built: Built = request.getfixturevalue("built")
+    return built.bin / "helm"
+
+
 def releases() -> list[str]:
     from tests.realcluster.build import operator_releases
 
