@@ -6,18 +6,26 @@ version/appVersion) and the values it computed, then follows the rollout. Helm's
 the server (CRDs Established before their objects, OpenAPI for field validation, its release Secret).
 Against the demo's ``no-operator`` scenario: the demo's operator reconciles once the chart's Deployment
 exists, and its first driver DaemonSets carry the planned image; the ClusterPolicy is Helm-owned, so the
-next ``apply`` goes through Helm.
+next ``apply`` goes through Helm. Against the real control plane started without the operator
+(``make real-cluster OPERATOR=none``): the real operator binary runs once the chart's Deployment exists,
+as the chart's ServiceAccount (the chart's ClusterRole and Role, not system:masters), and the first
+driver DaemonSets it creates carry the images the wizard predicted.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import _chart_dir
+from tests.realcluster.build import Built
+from tests.realcluster.cluster import RealCluster
+from tests.realcluster.conftest import LOGS, releases
+from tests.realcluster.flows import SLE_KERNELS, container, driver_daemonsets, node, run, wait_for
 from wizard.cli.main import main
 
 RELEASE = "v26.7.0"
@@ -71,3 +79,65 @@ def test_helm_installs_the_chart_with_the_plans_values_into_the_demo(
     assert code == 0, err
     assert "Helm release gpu-operator (namespace gpu-operator) manages ClusterPolicy cluster-policy" in err
     assert "helm upgrade gpu-operator nvidia/gpu-operator" in err
+
+
+@pytest.fixture(scope="module", params=releases())
+def bare_cluster(
+    request: pytest.FixtureRequest, built: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """`make real-cluster OPERATOR=none`: a real control plane with SLE Micro nodes, no CRDs, no operator."""
+    release = request.param
+    cluster = RealCluster(built, tmp_path_factory.mktemp(f"bare-{release}"), release)
+    k1, k2 = SLE_KERNELS
+    nodes = [
+        node("cp-0", "sle-micro", "5.5", k1, gpu=False),
+        node("gpu-a-0", "sle-micro", "5.5", k1),
+        node("gpu-b-0", "sle-micro", "5.5", k2),
+    ]
+    try:
+        cluster.start(nodes, installed=False)
+        yield cluster
+    finally:
+        cluster.keep_logs(LOGS / f"install-{release}")
+        cluster.stop()
+
+
+def test_the_real_chart_through_helm_then_the_operator_as_its_service_account(
+    bare_cluster: RealCluster, helm_on_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wizard installs the real chart through the real helm into the real API server; the real operator,
+    started once the chart's Deployment exists and running as the chart's ServiceAccount, creates driver
+    DaemonSets whose first images are the ones the wizard named in its confirmation."""
+    cluster = bare_cluster
+    crds = cluster.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+    assert not [c for c in crds if c["metadata"]["name"].endswith(".nvidia.com")], "OPERATOR=none: no CRDs yet"
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
+        "driver:\n  version: '580.126.09.1'\n  repository: registry.example.com/mlops\n"
+        "toolkit:\n  installDir: /run/nvidia/toolkit-install\n"
+    )
+    admin = ["--kubeconfig", str(cluster.kubeconfig("admin"))]  # helm creates CRDs and ClusterRoles: an admin's job
+    chart = str(_chart_dir(cluster.release))
+    code, out, err = run(
+        capsys, "apply", "--answers", str(answers), *admin, "--install-operator", "--chart", chart, "--yes",
+        "--no-registry", "--no-wait",
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert f"helm installed GPU Operator {cluster.release}" in err, err
+    named = out.split("  images:\n", 1)[1].split("  values:", 1)[0].split()
+    predicted = {image for image in named if "/nvidia-driver:" in image}
+    assert predicted == {f"registry.example.com/mlops/nvidia-driver:580.126.09.1-{k}-sle-micro5.5" for k in SLE_KERNELS}
+    [policy] = cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
+    assert policy["metadata"]["annotations"]["meta.helm.sh/release-name"] == "gpu-operator"
+    assert not driver_daemonsets(cluster), "no operator ran yet"
+
+    cluster.start_operator_when_installed()
+    first = wait_for("the operator's first driver DaemonSets", lambda: driver_daemonsets(cluster), 180)
+    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in first.values()} <= predicted
+    found = wait_for(
+        "a driver DaemonSet per kernel",
+        lambda: len(driver_daemonsets(cluster)) == 2 and driver_daemonsets(cluster),
+        120,
+    )
+    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == predicted

@@ -84,7 +84,7 @@ class OperatorInstall:
     """One install of the operator: the Helm release, its chart, the values file and what it pulls."""
 
     release: str
-    """The operator release (``v26.3.3``): the chart version."""
+    """The operator release (``vMAJOR.MINOR.PATCH``): the chart version."""
     namespace: str
     chart: ChartSource
     values: dict[str, Any]
