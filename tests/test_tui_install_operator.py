@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,8 @@ async def test_connect_says_it_installs_and_apply_names_what_then_installs(
         said = f"GPU Operator not installed: gpu-wizard will install {RELEASE} with your choices"
         await wait_for(pilot, lambda: "with your choices" in screen_text(app), 10, "the install notice")
         assert said in " ".join(screen_text(app).split()), screen_text(app)
-        assert app.screen.blocker() == ""
+        screen: Any = app.screen
+        assert screen.blocker() == ""
         await walk_to(pilot, "nodes", "mode", "driver")
         await set_field(pilot, "driver-repository", "registry.example.com/mlops")  # the site's mirror
         await wait_for(pilot, lambda: bool(app.state.images), what="the registry check")
@@ -63,10 +65,9 @@ async def test_connect_says_it_installs_and_apply_names_what_then_installs(
         person.join(timeout=30)
         assert all(line.startswith("0: ") for line in done), done
         assert app.state.applied.ok, app.state.applied.message
-        await wait_for(
-            pilot, lambda: getattr(app.screen, "_rollout", None) is not None and app.screen._rollout.done, 90, "rollout"
-        )
-        assert app.screen._rollout.phase == "ready", app.screen._rollout
+        apply: Any = app.screen
+        await wait_for(pilot, lambda: apply._rollout is not None and apply._rollout.done, 90, "rollout")
+        assert apply._rollout.phase == "ready", apply._rollout
         daemonsets = [d for d in app._demo_cluster.store.list("daemonsets") if "driver" in d["metadata"]["name"]]
         images = {c["image"] for d in daemonsets for c in d["spec"]["template"]["spec"]["containers"]}
         assert any(i.startswith("registry.example.com/mlops/nvidia-driver:580") for i in images), images
