@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_demo import ClusterFactory, Kubectl
 from wizard.demo.scenarios.scenario import OperatorSpec
+from wizard.engine.render import render, to_yaml
 from wizard.engine.results import Status
 
 
@@ -107,3 +108,16 @@ async def test_existing_install_is_read_and_the_release_compared(demo_cluster: C
     assert "operator.version: v26.3.3" in release.hint
     assert (live.mode.value, live.driver.version, live.operator.version) == ("upstream", "570.195.03", "v26.3.3")
     assert (live.driver.repository, live.driver.image) == ("nvcr.io/nvidia", "driver")
+
+
+async def test_a_policy_no_helm_release_owns_stops_an_install(demo_cluster: ClusterFactory, kubectl: Kubectl) -> None:
+    """helm refuses to adopt an object its release does not own: preflight says so before anything runs."""
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=True)))
+    async with connected(demo) as cluster:
+        policy = render(sle_plan(), await cluster.discover()).cluster_policy
+        made = kubectl(demo, "create", "-f", "-", input=to_yaml([{**policy, "metadata": {"name": "by-hand"}}]))
+        assert made.returncode == 0, made.stderr
+        found = await cluster.preflight(sle_plan(), install_operator=True)
+    [refusal] = [c for c in found.checks if not c.ok]
+    assert refusal.message.startswith("ClusterPolicy by-hand exists and no Helm release owns it")
+    assert "kubectl delete clusterpolicy by-hand" in refusal.hint and not found.ok
