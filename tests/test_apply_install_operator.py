@@ -88,3 +88,34 @@ def test_install_flags_are_checked_before_connecting(tmp_path: Path, capsys: pyt
     assert "--chart: only with --install-operator" in capsys.readouterr().err
     assert main([*base, "--install-operator", "--chart", "https://example.com/x.tgz"]) == 2
     assert "--chart: 'https://example.com/x.tgz' is not a local chart folder" in capsys.readouterr().err
+
+
+def test_at_a_terminal_apply_offers_the_install(tmp_path: Path) -> None:
+    """No operator and no --install-operator: at a terminal, apply asks; no is no, and preflight then says why."""
+    import fcntl
+    import os
+    import subprocess
+    import termios
+
+    from tests.test_apply_interrupts import ROOT, _cli, _read_until
+
+    (tmp_path / "answers.yaml").write_text(ANSWERS)
+    master, slave = os.openpty()
+    argv = _cli("apply", "--answers", str(tmp_path / "answers.yaml"), "--demo", "no-operator", "--no-registry")
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
+    )  # fmt: skip
+    os.close(slave)
+    try:
+        seen = _read_until(master, b"[y/N] ", proc, 60)
+        said = " ".join(seen.decode(errors="replace").split())
+        assert f"GPU Operator not installed: gpu-wizard will install {RELEASE} with your choices. Install it" in said
+        os.write(master, b"n\n")
+        rest = _read_until(master, b"nothing applied", proc, 60)
+        assert proc.wait(timeout=30) == 2
+    finally:
+        proc.kill()
+        os.close(master)
+    text = rest.decode(errors="replace")
+    assert "gpu-wizard apply --install-operator" in text and "preflight failed; nothing applied" in text
