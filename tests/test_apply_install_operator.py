@@ -119,3 +119,23 @@ def test_at_a_terminal_apply_offers_the_install(tmp_path: Path) -> None:
         os.close(master)
     text = rest.decode(errors="replace")
     assert "gpu-wizard apply --install-operator" in text and "preflight failed; nothing applied" in text
+
+
+def test_a_dry_run_writes_the_values_and_prints_the_command_only(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=False)))
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(ANSWERS)
+    values = tmp_path / "values.yaml"
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    base = ["apply", "--answers", str(answers), *kube, "--helm-values", str(values), "--no-registry"]
+    assert main([*base, "--install-operator", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: nothing installed; the command:\n  helm upgrade --install gpu-operator gpu-operator" in out, out
+    assert values.is_file() and not demo.store.list("deployments") and not demo.store.list("customresourcedefinitions")
+
+    # the same flag where an operator runs: said, and the apply goes on as usual
+    running = demo_cluster("sle-micro-precompiled")
+    assert main([*base[:3], "--kubeconfig", str(running.kubeconfig_path), "--install-operator", "--dry-run"]) == 0
+    assert "! --install-operator: a GPU Operator already runs; applying to it" in capsys.readouterr().err

@@ -115,6 +115,8 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             message, hint = missing_images_refusal(problems)
             sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
+    if install and not preflight.operator_missing:
+        sys.stderr.write("! --install-operator: a GPU Operator already runs; applying to it\n")
     if preflight.installs_operator:
         from wizard.cli.install import check_install_flags, install_and_follow
 
