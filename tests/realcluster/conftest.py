@@ -100,3 +100,28 @@ def real_cluster(
         if request.session.stash.get(_FAILED, set()):
             cluster.keep_logs(LOGS / release)
         cluster.stop()
+
+
+@pytest.fixture(scope="module", params=releases())
+def bare_cluster(
+    request: pytest.FixtureRequest, built: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """`make real-cluster OPERATOR=none`: a control plane with SLE Micro nodes (two kernels), without the
+    operator's CRDs and without the operator, for a test that installs it (one per release)."""
+    from tests.realcluster.flows import SLE_KERNELS, node
+
+    release = request.param
+    cluster = RealCluster(built, tmp_path_factory.mktemp(f"bare-{release}"), release)
+    k1, k2 = SLE_KERNELS
+    nodes = [
+        node("cp-0", "sle-micro", "5.5", k1, gpu=False),
+        node("gpu-a-0", "sle-micro", "5.5", k1),
+        node("gpu-b-0", "sle-micro", "5.5", k2),
+    ]
+    try:
+        cluster.start(nodes, installed=False)
+        yield cluster
+    finally:
+        if request.session.stash.get(_FAILED, set()):
+            cluster.keep_logs(LOGS / f"install-{release}")
+        cluster.stop()

@@ -15,17 +15,14 @@ driver DaemonSets it creates carry the images the wizard predicted.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import _chart_dir
-from tests.realcluster.build import Built
 from tests.realcluster.cluster import RealCluster
-from tests.realcluster.conftest import LOGS, releases
-from tests.realcluster.flows import SLE_KERNELS, container, driver_daemonsets, node, run, wait_for
+from tests.realcluster.flows import SLE_KERNELS, container, driver_daemonsets, run, wait_for
 from wizard.cli.main import main
 
 RELEASE = "v26.7.0"
@@ -79,27 +76,6 @@ def test_helm_installs_the_chart_with_the_plans_values_into_the_demo(
     assert code == 0, err
     assert "Helm release gpu-operator (namespace gpu-operator) manages ClusterPolicy cluster-policy" in err
     assert "helm upgrade gpu-operator nvidia/gpu-operator" in err
-
-
-@pytest.fixture(scope="module", params=releases())
-def bare_cluster(
-    request: pytest.FixtureRequest, built: Built, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[RealCluster]:
-    """`make real-cluster OPERATOR=none`: a real control plane with SLE Micro nodes, no CRDs, no operator."""
-    release = request.param
-    cluster = RealCluster(built, tmp_path_factory.mktemp(f"bare-{release}"), release)
-    k1, k2 = SLE_KERNELS
-    nodes = [
-        node("cp-0", "sle-micro", "5.5", k1, gpu=False),
-        node("gpu-a-0", "sle-micro", "5.5", k1),
-        node("gpu-b-0", "sle-micro", "5.5", k2),
-    ]
-    try:
-        cluster.start(nodes, installed=False)
-        yield cluster
-    finally:
-        cluster.keep_logs(LOGS / f"install-{release}")
-        cluster.stop()
 
 
 def test_the_real_chart_through_helm_then_the_operator_as_its_service_account(
