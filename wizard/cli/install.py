@@ -75,7 +75,7 @@ async def install_and_follow(
     out.write(f"  values: {values_path}\n")
     helm = helm_binary()
     if args.dry_run:
-        from wizard.cluster.operator_install import write_install
+        from wizard.cluster.facade import write_install
 
         write_install(install, values_path)
         out.write(
@@ -84,7 +84,7 @@ async def install_and_follow(
         return EXIT_OK
     if not args.yes and not await confirm(
         f"Install GPU Operator {install.release} into context {cluster.info.context}?"
-    ):  # type: ignore[operator]
+    ):
         sys.stderr.write("nothing installed\n")
         return EXIT_OK
 

@@ -37,7 +37,13 @@ from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.kubeconfig import list_contexts
 from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
-from wizard.cluster.operator_install import InstallRun, helm_binary, install_operator, install_values_path
+from wizard.cluster.operator_install import (
+    InstallRun,
+    helm_binary,
+    install_operator,
+    install_values_path,
+    write_install,
+)
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
@@ -74,6 +80,7 @@ __all__ = [
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",
     "upgrade_report_lines",
+    "write_install",
 ]
 
 ApplyPlan = apply_preview.ApplyPlan
