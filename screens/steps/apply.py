@@ -361,7 +361,7 @@ class ApplyStep(StepScreen):
             view.say(
                 f"helm is not on PATH: run this where helm is; gpu-wizard waits for the operator\n  {escape(command)}"
             )
-            copy_text(self.app, command, "The helm command")
+            self.notify(copy_text(self.app, command, "The helm command"), title="Run helm", timeout=15)
 
         try:
             run = await cluster.install_operator(self._install, values, helm=helm, wait_timeout=1800.0, said=said)
