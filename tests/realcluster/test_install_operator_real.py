@@ -117,3 +117,10 @@ def test_the_real_chart_through_helm_then_the_operator_as_its_service_account(
         120,
     )
     assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == predicted
+    # it ran as the chart's ServiceAccount, and the chart's RBAC let it do all of that
+    whoami = cluster.kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}", user="chart-operator")
+    assert whoami.stdout == "system:serviceaccount:gpu-operator:gpu-operator", whoami.stdout
+    log = (cluster.workdir / "gpu-operator.log").read_text(errors="replace")
+    assert "clusterpolicy" in log.lower() and "forbidden" not in log.lower(), [
+        line for line in log.splitlines() if "forbidden" in line.lower()
+    ][:3]
