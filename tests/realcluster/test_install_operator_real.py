@@ -23,7 +23,7 @@ import pytest
 from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import _chart_dir
 from tests.realcluster.cluster import RealCluster
-from tests.realcluster.flows import container, driver_daemonsets, run, wait_for
+from tests.realcluster.flows import container, daemonsets, driver_daemonsets, run, wait_for
 from wizard.cli.main import main
 
 RELEASE = "v26.7.0"
@@ -82,6 +82,7 @@ def test_helm_installs_the_chart_with_the_plans_values_into_the_demo(
 MODES = {
     "precompiled": "mode: precompiled\ndriver:\n  version: '580.126.09.1'\n  repository: registry.example.com/mlops\n",
     "upstream": "mode: upstream\ndriver:\n  version: '580.126.20'\n  repository: registry.example.com/nvidia\n",
+    "preinstalled": "mode: preinstalled\n",
     "nvidiadriver": "mode: precompiled\ndriver:\n  version: '580.126.09.1'\n  repository: registry.example.com/mlops\n"
     "  useNvidiaDriverCRD: true\n",
 }
@@ -126,12 +127,16 @@ def test_the_real_chart_through_helm_then_the_operator_as_its_service_account(
     assert f"helm installed GPU Operator {cluster.release}" in err, err
     named = out.split("  images:\n", 1)[1].split("  values:", 1)[0].split()
     predicted = {image for image in named if "/nvidia-driver:" in image or "/driver:" in image}
-    assert len(predicted) == (1 if mode == "upstream" else 2), named
+    assert len(predicted) == {"upstream": 1, "preinstalled": 0}.get(mode, 2), named
     [policy] = cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
     assert policy["metadata"]["annotations"]["meta.helm.sh/release-name"] == "gpu-operator"
     assert not driver_daemonsets(cluster), "no operator ran yet"
 
     cluster.start_operator_when_installed()
+    if mode == "preinstalled":  # the host's driver: the operator reconciles the rest and never deploys one
+        wait_for("the toolkit DaemonSet", lambda: "nvidia-container-toolkit-daemonset" in daemonsets(cluster), 180)
+        assert not driver_daemonsets(cluster)
+        return
     first = wait_for("the operator's first driver DaemonSets", lambda: driver_daemonsets(cluster), 180)
     assert {container(ds, "nvidia-driver-ctr")["image"] for ds in first.values()} <= predicted
     wait_for("every planned driver DaemonSet", lambda: len(driver_daemonsets(cluster)) == len(predicted), 120)
