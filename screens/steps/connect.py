@@ -258,7 +258,8 @@ class ConnectStep(StepScreen):
                 timeout=15,
             )
         self._show_connected(running=True)
-        state.preflight = await cluster.preflight(state.plan())
+        # the TUI installs a missing operator itself (Apply says what and asks): its absence is no failure
+        state.preflight = await cluster.preflight(state.plan(), install_operator=True)
         self._show_connected()
         self.find_live_findings()
         await resume.offer_resume(app)

@@ -245,7 +245,8 @@ class PreviewStep(StepScreen):
         self.refresh_nav()
         cluster = state.connected()
         plan = state.rendered.plan
-        prepared = await cluster.prepare_apply(state.rendered)
+        installs = bool(getattr(state.preflight, "installs_operator", False))
+        prepared = cluster.preview_install(state.rendered) if installs else await cluster.prepare_apply(state.rendered)
         state.references = list(await cluster.reference_checks(plan))
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(plan) as registry:
@@ -271,7 +272,13 @@ class PreviewStep(StepScreen):
 
         diff = str(getattr(prepared, "diff", "") or "")
         self._show_tab("tab-diff", diff or "# no change against the live objects\n")
-        if prepared.ok:
+        if prepared.ok and getattr(self.state.preflight, "installs_operator", False):
+            summary = ", ".join(changes(prepared))
+            verdict = (
+                f"[$success]✓ checked against the release's CRDs:[/] {escape(summary)} [$text-muted](no server "
+                "dry-run: the GPU Operator is not installed; Apply installs it with these objects)[/]"
+            )
+        elif prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
             if prepared.changed and prepared.holds_driver:

@@ -1,7 +1,8 @@
 """`make real-cluster RELEASE=v26.3.3 NODES=nodes.json`: the real-cluster lane in the foreground.
 
 Builds (or finds) the binaries, starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-kwok with the NodeList's nodes and the real operator, prints one `export KUBECONFIG=…` line once the
+kwok with the NodeList's nodes and the real operator (`--operator none`, `OPERATOR=none`: neither the
+operator nor its CRDs until a helm install brings the chart's Deployment), prints one `export KUBECONFIG=…` line once the
 operator reconciles, and stops everything on Ctrl-C or SIGTERM. Logs stay in the printed folder.
 """
 
@@ -26,6 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--release", default="", help="operator release (default: the newest built)")
     parser.add_argument("--nodes", type=Path, default=DEFAULT_NODES, help="a NodeList whose labels the fake nodes take")
     parser.add_argument("--user", default="admin", choices=["admin", "wizard"], help="whose kubeconfig to print")
+    parser.add_argument(
+        "--operator",
+        default="running",
+        choices=["running", "none"],
+        help="none: start without the operator and its CRDs (gpu-wizard apply --install-operator installs the "
+        "chart; the operator binary runs once the chart's Deployment exists, as the chart's ServiceAccount)",
+    )
     args = parser.parse_args(argv)
     try:
         built = build()
@@ -47,9 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        cluster.start(items)
+        installed = args.operator != "none"
+        cluster.start(items, installed=installed)
         print(f"real-cluster: GPU Operator {release}, {len(items)} nodes; logs in {workdir}", file=sys.stderr)
+        if not installed:
+            print("real-cluster: no operator yet: it starts once the chart's Deployment exists (helm)", file=sys.stderr)
         print(f"export KUBECONFIG={cluster.kubeconfig(args.user)}", flush=True)
+        while not installed and not stop.is_set():
+            if cluster.chart_deployment() is not None:
+                cluster.start_operator_when_installed()
+                print("real-cluster: the chart's Deployment exists: the operator runs", file=sys.stderr)
+                break
+            stop.wait(2)
         stop.wait()
     except ClusterStartError as error:
         print(f"real-cluster: {error}", file=sys.stderr)

@@ -1,7 +1,7 @@
 """Builds the real-cluster lane's binaries from pinned Go modules, cached outside the clone.
 
 `python -m tests.realcluster.build` builds kube-apiserver, kube-controller-manager, kube-scheduler and
-kubectl (`go/k8s`), etcd (`go/etcd`), kwok (`go/kwok`) and the GPU Operator of every release whose
+kubectl (`go/k8s`), etcd (`go/etcd`), kwok (`go/kwok`), helm (`go/helm`) and the GPU Operator of every release whose
 module the proxy serves (`go/operator-<release>`), and prints the cache folder on stdout.
 
 A release the proxy refuses (v26.7.0: 403 for its commit in every version form) is built from a git
@@ -42,6 +42,8 @@ K8S_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "
 OPERATOR_MODULE = "github.com/NVIDIA/gpu-operator"
 OPERATOR_GIT_ENV = "GPU_WIZARD_OPERATOR_GIT"
 KWOK_MODULE = "sigs.k8s.io/kwok"
+HELM_MODULE = "helm.sh/helm/v4"
+"""Helm (``go/helm``): installs the operator's real chart into the real API server (``OPERATOR=none``)."""
 
 
 class BuildError(RuntimeError):
@@ -268,6 +270,16 @@ class Builder:
         self.step(
             "kwok", ["go", "build", "-ldflags=-s -w", "-o", str(bin_dir / "kwok"), f"{KWOK_MODULE}/cmd/kwok"], kwok
         )
+        helm = GO_DIR / "helm"
+        helm_version = required_version(helm, HELM_MODULE)
+        self.step(
+            f"helm {helm_version}",
+            [
+                "go", "build", f"-ldflags=-s -w -X {HELM_MODULE}/internal/version.version={helm_version}",
+                "-o", str(bin_dir / "helm"), f"{HELM_MODULE}/cmd/helm",
+            ],
+            helm,
+        )  # fmt: skip
         kwok_src = self.module_dir(kwok, KWOK_MODULE)
         copy_tree(kwok_src / "kustomize" / "stage", self.out / "kwok" / "stage")
         copy_tree(kwok_src / "kustomize" / "crd", self.out / "kwok" / "crd")

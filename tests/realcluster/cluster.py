@@ -234,7 +234,9 @@ class RealCluster:
         return "\n".join(f"--- {p.name} ---\n{p.tail(12)}" for p in self.processes.values())
 
     # -- start ----------------------------------------------------------------------------------
-    def start(self, nodes: Iterable[dict[str, Any]], operator: bool = True) -> None:
+    def start(self, nodes: Iterable[dict[str, Any]], operator: bool = True, installed: bool = True) -> None:
+        """``installed=False`` (``OPERATOR=none``): no CRDs, no operator Deployment, no operator; whoever installs
+        the chart (gpu-wizard through helm) brings them, and :meth:`start_operator_when_installed` runs it."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.pki = write_pki(self.workdir / "pki")
         self.set_driver_version("")
@@ -253,7 +255,8 @@ class RealCluster:
                 "--v=1",
             ],
         )
-        self._install_crds()
+        if installed:
+            self._install_crds()
         self._install_rbac_and_namespace()
         node_list = [kwok_node(n) for n in nodes]
         for node in node_list:
@@ -261,9 +264,33 @@ class RealCluster:
         self._start_kwok()
         names = {n["metadata"]["name"] for n in node_list}
         self.wait_for("kwok to mark the nodes Ready", lambda: names <= self._ready_nodes(), 60)
+        if not installed:
+            return
         self._install_operator_deployment()
         if operator:
             self.start_operator()
+
+    def chart_deployment(self) -> dict[str, Any] | None:
+        """The operator Deployment a helm install of the chart created (None before)."""
+        found = self.get(
+            f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments?labelSelector=app.kubernetes.io%2Fcomponent%3Dgpu-operator"
+        )
+        return next(iter(found["items"]), None)
+
+    def start_operator_when_installed(self, timeout: float = 600) -> None:
+        """Once the chart's operator Deployment exists (a helm install), run the real operator as that
+        Deployment would: as the chart's ServiceAccount (a token of it: the chart's ClusterRole and Role are
+        all it may do, not system:masters), with the Deployment's own env (the operand images the chart set)."""
+        deployment = self.wait_for("the chart's operator Deployment", self.chart_deployment, timeout)
+        spec = deployment["spec"]["template"]["spec"]
+        account = spec.get("serviceAccountName") or "default"
+        token = self.kubectl("create", "token", account, "-n", NAMESPACE, "--duration=24h").stdout.strip()
+        config = json.loads(self.kubeconfig("gpu-operator").read_text())
+        config["users"] = [{"name": "gpu-operator", "user": {"token": token}}]
+        self.kubeconfig("chart-operator").write_text(json.dumps(config, indent=1))
+        [container] = [c for c in spec["containers"] if c["name"] == "gpu-operator"]
+        env = {e["name"]: str(e["value"]) for e in container.get("env") or [] if "value" in e}
+        self.start_operator(user="chart-operator", env=env)
 
     def _start_etcd(self) -> None:
         e, p = self.ports["etcd"], self.ports["etcd_peer"]
@@ -470,7 +497,7 @@ class RealCluster:
             }
         )
 
-    def start_operator(self) -> None:
+    def start_operator(self, user: str = "gpu-operator", env: dict[str, str] | None = None) -> None:
         assets = self.built.operator_assets(self.release)
         port = self.ports["operator"]
         binary = self.built.operator_binary(self.release)
@@ -492,9 +519,10 @@ class RealCluster:
             env={
                 "ASSETS": str(assets),
                 "OPERATOR_NAMESPACE": NAMESPACE,
-                "KUBECONFIG": str(self.kubeconfig("gpu-operator")),
                 "VALIDATOR_IMAGE": f"nvcr.io/nvidia/gpu-operator:{self.release}",
                 "DRIVER_MANAGER_IMAGE": "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.9.1",
+                **(env or {}),
+                "KUBECONFIG": str(self.kubeconfig(user)),
                 "UNIT_TEST": "true",  # v25.10.1 reads /host-etc/os-release without it; later releases ignore it
             },
         )

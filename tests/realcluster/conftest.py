@@ -38,6 +38,17 @@ def built() -> Built:
         raise
 
 
+@pytest.fixture(scope="session")
+def helm_binary(request: pytest.FixtureRequest) -> Path:
+    """The lane's helm (``go/helm``, pinned). ``GPU_WIZARD_HELM`` names another build of the same pin, e.g.
+    while the lane's cache is being built for another key."""
+    named = os.environ.get("GPU_WIZARD_HELM")
+    if named:
+        return Path(named)
+    built: Built = request.getfixturevalue("built")
+    return built.bin / "helm"
+
+
 def releases() -> list[str]:
     from tests.realcluster.build import operator_releases
 
@@ -88,4 +99,29 @@ def real_cluster(
     finally:
         if request.session.stash.get(_FAILED, set()):
             cluster.keep_logs(LOGS / release)
+        cluster.stop()
+
+
+@pytest.fixture(scope="module", params=releases())
+def bare_cluster(
+    request: pytest.FixtureRequest, built: Built, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealCluster]:
+    """`make real-cluster OPERATOR=none`: a control plane with SLE Micro nodes (two kernels), without the
+    operator's CRDs and without the operator, for a test that installs it (one per release)."""
+    from tests.realcluster.flows import SLE_KERNELS, node
+
+    release = request.param
+    cluster = RealCluster(built, tmp_path_factory.mktemp(f"bare-{release}"), release)
+    k1, k2 = SLE_KERNELS
+    nodes = [
+        node("cp-0", "sle-micro", "5.5", k1, gpu=False),
+        node("gpu-a-0", "sle-micro", "5.5", k1),
+        node("gpu-b-0", "sle-micro", "5.5", k2),
+    ]
+    try:
+        cluster.start(nodes, installed=False)
+        yield cluster
+    finally:
+        if request.session.stash.get(_FAILED, set()):
+            cluster.keep_logs(LOGS / f"install-{release}")
         cluster.stop()

@@ -59,6 +59,11 @@ async def _confirm(question: str) -> bool:
     return line.decode("utf-8", "replace").strip().lower() in ("y", "yes")
 
 
+def _may_offer_install(args: argparse.Namespace) -> bool:
+    """Whether ``apply`` may ask to install a missing operator: a person at a terminal, a command that installs."""
+    return hasattr(args, "install_operator") and not args.yes and not args.dry_run and sys.stdin.isatty()
+
+
 NO_CHANGES = "no changes: the cluster already holds this plan"
 
 
@@ -72,8 +77,11 @@ def images_text(rendered: Rendered) -> str:
 
 async def cmd_apply(args: argparse.Namespace) -> int:
     """``gpu-wizard apply``."""
+    from wizard.cli.install import check_install_flags
+
     plan = load_plan(args.answers)
     check_policy_flags(args)  # before connecting: a bad value costs no cluster round trip
+    check_install_flags(args, plan.operator.version)
     async with open_cluster(args) as cluster:
         return await apply_plan(args, cluster, await plan_for_cluster(cluster, plan, args.answers))
 
@@ -88,7 +96,14 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     from wizard.engine.ownership import ownership_of
     from wizard.engine.render import advice_text, render
 
-    preflight = await cluster.preflight(plan)
+    install = bool(getattr(args, "install_operator", False))
+    preflight = await cluster.preflight(plan, install_operator=install)
+    if preflight.operator_missing and not install and _may_offer_install(args):
+        from wizard.cluster.preflight import not_installed
+
+        if await _confirm(f"{not_installed(plan.operator.version)}. Install it (--install-operator)?"):
+            args.install_operator = True
+            preflight = await cluster.preflight(plan, install_operator=True)
     plan = with_policy_flags(args, plan, preflight.cluster_policy)
     filled = with_operator_registry(plan, preflight.operator_image)
     if filled is not plan:
@@ -116,6 +131,13 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             message, hint = missing_images_refusal(problems)
             sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
+    if install and not preflight.operator_missing:
+        sys.stderr.write("! --install-operator: a GPU Operator already runs; applying to it\n")
+    if preflight.installs_operator:
+        from wizard.cli.install import check_install_flags, install_and_follow
+
+        chart = check_install_flags(args, plan.operator.version)
+        return await install_and_follow(args, cluster, rendered, chart, _confirm, follow_rollout)
     owner = ownership_of(preflight.cluster_policy)
     if owner.helm and not args.override_helm:
         return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
@@ -152,6 +174,11 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         return EXIT_FAILED
     if args.no_wait:
         return EXIT_OK
+    return await follow_rollout(args, cluster, plan)
+
+
+async def follow_rollout(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> int:
+    """Follow the rollout to ready (0), or say why it failed, node by node (1)."""
     from wizard.cli.rollout_progress import REFRESH, RolloutPrinter
 
     stall = args.stall_window or args.wait_timeout

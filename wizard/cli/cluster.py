@@ -21,6 +21,7 @@ from wizard.cli import fleet, reports
 from wizard.cli.apply import apply_flags, cmd_apply
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_flags
+from wizard.cli.install import install_flags
 from wizard.cli.session import (
     cluster_options,
     command,
@@ -61,6 +62,7 @@ def register(sub: Any) -> None:
         help="json: the rollout's progress as one JSON object per line on stdout (node upgrade states, time in state)",
     )
     apply_flags(apply)
+    install_flags(apply)
     apply.set_defaults(handler=command(cmd_apply))
 
     verify = sub.add_parser(

@@ -211,6 +211,21 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
     )
 
 
+def install_preview(rendered: Rendered) -> ApplyPlan:
+    """What installing the operator creates, checked locally against the release's CRDs (no server dry-run:
+    the CRDs come with the chart); every object is new, its diff the whole object."""
+    objects = rendered.documents()
+    keys = [f"{o['kind']}/{o['metadata']['name']}" for o in objects]
+    return ApplyPlan(
+        objects=objects,
+        live=dict.fromkeys(keys),
+        diff="".join(unified_diff({}, o, key) for o, key in zip(objects, keys, strict=True)),
+        errors=local_errors(rendered),
+        preinstalled=not rendered.plan.driver_enabled,
+        plan=rendered.plan,
+    )
+
+
 def local_errors(rendered: Rendered) -> list[str]:
     """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``."""
     bundle = rendered.plan.operator.bundle

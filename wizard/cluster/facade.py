@@ -16,7 +16,7 @@ module that does it in one hop; its length is the length of that list.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -37,6 +37,13 @@ from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.kubeconfig import list_contexts
 from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
+from wizard.cluster.operator_install import (
+    InstallRun,
+    helm_binary,
+    install_operator,
+    install_values_path,
+    write_install,
+)
 from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
@@ -44,6 +51,7 @@ from wizard.cluster.registry_routing import cluster_registry_options, routed_cli
 from wizard.cluster.verify import VerifyContext
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.hostdoctor import DoctorTarget, HostState
+from wizard.engine.operator_install import OperatorInstall
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
@@ -59,16 +67,20 @@ __all__ = [
     "ClusterError",
     "HelmChange",
     "ImageStatus",
+    "InstallRun",
     "MirrorProgress",
     "Preflight",
     "RolloutStatus",
     "UpgradeReport",
+    "helm_binary",
     "helm_change",
     "helm_values_path",
+    "install_values_path",
     "kube_contexts",
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",
     "upgrade_report_lines",
+    "write_install",
 ]
 
 ApplyPlan = apply_preview.ApplyPlan
@@ -162,6 +174,8 @@ class Cluster:
         """GPU nodes whose host nvidia-smi passed in this session (pre-installed mode)."""
         self.probe_image = ""
         """Image of the host probe pods; empty: the live driver-manager image, else the release default."""
+        self.helm_kube: tuple[str, ...] = ()
+        """``--kubeconfig``/``--kube-context`` for a helm command that must reach this cluster."""
 
     @classmethod
     async def connect(
@@ -179,7 +193,14 @@ class Cluster:
         gateway, info, marker = await open_gateway(
             kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout, credential=credential
         )
-        return cls(gateway, info, demo_mirrors=marker)
+        cluster = cls(gateway, info, demo_mirrors=marker)
+        # what a helm the wizard runs (or prints) is told to reach the same cluster
+        cluster.helm_kube = (
+            (*(["--kubeconfig", kubeconfig] if kubeconfig else []), "--kube-context", info.context)
+            if not in_cluster
+            else ()
+        )
+        return cluster
 
     async def close(self) -> None:
         """Close the connections."""
@@ -195,9 +216,11 @@ class Cluster:
 
     # -- reading ---------------------------------------------------------------------------------
 
-    async def preflight(self, plan: Plan | None = None) -> Preflight:
-        """Permissions, CRDs, operator namespace and release, live ClusterPolicy / NVIDIADrivers."""
-        self._preflight = await run_preflight(self.gateway, plan)
+    async def preflight(self, plan: Plan | None = None, *, install_operator: bool = False) -> Preflight:
+        """Permissions, CRDs, operator namespace and release, live ClusterPolicy / NVIDIADrivers.
+
+        ``install_operator``: the wizard will install the operator where none runs (its absence is no failure)."""
+        self._preflight = await run_preflight(self.gateway, plan, install_operator=install_operator)
         return self._preflight
 
     async def reference_checks(self, plan: Plan) -> list[Check]:
@@ -311,10 +334,33 @@ class Cluster:
 
     # -- changing --------------------------------------------------------------------------------
 
+    async def install_operator(
+        self,
+        install: OperatorInstall,
+        values_path: Path,
+        *,
+        helm: str | None,
+        wait_timeout: float,
+        said: Callable[[str], Awaitable[None] | None] | None = None,
+    ) -> InstallRun:
+        """Install the operator as a Helm release with the plan's values (see :mod:`wizard.cluster.operator_install`).
+
+        ``helm``: the binary to run (:func:`helm_binary`); None: ``said`` hears the command for the person to
+        run, and the wizard waits up to ``wait_timeout`` for the operator Deployment."""
+        run = await install_operator(
+            self.gateway, install, values_path, kube=self.helm_kube, helm=helm, wait_timeout=wait_timeout, said=said
+        )
+        self._preflight = None  # CRDs, operator and policy changed: the next look reads them again
+        return run
+
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
         """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
         with collector.frozen():
             return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+
+    def preview_install(self, rendered: Rendered) -> ApplyPlan:
+        """What installing the operator with ``rendered``'s values creates (local CRD checks; no server dry-run)."""
+        return apply_preview.install_preview(rendered)
 
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False

@@ -18,10 +18,11 @@ from wizard.cluster.errors import ApiError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.engine.naming import Release, image_tag
+from wizard.engine.ownership import ownership_of
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, Mode, Plan
 from wizard.engine.policy_health import policy_health
 from wizard.engine.results import Check, Status
-from wizard.engine.textsafe import shell_command
+from wizard.engine.textsafe import printable, shell_command
 
 GROUP = "nvidia.com"
 POLICY = (GROUP, "v1", "clusterpolicies")
@@ -66,6 +67,10 @@ class Preflight:
     operator_image: str = ""
     helm_release: str = ""
     missing_permissions: list[Permission] = field(default_factory=list)
+    operator_missing: bool = False
+    """No operator Deployment found (CRDs absent, or present without it): gpu-wizard can install it."""
+    installs_operator: bool = False
+    """Preflight ran for an install of the operator (``--install-operator``): its absence is no failure."""
 
     @property
     def ok(self) -> bool:
@@ -152,12 +157,17 @@ async def missing_permissions(gateway: Gateway, needed: list[Permission]) -> lis
 
 
 def install_hint(release: str) -> str:
-    """The helm commands that install the GPU Operator (and with it the CRDs)."""
-    install = ["helm", "install", "gpu-operator", "nvidia/gpu-operator", "-n", DEFAULT_NAMESPACE, "--create-namespace"]
+    """How to install the GPU Operator with the plan's values (the chart's defaults would start the wrong driver)."""
     return (
-        f"install the GPU Operator first: {shell_command(['helm', 'repo', 'add', 'nvidia', HELM_REPO])} && "
-        f"helm repo update && {shell_command([*install, '--version', release])}"
+        f"let gpu-wizard install GPU Operator {printable(release)} with your choices: "
+        f"{shell_command(['gpu-wizard', 'apply', '--install-operator'])} (the chart's defaults would start "
+        "NVIDIA's upstream driver at once)"
     )
+
+
+def not_installed(release: str) -> str:
+    """The words for a cluster without an operator that gpu-wizard will install (Connect, CLI)."""
+    return f"GPU Operator not installed: gpu-wizard will install {printable(release)} with your choices"
 
 
 def active_policy(policies: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -190,7 +200,7 @@ def _is_operator(deployment: dict[str, Any]) -> bool:
     )
 
 
-async def _find_operator(gateway: Gateway, namespace: str | None) -> dict[str, Any] | None:
+async def find_operator(gateway: Gateway, namespace: str | None) -> dict[str, Any] | None:
     """The operator Deployment (chart labels ``app.kubernetes.io/component`` / ``app`` = gpu-operator)."""
     try:
         found = [d for d in await gateway.list_deployments(namespace) if _is_operator(d)]
@@ -225,8 +235,12 @@ def _release_check(plan: Plan | None, release: str) -> Check | None:
     return Check("release", Status.PASS, f"the plan targets the running release {live}")
 
 
-async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
-    """Run every preflight check for ``plan`` (or for read-only use when None)."""
+async def run_preflight(gateway: Gateway, plan: Plan | None, *, install_operator: bool = False) -> Preflight:
+    """Run every preflight check for ``plan`` (or for read-only use when None).
+
+    ``install_operator``: the wizard installs the operator when none runs, so missing CRDs and a missing
+    operator Deployment are what it will fix, not failures.
+    """
     checks: list[Check] = []
     policy_api, drivers_api = await asyncio.gather(
         gateway.api_resources(*POLICY[:2]), gateway.api_resources(*DRIVERS[:2])
@@ -261,9 +275,9 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
     policy = active_policy(policies)
     namespace = str(((policy or {}).get("status") or {}).get("namespace") or "")
     # the plan's namespace first: a user granted only that namespace (as documented) may not list them all
-    deployment = await _find_operator(gateway, namespace or (plan.operator.namespace if plan else DEFAULT_NAMESPACE))
+    deployment = await find_operator(gateway, namespace or (plan.operator.namespace if plan else DEFAULT_NAMESPACE))
     if deployment is None and not namespace:
-        deployment = await _find_operator(gateway, None)
+        deployment = await find_operator(gateway, None)
     if not namespace:
         namespace = (
             deployment["metadata"]["namespace"]
@@ -294,9 +308,25 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
                 "operator",
                 Status.WARN,
                 f"no GPU Operator Deployment found (namespace {namespace})",
-                hint="the ClusterPolicy has no effect until the operator runs; check `helm list -A`",
+                hint=f"the ClusterPolicy has no effect until the operator runs; {install_hint(release_hint)}",
             )
         )
+    missing = deployment is None
+    if missing and install_operator:  # what the install fixes: the CRD and operator findings give way to it
+        checks = [c for c in checks if c.check not in ("crd", "operator")]
+        checks.insert(0, Check("operator", Status.PASS, not_installed(release_hint)))
+        owner = ownership_of(policy)
+        if policy is not None and not owner.helm:
+            name = str(policy["metadata"]["name"])
+            checks.append(
+                Check(
+                    "operator",
+                    Status.FAIL,
+                    f"ClusterPolicy {name} exists and no Helm release owns it: the chart cannot be installed over it",
+                    hint=f"remove it first ({shell_command(['kubectl', 'delete', 'clusterpolicy', name])}), "
+                    "then install: the chart creates it with your choices",
+                )
+            )
     release_check = _release_check(plan, release)
     if release_check:
         checks.append(release_check)
@@ -310,8 +340,8 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
 
     if plan is not None:
         checks += await reference_checks(gateway, plan, namespace)
-    missing = await missing_permissions(gateway, permissions(plan, namespace))
-    for perm in missing:
+    missing_perms = await missing_permissions(gateway, permissions(plan, namespace))
+    for perm in missing_perms:
         status = Status.FAIL if perm.required else Status.WARN
         checks.append(
             Check(
@@ -328,7 +358,7 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
                 },
             )
         )
-    if not missing:
+    if not missing_perms:
         checks.append(Check("permission", Status.PASS, f"all {len(permissions(plan, namespace))} permissions granted"))
     return Preflight(
         checks=checks,
@@ -339,5 +369,7 @@ async def run_preflight(gateway: Gateway, plan: Plan | None) -> Preflight:
         nvidia_drivers=drivers,
         operator_image=operator_image,
         helm_release=helm_release,
-        missing_permissions=missing,
+        missing_permissions=missing_perms,
+        operator_missing=missing,
+        installs_operator=missing and install_operator,
     )

@@ -94,6 +94,15 @@ class ChartRules(_Model):
     """nvidiadriver.yaml quotes ``driver.version``; unquoted, a branch such as 580 becomes a number."""
 
 
+class HelmChart(_Model):
+    """Where the release's chart is published: ``helm … --repo REPOSITORY NAME --version <release>``."""
+
+    repository: Annotated[
+        str, StringConstraints(max_length=256, pattern=r"^https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._-]+)*$")
+    ]
+    name: _Word
+
+
 class OSTagRules(_Model):
     """Which IDs keep only the VERSION_ID major in the OS tag of image names."""
 
@@ -147,6 +156,7 @@ class ReleaseRules(_Model):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     chart: ChartRules
+    helmChart: HelmChart
     osTag: OSTagRules
     repoConfigDirs: dict[_Word, _Path] = Field(max_length=64)
     """RepoConfigPathMap: OS ID -> folder the repoConfig files are mounted in."""

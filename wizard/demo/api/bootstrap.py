@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from wizard.bundled import operator_crd
 from wizard.demo.api.store import Store
@@ -26,23 +27,27 @@ DEMO_EXTENSION = "gpu-wizard.dev/demo"
 ``registryMirrors`` (registry host -> mirror URL). Only a kubeconfig written here carries it."""
 
 
+def established_status(crd: dict[str, Any]) -> dict[str, Any]:
+    """A CRD's status once the API server's apiextensions controllers accepted its names and serve it."""
+    return {
+        "acceptedNames": crd["spec"]["names"],
+        "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
+        "conditions": [
+            {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            for t, r, m in (
+                ("NamesAccepted", "NoConflicts", "no conflicts found"),
+                ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+            )
+        ],
+    }
+
+
 def register_crds(store: Store, release: str) -> None:
     """Store the operator release's real ClusterPolicy and NVIDIADriver CRDs, Established."""
     bundle = bundle_of(release)
     for plural in ("clusterpolicies", "nvidiadrivers"):
         crd = copy.deepcopy(operator_crd(bundle, plural))
-        names = crd["spec"]["names"]
-        crd["status"] = {
-            "acceptedNames": names,
-            "storedVersions": [v["name"] for v in crd["spec"]["versions"] if v.get("storage")],
-            "conditions": [
-                {"type": t, "status": "True", "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
-                for t, r, m in (
-                    ("NamesAccepted", "NoConflicts", "no conflicts found"),
-                    ("Established", "InitialNamesAccepted", "the initial names have been accepted"),
-                )
-            ],
-        }
+        crd["status"] = established_status(crd)
         store.create("customresourcedefinitions", crd)
 
 

@@ -74,6 +74,12 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("configmaps", "ConfigMap", "", True, ("cm",), ()),
     _builtin("secrets", "Secret", "", True, (), ()),
     _builtin("events", "Event", "", True, ("ev",), ()),
+    # what the GPU Operator's chart installs beside its Deployment (a real helm creates them in the demo too)
+    _builtin("serviceaccounts", "ServiceAccount", "", True, ("sa",), ()),
+    _builtin("roles", "Role", "rbac.authorization.k8s.io", True, (), ()),
+    _builtin("rolebindings", "RoleBinding", "rbac.authorization.k8s.io", True, (), ()),
+    _builtin("clusterroles", "ClusterRole", "rbac.authorization.k8s.io", False, (), ()),
+    _builtin("clusterrolebindings", "ClusterRoleBinding", "rbac.authorization.k8s.io", False, (), ()),
     _builtin("daemonsets", "DaemonSet", "apps", True, ("ds",), ("status",), ("all",)),
     _builtin("deployments", "Deployment", "apps", True, ("deploy",), ("status",), ("all",)),
     _builtin("jobs", "Job", "batch", True, (), ("status",), ("all",)),
@@ -83,7 +89,14 @@ BUILTINS: tuple[ResourceType, ...] = (
     ),
 )
 
-BUILTIN_GROUPS: tuple[str, ...] = ("", "apps", "batch", "apiextensions.k8s.io", "authorization.k8s.io")
+BUILTIN_GROUPS: tuple[str, ...] = (
+    "",
+    "apps",
+    "batch",
+    "apiextensions.k8s.io",
+    "authorization.k8s.io",
+    "rbac.authorization.k8s.io",
+)
 
 
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:

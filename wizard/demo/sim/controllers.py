@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from wizard.demo.api.bootstrap import established_status
 from wizard.demo.rules.operator_rules import LABEL_DEPLOY_DRIVER
 from wizard.demo.sim.nodes import set_gpu_capacity
 from wizard.demo.sim.operands import MANAGER_CTR
@@ -345,3 +346,12 @@ def node_agents(writer: Writer, nodes: list[dict[str, Any]], views: dict[str, No
         if gpus:
             set_gpu_capacity(node, view.spec.advertised_gpus)
         writer.update("nodes", node)
+
+
+def establish_crds(writer: Writer) -> None:
+    """The API server's apiextensions controllers: a new CRD's names are accepted and it is Established (a
+    client such as helm waits for that condition before it creates the CRD's objects)."""
+    for crd in read(writer.store, "customresourcedefinitions"):
+        conditions = (crd.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+            writer.update("customresourcedefinitions", {**thaw(crd), "status": established_status(crd)})

@@ -51,11 +51,14 @@ class OperatorInfo:
 
 
 def find_operator(deployments: list[dict[str, Any]], default_release: str) -> OperatorInfo | None:
-    """The GPU Operator Deployment (label ``app=gpu-operator``) or None when it is not installed."""
+    """The GPU Operator Deployment or None when it is not installed: the chart labels it
+    ``app.kubernetes.io/component=gpu-operator`` (its pods also ``app=gpu-operator``); older installs ``app``."""
     for dep in deployments:
-        if labels_of(dep).get("app") != "gpu-operator":
+        labels = labels_of(dep)
+        if labels.get("app") != "gpu-operator" and labels.get("app.kubernetes.io/component") != "gpu-operator":
             continue
         containers = dep.get("spec", {}).get("template", {}).get("spec", {}).get("containers") or [{}]
+        containers = [c for c in containers if c.get("name") == "gpu-operator"] or containers
         image = str(containers[0].get("image", ""))
         tag = image.rsplit(":", 1)[-1] if ":" in image.rsplit("/", 1)[-1] else ""
         try:

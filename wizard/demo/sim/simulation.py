@@ -186,6 +186,7 @@ class Simulation:
             singleton = self.store.lookup("clusterpolicies", self.policies.singleton) or {}
             upgrade_policy = ((singleton.get("spec") or {}).get("driver") or {}).get("upgradePolicy") or {}
             self.upgrades.reconcile(writer, operator.namespace, upgrade_policy)
+        controllers.establish_crds(writer)
         nodes = read(self.store, "nodes")
         pods = read(self.store, "pods")
         due = controllers.reconcile_jobs(writer)
