@@ -66,7 +66,35 @@ def test_the_charts_first_cluster_policy_is_the_plans(release: str, case: str) -
     [deployment] = [d for d in objects if d["kind"] == "Deployment" and d["metadata"]["name"] == "gpu-operator"]
     [container] = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "gpu-operator"]
     assert container["image"] == install.images[0] == f"nvcr.io/nvidia/gpu-operator:{release}"
-    assert set(install.images[1:]) == {n.image for n in rendered.node_images if n.image}
+    assert install.images[1:] == tuple(rendered.images)  # every image the cluster pulls, operands too
+    assert {n.image for n in rendered.node_images if n.image} <= set(install.images)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_air_gapped_install_pulls_every_image_from_the_private_registry(release: str) -> None:
+    """The chart's Deployment, its ClusterPolicy's operands and NFD all come from ``driver.operandRegistry``."""
+    pytest.importorskip("helm_python.chart")
+    case = {**CASES["upstream"], "driver": {**CASES["upstream"]["driver"], "operandRegistry": "harbor.corp.example"}}
+    rendered = render(Plan.model_validate({"operator": {"version": release}, **case}), facts(*NODES))
+    install = operator_install(rendered)
+    outside = [
+        image for image in install.images if not image.startswith(("harbor.corp.example/", "registry.example.com/"))
+    ]
+    assert not outside, outside
+    objects = _chart_objects(release, install.values_text)
+    pulled = {
+        c["image"]
+        for d in objects
+        if d["kind"] in ("Deployment", "DaemonSet")
+        for c in [
+            *d["spec"]["template"]["spec"].get("initContainers", []),
+            *d["spec"]["template"]["spec"]["containers"],
+        ]
+    }
+    assert pulled and all(i.startswith("harbor.corp.example/") for i in pulled), sorted(pulled)
+    [policy] = [d for d in objects if d["kind"] == "ClusterPolicy"]
+    named = [v for v in json.dumps(policy["spec"]).split('"') if "nvcr.io" in v or "registry.k8s.io" in v]
+    assert not named, named
 
 
 def test_the_command_is_helm_upgrade_install_from_the_release_datas_repository() -> None:

@@ -90,7 +90,8 @@ class OperatorInstall:
     values: dict[str, Any]
     values_text: str
     images: tuple[str, ...]
-    """The operator's image, then each driver image the plan puts on the nodes (sorted, once each)."""
+    """The operator's image, then every image the plan makes the cluster pull: the driver's per node and every
+    operand's (``Rendered.images``, mapped into the private registry where the plan has one)."""
     drivers: tuple[dict[str, Any], ...] = ()
     """NVIDIADriver CRs the chart does not deploy (it deploys at most ``default``), applied after the install."""
     drivers_text: str = ""
@@ -146,14 +147,13 @@ def operator_install(rendered: Rendered, chart: ChartSource | None = None) -> Op
     extra = [
         d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
     ]
-    drivers = sorted({n.image for n in rendered.node_images if n.image})
     return OperatorInstall(
         release=release,
         namespace=plan.operator.namespace,
         chart=source,
         values=values,
         values_text=values_yaml(values, header),
-        images=(operator_image(release, values), *drivers),
+        images=(operator_image(release, values), *rendered.images),
         drivers=tuple(extra),
         drivers_text=to_yaml(extra) if extra else "",
         driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
