@@ -2,8 +2,9 @@
 
 The path is shared with ``gpu-wizard upgrade`` (:func:`apply_plan` and its flags, :func:`apply_flags`).
 A change is written only after the person confirms it on the terminal (or passes ``--yes``); a
-Helm-owned policy gets a values file and the ``helm upgrade`` that carries it instead. Exit codes: 0
-applied (or nothing to change), 1 images missing or the rollout failed, 2 bad input or a failed
+Helm-owned policy gets a values file and the ``helm upgrade`` that carries it instead. Before the dry-run the hosts are checked
+(:mod:`wizard.cli.hostgate`). Exit codes: 0
+applied (or nothing to change), 1 images missing, a host finding or the rollout failed, 2 bad input or a failed
 preflight, 130 interrupted.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
+from wizard.cli.hostgate import host_gate, host_gate_flags
 from wizard.cli.images import registry_flags
 from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
 from wizard.cli.session import load_plan, open_cluster, plan_for_cluster, seconds, write_check
@@ -100,6 +102,8 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             message, hint = missing_images_refusal(problems)
             sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
+    if not await host_gate(args, cluster, plan):  # nouveau, Secure Boot, noexec…: found now, not after the rollout
+        return EXIT_FAILED
     owner = ownership_of(preflight.cluster_policy)
     if owner.helm and not args.override_helm:
         return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
@@ -213,6 +217,7 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
     )
+    host_gate_flags(parser)
     registry_flags(parser)
     policy_flags(parser)
     parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")
