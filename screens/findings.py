@@ -5,7 +5,9 @@ pull Secret or repoConfig ConfigMap, GPU nodes on several OSes, the renderer's w
 be lost on the next: Preview's Warnings tab, the Apply confirmation, the Verify summary and the
 exported report all list :func:`plan_findings`. The Nodes step's host check (the node doctor) adds its
 findings here too, judged against the plan of the moment. A *blocking* finding (the driver cannot start as
-planned) holds Preview's Next until it is fixed or the user ticks the override.
+planned) holds Next on the step that found it and on Preview until it is fixed or the user ticks the override;
+an override covers the findings listed when it was ticked on its own step (:func:`overridden`), never another
+step's nor one found later.
 """
 
 from __future__ import annotations
@@ -199,10 +201,41 @@ def plan_findings(state: WizardState) -> list[Finding]:
     return sorted(found, key=lambda f: not f.blocking)
 
 
+def overridden(state: WizardState, finding: Finding) -> bool:
+    """The user went on despite this very finding: by the override of the step that found it, or Preview's
+    "apply anyway" ticked while it was listed (a finding found later is covered by neither)."""
+    return finding.message in state.overrides.get(finding.step, ()) or finding.message in state.overrides.get(
+        PREVIEW.name, ()
+    )
+
+
+def standing(state: WizardState, step: str = "") -> list[Finding]:
+    """The blocking findings no override covers (only ``step``'s when given)."""
+    return [f for f in plan_findings(state) if f.blocking and (not step or f.step == step) and not overridden(state, f)]
+
+
+def override_scope(state: WizardState, step: str) -> frozenset[str]:
+    """What ticking ``step``'s override covers: its own blocking findings (Preview's: every one listed now that
+    the step which found it has not overridden already)."""
+    covered: set[str] = set()
+    for f in plan_findings(state):
+        if not f.blocking:
+            continue
+        if f.step == step or (step == PREVIEW.name and f.message not in state.overrides.get(f.step, ())):
+            covered.add(f.message)
+    return frozenset(covered)
+
+
+def override_ticked(state: WizardState, step: str) -> bool:
+    """``step``'s override box shows ticked: given, and covering every blocking finding of its scope listed now."""
+    given = state.overrides.get(step)
+    return given is not None and override_scope(state, step) <= given
+
+
 def blocking_reason(state: WizardState) -> str:
-    """Why Apply should not go ahead ("" when nothing blocks or the user overrode it)."""
-    blocking = [f for f in plan_findings(state) if f.blocking]
-    if not blocking or state.override_findings:
+    """Why Apply should not go ahead ("" when nothing blocks or the user overrode each blocking finding)."""
+    blocking = standing(state)
+    if not blocking:
         return ""
     count = f"{len(blocking)} blocking findings" if len(blocking) > 1 else "1 blocking finding"
     return f"{count}: fix or tick 'apply anyway'"

@@ -226,25 +226,20 @@ class ModeStep(FormStep):
     @work(exclusive=True, group="mode-host-check", exit_on_error=False)
     async def check_hosts(self) -> None:
         """The Nodes step's host check, from here: what it finds decides the ★ (and the mode, when the step chose it)."""
-        from screens.findings import doctor_target
-        from wizard.engine.hostdoctor import HostState
+        from screens.hostcheck import run_host_check
 
         state = self.state
         button = self.query_one("#mode-host-check", Button)
         reason = self.query_one("#reason", Static)
         button.disabled = True
-        total = len(state.facts.gpu_nodes) if state.facts is not None else 0
-        states: dict[str, HostState] = {}
-        reason.update(f"checking the hosts for a driver (a probe pod per GPU node): 0/{total}…")
+
+        def progress(done: int, total: int) -> None:
+            reason.update(f"checking the hosts for a driver (a probe pod per GPU node): {done}/{total}…")
+
         try:
-            async for item in state.connected().host_states(doctor_target(state)):
-                if isinstance(item, HostState):
-                    states[item.node] = item
-                    reason.update(f"checking the hosts for a driver (a probe pod per GPU node): {len(states)}/{total}…")
+            await run_host_check(state, progress=progress)
         finally:
             button.disabled = False
-        state.host_states = states
-        state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
         recommended = self._recommended()
         if self._preselected and state.get("mode") == self._preselected and recommended[0] != self._preselected:
             self.query_one(f"#mode-{recommended[0]}", Choice).value = True  # RadioSet.Changed sets the mode

@@ -23,9 +23,10 @@ from textual.worker import Worker, WorkerCancelled, WorkerFailed
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.rowtable import RowTable
+from screens.widgets.toggles import Tick
 from wizard.engine.textsafe import printable
 
-HOST_NOTE = 'Driver "-" = not checked yet: Check probes each GPU host'
+HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are known)'
 #: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
 HOST_LINES = 3
 
@@ -102,7 +103,8 @@ class NodesStep(StepScreen):
     #host-row { height: 1; }
     #live-findings { max-height: 5; overflow-y: auto; }
     #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
-    #host-note { width: 1fr; color: $text-muted; }
+    #host-note { width: 1fr; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    #override { display: none; margin-right: 1; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -115,7 +117,8 @@ class NodesStep(StepScreen):
         yield Static("", id="host-findings")
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
-            yield Button("Check hosts", id="host-check", compact=True)
+            yield Tick("continue anyway", id="override", compact=True)
+            yield Button(self._button_label(), id="host-check", compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(RowTable)
@@ -129,6 +132,7 @@ class NodesStep(StepScreen):
         self._filling: str | None = None
         self._fill: Worker[None] | None = None
         self._show_host_findings()
+        self.sync_override()
         self._show_live_findings()
         if self.state.nodes:
             self.redraw()
@@ -153,6 +157,10 @@ class NodesStep(StepScreen):
             state.nodes = {n.name: n for n in facts.nodes}
             self.redraw()
         self.find_live_findings()
+        from screens.hostcheck import wanted
+
+        if wanted(state):  # before apply, by default: nouveau or Secure Boot found now, not after the rollout
+            self.check_hosts(everything=False)
         if self._fill is not None:  # "live" once the table shows every node
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await self._fill.wait()
@@ -231,35 +239,37 @@ class NodesStep(StepScreen):
     @on(Button.Pressed, "#host-check")
     def _check_hosts(self, event: Button.Pressed) -> None:
         event.stop()
-        self.check_hosts()
+        self.check_hosts(everything=True)
+
+    def _button_label(self) -> str:
+        return "Check all hosts" if self.state.host_rest else "Check hosts"
 
     @work(exclusive=True, group="host-check", exit_on_error=False)
-    async def check_hosts(self) -> None:
-        """The node doctor's host checks on every GPU node (one privileged probe pod each, removed after).
+    async def check_hosts(self, everything: bool) -> None:
+        """The node doctor's host checks (one privileged probe pod per node, removed after): on their own once the
+        nodes are known, on a sample above 64 GPU nodes (:mod:`screens.hostcheck`); the button checks every one.
 
         The host states are kept and judged against the plan of the moment (:func:`screens.findings.host_groups`):
         a later mode change re-judges them without probing again.
         """
-        from screens.findings import doctor_target
-        from wizard.engine.hostdoctor import HostState
+        from screens.hostcheck import run_host_check
 
         note = self.query_one("#host-note", Static)
         button = self.query_one("#host-check", Button)
         button.disabled = True
-        total = len(self.state.facts.gpu_nodes) if self.state.facts is not None else 0
-        note.update(f"checking the hosts (a probe pod per node): 0/{total}…")
-        states: dict[str, HostState] = {}
+
+        def progress(done: int, total: int) -> None:
+            note.update(f"checking the GPU hosts (a probe pod per node): {done}/{total}…")
+
         try:
-            async for item in self.state.connected().host_states(doctor_target(self.state)):
-                if isinstance(item, HostState):
-                    states[item.node] = item
-                    note.update(f"checking the hosts (a probe pod per node): {len(states)}/{total}…")
+            await run_host_check(self.state, everything=everything, progress=progress)
         finally:
             button.disabled = False
-        self.state.host_states = states
-        self.state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
+        button.label = self._button_label()
         note.update(self._host_summary())
         self._show_host_findings()
+        self.sync_override()
+        self.refresh_nav()
         self.redraw()
 
     def _show_host_findings(self) -> None:
@@ -289,8 +299,9 @@ class NodesStep(StepScreen):
         working = sum(1 for version in found.values() if version)
         recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
         problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
-        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else ""
-        return f"host driver: {working}/{len(found)} GPU nodes{recommended}{findings}"
+        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no problem found"
+        sampled = f" (a sample: {self.state.host_checked})" if self.state.host_rest else ""
+        return f"hosts checked: driver on {working}/{len(found)}{sampled}{recommended}{findings}"
 
     @staticmethod
     def _selected_node(table: RowTable) -> str | None:
@@ -308,4 +319,19 @@ class NodesStep(StepScreen):
             return "discovering nodes…"
         if not facts.gpu_nodes:
             return "no GPU nodes found: install NFD or label the GPU nodes first"
+        from screens.findings import standing
+
+        found = standing(self.state, self.STEP)
+        if found:
+            count = f"{len(found)} blocking host problems" if len(found) > 1 else "1 blocking host problem"
+            return f"{count}: fix or tick 'continue anyway'"
         return ""
+
+    def blocker_detail(self) -> str:
+        from screens.findings import standing
+
+        found = standing(self.state, self.STEP)
+        if not found:
+            return ""
+        first = found[0]
+        return f"{first.message}\n→ {first.hint}\nFix it on the node and press Check hosts, or tick 'continue anyway'."

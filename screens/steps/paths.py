@@ -69,7 +69,7 @@ class PathsStep(FormStep):
         with Horizontal(id="path-buttons"):
             yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
             yield Button("Restore defaults", id="defaults", compact=True)
-            yield Tick("continue anyway", self.state.override_findings, id="override", compact=True)
+            yield Tick("continue anyway", id="override", compact=True)
         yield Label("Node-side checks", classes="section")
         yield PathResults(self._idle_text(), id="path-checks")
 
@@ -143,7 +143,7 @@ class PathsStep(FormStep):
         self.answers_changed()
         self.workers.cancel_group(self, "paths")  # results for the old value would mislead
         self.query_one("#path-checks", PathResults).update(self._idle_text())
-        self.query_one("#override").display = False
+        self.sync_override()
 
     @on(Button.Pressed, "#defaults")
     def _restore(self) -> None:
@@ -194,15 +194,15 @@ class PathsStep(FormStep):
         self._after_checks(checks)
 
     def _after_checks(self, checks: list[Any]) -> None:
-        failed = any(not c.ok and c.node for c in checks)
-        self.query_one("#override").display = failed
+        self.sync_override()
         self.refresh_nav()
 
     def blocker(self) -> str:
+        from screens.findings import standing
+
         reason = super().blocker()
         if reason:
             return reason
-        failed = [c for c in self.state.path_checks or [] if not c.ok and c.node]
-        if failed and not self.state.override_findings:
+        if standing(self.state, self.STEP):
             return "path check failed: fix or tick 'continue anyway'"
         return ""

@@ -94,9 +94,7 @@ class PreviewStep(StepScreen):
         with Horizontal(id="verdict-row"):
             yield Static("", id="dry-run")
             yield Button("Save…", id="save", compact=True)
-        yield Tick(
-            "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
-        )
+        yield Tick("apply anyway: I have read the blocking findings", id="override", compact=True)
         # a blocking finding in full, wrapped: it is what stops the apply, so it is never cut
         yield Static("", id="blocking")
         # not a Tab stop: it showed no focus, and the Warnings tab holds each warning in full
@@ -219,7 +217,7 @@ class PreviewStep(StepScreen):
         self.query_one("#blocking").display = bool(blocking)
         self.query_one("#advice", Static).update("\n".join(lines))
         self.query_one("#warnings").display = bool(lines)
-        self.query_one("#override").display = any(f.blocking for f in findings)
+        self.sync_override()  # ticked only while it covers every blocking finding listed now
         self._show_tab("tab-advice", "\n".join(full) or "no warnings\n")
 
     def _verdict(self, markup: str) -> None:
@@ -251,6 +249,11 @@ class PreviewStep(StepScreen):
             stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"))
             async with contextlib.aclosing(stream):
                 state.path_checks = [check async for check in stream]
+        from screens.hostcheck import run_host_check, wanted
+
+        if wanted(state):  # Nodes was left before its host check finished: nouveau or Secure Boot must not wait
+            self._verdict("[$accent]… checking the GPU nodes' hosts (nouveau, Secure Boot, a host driver…)[/]")
+            await run_host_check(state)
         state.prepared = prepared  # last: Next waits for every finding above
         self._show_prepared(prepared)
         self._show_advice()  # the references and images just checked are findings too
@@ -267,8 +270,10 @@ class PreviewStep(StepScreen):
         if prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
-            if prepared.changed and prepared.holds_driver:
-                verdict += " [$text-muted](the live objects already ask for this driver: Verify needs no apply)[/]"
+            if not prepared.changed:
+                verdict += " [$text-muted](the live objects already hold this plan: Verify needs no apply)[/]"
+            elif prepared.holds_driver:  # the diff is not empty: what it changes needs an apply (k0s toolkit settings…)
+                verdict += " [$text-muted](the driver image stays; the rest takes effect only once applied)[/]"
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
             verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
@@ -288,9 +293,9 @@ class PreviewStep(StepScreen):
             return "the API server rejected the objects (see above)"
         from screens.findings import blocking_reason
 
-        if state.prepared.holds_driver:
-            return ""  # the live objects already run this driver: Apply shows their rollout, Verify checks them
-        return blocking_reason(state)
+        return blocking_reason(
+            state
+        )  # always: a blocking finding holds Next even where the live objects run the driver
 
     def blocker_detail(self) -> str:
         from screens.findings import blocking_reason, plan_findings

@@ -1,0 +1,65 @@
+"""The hosts are checked before apply by default in the TUI, and an override covers only what it was given for
+(issue 35: defects 2, 12 and 17).
+
+Pilot at 80×24 against the demo cluster (its real HTTPS API): the Nodes step probes the GPU hosts on its own
+once the nodes are known, names nouveau and Secure Boot with their nodes and holds Next until fixed or
+overridden; an override ticked on one step never ticks another step's box nor covers a finding found later.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from screens.findings import blocking_reason, overridden, plan_findings
+from tests.helpers.tui import demo_app, next_to, on_step, set_field, walk_to
+from tests.snapshots.plugin import screen_text, wait_for
+from wizard.engine.hostdoctor import HostState
+
+
+async def test_nodes_checks_the_hosts_on_its_own_and_holds_next_on_nouveau_and_secure_boot(tui_env: Path) -> None:
+    app = demo_app(tui_env, "mixed-trouble")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")  # nobody presses "Check hosts"
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check, started by itself")
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        assert "✗ nouveau-loaded on 1 node (gpu-l40s-1)" in text, text
+        assert "✗ secure-boot-unsigned on 1 node (gpu-l40s-3)" in text, text
+        assert app.state.host_checked == "all 3 GPU nodes"
+        assert "blocking host problems: fix or tick 'continue anyway'" in app.screen.blocker()
+        await pilot.press("ctrl+n")
+        await pilot.pause(0.3)
+        assert on_step(app, "nodes")  # held
+        await pilot.click("#override")
+        assert app.screen.blocker() == ""
+        assert set(app.state.overrides) == {"nodes"}
+        await next_to(pilot, "mode")
+
+
+async def test_an_override_on_paths_ticks_nothing_on_preview_and_covers_no_later_finding(tui_env: Path) -> None:
+    app = demo_app(tui_env, "noexec-run")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await next_to(pilot, "paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the automatic path check")
+        await pilot.click("#override")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        tick = app.screen.query_one("#override")
+        assert tick.value is False  # Paths' "continue anyway" is not Preview's "I have read the blocking findings"
+        assert app.screen.blocker() == ""  # the noexec finding itself was overridden where it was found
+        # a finding found after the override (a host the check reaches now: nouveau on one node)
+        app.state.host_states = {"gpu-a10-01": HostState("gpu-a10-01", os_id="ubuntu", nouveau=True)}
+        later = [f for f in plan_findings(app.state) if f.blocking and not overridden(app.state, f)]
+        assert [f.step for f in later] == ["nodes"] and "nouveau-loaded" in later[0].message
+        assert blocking_reason(app.state) == "1 blocking finding: fix or tick 'apply anyway'"
+        app.screen._show_advice()
+        app.screen.refresh_nav()
+        await pilot.pause()
+        assert tick.display and tick.value is False and "nouveau-loaded" in screen_text(app)
+        await pilot.press("ctrl+n")
+        await pilot.pause(0.3)
+        assert on_step(app, "preview")
+        await pilot.click("#override")  # now ticked for what Preview lists
+        assert app.screen.blocker() == "" and set(app.state.overrides) == {"paths", "preview"}
