@@ -143,6 +143,18 @@ def _mixed_os_finding(state: WizardState) -> list[Finding]:
     ]
 
 
+def _downgrade_finding(state: WizardState) -> list[Finding]:
+    """The plan moves the live driver back to an older version: a warning wherever the plan's warnings are shown."""
+    from wizard.engine.branches import branch_checks
+
+    plan = state.plan()
+    live = ((getattr(state.preflight, "cluster_policy", None) or {}).get("spec") or {}).get("driver") or {}
+    if plan is None or not live.get("version"):
+        return []
+    checks = branch_checks(plan, live_version=str(live["version"]))
+    return [Finding(c.message, c.hint, step=DRIVER.name) for c in checks if c.check == "driver-downgrade"]
+
+
 def doctor_target(state: WizardState) -> DoctorTarget:
     """What the host checks judge against: the plan when it is valid, else the chosen (or recommended) mode."""
     from wizard.engine.hostdoctor import DoctorTarget
@@ -197,6 +209,7 @@ def plan_findings(state: WizardState) -> list[Finding]:
     found += _image_findings(state)
     found += _path_findings(state)
     found += mixed_os
+    found += _downgrade_finding(state)
     found += _host_findings(state)
     return sorted(found, key=lambda f: not f.blocking)
 

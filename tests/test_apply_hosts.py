@@ -102,3 +102,16 @@ def test_the_sample_is_every_node_up_to_the_limit_then_a_few_per_kernel_and_os()
     assert {n[:5] for n in sample.nodes} == {"gpu-a", "gpu-b"}  # every (kernel, OS) group seen
     assert sample.describe() == f"{2 * PER_GROUP} of 200 GPU nodes ({PER_GROUP} per kernel and OS)"
     assert len(host_sample(many, "v26.7.0", everything=True).nodes) == 200
+
+
+def test_apply_says_a_downgrade_as_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35, defect 10: the live 570.195.03 moved back to 570.124.06 is a warning in apply, too."""
+    demo = demo_cluster("existing-install-plain", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM.replace("580.126.20", "570.124.06") + "operator:\n  version: v26.3.3\n")
+    argv = ("apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--dry-run")
+    code, _, err = _run(capsys, *argv, "--no-registry", "--no-host-check")
+    assert code == 0, err
+    assert "warning driver-downgrade: driver 570.195.03 → 570.124.06 is a downgrade" in err

@@ -63,3 +63,33 @@ async def test_an_override_on_paths_ticks_nothing_on_preview_and_covers_no_later
         assert on_step(app, "preview")
         await pilot.click("#override")  # now ticked for what Preview lists
         assert app.screen.blocker() == "" and set(app.state.overrides) == {"paths", "preview"}
+
+
+async def test_secure_boot_found_on_nodes_makes_precompiled_the_recommended_mode(tui_env: Path) -> None:
+    """Defect 3: Check hosts reported secure-boot-unsigned, yet Mode still suggested Upstream."""
+    app = demo_app(tui_env, "mixed-trouble")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.click("#override")
+        await next_to(pilot, "mode")
+        await pilot.pause()
+        text = " ".join(screen_text(app).split())
+        assert app.state.get("mode") == "precompiled", text
+        assert "Precompiled ★ recommended" in text and "Secure Boot is on (gpu-l40s-3)" in text, text
+
+
+async def test_a_downgrade_is_a_warning_on_preview_and_apply(tui_env: Path) -> None:
+    """Defect 10: 580.126.20 → 570… was said only beside the Driver step's version field."""
+    from screens.apply_text import warnings
+
+    app = demo_app(tui_env, "existing-install-plain")  # the live policy runs 570.195.03
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "570.124.06")
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        said = "driver 570.195.03 → 570.124.06 is a downgrade"
+        assert said in app.screen.tab_text("tab-advice")
+        assert any(said in line for line in warnings(app.state))  # the Apply summary and its confirmation

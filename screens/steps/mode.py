@@ -76,8 +76,8 @@ class ModeStep(FormStep):
 
     def _label(self, mode: str, recommended: bool) -> str:
         label = TITLES[mode]
-        if recommended:
-            label += f"  ★ {self._star_word(mode)}"
+        if recommended:  # the ★ only on a mode this release validates (defect 21): upstream is only suggested
+            label += "  · suggested" if mode == "upstream" else f"  ★ {self._star_word(mode)}"
         if mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
@@ -95,7 +95,8 @@ class ModeStep(FormStep):
         live = getattr(self.state.preflight, "cluster_policy", None) or {}
         if ((live.get("spec") or {}).get("driver") or {}).get("enabled") is False:
             return "preinstalled", "the live ClusterPolicy sets driver.enabled=false: the hosts' own driver is in use"
-        rec = facts.recommend_mode(self.state.host_drivers)
+        booting = [name for name, host in self.state.host_states.items() if getattr(host, "secure_boot", False)]
+        rec = facts.recommend_mode(self.state.host_drivers, booting)
         return rec.value, rec.reason
 
     def _host_driver_unknown(self) -> bool:
@@ -149,7 +150,9 @@ class ModeStep(FormStep):
                 f"runs a probe pod per GPU node). Without one: {TITLES[recommended[0]]} — {recommended[1]}"
             )
         else:
-            text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
+            mode = recommended[0]
+            star = f"Suggested ({UNVALIDATED})" if mode == "upstream" else f"★ {self._star_word(mode).capitalize()}"
+            text = f"{star}: {TITLES[mode]} — {recommended[1]}"
         warning = self._mode_warning()
         if warning:
             text += f"\n! {warning}"

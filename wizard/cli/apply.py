@@ -92,6 +92,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     rendered = render(plan, await cluster.discover())
     if rendered.advice:
         sys.stderr.write(advice_text(rendered.advice))
+    _write_downgrade(plan, preflight.cluster_policy)
     if args.no_registry:
         sys.stderr.write("! images: not checked (--no-registry)\n")
     else:
@@ -161,6 +162,16 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
 
     diagnosing.write(await diagnosing.gather(cluster, plan), sys.stderr)
     return EXIT_FAILED
+
+
+def _write_downgrade(plan: Plan, live: dict[str, Any] | None) -> None:
+    """A plan that moves the live driver back is said as a warning, as every other front end says it."""
+    from wizard.engine.branches import branch_checks
+
+    version = str((((live or {}).get("spec") or {}).get("driver") or {}).get("version") or "")
+    for check in branch_checks(plan, live_version=version):
+        if check.check == "driver-downgrade":
+            sys.stderr.write(f"warning driver-downgrade: {check.message}\n    reason: {check.hint}\n")
 
 
 def _through_helm(
