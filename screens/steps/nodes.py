@@ -52,13 +52,18 @@ def gpu_text(count: int, product: str) -> str:
     return f"{count}×{name}" if count else name
 
 
+#: The ``nvidia.com/gpu.deploy.driver`` label in words (a bare ``true`` on every row explained nothing).
+DEPLOY_WORDS = {"true": "operator", "false": "excluded"}
+
+
 def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
-    """The deploy label, else what the host check found (``host 580.126.20``, ``host: none``)."""
+    """Who provides the driver: the deploy label in words (``operator``, ``pre-installed``, ``excluded``), else
+    what the host check found (``host 580.126.20``, ``none``)."""
     if node.deploy_driver:
-        return str(node.deploy_driver)
+        return DEPLOY_WORDS.get(str(node.deploy_driver), str(node.deploy_driver))
     if node.name in host_drivers:
         version = host_drivers[node.name]
-        return f"host {version}" if version else "host: none"
+        return f"host {version}" if version else "none"
     return "-"  # no deploy label yet and no host check: HOST_NOTE says so beside the Check button
 
 
@@ -300,8 +305,9 @@ class NodesStep(StepScreen):
         recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
         problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
         findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no problem found"
-        sampled = f" (a sample: {self.state.host_checked})" if self.state.host_rest else ""
-        return f"hosts checked: driver on {working}/{len(found)}{sampled}{recommended}{findings}"
+        rest = self.state.host_rest
+        sampled = f" ({len(found)} of {len(found) + rest})" if rest else ""
+        return f"hosts checked{sampled}: driver on {working}/{len(found)}{recommended}{findings}"
 
     @staticmethod
     def _selected_node(table: RowTable) -> str | None:
