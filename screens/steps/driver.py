@@ -422,7 +422,11 @@ class DriverStep(FormStep):
         if present:  # a tag already in the target needs no copy: the plan lists only what is missing
             todo = [item for item in rendered.mirror if item.target not in present]
             self.query_one(MirrorPanel).show(
-                todo, mirror_script(todo), can_run=not simulated, note=DEMO_NO_MIRROR if simulated else ""
+                todo,
+                mirror_script(todo),
+                can_run=not simulated,
+                note=DEMO_NO_MIRROR if simulated else "",
+                empty="nothing to mirror: every image the nodes need is in the target registry already",
             )
         self.query_one(SupportRequest).show(rendered, statuses, self.state.nodes)
         self.maybe_replay()

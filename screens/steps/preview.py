@@ -255,10 +255,26 @@ class PreviewStep(StepScreen):
             self._verdict("[$accent]… checking the GPU nodes' hosts (nouveau, Secure Boot, a host driver…)[/]")
             await run_host_check(state)
         state.prepared = prepared  # last: Next waits for every finding above
+        await self._name_live_policy(prepared)
         self._show_prepared(prepared)
         self._show_advice()  # the references and images just checked are findings too
         self.refresh_nav()
         self.maybe_replay()
+
+    async def _name_live_policy(self, prepared: Any) -> None:
+        """The ClusterPolicy tab under the live policy's name when it has another: the apply updates that one."""
+        from wizard.engine.render import to_yaml
+
+        rendered = self.state.rendered
+        live = [
+            key.split("/", 1)[1] for key, body in prepared.live.items() if key.startswith("ClusterPolicy/") and body
+        ]
+        if rendered is None or not live or live[0] == rendered.cluster_policy["metadata"]["name"]:
+            return
+        policy = {**rendered.cluster_policy, "metadata": {**rendered.cluster_policy["metadata"], "name": live[0]}}
+        note = f"# the cluster's ClusterPolicy is named {live[0]}: the apply updates it, its name kept\n"
+        text = note + await asyncio.to_thread(to_yaml, [policy])
+        self._show_tab("tab-policy", text, await asyncio.to_thread(highlight, text, "yaml"))
 
     def _show_prepared(self, prepared: Any) -> None:
         from rich.markup import escape

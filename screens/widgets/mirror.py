@@ -64,7 +64,15 @@ class MirrorPanel(Vertical):
         self._skopeo = skopeo_available()
         self.query_one("#mirror-run", Button).display = False
 
-    def show(self, items: Sequence[Any], script: str, *, can_run: bool = True, note: str = "") -> None:
+    def show(
+        self,
+        items: Sequence[Any],
+        script: str,
+        *,
+        can_run: bool = True,
+        note: str = "",
+        empty: str = "nothing to mirror: the cluster pulls from the source",
+    ) -> None:
         """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered.
 
         With ``can_run`` False (the demo cluster) there is no Run button at all and ``note`` says why;
@@ -79,7 +87,7 @@ class MirrorPanel(Vertical):
                 if argv[0] == "skopeo" and argv[1] == "copy":
                     lines.append(f"[$accent]$[/] {escape(shell_command(argv))}")
         commands = self.query_one("#mirror-commands", Static)
-        commands.update("\n".join(lines) or "[$text-muted]nothing to mirror: the cluster pulls from the source[/]")
+        commands.update("\n".join(lines) or f"[$text-muted]{escape(empty)}[/]")
         self.query_one("#mirror-copy", Button).display = bool(lines)
         self.query_one("#mirror-run", Button).display = self._runnable() and not self.has_class("-running")
         status = self.query_one("#mirror-status", Static)
