@@ -115,3 +115,21 @@ def test_apply_says_a_downgrade_as_a_warning(
     code, _, err = _run(capsys, *argv, "--no-registry", "--no-host-check")
     assert code == 0, err
     assert "warning driver-downgrade: driver 570.195.03 → 570.124.06 is a downgrade" in err
+
+
+def test_a_noexec_run_found_before_apply_explains_the_failure_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35, defect 4: the validator's ``permission denied … exit status 126`` got "no known cause matched"."""
+    demo = demo_cluster("noexec-run", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    argv = ["apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--yes"]
+    argv += ["--allow-host-findings", "--crash-window", "5", "--wait-timeout", "90", "--backup-dir", str(tmp_path)]
+    code, _, err = _run(capsys, *argv)
+    assert code == 1
+    assert "✗ driver-dir on 2 nodes (gpu-a10-01, gpu-a10-02):" in err  # said before apply
+    block = err.split("\ndiagnosis (", 1)[1]
+    assert "a host folder the driver or toolkit runs from is mounted noexec" in block, block
+    assert "Remount that folder's file system with exec on gpu-a10-01" in block
+    assert "no known cause matched" not in block
