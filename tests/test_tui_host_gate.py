@@ -93,3 +93,33 @@ async def test_a_downgrade_is_a_warning_on_preview_and_apply(tui_env: Path) -> N
         said = "driver 570.195.03 → 570.124.06 is a downgrade"
         assert said in app.screen.tab_text("tab-advice")
         assert any(said in line for line in warnings(app.state))  # the Apply summary and its confirmation
+
+
+async def test_an_unsupported_branch_suggests_only_versions_the_registry_holds(tui_env: Path) -> None:
+    """Defect 9: 570 on v26.7.0 suggested 610.57.04, 595.91.07, 580.173.02, none in the registry."""
+    from screens.widgets.field import AnswerField
+
+    app = demo_app(tui_env, "ubuntu-upstream")  # nvcr.io holds 595.91.07, 580.126.20 and 570.195.03 for ubuntu22.04
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode")
+        await pilot.click("#mode-upstream")
+        await next_to(pilot, "driver")
+        await wait_for(pilot, lambda: app.screen._registry_versions is not None, 30, "the registry's versions")
+        await set_field(pilot, "driver-version", "570.195.03")
+        field = app.screen.query_one("#driver-version", AnswerField)
+        await wait_for(pilot, lambda: "unsupported" in " ".join(screen_text(app).split()), 10, "the branch note")
+        hint = " ".join(str(field.query_one(".hint").content).split()) if field.query(".hint") else ""
+        text = " ".join(screen_text(app).split())
+        said = hint or text
+        assert "e.g. 595.91.07" in said, said  # the release's own branch (595), as the registry holds it
+        assert "610.57.04" not in said and "580.173.02" not in said  # the matrix's, which nvcr.io here lacks
+    from wizard.engine.branches import branch_checks
+    from wizard.engine.plan import Plan
+
+    plan = Plan.model_validate(
+        {"mode": "upstream", "driver": {"version": "570.195.03", "repository": "nvcr.io/nvidia"}}
+    )
+    (check,) = branch_checks(plan, available=["580.126.20", "570.195.03"])  # no 595 in this registry
+    assert "(580.126.20)" in check.hint and "610" not in check.hint
+    (check,) = branch_checks(plan, available=["570.195.03"])
+    assert check.hint.startswith("the registry holds no version of a supported branch")

@@ -54,6 +54,8 @@ class DriverStep(FormStep):
     AUTO_FOCUS = "#driver-version Input"
     #: The version's hint in upstream mode: what the source registry's tags offer, once read.
     _upstream_hint = "the versions the source registry holds are offered above once read"
+    _registry_versions: list[str] | None = None
+    """Upstream versions the registry holds for every node OS, once read (None: not read)."""
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
@@ -262,6 +264,7 @@ class DriverStep(FormStep):
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
+        self._registry_versions = versions  # the branch note's examples come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
             self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
             self._show_branch_notes()
@@ -347,7 +350,14 @@ class DriverStep(FormStep):
         plan = self.state.plan()
         live = (getattr(self.state.preflight, "cluster_policy", None) or {}).get("spec", {}).get("driver", {})
         checks = (
-            branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+            branch_checks(
+                plan,
+                live_version=str(live.get("version") or ""),
+                tag_oses=self._tag_oses(),
+                available=self._registry_versions,
+            )
+            if plan
+            else []
         )
         field = self.query_one("#driver-version", AnswerField)
         field.set_hint("; ".join(f"! {c.data['short']}" for c in checks) or self._version_hint())
