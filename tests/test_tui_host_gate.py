@@ -123,3 +123,31 @@ async def test_an_unsupported_branch_suggests_only_versions_the_registry_holds(t
     assert "(580.126.20)" in check.hint and "610" not in check.hint
     (check,) = branch_checks(plan, available=["570.195.03"])
     assert check.hint.startswith("the registry holds no version of a supported branch")
+
+
+async def test_precompiled_offers_the_branch_the_registry_holds_for_every_kernel(tui_env: Path) -> None:
+    """Defect 6: precompiled on Ubuntu said "no catalog version for ubuntu22.04: type one" while the registry
+    held ``580-<kernel>-ubuntu22.04``; the user had to guess ``580``."""
+    from textual.widgets import Select
+
+    from screens.steps.driver_catalog import precompiled_branches
+
+    app = demo_app(tui_env, "mixed-trouble")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.click("#override")
+        await next_to(pilot, "mode")
+        assert app.state.get("mode") == "precompiled"  # Secure Boot on gpu-l40s-3
+        await next_to(pilot, "driver")
+        await wait_for(pilot, lambda: app.state.get("driver.version") == "580", 30, "the registry's branch")
+        catalog = app.screen.query_one("#catalog", Select)
+        assert catalog.value == "580"
+        assert app.screen.blocker() == "" or "version" not in app.screen.blocker()
+    groups = [("5.15.0-1063-nvidia", "ubuntu22.04"), ("5.15.0-1048-nvidia", "ubuntu22.04")]
+    tags = [
+        "580-5.15.0-1063-nvidia-ubuntu22.04",
+        "580-5.15.0-1048-nvidia-ubuntu22.04",
+        "570-5.15.0-1063-nvidia-ubuntu22.04",
+    ]
+    assert precompiled_branches(tags, groups) == ["580"]  # 570 lacks the 1048 kernel

@@ -20,7 +20,13 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from screens.steps.driver_catalog import catalog_marks, catalog_options, catalog_prompt, upstream_versions
+from screens.steps.driver_catalog import (
+    catalog_marks,
+    catalog_options,
+    catalog_prompt,
+    precompiled_branches,
+    upstream_versions,
+)
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
@@ -223,6 +229,8 @@ class DriverStep(FormStep):
         self.query_one("#catalog-row").display = not upstream
         if upstream and self.state.cluster is not None:
             self.list_upstream_versions()
+        elif self.state.get("mode") == "precompiled" and self.state.cluster is not None:
+            self.list_precompiled_branches()
         self._rest_mounted = asyncio.Event()
         self.call_after_refresh(self._mount_rest)
         version = self.state.get("driver.version")
@@ -284,6 +292,43 @@ class DriverStep(FormStep):
         self.query_one("#catalog-row").display = True
         self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
         self._show_branch_notes()
+
+    @work(exclusive=True, group="versions", exit_on_error=False)
+    async def list_precompiled_branches(self) -> None:
+        """Offer the branches the pull registry holds a precompiled tag of for every (kernel, OS) group
+        (``580-5.15.0-1063-nvidia-ubuntu22.04``), beside the bundled catalog's: on Ubuntu and RHEL the catalog
+        knows no tuple, and the user was left to guess ``580``."""
+        from wizard.engine.hostdoctor import supported_branches
+        from wizard.engine.registry_routes import repository_host
+
+        state = self.state
+        source = str(state.get("driver.repository") or state.get("driver.source") or "")
+        image = str(state.get("driver.image") or "driver")
+        facts = state.facts
+        if not source or facts is None:
+            return
+        release = str(state.get("operator.version") or "")
+        groups = [(g.kernel, g.tag_os) for g in facts.groups(release)] if release else []
+        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
+            if registry is None:
+                return
+            try:
+                tags = await registry.list_tags(f"{source}/{image}")
+            except Exception:  # an unreachable registry: the field still takes a typed branch
+                return
+        supported, default = supported_branches(release)
+        branches = [b for b in precompiled_branches(tags, groups) if not supported or b in supported]
+        if not branches:
+            return
+        branches.sort(key=lambda b: b != default.split(".")[0])  # the release's own branch first
+        catalog = self.query_one("#catalog", Select)
+        known = [(label, value) for label, value in catalog_options(self._tag_oses()) if value not in branches]
+        catalog.set_options([(f"{b}  (in {source}, every kernel)", b) for b in branches] + known)
+        if not state.get("driver.version"):  # the default a newcomer accepts: a branch every group can pull
+            self.query_one("#driver-version", AnswerField).set_value(branches[0])
+            state.set("driver.version", branches[0])
+            self.answers_changed()
+        self._follow_version(str(state.get("driver.version") or ""))
 
     def _follow_version(self, version: str) -> None:
         """The Catalog shows the typed version when it is one of its entries, else nothing."""
