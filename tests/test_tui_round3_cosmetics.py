@@ -56,3 +56,23 @@ async def test_nothing_to_mirror_says_why_when_source_and_target_differ(tui_env:
         await wait_for(pilot, lambda: "nothing to mirror" in str(commands.content), 10, "the empty mirror plan")
         said = str(commands.content)
         assert "in the target registry already" in said and "pulls from the source" not in said, said
+
+
+async def test_paths_noexec_fix_scrolls_into_view_at_80x24(tui_env: Path) -> None:
+    """Defect 16: Paths' noexec fix and its per-node table were cut at 80×24 and could not be scrolled."""
+    from tests.helpers.tui import next_to, set_field
+
+    app = demo_app(tui_env, "noexec-run")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await set_field(pilot, "driver-version", "580.126.20")
+        await next_to(pilot, "paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the automatic path check")
+        await pilot.pause(0.3)
+        assert "driverInstallDir does not move it" not in " ".join(screen_text(app).split())  # below the fold
+        app.screen.query_one("#path-notes-scroll").focus()
+        await pilot.press("end")
+        await pilot.pause(0.3)
+        text = " ".join(screen_text(app).split())
+        assert "driverInstallDir does not move it), or use a" in text and "pre-installed host driver" in text, text
+        assert "gpu-a10-01 ✓ writable, exec ✗ noexec /run" in text, text  # the per-node table shows too

@@ -16,7 +16,7 @@ from typing import Any
 from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
@@ -106,7 +106,8 @@ class NodesStep(StepScreen):
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
-    #live-findings { max-height: 5; overflow-y: auto; }
+    #live-scroll { height: auto; max-height: 5; }
+    #live-scroll:focus { background: $boost; }
     #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
     #host-note { width: 1fr; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     #override { display: none; margin-right: 1; }
@@ -115,7 +116,9 @@ class NodesStep(StepScreen):
     def compose_body(self) -> ComposeResult:
         yield Label("Driver image groups (kernel, OS tag)", classes="section -first")
         yield Static("discovering nodes…", id="groups")
-        yield CheckList(id="live-findings")  # an upgrade under way, failing driver pods (screens.steps.connect too)
+        # an upgrade under way, failing driver pods (screens.steps.connect too); scrolled, not cut at 80×24
+        with VerticalScroll(id="live-scroll"):
+            yield CheckList(id="live-findings")
         yield Label("GPU nodes", classes="section")
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         yield RowTable(id="node-table", zebra_stripes=True)
@@ -198,7 +201,7 @@ class NodesStep(StepScreen):
         found = [dataclasses.replace(check, hint="") for check in [*policy, *self.state.live_findings]]
         view = self.query_one("#live-findings", CheckList)
         view.show(found)
-        view.display = bool(found)
+        self.query_one("#live-scroll").display = bool(found)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw_pending:
