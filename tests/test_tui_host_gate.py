@@ -151,3 +151,28 @@ async def test_precompiled_offers_the_branch_the_registry_holds_for_every_kernel
         "570-5.15.0-1063-nvidia-ubuntu22.04",
     ]
     assert precompiled_branches(tags, groups) == ["580"]  # 570 lacks the 1048 kernel
+
+
+async def test_a_replay_past_nodes_still_checks_the_hosts_before_apply(tui_env: Path) -> None:
+    """An answers replay leaves Nodes as soon as the nodes are known: Preview runs the host check then, and its
+    findings hold Apply there (nouveau, Secure Boot under the upstream the answers ask for)."""
+    from screens.app import WizardApp
+
+    answers = tui_env / "answers.yaml"
+    answers.write_text(
+        "version: 1\nmode: upstream\noperator:\n  version: v26.7.0\n"
+        "driver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n  source: nvcr.io/nvidia\n",
+        encoding="utf-8",
+    )
+    app = WizardApp(demo="mixed-trouble", answers=str(answers), step_delay=0.0, report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: on_step(app, "preview") or on_step(app, "paths"), 60, "the replay")
+        if on_step(app, "paths"):  # the noexec /run on gpu-l40s-2 stops the replay there: overridden
+            await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the path check")
+            await pilot.click("#override")
+            await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 60, "the dry-run")
+        assert app.state.host_checked == "all 3 GPU nodes"
+        text = app.screen.tab_text("tab-advice")
+        assert "nouveau-loaded on 1 node (gpu-l40s-1)" in text and "secure-boot-unsigned on 1 node (gpu-l40s-3)" in text
+        assert "blocking findings: fix or tick 'apply anyway'" in app.screen.blocker()
