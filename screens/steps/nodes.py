@@ -27,8 +27,9 @@ from screens.widgets.toggles import Tick
 from wizard.engine.textsafe import printable
 
 HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are known)'
-#: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
-HOST_LINES = 3
+#: Host findings shown under the table (each names its nodes, with its fix; the area scrolls); the rest are on
+#: Preview's Warnings tab.
+HOST_LINES = 8
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -108,7 +109,9 @@ class NodesStep(StepScreen):
     #host-row { height: 1; }
     #live-scroll { height: auto; max-height: 5; }
     #live-scroll:focus { background: $boost; }
-    #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
+    #host-scroll { height: auto; max-height: 6; }
+    #host-scroll:focus { background: $boost; }
+    #host-findings { height: auto; }
     #host-note { width: 1fr; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     #override { display: none; margin-right: 1; }
     """
@@ -122,7 +125,9 @@ class NodesStep(StepScreen):
         yield Label("GPU nodes", classes="section")
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         yield RowTable(id="node-table", zebra_stripes=True)
-        yield Static("", id="host-findings")
+        # each finding with its fix, wrapped and scrolled (a Tab stop): Next waits on them, so they are read here
+        with VerticalScroll(id="host-scroll"):
+            yield Static("", id="host-findings")
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
             yield Tick("continue anyway", id="override", compact=True)
@@ -286,15 +291,15 @@ class NodesStep(StepScreen):
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
-        view.display = bool(groups)
+        self.query_one("#host-scroll").display = bool(groups)
         lines = []
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+            if group.hint and group.status.value in ("fail", "warn"):
+                lines.append(f"   [$text-muted]→ {escape(printable(group.hint))}[/]")
         if len(groups) > HOST_LINES:
-            lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more; every fix is on Preview's Warnings tab[/]")
-        elif groups:
-            lines.append("[$text-muted]the fixes are on Preview's Warnings tab[/]")
+            lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more on Preview's Warnings tab[/]")
         view.update("\n".join(lines))
 
     def _host_summary(self) -> str:
