@@ -176,3 +176,21 @@ async def test_a_replay_past_nodes_still_checks_the_hosts_before_apply(tui_env: 
         text = app.screen.tab_text("tab-advice")
         assert "nouveau-loaded on 1 node (gpu-l40s-1)" in text and "secure-boot-unsigned on 1 node (gpu-l40s-3)" in text
         assert "blocking findings: fix or tick 'apply anyway'" in app.screen.blocker()
+
+
+async def test_above_64_gpu_nodes_hosts_and_paths_are_checked_on_a_sample_by_themselves(tui_env: Path) -> None:
+    """Bounded, yet by default: 5,000 nodes in four (kernel, OS) groups get two checked per group, the rest on request."""
+    from tests.helpers.tui import connected
+    from tests.helpers.walk import forward
+
+    app = demo_app(tui_env, "large")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await connected(pilot)
+        await forward(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the sampled host check")
+        assert app.state.host_checked == "8 of 5000 GPU nodes (2 per kernel and OS)" and app.state.host_rest == 4992
+        assert "Check all hosts" in screen_text(app)
+        await forward(pilot, "paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 60, "the sampled path check")
+        assert len({c.node for c in app.state.path_checks if c.node}) == 8
+        assert "checked a sample, 8 of 5000 GPU nodes" in " ".join(screen_text(app).split())

@@ -242,11 +242,12 @@ class PreviewStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
                     state.images = list(await cluster.check_images(state.rendered, registry))
-        from screens.steps.paths import auto_check
+        from screens.steps.paths import auto_check, auto_nodes
 
         if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
             self._verdict("[$accent]… checking the host paths on the nodes[/]")
-            stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"))
+            nodes, _ = auto_nodes(state)
+            stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"), nodes=nodes)
             async with contextlib.aclosing(stream):
                 state.path_checks = [check async for check in stream]
         from screens.hostcheck import run_host_check, wanted
