@@ -187,9 +187,12 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
 
 
 def _host_findings(state: WizardState) -> list[Finding]:
-    """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure blocks, a warning does not."""
+    """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure the rollout would meet blocks;
+    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not."""
+    from wizard.engine.hostdoctor import blocks_apply
+
     return [
-        Finding(group.summary(), group.hint, blocking=group.status.value == "fail", step=NODES.name)
+        Finding(group.summary(), group.hint, blocking=blocks_apply(group.check, group.status), step=NODES.name)
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")
     ]

@@ -80,7 +80,9 @@ async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> b
     groups, checked = await host_groups(cluster, plan, everything=bool(getattr(args, "all_hosts", False)))
     shown = [g for g in groups if g.status.value != "pass"]
     write_groups(shown, sys.stderr)
-    failed = [g for g in shown if g.status.value == "fail"]
+    from wizard.engine.hostdoctor import blocks_apply
+
+    failed = [g for g in shown if blocks_apply(g.check, g.status)]
     more = "" if "all" in checked.split(" ", 1)[0] else "; --all-hosts checks the rest"
     if not failed:
         sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")
