@@ -155,6 +155,20 @@ def _downgrade_finding(state: WizardState) -> list[Finding]:
     return [Finding(c.message, c.hint, step=DRIVER.name) for c in checks if c.check == "driver-downgrade"]
 
 
+def _registry_branch_message(state: WizardState, message: str) -> str:
+    """The renderer's unsupported-branch warning with its examples from the registry's versions (the renderer
+    knows only the release's matrix, whose versions the registry may not hold)."""
+    from wizard.engine.branches import branch_checks
+
+    plan = state.plan()
+    if plan is None:
+        return message
+    checks = [
+        c for c in branch_checks(plan, available=state.registry_versions) if c.check == "driver-branch-unsupported"
+    ]
+    return f"The {checks[0].message}: {checks[0].hint}." if checks else message
+
+
 def doctor_target(state: WizardState) -> DoctorTarget:
     """What the host checks judge against: the plan when it is valid, else the chosen (or recommended) mode."""
     from wizard.engine.hostdoctor import DoctorTarget
@@ -205,7 +219,10 @@ def plan_findings(state: WizardState) -> list[Finding]:
     mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here
     for advice in getattr(rendered, "advice", []):
         if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
-            found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
+            message = advice.message
+            if advice.code == "driver-branch-unsupported" and state.registry_versions is not None:
+                message = _registry_branch_message(state, message)
+            found.append(Finding(message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
     for check in state.references:
         if not check.ok or check.status.value == "warn":
             found.append(Finding(check.message, check.hint, not check.ok, DRIVER.name))

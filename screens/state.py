@@ -140,6 +140,9 @@ class WizardState:
     rendered: Any = None
     """``wizard.engine.render.Rendered`` of the current plan and facts."""
     images: list[Any] = field(default_factory=list)
+    registry_versions: list[str] | None = None
+    """Upstream versions the pull registry holds for every node OS, once the Driver step read them (None: not read):
+    a version suggested anywhere comes from these."""
     references: list[Check] = field(default_factory=list)
     """Whether the repoConfig ConfigMap and pull Secrets the plan names exist (checked in Preview)."""
     """``ImageStatus`` per (kernel, OS) group from the last image check."""
@@ -200,6 +203,8 @@ class WizardState:
         self.helm_command = ""  # the values it carries are the old answers'
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
+        if dotted in ("mode", "driver.repository", "driver.source", "driver.image"):
+            self.registry_versions = None  # another registry's (or image's) tags
         if dotted.startswith(("toolkit", "hostPaths", "mode")):
             self.path_checks = None
 

@@ -113,6 +113,12 @@ async def test_an_unsupported_branch_suggests_only_versions_the_registry_holds(t
         said = hint or text
         assert "e.g. 595.91.07" in said, said  # the release's own branch (595), as the registry holds it
         assert "610.57.04" not in said and "580.173.02" not in said  # the matrix's, which nvcr.io here lacks
+        await next_to(pilot, "paths")
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        warning = app.screen.tab_text("tab-advice")  # Preview's warning too (the renderer knows only the matrix)
+        assert "driver 570.195.03 is on branch 570" in warning and "(595.91.07, 580.126.20)" in warning, warning
+        assert "610.57.04" not in warning
     from wizard.engine.branches import branch_checks
     from wizard.engine.plan import Plan
 

@@ -272,7 +272,7 @@ class DriverStep(FormStep):
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
-        self._registry_versions = versions  # the branch note's examples come only from these
+        self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
             self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
             self._show_branch_notes()
