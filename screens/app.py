@@ -287,8 +287,10 @@ class WizardApp(App[int]):
         self.state.live_findings = []
         self.state.nodes.clear()
         self.state.images = []
+        self.state.registry_versions = None
         self.state.path_checks = None
         self.state.host_drivers, self.state.host_states = {}, {}  # another cluster's hosts say nothing of these
+        self.state.host_checked, self.state.host_rest = "", 0
         self.state.rendered = self.state.prepared = self.state.applied = None
         if old is not None and old is not cluster:
             await old.close()

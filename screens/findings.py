@@ -5,7 +5,9 @@ pull Secret or repoConfig ConfigMap, GPU nodes on several OSes, the renderer's w
 be lost on the next: Preview's Warnings tab, the Apply confirmation, the Verify summary and the
 exported report all list :func:`plan_findings`. The Nodes step's host check (the node doctor) adds its
 findings here too, judged against the plan of the moment. A *blocking* finding (the driver cannot start as
-planned) holds Preview's Next until it is fixed or the user ticks the override.
+planned) holds Next on the step that found it and on Preview until it is fixed or the user ticks the override;
+an override covers the findings listed when it was ticked on its own step (:func:`overridden`), never another
+step's nor one found later.
 """
 
 from __future__ import annotations
@@ -174,6 +176,32 @@ def _mixed_os_finding(state: WizardState) -> list[Finding]:
     ]
 
 
+def _downgrade_finding(state: WizardState) -> list[Finding]:
+    """The plan moves the live driver back to an older version: a warning wherever the plan's warnings are shown."""
+    from wizard.engine.branches import branch_checks
+
+    plan = state.plan()
+    live = ((getattr(state.preflight, "cluster_policy", None) or {}).get("spec") or {}).get("driver") or {}
+    if plan is None or not live.get("version"):
+        return []
+    checks = branch_checks(plan, live_version=str(live["version"]))
+    return [Finding(c.message, c.hint, step=DRIVER.name) for c in checks if c.check == "driver-downgrade"]
+
+
+def _registry_branch_message(state: WizardState, message: str) -> str:
+    """The renderer's unsupported-branch warning with its examples from the registry's versions (the renderer
+    knows only the release's matrix, whose versions the registry may not hold)."""
+    from wizard.engine.branches import branch_checks
+
+    plan = state.plan()
+    if plan is None:
+        return message
+    checks = [
+        c for c in branch_checks(plan, available=state.registry_versions) if c.check == "driver-branch-unsupported"
+    ]
+    return f"The {checks[0].message}: {checks[0].hint}." if checks else message
+
+
 def doctor_target(state: WizardState) -> DoctorTarget:
     """What the host checks judge against: the plan when it is valid, else the chosen (or recommended) mode."""
     from wizard.engine.hostdoctor import DoctorTarget
@@ -206,9 +234,12 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
 
 
 def _host_findings(state: WizardState) -> list[Finding]:
-    """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure blocks, a warning does not."""
+    """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure the rollout would meet blocks;
+    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not."""
+    from wizard.engine.hostdoctor import blocks_apply
+
     return [
-        Finding(group.summary(), group.hint, blocking=group.status.value == "fail", step=NODES.name)
+        Finding(group.summary(), group.hint, blocking=blocks_apply(group.check, group.status), step=NODES.name)
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")
     ]
@@ -223,21 +254,56 @@ def plan_findings(state: WizardState) -> list[Finding]:
         if advice.code == "tuple-unpublished":
             continue  # said per image by _image_findings, with the registry's answer
         if advice.level == "warning" and not (mixed_os and advice.code == "mixed-os"):
-            found.append(Finding(advice.message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
+            message = advice.message
+            if advice.code == "driver-branch-unsupported" and state.registry_versions is not None:
+                message = _registry_branch_message(state, message)
+            found.append(Finding(message, advice.reason, advice.code in BLOCKING_ADVICE, PREVIEW.name))
     for check in state.references:
         if not check.ok or check.status.value == "warn":
             found.append(Finding(check.message, check.hint, not check.ok, DRIVER.name))
     found += _image_findings(state)
     found += _path_findings(state)
     found += mixed_os
+    found += _downgrade_finding(state)
     found += _host_findings(state)
     return sorted(found, key=lambda f: not f.blocking)
 
 
+def overridden(state: WizardState, finding: Finding) -> bool:
+    """The user went on despite this very finding: by the override of the step that found it, or Preview's
+    "apply anyway" ticked while it was listed (a finding found later is covered by neither)."""
+    return finding.message in state.overrides.get(finding.step, ()) or finding.message in state.overrides.get(
+        PREVIEW.name, ()
+    )
+
+
+def standing(state: WizardState, step: str = "") -> list[Finding]:
+    """The blocking findings no override covers (only ``step``'s when given)."""
+    return [f for f in plan_findings(state) if f.blocking and (not step or f.step == step) and not overridden(state, f)]
+
+
+def override_scope(state: WizardState, step: str) -> frozenset[str]:
+    """What ticking ``step``'s override covers: its own blocking findings (Preview's: every one listed now that
+    the step which found it has not overridden already)."""
+    covered: set[str] = set()
+    for f in plan_findings(state):
+        if not f.blocking:
+            continue
+        if f.step == step or (step == PREVIEW.name and f.message not in state.overrides.get(f.step, ())):
+            covered.add(f.message)
+    return frozenset(covered)
+
+
+def override_ticked(state: WizardState, step: str) -> bool:
+    """``step``'s override box shows ticked: given, and covering every blocking finding of its scope listed now."""
+    given = state.overrides.get(step)
+    return given is not None and override_scope(state, step) <= given
+
+
 def blocking_reason(state: WizardState) -> str:
-    """Why Apply should not go ahead ("" when nothing blocks or the user overrode it)."""
-    blocking = [f for f in plan_findings(state) if f.blocking]
-    if not blocking or state.override_findings:
+    """Why Apply should not go ahead ("" when nothing blocks or the user overrode each blocking finding)."""
+    blocking = standing(state)
+    if not blocking:
         return ""
     count = f"{len(blocking)} blocking findings" if len(blocking) > 1 else "1 blocking finding"
     return f"{count}: fix or tick 'apply anyway'"

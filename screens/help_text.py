@@ -72,8 +72,8 @@ its end-to-end verification is not part of this release's test matrix.
 host's own driver with `driver.enabled=false`. An answers file may say `operatortype: preinstalled`
 (saved back as `mode: preinstalled`); nothing named operatortype goes into the ClusterPolicy (the CRD
 has no such field). The driver must load at boot (dkms or the OS's init scripts), or a node comes back
-from a reboot without it. Before the operator labels the nodes, **Check hosts** on the Nodes step runs
-`nvidia-smi` on each host to find such a driver.
+from a reboot without it. Before the operator labels the nodes, the Nodes step's host check (it starts by
+itself once the nodes are known) runs `nvidia-smi` on each host to find such a driver.
 """
 
 HELP: dict[str, str] = {

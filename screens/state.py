@@ -127,15 +127,22 @@ class WizardState:
     live_findings: list[Check] = field(default_factory=list)
     """What the operator is doing now (an upgrade under way, failing driver pods): ``Cluster.live_findings``."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
+    """Facts per node, kept current by the Nodes step's watch."""
     host_drivers: dict[str, str] = field(default_factory=dict)
     """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""
     host_states: dict[str, Any] = field(default_factory=dict)
     """GPU node -> ``wizard.engine.hostdoctor.HostState`` from the Nodes step's host check (judged against the
     current plan by :func:`screens.findings.host_groups`, so a mode change re-judges without a new probe)."""
-    """Facts per node, kept current by the Nodes step's watch."""
+    host_checked: str = ""
+    """What the last finished host check covered (``all 3 GPU nodes``, ``8 of 5000 GPU nodes (…)``); "" none yet."""
+    host_rest: int = 0
+    """GPU nodes the last host check left out (a sample above ``wizard.engine.hostsample.AUTO_HOSTS``)."""
     rendered: Any = None
     """``wizard.engine.render.Rendered`` of the current plan and facts."""
     images: list[Any] = field(default_factory=list)
+    registry_versions: list[str] | None = None
+    """Upstream versions the pull registry holds for every node OS, once the Driver step read them (None: not read):
+    a version suggested anywhere comes from these."""
     references: list[Check] = field(default_factory=list)
     """Whether the repoConfig ConfigMap and pull Secrets the plan names exist (checked in Preview)."""
     """``ImageStatus`` per (kernel, OS) group from the last image check."""
@@ -151,8 +158,10 @@ class WizardState:
     ``prepared`` is this very object (a changed answer or a new Preview makes another)."""
     path_checks: list[Check] | None = None
     """Node-side checks of the host paths (Paths step), None until they ran for the current paths."""
-    override_findings: bool = False
-    """The user chose to go on despite blocking findings (reset whenever an answer changes)."""
+    overrides: dict[str, frozenset[str]] = field(default_factory=dict)
+    """Step name -> the blocking findings (their messages) the user chose to go on despite, by the override on
+    that step: it covers those findings only, never another step's nor one found later (reset whenever an
+    answer changes; :func:`screens.findings.overridden`)."""
     checks: list[Check] = field(default_factory=list)
     """Verification findings, in arrival order."""
     log_lines: list[Any] = field(default_factory=list)
@@ -190,10 +199,12 @@ class WizardState:
         self.rendered = None
         self.prepared = None
         self.references = []
-        self.override_findings = False  # an override was given for the findings of the old answers
+        self.overrides = {}  # an override was given for the findings of the old answers
         self.helm_command = ""  # the values it carries are the old answers'
         if not dotted.startswith(("toolkit", "hostPaths")):
             self.images = []  # the images (or their tags) may have changed
+        if dotted in ("mode", "driver.repository", "driver.source", "driver.image"):
+            self.registry_versions = None  # another registry's (or image's) tags
         if dotted.startswith(("toolkit", "hostPaths", "mode")):
             self.path_checks = None
 

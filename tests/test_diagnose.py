@@ -219,8 +219,10 @@ def test_apply_whose_rollout_fails_explains_why(capsys: pytest.CaptureFixture[st
     answers = tmp_path / "upstream.yaml"
     answers.write_text("version: 1\nmode: upstream\ndriver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n")
     argv = ["apply", "--demo", str(tmp_path / "sb.yaml"), "--answers", str(answers), "--yes", "--no-registry"]
+    argv.append("--allow-host-findings")  # the host check names Secure Boot first; applied anyway, the rollout fails
     code, _, err = run(capsys, *argv, "--crash-window", "1", "--backup-dir", str(tmp_path))
     assert code == 1
+    assert "secure-boot-unsigned on 2 nodes" in err and "going on (--allow-host-findings)" in err
     block = err.split("\ndiagnosis (", 1)[1]
     assert "Secure Boot refused the unsigned NVIDIA kernel module (NVIDIA/gpu-operator#1726)" in block
     assert "| nvidia-driver-ctr | Kernel module load error: Key was rejected by service" in block

@@ -249,13 +249,19 @@ EXPECTED: dict[str, Expect] = {
     "kernel-drift": Expect("not where the cluster pulls from", answers_fix=choose_mode("upstream")),
     "upgrade-in-progress": Expect("OS", answers_fix=crd_on),
     "preinstalled": Expect("set mode: preinstalled", answers_fix=choose_mode("preinstalled")),
-    "host-driver-present": Expect("remove the host driver", host_fix=fixed_hosts(host_driver="")),
+    # found by apply's host check before anything is written (issue 35)
+    "host-driver-present": Expect("set mode: preinstalled; or remove it", host_fix=fixed_hosts(host_driver="")),
     # no driver image for these hosts' OS anywhere: doctor's recommendation from the host check is the way out
     "preinstalled-no-dkms": Expect("a host driver already works", answers_fix=choose_mode("preinstalled")),
     # verified on the host's 570, which v26.7.0 does not support: said as a warning (tests/test_branches.py)
     "preinstalled-old-branch": Expect("a host driver already works", answers_fix=choose_mode("preinstalled")),
     "nouveau-loaded": Expect("blacklist", host_fix=fixed_hosts(nouveau=False)),
     "secure-boot": Expect("Secure Boot", host_fix=fixed_hosts(secure_boot=False)),
+    "mixed-trouble": Expect(
+        "blacklist nouveau",
+        host_fix=fixed_hosts(nouveau=False, noexec_mounts=[]),
+        then=Expect("Secure Boot", host_fix=fixed_hosts(secure_boot=False)),
+    ),
     "noexec-run": Expect("remount /run with exec", host_fix=fixed_hosts(noexec_mounts=[])),
     "headers-missing": Expect("repoConfig", host_fix=fixed_hosts(kernel_headers=True, package_repo=True)),
 }

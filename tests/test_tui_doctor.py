@@ -1,4 +1,4 @@
-"""The node doctor in the TUI: 'Check hosts' on the Nodes step shows the host findings grouped (one line per
+"""The node doctor in the TUI: the Nodes step's host check (on its own once the nodes are known) shows the host findings grouped (one line per
 finding, its nodes named) at 80×24, and they travel to Preview's findings judged against the current mode."""
 
 from __future__ import annotations
@@ -15,11 +15,10 @@ async def test_check_hosts_shows_grouped_findings_that_follow_the_mode(tui_env: 
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes")
         await wait_for(pilot, lambda: "gpu-h100-03" in screen_text(app), 30, "the node table")
-        await pilot.click("#host-check")
-        await wait_for(pilot, lambda: "1 finding" in screen_text(app), 60, "the host check")
+        await wait_for(pilot, lambda: "1 finding" in screen_text(app), 60, "the host check (on its own)")
         text = screen_text(app)
         assert "✗ host-driver-loaded on 2 nodes (gpu-h100-01, gpu-h100-02)" in text
-        assert "host driver: 2/3 GPU nodes; 1 finding" in text
+        assert "hosts checked: driver on 2/3; 1 finding" in text
         assert text.count("host-driver-loaded") == 1  # grouped, not a row per node
         (finding,) = [f for f in plan_findings(app.state) if f.step == "nodes"]
         assert finding.blocking and "set mode: preinstalled" in finding.hint

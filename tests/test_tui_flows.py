@@ -233,14 +233,14 @@ async def test_the_node_table_follows_the_cluster(tui_env: Path) -> None:
 
 
 async def test_a_host_check_finds_the_preinstalled_driver_and_the_mode_follows(tui_env: Path) -> None:
-    """Before the operator runs no label tells; 'Check hosts' runs nvidia-smi on each host, and Mode recommends Pre-installed."""
+    """Before the operator runs no label tells; the Nodes step's own host check runs nvidia-smi on each host (nobody
+    presses a button), and Mode recommends Pre-installed."""
     app = demo_app(tui_env, "preinstalled")
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes")
         await wait_for(pilot, lambda: "gpu-l40s-01" in screen_text(app), 30, "the node table")
         assert "Pre-installed" not in app.state.facts.recommend_mode().value.title()  # nothing known yet
-        await pilot.click("#host-check")
-        await wait_for(pilot, lambda: "host driver: 2/2 GPU nodes" in screen_text(app), 60, "the host check")
+        await wait_for(pilot, lambda: "hosts checked: driver on 2/2" in screen_text(app), 60, "the host check")
         assert app.state.host_drivers == {"gpu-l40s-01": "580.126.20", "gpu-l40s-02": "580.126.20"}
         assert "host 580.126.20" in screen_text(app)
         await next_to(pilot, "mode")

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Button, Select
 
 from screens.widgets.mirror import MirrorPanel
-from tests.helpers.tui import SLE_DIGEST, demo_app, set_field, walk_to
+from tests.helpers.tui import SLE_DIGEST, demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
 
 
@@ -56,12 +56,15 @@ async def test_ubuntu_catalog_and_source_follow_the_nodes_os(tui_env: Path) -> N
 async def test_an_unvalidated_mode_is_never_called_recommended(tui_env: Path) -> None:
     app = demo_app(tui_env, "ubuntu-upstream")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode")
-        await pilot.click("#mode-host-check")  # no ★ before the hosts are known to run no driver (test_tui_mode_known)
-        await wait_for(pilot, lambda: "★" in screen_text(app), 60, "the host check")
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the Nodes step's own host check")
+        await next_to(pilot, "mode")
+        await wait_for(pilot, lambda: "Upstream  · suggested" in screen_text(app), 10, "the suggestion")
         text = screen_text(app)
-        assert "Upstream  ★ suggested  · configurable, not validated in this release" in text
-        assert "★ Suggested: Upstream" in text
+        # the ★ only on a mode this release validates (issue 35, defect 21): upstream is suggested, never starred
+        assert "Upstream  · suggested  · configurable, not validated in this release" in text
+        assert "Suggested (configurable, not validated in this release): Upstream" in " ".join(text.split())
+        assert "★" not in text
         assert "recommended" not in text.lower()
 
 

@@ -64,4 +64,4 @@ async def test_a_settled_install_has_no_live_findings(tui_env: Path) -> None:
         await wait_for(pilot, lambda: "✓ cluster-policy" in shown(app, "preflight"), 30, "the policy's state")
         await next_to(pilot, "nodes")
         await pilot.pause(0.5)
-        assert app.state.live_findings == [] and not app.screen.query_one("#live-findings").display
+        assert app.state.live_findings == [] and not app.screen.query_one("#live-scroll").display

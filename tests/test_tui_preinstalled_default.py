@@ -1,4 +1,4 @@
-"""A newcomer on hosts that already run a driver who presses Next past Mode (before checking the hosts) and applies:
+"""A newcomer on hosts that already run a driver who picks a containerized mode over the ★ and applies anyway:
 the operator's driver manager finds the host driver and takes every node out of the driver pods' selector.
 The Apply step must say so, with the fix, as soon as the DaemonSet wants no pod, not show "0/0" until the
 rollout's time runs out (30 minutes by default); the fix it names then verifies (tests/test_newcomer_defaults.py)."""
@@ -25,8 +25,11 @@ async def test_apply_on_hosts_with_a_driver_names_preinstalled_at_once(
     app = WizardApp(kubeconfig=str(demo.kubeconfig_path), report_dir=tui_env)
     async with app.run_test(size=(80, 24)) as pilot:
         await connected(pilot)
+        await forward(pilot, "mode")
+        await wait_for(pilot, lambda: app.state.get("mode") == "preinstalled", 30, "the host check's ★ preselected")
+        await pilot.click("#mode-upstream")  # the user's choice over the recommendation; Preview's override taken
         await forward(pilot, "apply")
-        assert app.state.get("mode") != "preinstalled"  # the defaults, the hosts not checked
+        assert app.state.get("mode") == "upstream"
         await apply_and_roll_out(pilot, expect_warning=None)
         rollout = app.screen._rollout
         assert rollout is not None and rollout.phase == "failed", rollout

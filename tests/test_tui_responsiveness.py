@@ -80,7 +80,9 @@ async def test_nodes_table_of_5000_rows_draws_only_the_lines_on_screen_and_keeps
         await pilot.pause()
         assert table.cursor_key == "gpu-4123"
         assert "gpu-4123" in screen_text(app)  # scrolled into view
-        assert "Check hosts" in screen_text(app)  # the table takes the room left, the host row stays on screen
+        assert "Check hosts" in screen_text(app) or "Check all hosts" in screen_text(
+            app
+        )  # the host row stays on screen
         await pilot.press("end")
         assert table.cursor_key == "gpu-4999"
 

@@ -125,10 +125,10 @@ class ApplyStep(StepScreen):
         else:
             for change in changes(state.prepared) or ["nothing to change"]:
                 lines.append(f"  • {escape(change)}")
-            if self.live_holds_plan():
+            if self.live_holds_plan():  # the diff is not empty: those changes are not live until applied
                 lines.append(
-                    "[$success]✓ no driver image changes:[/] the live objects already ask for this driver; "
-                    "Verify checks them without an apply"
+                    "[$warning]! the driver image stays, but the changes above need an apply:[/] "
+                    "Verify now checks what runs without them"
                 )
         if state.rendered is not None:
             from wizard.engine.image_lists import compact_summary

@@ -162,10 +162,27 @@ class StepScreen(MarksFocusedRow, Screen[None]):
         nav.status(reason, error=bool(reason))
 
     def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
-        """The "apply anyway" box of a step with blocking findings (Paths, Preview): an explicit override."""
+        """The "continue anyway" box of a step with blocking findings (Nodes, Paths, Preview): an explicit override
+        of the findings that step lists now (``screens.findings.overridden``), never another step's."""
         if event.checkbox.id == "override":
-            self.state.override_findings = event.value
+            from screens.findings import override_scope
+
+            if event.value:
+                self.state.overrides[self.STEP] = override_scope(self.state, self.STEP)
+            else:
+                self.state.overrides.pop(self.STEP, None)
             self.refresh_nav()
+
+    def sync_override(self) -> bool:
+        """Show this step's override box ticked only while it covers what is listed; True when findings block here."""
+        from screens.findings import override_scope, override_ticked
+
+        tick = self.query_one("#override", Checkbox)
+        with tick.prevent(Checkbox.Changed):
+            tick.value = override_ticked(self.state, self.STEP)
+        blocking = bool(override_scope(self.state, self.STEP))
+        tick.display = blocking
+        return blocking
 
     def on_nav_bar_pressed(self, event: NavBar.Pressed) -> None:
         event.stop()

@@ -20,7 +20,13 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
-from screens.steps.driver_catalog import catalog_marks, catalog_options, catalog_prompt, upstream_versions
+from screens.steps.driver_catalog import (
+    catalog_marks,
+    catalog_options,
+    catalog_prompt,
+    precompiled_branches,
+    upstream_versions,
+)
 from screens.steps.formstep import FormStep
 from screens.widgets.field import AnswerField
 from screens.widgets.images import ImageGroups
@@ -54,6 +60,8 @@ class DriverStep(FormStep):
     AUTO_FOCUS = "#driver-version Input"
     #: The version's hint in upstream mode: what the source registry's tags offer, once read.
     _upstream_hint = "the versions the source registry holds are offered above once read"
+    _registry_versions: list[str] | None = None
+    """Upstream versions the registry holds for every node OS, once read (None: not read)."""
 
     DEFAULT_CSS = """
     #driver-scroll { height: 1fr; }
@@ -232,6 +240,8 @@ class DriverStep(FormStep):
         self.query_one("#catalog-row").display = not upstream
         if upstream and self.state.cluster is not None:
             self.list_upstream_versions()
+        elif self.state.get("mode") == "precompiled" and self.state.cluster is not None:
+            self.list_precompiled_branches()
         self._rest_mounted = asyncio.Event()
         self.call_after_refresh(self._mount_rest)
         version = self.state.get("driver.version")
@@ -273,6 +283,7 @@ class DriverStep(FormStep):
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
+        self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
             self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
             self._show_branch_notes()
@@ -292,6 +303,43 @@ class DriverStep(FormStep):
         self.query_one("#catalog-row").display = True
         self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
         self._show_branch_notes()
+
+    @work(exclusive=True, group="versions", exit_on_error=False)
+    async def list_precompiled_branches(self) -> None:
+        """Offer the branches the pull registry holds a precompiled tag of for every (kernel, OS) group
+        (``580-5.15.0-1063-nvidia-ubuntu22.04``), beside the bundled catalog's: on Ubuntu and RHEL the catalog
+        knows no tuple, and the user was left to guess ``580``."""
+        from wizard.engine.hostdoctor import supported_branches
+        from wizard.engine.registry_routes import repository_host
+
+        state = self.state
+        source = str(state.get("driver.repository") or state.get("driver.source") or "")
+        image = str(state.get("driver.image") or "driver")
+        facts = state.facts
+        if not source or facts is None:
+            return
+        release = str(state.get("operator.version") or "")
+        groups = [(g.kernel, g.tag_os) for g in facts.groups(release)] if release else []
+        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
+            if registry is None:
+                return
+            try:
+                tags = await registry.list_tags(f"{source}/{image}")
+            except Exception:  # an unreachable registry: the field still takes a typed branch
+                return
+        supported, default = supported_branches(release)
+        branches = [b for b in precompiled_branches(tags, groups) if not supported or b in supported]
+        if not branches:
+            return
+        branches.sort(key=lambda b: b != default.split(".")[0])  # the release's own branch first
+        catalog = self.query_one("#catalog", Select)
+        known = [(label, value) for label, value in catalog_options(self._tag_oses()) if value not in branches]
+        catalog.set_options([(f"{b}  (in {source}, every kernel)", b) for b in branches] + known)
+        if not state.get("driver.version"):  # the default a newcomer accepts: a branch every group can pull
+            self.query_one("#driver-version", AnswerField).set_value(branches[0])
+            state.set("driver.version", branches[0])
+            self.answers_changed()
+        self._follow_version(str(state.get("driver.version") or ""))
 
     def _follow_version(self, version: str) -> None:
         """The Catalog shows the typed version when it is one of its entries, else nothing."""
@@ -358,7 +406,14 @@ class DriverStep(FormStep):
         plan = self.state.plan()
         live = (getattr(self.state.preflight, "cluster_policy", None) or {}).get("spec", {}).get("driver", {})
         checks = (
-            branch_checks(plan, live_version=str(live.get("version") or ""), tag_oses=self._tag_oses()) if plan else []
+            branch_checks(
+                plan,
+                live_version=str(live.get("version") or ""),
+                tag_oses=self._tag_oses(),
+                available=self._registry_versions,
+            )
+            if plan
+            else []
         )
         field = self.query_one("#driver-version", AnswerField)
         field.set_hint("; ".join(f"! {c.data['short']}" for c in checks) or self._version_hint())
@@ -436,7 +491,11 @@ class DriverStep(FormStep):
         if present or unheld:  # a tag in the target needs no copy; one no source holds cannot be copied
             todo = mark_unheld([item for item in rendered.mirror if item.target not in present], unheld)
             self.query_one(MirrorPanel).show(
-                todo, mirror_script(todo), can_run=not simulated, note=DEMO_NO_MIRROR if simulated else ""
+                todo,
+                mirror_script(todo),
+                can_run=not simulated,
+                note=DEMO_NO_MIRROR if simulated else "",
+                empty="nothing to mirror: every image the nodes need is in the target registry already",
             )
         self.query_one(SupportRequest).show(rendered, statuses, self.state.nodes)
         self.maybe_replay()

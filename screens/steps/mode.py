@@ -76,8 +76,8 @@ class ModeStep(FormStep):
 
     def _label(self, mode: str, recommended: bool) -> str:
         label = TITLES[mode]
-        if recommended:
-            label += f"  ★ {self._star_word(mode)}"
+        if recommended:  # the ★ only on a mode this release validates (defect 21): upstream is only suggested
+            label += "  · suggested" if mode == "upstream" else f"  ★ {self._star_word(mode)}"
         if mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
@@ -95,7 +95,8 @@ class ModeStep(FormStep):
         live = getattr(self.state.preflight, "cluster_policy", None) or {}
         if ((live.get("spec") or {}).get("driver") or {}).get("enabled") is False:
             return "preinstalled", "the live ClusterPolicy sets driver.enabled=false: the hosts' own driver is in use"
-        rec = facts.recommend_mode(self.state.host_drivers)
+        booting = [name for name, host in self.state.host_states.items() if getattr(host, "secure_boot", False)]
+        rec = facts.recommend_mode(self.state.host_drivers, booting)
         return rec.value, rec.reason
 
     def _host_driver_unknown(self) -> bool:
@@ -149,7 +150,9 @@ class ModeStep(FormStep):
                 f"runs a probe pod per GPU node). Without one: {TITLES[recommended[0]]} — {recommended[1]}"
             )
         else:
-            text = f"★ {self._star_word(recommended[0]).capitalize()}: {TITLES[recommended[0]]} — {recommended[1]}"
+            mode = recommended[0]
+            star = f"Suggested ({UNVALIDATED})" if mode == "upstream" else f"★ {self._star_word(mode).capitalize()}"
+            text = f"{star}: {TITLES[mode]} — {recommended[1]}"
         warning = self._mode_warning()
         if warning:
             text += f"\n! {warning}"
@@ -226,25 +229,20 @@ class ModeStep(FormStep):
     @work(exclusive=True, group="mode-host-check", exit_on_error=False)
     async def check_hosts(self) -> None:
         """The Nodes step's host check, from here: what it finds decides the ★ (and the mode, when the step chose it)."""
-        from screens.findings import doctor_target
-        from wizard.engine.hostdoctor import HostState
+        from screens.hostcheck import run_host_check
 
         state = self.state
         button = self.query_one("#mode-host-check", Button)
         reason = self.query_one("#reason", Static)
         button.disabled = True
-        total = len(state.facts.gpu_nodes) if state.facts is not None else 0
-        states: dict[str, HostState] = {}
-        reason.update(f"checking the hosts for a driver (a probe pod per GPU node): 0/{total}…")
+
+        def progress(done: int, total: int) -> None:
+            reason.update(f"checking the hosts for a driver (a probe pod per GPU node): {done}/{total}…")
+
         try:
-            async for item in state.connected().host_states(doctor_target(state)):
-                if isinstance(item, HostState):
-                    states[item.node] = item
-                    reason.update(f"checking the hosts for a driver (a probe pod per GPU node): {len(states)}/{total}…")
+            await run_host_check(state, progress=progress)
         finally:
             button.disabled = False
-        state.host_states = states
-        state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
         recommended = self._recommended()
         if self._preselected and state.get("mode") == self._preselected and recommended[0] != self._preselected:
             self.query_one(f"#mode-{recommended[0]}", Choice).value = True  # RadioSet.Changed sets the mode

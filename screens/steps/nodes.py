@@ -16,18 +16,20 @@ from typing import Any
 from rich.markup import escape
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Label, Static
 from textual.worker import Worker, WorkerCancelled, WorkerFailed
 
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
 from screens.widgets.rowtable import RowTable
+from screens.widgets.toggles import Tick
 from wizard.engine.textsafe import printable
 
-HOST_NOTE = 'Driver "-" = not checked yet: Check probes each GPU host'
-#: Host findings shown under the table (each names its nodes); the rest are on Preview's Warnings tab.
-HOST_LINES = 3
+HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are known)'
+#: Host findings shown under the table (each names its nodes, with its fix; the area scrolls); the rest are on
+#: Preview's Warnings tab.
+HOST_LINES = 8
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -51,13 +53,18 @@ def gpu_text(count: int, product: str) -> str:
     return f"{count}×{name}" if count else name
 
 
+#: The ``nvidia.com/gpu.deploy.driver`` label in words (a bare ``true`` on every row explained nothing).
+DEPLOY_WORDS = {"true": "operator", "false": "excluded"}
+
+
 def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
-    """The deploy label, else what the host check found (``host 580.126.20``, ``host: none``)."""
+    """Who provides the driver: the deploy label in words (``operator``, ``pre-installed``, ``excluded``), else
+    what the host check found (``host 580.126.20``, ``none``)."""
     if node.deploy_driver:
-        return str(node.deploy_driver)
+        return DEPLOY_WORDS.get(str(node.deploy_driver), str(node.deploy_driver))
     if node.name in host_drivers:
         version = host_drivers[node.name]
-        return f"host {version}" if version else "host: none"
+        return f"host {version}" if version else "none"
     return "-"  # no deploy label yet and no host check: HOST_NOTE says so beside the Check button
 
 
@@ -100,22 +107,31 @@ class NodesStep(StepScreen):
     #node-table { height: 1fr; }
     #watch-note { height: 1; color: $text-muted; }
     #host-row { height: 1; }
-    #live-findings { max-height: 5; overflow-y: auto; }
-    #host-findings { height: auto; max-height: 4; text-wrap: nowrap; text-overflow: ellipsis; }
-    #host-note { width: 1fr; color: $text-muted; }
+    #live-scroll { height: auto; max-height: 5; }
+    #live-scroll:focus { background: $boost; }
+    #host-scroll { height: auto; max-height: 6; }
+    #host-scroll:focus { background: $boost; }
+    #host-findings { height: auto; }
+    #host-note { width: 1fr; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
+    #override { display: none; margin-right: 1; }
     """
 
     def compose_body(self) -> ComposeResult:
         yield Label("Driver image groups (kernel, OS tag)", classes="section -first")
         yield Static("discovering nodes…", id="groups")
-        yield CheckList(id="live-findings")  # an upgrade under way, failing driver pods (screens.steps.connect too)
+        # an upgrade under way, failing driver pods (screens.steps.connect too); scrolled, not cut at 80×24
+        with VerticalScroll(id="live-scroll"):
+            yield CheckList(id="live-findings")
         yield Label("GPU nodes", classes="section")
         yield Static("", id="watch-note")  # above the table: a long table must not push it off screen
         yield RowTable(id="node-table", zebra_stripes=True)
-        yield Static("", id="host-findings")
+        # each finding with its fix, wrapped and scrolled (a Tab stop): Next waits on them, so they are read here
+        with VerticalScroll(id="host-scroll"):
+            yield Static("", id="host-findings")
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
-            yield Button("Check hosts", id="host-check", compact=True)
+            yield Tick("continue anyway", id="override", compact=True)
+            yield Button(self._button_label(), id="host-check", compact=True)
 
     def on_mount(self) -> None:
         table = self.query_one(RowTable)
@@ -129,6 +145,7 @@ class NodesStep(StepScreen):
         self._filling: str | None = None
         self._fill: Worker[None] | None = None
         self._show_host_findings()
+        self.sync_override()
         self._show_live_findings()
         if self.state.nodes:
             self.redraw()
@@ -153,6 +170,10 @@ class NodesStep(StepScreen):
             state.nodes = {n.name: n for n in facts.nodes}
             self.redraw()
         self.find_live_findings()
+        from screens.hostcheck import wanted
+
+        if wanted(state):  # before apply, by default: nouveau or Secure Boot found now, not after the rollout
+            self.check_hosts(everything=False)
         if self._fill is not None:  # "live" once the table shows every node
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await self._fill.wait()
@@ -185,7 +206,7 @@ class NodesStep(StepScreen):
         found = [dataclasses.replace(check, hint="") for check in [*policy, *self.state.live_findings]]
         view = self.query_one("#live-findings", CheckList)
         view.show(found)
-        view.display = bool(found)
+        self.query_one("#live-scroll").display = bool(found)
 
     def _schedule_redraw(self) -> None:
         if not self._redraw_pending:
@@ -231,35 +252,37 @@ class NodesStep(StepScreen):
     @on(Button.Pressed, "#host-check")
     def _check_hosts(self, event: Button.Pressed) -> None:
         event.stop()
-        self.check_hosts()
+        self.check_hosts(everything=True)
+
+    def _button_label(self) -> str:
+        return "Check all hosts" if self.state.host_rest else "Check hosts"
 
     @work(exclusive=True, group="host-check", exit_on_error=False)
-    async def check_hosts(self) -> None:
-        """The node doctor's host checks on every GPU node (one privileged probe pod each, removed after).
+    async def check_hosts(self, everything: bool) -> None:
+        """The node doctor's host checks (one privileged probe pod per node, removed after): on their own once the
+        nodes are known, on a sample above 64 GPU nodes (:mod:`screens.hostcheck`); the button checks every one.
 
         The host states are kept and judged against the plan of the moment (:func:`screens.findings.host_groups`):
         a later mode change re-judges them without probing again.
         """
-        from screens.findings import doctor_target
-        from wizard.engine.hostdoctor import HostState
+        from screens.hostcheck import run_host_check
 
         note = self.query_one("#host-note", Static)
         button = self.query_one("#host-check", Button)
         button.disabled = True
-        total = len(self.state.facts.gpu_nodes) if self.state.facts is not None else 0
-        note.update(f"checking the hosts (a probe pod per node): 0/{total}…")
-        states: dict[str, HostState] = {}
+
+        def progress(done: int, total: int) -> None:
+            note.update(f"checking the GPU hosts (a probe pod per node): {done}/{total}…")
+
         try:
-            async for item in self.state.connected().host_states(doctor_target(self.state)):
-                if isinstance(item, HostState):
-                    states[item.node] = item
-                    note.update(f"checking the hosts (a probe pod per node): {len(states)}/{total}…")
+            await run_host_check(self.state, everything=everything, progress=progress)
         finally:
             button.disabled = False
-        self.state.host_states = states
-        self.state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
+        button.label = self._button_label()
         note.update(self._host_summary())
         self._show_host_findings()
+        self.sync_override()
+        self.refresh_nav()
         self.redraw()
 
     def _show_host_findings(self) -> None:
@@ -268,15 +291,15 @@ class NodesStep(StepScreen):
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
-        view.display = bool(groups)
+        self.query_one("#host-scroll").display = bool(groups)
         lines = []
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+            if group.hint and group.status.value in ("fail", "warn"):
+                lines.append(f"   [$text-muted]→ {escape(printable(group.hint))}[/]")
         if len(groups) > HOST_LINES:
-            lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more; every fix is on Preview's Warnings tab[/]")
-        elif groups:
-            lines.append("[$text-muted]the fixes are on Preview's Warnings tab[/]")
+            lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more on Preview's Warnings tab[/]")
         view.update("\n".join(lines))
 
     def _host_summary(self) -> str:
@@ -289,8 +312,10 @@ class NodesStep(StepScreen):
         working = sum(1 for version in found.values() if version)
         recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
         problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
-        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else ""
-        return f"host driver: {working}/{len(found)} GPU nodes{recommended}{findings}"
+        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no problem found"
+        rest = self.state.host_rest
+        sampled = f" ({len(found)} of {len(found) + rest})" if rest else ""
+        return f"hosts checked{sampled}: driver on {working}/{len(found)}{recommended}{findings}"
 
     @staticmethod
     def _selected_node(table: RowTable) -> str | None:
@@ -308,4 +333,19 @@ class NodesStep(StepScreen):
             return "discovering nodes…"
         if not facts.gpu_nodes:
             return "no GPU nodes found: install NFD or label the GPU nodes first"
+        from screens.findings import standing
+
+        found = standing(self.state, self.STEP)
+        if found:
+            count = f"{len(found)} blocking host problems" if len(found) > 1 else "1 blocking host problem"
+            return f"{count}: fix or tick 'continue anyway'"
         return ""
+
+    def blocker_detail(self) -> str:
+        from screens.findings import standing
+
+        found = standing(self.state, self.STEP)
+        if not found:
+            return ""
+        first = found[0]
+        return f"{first.message}\n→ {first.hint}\nFix it on the node and press Check hosts, or tick 'continue anyway'."

@@ -20,19 +20,27 @@ from screens.widgets.field import AnswerField
 from screens.widgets.pathresults import PathResults
 from screens.widgets.toggles import Tick
 
-#: Above this many GPU nodes the node-side check (a probe pod per node) waits for "Check on nodes".
-#: The limit spares the cluster, not the screen: results are drawn in batches (``PathResults``) and
-#: 5,000 nodes show smoothly, but 5,000 probe pods are not started without being asked.
-AUTO_CHECK_MAX_NODES = 64
-
-
 NO_CHECKS = "the engine ran no path checks on these nodes"
 
 
 def auto_check(state: Any) -> bool:
-    """Check the paths without being asked: cheap enough on this cluster (a probe pod per GPU node)."""
+    """Check the paths without being asked: on every GPU node up to 64, else on a sample (:func:`auto_nodes`).
+    The limit spares the cluster, not the screen: results are drawn in batches (``PathResults``) and 5,000
+    nodes show smoothly, but 5,000 probe pods are not started without "Check on nodes"."""
     facts = state.facts
-    return facts is not None and 0 < len(facts.gpu_nodes) <= AUTO_CHECK_MAX_NODES
+    return facts is not None and bool(facts.gpu_nodes)
+
+
+def auto_nodes(state: Any) -> tuple[list[str] | None, str]:
+    """The nodes a check without being asked takes (None: every GPU node) and, for a sample, what it covers
+    (``wizard.engine.hostsample``: two per kernel and OS above 64 GPU nodes, as the host check takes)."""
+    from screens.hostcheck import release_of
+    from wizard.engine.hostsample import host_sample
+
+    sample = host_sample(state.facts, release_of(state))
+    if not sample.rest:
+        return None, ""
+    return list(sample.nodes), f"checked a sample, {sample.describe()}: Check on nodes checks every one"
 
 
 class PathsStep(FormStep):
@@ -69,7 +77,7 @@ class PathsStep(FormStep):
         with Horizontal(id="path-buttons"):
             yield Button("Check on nodes", id="check-paths", compact=True, variant="primary")
             yield Button("Restore defaults", id="defaults", compact=True)
-            yield Tick("continue anyway", self.state.override_findings, id="override", compact=True)
+            yield Tick("continue anyway", id="override", compact=True)
         yield Label("Node-side checks", classes="section")
         yield PathResults(self._idle_text(), id="path-checks")
 
@@ -121,7 +129,7 @@ class PathsStep(FormStep):
         elif state.cluster is not None and (not state.replay or state.replay_until == self.STEP) and auto_check(state):
             plan = state.plan()
             if plan is not None:  # check right away: a noexec /run must not wait for a button press
-                self.check_paths(plan)
+                self.check_paths(plan, sampled=True)
         if state.replay:
             self.maybe_replay()
 
@@ -143,7 +151,7 @@ class PathsStep(FormStep):
         self.answers_changed()
         self.workers.cancel_group(self, "paths")  # results for the old value would mislead
         self.query_one("#path-checks", PathResults).update(self._idle_text())
-        self.query_one("#override").display = False
+        self.sync_override()
 
     @on(Button.Pressed, "#defaults")
     def _restore(self) -> None:
@@ -173,14 +181,21 @@ class PathsStep(FormStep):
         self.check_paths(plan)
 
     @work(exclusive=True, group="paths", exit_on_error=False, description="check the host paths on the nodes")
-    async def check_paths(self, plan: Any) -> None:  # (a description: Textual would repr() the plan on the loop)
-        """Run the node-side checks of both folders, showing each node's results as they come."""
+    async def check_paths(self, plan: Any, sampled: bool = False) -> None:  # (a description: no repr() of the plan)
+        """Run the node-side checks of both folders, showing each node's results as they come (``sampled``:
+        on :func:`auto_nodes`' sample above 64 GPU nodes, said in the results)."""
+        from wizard.engine.results import Check, Status
+
         results = self.query_one("#path-checks", PathResults)
         results.start("checking: a probe pod on each GPU node")
         self.state.path_checks = None
         self.refresh_nav()
-        checks: list[Any] = []
-        stream = self.state.connected().check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"))
+        nodes, covered = auto_nodes(self.state) if sampled else (None, "")
+        checks: list[Any] = [Check("sample", Status.SKIP, covered)] if covered else []
+        for check in checks:
+            results.add(check)
+        cluster = self.state.connected()
+        stream = cluster.check_paths(plan, toolkit_install_dir=self.state.get("toolkit.installDir"), nodes=nodes)
         async with contextlib.aclosing(stream):
             async for check in stream:
                 checks.append(check)
@@ -194,15 +209,15 @@ class PathsStep(FormStep):
         self._after_checks(checks)
 
     def _after_checks(self, checks: list[Any]) -> None:
-        failed = any(not c.ok and c.node for c in checks)
-        self.query_one("#override").display = failed
+        self.sync_override()
         self.refresh_nav()
 
     def blocker(self) -> str:
+        from screens.findings import standing
+
         reason = super().blocker()
         if reason:
             return reason
-        failed = [c for c in self.state.path_checks or [] if not c.ok and c.node]
-        if failed and not self.state.override_findings:
+        if standing(self.state, self.STEP):
             return "path check failed: fix or tick 'continue anyway'"
         return ""

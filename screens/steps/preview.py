@@ -101,9 +101,7 @@ class PreviewStep(StepScreen):
         with Horizontal(id="verdict-row"):
             yield Static("", id="dry-run")
             yield Button("Save…", id="save", compact=True)
-        yield Tick(
-            "apply anyway: I have read the blocking findings", self.state.override_findings, id="override", compact=True
-        )
+        yield Tick("apply anyway: I have read the blocking findings", id="override", compact=True)
         # a blocking finding in full, wrapped: it is what stops the apply, so it is never cut
         yield Static("", id="blocking")
         # not a Tab stop: it showed no focus, and the Warnings tab holds each warning in full
@@ -226,7 +224,7 @@ class PreviewStep(StepScreen):
         self.query_one("#blocking").display = bool(blocking)
         self.query_one("#advice", Static).update("\n".join(lines))
         self.query_one("#warnings").display = bool(lines)
-        self.query_one("#override").display = any(f.blocking for f in findings)
+        self.sync_override()  # ticked only while it covers every blocking finding listed now
         self._show_tab("tab-advice", "\n".join(full) or "no warnings\n")
 
     def _verdict(self, markup: str) -> None:
@@ -252,18 +250,40 @@ class PreviewStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
                     state.images = list(await cluster.check_images(state.rendered, registry))
-        from screens.steps.paths import auto_check
+        from screens.steps.paths import auto_check, auto_nodes
 
         if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
             self._verdict("[$accent]… checking the host paths on the nodes[/]")
-            stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"))
+            nodes, _ = auto_nodes(state)
+            stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"), nodes=nodes)
             async with contextlib.aclosing(stream):
                 state.path_checks = [check async for check in stream]
+        from screens.hostcheck import run_host_check, wanted
+
+        if wanted(state):  # Nodes was left before its host check finished: nouveau or Secure Boot must not wait
+            self._verdict("[$accent]… checking the GPU nodes' hosts (nouveau, Secure Boot, a host driver…)[/]")
+            await run_host_check(state)
         state.prepared = prepared  # last: Next waits for every finding above
+        await self._name_live_policy(prepared)
         self._show_prepared(prepared)
         self._show_advice()  # the references and images just checked are findings too
         self.refresh_nav()
         self.maybe_replay()
+
+    async def _name_live_policy(self, prepared: Any) -> None:
+        """The ClusterPolicy tab under the live policy's name when it has another: the apply updates that one."""
+        from wizard.engine.render import to_yaml
+
+        rendered = self.state.rendered
+        live = [
+            key.split("/", 1)[1] for key, body in prepared.live.items() if key.startswith("ClusterPolicy/") and body
+        ]
+        if rendered is None or not live or live[0] == rendered.cluster_policy["metadata"]["name"]:
+            return
+        policy = {**rendered.cluster_policy, "metadata": {**rendered.cluster_policy["metadata"], "name": live[0]}}
+        note = f"# the cluster's ClusterPolicy is named {live[0]}: the apply updates it, its name kept\n"
+        text = note + await asyncio.to_thread(to_yaml, [policy])
+        self._show_tab("tab-policy", text, await asyncio.to_thread(highlight, text, "yaml"))
 
     def _show_prepared(self, prepared: Any) -> None:
         from rich.markup import escape
@@ -281,8 +301,10 @@ class PreviewStep(StepScreen):
         elif prepared.ok:
             summary = ", ".join(changes(prepared)) or "nothing to change"
             verdict = f"[$success]✓ server dry-run accepted:[/] {escape(summary)}"
-            if prepared.changed and prepared.holds_driver:
-                verdict += " [$text-muted](the live objects already ask for this driver: Verify needs no apply)[/]"
+            if not prepared.changed:
+                verdict += " [$text-muted](the live objects already hold this plan: Verify needs no apply)[/]"
+            elif prepared.holds_driver:  # the diff is not empty: what it changes needs an apply (k0s toolkit settings…)
+                verdict += " [$text-muted](the driver image stays; the rest takes effect only once applied)[/]"
         else:
             errors = "; ".join(str(e) for e in prepared.errors)
             verdict = f"[$error]✗ server dry-run rejected:[/] {escape(errors)}"
@@ -302,9 +324,9 @@ class PreviewStep(StepScreen):
             return "the API server rejected the objects (see above)"
         from screens.findings import blocking_reason
 
-        if state.prepared.holds_driver:
-            return ""  # the live objects already run this driver: Apply shows their rollout, Verify checks them
-        return blocking_reason(state)
+        return blocking_reason(
+            state
+        )  # always: a blocking finding holds Next even where the live objects run the driver
 
     def blocker_detail(self) -> str:
         from screens.findings import blocking_reason, plan_findings

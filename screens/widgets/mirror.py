@@ -64,7 +64,15 @@ class MirrorPanel(Vertical):
         self._skopeo = skopeo_available()
         self.query_one("#mirror-run", Button).display = False
 
-    def show(self, items: Sequence[Any], script: str, *, can_run: bool = True, note: str = "") -> None:
+    def show(
+        self,
+        items: Sequence[Any],
+        script: str,
+        *,
+        can_run: bool = True,
+        note: str = "",
+        empty: str = "nothing to mirror: the cluster pulls from the source",
+    ) -> None:
         """The items to copy (``MirrorItem``), the script text for Copy, and whether Run is offered.
 
         With ``can_run`` False (the demo cluster) there is no Run button at all and ``note`` says why;
@@ -87,8 +95,7 @@ class MirrorPanel(Vertical):
             + (f" — gpu-wizard check-kernel {escape(item.kernel)}" if item.kernel else "")
             for item in unheld
         ]
-        empty = "[$text-muted]nothing to mirror: the cluster pulls from the source[/]" if not missing else ""
-        commands.update("\n".join([*lines, *missing]) or empty)
+        commands.update("\n".join([*lines, *missing]) or f"[$text-muted]{escape(empty)}[/]")
         self.query_one("#mirror-copy", Button).display = bool(lines)
         self.query_one("#mirror-run", Button).display = self._runnable() and not self.has_class("-running")
         status = self.query_one("#mirror-status", Static)

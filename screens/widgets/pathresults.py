@@ -22,7 +22,7 @@ from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.color import Color, ColorParseError
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Static
 
@@ -52,7 +52,9 @@ class PathResults(Vertical):
 
     DEFAULT_CSS = """
     PathResults { height: 1fr; }
-    PathResults > #path-notes { height: auto; max-height: 8; }
+    PathResults > #path-notes-scroll { height: auto; max-height: 60%; }
+    PathResults > #path-notes-scroll:focus { background: $boost; }
+    PathResults #path-notes { height: auto; }
     PathResults > RowTable { height: auto; max-height: 1fr; display: none; }
     """
 
@@ -72,7 +74,10 @@ class PathResults(Vertical):
         self._progress = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(self._initial, id="path-notes")
+        # scrolled, not cut: at 80×24 a noexec fix is longer than the lines the form leaves (a Tab stop: the arrows
+        # scroll it); the per-node table below scrolls on its own
+        with VerticalScroll(id="path-notes-scroll"):
+            yield Static(self._initial, id="path-notes")
         table = RowTable(id="path-table", cursor=False)
         table.add_column("node", key="node", width=NODE_WIDTH - 1)
         for key, title in COLUMNS:

@@ -27,9 +27,11 @@ async def forward(pilot: Any, until: str) -> None:
             await wait_for(pilot, lambda: bool(app.state.get("driver.repository")), 10, "the offer taken")
         if here == "driver" and not app.state.get("driver.version"):
             await set_field(pilot, "driver-version", UPSTREAM_VERSION)
-        if here in ("paths", "preview"):
+        if here in ("nodes", "paths", "preview"):
             await wait_for(pilot, lambda: app.screen.blocker().endswith("anyway'") or not app.screen.blocker(), 30)
-            if app.screen.blocker():  # a blocking finding (noexec /run, a missing image): the explicit override
+            if (
+                app.screen.blocker()
+            ):  # a blocking finding (nouveau, noexec /run, a missing image): the explicit override
                 await pilot.click("#override")
         await pilot.press("ctrl+n")
         await wait_for(pilot, lambda t=target.name: on_step(app, t), 30, f"{target.name} after {here}")

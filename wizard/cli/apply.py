@@ -2,8 +2,9 @@
 
 The path is shared with ``gpu-wizard upgrade`` (:func:`apply_plan` and its flags, :func:`apply_flags`).
 A change is written only after the person confirms it on the terminal (or passes ``--yes``); a
-Helm-owned policy gets a values file and the ``helm upgrade`` that carries it instead. Exit codes: 0
-applied (or nothing to change), 1 images missing or the rollout failed, 2 bad input or a failed
+Helm-owned policy gets a values file and the ``helm upgrade`` that carries it instead. Before the dry-run the hosts are checked
+(:mod:`wizard.cli.hostgate`). Exit codes: 0
+applied (or nothing to change), 1 images missing, a host finding or the rollout failed, 2 bad input or a failed
 preflight, 130 interrupted.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from wizard.cli.common import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, UsageError
+from wizard.cli.hostgate import host_gate, host_gate_flags
 from wizard.cli.images import registry_flags
 from wizard.cli.policy_flags import check_policy_flags, policy_flags, with_policy_flags
 from wizard.cli.session import load_plan, open_cluster, plan_for_cluster, seconds, write_check
@@ -121,6 +123,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     rendered = render(plan, await cluster.discover())
     if rendered.advice:
         sys.stderr.write(advice_text(rendered.advice))
+    _write_downgrade(plan, preflight.cluster_policy)
     if args.no_registry:
         sys.stderr.write("! images: not checked (--no-registry)\n")
     else:
@@ -131,6 +134,8 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             message, hint = missing_images_refusal(problems)
             sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
+    if not await host_gate(args, cluster, plan):  # nouveau, Secure Boot, noexec…: found now, not after the rollout
+        return EXIT_FAILED
     if install and not preflight.operator_missing:
         sys.stderr.write("! --install-operator: a GPU Operator already runs; applying to it\n")
     if preflight.installs_operator:
@@ -203,6 +208,16 @@ async def follow_rollout(args: argparse.Namespace, cluster: Cluster, plan: Plan)
     return EXIT_FAILED
 
 
+def _write_downgrade(plan: Plan, live: dict[str, Any] | None) -> None:
+    """A plan that moves the live driver back is said as a warning, as every other front end says it."""
+    from wizard.engine.branches import branch_checks
+
+    version = str((((live or {}).get("spec") or {}).get("driver") or {}).get("version") or "")
+    for check in branch_checks(plan, live_version=version):
+        if check.check == "driver-downgrade":
+            sys.stderr.write(f"warning driver-downgrade: {check.message}\n    reason: {check.hint}\n")
+
+
 def _through_helm(
     args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
 ) -> int:
@@ -257,6 +272,7 @@ def apply_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="apply although a driver image is missing or could not be checked (the rollout will fail there)",
     )
+    host_gate_flags(parser)
     registry_flags(parser)
     policy_flags(parser)
     parser.add_argument("--no-wait", action="store_true", help="do not follow the rollout")

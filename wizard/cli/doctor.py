@@ -310,7 +310,8 @@ async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: l
         else:
             probe_checks.append(item)
     if run is None:
-        recommended = facts.recommend_mode({name: s.host_driver for name, s in states.items() if not s.error})
+        booting = [name for name, s in states.items() if s.secure_boot]
+        recommended = facts.recommend_mode({n: s.host_driver for n, s in states.items() if not s.error}, booting)
         target = dataclasses.replace(provisional, mode=Mode(recommended.value))
         run = DoctorRun(target, None, f"recommended: {recommended.reason}", nodes)
     run.states, run.probe_checks, run.facts = states, probe_checks, facts

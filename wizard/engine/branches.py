@@ -51,25 +51,40 @@ def supported_versions(release: str, mode: Mode, tag_oses: Sequence[str] = ()) -
     return [v for v in versions if branch_of(v) in supported]
 
 
-def branch_checks(plan: Plan, *, live_version: str = "", tag_oses: Sequence[str] = ()) -> list[Check]:
+def branch_checks(
+    plan: Plan, *, live_version: str = "", tag_oses: Sequence[str] = (), available: Sequence[str] | None = None
+) -> list[Check]:
     """A warning when the plan's driver branch is not one its operator release supports; a notice when the
-    plan moves the live driver back (``live_version`` → ``driver.version``). Nothing for pre-installed or a digest."""
+    plan moves the live driver back (``live_version`` → ``driver.version``). Nothing for pre-installed or a digest.
+
+    ``available``: the versions the registry (or the source) holds, newest first, once read: the examples of
+    a supported version come only from them (a suggestion the registry cannot serve sends the user guessing)."""
     version = plan.driver.version
     if not plan.driver_enabled or not version or version.startswith(DIGEST_PREFIX):
         return []
     release = plan.operator.version
     found: list[Check] = []
-    supported, _ = supported_branches(release)
+    supported, default = supported_branches(release)
     branch = branch_of(version)
     if supported and branch not in supported:
-        examples = ", ".join(supported_versions(release, plan.mode, tag_oses)[:3])
+        if available is None:
+            examples = ", ".join(supported_versions(release, plan.mode, tag_oses)[:3])
+        else:  # the release's own branch first, then the newest
+            fitting = [v for v in available if branch_of(v) in supported]
+            fitting.sort(key=lambda v: branch_of(v) != branch_of(default))
+            examples = ", ".join(fitting[:3])
         found.append(
             Check(
                 "driver-branch-unsupported",
                 Status.WARN,
                 f"driver {version} is on branch {branch}, which operator {release} does not support "
                 f"(supported branches: {', '.join(supported)})",
-                hint=f"choose a version of a supported branch ({examples}), or an operator release that supports {branch}",
+                hint=(
+                    f"choose a version of a supported branch ({examples}), or an operator release that supports {branch}"
+                    if examples
+                    else f"the registry holds no version of a supported branch: mirror one, or choose an operator "
+                    f"release that supports {branch}"
+                ),
                 data={
                     "branch": branch,
                     "supported": supported,

@@ -291,11 +291,15 @@ class ClusterFacts:
         """Distinct OS tags among GPU nodes."""
         return sorted({n.tag_os(operator_release) for n in self.gpu_nodes})
 
-    def recommend_mode(self, host_drivers: Mapping[str, str] | None = None) -> Recommendation:
+    def recommend_mode(
+        self, host_drivers: Mapping[str, str] | None = None, secure_boot: Iterable[str] = ()
+    ) -> Recommendation:
         """The driver mode these nodes suggest, with the reason.
 
         ``host_drivers`` (node -> the driver version the host's own nvidia-smi reported, "" for none) is
         what a host check found before the operator ran, when the deploy label cannot tell yet.
+        ``secure_boot``: the GPU nodes a host check found with UEFI Secure Boot on; on Ubuntu, NVIDIA's
+        precompiled images carry Canonical-signed modules the kernel loads, where an upstream build is refused.
         """
         gpu = self.gpu_nodes
         if not gpu:
@@ -311,6 +315,15 @@ class ClusterFacts:
             return Recommendation(
                 Mode.PREINSTALLED.value,
                 f"nvidia-smi passed on every GPU node's host (driver {versions}): a host driver already works",
+            )
+        signed = set(secure_boot)
+        booting = sorted(n.name for n in gpu if n.name in signed)
+        if booting and all(n.os_id == "ubuntu" for n in gpu):
+            shown = ", ".join(booting[:3]) + (f" and {len(booting) - 3} more" if len(booting) > 3 else "")
+            return Recommendation(
+                Mode.PRECOMPILED.value,
+                f"Secure Boot is on ({shown}): the kernel loads only signed modules; NVIDIA's precompiled Ubuntu "
+                "images carry Canonical-signed ones, an upstream build is refused",
             )
         immutable = sorted({f"{n.os_id} {n.os_version}" for n in gpu if n.os_id in PRECOMPILED_OS_IDS})
         if immutable:

@@ -28,12 +28,31 @@ from wizard.engine.releases import bundle_of, rules_of_line
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
 
-__all__ = ["DoctorTarget", "HostState", "host_findings", "host_steps", "read_host", "states_findings"]
+__all__ = [
+    "LATER_FINDINGS",
+    "DoctorTarget",
+    "HostState",
+    "blocks_apply",
+    "host_findings",
+    "host_steps",
+    "read_host",
+    "states_findings",
+]
 
 EFI_SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
 """The UEFI global variable whose last byte is 1 when Secure Boot is on (read when mokutil is missing)."""
 _VERSION_RE = re.compile(r"\b(\d{3})\.\d{1,3}(?:\.\d{1,3})?\b", re.ASCII)
 _KERNEL_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z", re.ASCII)
+
+
+#: Host failures that do not stop this install's rollout (the host driver works now): said everywhere, but they
+#: hold no apply: a pre-installed driver that will not load after a reboot, a branch the release does not support.
+LATER_FINDINGS = frozenset({"driver-not-at-boot", "driver-branch-unsupported"})
+
+
+def blocks_apply(check: str, status: Status) -> bool:
+    """Whether a host finding holds the apply until fixed or overridden: a failure the rollout would meet."""
+    return status is Status.FAIL and check not in LATER_FINDINGS
 
 
 @cache

@@ -1,0 +1,135 @@
+"""``gpu-wizard apply`` checks the GPU nodes' hosts before anything is written (issue 35, defect 2).
+
+Nouveau, Secure Boot under an unsigned driver, a noexec ``/run``: each used to surface only when the rollout
+failed minutes after apply. The demo cluster answers the host probe from its scenario, over real HTTPS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_demo import ClusterFactory
+from wizard.cli.main import main
+from wizard.cluster.facade import Cluster
+from wizard.engine.facts import ClusterFacts, NodeFacts
+from wizard.engine.hostsample import AUTO_HOSTS, PER_GROUP, host_sample
+
+UPSTREAM = "version: 1\nmode: upstream\ndriver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+async def _written(kubeconfig: str) -> tuple[object, int]:
+    """The live ClusterPolicy (None: none) and how many objects the wizard's probe left in the operator namespace."""
+    async with await Cluster.connect(kubeconfig=kubeconfig) as cluster:
+        preflight = await cluster.preflight()
+        found, _ = await cluster.clean_up_probes(dry_run=True)
+        return preflight.cluster_policy, len(found)
+
+
+def test_dry_run_names_the_host_problems_with_their_nodes_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    demo = demo_cluster("mixed-trouble", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    kubeconfig = str(demo.kubeconfig_path)
+    code, out, err = _run(capsys, "apply", "--answers", str(answers), "--kubeconfig", kubeconfig, "--dry-run")
+    assert code == 1, err
+    assert "✗ nouveau-loaded on 1 node (gpu-l40s-1):" in err and "blacklist nouveau" in err
+    assert "✗ secure-boot-unsigned on 1 node (gpu-l40s-3):" in err and "use mode: precompiled" in err
+    assert "✗ driver-dir on 1 node (gpu-l40s-2):" in err and "/run is mounted noexec" in err
+    assert "found 3 blocking problem(s) on 3 node(s) (checked all 3 GPU nodes); nothing applied" in err
+    assert "kind: ClusterPolicy" not in out and "dry run:" not in err  # stopped before the dry-run and the diff
+    policy, leftovers = asyncio.run(_written(kubeconfig))
+    assert policy is None and leftovers == 0
+
+    code, out, err = _run(
+        capsys, "apply", "--answers", str(answers), "--kubeconfig", kubeconfig, "--dry-run", "--allow-host-findings"
+    )
+    assert code == 0 and "+kind: ClusterPolicy" in out and "going on (--allow-host-findings)" in err
+
+
+def test_a_healthy_cluster_says_its_hosts_were_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    demo = demo_cluster("ubuntu-upstream", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    argv = ("apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--dry-run")
+    code, _, err = _run(capsys, *argv)
+    assert code == 0 and "✓ hosts: no blocking finding on all 3 GPU nodes" in err
+    code, _, err = _run(capsys, *argv, "--no-host-check")
+    assert code == 0 and "! hosts: not checked (--no-host-check)" in err
+
+
+def _node(name: str, kernel: str) -> NodeFacts:
+    return NodeFacts(
+        name=name,
+        kernel=kernel,
+        kernel_source="nfd",
+        os_id="ubuntu",
+        os_version="22.04",
+        os_source="nfd",
+        os_image="Ubuntu 22.04.5 LTS",
+        gpu=True,
+        gpu_product="NVIDIA-H100",
+        gpu_count=8,
+        deploy_driver="",
+        container_runtime="containerd://1.7.23",
+    )
+
+
+def test_the_sample_is_every_node_up_to_the_limit_then_a_few_per_kernel_and_os() -> None:
+    few = ClusterFacts([_node(f"gpu-{i:03}", "5.15.0-1048-nvidia") for i in range(AUTO_HOSTS)])
+    assert (
+        host_sample(few, "v26.7.0").nodes == tuple(n.name for n in few.gpu_nodes)
+        and not host_sample(few, "v26.7.0").rest
+    )
+    many = ClusterFacts(
+        [_node(f"gpu-a{i:03}", "5.15.0-1048-nvidia") for i in range(100)]
+        + [_node(f"gpu-b{i:03}", "5.15.0-1063-nvidia") for i in range(100)]
+    )
+    sample = host_sample(many, "v26.7.0")
+    assert len(sample.nodes) == 2 * PER_GROUP and sample.rest == 200 - 2 * PER_GROUP
+    assert {n[:5] for n in sample.nodes} == {"gpu-a", "gpu-b"}  # every (kernel, OS) group seen
+    assert sample.describe() == f"{2 * PER_GROUP} of 200 GPU nodes ({PER_GROUP} per kernel and OS)"
+    assert len(host_sample(many, "v26.7.0", everything=True).nodes) == 200
+
+
+def test_apply_says_a_downgrade_as_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35, defect 10: the live 570.195.03 moved back to 570.124.06 is a warning in apply, too."""
+    demo = demo_cluster("existing-install-plain", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM.replace("580.126.20", "570.124.06") + "operator:\n  version: v26.3.3\n")
+    argv = ("apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--dry-run")
+    code, _, err = _run(capsys, *argv, "--no-registry", "--no-host-check")
+    assert code == 0, err
+    assert "warning driver-downgrade: driver 570.195.03 → 570.124.06 is a downgrade" in err
+
+
+def test_a_noexec_run_found_before_apply_explains_the_failure_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35, defect 4: the validator's ``permission denied … exit status 126`` got "no known cause matched"."""
+    demo = demo_cluster("noexec-run", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    argv = ["apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--yes"]
+    argv += ["--allow-host-findings", "--crash-window", "5", "--wait-timeout", "90", "--backup-dir", str(tmp_path)]
+    code, _, err = _run(capsys, *argv)
+    assert code == 1
+    assert "✗ driver-dir on 2 nodes (gpu-a10-01, gpu-a10-02):" in err  # said before apply
+    block = err.split("\ndiagnosis (", 1)[1]
+    assert "a host folder the driver or toolkit runs from is mounted noexec" in block, block
+    assert "Remount that folder's file system with exec on gpu-a10-01" in block
+    assert "no known cause matched" not in block

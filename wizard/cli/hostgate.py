@@ -1,0 +1,102 @@
+"""The host checks ``gpu-wizard apply`` (and ``upgrade``) run before anything is written.
+
+Nouveau holding the GPUs, Secure Boot under an unsigned driver, a host driver in the way, missing headers, a
+noexec or read-only folder: each ends a rollout only minutes after apply. So before the server dry-run the
+node doctor's host checks and the Paths check run in one host probe (:meth:`Cluster.host_states`) on the
+sample :func:`wizard.engine.hostsample.host_sample` picks (every GPU node up to 64, else two per kernel and OS;
+``--all-hosts`` for every one); a failure stops the command (exit 1, nothing written) unless
+``--allow-host-findings``. A host the probe could not reach is said, not taken for a pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster
+    from wizard.engine.grouping import FindingGroup
+    from wizard.engine.plan import Plan
+
+
+def host_gate_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the host checks before apply."""
+    parser.add_argument(
+        "--allow-host-findings",
+        action="store_true",
+        help="apply although the host checks found a problem (nouveau, Secure Boot, a host driver, a noexec folder…)",
+    )
+    parser.add_argument(
+        "--all-hosts",
+        action="store_true",
+        help="check every GPU node's host before apply (default: all up to 64, else two per kernel and OS)",
+    )
+    parser.add_argument(
+        "--no-host-check",
+        action="store_true",
+        help="skip the host checks before apply (they start a short-lived privileged probe pod per node)",
+    )
+
+
+async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tuple[list[FindingGroup], str]:
+    """The host findings for ``plan`` on the sampled GPU nodes, grouped (failures first), and what was checked."""
+    from wizard.engine.grouping import group_findings
+    from wizard.engine.hostdoctor import DoctorTarget, HostState, states_findings
+    from wizard.engine.hostsample import host_sample
+    from wizard.engine.results import Check
+
+    facts = await cluster.discover()
+    sample = host_sample(facts, plan.operator.version, everything=everything)
+    if not sample.nodes:
+        return [], "no GPU nodes"
+    states: dict[str, HostState] = {}
+    checks: list[Check] = []
+    async for item in cluster.host_states(plan, list(sample.nodes), paths_of=plan):
+        if isinstance(item, HostState):
+            states[item.node] = item
+            checks += [c for c in item.path_checks if c.status.value != "pass"]
+        else:
+            checks.append(item)  # a probe pod left behind
+    checks += states_findings(DoctorTarget.from_plan(plan), states)
+    return group_findings(checks), sample.describe()
+
+
+def write_groups(groups: list[FindingGroup], out: TextIO) -> None:
+    """Each finding once, its nodes named, with its fix."""
+    from wizard.engine.textsafe import printable
+
+    for group in groups:
+        out.write(printable(group.line()) + "\n")
+        if group.hint and group.status.value in ("fail", "warn"):
+            out.write(f"    fix: {printable(group.hint)}\n")
+
+
+async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> bool:
+    """Run the host checks and say what they found; False when a failure stops the apply."""
+    if getattr(args, "no_host_check", False):
+        sys.stderr.write("! hosts: not checked (--no-host-check)\n")
+        return True
+    groups, checked = await host_groups(cluster, plan, everything=bool(getattr(args, "all_hosts", False)))
+    shown = [g for g in groups if g.status.value != "pass"]
+    write_groups(shown, sys.stderr)
+    from wizard.engine.hostdoctor import blocks_apply
+
+    failed = [g for g in shown if blocks_apply(g.check, g.status)]
+    more = "" if "all" in checked.split(" ", 1)[0] else "; --all-hosts checks the rest"
+    if not failed:
+        sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")
+        return True
+    nodes = len({n for g in failed for n in g.nodes})
+    if getattr(args, "allow_host_findings", False):
+        sys.stderr.write(
+            f"! hosts: {len(failed)} blocking finding(s) on {nodes} node(s), going on (--allow-host-findings)\n"
+        )
+        return True
+    sys.stderr.write(
+        f"gpu-wizard: error: the host checks found {len(failed)} blocking problem(s) on {nodes} node(s) "
+        f"(checked {checked}); "
+        "nothing applied\n  hint: fix them on the nodes (each fix above), choose a mode they allow, "
+        "or pass --allow-host-findings\n"
+    )
+    return False
