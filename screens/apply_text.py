@@ -167,7 +167,7 @@ def install_confirmation(*, where: str, install: Any, helm: bool, warnings: Sequ
     shown = images if len(images) <= room else images[: max(1, room - 1)]
     lines = [head, *(f"* image `{image}`" for image in shown)]
     if len(shown) < len(images):
-        lines.append(f"* and {len(images) - len(shown)} more image(s), listed on the page")
+        lines.append(f"* and {len(images) - len(shown)} more image(s), each listed in Preview's Mirror plan")
     used = sum(_rows(line) for line in lines) + _rows(how)
     for text in warnings:
         cut = short(text)

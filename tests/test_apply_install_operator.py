@@ -64,7 +64,8 @@ def test_without_helm_the_command_is_printed_and_the_operator_awaited(
     assert code == 0, err
     assert f"install GPU Operator {RELEASE} as Helm release gpu-operator in namespace gpu-operator" in out
     assert f"chart gpu-operator {RELEASE} from https://helm.ngc.nvidia.com/nvidia" in out
-    assert f"    nvcr.io/nvidia/gpu-operator:{RELEASE}\n    {PLANNED}\n" in out
+    assert f"  images:\n    nvcr.io/nvidia/gpu-operator:{RELEASE}\n" in out  # the operator's first, then every image
+    assert f"    {PLANNED}\n" in out
     assert "helm is not on PATH" in err
     command = next(line.strip() for line in err.splitlines() if line.strip().startswith("helm upgrade"))
     assert shlex.split(command) == [

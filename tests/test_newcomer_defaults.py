@@ -121,7 +121,16 @@ def attempt(kubeconfig: str, given: Answers, folder: Path, *, install: bool = Fa
         YAML().dump(answers, stream)
     done = Attempt(answers, offers)
     # a driver container that crash-loops (a host the driver cannot load on) fails the rollout after 10 s, not 300
-    apply: tuple[str, ...] = ("apply", "--kubeconfig", kubeconfig, "--answers", str(path), "--yes", "--wait-timeout", "90")
+    apply: tuple[str, ...] = (
+        "apply",
+        "--kubeconfig",
+        kubeconfig,
+        "--answers",
+        str(path),
+        "--yes",
+        "--wait-timeout",
+        "90",
+    )
     person = None
     if install:
         values = folder / "install-values.yaml"

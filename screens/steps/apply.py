@@ -117,7 +117,7 @@ class ApplyStep(StepScreen):
             lines.append("[$error]✗ no server dry-run yet: go back to Preview[/]")
         elif self._install is not None:
             lines.append("[$warning]GPU Operator not installed:[/] gpu-wizard installs it with your choices")
-            lines += [f"  {escape(line)}" for line in self._install.summary()]
+            lines += [f"  {escape(line)}" for line in self._install.summary(images=False)]  # counted under Images
         elif not state.prepared.changed:
             lines.append(
                 "[$success]✓ the live objects already hold this plan:[/] nothing to send; Verify checks what runs"

@@ -90,8 +90,8 @@ class OperatorInstall:
     values: dict[str, Any]
     values_text: str
     images: tuple[str, ...]
-    """The operator's image, then every image the plan makes the cluster pull: the driver's per node and every
-    operand's (``Rendered.images``, mapped into the private registry where the plan has one)."""
+    """The operator's image, the driver's per node, then every other image the plan makes the cluster pull (each
+    operand's, ``Rendered.images``, mapped into the private registry where the plan has one), once each."""
     drivers: tuple[dict[str, Any], ...] = ()
     """NVIDIADriver CRs the chart does not deploy (it deploys at most ``default``), applied after the install."""
     drivers_text: str = ""
@@ -118,14 +118,15 @@ class OperatorInstall:
         """The same as one quoted shell command, for the person to run where the wizard cannot."""
         return shell_command(self.helm_argv(values_file, kube))
 
-    def summary(self) -> list[str]:
-        """What will be installed, one line each (the confirmation's words)."""
+    def summary(self, *, images: bool = True) -> list[str]:
+        """What will be installed, one line each (the confirmation's words; without ``images`` where a page counts
+        them on a line of its own)."""
         lines = [
             f"install GPU Operator {self.release} as Helm release {self.name} in namespace {self.namespace}",
             f"  {self.chart.words()}",
-            "  images:",
-            *(f"    {image}" for image in self.images),
         ]
+        if images:
+            lines += ["  images:", *(f"    {image}" for image in self.images)]
         if self.driver_names:
             lines.append(f"  then NVIDIADriver {', '.join(self.driver_names)} (the chart deploys only 'default')")
         return lines
@@ -147,13 +148,15 @@ def operator_install(rendered: Rendered, chart: ChartSource | None = None) -> Op
     extra = [
         d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
     ]
+    operator = operator_image(release, values)
+    drivers = sorted({n.image for n in rendered.node_images if n.image})  # what the user chose, before the operands
     return OperatorInstall(
         release=release,
         namespace=plan.operator.namespace,
         chart=source,
         values=values,
         values_text=values_yaml(values, header),
-        images=(operator_image(release, values), *rendered.images),
+        images=tuple(dict.fromkeys([operator, *drivers, *rendered.images])),
         drivers=tuple(extra),
         drivers_text=to_yaml(extra) if extra else "",
         driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
