@@ -30,6 +30,7 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
+from wizard import sealed
 from wizard.bundled import assets
 from wizard.demo.scenarios.scenario import OFFERED_VARIABLE
 from wizard.web import pages
@@ -282,6 +283,8 @@ async def serve(
     token = secrets.token_urlsafe(24)
     command = session_command(options.scenario)
     offered = {OFFERED_VARIABLE: ",".join(dict.fromkeys((options.scenario, *options.scenarios)))}
+    if Path(options.scenario).is_absolute():  # the trainer's own scenario file: the one file outside it a session reads
+        offered[sealed.READS_VARIABLE] = options.scenario
     pool = SessionPool(
         command, options.max_sessions, make_root(), spares=options.spares, environment=offered, on_ready=ready
     )
