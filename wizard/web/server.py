@@ -33,7 +33,7 @@ from aiohttp import web
 from wizard import sealed
 from wizard.bundled import assets
 from wizard.demo.scenarios.scenario import OFFERED_VARIABLE
-from wizard.web import pages
+from wizard.web import pages, refusals
 from wizard.web.environment import make_root, remove_stale_roots, session_command
 from wizard.web.pool import SessionPool
 from wizard.web.relay import MAX_MESSAGE, MAX_TERMINAL, bounded, relay_input
@@ -200,6 +200,7 @@ class Classroom:
         font_size = request.query.get("fontsize")
         if token is not None:
             if not same_secret(token, self.token):
+                refusals.refused(403, "a link with a wrong token", self.client_address(request))
                 return self._html(pages.forbidden_page(self.static), 403)
             kept = "?" + urlencode({"fontsize": font_size}) if font_size else ""
             response = web.Response(status=303, headers={"Location": self.path + kept})
@@ -208,6 +209,7 @@ class Classroom:
                 self._set_cookie(response, SEAT_COOKIE, secrets.token_urlsafe(24))
             return response
         if not self.authorized(request):
+            refusals.refused(403, "the page without the classroom's cookie", self.client_address(request))
             return self._html(pages.forbidden_page(self.static), 403)
         seat = self.seat_of(request)
         if self.pool.full and (seat is None or self.seats.get(seat) is None):
@@ -228,15 +230,18 @@ class Classroom:
     async def status(self, request: web.Request) -> web.StreamResponse:
         """For the trainer (the status key from the console): sessions in use, spares ready and starting."""
         if not same_secret(request.query.get("key", ""), self.status_key):
+            refusals.refused(403, "the status page without its key", self.client_address(request))
             raise web.HTTPForbidden(text="the status page needs the key printed on the trainer's console\n")
         return web.json_response(self.pool.counts())
 
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         seat_id = self.seat_of(request)
         if not self.authorized(request) or seat_id is None:
+            refusals.refused(403, "a session without the classroom's cookie", self.client_address(request))
             raise web.HTTPForbidden(text="open the link with ?token=… first\n")
         if request.headers.get("Origin", "") not in self.origins:
-            log.warning("refused a websocket from origin %r", request.headers.get("Origin", "(none)")[:100])
+            origin = request.headers.get("Origin", "(none)")[:100].encode("ascii", "backslashreplace").decode()
+            refusals.refused(403, f"a session from origin {origin!r}", self.client_address(request))
             raise web.HTTPForbidden(text="this page's origin may not open sessions here\n")
         websocket = web.WebSocketResponse(heartbeat=20, max_msg_size=MAX_MESSAGE)
         await websocket.prepare(request)
@@ -278,6 +283,7 @@ async def serve(
     the spares ready and the seconds they took, once nothing warms any more (the class can start).
     """
     listener = listen(options.host, options.port)
+    refusals.install()
     for stale in remove_stale_roots():
         log.info("removed %s, left by a server that was killed", stale)
     token = secrets.token_urlsafe(24)
