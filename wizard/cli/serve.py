@@ -104,15 +104,15 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         default=DEFAULT_GRACE_S,
         help=f"how long a session outlives its closed or reloaded tab; the same browser reattaches to it "
-        f"(default {DEFAULT_GRACE_S}; 0: end it with its tab)",
+        f"(default {DEFAULT_GRACE_S}; 0: end it with its tab, a few seconds later so that a reload finds it)",
     )
     serve.add_argument(
         "--max-per-client",
         type=int,
         metavar="N",
         default=DEFAULT_PER_CLIENT,
-        help=f"sessions one client address may hold (default {DEFAULT_PER_CLIENT}; 0: no limit, e.g. a "
-        "class behind one NAT address)",
+        help=f"sessions one client address may hold, and new ones it may open a minute (default "
+        f"{DEFAULT_PER_CLIENT}; 0: no limit, e.g. a class behind one NAT address)",
     )
     serve.add_argument(
         "--scenarios",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -25,6 +26,15 @@ from wizard.web.relay import Gate
 from wizard.web.sessions import Session
 
 log = logging.getLogger(__name__)
+
+REATTACH_S = 5.0
+"""Seconds a session outlives its closed tab whatever the grace: the same browser's next connection finds it."""
+
+NEW_SEAT_WINDOW_S = 60.0
+"""The window in which one client address may open at most ``per_client`` new seats."""
+
+MAX_ADDRESSES = 10000
+"""Client addresses remembered for the new-seat limit before those with no recent seat are forgotten."""
 
 ENDED, MOVED, FAILED, TOO_MANY, FULL = 4000, 4001, 4002, 4429, 4503
 CLOSE_REASONS = {
@@ -62,6 +72,8 @@ class Seats:
         """Sessions one client address may hold (0: no limit)."""
         self._seats: dict[str, Seat] = {}
         self._ending: set[asyncio.Task[None]] = set()
+        self._opened: dict[str, list[float]] = {}
+        """Per client address: when it opened its latest new seats (within :data:`NEW_SEAT_WINDOW_S`)."""
 
     def get(self, seat_id: str) -> Seat | None:
         return self._seats.get(seat_id)
@@ -72,8 +84,15 @@ class Seats:
 
     def open(self, seat_id: str, address: str) -> Seat | int:
         """A new seat with a session holding a place, or the close code that refuses it."""
-        if self.per_client and self.held_by(address) >= self.per_client:
-            return TOO_MANY
+        if self.per_client:
+            now = time.monotonic()
+            recent = [t for t in self._opened.get(address, []) if now - t < NEW_SEAT_WINDOW_S]
+            self._opened[address] = recent
+            if self.held_by(address) >= self.per_client or len(recent) >= self.per_client:
+                return TOO_MANY
+            if len(self._opened) > MAX_ADDRESSES:  # (forget addresses with no recent seat)
+                self._opened = {a: ts for a, ts in self._opened.items() if ts and now - ts[-1] < NEW_SEAT_WINDOW_S}
+            recent.append(now)
         session = self.pool.reserve()
         if session is None:
             return FULL
@@ -106,10 +125,10 @@ class Seats:
         seat.socket = None
         if self._seats.get(seat.id) is not seat:
             return
-        if self.grace <= 0 or not seat.session.running:
+        if not seat.session.running:
             self._end_soon(seat)
             return
-        seat.expiry = asyncio.get_running_loop().call_later(self.grace, self._end_soon, seat)
+        seat.expiry = asyncio.get_running_loop().call_later(max(self.grace, REATTACH_S), self._end_soon, seat)
 
     def _end_soon(self, seat: Seat) -> None:
         task = asyncio.get_running_loop().create_task(self.end(seat))
