@@ -16,11 +16,13 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
 from wizard.web import protocol
+from wizard.web.budget import CHECK_EVERY_S, Budget, resident_bytes
 from wizard.web.pool import SessionPool
 from wizard.web.relay import Gate
 from wizard.web.sessions import Session
@@ -36,9 +38,10 @@ NEW_SEAT_WINDOW_S = 60.0
 MAX_ADDRESSES = 10000
 """Client addresses remembered for the new-seat limit before those with no recent seat are forgotten."""
 
-ENDED, MOVED, FAILED, TOO_MANY, FULL = 4000, 4001, 4002, 4429, 4503
+ENDED, MOVED, FAILED, OVER_BUDGET, TOO_MANY, FULL = 4000, 4001, 4002, 4008, 4429, 4503
 CLOSE_REASONS = {
     ENDED: b"the session ended",
+    OVER_BUDGET: b"the session used more than its share of the server",
     MOVED: b"this session is open in another tab",
     FAILED: b"the session did not start",
     TOO_MANY: b"too many sessions from this address",
@@ -60,13 +63,19 @@ class Seat:
     pump: asyncio.Task[None] | None = None
     expiry: asyncio.TimerHandle | None = None
     sending: asyncio.Lock = field(default_factory=asyncio.Lock)
+    budget: Budget = field(default_factory=Budget)
+    """Its session's use of the server's CPU and memory (:meth:`Seats.police`)."""
 
 
 class Seats:
     """Every seat with a session: attach, detach, and end after the grace period."""
 
-    def __init__(self, pool: SessionPool, *, grace: float, per_client: int) -> None:
+    def __init__(
+        self, pool: SessionPool, *, grace: float, per_client: int, budget: Callable[[], Budget] = Budget
+    ) -> None:
         self.pool = pool
+        self.budget = budget
+        """Makes each new seat's :class:`~wizard.web.budget.Budget`."""
         self.grace = grace
         self.per_client = per_client
         """Sessions one client address may hold (0: no limit)."""
@@ -96,8 +105,31 @@ class Seats:
         session = self.pool.reserve()
         if session is None:
             return FULL
-        seat = self._seats[seat_id] = Seat(seat_id, address, session)
+        seat = self._seats[seat_id] = Seat(seat_id, address, session, budget=self.budget())
         return seat
+
+    def police_once(self) -> list[Seat]:
+        """End every seat whose session is past its budget (with a line on the console); returns them."""
+        now = time.monotonic()
+        ended = []
+        for seat in list(self._seats.values()):
+            pid = seat.session.pid
+            if pid is None or not seat.session.running:
+                continue
+            why = seat.budget.over(now, seat.session.cpu_seconds(), resident_bytes(pid))
+            if why:
+                log.warning("ended the session of %s: it used %s", seat.address[:64], why)
+                ended.append(seat)
+                task = asyncio.get_running_loop().create_task(self.end(seat, OVER_BUDGET))
+                self._ending.add(task)
+                task.add_done_callback(self._ending.discard)
+        return ended
+
+    async def police(self) -> None:
+        """:meth:`police_once` every :data:`~wizard.web.budget.CHECK_EVERY_S` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(CHECK_EVERY_S)
+            self.police_once()
 
     async def attach(self, seat: Seat, socket: web.WebSocketResponse, width: int, height: int) -> None:
         """Make ``socket`` the seat's tab: the app repaints everything on it at its size."""

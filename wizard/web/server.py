@@ -312,11 +312,15 @@ async def serve(
         await web.SockSite(runner, listener).start()
         announce(classroom.public_url + "?token=" + token, classroom.public_url + "status?key=" + classroom.status_key)
         pool.warm()
+        police = asyncio.get_running_loop().create_task(classroom.seats.police())  # (each session's budget)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            police.cancel()
     finally:
         with contextlib.suppress(Exception):
             await classroom.seats.close()
