@@ -275,11 +275,12 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve(
-    options: ServeOptions, announce: Callable[[str, str], None], ready: Callable[[int, float], None]
+    options: ServeOptions, announce: Callable[[str, str, str], None], ready: Callable[[int, float], None]
 ) -> None:
     """Run until SIGINT or SIGTERM.
 
-    ``announce`` gets the link to share and the trainer's status URL once the port is open; ``ready``
+    ``announce`` gets the link to share, the trainer's status URL and the address this server listens on
+    (``http://HOST:PORT/``, the port that ``--port 0`` picked: where a reverse proxy points) once the port is open; ``ready``
     the spares ready and the seconds they took, once nothing warms any more (the class can start).
     """
     listener = listen(options.host, options.port)
@@ -294,10 +295,9 @@ async def serve(
     pool = SessionPool(
         command, options.max_sessions, make_root(), spares=options.spares, environment=offered, on_ready=ready
     )
-    public_url = options.public_url
-    if public_url is None:
-        host = f"[{options.host}]" if ":" in options.host else options.host
-        public_url = f"http://{host}:{listener.getsockname()[1]}/"
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    local_url = f"http://{host}:{listener.getsockname()[1]}/"
+    public_url = options.public_url or local_url
     classroom = Classroom(
         pool,
         token,
@@ -306,11 +306,15 @@ async def serve(
         grace=options.grace,
         per_client=options.per_client,
     )
-    runner = web.AppRunner(classroom.application(), handle_signals=False, access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(classroom.application(), handle_signals=False, access_log=None, shutdown_timeout=1)
     try:
         await runner.setup()
         await web.SockSite(runner, listener).start()
-        announce(classroom.public_url + "?token=" + token, classroom.public_url + "status?key=" + classroom.status_key)
+        announce(
+            classroom.public_url + "?token=" + token,
+            classroom.public_url + "status?key=" + classroom.status_key,
+            local_url,
+        )
         pool.warm()
         police = asyncio.get_running_loop().create_task(classroom.seats.police())  # (each session's budget)
         stop = asyncio.Event()
@@ -322,8 +326,7 @@ async def serve(
         finally:
             police.cancel()
     finally:
-        with contextlib.suppress(Exception):
-            await classroom.seats.close()
-        await pool.close()  # every app asked to quit, lingering groups killed, folders removed
+        pool.stopping()  # every app asked to quit, lingering groups killed, folders removed: all at once
+        await asyncio.gather(classroom.seats.close(), pool.close(), return_exceptions=True)
         await runner.cleanup()
         listener.close()
