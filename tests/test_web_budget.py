@@ -18,7 +18,11 @@ from wizard.web.budget import Budget
 from wizard.web.pool import SessionPool
 from wizard.web.seats import CLOSE_REASONS, OVER_BUDGET, Seats
 
-SPINNER = [sys.executable, "-c", "import sys; sys.stdout.write('__GANGLION__\\n'); sys.stdout.flush()\nwhile True: pass"]
+SPINNER = [
+    sys.executable,
+    "-c",
+    "import sys; sys.stdout.write('__GANGLION__\\n'); sys.stdout.flush()\nwhile True: pass",
+]
 
 
 async def _police_until(seats: Seats, seat_id: str, timeout: float) -> bool:

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from benchmarks.web import PREFLIGHT_DONE, ServedWizard, Tab, group_cpu_seconds
-from tests.test_web_classroom import next_step
+from tests.helpers.web import next_step
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -55,7 +55,9 @@ async def test_a_paste_flood_costs_its_session_a_few_cpu_seconds_and_it_still_an
         except TimeoutError:
             answered = f"no answer {ANSWER_S:g} s after it"
         cost = group_cpu_seconds(pid) - before
-        print(f"flood {FLOOD_S:g} s, {sent} pastes sent: session {cost:.1f} CPU-s, server {server_cost:.1f} CPU-s, {answered}")
+        print(
+            f"flood {FLOOD_S:g} s, {sent} pastes sent: session {cost:.1f} CPU-s, server {server_cost:.1f} CPU-s, {answered}"
+        )
         assert cost <= MAX_FLOOD_CPU_S, f"a {FLOOD_S:g} s paste flood cost the session {cost:.1f} CPU-s ({answered})"
         assert answered.startswith("answered"), answered
         await tab.close()

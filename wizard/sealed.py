@@ -45,7 +45,13 @@ SYSTEM_READS = ("/dev/null", "/dev/urandom", "/etc/localtime", "/usr/share/zonei
 """Files of the machine a library may read on its own (none says anything about the trainer)."""
 
 _LOOKUPS = frozenset(
-    {"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo", "socket.gethostbyname_ex"}
+    {
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.getnameinfo",
+        "socket.gethostbyname_ex",
+    }
 )
 _SENDS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
 _PROGRAMS = frozenset(
@@ -154,7 +160,7 @@ class Seal:
         if isinstance(path, int):
             return True  # an open file descriptor: whoever opened it was checked
         try:
-            text = os.fsdecode(os.fspath(path))  # type: ignore[arg-type]
+            text = os.fsdecode(os.fspath(path))  # type: ignore[call-overload]
         except (TypeError, ValueError):
             return False
         real = os.path.realpath(text)
@@ -210,7 +216,9 @@ def program_reads(*extra: str) -> list[str]:
     paths = sysconfig.get_paths()
     roots = [paths[name] for name in ("stdlib", "platstdlib", "purelib", "platlib") if name in paths]
     roots += [os.path.dirname(os.__file__)]
-    roots += [entry for entry in sys.path if os.path.isabs(entry) and entry != os.getcwd()]  # (a zip that is not there too)
+    roots += [
+        entry for entry in sys.path if os.path.isabs(entry) and entry != os.getcwd()
+    ]  # (a zip that is not there too)
     return [*roots, *SYSTEM_READS, *extra]
 
 

@@ -72,7 +72,11 @@ class AnswerField(Vertical):
             yield Label(self.label, classes="field-label", markup=False)
             suggester = SuggestFromList(self._suggestions, case_sensitive=False) if self._suggestions else None
             yield Input(
-                self._value, placeholder=self._placeholder, compact=True, suggester=suggester, max_length=MAX_FIELD_CHARS
+                self._value,
+                placeholder=self._placeholder,
+                compact=True,
+                suggester=suggester,
+                max_length=MAX_FIELD_CHARS,
             )
         yield Static(self.hint, classes="field-note", markup=False)
 

@@ -19,8 +19,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from textual.widgets import Static
+
 from screens.app import WizardApp
-from screens.widgets.field import AnswerField
 from tests.helpers.tui import demo_app, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
 from wizard import launch
@@ -35,7 +36,10 @@ def network_values(port: int) -> dict[str, list[str]]:
     """Per field, what a student types to make the session reach out."""
     return {
         "driver-repository": [f"127.0.0.1:{port}/mlops", "made-up-registry.invalid/mlops", f"localhost:{port}/x"],
-        "registry-mirrors": [f"{REPOSITORY_HOST}=https://127.0.0.1:{port}/m", f"{REPOSITORY_HOST}=https://mirror.invalid"],
+        "registry-mirrors": [
+            f"{REPOSITORY_HOST}=https://127.0.0.1:{port}/m",
+            f"{REPOSITORY_HOST}=https://mirror.invalid",
+        ],
     }
 
 
@@ -73,10 +77,10 @@ async def student(app: WizardApp, port: int, home: Path) -> dict[str, dict[str, 
     seen: dict[str, dict[str, str]] = {}
     async with app.run_test(size=(100, 40)) as pilot:
         await walk_to(pilot, "nodes", "mode", "driver")
-        groups = app.screen.query_one("#groups")
+        groups = app.screen.query_one("#groups", Static)
         for field_id, values in network_values(port).items():
             for value in values:
-                await wait_for(pilot, lambda f=field_id: app.screen.query(f"#{f}").first(AnswerField), 30, field_id)
+                await wait_for(pilot, lambda f=field_id: bool(app.screen.query(f"#{f}")), 30, field_id)  # type: ignore[misc]
                 await set_field(pilot, field_id, value)
                 with contextlib.suppress(AssertionError):
                     await wait_for(pilot, lambda: "no network" in str(groups.content), 30, "a refusal")
@@ -85,7 +89,7 @@ async def student(app: WizardApp, port: int, home: Path) -> dict[str, dict[str, 
         for value in file_values(home):
             await set_field(pilot, "registry-ca", value)
             with contextlib.suppress(AssertionError):
-                await wait_for(pilot, lambda v=value: f"CA file {v}" in str(groups.content), 30, "the CA file's line")
+                await wait_for(pilot, lambda v=value: f"CA file {v}" in str(groups.content), 30, "the CA file's line")  # type: ignore[misc]
             seen.setdefault("registry-ca", {})[value] = str(groups.content)
         seen["screen"] = {"last": screen_text(app)}
     return seen

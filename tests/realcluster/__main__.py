@@ -8,12 +8,15 @@ operator reconciles, and stops everything on Ctrl-C or SIGTERM. Logs stay in the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
+import socket
 import sys
 import tempfile
-import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 from tests.realcluster.build import BuildError, build
 from tests.realcluster.cluster import ClusterStartError, RealCluster
@@ -43,21 +46,64 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="gpu-wizard-rc-"))
     cluster = RealCluster(built, workdir, release)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        cluster.start(items)
-        print(f"real-cluster: GPU Operator {release}, {len(items)} nodes; logs in {workdir}", file=sys.stderr)
-        print(f"export KUBECONFIG={cluster.kubeconfig(args.user)}", flush=True)
-        stop.wait()
-    except ClusterStartError as error:
-        print(f"real-cluster: {error}", file=sys.stderr)
-        return 1
-    finally:
-        print("real-cluster: stopping", file=sys.stderr)
-        cluster.stop()
+    return run_until_stopped(
+        cluster, items, f"GPU Operator {release}, {len(items)} nodes; logs in {workdir}", args.user
+    )
+
+
+class Startable(Protocol):
+    def start(self, nodes: list[dict[str, Any]]) -> None: ...
+    def kubeconfig(self, user: str) -> Path: ...
+    def stop(self) -> None: ...
+
+
+def run_until_stopped(cluster: Startable, items: list[dict[str, Any]], started: str, user: str) -> int:
+    """Start ``cluster``, print its kubeconfig, and stop it on the first SIGINT or SIGTERM, whenever that comes.
+
+    A signal that comes during the start stops the cluster as soon as the start returns (a start is
+    never cut in the middle of spawning a component it would then not know to stop).
+    """
+    with signals_woken((signal.SIGINT, signal.SIGTERM)) as wait:
+        try:
+            cluster.start(items)
+            print(f"real-cluster: {started}", file=sys.stderr)
+            print(f"export KUBECONFIG={cluster.kubeconfig(user)}", flush=True)
+            wait()
+        except ClusterStartError as error:
+            print(f"real-cluster: {error}", file=sys.stderr)
+            return 1
+        finally:
+            print("real-cluster: stopping", file=sys.stderr)
+            cluster.stop()
     return 0
+
+
+@contextlib.contextmanager
+def signals_woken(signums: tuple[int, ...]) -> Iterator[Any]:
+    """Handlers for ``signums`` that only wake the returned ``wait()`` (a blocking read of a socket pair).
+
+    The handlers take no lock and run no code of their own: Python's C-level handler writes the
+    signal's number to the socket (:func:`signal.set_wakeup_fd`) and ``wait()`` returns. A handler
+    that set a ``threading.Event`` the main thread waited on could deadlock (a second signal in the
+    window where the main thread holds the Event's lock, found hung on a futex with the whole control
+    plane left running); this cannot, however many signals come and whenever.
+    """
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    previous = {signum: signal.signal(signum, lambda *_: None) for signum in signums}
+
+    def wait() -> int:
+        return reader.recv(1)[0]
+
+    try:
+        yield wait
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_fd)
+        reader.close()
+        writer.close()
 
 
 if __name__ == "__main__":

@@ -59,5 +59,3 @@ class Budget:
         if resident > self.memory_budget:
             return f"{resident >> 20} MiB of memory (its share: {self.memory_budget >> 20} MiB)"
         return ""
-
-

@@ -14,7 +14,6 @@ that strips it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import ipaddress
 import logging
