@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.web import PREFLIGHT_DONE, ServedWizard, Tab
 from tests.helpers.sealed_student import CONTROL_NAME, file_values, network_values
 from wizard import sealed
 
@@ -35,7 +36,7 @@ def _namespaces_work() -> bool:
     return probe.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not _namespaces_work(), reason="needs unshare -rnm (user and network namespaces)")
+NAMESPACES = pytest.mark.skipif(not _namespaces_work(), reason="needs unshare -rnmpf (user and network namespaces)")
 
 
 def _free_port() -> int:
@@ -44,6 +45,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@NAMESPACES
 @pytest.mark.timeout(600)
 def test_a_student_typing_hostile_values_reaches_no_network_and_no_file_outside_the_session(tmp_path: Path) -> None:
     port = _free_port()
@@ -90,3 +92,19 @@ def test_a_student_typing_hostile_values_reaches_no_network_and_no_file_outside_
     assert len(set(lines.values())) == 1, lines  # the same line whatever the path is
     inside = seen["registry-ca"][str(home / "mine.txt")]
     assert "no PEM certificate" in inside, inside  # the session's own files are read as usual
+
+
+@pytest.mark.timeout(240)
+async def test_a_sealed_session_reads_the_trainers_scenario_file_and_its_nodelist(tmp_path: Path) -> None:
+    """The two files of the trainer's that a session reads: a scenario given by path, and the NodeList it names."""
+    scenarios = ROOT / "assets" / "scenarios"
+    (tmp_path / "nodes").mkdir()
+    shutil.copy(scenarios / "nodelists" / "sl-micro-6.1.json", tmp_path / "nodes" / "mine.json")
+    text = (scenarios / "from-nodelist.yaml").read_text(encoding="utf-8")
+    own = tmp_path / "class.yaml"
+    own.write_text(text.replace("nodelists/sl-micro-6.1.json", "nodes/mine.json"), encoding="utf-8")
+    with ServedWizard("--max-sessions", "1", "--spares", "0", scenario=str(own)) as served:
+        tab = Tab(served)
+        await tab.open()
+        await tab.read_until(PREFLIGHT_DONE, 120)  # its demo cluster started from the trainer's files
+        await tab.close()

@@ -14,9 +14,11 @@ that strips it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import re
 import secrets
 import signal
@@ -31,7 +33,7 @@ from aiohttp import web
 
 from wizard import sealed
 from wizard.bundled import assets
-from wizard.demo.scenarios.scenario import OFFERED_VARIABLE
+from wizard.demo.scenarios.scenario import OFFERED_VARIABLE, ScenarioError, load_scenario
 from wizard.web import pages, refusals
 from wizard.web.environment import make_root, remove_stale_roots, session_command
 from wizard.web.pool import SessionPool
@@ -264,6 +266,19 @@ class Classroom:
         return websocket
 
 
+def scenario_files(scenario: str) -> list[str]:
+    """The trainer's files a sealed session reads for ``scenario``: its file and its ``nodelist:`` ([] when bundled)."""
+    path = Path(scenario)
+    if not path.is_absolute():
+        return []
+    files = [str(path)]
+    with contextlib.suppress(ScenarioError):  # (checked before the server starts)
+        nodelist = load_scenario(scenario).nodelist
+        if nodelist:
+            files.append(str((path.parent / nodelist).expanduser().resolve()))
+    return files
+
+
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket (bound before the app is built: the URL needs the port, and port 0 picks one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -289,8 +304,8 @@ async def serve(
     token = secrets.token_urlsafe(24)
     command = session_command(options.scenario)
     offered = {OFFERED_VARIABLE: ",".join(dict.fromkeys((options.scenario, *options.scenarios)))}
-    if Path(options.scenario).is_absolute():  # the trainer's own scenario file: the one file outside it a session reads
-        offered[sealed.READS_VARIABLE] = options.scenario
+    if reads := scenario_files(options.scenario):  # the trainer's own files: the only ones outside it a session reads
+        offered[sealed.READS_VARIABLE] = os.pathsep.join(reads)
     pool = SessionPool(
         command, options.max_sessions, make_root(), spares=options.spares, environment=offered, on_ready=ready
     )
