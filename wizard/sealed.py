@@ -18,6 +18,9 @@ library or thread asks, and refuses:
   refusal is :class:`OutsideFolder` (a ``PermissionError`` with :data:`OUTSIDE`), raised before
   the operating system is asked, so ``/etc/passwd``, a folder, a missing file and ``../..`` all get
   the same line: a student learns nothing about the server's files.
+
+``GPU_WIZARD_SEALED_TRACE=1`` in a session's environment writes each refusal, with where it came from,
+on its stderr (the session folder's ``stderr.log``): for finding what a new library reads.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ VARIABLE = "GPU_WIZARD_SEALED"
 
 READS_VARIABLE = "GPU_WIZARD_SEALED_READS"
 """More files or folders a sealed session may read (``os.pathsep``-separated): the trainer's scenario file."""
+
+TRACE_VARIABLE = "GPU_WIZARD_SEALED_TRACE"
+"""Set: each refusal is also written on stderr (for debugging the seal)."""
 
 NO_NETWORK = "the classroom has no network: a session reaches only its own simulated cluster and registry"
 OUTSIDE = "a classroom session reads and writes only its own folder (~)"
@@ -175,7 +181,7 @@ class Seal:
         try:
             self._check(event, args)
         except OSError:
-            if os.environ.get("GPU_WIZARD_SEALED_TRACE"):
+            if os.environ.get(TRACE_VARIABLE):
                 import traceback
 
                 frames = traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False)
