@@ -61,3 +61,12 @@ def test_a_storm_of_stop_signals_stops_the_control_plane_and_exits(storm: int) -
         if lane.poll() is None:
             lane.kill()
             lane.wait()
+
+
+def test_the_wait_returns_none_after_its_timeout_and_the_signal_once_one_came() -> None:
+    from tests.realcluster.__main__ import signals_woken
+
+    with signals_woken((signal.SIGUSR1,)) as wait:
+        assert wait(0.1) is None  # (a lane that polls, e.g. for the chart's Deployment, between waits)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert wait(5) == signal.SIGUSR1

@@ -80,7 +80,7 @@ def run_until_stopped(cluster: Startable, items: list[dict[str, Any]], started: 
 
 @contextlib.contextmanager
 def signals_woken(signums: tuple[int, ...]) -> Iterator[Any]:
-    """Handlers for ``signums`` that only wake the returned ``wait()`` (a blocking read of a socket pair).
+    """Handlers for ``signums`` that only wake the returned ``wait(timeout=None)`` (a read of a socket pair).
 
     The handlers take no lock and run no code of their own: Python's C-level handler writes the
     signal's number to the socket (:func:`signal.set_wakeup_fd`) and ``wait()`` returns. A handler
@@ -93,8 +93,13 @@ def signals_woken(signums: tuple[int, ...]) -> Iterator[Any]:
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
     previous = {signum: signal.signal(signum, lambda *_: None) for signum in signums}
 
-    def wait() -> int:
-        return reader.recv(1)[0]
+    def wait(timeout: float | None = None) -> int | None:
+        """The first signal's number once one came; None if none came within ``timeout`` seconds."""
+        reader.settimeout(timeout)
+        try:
+            return reader.recv(1)[0]
+        except TimeoutError:
+            return None
 
     try:
         yield wait
