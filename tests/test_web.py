@@ -115,6 +115,7 @@ async def test_two_sessions_are_isolated_and_a_third_finds_the_classroom_full(se
             assert "preinstalled" in offered and "large" not in offered.split("=", 1)[1].split(",")
             home = next(item.split("=", 1)[1] for item in environ if item.startswith("HOME="))
             homes.add(home)
+            assert f"GPU_WIZARD_SEALED={home}" in environ  # its launcher seals it to its folder (wizard/sealed.py)
             folder = Path(home).parent
             assert os.readlink(f"/proc/{pid}/cwd") == home
             assert folder.stat().st_mode & 0o077 == 0

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive, group_cpu_seconds, screen_text
-from tests.helpers.web import wait_until
+from tests.helpers.web import next_step, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -266,22 +266,6 @@ async def test_an_oversized_key_message_costs_one_paste_and_a_larger_one_is_refu
         await tab.connect()
         await tab.read_until("Help —", 20)
         await tab.close()
-
-
-async def next_step(tab: Tab, *wanted: str, timeout: float = 60.0) -> str:
-    """F9 until one of ``wanted`` is drawn anew (a step title, or the text that holds Next); returns it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        tab.output = ""
-        await tab.press("\x1b[20~")
-        for text in wanted:
-            try:
-                await tab.read_until(text, 3)
-                return text
-            except TimeoutError:
-                continue
-        if time.monotonic() > deadline:
-            raise AssertionError(f"none of {wanted} after F9: {screen_text(tab.output)[-300:]!r}")
 
 
 async def test_a_tab_closed_mid_apply_finds_the_rollout_going_on_when_it_comes_back() -> None:

@@ -120,14 +120,26 @@ async def test_the_trainer_hears_once_that_the_class_can_start(tmp_path: Path) -
 def test_long_input_is_one_paste_and_keys_are_counted_as_events() -> None:
     from wizard.web.relay import PASTE_END, PASTE_START, as_input
 
-    assert as_input("a") == ("a", 1)
-    assert as_input("\x1b[20~") == ("\x1b[20~", 1)  # F9: one event, not five
-    assert as_input("\x1b[<35;10;5M") == ("\x1b[<35;10;5M", 1)  # a mouse move
-    text, cost = as_input("a" * 15000)
-    assert text == PASTE_START + "a" * 15000 + PASTE_END and cost < 20
+    assert as_input("a") == ("a", 1, 0)
+    assert as_input("\x1b[20~") == ("\x1b[20~", 1, 0)  # F9: one event, not five
+    assert as_input("\x1b[<35;10;5M") == ("\x1b[<35;10;5M", 1, 0)  # a mouse move
+    text, cost, pasted = as_input("a" * 15000)
+    assert text == PASTE_START + "a" * 15000 + PASTE_END and cost == 1 and pasted == 15000
     sneaky = PASTE_START + "x" + PASTE_END + "\x1b[20~" * 20 + PASTE_START
-    text, _ = as_input(sneaky)  # markers inside cannot end the paste early: the keys stay pasted text
+    text, _, _ = as_input(sneaky)  # markers inside cannot end the paste early: the keys stay pasted text
     assert text.count(PASTE_START) == 1 and text.count(PASTE_END) == 1 and text.endswith(PASTE_END)
+
+
+def test_pastes_past_the_paste_rate_are_dropped_and_the_budget_refills() -> None:
+    import time
+
+    from wizard.web.relay import Gate
+
+    gate = Gate(paste_rate=1000, paste_burst=16000)
+    assert gate.admit_paste(15000)  # one long paste passes at once
+    assert not gate.admit_paste(5000) and gate.dropped == 5000  # a flood past the budget is dropped
+    time.sleep(0.3)
+    assert gate.admit_paste(1000) and not gate.admit_paste(1000)  # ~1,000 a second come back
 
 
 async def test_input_past_the_burst_waits_and_is_never_dropped() -> None:

@@ -28,6 +28,7 @@ def starts_the_tui(words: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``gpu-wizard`` command."""
     words = sys.argv[1:] if argv is None else list(argv)
+    seal_a_classroom_session()
     if not starts_the_tui(words):
         from wizard.cli.main import main as cli_main
 
@@ -39,6 +40,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _start_the_tui(words)
     finally:
         gc.enable()
+
+
+def seal_a_classroom_session() -> None:
+    """A ``gpu-wizard serve`` session (its environment says so) is sealed before anything else runs:
+    no network but its own demo cluster, no programs, no files but its own folder (:mod:`wizard.sealed`)."""
+    import os
+
+    from wizard import sealed
+
+    if not os.environ.get(sealed.VARIABLE):
+        return
+    from importlib.util import find_spec
+
+    from wizard.bundled import assets
+
+    own = [os.path.dirname(spec.origin) for name in ("wizard", "screens") if (spec := find_spec(name)) and spec.origin]
+    sealed.seal_from_environment(*own, str(assets()))
 
 
 def _start_the_tui(words: list[str]) -> int:

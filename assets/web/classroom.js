@@ -12,7 +12,7 @@
  */
 (() => {
   "use strict";
-  const REASONS = { 4000: "ended", 4001: "moved", 4002: "failed", 4429: "too-many", 4503: "full" };
+  const REASONS = { 4000: "ended", 4001: "moved", 4002: "failed", 4008: "budget", 4429: "too-many", 4503: "full" };
   const FIT_COLUMNS = 80;
   const CELL_WIDTH = 0.6; // Roboto Mono's advance, in ems
   const NativeWebSocket = window.WebSocket;

@@ -22,6 +22,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from screens import keys
+from screens.widgets.field import MAX_FIELD_CHARS
 from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ class PathDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, classes="dialog-title", markup=False)
-            yield Input(self._default, id="path", compact=True)
+            yield Input(self._default, id="path", compact=True, max_length=MAX_FIELD_CHARS)
             yield Static("", id="path-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel", compact=True)

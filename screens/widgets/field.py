@@ -13,6 +13,10 @@ from textual.message import Message
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Label, Static
 
+MAX_FIELD_CHARS = 4096
+"""Characters a text field takes (a path's limit, PATH_MAX): a paste past it is refused whole, so a paste
+flood cannot grow a field, and each keystroke's redraw, without end (issue 37)."""
+
 
 class AnswerField(Vertical):
     """``label  [input.................]`` with the hint or the error underneath."""
@@ -67,7 +71,13 @@ class AnswerField(Vertical):
         with Horizontal():
             yield Label(self.label, classes="field-label", markup=False)
             suggester = SuggestFromList(self._suggestions, case_sensitive=False) if self._suggestions else None
-            yield Input(self._value, placeholder=self._placeholder, compact=True, suggester=suggester)
+            yield Input(
+                self._value,
+                placeholder=self._placeholder,
+                compact=True,
+                suggester=suggester,
+                max_length=MAX_FIELD_CHARS,
+            )
         yield Static(self.hint, classes="field-note", markup=False)
 
     @property

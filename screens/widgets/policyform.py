@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from screens.focusrow import MarksFocusedRow
+from screens.widgets.field import MAX_FIELD_CHARS
 from screens.widgets.toggles import Tick
 
 #: input id -> (label, dotted upgradePolicy field)
@@ -107,7 +108,7 @@ class UpgradePolicyDialog(MarksFocusedRow, ModalScreen[dict[str, Any] | None]):
             for widget_id, (label, field) in NUMBERS.items():
                 with Horizontal(classes="policy-row"):
                     yield Label(label)
-                    yield Input(str(_get(self._policy, field)), id=widget_id, compact=True)
+                    yield Input(str(_get(self._policy, field)), id=widget_id, compact=True, max_length=MAX_FIELD_CHARS)
             yield Static("", id="policy-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="policy-cancel", compact=True)

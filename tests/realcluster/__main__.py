@@ -9,12 +9,15 @@ operator reconciles, and stops everything on Ctrl-C or SIGTERM. Logs stay in the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
+import socket
 import sys
 import tempfile
-import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Protocol
 
 from tests.realcluster.build import BuildError, build
 from tests.realcluster.cluster import ClusterStartError, RealCluster
@@ -51,30 +54,85 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="gpu-wizard-rc-"))
     cluster = RealCluster(built, workdir, release)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        installed = args.operator != "none"
-        cluster.start(items, installed=installed)
-        print(f"real-cluster: GPU Operator {release}, {len(items)} nodes; logs in {workdir}", file=sys.stderr)
-        if not installed:
-            print("real-cluster: no operator yet: it starts once the chart's Deployment exists (helm)", file=sys.stderr)
-        print(f"export KUBECONFIG={cluster.kubeconfig(args.user)}", flush=True)
-        while not installed and not stop.is_set():
-            if cluster.chart_deployment() is not None:
-                cluster.start_operator_when_installed()
-                print("real-cluster: the chart's Deployment exists: the operator runs", file=sys.stderr)
-                break
-            stop.wait(2)
-        stop.wait()
-    except ClusterStartError as error:
-        print(f"real-cluster: {error}", file=sys.stderr)
-        return 1
-    finally:
-        print("real-cluster: stopping", file=sys.stderr)
-        cluster.stop()
+    started = f"GPU Operator {release}, {len(items)} nodes; logs in {workdir}"
+    return run_until_stopped(cluster, items, started, args.user, installed=args.operator != "none")
+
+
+class Startable(Protocol):
+    def start(self, nodes: list[dict[str, Any]], *, installed: bool = True) -> None: ...
+    def kubeconfig(self, user: str) -> Path: ...
+    def stop(self) -> None: ...
+    def chart_deployment(self) -> Any: ...
+    def start_operator_when_installed(self) -> None: ...
+
+
+def run_until_stopped(
+    cluster: Startable, items: list[dict[str, Any]], started: str, user: str, *, installed: bool = True
+) -> int:
+    """Start ``cluster``, print its kubeconfig, and stop it on the first SIGINT or SIGTERM, whenever that comes.
+
+    A signal that comes during the start stops the cluster as soon as the start returns (a start is
+    never cut in the middle of spawning a component it would then not know to stop). Without ``installed``
+    (``--operator none``) the operator binary is started once the chart's Deployment exists.
+    """
+    with signals_woken((signal.SIGINT, signal.SIGTERM)) as wait:
+        try:
+            cluster.start(items, installed=installed)
+            print(f"real-cluster: {started}", file=sys.stderr)
+            if not installed:
+                print(
+                    "real-cluster: no operator yet: it starts once the chart's Deployment exists (helm)",
+                    file=sys.stderr,
+                )
+            print(f"export KUBECONFIG={cluster.kubeconfig(user)}", flush=True)
+            while not installed:
+                if cluster.chart_deployment() is not None:
+                    cluster.start_operator_when_installed()
+                    print("real-cluster: the chart's Deployment exists: the operator runs", file=sys.stderr)
+                    break
+                if wait(2) is not None:
+                    return 0
+            wait()
+        except ClusterStartError as error:
+            print(f"real-cluster: {error}", file=sys.stderr)
+            return 1
+        finally:
+            print("real-cluster: stopping", file=sys.stderr)
+            cluster.stop()
     return 0
+
+
+@contextlib.contextmanager
+def signals_woken(signums: tuple[int, ...]) -> Iterator[Any]:
+    """Handlers for ``signums`` that only wake the returned ``wait(timeout=None)`` (a read of a socket pair).
+
+    The handlers take no lock and run no code of their own: Python's C-level handler writes the
+    signal's number to the socket (:func:`signal.set_wakeup_fd`) and ``wait()`` returns. A handler
+    that set a ``threading.Event`` the main thread waited on could deadlock (a second signal in the
+    window where the main thread holds the Event's lock, found hung on a futex with the whole control
+    plane left running); this cannot, however many signals come and whenever.
+    """
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    previous = {signum: signal.signal(signum, lambda *_: None) for signum in signums}
+
+    def wait(timeout: float | None = None) -> int | None:
+        """The first signal's number once one came; None if none came within ``timeout`` seconds."""
+        reader.settimeout(timeout)
+        try:
+            return reader.recv(1)[0]
+        except TimeoutError:
+            return None
+
+    try:
+        yield wait
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(previous_fd)
+        reader.close()
+        writer.close()
 
 
 if __name__ == "__main__":

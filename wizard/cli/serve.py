@@ -104,15 +104,15 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         default=DEFAULT_GRACE_S,
         help=f"how long a session outlives its closed or reloaded tab; the same browser reattaches to it "
-        f"(default {DEFAULT_GRACE_S}; 0: end it with its tab)",
+        f"(default {DEFAULT_GRACE_S}; 0: end it with its tab, a few seconds later so that a reload finds it)",
     )
     serve.add_argument(
         "--max-per-client",
         type=int,
         metavar="N",
         default=DEFAULT_PER_CLIENT,
-        help=f"sessions one client address may hold (default {DEFAULT_PER_CLIENT}; 0: no limit, e.g. a "
-        "class behind one NAT address)",
+        help=f"sessions one client address may hold, and new ones it may open a minute (default "
+        f"{DEFAULT_PER_CLIENT}; 0: no limit, e.g. a class behind one NAT address)",
     )
     serve.add_argument(
         "--scenarios",
@@ -137,10 +137,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.WARNING, format="gpu-wizard serve: %(message)s", stream=sys.stderr)
 
-    def announce(url: str, status_url: str) -> None:
+    def announce(url: str, status_url: str, local_url: str) -> None:
+        proxy = (
+            f"  listening: {local_url}  (point your reverse proxy here; students open the link below)\n"
+            if options.public_url
+            else ""
+        )
         sys.stdout.write(
             "gpu-wizard classroom: every browser tab gets its own SIMULATED demo cluster "
-            f"(scenario {Path(scenario).name}); nothing real is touched.\n"
+            f"(scenario {Path(scenario).name}), sealed: no network but its own cluster, no programs, no "
+            "files but its own folder.\n"
+            f"{proxy}"
             f"  status:    {status_url}  (for you only)\n"
             f"  open:      {url}\n"
             f"  sessions:  at most {options.max_sessions} at once, {options.per_client or 'any number'} per "

@@ -1,7 +1,9 @@
 """What a classroom session's process is given: its command, an environment built from nothing, its folders.
 
 The environment passes through only PATH and the locale: no KUBECONFIG, no registry, cloud or proxy
-credentials. HOME and every XDG folder, TMPDIR and the working folder lie in the session's own
+credentials. It seals the session (:data:`wizard.sealed.VARIABLE`): the app's launcher then refuses, in
+one audit hook, every connection but to its own demo cluster, every host-name lookup, every program
+start and every file outside the session's folder and the wizard's own program files. HOME and every XDG folder, TMPDIR and the working folder lie in the session's own
 folder (0700); the server's root folder holds them all and is marked with the server's pid, so the
 next server start removes the folders a killed server left (:func:`remove_stale_roots`).
 """
@@ -13,6 +15,8 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from wizard import sealed
 
 PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 """The only variables of the server's environment a session sees: none can carry a credential."""
@@ -47,6 +51,7 @@ def session_environment(folder: Path, *, width: int, height: int) -> dict[str, s
         TMPDIR=str(home / "tmp"),
         PYTHONDONTWRITEBYTECODE="1",
         GPU_WIZARD_SESSION_FOLDER=str(home),  # the app saves files only in here (screens.dialogs)
+        **{sealed.VARIABLE: str(home)},  # and the whole process is sealed to it: no network, no programs
         TEXTUAL_DRIVER=APP_DRIVER,
         TEXTUAL_COLOR_SYSTEM="truecolor",
         TERM_PROGRAM="gpu-wizard-serve",

@@ -33,7 +33,8 @@ _STYLE = """
       .ended { display: none; position: fixed; inset: 0; overflow: auto; background: rgba(12, 24, 31, 0.92); }
       body.-closed[data-ended="ended"] #ended-ended, body.-closed[data-ended="moved"] #ended-moved,
       body.-closed[data-ended="failed"] #ended-failed, body.-closed[data-ended="too-many"] #ended-too-many,
-      body.-closed[data-ended="full"] #ended-full, body.-closed[data-ended="lost"] #ended-lost { display: block; }
+      body.-closed[data-ended="full"] #ended-full, body.-closed[data-ended="lost"] #ended-lost,
+      body.-closed[data-ended="budget"] #ended-budget { display: block; }
 """
 
 ON_SCREEN_KEYS = (
@@ -92,6 +93,12 @@ WIZARD_PAGE = Template(
       <p>Sessions already open from your address hold as many places as one client may have. Close one
       (or ask your trainer: --max-per-client).</p>
       <p><a href="${home}">Try again</a></p>
+    </div></div>
+    <div class="ended" id="ended-budget"><div class="notice">
+      <h1>Session ended: it used more than its share</h1>
+      <p>This session used more of the server's processor or memory than one student's share, so it was
+      stopped to keep the classroom fast for everyone; the trainer's console says so too.</p>
+      <p><a href="${home}">Start a new session</a></p>
     </div></div>
     <div class="ended" id="ended-failed"><div class="notice">
       <h1>The session did not start</h1>

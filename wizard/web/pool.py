@@ -25,7 +25,16 @@ import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 
-from wizard.web.sessions import MAX_SPARE_BACKLOG, PREFLIGHT_READY_TIMEOUT, Session, SessionStartError
+from wizard.web.sessions import (
+    MAX_SPARE_BACKLOG,
+    PREFLIGHT_READY_TIMEOUT,
+    QUIT_GRACE,
+    STOP_QUIT_GRACE,
+    STOP_TERM_GRACE,
+    TERM_GRACE,
+    Session,
+    SessionStartError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +74,8 @@ class SessionPool:
         self._closed = False
         self._warm_since: float | None = None
         self._announced = False
+        self._graces = (QUIT_GRACE, TERM_GRACE)
+        """How long a stopping session may take to quit, then to end on SIGTERM (shorter once the server stops)."""
 
     @property
     def full(self) -> bool:
@@ -116,9 +127,13 @@ class SessionPool:
         self._every.add(session)
         return session
 
+    def stopping(self) -> None:
+        """The server stops: from now on every session gets the short graces, so that all end within seconds."""
+        self._graces = (STOP_QUIT_GRACE, STOP_TERM_GRACE)
+
     async def _stop(self, session: Session) -> None:
         try:
-            await session.stop()
+            await session.stop(*self._graces)
         finally:
             self._every.discard(session)
 
@@ -190,6 +205,7 @@ class SessionPool:
     async def close(self) -> None:
         """End every session and spare (server stop), then remove the root folder."""
         self._closed = True
+        self.stopping()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

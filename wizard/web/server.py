@@ -18,6 +18,7 @@ import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import re
 import secrets
 import signal
@@ -30,9 +31,10 @@ from urllib.parse import urlencode, urlsplit
 
 from aiohttp import web
 
+from wizard import sealed
 from wizard.bundled import assets
-from wizard.demo.scenarios.scenario import OFFERED_VARIABLE
-from wizard.web import pages
+from wizard.demo.scenarios.scenario import OFFERED_VARIABLE, ScenarioError, load_scenario
+from wizard.web import pages, refusals
 from wizard.web.environment import make_root, remove_stale_roots, session_command
 from wizard.web.pool import SessionPool
 from wizard.web.relay import MAX_MESSAGE, MAX_TERMINAL, bounded, relay_input
@@ -199,6 +201,7 @@ class Classroom:
         font_size = request.query.get("fontsize")
         if token is not None:
             if not same_secret(token, self.token):
+                refusals.refused(403, "a link with a wrong token", self.client_address(request))
                 return self._html(pages.forbidden_page(self.static), 403)
             kept = "?" + urlencode({"fontsize": font_size}) if font_size else ""
             response = web.Response(status=303, headers={"Location": self.path + kept})
@@ -207,6 +210,7 @@ class Classroom:
                 self._set_cookie(response, SEAT_COOKIE, secrets.token_urlsafe(24))
             return response
         if not self.authorized(request):
+            refusals.refused(403, "the page without the classroom's cookie", self.client_address(request))
             return self._html(pages.forbidden_page(self.static), 403)
         seat = self.seat_of(request)
         if self.pool.full and (seat is None or self.seats.get(seat) is None):
@@ -227,15 +231,18 @@ class Classroom:
     async def status(self, request: web.Request) -> web.StreamResponse:
         """For the trainer (the status key from the console): sessions in use, spares ready and starting."""
         if not same_secret(request.query.get("key", ""), self.status_key):
+            refusals.refused(403, "the status page without its key", self.client_address(request))
             raise web.HTTPForbidden(text="the status page needs the key printed on the trainer's console\n")
         return web.json_response(self.pool.counts())
 
     async def websocket(self, request: web.Request) -> web.StreamResponse:
         seat_id = self.seat_of(request)
         if not self.authorized(request) or seat_id is None:
+            refusals.refused(403, "a session without the classroom's cookie", self.client_address(request))
             raise web.HTTPForbidden(text="open the link with ?token=… first\n")
         if request.headers.get("Origin", "") not in self.origins:
-            log.warning("refused a websocket from origin %r", request.headers.get("Origin", "(none)")[:100])
+            origin = request.headers.get("Origin", "(none)")[:100].encode("ascii", "backslashreplace").decode()
+            refusals.refused(403, f"a session from origin {origin!r}", self.client_address(request))
             raise web.HTTPForbidden(text="this page's origin may not open sessions here\n")
         websocket = web.WebSocketResponse(heartbeat=20, max_msg_size=MAX_MESSAGE)
         await websocket.prepare(request)
@@ -259,6 +266,19 @@ class Classroom:
         return websocket
 
 
+def scenario_files(scenario: str) -> list[str]:
+    """The trainer's files a sealed session reads for ``scenario``: its file and its ``nodelist:`` ([] when bundled)."""
+    path = Path(scenario)
+    if not path.is_absolute():
+        return []
+    files = [str(path)]
+    with contextlib.suppress(ScenarioError):  # (checked before the server starts)
+        nodelist = load_scenario(scenario).nodelist
+        if nodelist:
+            files.append(str((path.parent / nodelist).expanduser().resolve()))
+    return files
+
+
 def listen(host: str, port: int) -> socket.socket:
     """The listening socket (bound before the app is built: the URL needs the port, and port 0 picks one)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -269,26 +289,29 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 async def serve(
-    options: ServeOptions, announce: Callable[[str, str], None], ready: Callable[[int, float], None]
+    options: ServeOptions, announce: Callable[[str, str, str], None], ready: Callable[[int, float], None]
 ) -> None:
     """Run until SIGINT or SIGTERM.
 
-    ``announce`` gets the link to share and the trainer's status URL once the port is open; ``ready``
+    ``announce`` gets the link to share, the trainer's status URL and the address this server listens on
+    (``http://HOST:PORT/``, the port that ``--port 0`` picked: where a reverse proxy points) once the port is open; ``ready``
     the spares ready and the seconds they took, once nothing warms any more (the class can start).
     """
     listener = listen(options.host, options.port)
+    refusals.install()
     for stale in remove_stale_roots():
         log.info("removed %s, left by a server that was killed", stale)
     token = secrets.token_urlsafe(24)
     command = session_command(options.scenario)
     offered = {OFFERED_VARIABLE: ",".join(dict.fromkeys((options.scenario, *options.scenarios)))}
+    if reads := scenario_files(options.scenario):  # the trainer's own files: the only ones outside it a session reads
+        offered[sealed.READS_VARIABLE] = os.pathsep.join(reads)
     pool = SessionPool(
         command, options.max_sessions, make_root(), spares=options.spares, environment=offered, on_ready=ready
     )
-    public_url = options.public_url
-    if public_url is None:
-        host = f"[{options.host}]" if ":" in options.host else options.host
-        public_url = f"http://{host}:{listener.getsockname()[1]}/"
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    local_url = f"http://{host}:{listener.getsockname()[1]}/"
+    public_url = options.public_url or local_url
     classroom = Classroom(
         pool,
         token,
@@ -297,20 +320,27 @@ async def serve(
         grace=options.grace,
         per_client=options.per_client,
     )
-    runner = web.AppRunner(classroom.application(), handle_signals=False, access_log=None, shutdown_timeout=5)
+    runner = web.AppRunner(classroom.application(), handle_signals=False, access_log=None, shutdown_timeout=1)
     try:
         await runner.setup()
         await web.SockSite(runner, listener).start()
-        announce(classroom.public_url + "?token=" + token, classroom.public_url + "status?key=" + classroom.status_key)
+        announce(
+            classroom.public_url + "?token=" + token,
+            classroom.public_url + "status?key=" + classroom.status_key,
+            local_url,
+        )
         pool.warm()
+        police = asyncio.get_running_loop().create_task(classroom.seats.police())  # (each session's budget)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await stop.wait()
+        try:
+            await stop.wait()
+        finally:
+            police.cancel()
     finally:
-        with contextlib.suppress(Exception):
-            await classroom.seats.close()
-        await pool.close()  # every app asked to quit, lingering groups killed, folders removed
+        pool.stopping()  # every app asked to quit, lingering groups killed, folders removed: all at once
+        await asyncio.gather(classroom.seats.close(), pool.close(), return_exceptions=True)
         await runner.cleanup()
         listener.close()

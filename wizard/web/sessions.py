@@ -32,6 +32,9 @@ QUIT_GRACE = 3.0
 TERM_GRACE = 2.0
 """Seconds between SIGTERM and SIGKILL to the session's process group."""
 
+STOP_QUIT_GRACE, STOP_TERM_GRACE = 1.5, 1.0
+"""The same two graces when the server stops: every session ends within ~3 s of Ctrl-C (all at once)."""
+
 FIRST_FRAME_BYTES = 1024
 """Output after which an app has drawn its first frame (the terminal set-up before it is ~100 bytes)."""
 
@@ -266,18 +269,18 @@ class Session:
             return False
         return True
 
-    async def stop(self) -> None:
+    async def stop(self, quit_grace: float = QUIT_GRACE, term_grace: float = TERM_GRACE) -> None:
         """Ask the app to quit, end its process group if it lingers, and remove the session's folder."""
         process = self.process
         if process is not None:
             if process.returncode is None:
                 await self.send(protocol.meta({"type": "quit"}))
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), QUIT_GRACE)
+                    await asyncio.wait_for(process.wait(), quit_grace)
             if process.returncode is None:
                 _signal_group(process.pid, signal.SIGTERM)
                 try:
-                    await asyncio.wait_for(process.wait(), TERM_GRACE)
+                    await asyncio.wait_for(process.wait(), term_grace)
                 except TimeoutError:
                     _signal_group(process.pid, signal.SIGKILL)
                     await process.wait()
