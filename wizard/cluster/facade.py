@@ -304,9 +304,13 @@ class Cluster:
     # -- changing --------------------------------------------------------------------------------
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
-        """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
+        """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects; and the
+        driver DaemonSets the operator leaves behind for this plan, which the apply deletes."""
         with collector.frozen():
-            return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+            namespace = await self.namespace(rendered.plan)
+            return await apply_preview.prepare_apply(
+                self.gateway, rendered, force_conflicts=force_conflicts, namespace=namespace
+            )
 
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False
