@@ -131,7 +131,11 @@ def confirmation(
         pods = evicted_pods(evictions)
         if pods:
             risks.append(f"**Evicts GPU workloads:** {pods}")
-    head = f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."
+    # a leftover DaemonSet the apply deletes is a line of its own: the person approves deleting it
+    deletions = [c for c in changes if c.startswith("delete ")]
+    writes = [c for c in changes if not c.startswith("delete ")]
+    risks[:0] = [f"**{c[0].upper() + c[1:]}**" for c in deletions]
+    head = f"Apply to {where}: {', '.join(writes) or 'nothing to change'}."
     tail = f"Backup of the live objects first: `{backup}`"
     used = sum(_rows(text) for text in (head, tail, *risks))
     named = 0
