@@ -195,3 +195,53 @@ def test_cli_lists_the_deletion_and_deletes_it(
     assert main([*argv, *flags, "--no-wait"]) == 0
     out, err = capsys.readouterr()
     assert "no changes" in out and "delete DaemonSet" not in out
+
+
+def upstream(crd: bool) -> Plan:
+    driver = {"version": "580.126.20", "repository": "nvcr.io/nvidia", "image": "driver", "useNvidiaDriverCRD": crd}
+    return Plan.model_validate({"mode": "upstream", "driver": driver})
+
+
+async def test_nvidiadriver_crds_off_deletes_what_the_nvidiadriver_controller_left(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The NVIDIADriver controller stops reconciling when useNvidiaDriverCRD goes off and deletes nothing (as the
+    real one): its DaemonSet would run driver pods beside the ClusterPolicy's on the same nodes."""
+    demo = demo_cluster("ubuntu-upstream")
+    async with connected(demo) as cluster:
+        on = upstream(True)
+        await cluster.apply(await cluster.prepare_apply(render(on, await cluster.discover())), backup_dir=tmp_path)
+        states = [s async for s in cluster.rollout(on, interval=0.05, timeout=30)]
+        assert states[-1].phase == "ready", states[-1].message
+        (nvd,) = [name for name in _daemonsets(demo) if name.startswith("nvidia-gpu-driver-ubuntu22.04-")]
+
+        off = upstream(False)
+        prepared = await cluster.prepare_apply(render(off, await cluster.discover()))
+        reason = "left by the NVIDIADriver controller when useNvidiaDriverCRD is turned off"
+        assert [(u.name, u.reason.startswith(reason)) for u in prepared.leftovers] == [(nvd, True)]
+        result = await cluster.apply(prepared, backup_dir=tmp_path)
+        assert result.deleted == [f"DaemonSet/{NAMESPACE}/{nvd}"]
+        states = [s async for s in cluster.rollout(off, interval=0.05, timeout=30)]
+        assert states[-1].phase == "ready", states[-1].message
+        demo.settle()
+        drivers = sorted(n for n, d in _daemonsets(demo).items() if "nvidia-driver" in str(d["metadata"]["labels"]))
+        assert drivers == ["nvidia-driver-daemonset"]
+        assert len(_driver_pods(demo)) == 3  # one driver pod per GPU node, not two
+
+
+async def test_nvidiadriver_crds_off_by_hand_is_never_ready(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
+    demo = demo_cluster("ubuntu-upstream")
+    async with connected(demo) as cluster:
+        on = upstream(True)
+        await cluster.apply(await cluster.prepare_apply(render(on, await cluster.discover())), backup_dir=tmp_path)
+        states = [s async for s in cluster.rollout(on, interval=0.05, timeout=30)]
+        assert states[-1].phase == "ready", states[-1].message
+        policy = await cluster.gateway.get_custom("nvidia.com", "v1", "clusterpolicies", "cluster-policy")
+        assert policy is not None
+        policy["spec"]["driver"]["useNvidiaDriverCRD"] = False
+        await cluster.gateway.replace_custom("nvidia.com", "v1", "clusterpolicies", "cluster-policy", policy)
+        demo.settle()
+        assert any(name.startswith("nvidia-gpu-driver-") for name in _daemonsets(demo))  # as the real operator
+        states = [s async for s in cluster.rollout(upstream(False), interval=0.05, timeout=30)]
+        assert states[-1].phase == "failed"
+        assert "left by the NVIDIADriver controller when useNvidiaDriverCRD is turned off" in states[-1].message

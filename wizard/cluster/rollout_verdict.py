@@ -87,6 +87,9 @@ def classify(
     reason = str(condition.get("reason") or "")
     if state == "ready" and reason in FALSE_READY_REASONS:
         return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
+    left = [u for u in stray or [] if u.left]
+    if left:  # the operator never deletes it: waiting would wait for ever, and its pods hold the nodes
+        return "failed", stray_message(left[0])
     crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]
     if crashing:
         first = crashing[0]
@@ -116,9 +119,6 @@ def classify(
         not_ready = sorted(name for name, s in nvd.items() if s != "ready")
         if not_ready:
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
-    left = [u for u in stray or [] if u.left]
-    if left:  # the operator never deletes it: waiting would wait for ever
-        return "failed", stray_message(left[0])
     if stray:
         return "progressing", stray_message(stray[0])
     if state != "ready":
