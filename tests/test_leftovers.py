@@ -81,7 +81,13 @@ OTHERS = [
         # NVIDIADriver CRDs off: the NVIDIADriver controller stops reconciling and deletes nothing
         ("upstream", False, [nvd_ds(), upstream_ds()], {NVD_DS: LEFT_WHEN_CRD_OFF}, []),
         ("precompiled", False, [nvd_ds()], {NVD_DS: LEFT_WHEN_CRD_OFF}, []),
-        ("preinstalled", False, [nvd_ds(), kernel_ds()], {NVD_DS: LEFT_WHEN_CRD_OFF, KERNEL_DS: LEFT_WHEN_DISABLED}, []),
+        (
+            "preinstalled",
+            False,
+            [nvd_ds(), kernel_ds()],
+            {NVD_DS: LEFT_WHEN_CRD_OFF, KERNEL_DS: LEFT_WHEN_DISABLED},
+            [],
+        ),
     ],
 )
 def test_what_each_transition_leaves_behind(
@@ -109,7 +115,10 @@ def test_the_rollout_is_never_ready_over_a_driver_daemonset_with_pods() -> None:
     left = Unwanted(KERNEL_DS, LEFT_WHEN_DISABLED, True, 2)
     phase, message = classify(plan, policy, "ready", [], [], {}, {}, [], stray=[left])
     assert phase == "failed"
-    assert message == f"DaemonSet {KERNEL_DS} still runs 2 driver pods, {LEFT_WHEN_DISABLED}: run gpu-wizard apply again, which deletes it"
+    assert (
+        message
+        == f"DaemonSet {KERNEL_DS} still runs 2 driver pods, {LEFT_WHEN_DISABLED}: run gpu-wizard apply again, which deletes it"
+    )
     going = Unwanted(COMMON, "the operator removes it for this plan", False, 1)
     assert classify(plan, policy, "ready", [], [], {}, {}, [], stray=[going]) == (
         "progressing",
@@ -177,5 +186,8 @@ async def test_preview_and_the_confirmation_name_the_deletion(tui_env: Path) -> 
         assert "Apply to demo: unchanged ClusterPolicy/cluster-policy." in text
         assert "• ⚠ Delete DaemonSet" in text
         squeezed = "".join(text.replace("█", " ").split())
-        assert "DeleteDaemonSetgpu-operator/nvidia-driver-daemonset-5.15.0-1048-nvidia-ubuntu22.04,leftbytheoperator" in squeezed
+        assert (
+            "DeleteDaemonSetgpu-operator/nvidia-driver-daemonset-5.15.0-1048-nvidia-ubuntu22.04,leftbytheoperator"
+            in squeezed
+        )
         assert app.screen.query_one(".dialog-body").max_scroll_y == 0

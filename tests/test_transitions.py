@@ -20,6 +20,7 @@ from wizard.cli.main import main
 from wizard.cluster.backup import read_backup
 from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
+from wizard.demo.sim.simulation import Simulation
 from wizard.engine.answers import save_answers
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
@@ -59,7 +60,9 @@ async def _precompiled_then_host_drivers(demo: DemoClusterThread, cluster: Clust
     assert PER_KERNEL in _daemonsets(demo) and len(_driver_pods(demo)) == 3
     # The person installs the host driver they switch to (the driver pods' init containers have long finished:
     # the driver manager does not look again).
-    for spec in demo.cluster.sim.specs.values():
+    sim = demo.cluster.sim
+    assert isinstance(sim, Simulation)
+    for spec in sim.specs.values():
         if spec.gpu:
             spec.host_driver = "580.126.20"
 
@@ -130,7 +133,9 @@ async def test_rollback_recreates_the_deleted_daemonset(demo_cluster: ClusterFac
         assert result.ok
         demo.settle()
         assert PER_KERNEL not in _daemonsets(demo)
-        demo.cluster.sim.paused = True  # no operator: what is back is the rollback's doing
+        sim = demo.cluster.sim
+        assert isinstance(sim, PausableSimulation)
+        sim.paused = True  # no operator: what is back is the rollback's doing
         lines = await cluster.rollback(result.backup_path)
         assert lines == ["restored ClusterPolicy/cluster-policy", f"re-created DaemonSet/{NAMESPACE}/{PER_KERNEL}"]
         back = _daemonsets(demo)[PER_KERNEL]
@@ -138,7 +143,7 @@ async def test_rollback_recreates_the_deleted_daemonset(demo_cluster: ClusterFac
         assert back["metadata"]["ownerReferences"] == before["metadata"]["ownerReferences"]
         policy = demo.store.get("clusterpolicies", "cluster-policy")
         assert policy is not None and policy["spec"]["driver"]["enabled"] is not False
-        demo.cluster.sim.paused = False
+        sim.paused = False
 
 
 async def test_a_leftover_is_never_ready_and_verify_names_it(demo_cluster: ClusterFactory, tmp_path: Path) -> None:

@@ -123,7 +123,9 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK
-    deletes = f" (and delete {len(prepared.leftovers)} leftover DaemonSet(s), listed above)" if prepared.leftovers else ""
+    deletes = (
+        f" (and delete {len(prepared.leftovers)} leftover DaemonSet(s), listed above)" if prepared.leftovers else ""
+    )
     if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}{deletes}?"):
         sys.stderr.write("nothing applied\n")
         return EXIT_OK

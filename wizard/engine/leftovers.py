@@ -86,9 +86,7 @@ def is_driver_daemonset(daemonset: LiveDaemonSet) -> bool:
     )
 
 
-def unwanted(
-    plan: Plan, live: Sequence[LiveDaemonSet], *, nvidia_driver_crd: bool | None = None
-) -> list[Unwanted]:
+def unwanted(plan: Plan, live: Sequence[LiveDaemonSet], *, nvidia_driver_crd: bool | None = None) -> list[Unwanted]:
     """The live driver DaemonSets the plan does not want, in name order.
 
     ``nvidia_driver_crd`` is the ClusterPolicy's ``driver.useNvidiaDriverCRD`` once the plan is applied
@@ -107,9 +105,7 @@ def unwanted(
     return found
 
 
-def left_behind(
-    plan: Plan, live: Sequence[LiveDaemonSet], *, nvidia_driver_crd: bool | None = None
-) -> list[Unwanted]:
+def left_behind(plan: Plan, live: Sequence[LiveDaemonSet], *, nvidia_driver_crd: bool | None = None) -> list[Unwanted]:
     """The driver DaemonSets the operator leaves behind for this plan: the apply deletes them."""
     return [u for u in unwanted(plan, live, nvidia_driver_crd=nvidia_driver_crd) if u.left]
 
@@ -149,9 +145,7 @@ def stray_message(stray: Unwanted) -> str:
     """Why a rollout is not ready over a driver DaemonSet the plan does not want that still runs pods."""
     pods = f"{stray.pods} driver pod{'s' if stray.pods != 1 else ''}"
     if stray.left:
-        return (
-            f"DaemonSet {stray.name} still runs {pods}, {stray.reason}: run gpu-wizard apply again, which deletes it"
-        )
+        return f"DaemonSet {stray.name} still runs {pods}, {stray.reason}: run gpu-wizard apply again, which deletes it"
     return f"waiting for DaemonSet {stray.name} to go ({pods}; {stray.reason})"
 
 

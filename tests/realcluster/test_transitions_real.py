@@ -1,0 +1,123 @@
+"""Mode changes on the real GPU Operator leave nothing behind (each test runs once per built release).
+
+Precompiled on Ubuntu 22.04, then the same nodes switched to pre-installed. The real operator deletes only
+``nvidia-driver-daemonset`` when the driver is disabled (the state-disabled branch of ``DaemonSet()``), so the
+per-kernel ``nvidia-driver-daemonset-<kernel>-ubuntu22.04`` would keep its driver pods with the ClusterPolicy
+``ready``: gpu-wizard's apply names it, deletes it, keeps it in the backup, and a rollback puts it back. The
+operator's own behaviour (the policy disabled by another tool) is recorded for the demo to copy
+(``precompiled-then-driver-disabled``), and gpu-wizard neither calls that ready nor leaves it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_registry import RegistryServer
+from tests.realcluster.cluster import NAMESPACE, RealCluster
+from tests.realcluster.flows import (
+    UBUNTU_KERNEL,
+    as_wizard,
+    driver_daemonsets,
+    healthy_host,
+    node,
+    policy_state,
+    record_or_check,
+    run,
+    wait_for,
+    wait_settled,
+    write,
+)
+from wizard.engine.naming import precompiled_daemonset_name
+
+BRANCH = "580"
+LEFT = "left by the operator when the driver is disabled (it deletes only nvidia-driver-daemonset)"
+DISABLE = {"spec": {"driver": {"enabled": False}}}
+
+
+def _driver_pods(cluster: RealCluster) -> list[str]:
+    pods = cluster.get(
+        f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dnvidia-driver"
+    )["items"]
+    return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+
+def test_precompiled_to_preinstalled_leaves_nothing_behind(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-h100-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-H100-80GB-HBM3"),
+        node("gpu-h100-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-H100-80GB-HBM3"),
+    ]
+    cluster.reset(nodes)
+    tag = f"{BRANCH}-{UBUNTU_KERNEL}-ubuntu22.04"
+    digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=tag.encode())}
+    smi = cluster.smi_output.read_text()
+    # the hosts answer the pre-installed check (their own nvidia-smi) and verification's host steps
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
+    precompiled = write(
+        tmp_path / "precompiled.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
+        f"driver:\n  version: '{BRANCH}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    preinstalled = write(
+        tmp_path / "preinstalled.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: preinstalled\n"
+        "driver:\n  useNvidiaDriverCRD: false\ntoolkit:\n  installDir: /usr/local/nvidia\nhostPaths: {}\n",
+    )
+    backups = tmp_path / "b"
+    registry = ["--insecure-registry", host]
+    per_kernel = precompiled_daemonset_name(UBUNTU_KERNEL, "ubuntu22.04")
+
+    def apply(answers: Path, *extra: str) -> tuple[int, str, str]:
+        argv = ["apply", "--answers", str(answers), *as_wizard(cluster), "--yes", "--backup-dir", str(backups)]
+        return run(capsys, *argv, *extra)
+
+    def precompiled_runs() -> None:
+        assert list(driver_daemonsets(cluster)) == [per_kernel]
+        wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
+        wait_settled(cluster)
+
+    code, _, err = apply(precompiled, *registry)
+    assert code == 0 and "rollout: ready" in err, err
+    precompiled_runs()
+
+    # 1. gpu-wizard switches to pre-installed: the leftover is listed, deleted with the apply, never ready over
+    code, out, err = apply(preinstalled, "--no-registry")
+    assert code == 0, err
+    assert f"- delete DaemonSet {NAMESPACE}/{per_kernel}, {LEFT}\n" in out, out
+    assert f"deleted DaemonSet {NAMESPACE}/{per_kernel}, {LEFT}" in err, err
+    assert "rollout: ready: ClusterPolicy ready" in err, err
+    assert not driver_daemonsets(cluster)
+    wait_for("the driver pods to go", lambda: not _driver_pods(cluster), 90)
+    wait_settled(cluster)
+    code, out, err = run(capsys, "verify", "--answers", str(preinstalled), *as_wizard(cluster), "--no-registry")
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    code, out, err = apply(preinstalled, "--no-registry")  # the same plan again: nothing to send or delete
+    assert code == 0 and "no changes" in err and "delete DaemonSet" not in out, out + err
+
+    # 2. the rollback puts the policy and the DaemonSet back (the backup of step 1)
+    (backup,) = [p for p in sorted(backups.iterdir()) if per_kernel in p.read_text()]
+    code, out, err = run(capsys, "rollback", "--backup", str(backup), *as_wizard(cluster))
+    assert code == 0, err
+    assert f"DaemonSet/{NAMESPACE}/{per_kernel}" in out + err, out + err
+    precompiled_runs()
+
+    # 3. the operator by itself: driver.enabled=false written by another tool leaves the per-kernel DaemonSet
+    cluster.kubectl("patch", "clusterpolicy", "cluster-policy", "--type", "merge", "-p", json.dumps(DISABLE))
+    wait_for("the operator to take the change", lambda: policy_state(cluster) == "ready", 120)
+    wait_settled(cluster)
+    assert list(driver_daemonsets(cluster)) == [per_kernel], "the real operator no longer leaves it: see leftovers.py"
+    assert len(_driver_pods(cluster)) == 2
+    record_or_check(cluster, "precompiled-then-driver-disabled", nodes, precompiled, host, after=DISABLE)
+    code, out, _ = run(capsys, "verify", "--answers", str(preinstalled), *as_wizard(cluster), "--no-registry")
+    assert code == 1 and f"a leftover DaemonSet {per_kernel} still runs driver pods" in out, out
+    code, out, err = apply(preinstalled, "--no-registry")  # the policy holds the plan; the leftover goes
+    assert code == 0 and f"- delete DaemonSet {NAMESPACE}/{per_kernel}, {LEFT}\n" in out, out + err
+    assert not driver_daemonsets(cluster)
+    wait_for("the driver pods to go", lambda: not _driver_pods(cluster), 90)
