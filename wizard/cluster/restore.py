@@ -51,8 +51,14 @@ async def _restore_daemonset(gateway: Gateway, ref: ObjectRef, saved: Mapping[st
     """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is."""
     if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
         return f"{ref.key} is there already"
+    body = clean(saved)
+    # blockOwnerDeletion would need `update` on the owner's finalizers where OwnerReferencesPermissionEnforcement
+    # runs (OpenShift); it only matters to a foreground deletion of the owner
+    for owner in body["metadata"].get("ownerReferences") or []:
+        if isinstance(owner, dict):
+            owner.pop("blockOwnerDeletion", None)
     try:
-        await gateway.create_daemonset(ref.namespace, clean(saved))
+        await gateway.create_daemonset(ref.namespace, body)
     except ApiError as exc:
         if exc.status != 409:  # 409: the operator made it between our read and our write
             raise
