@@ -100,6 +100,24 @@ def test_what_each_transition_leaves_behind(
     assert [u.name for u in left_behind(plan, [*live, *OTHERS])] == sorted(left)
 
 
+def test_v25_10_keeps_reconciling_nvidiadrivers_whatever_the_policy_says() -> None:
+    """v25.10.1's NVIDIADriver controller has no useNvidiaDriverCRD check: deleting the DaemonSet would not last."""
+    plan = Plan.model_validate(
+        {
+            "operator": {"version": "v25.10.1"},
+            "mode": "upstream",
+            "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia"},
+        }
+    )
+    (found,) = unwanted(plan, [nvd_ds(), upstream_ds()])
+    assert (found.name, found.left, found.waits) == (NVD_DS, False, False)
+    assert "kubectl delete nvidiadrivers" in found.reason
+    assert left_behind(plan, [nvd_ds()]) == []
+    policy = {"status": {"state": "ready"}}
+    phase, message = classify(plan, policy, "ready", [], [], {}, {}, [], stray=[found])
+    assert phase == "failed" and message.startswith(f"DaemonSet {NVD_DS} still runs 2 driver pods: an NVIDIADriver")
+
+
 def test_a_preinstalled_plan_is_judged_with_the_policys_own_crd_switch() -> None:
     """A pre-installed plan leaves useNvidiaDriverCRD as it was: while true, an NVIDIADriver keeps its
     DaemonSet (deleting it would not last), and the ClusterPolicy's are the operator's to delete."""
@@ -119,7 +137,7 @@ def test_the_rollout_is_never_ready_over_a_driver_daemonset_with_pods() -> None:
         message
         == f"DaemonSet {KERNEL_DS} still runs 2 driver pods, {LEFT_WHEN_DISABLED}: run gpu-wizard apply again, which deletes it"
     )
-    going = Unwanted(COMMON, "the operator removes it for this plan", False, 1)
+    going = Unwanted(COMMON, "the operator removes it for this plan", False, 1, waits=True)
     assert classify(plan, policy, "ready", [], [], {}, {}, [], stray=[going]) == (
         "progressing",
         f"waiting for DaemonSet {COMMON} to go (1 driver pod; the operator removes it for this plan)",

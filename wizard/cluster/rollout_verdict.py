@@ -87,7 +87,7 @@ def classify(
     reason = str(condition.get("reason") or "")
     if state == "ready" and reason in FALSE_READY_REASONS:
         return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
-    left = [u for u in stray or [] if u.left]
+    left = [u for u in stray or [] if not u.waits]
     if left:  # the operator never deletes it: waiting would wait for ever, and its pods hold the nodes
         return "failed", stray_message(left[0])
     crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]

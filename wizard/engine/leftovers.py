@@ -1,7 +1,7 @@
 """Driver DaemonSets a plan does not want, and which of them the GPU Operator leaves behind: a pure rule.
 
 Read from the operator's source (``controllers/object_controls.go`` and ``state_manager.go``, the same in
-v25.10.1, v26.3.3 and v26.7.0). The ClusterPolicy controller cleans up after most changes itself:
+v25.10, v26.3 and v26.7). The ClusterPolicy controller cleans up after most changes itself:
 
 * driver enabled, precompiled: ``cleanupUnusedDriverDaemonSets`` deletes the ``nvidia-driver-daemonset*``
   DaemonSets labelled ``nvidia.com/precompiled=false`` (and ``cleanupStalePrecompiledDaemonsets`` the
@@ -17,6 +17,8 @@ It leaves two things behind:
   (``nvidia-driver-daemonset-<kernel>-<os>``) keep their driver pods, with the ClusterPolicy ``ready``;
 * **useNvidiaDriverCRD turned off**: the NVIDIADriver controller stops reconciling (state ``Disabled``) and
   deletes nothing; its ``nvidia-gpu-driver-*`` DaemonSets keep running beside the ClusterPolicy's new ones.
+  Before that check existed (the release's ``nvidiaDriverCRDSwitch``: false for v25.10) the controller goes
+  on reconciling every NVIDIADriver: deleting its DaemonSet would not last, the NVIDIADriver objects must go.
 
 The cluster room gathers the live DaemonSets (:class:`LiveDaemonSet`) and deletes what :func:`left_behind`
 names with the apply; the rollout and verification use :func:`unwanted` so that nothing is called ready
@@ -28,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from wizard.engine import releases
 from wizard.engine.naming import COMMON_DRIVER_DAEMONSET
 from wizard.engine.plan import Plan
 
@@ -41,6 +44,10 @@ LEFT_WHEN_CRD_OFF = (
     "nothing)"
 )
 REMOVED_BY_OPERATOR = "the operator removes it for this plan"
+KEPT_WHEN_CRD_OFF = (
+    "an NVIDIADriver runs it: this release's NVIDIADriver controller ignores useNvidiaDriverCRD: false (delete the "
+    "NVIDIADriver objects: kubectl delete nvidiadrivers --all)"
+)
 KEPT_BY_NVIDIADRIVER = (
     "an NVIDIADriver runs it while the ClusterPolicy keeps useNvidiaDriverCRD: true (delete the NVIDIADriver "
     "objects, or set useNvidiaDriverCRD: false)"
@@ -70,6 +77,9 @@ class Unwanted:
     """The operator will not delete it for this plan (``gpu-wizard apply`` does)."""
     pods: int = 0
     uid: str = ""
+    waits: bool = False
+    """The operator deletes it itself for this plan: a rollout waits for it (neither left nor waited for: an
+    NVIDIADriver keeps it, which only deleting the NVIDIADriver objects ends)."""
 
     def deletion(self, namespace: str = "") -> str:
         """``delete DaemonSet <ns>/X, left by the operator when …`` (the Preview's and the confirmation's line)."""
@@ -101,7 +111,8 @@ def unwanted(plan: Plan, live: Sequence[LiveDaemonSet], *, nvidia_driver_crd: bo
         verdict = _verdict(plan, daemonset, crd)
         if verdict is not None:
             reason, left = verdict
-            found.append(Unwanted(daemonset.name, reason, left, daemonset.pods, daemonset.uid))
+            waits = reason == REMOVED_BY_OPERATOR
+            found.append(Unwanted(daemonset.name, reason, left, daemonset.pods, daemonset.uid, waits))
     return found
 
 
@@ -117,6 +128,8 @@ def _verdict(plan: Plan, daemonset: LiveDaemonSet, crd: bool) -> tuple[str, bool
             return None
         if crd:  # pre-installed, but the NVIDIADriver controller still reconciles: deleting it would not last
             return KEPT_BY_NVIDIADRIVER, False
+        if not releases.rules(plan.operator.bundle).nvidiaDriverCRDSwitch:
+            return KEPT_WHEN_CRD_OFF, False
         return LEFT_WHEN_CRD_OFF, True
     if not daemonset.name.startswith(COMMON_DRIVER_DAEMONSET):
         return None  # a driver DaemonSet of someone else's (not the operator's naming): not the plan's to judge
@@ -146,6 +159,8 @@ def stray_message(stray: Unwanted) -> str:
     pods = f"{stray.pods} driver pod{'s' if stray.pods != 1 else ''}"
     if stray.left:
         return f"DaemonSet {stray.name} still runs {pods}, {stray.reason}: run gpu-wizard apply again, which deletes it"
+    if not stray.waits:
+        return f"DaemonSet {stray.name} still runs {pods}: {stray.reason}"
     return f"waiting for DaemonSet {stray.name} to go ({pods}; {stray.reason})"
 
 

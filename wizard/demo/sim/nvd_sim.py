@@ -7,7 +7,8 @@ selects on ``VERSION_ID.major`` (every rhel 9.x node gets the rhel9 pod); v26.3 
 first node's full ``VERSION_ID`` (reproduced). Names, labels and images follow
 :mod:`wizard.demo.rules.operator_rules`. Without ``driver.useNvidiaDriverCRD: true`` in the
 ClusterPolicy every NVIDIADriver is ``disabled`` and its DaemonSets are left as they are (the operator
-deletes none of them). Non-default CRs claim the GPU nodes their
+deletes none of them); a release without that check (``nvidiaDriverCRDSwitch: false``, v25.10) goes on
+reconciling them. Non-default CRs claim the GPU nodes their
 ``nodeSelector`` matches; a ``default: true`` CR (v26.7) takes the rest; a node claimed twice is a
 ``ConflictingNodeSelector`` error.
 """
@@ -123,7 +124,7 @@ class NVIDIADriverController:
                 )
                 continue
             driver_spec = (policies[0].get("spec") or {}).get("driver") or {}
-            if not driver_spec.get("useNvidiaDriverCRD"):
+            if not driver_spec.get("useNvidiaDriverCRD") and operator.release.rules.crd_switch:
                 # Reconciliation skipped (Disabled) and nothing deleted: its DaemonSets keep their pods beside the
                 # ClusterPolicy's own (the real controller's early return; gpu-wizard's apply deletes them).
                 self._status(
