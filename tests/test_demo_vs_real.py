@@ -140,4 +140,5 @@ def test_the_lane_recorded_every_flow_of_every_built_release() -> None:
         "preinstalled",
         "nvidiadriver-mixed-os",
         "airgapped-repoconfig",
+        "precompiled-then-driver-disabled",
     } <= flows

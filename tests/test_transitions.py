@@ -9,12 +9,13 @@ re-creates it on rollback; the rollout never says ready over it and verify names
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cluster_util import by_node, collect, connected, preinstalled_plan
+from tests.cluster_util import by_node, collect, connected, preinstalled_plan, scenario
 from tests.fixtures_demo import ClusterFactory, PausableSimulation
 from wizard.cli.main import main
 from wizard.cluster.backup import read_backup
@@ -253,3 +254,29 @@ async def test_nvidiadriver_crds_off_by_hand_is_never_ready(demo_cluster: Cluste
         states = [s async for s in cluster.rollout(upstream(False), interval=0.05, timeout=30)]
         assert states[-1].phase == "failed"
         assert "left by the NVIDIADriver controller when useNvidiaDriverCRD is turned off" in states[-1].message
+
+
+async def test_v25_10_nvidiadrivers_keep_their_daemonsets_until_the_objects_go(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """v25.10.1's NVIDIADriver controller ignores useNvidiaDriverCRD: false: the apply deletes nothing it would
+    re-create, and the rollout fails naming the NVIDIADriver objects instead of waiting (or saying ready)."""
+    old = scenario("ubuntu-upstream")
+    old.operator = dataclasses.replace(old.operator, release="v25.10.1")
+    demo = demo_cluster(old)
+    async with connected(demo) as cluster:
+        on = upstream(True).model_copy(
+            update={"operator": upstream(True).operator.model_copy(update={"version": "v25.10.1"})}
+        )
+        await cluster.apply(await cluster.prepare_apply(render(on, await cluster.discover())), backup_dir=tmp_path)
+        states = [s async for s in cluster.rollout(on, interval=0.05, timeout=30)]
+        assert states[-1].phase == "ready", states[-1].message
+        off = on.model_copy(update={"driver": on.driver.model_copy(update={"useNvidiaDriverCRD": False})})
+        prepared = await cluster.prepare_apply(render(off, await cluster.discover()))
+        assert prepared.ok and prepared.leftovers == [], prepared.deletions
+        await cluster.apply(prepared, backup_dir=tmp_path)
+        demo.settle()
+        assert any(name.startswith("nvidia-gpu-driver-") for name in _daemonsets(demo))  # still reconciled
+        states = [s async for s in cluster.rollout(off, interval=0.05, timeout=30)]
+        assert states[-1].phase == "failed"
+        assert "kubectl delete nvidiadrivers --all" in states[-1].message
