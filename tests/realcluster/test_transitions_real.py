@@ -19,6 +19,7 @@ from tests.fixtures_registry import RegistryServer
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.flows import (
     UBUNTU_KERNEL,
+    UPSTREAM_VERSION,
     as_wizard,
     driver_daemonsets,
     healthy_host,
@@ -26,11 +27,14 @@ from tests.realcluster.flows import (
     policy_state,
     record_or_check,
     run,
+    upstream_answers,
     wait_for,
     wait_settled,
     write,
 )
+from wizard.engine.leftovers import LEFT_WHEN_CRD_OFF
 from wizard.engine.naming import precompiled_daemonset_name
+from wizard.engine.releases import rules
 
 BRANCH = "580"
 LEFT = "left by the operator when the driver is disabled (it deletes only nvidia-driver-daemonset)"
@@ -121,3 +125,62 @@ def test_precompiled_to_preinstalled_leaves_nothing_behind(
     assert code == 0 and f"- delete DaemonSet {NAMESPACE}/{per_kernel}, {LEFT}\n" in out, out + err
     assert not driver_daemonsets(cluster)
     wait_for("the driver pods to go", lambda: not _driver_pods(cluster), 90)
+
+
+def test_nvidiadriver_crds_off_leaves_nothing_behind(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """useNvidiaDriverCRD on, then off: from v26.3 the NVIDIADriver controller stops and deletes nothing, so its
+    DaemonSet is a leftover the apply deletes; v25.10.1's goes on reconciling it (nvidiaDriverCRDSwitch: false),
+    so gpu-wizard deletes nothing there and the rollout fails naming the NVIDIADriver objects."""
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+        node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+    ]
+    cluster.reset(nodes)
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=b"crd")}
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on = upstream_answers(tmp_path / "on", cluster.release, host, extra="  useNvidiaDriverCRD: true\n")
+    off = upstream_answers(tmp_path / "off", cluster.release, host)
+    registry = ["--insecure-registry", host]
+
+    def apply(answers: Path) -> tuple[int, str, str]:
+        argv = ["apply", "--answers", str(answers), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b")]
+        return run(capsys, *argv, *registry, "--wait-timeout", "120")
+
+    code, _, err = apply(on)
+    assert code == 0, err
+    found = wait_for("the NVIDIADriver's DaemonSet", lambda: driver_daemonsets(cluster), 60)
+    (nvd,) = found
+    assert nvd.startswith("nvidia-gpu-driver-ubuntu22.04-"), found.keys()
+    wait_settled(cluster)
+
+    code, out, err = apply(off)
+    if rules(cluster.release).nvidiaDriverCRDSwitch:
+        assert code == 0, out + err
+        assert f"- delete DaemonSet {NAMESPACE}/{nvd}, {LEFT_WHEN_CRD_OFF}\n" in out, out
+        assert "rollout: ready" in err, err
+        assert list(wait_for("only the ClusterPolicy's driver", lambda: _only_common(cluster), 90)) == [
+            "nvidia-driver-daemonset"
+        ]
+        wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
+        wait_settled(cluster)
+        code, out, err = run(capsys, "verify", "--answers", str(off), *as_wizard(cluster), *registry)
+        assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    else:
+        assert code == 1 and "delete DaemonSet" not in out, out + err
+        assert "kubectl delete nvidiadrivers --all" in err, err
+        assert nvd in driver_daemonsets(cluster)
+        wait_for("the ClusterPolicy's driver beside it", lambda: len(driver_daemonsets(cluster)) == 2, 90)
+    record_or_check(cluster, "nvidiadriver-then-crd-off", nodes, off, host, before=on)
+
+
+def _only_common(cluster: RealCluster) -> list[str] | None:
+    names = sorted(driver_daemonsets(cluster))
+    return names if names == ["nvidia-driver-daemonset"] else None
