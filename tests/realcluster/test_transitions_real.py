@@ -184,3 +184,42 @@ def test_nvidiadriver_crds_off_leaves_nothing_behind(
 def _only_common(cluster: RealCluster) -> list[str] | None:
     names = sorted(driver_daemonsets(cluster))
     return names if names == ["nvidia-driver-daemonset"] else None
+
+
+def test_precompiled_and_upstream_switch_back_and_forth(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """precompiled -> upstream -> precompiled: the operator deletes the other flavour itself (by its
+    nvidia.com/precompiled label), so gpu-wizard deletes nothing and its rollout waits for the old one to go."""
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-h100-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-H100-80GB-HBM3"),
+        node("gpu-h100-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-H100-80GB-HBM3"),
+    ]
+    cluster.reset(nodes)
+    digests = {}
+    for tag in (f"{BRANCH}-{UBUNTU_KERNEL}-ubuntu22.04", f"{UPSTREAM_VERSION}-ubuntu22.04"):
+        digests[f"{host}/nvidia/driver:{tag}"] = oci_registry.push_image("nvidia/driver", tag, content=tag.encode())
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    precompiled = write(
+        tmp_path / "precompiled.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
+        f"driver:\n  version: '{BRANCH}'\n  repository: {host}/nvidia\n  image: driver\n  source: {host}/nvidia\n"
+        "toolkit:\n  installDir: /usr/local/nvidia\n",
+    )
+    (tmp_path / "up").mkdir()
+    upstream = upstream_answers(tmp_path / "up", cluster.release, host)
+    per_kernel = precompiled_daemonset_name(UBUNTU_KERNEL, "ubuntu22.04")
+    for answers, wanted in (
+        (precompiled, per_kernel),
+        (upstream, "nvidia-driver-daemonset"),
+        (precompiled, per_kernel),
+    ):
+        argv = ["apply", "--answers", str(answers), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b")]
+        code, out, err = run(capsys, *argv, "--insecure-registry", host, "--wait-timeout", "120")
+        assert code == 0 and "delete DaemonSet" not in out, out + err
+        assert "rollout: ready" in err, err
+        assert list(driver_daemonsets(cluster)) == [wanted]
+        wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
+        wait_settled(cluster)
