@@ -223,3 +223,37 @@ def test_precompiled_and_upstream_switch_back_and_forth(
         assert list(driver_daemonsets(cluster)) == [wanted]
         wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
         wait_settled(cluster)
+
+
+def test_upstream_to_preinstalled_needs_no_deletion(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """upstream -> pre-installed: the DaemonSet the operator deletes when the driver is disabled is the upstream
+    one itself, so nothing is left and gpu-wizard deletes nothing."""
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+        node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+    ]
+    cluster.reset(nodes)
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=tag.encode())}
+    smi = cluster.smi_output.read_text()
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
+    upstream = upstream_answers(tmp_path, cluster.release, host)
+    preinstalled = write(
+        tmp_path / "preinstalled.yaml",
+        f"version: 1\noperator:\n  version: {cluster.release}\nmode: preinstalled\n"
+        "driver:\n  useNvidiaDriverCRD: false\ntoolkit:\n  installDir: /usr/local/nvidia\nhostPaths: {}\n",
+    )
+    argv = [*as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b"), "--insecure-registry", host]
+    code, _, err = run(capsys, "apply", "--answers", str(upstream), *argv)
+    assert code == 0 and "rollout: ready" in err, err
+    assert list(driver_daemonsets(cluster)) == ["nvidia-driver-daemonset"]
+    wait_settled(cluster)
+    code, out, err = run(capsys, "apply", "--answers", str(preinstalled), *argv, "--no-registry")
+    assert code == 0 and "delete DaemonSet" not in out, out + err
+    assert "rollout: ready: ClusterPolicy ready" in err, err
+    assert not driver_daemonsets(cluster)
+    wait_for("the driver pods to go", lambda: not _driver_pods(cluster), 90)
