@@ -11,6 +11,7 @@ operator's own behaviour (the policy disabled by another tool) is recorded for t
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,10 @@ def test_nvidiadriver_crds_off_leaves_nothing_behind(
         assert "kubectl delete nvidiadrivers --all" in err, err
         assert nvd in driver_daemonsets(cluster)
         wait_for("the ClusterPolicy's driver beside it", lambda: len(driver_daemonsets(cluster)) == 2, 90)
+        # two driver DaemonSets on the same nodes: v25.10.1's ClusterPolicy settles on notReady (seen for 180 s)
+        wait_for("the ClusterPolicy notReady", lambda: policy_state(cluster) == "notReady", 120)
+        time.sleep(5)
+        assert policy_state(cluster) == "notReady"
     record_or_check(cluster, "nvidiadriver-then-crd-off", nodes, off, host, before=on)
 
 
