@@ -62,7 +62,8 @@ def object_key(body: dict[str, Any]) -> str:
 
 def changes(prepared: Any) -> list[str]:
     """``create ClusterPolicy/cluster-policy`` / ``update …`` / ``unchanged …`` per object of an ApplyPlan
-    (``unchanged``: the diff against the live objects has no part for it)."""
+    (``unchanged``: the diff against the live objects has no part for it), then ``delete DaemonSet …, left by the
+    operator when …`` per leftover driver DaemonSet the apply deletes."""
     live = getattr(prepared, "live", {}) or {}
     headers = {
         line.strip() for line in str(getattr(prepared, "diff", "") or "").splitlines() if line.startswith("--- ")
@@ -72,6 +73,8 @@ def changes(prepared: Any) -> list[str]:
         key = object_key(body)
         word = "create" if not live.get(key) else ("update" if f"--- live/{key}" in headers else "unchanged")
         out.append(f"{word} {key}")
+    # the driver DaemonSets the operator leaves behind for this plan: the apply deletes them
+    out += list(getattr(prepared, "deletions", []) or [])
     return out
 
 
@@ -130,7 +133,11 @@ def confirmation(
         pods = evicted_pods(evictions)
         if pods:
             risks.append(f"**Evicts GPU workloads:** {pods}")
-    head = f"Apply to {where}: {', '.join(changes) or 'nothing to change'}."
+    # a leftover DaemonSet the apply deletes is a line of its own: the person approves deleting it
+    deletions = [c for c in changes if c.startswith("delete ")]
+    writes = [c for c in changes if not c.startswith("delete ")]
+    risks[:0] = [f"**{c[0].upper() + c[1:]}**" for c in deletions]
+    head = f"Apply to {where}: {', '.join(writes) or 'nothing to change'}."
     tail = f"Backup of the live objects first: `{backup}`"
     pulls = [short(f"Images: {images}", CONFIRM_COLUMNS - 4)] if images else []  # one row: the page lists each
     used = sum(_rows(text) for text in (head, tail, *risks, *pulls))

@@ -1,6 +1,7 @@
 """The demo against the real thing: each recording of the real-cluster lane (what the real GPU Operator
-made of a flow, tests/realcluster/recordings) is replayed on the demo cluster, and the demo's operand
-DaemonSets must be the same in the recorded view. A difference the demo keeps on purpose is listed in
+made of a flow, tests/realcluster/recordings) is replayed on the demo cluster (with the change another tool
+made after the apply, ``after``, where the flow has one), and the demo's operand DaemonSets must be the same
+in the recorded view. A difference the demo keeps on purpose is listed in
 recordings/known-differences.yaml with its reason; any other difference fails."""
 
 from __future__ import annotations
@@ -94,22 +95,23 @@ def test_the_demo_makes_what_the_real_operator_made(
             demo, "create", "configmap", "repo-config", "-n", "gpu-operator", "--from-literal=local.list=deb x y z"
         )
         assert made.returncode == 0, made.stderr
-    answers = tmp_path / "answers.yaml"
-    answers.write_text(document["answers"])
-    code = main(
-        [
-            "apply",
-            "--answers",
-            str(answers),
-            "--kubeconfig",
-            str(demo.kubeconfig_path),
-            "--yes",
-            "--backup-dir",
-            str(tmp_path),
-        ]
-    )
-    out, err = capsys.readouterr()
-    assert code == 0, err + out
+    # a change of plan (`before`, then `answers`) is followed by the demo settling, whatever its rollout says
+    steps = [document["before"], document["answers"]] if "before" in document else [document["answers"]]
+    wait = ["--no-wait"] if "before" in document else []
+    for text in steps:
+        answers = tmp_path / "answers.yaml"
+        answers.write_text(text)
+        flags = ["--yes", *wait, "--backup-dir", str(tmp_path)]
+        code = main(["apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), *flags])
+        out, err = capsys.readouterr()
+        assert code == 0, err + out
+        demo.settle()
+    if "after" in document:  # the ClusterPolicy changed by another tool after the apply, as in the lane
+        patched = kubectl(
+            demo, "patch", "clusterpolicy", "cluster-policy", "--type", "merge", "-p", json.dumps(document["after"])
+        )
+        assert patched.returncode == 0, patched.stderr
+        demo.settle()
     listed = kubectl(demo, "get", "daemonsets", "-n", "gpu-operator", "-o", "json")
     items = json.loads(listed.stdout)["items"]
     seen = recording.daemonsets_view(items, "", recording.stable_names(items))
@@ -133,4 +135,6 @@ def test_the_lane_recorded_every_flow_of_every_built_release() -> None:
         "preinstalled",
         "nvidiadriver-mixed-os",
         "airgapped-repoconfig",
+        "precompiled-then-driver-disabled",
+        "nvidiadriver-then-crd-off",
     } <= flows

@@ -171,9 +171,19 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def record_or_check(cluster: RealCluster, flow: str, nodes: list[dict[str, Any]], answers: Path, host: str) -> None:
+def record_or_check(
+    cluster: RealCluster,
+    flow: str,
+    nodes: list[dict[str, Any]],
+    answers: Path,
+    host: str,
+    after: dict[str, Any] | None = None,
+    before: Path | None = None,
+) -> None:
     """Records what the real operator made of this flow (GPU_WIZARD_RECORD=1), or checks it still makes
-    the same: the operand DaemonSets' view and the CRs' states (tests/realcluster/recording.py)."""
+    the same: the operand DaemonSets' view and the CRs' states (tests/realcluster/recording.py). `after` is a
+    merge patch of the ClusterPolicy written after the wizard's apply (by another tool), `before` the answers the
+    wizard applied first (a change of plan): the replay does the same."""
     items = cluster.get(f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets")["items"]
     drivers = cluster.get("/apis/nvidia.com/v1alpha1/nvidiadrivers")["items"]
     document = {
@@ -187,6 +197,11 @@ def record_or_check(cluster: RealCluster, flow: str, nodes: list[dict[str, Any]]
             "nvidiaDrivers": sorted(str((d.get("status") or {}).get("state") or "") for d in drivers),
         },
     }
+    if after is not None:
+        document["after"] = after
+    if before is not None:
+        text = before.read_text()
+        document["before"] = text.replace(host, recording.REGISTRY) if host else text
     if recording.recording_wanted():
         recording.save(cluster.release, flow, document)
         return

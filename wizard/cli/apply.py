@@ -159,12 +159,18 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         sys.stderr.write(f"{NO_CHANGES}; nothing applied\n")
         return EXIT_OK
     # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
-    (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
+    person = sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout
+    person.write(prepared.diff)
+    for deletion in prepared.deletions:  # what the operator leaves behind for this plan: deleted with the apply
+        person.write(f"- {deletion}\n")
     sys.stderr.write(images_text(rendered))
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK
-    if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}?"):
+    deletes = (
+        f" (and delete {len(prepared.leftovers)} leftover DaemonSet(s), listed above)" if prepared.leftovers else ""
+    )
+    if not args.yes and not await _confirm(f"Apply to context {cluster.info.context}{deletes}?"):
         sys.stderr.write("nothing applied\n")
         return EXIT_OK
     try:

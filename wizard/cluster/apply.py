@@ -6,7 +6,9 @@ against the release's CRD and on the server (server-side apply with ``dryRun=All
 before touching anything, then applies. A connection that drops mid-apply is resolved by
 re-reading: every object either holds what was applied or, after a rollback from the backup, what
 it held before; the result says which. An interrupt does not cut the writes in half (see
-:mod:`wizard.cluster.interrupts`).
+:mod:`wizard.cluster.interrupts`). After the objects, the driver DaemonSets the operator leaves behind for
+the plan (the preview's ``leftovers``) are deleted, each only as the preview saw it (a uid precondition);
+the backup keeps them, so that the undo and ``gpu-wizard rollback`` re-create them.
 
 Field ownership (``docs/safety.md``): a ClusterPolicy the wizard creates is applied whole by the
 manager ``gpu-wizard-create``, which never applies again; every later apply sends only the plan's
@@ -47,6 +49,8 @@ class ApplyResult:
     """``Kind/name`` of every object involved."""
     created: list[str] = field(default_factory=list)
     message: str = ""
+    deleted: list[str] = field(default_factory=list)
+    """``DaemonSet/<ns>/<name>`` of every leftover DaemonSet the apply deleted."""
 
     @property
     def ok(self) -> bool:
@@ -121,27 +125,63 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
                 "preview again so that the diff you approve is the one applied",
             )
     created = [ref for ref in refs if current[ref.key] is None]
+    leftovers = await _leftovers_now(gateway, prepared)
     backup = Backup(
         context=gateway.context,
         server=gateway.server,
-        objects=[obj for obj in current.values() if obj is not None],
+        objects=[*(obj for obj in current.values() if obj is not None), *leftovers],
         created=created,
     )
-    result, interrupted = await run_to_end(_write_phase(gateway, prepared, refs, backup, Path(backup_dir)))
+    phase = _write_phase(gateway, prepared, refs, backup, Path(backup_dir), leftovers)
+    result, interrupted = await run_to_end(phase)
     if interrupted:
         raise ApplyInterrupted(result)
     return result
 
 
+async def _leftovers_now(gateway: Gateway, prepared: ApplyPlan) -> list[dict[str, Any]]:
+    """The leftover DaemonSets the preview named, read again: one gone since is skipped; one re-created under its
+    name (another uid) is not the one the person approved deleting."""
+    found = []
+    for leftover in prepared.leftovers:
+        try:
+            now = await gateway.read_daemonset(prepared.namespace, leftover.name)
+        except ClusterError as exc:
+            exc.message = f"nothing applied: {exc.message}"
+            raise
+        if now is None:
+            continue
+        if leftover.uid and str((now.get("metadata") or {}).get("uid") or "") != leftover.uid:
+            raise ClusterError(
+                f"nothing applied: DaemonSet {prepared.namespace}/{leftover.name} was re-created since the preview",
+                "preview again so that what you approve is what the apply deletes",
+            )
+        found.append(now)
+    return found
+
+
 async def _write_phase(
-    gateway: Gateway, prepared: ApplyPlan, refs: list[ObjectRef], backup: Backup, backup_dir: Path
+    gateway: Gateway,
+    prepared: ApplyPlan,
+    refs: list[ObjectRef],
+    backup: Backup,
+    backup_dir: Path,
+    leftovers: list[dict[str, Any]],
 ) -> ApplyResult:
-    """Write the backup, apply each object in order; on a failure restore the applied ones and say how it ended."""
+    """Write the backup, apply each object in order, then delete the leftover DaemonSets; on a failure restore
+    what was written or deleted and say how it ended."""
     path = await asyncio.to_thread(write_backup, backup_dir, default_backup_name(gateway.context), backup)
     done: list[ObjectRef] = []
-    for ref, body in zip(refs, prepared.objects, strict=True):
+    steps: list[tuple[ObjectRef, dict[str, Any] | None]] = [*zip(refs, prepared.objects, strict=True)]
+    steps += [(ObjectRef.of(daemonset), None) for daemonset in leftovers]
+    deleted: list[str] = []
+    for ref, body in steps:
         try:
-            await _apply_one(gateway, prepared, ref, body)
+            if body is None:
+                await _delete_leftover(gateway, ref, leftovers)
+                deleted.append(ref.key)
+            else:
+                await _apply_one(gateway, prepared, ref, body)
         except ClusterError as exc:
             restored = await _undo(gateway, backup, [*done, ref])
             conflict = isinstance(exc, ApiError) and exc.status == 409
@@ -171,7 +211,18 @@ async def _write_phase(
         done.append(ref)
     managers = sorted({prepared.managers.get(r.key, FIELD_MANAGER) for r in refs})
     message = f"applied {', '.join(r.key for r in refs)} (field manager {', '.join(managers)})"
-    return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message)
+    reasons = {u.name: u.reason for u in prepared.leftovers}
+    for key in deleted:
+        name = key.rsplit("/", 1)[-1]
+        message += f"; deleted DaemonSet {key.removeprefix('DaemonSet/')}, {reasons.get(name, 'left behind')}"
+    return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message, deleted)
+
+
+async def _delete_leftover(gateway: Gateway, ref: ObjectRef, leftovers: list[dict[str, Any]]) -> None:
+    """Delete one leftover DaemonSet, only the object the backup holds (its uid)."""
+    saved = next(d for d in leftovers if ObjectRef.of(d) == ref)
+    uid = str((saved.get("metadata") or {}).get("uid") or "")
+    await gateway.delete_daemonset(ref.namespace, ref.name, uid=uid)
 
 
 async def _apply_one(gateway: Gateway, prepared: ApplyPlan, ref: ObjectRef, body: dict[str, Any]) -> None:

@@ -5,8 +5,9 @@ docstring: a new ClusterPolicy is created whole by ``gpu-wizard-create``, a live
 plan's fields, repaired where an earlier gpu-wizard left a field out), validates it against the
 release's CRD and on the server (server-side apply with ``dryRun=All`` and ``fieldValidation=Strict``),
 takes back fields from the wizard's own earlier writes under a resourceVersion precondition, and diffs
-the server's answer against the live object (owned fields only for a patched ClusterPolicy). Nothing
-here writes; :func:`wizard.cluster.apply.apply` carries an :class:`ApplyPlan` out.
+the server's answer against the live object (owned fields only for a patched ClusterPolicy), and names the
+driver DaemonSets the operator will leave behind once the policy is applied (:mod:`wizard.engine.leftovers`),
+which the apply deletes. Nothing here writes; :func:`wizard.cluster.apply.apply` carries an :class:`ApplyPlan` out.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Any
 from wizard.cluster.backup import ObjectRef, clean
 from wizard.cluster.errors import ApiError
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
+from wizard.cluster.leftover_sets import find_left_behind
 from wizard.cluster.preflight import POLICY, active_policy
+from wizard.engine.leftovers import Unwanted
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
 from wizard.engine.render_policy import (
@@ -61,6 +64,12 @@ class ApplyPlan:
     """The field manager per ``Kind/name`` (default ``gpu-wizard``; a new ClusterPolicy: ``gpu-wizard-create``)."""
     takeover: set[str] = field(default_factory=set)
     """``Kind/name`` whose fields the wizard takes back from its own create or rollback writes (forced apply)."""
+    namespace: str = ""
+    """The operator's namespace, where the driver DaemonSets are."""
+    leftovers: list[Unwanted] = field(default_factory=list)
+    """Driver DaemonSets the operator leaves behind for this plan: the apply deletes them after the policy's write."""
+    leftover_objects: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Their live objects by name, as the preview read them (the backup keeps them)."""
 
     @property
     def ok(self) -> bool:
@@ -68,14 +77,23 @@ class ApplyPlan:
 
     @property
     def changed(self) -> bool:
-        """Applying would change something."""
-        return bool(self.diff)
+        """Applying would change something (the objects, or a leftover DaemonSet to delete)."""
+        return bool(self.diff) or bool(self.leftovers)
+
+    @property
+    def deletions(self) -> list[str]:
+        """``delete DaemonSet <ns>/<name>, left by the operator when …``: one line per leftover the apply deletes."""
+        return [u.deletion(self.namespace) for u in self.leftovers]
 
     @property
     def holds_driver(self) -> bool:
         """The live objects already ask for the plan's driver (every field that decides a node's image), whatever
-        else the apply would change: then verification needs no apply first (the rule verification itself uses)."""
+        else the apply would change: then verification needs no apply first (the rule verification itself uses).
+        Never while a leftover DaemonSet is to be deleted: its driver pods fail verification until the apply."""
         from wizard.cluster.operator_status import plan_held
+
+        if self.leftovers:
+            return False
 
         kinds: dict[str, list[dict[str, Any]]] = {}
         for body in self.objects:
@@ -132,8 +150,11 @@ def _skip_empty_repo_config(body: dict[str, Any], live: Mapping[str, Any], owned
         owned[:] = [path for path in owned if path[:2] != ("driver", "repoConfig")]
 
 
-async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
-    """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects."""
+async def prepare_apply(
+    gateway: Gateway, rendered: Rendered, *, force_conflicts: bool = False, namespace: str = ""
+) -> ApplyPlan:
+    """Decide the bodies, validate them locally and on the server (dry-run), and diff against the live objects;
+    in ``namespace`` (the operator's), find the driver DaemonSets the operator leaves behind for the plan."""
     plan = rendered.plan
     # CPU work off the event loop (the TUI's): loading the CRD schema and validating, then the YAML diffs
     errors = await asyncio.to_thread(local_errors, rendered)
@@ -197,6 +218,12 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
         diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
     driver_spec = (body.get("spec") or {}).get("driver") or {}
+    leftovers: list[Unwanted] = []
+    leftover_objects: dict[str, dict[str, Any]] = {}
+    policy_after = dry_run.get(ObjectRef.of(body).key)
+    if policy_after is not None:  # judged on the policy as the server would hold it (a pre-installed plan keeps
+        # the live useNvidiaDriverCRD)
+        leftovers, leftover_objects = await find_left_behind(gateway, plan, namespace, policy_after)
     return ApplyPlan(
         objects=objects,
         live=live,
@@ -208,6 +235,9 @@ async def prepare_apply(gateway: Gateway, rendered: Rendered, *, force_conflicts
         plan=plan,
         managers=managers,
         takeover=takeover,
+        namespace=namespace,
+        leftovers=leftovers,
+        leftover_objects=leftover_objects,
     )
 
 

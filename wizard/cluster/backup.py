@@ -7,7 +7,9 @@ them. Files are written 0600 through a temporary file and a rename.
 
 A backup is read as untrusted input (a rollback replaces cluster objects with what it holds): within
 :data:`wizard.bounded_read.BACKUP` (1 MiB of UTF-8, no YAML anchors or aliases, which the writer never
-makes, nesting bounded), and only the two kinds gpu-wizard manages, each with a name.
+makes, nesting bounded), and only the two kinds gpu-wizard manages, each with a name, plus the driver
+DaemonSets an apply deleted because the operator had left them behind (:mod:`wizard.engine.leftovers`):
+``apps/v1`` DaemonSets in a namespace, labelled as the driver component, which a rollback re-creates.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ from wizard.cluster.errors import ClusterError
 
 HEADER_KEY = "# gpu-wizard-backup: "
 KINDS = {"ClusterPolicy": ("nvidia.com", "clusterpolicies"), "NVIDIADriver": ("nvidia.com", "nvidiadrivers")}
-"""The kinds gpu-wizard manages, with their API group and plural: a backup may hold nothing else."""
+"""The kinds gpu-wizard manages, with their API group and plural: a backup may hold nothing else but driver DaemonSets."""
+DAEMONSET = "DaemonSet"
+DAEMONSET_API = "apps/v1"
+DRIVER_LABEL = ("app.kubernetes.io/component", "nvidia-driver")
+"""The label every driver DaemonSet of the operator carries: a backup's DaemonSet must carry it too."""
 _SERVER_FIELDS = (
     "resourceVersion",
     "uid",
@@ -45,25 +51,33 @@ _SERVER_FIELDS = (
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """Identity of one cluster-scoped custom object."""
+    """Identity of one cluster-scoped custom object (or of a driver DaemonSet, which has a namespace)."""
 
     api_version: str
     kind: str
     name: str
+    namespace: str = ""
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectRef:
         """The identity of an object dict."""
+        meta = obj.get("metadata") or {}
+        kind = str(obj.get("kind") or "")
         return cls(
             str(obj.get("apiVersion") or ""),
-            str(obj.get("kind") or ""),
-            str((obj.get("metadata") or {}).get("name") or ""),
+            kind,
+            str(meta.get("name") or ""),
+            str(meta.get("namespace") or "") if kind == DAEMONSET else "",
         )
 
     @property
     def key(self) -> str:
-        """``Kind/name``."""
-        return f"{self.kind}/{self.name}"
+        """``Kind/name`` (``DaemonSet/namespace/name``)."""
+        return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
+
+    @property
+    def daemonset(self) -> bool:
+        return self.kind == DAEMONSET
 
     @property
     def api(self) -> tuple[str, str, str]:
@@ -189,6 +203,9 @@ def read_backup(path: Path) -> Backup:
     for doc in docs:
         if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
             raise ClusterError(f"{path}: damaged backup (a document is not a Kubernetes object)")
+        if doc.get("kind") == DAEMONSET:
+            _daemonset(doc, path)
+            continue
         ref = _ref([doc.get("apiVersion"), doc.get("kind"), doc["metadata"].get("name")], path)
         doc["apiVersion"], doc["kind"], doc["metadata"]["name"] = ref.as_list()
     return Backup(
@@ -218,6 +235,23 @@ def _ref(item: Any, path: Path) -> ObjectRef:
     return ref
 
 
+def _daemonset(doc: dict[str, Any], path: Path) -> None:
+    """A DaemonSet in a backup: only a driver DaemonSet (``apps/v1``, in a namespace, the driver's label)."""
+    meta = doc["metadata"]
+    name, namespace = meta.get("name"), meta.get("namespace")
+    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    if doc.get("apiVersion") != DAEMONSET_API or not isinstance(name, str) or not isinstance(namespace, str):
+        raise ClusterError(f"{path}: damaged backup (a DaemonSet without apps/v1, a name and a namespace)")
+    if not _NAME.fullmatch(name) or not _LABEL.fullmatch(namespace):
+        raise ClusterError(f"{path}: refused: DaemonSet {namespace!r}/{name!r} is not a valid namespace and name")
+    if labels.get(DRIVER_LABEL[0]) != DRIVER_LABEL[1]:
+        raise ClusterError(
+            f"{path}: refused: DaemonSet {namespace}/{name} is not a driver DaemonSet "
+            f"({DRIVER_LABEL[0]}={DRIVER_LABEL[1]}); gpu-wizard only restores those"
+        )
+
+
+_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 

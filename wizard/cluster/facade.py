@@ -354,9 +354,13 @@ class Cluster:
         return run
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
-        """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects."""
+        """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects; and the
+        driver DaemonSets the operator leaves behind for this plan, which the apply deletes."""
         with collector.frozen():
-            return await apply_preview.prepare_apply(self.gateway, rendered, force_conflicts=force_conflicts)
+            namespace = await self.namespace(rendered.plan)
+            return await apply_preview.prepare_apply(
+                self.gateway, rendered, force_conflicts=force_conflicts, namespace=namespace
+            )
 
     def preview_install(self, rendered: Rendered) -> ApplyPlan:
         """What installing the operator with ``rendered``'s values creates (local CRD checks; no server dry-run)."""

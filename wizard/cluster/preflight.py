@@ -135,6 +135,9 @@ def permissions(plan: Plan | None, namespace: str) -> list[Permission]:
         # the host checks (before apply and in verification): one probe DaemonSet a run, owned by a deadline Job
         Permission("create", "daemonsets", "apps", namespace=ns, why="run the host checks (probe DaemonSet)"),
         Permission("delete", "daemonsets", "apps", namespace=ns, why="remove the host probe"),
+        # a driver DaemonSet the operator leaves behind for the plan: read again, deleted with the apply, and
+        # re-created by a rollback (wizard.engine.leftovers)
+        Permission("get", "daemonsets", "apps", namespace=ns, why="re-read a leftover driver DaemonSet"),
         Permission("create", "jobs", "batch", namespace=ns, why="bound the host probe by a deadline Job"),
         Permission("delete", "jobs", "batch", namespace=ns, why="remove the host probe's deadline Job"),
         Permission("list", "jobs", "batch", namespace=ns, why="find host probes left behind (gpu-wizard cleanup)"),

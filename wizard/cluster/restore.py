@@ -2,7 +2,8 @@
 
 Each saved object is replaced at the live resourceVersion (re-read and tried again when the operator's
 status updates race the write, as kubectl retries on conflict) and read back to confirm; the objects the
-apply created are deleted. :mod:`wizard.cluster.apply` undoes a failed apply with :func:`restore`.
+apply created are deleted. A saved driver DaemonSet (one the apply deleted as left behind by the operator)
+is re-created when absent; one present again (the operator's, once the policy asks for it) is left to it. :mod:`wizard.cluster.apply` undoes a failed apply with :func:`restore`.
 """
 
 from __future__ import annotations
@@ -46,12 +47,36 @@ async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any
     raise AssertionError("unreachable")
 
 
+async def _restore_daemonset(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
+    """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is."""
+    if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
+        return f"{ref.key} is there already"
+    body = clean(saved)
+    # blockOwnerDeletion would need `update` on the owner's finalizers where OwnerReferencesPermissionEnforcement
+    # runs (OpenShift); it only matters to a foreground deletion of the owner
+    for owner in body["metadata"].get("ownerReferences") or []:
+        if isinstance(owner, dict):
+            owner.pop("blockOwnerDeletion", None)
+    try:
+        await gateway.create_daemonset(ref.namespace, body)
+    except ApiError as exc:
+        if exc.status != 409:  # 409: the operator made it between our read and our write
+            raise
+        return f"{ref.key} is there already"
+    if await gateway.read_daemonset(ref.namespace, ref.name) is None:
+        raise ClusterError(f"rollback: {ref.key} is still absent after re-creating it")
+    return f"re-created {ref.key}"
+
+
 async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
     """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
     lines: list[str] = []
     for saved in backup.objects:
         ref = ObjectRef.of(saved)
         if only is not None and ref.key not in only:
+            continue
+        if ref.daemonset:
+            lines.append(await _restore_daemonset(gateway, ref, saved))
             continue
         lines.append(await _restore_one(gateway, ref, saved))
         if clean(await read_object(gateway, ref) or {}) != clean(saved):

@@ -15,7 +15,9 @@ created, which wants no pod yet), each wanting a pod on every node it belongs on
 That verdict is confirmed on fresh lists of the policies and DaemonSets (:func:`confirm_ready`: watches of
 different kinds are not ordered with each other), and said only once it holds (:data:`QUIET_S`: the real operator
 wrote notReady for one pass right after a confirmed ready, while its operands' pods still changed).
-Driver DaemonSets that want no pod because the driver manager found a host driver on the nodes
+A driver DaemonSet the plan does not want that still runs pods keeps it from ``ready``: one the operator
+removes itself is waited for, one it leaves behind (:mod:`wizard.engine.leftovers`) fails the rollout, naming
+it. Driver DaemonSets that want no pod because the driver manager found a host driver on the nodes
 (``nvidia.com/gpu.deploy.driver=pre-installed``) fail at once, naming the fix; an image that cannot be pulled, a
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
 through on their way (a driver container restarting while the module loads, a node waiting in a
@@ -36,6 +38,7 @@ from wizard import collector
 from wizard.cluster.daemonset_fit import Placements
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.leftover_sets import judge
 from wizard.cluster.operator_status import SETTLE_S
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
@@ -136,7 +139,8 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
-    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit)
+    stray = [u for u in judge(plan, followed.daemonsets.items(), policy) if u.pods]
+    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray)
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
         phase,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from wizard.cluster.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
+from wizard.engine.leftovers import Unwanted, stray_message
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 
@@ -59,8 +60,11 @@ def classify(
     operands: list[DaemonSetStatus],
     hosted: list[str] | None = None,
     fit: Callable[[str], int | None] | None = None,
+    stray: list[Unwanted] | None = None,
 ) -> tuple[Phase, str]:
-    """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call)."""
+    """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
+
+    ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one)."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
@@ -83,6 +87,9 @@ def classify(
     reason = str(condition.get("reason") or "")
     if state == "ready" and reason in FALSE_READY_REASONS:
         return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
+    left = [u for u in stray or [] if not u.waits]
+    if left:  # the operator never deletes it: waiting would wait for ever, and its pods hold the nodes
+        return "failed", stray_message(left[0])
     crashing = [p for p in pods if p.reason == "CrashLoopBackOff"]
     if crashing:
         first = crashing[0]
@@ -112,6 +119,8 @@ def classify(
         not_ready = sorted(name for name, s in nvd.items() if s != "ready")
         if not_ready:
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
+    if stray:
+        return "progressing", stray_message(stray[0])
     if state != "ready":
         return "progressing", f"ClusterPolicy {state or 'pending'}: {condition.get('message') or 'reconciling'}"
     # The operator counts a DaemonSet it has just created as ready (0 pods wanted until the DaemonSet

@@ -35,6 +35,8 @@ class DriverPod:
     state: str
     """``running``, ``waiting``, ``terminated`` or "" (no status yet)."""
     why: str
+    daemonset: str = ""
+    """The DaemonSet that owns the pod ("" for none)."""
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> DriverPod:
@@ -53,6 +55,14 @@ class DriverPod:
             image_id=str(status.get("imageID") or ""),
             state=state,
             why=why,
+            daemonset=next(
+                (
+                    str(r.get("name") or "")
+                    for r in (pod.get("metadata") or {}).get("ownerReferences") or []
+                    if isinstance(r, dict) and r.get("kind") == "DaemonSet"
+                ),
+                "",
+            ),
         )
 
 

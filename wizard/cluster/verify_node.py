@@ -19,6 +19,7 @@ from wizard.cluster.rollout import DRIVER_CONTAINER
 from wizard.cluster.verify_context import VerifyContext
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
+from wizard.engine.leftovers import stray_pod_hint
 from wizard.engine.nodescript import Step, StepResult, drop_in_finding, mount_finding
 from wizard.engine.results import Check, LogLine, Status
 
@@ -257,7 +258,7 @@ class NodeRun:
                 "driver-pod",
                 Status.FAIL,
                 f"driver pod {pod.name} runs on a node meant to use its host driver",
-                hint="the ClusterPolicy must set driver.enabled: false",
+                hint=stray_pod_hint(pod.daemonset, self.ctx.namespace),
             )
         if self.node.preinstalled:
             self.emit("deploy-label", Status.PASS, "nvidia.com/gpu.deploy.driver=pre-installed")

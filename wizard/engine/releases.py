@@ -162,6 +162,9 @@ class ReleaseRules(_Model):
     """RepoConfigPathMap: OS ID -> folder the repoConfig files are mounted in."""
     gpuNodeOSInfo: bool
     """The ClusterPolicy takes the OS from the GPU nodes' labels (else from the operator pod's own host)."""
+    nvidiaDriverCRDSwitch: bool
+    """The NVIDIADriver controller stops (Disabled, deleting nothing) while the ClusterPolicy's
+    ``useNvidiaDriverCRD`` is false; else it reconciles every NVIDIADriver regardless."""
     driverBranches: DriverBranches
     images: tuple[ChartImage, ...] = Field(min_length=1, max_length=64)
     """Every image the release's chart names, per component (the operator's own image list)."""

@@ -131,6 +131,11 @@ class Reads(GatewayBase):
         found = await self.call(f"listing daemonsets in {namespace}", fn, namespace, label_selector=label_selector)
         return list(found.get("items") or [])
 
+    async def read_daemonset(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """One DaemonSet, or None."""
+        fn = self.raw(self.apps, "read_namespaced_daemon_set")
+        return await self.call(f"reading daemonset {namespace}/{name}", fn, name, namespace, allow_missing=True)
+
     async def list_deployments(self, namespace: str | None) -> list[dict[str, Any]]:
         """Deployments of one namespace, or of all namespaces when None."""
         if namespace is None:

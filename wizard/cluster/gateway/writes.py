@@ -93,17 +93,22 @@ class Writes(GatewayBase):
             safe=False,
         )
 
-    async def delete_daemonset(self, namespace: str, name: str) -> None:
-        """Delete a DaemonSet and (background propagation) its pods; one already gone is fine."""
+    async def delete_daemonset(self, namespace: str, name: str, *, uid: str = "") -> bool:
+        """Delete a DaemonSet and (background propagation) its pods; one already gone is fine (False).
+
+        With ``uid`` only that very object (a precondition): one re-created under the same name since is kept
+        (409)."""
         fn = self.raw(self.apps, "delete_namespaced_daemon_set")
-        await self.call(
+        body = {"propagationPolicy": "Background", **({"preconditions": {"uid": uid}} if uid else {})}
+        found = await self.call(
             f"deleting daemonset {namespace}/{name}",
             fn,
             name,
             namespace,
-            propagation_policy="Background",
+            body=body,
             allow_missing=True,
         )
+        return found is not None
 
     async def create_job(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """Create a Job (the host probe's deadline anchor)."""

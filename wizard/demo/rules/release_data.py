@@ -48,6 +48,8 @@ class ReleaseData:
     """``nvidiaDriverOwnerLabel``: NVIDIADriver pools select on the owner label the operator sets."""
     pool_selects_major: bool
     """``poolSelectsVersionMajor``: a pool whose tag drops the minor selects on ``VERSION_ID.major``."""
+    crd_switch: bool
+    """``nvidiaDriverCRDSwitch``: the NVIDIADriver controller stops while ``useNvidiaDriverCRD`` is false."""
     images: tuple[str, ...] = ()
     """``images``: every image reference the release's chart names (what NVIDIA's registries publish for it)."""
 
@@ -101,6 +103,7 @@ def _read(bundle: str) -> ReleaseData:
         lib_modules_ids=_words(f"{where} libModulesMountIDs", data.get("libModulesMountIDs")),
         owner_label=_flag(f"{where} nvidiaDriverOwnerLabel", data.get("nvidiaDriverOwnerLabel")),
         pool_selects_major=_flag(f"{where} poolSelectsVersionMajor", data.get("poolSelectsVersionMajor")),
+        crd_switch=_flag(f"{where} nvidiaDriverCRDSwitch", data.get("nvidiaDriverCRDSwitch")),
         images=_images(f"{where} images", data.get("images")),
     )
 

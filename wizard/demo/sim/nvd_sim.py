@@ -6,7 +6,9 @@ needs is skipped, as the operator does. From v26.7 a pool whose OS tag drops the
 selects on ``VERSION_ID.major`` (every rhel 9.x node gets the rhel9 pod); v26.3 still selects the
 first node's full ``VERSION_ID`` (reproduced). Names, labels and images follow
 :mod:`wizard.demo.rules.operator_rules`. Without ``driver.useNvidiaDriverCRD: true`` in the
-ClusterPolicy every NVIDIADriver is ``disabled``. Non-default CRs claim the GPU nodes their
+ClusterPolicy every NVIDIADriver is ``disabled`` and its DaemonSets are left as they are (the operator
+deletes none of them); a release without that check (``nvidiaDriverCRDSwitch: false``, v25.10) goes on
+reconciling them. Non-default CRs claim the GPU nodes their
 ``nodeSelector`` matches; a ``default: true`` CR (v26.7) takes the rest; a node claimed twice is a
 ``ConflictingNodeSelector`` error.
 """
@@ -122,9 +124,9 @@ class NVIDIADriverController:
                 )
                 continue
             driver_spec = (policies[0].get("spec") or {}).get("driver") or {}
-            if not driver_spec.get("useNvidiaDriverCRD"):
-                for name in owned:
-                    writer.delete("daemonsets", name, operator.namespace)
+            if not driver_spec.get("useNvidiaDriverCRD") and operator.release.rules.crd_switch:
+                # Reconciliation skipped (Disabled) and nothing deleted: its DaemonSets keep their pods beside the
+                # ClusterPolicy's own (the real controller's early return; gpu-wizard's apply deletes them).
                 self._status(
                     writer, cr, operator, "disabled", "Reconciled", "useNvidiaDriverCRD is not enabled in ClusterPolicy"
                 )

@@ -5,7 +5,9 @@ node labels (``addGPUStateLabels``), then the controller's init (the first GPU n
 kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
 container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
 (``operands.py``, ``runtime_operands.py``), then ``status`` with the operator's conditions and
-messages. Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
+messages. The driver state cleans up as the operator's ``DaemonSet()`` does, not more: with the driver
+disabled it deletes only ``nvidia-driver-daemonset``, so per-kernel precompiled DaemonSets keep their pods
+(:func:`_deleted_by_operator`). Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
 cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug is reproduced on
 purpose. Names and images follow the demo's own reading of the operator
 (:mod:`wizard.demo.rules.operator_rules`), per release.
@@ -169,8 +171,8 @@ class ClusterPolicyController:
             wanted.update({ds["metadata"]["name"]: ds for ds in rendered})
             if not all(ds_ready(ds) for ds in applied):
                 not_ready.append(state)
-        for name in existing:
-            if name not in wanted:
+        for name, ds in existing.items():
+            if name not in wanted and _deleted_by_operator(ds, spec, bool(gpu_nodes)):
                 writer.delete("daemonsets", name, operator.namespace)
         self._set_status(writer, policy, operator, failure, not_ready, has_nfd, bool(gpu_nodes))
 
@@ -381,3 +383,33 @@ class ClusterPolicyController:
             set_condition(conditions, "Ready", "True", reason, message)
             set_condition(conditions, "Error", "False", "Ready")
         writer.update("clusterpolicies", current)
+
+
+def _deleted_by_operator(ds: dict[str, Any], spec: dict[str, Any], has_gpu_nodes: bool) -> bool:
+    """Whether the operator deletes an owned DaemonSet no state renders any more (``controllers/object_controls.go``).
+
+    Driver DaemonSets (``nvidia-driver-daemonset*``): with ``useNvidiaDriverCRD`` all of them
+    (``cleanupAllDriverDaemonSets``); with the driver disabled only the asset's own name (the state-disabled
+    branch of ``DaemonSet()``); with no GPU node none (``DaemonSet()`` returns before its cleanup); enabled and
+    precompiled, those labelled ``nvidia.com/precompiled=false`` and the per-kernel ones no pod is wanted or
+    mis-scheduled for (``cleanupStalePrecompiledDaemonsets``); enabled and not precompiled, those labelled
+    ``nvidia.com/precompiled=true`` (``cleanupUnusedDriverDaemonSets``). Every other operand's DaemonSet goes when
+    its state no longer renders it.
+    """
+    name = ds["metadata"]["name"]
+    if not name.startswith(COMMON_DRIVER_DAEMONSET):
+        return True
+    driver = spec.get("driver") or {}
+    if driver.get("useNvidiaDriverCRD"):
+        return True
+    if driver.get("enabled", True) is False:
+        return bool(name == COMMON_DRIVER_DAEMONSET)
+    if not has_gpu_nodes:
+        return False
+    label = labels_of(ds).get(LABEL_PRECOMPILED)
+    if driver.get("usePrecompiled"):
+        if label == "false":
+            return True
+        status = ds.get("status") or {}
+        return label == "true" and not status.get("desiredNumberScheduled") and not status.get("numberMisscheduled")
+    return label == "true"
