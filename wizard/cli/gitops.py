@@ -45,11 +45,15 @@ def register(sub: Any) -> None:
 
 
 def _target(path: str) -> Path:
+    """The folder to write: new or empty, in a folder that exists (never overwrites a file)."""
+    from wizard.engine.textsafe import printable
+
     target = Path(path).expanduser()
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise UsageError(f"-o {path}: exists and is not an empty folder; name a new folder")
+    shown = printable(path)[:200]
+    if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        raise UsageError(f"-o {shown}: exists and is not an empty folder; name a new folder")
     if not target.parent.is_dir():
-        raise UsageError(f"-o {path}: folder {target.parent} does not exist")
+        raise UsageError(f"-o {shown}: its folder does not exist")
     return target
 
 
@@ -97,11 +101,13 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
         path = target / name
         path.parent.mkdir(mode=0o700, exist_ok=True)
         write_private(path, text)
-    release = plan.operator.version
-    sys.stdout.write(f"{args.deployer} bundle of GPU Operator {release}: {len(bundle.files)} files in {target}\n")
+    from wizard.engine.textsafe import printable
+
+    release, shown = plan.operator.version, printable(str(target))
+    sys.stdout.write(f"{args.deployer} bundle of GPU Operator {release}: {len(bundle.files)} files in {shown}\n")
     for line in bundle.findings:
         sys.stderr.write(f"✗ {line}\n")
     if bundle.blocked:
-        sys.stderr.write(f"gpu-wizard: {len(bundle.findings)} finding(s) block this plan: see {target / 'FINDINGS'}\n")
+        sys.stderr.write(f"gpu-wizard: {len(bundle.findings)} finding(s) block this plan: see {shown}/FINDINGS\n")
         return EXIT_OK if args.allow_findings else EXIT_FAILED
     return EXIT_OK
