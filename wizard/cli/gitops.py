@@ -58,7 +58,7 @@ def _target(path: str) -> Path:
 
 
 async def cmd_bundle(args: argparse.Namespace) -> int:
-    from wizard.atomic_write import write_private
+    from wizard.atomic_write import write_files
     from wizard.engine.gitops import gitops_bundle
     from wizard.engine.operator_install import chart_source, operator_install
     from wizard.engine.render import advice_text, render
@@ -96,11 +96,7 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
         bundle = gitops_bundle(rendered, args.deployer, missing, operator_install(rendered, chart))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    target.mkdir(mode=0o700, exist_ok=True)
-    for name, text in bundle.files.items():
-        path = target / name
-        path.parent.mkdir(mode=0o700, exist_ok=True)
-        write_private(path, text)
+    write_files(target, bundle.files)
     from wizard.engine.textsafe import printable
 
     release, shown = plan.operator.version, printable(str(target))

@@ -59,7 +59,11 @@ class Bundle:
 
 def blocking_findings(rendered: Rendered, extra: Sequence[str] = ()) -> list[str]:
     """The renderer's blocking advice and ``extra`` (images the registry lacks…), one printable line each."""
-    found = [f"{a.message} (why: {a.reason})" for a in rendered.advice if a.code in BLOCKING_ADVICE]
+    found = [
+        f"{a.message} (why: {a.reason})"
+        for a in rendered.advice
+        if a.code in BLOCKING_ADVICE and not any(a.message in line for line in extra)  # Preview's already
+    ]
     return [printable(line) for line in [*found, *extra]]
 
 
