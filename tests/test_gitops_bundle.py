@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import (
     CASE_NODES,
     CASES,
@@ -200,3 +201,32 @@ def test_a_plan_with_blocking_findings_carries_them_and_exits_1(
     assert main([*argv[:-1], str(tmp_path / "again"), "--allow-findings"]) == 0
     assert main(argv) == 2  # an existing, non-empty folder is never overwritten
     assert "not an empty folder" in capsys.readouterr().err
+
+
+DEMO_ANSWERS = """version: 1
+mode: precompiled
+driver:
+  version: '580.126.09.1'
+  repository: {repository}
+"""
+
+
+def test_against_a_cluster_an_image_the_registry_lacks_is_a_finding(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The nodes and the registry of the cluster (the demo's, over HTTPS) are read, as ``apply`` reads them."""
+    demo = demo_cluster("sle-micro-precompiled")
+    kube = ["--kubeconfig", str(demo.kubeconfig_path)]
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(DEMO_ANSWERS.format(repository="registry.example.com/mlops"))
+    good = tmp_path / "good"
+    assert main(["bundle", "--deployer", "argocd", "--answers", str(answers), *kube, "-o", str(good)]) == 0
+    _, err = capsys.readouterr()
+    assert "images:" in err and not (good / "FINDINGS").exists()
+    assert "sle-micro5.5" in (good / "images" / "images.txt").read_text()
+    answers.write_text(DEMO_ANSWERS.format(repository="registry.example.com/elsewhere"))
+    bad = tmp_path / "bad"
+    assert main(["bundle", "--deployer", "helmfile", "--answers", str(answers), *kube, "-o", str(bad)]) == 1
+    findings = (bad / "FINDINGS").read_text()
+    assert "image not in the registry: registry.example.com/elsewhere/nvidia-driver:580.126.09.1-" in findings
+    assert "hint: " in findings and (bad / "helmfile.yaml").exists()
