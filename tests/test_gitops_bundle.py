@@ -230,3 +230,15 @@ def test_against_a_cluster_an_image_the_registry_lacks_is_a_finding(
     findings = (bad / "FINDINGS").read_text()
     assert "image not in the registry: registry.example.com/elsewhere/nvidia-driver:580.126.09.1-" in findings
     assert "hint: " in findings and (bad / "helmfile.yaml").exists()
+
+
+def test_objects_the_server_would_refuse_are_findings() -> None:
+    """What the chart creates from the values is the plan's ClusterPolicy (the parity above): an error of it against
+    the release's CRD makes Helm's install fail, so the bundle carries it as apply's offline dry-run does."""
+    rendered = _rendered("v26.3.3", "operand-registry")
+    assert gitops_bundle(rendered, "helm").findings == ()
+    rendered.cluster_policy["spec"]["driver"]["rdma"] = {"enabled": "yes"}  # a string where the CRD wants a bool
+    bundle = gitops_bundle(rendered, "helm")
+    [line] = bundle.findings
+    assert line.startswith("the API server would refuse what Helm installs") and "rdma" in line
+    assert bundle.files["FINDINGS"] == f"✗ {line}\n" and "FINDINGS" in bundle.files["SHA256SUMS"]

@@ -18,7 +18,7 @@ from typing import Any
 
 from wizard.engine import image_lists
 from wizard.engine.operator_install import OperatorInstall, operator_install
-from wizard.engine.render import Rendered, to_yaml
+from wizard.engine.render import Rendered, crd_errors, to_yaml
 from wizard.engine.textsafe import printable, shell_command
 
 DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
@@ -58,13 +58,15 @@ class Bundle:
 
 
 def blocking_findings(rendered: Rendered, extra: Sequence[str] = ()) -> list[str]:
-    """The renderer's blocking advice and ``extra`` (images the registry lacks…), one printable line each."""
+    """The renderer's blocking advice, the objects' errors against the release's CRD (the server would refuse the
+    chart's objects: Helm's install fails) and ``extra`` (images the registry lacks…), one printable line each."""
     found = [
         f"{a.message} (why: {a.reason})"
         for a in rendered.advice
         if a.code in BLOCKING_ADVICE and not any(a.message in line for line in extra)  # Preview's already
     ]
-    return [printable(line) for line in [*found, *extra]]
+    refused = [f"the API server would refuse what Helm installs from these values: {e}" for e in crd_errors(rendered)]
+    return [printable(line) for line in [*found, *refused, *extra]]
 
 
 def _pull_secrets(install: OperatorInstall) -> list[str]:
