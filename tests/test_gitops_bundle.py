@@ -34,7 +34,14 @@ from wizard.engine.releases import rules
 from wizard.engine.render import Rendered, render, to_yaml
 
 #: The issue's hidden-style plans: precompiled SLE Micro, upstream air-gapped RHEL, pre-installed, NVIDIADriver CRs.
-PLANS = ("precompiled-rke2", "operand-registry", "preinstalled", "operand-registry-nvidiadriver")
+PLANS = (
+    "precompiled-rke2",
+    "operand-registry",
+    "preinstalled",
+    "operand-registry-nvidiadriver",
+    "nvidiadriver-precompiled",
+)
+"""The last: a branch (``580``) the v25.10/v26.3 charts write unquoted, so CR ``default`` travels beside the release."""
 
 
 def _rendered(release: str, case: str) -> Rendered:
@@ -98,6 +105,10 @@ def test_each_deployers_values_render_the_cluster_policy_apply_creates(release: 
     # every NVIDIADriver CR of the plan: the chart's default, the rest in the bundle's file
     crs = [d for d in chart_docs if d["kind"] == "NVIDIADriver"] + _docs(bundle.files.get("nvidiadrivers.yaml", ""))
     assert sorted(d["metadata"]["name"] for d in crs) == sorted(d["metadata"]["name"] for d in rendered.nvidia_drivers)
+    if "nvidiadrivers.yaml" in bundle.files:  # applied after the release by the deployer's own means
+        assert release in ("v25.10.1", "v26.3.3") and case == "nvidiadriver-precompiled"
+        applied = {"helm": "deploy.sh", "helmfile": "helmfile.yaml"}.get(deployer, "README.md")
+        assert "nvidiadrivers.yaml" in bundle.files[applied]
     # the air-gap image lists and the private registry travel in every format
     assert bundle.files["images/images.txt"].splitlines() == sorted(set(bundle.files["images/images.txt"].split()))
     assert {"images/hauler.yaml", "images/zarf.yaml", "README.md", "SHA256SUMS"} <= set(bundle.files)
