@@ -161,6 +161,17 @@ def argocd_application(install: OperatorInstall) -> dict[str, Any]:
     }
 
 
+def _argocd_drivers(install: OperatorInstall) -> str:
+    """The NVIDIADriver CRs for Argo CD: synced after the chart (a later wave), and not dry-run before the chart
+    has created their CRD."""
+    notes = {"argocd.argoproj.io/sync-wave": "1", "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
+    drivers = [
+        {**d, "metadata": {**d["metadata"], "annotations": {**(d["metadata"].get("annotations") or {}), **notes}}}
+        for d in install.drivers
+    ]
+    return to_yaml(drivers)
+
+
 def flux_objects(install: OperatorInstall) -> list[dict[str, Any]]:
     """The chart's source (HelmRepository, or OCIRepository for an oci:// chart) and the HelmRelease."""
     chart = install.chart
@@ -300,7 +311,7 @@ def gitops_bundle(
     else:
         files[FLUX_FILE] = to_yaml(flux_objects(install))
     if install.drivers_text:
-        files[DRIVERS_FILE] = install.drivers_text
+        files[DRIVERS_FILE] = _argocd_drivers(install) if deployer == "argocd" else install.drivers_text
     files[f"{IMAGES_DIR}/images.txt"] = image_lists.plain_list(rendered)
     files[f"{IMAGES_DIR}/hauler.yaml"] = image_lists.hauler_manifest(rendered)
     files[f"{IMAGES_DIR}/zarf.yaml"] = image_lists.zarf_package(rendered)
