@@ -116,3 +116,39 @@ def test_the_helm_bundles_command_installs_the_chart_with_its_values(
     for key in ("enabled", "usePrecompiled", "repository", "image", "version"):
         assert driver.get(key) == rendered.cluster_policy["spec"]["driver"].get(key), key
     assert driver["repository"] == "registry.example.com/mlops" and driver["usePrecompiled"] is True
+
+
+def test_the_nvidiadriver_crs_beside_the_release_are_accepted(
+    bare_cluster: RealCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After the chart's install (the test above: its CRDs are there), the NVIDIADriver CRs a bundle carries beside
+    the release (a branch the v25.10/v26.3 charts write unquoted) pass the server's dry-run: the deploy script's
+    kubectl line (read as data, run with the lane's kubectl and ``--dry-run=server``) and Argo CD's annotated copy."""
+    cluster = bare_cluster
+    cluster.wait_established("crd/nvidiadrivers.nvidia.com")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(
+        f"version: 1\noperator: {{version: {cluster.release}}}\nmode: precompiled\n"
+        "driver: {version: '580', repository: registry.example.com/mlops, useNvidiaDriverCRD: true}\n"
+    )
+    admin = str(cluster.kubeconfig("admin"))
+    written = 0
+    for deployer in ("helm", "argocd"):
+        out = tmp_path / deployer
+        argv = ["bundle", "--deployer", deployer, "--answers", str(answers), "-o", str(out)]
+        main([*argv, "--kubeconfig", admin, "--no-registry", "--allow-findings"])
+        capsys.readouterr()
+        if not (out / "nvidiadrivers.yaml").exists():
+            assert cluster.release not in ("v25.10.1", "v26.3.3")  # the chart deploys CR default itself
+            continue
+        written += 1
+        if deployer == "helm":
+            [line] = [x for x in (out / "deploy.sh").read_text().splitlines() if x.startswith("kubectl ")]
+            kubectl = shlex.split(line)
+            assert kubectl == ["kubectl", "apply", "--server-side", "-f", "nvidiadrivers.yaml"]
+        else:
+            kubectl = ["kubectl", "apply", "--server-side", "-f", "nvidiadrivers.yaml"]
+        run = [str(cluster.bin / "kubectl"), f"--kubeconfig={admin}", *kubectl[1:], "--dry-run=server"]
+        proc = subprocess.run(run, cwd=out, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0 and "nvidiadriver.nvidia.com/default" in proc.stdout, proc.stderr
+    assert written == (2 if cluster.release in ("v25.10.1", "v26.3.3") else 0)
