@@ -117,6 +117,7 @@ def test_each_deployers_values_render_the_cluster_policy_apply_creates(release: 
     assert {"images/hauler.yaml", "images/zarf.yaml", "README.md", "SHA256SUMS"} <= set(bundle.files)
     if rendered.plan.driver.operandRegistry:
         assert "private registry harbor.corp.example" in bundle.files["README.md"]
+        assert "--chart oci://" in bundle.files["README.md"]  # the chart's own way into the air gap
         assert values["operator"]["repository"].startswith("harbor.corp.example/")
 
 

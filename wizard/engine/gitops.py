@@ -264,6 +264,15 @@ def _readme(deployer: str, install: OperatorInstall, rendered: Rendered, finding
         + (f" Every operand image is mapped into the private registry {registry}." if registry else ""),
         f"`{IMAGES_DIR}/images.txt` (one per line), `{IMAGES_DIR}/hauler.yaml` and `{IMAGES_DIR}/zarf.yaml` list"
         " them where they are fetched from, for copying into an air-gapped registry.",
+        *(
+            [
+                "",
+                f"The chart comes from {install.chart.repository}: where the cluster reaches only {registry}, push"
+                " the chart there too and write the bundle again with `--chart oci://…`.",
+            ]
+            if registry and install.chart.repository
+            else []
+        ),
         "",
         "## Pull secrets",
         "",
