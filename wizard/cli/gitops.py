@@ -27,6 +27,8 @@ def register(sub: Any) -> None:
     bundle = sub.add_parser(
         "bundle",
         help="write the plan as a Helm, helmfile, Argo CD or Flux bundle (values, manifests, image lists, checksums)",
+        epilog="exit codes: 0 written; 1 written, with findings that block the plan in FINDINGS (0 with "
+        "--allow-findings); 2 invalid input or an unusable cluster, nothing written",
     )
     bundle.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
     bundle.add_argument("--deployer", required=True, choices=DEPLOYERS, help="the format to write")
