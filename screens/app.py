@@ -429,6 +429,12 @@ class WizardApp(App[int]):
             "Save answers", f"Write {display_path(self.state.answers_path)} now", self.action_save_answers
         )
         yield SystemCommand("Save answers as…", "Write the answers to another file", self.action_save_answers_as)
+        if hasattr(screen, "action_save_bundle"):  # Preview: the plan as a Helm, helmfile, Argo CD or Flux bundle
+            yield SystemCommand(
+                "Save GitOps bundle…",
+                "Write the plan for Helm, helmfile, Argo CD or Flux (values, image lists, checksums)",
+                screen.action_save_bundle,
+            )
         yield SystemCommand(
             "Open report", "Export the verification report (Markdown and JSON)", self.action_open_report
         )

@@ -155,7 +155,9 @@ Everything gpu-wizard will send, before anything is sent:
 * **Diff** — what changes against the live objects.
 
 The **server dry-run** validates the objects on the API server without persisting them. Warnings explain
-what may go wrong and why. **Save** writes the manifests to a file.
+what may go wrong and why. **Save** writes the manifests to a file. **Save GitOps bundle…** (in the palette,
+^p) writes the plan for Helm, helmfile, Argo CD or Flux into a new folder: the same chart and values an install
+uses, the image lists, a README, SHA256SUMS, and the blocking findings in FINDINGS.
 """,
     steps.APPLY.name: """
 # Apply

@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 _REASONS: dict[int, str] = {
@@ -68,4 +69,15 @@ def write_private(path: str | os.PathLike[str], data: str | bytes, *, mode: int 
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+    return target
+
+
+def write_files(folder: str | os.PathLike[str], files: Mapping[str, str]) -> Path:
+    """Write each relative path -> text below ``folder`` (created 0700) with :func:`write_private`; the folder.
+
+    The names are the caller's own (a bundle's), never a user's: they hold no ``..`` and no absolute path.
+    """
+    target = Path(folder)
+    for name, text in files.items():
+        write_private(target / name, text)
     return target

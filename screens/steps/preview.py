@@ -368,3 +368,37 @@ class PreviewStep(StepScreen):
             self.show_error(exc, "Could not save")
             return
         self.notify(f"Saved {display_path(path)}", title="Preview")
+
+    # -- bundle ------------------------------------------------------------------------------
+
+    def action_save_bundle(self) -> None:
+        """The palette's "Save GitOps bundle…" (no button: the verdict row has no room for one at 80 columns)."""
+        from screens.dialogs.bundle import BundleDialog
+
+        if self.state.rendered is None:
+            self.notify("The plan is still being rendered", title="Preview")
+            return
+        default = display_path(self.wizard.report_dir / "gpu-operator-bundle")
+        self.app.push_screen(BundleDialog(default), self._save_bundle)
+
+    def _save_bundle(self, choice: tuple[str, str] | None) -> None:
+        """Write the plan's bundle for the chosen deployer, with Preview's blocking findings in FINDINGS."""
+        from screens.findings import plan_findings
+        from wizard.atomic_write import write_files
+        from wizard.engine.gitops import gitops_bundle
+
+        rendered = self.state.rendered
+        if not choice or rendered is None:
+            return
+        deployer, folder = choice
+        blocking = [
+            f"{f.message} (hint: {f.hint})" if f.hint else f.message for f in plan_findings(self.state) if f.blocking
+        ]
+        try:
+            bundle = gitops_bundle(rendered, deployer, blocking)
+            write_files(folder, bundle.files)
+        except (OSError, ValueError) as exc:
+            self.show_error(exc, "Could not save the bundle")
+            return
+        held = f"; {len(bundle.findings)} finding(s) block the plan: see FINDINGS" if bundle.blocked else ""
+        self.notify(f"Saved the {deployer} bundle in {display_path(folder)}{held}", title="Preview")

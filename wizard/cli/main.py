@@ -245,6 +245,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     from wizard.cli.bundle import register as register_bundle_command
 
     register_bundle_command(sub)  # support-bundle
+    from wizard.cli.gitops import register as register_gitops_command
+
+    register_gitops_command(sub)  # bundle: the plan for Helm, helmfile, Argo CD or Flux
     from wizard.cli.cleanup import register as register_cleanup_command
 
     register_cleanup_command(sub)  # cleanup: what a killed run's host probe left

@@ -27,7 +27,7 @@ from wizard.cluster.leftover_sets import find_left_behind
 from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.plan import Plan
-from wizard.engine.render import Rendered, owned_paths, to_yaml, validate_against_crd
+from wizard.engine.render import Rendered, crd_errors, owned_paths, to_yaml
 from wizard.engine.render_policy import (
     POD_DELETION,
     UPGRADE_POLICY,
@@ -258,11 +258,7 @@ def install_preview(rendered: Rendered) -> ApplyPlan:
 
 def local_errors(rendered: Rendered) -> list[str]:
     """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``."""
-    bundle = rendered.plan.operator.bundle
-    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
-    for driver in rendered.nvidia_drivers:
-        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
-    return errors
+    return crd_errors(rendered)
 
 
 def _diff(

@@ -53,6 +53,7 @@ __all__ = [
     "Rendered",
     "advice_text",
     "apply_patch",
+    "crd_errors",
     "helm_yaml",
     "images_table",
     "mirror_script",
@@ -224,3 +225,13 @@ def values_yaml(values: Mapping[str, Any], header: Iterable[str] = ()) -> str:
     _yaml().dump(dict(values), buffer)
     lines = [f"# {printable(line)}" for line in header]
     return "".join(f"{line}\n" for line in lines) + buffer.getvalue()
+
+
+def crd_errors(rendered: Rendered) -> list[str]:
+    """The rendered objects' errors against their release's CRD, each prefixed with ``Kind[/name]``: what the API
+    server refuses, whether ``apply`` sends them or Helm installs them from the same values."""
+    bundle = rendered.plan.operator.bundle
+    errors = [f"ClusterPolicy: {e}" for e in validate_against_crd(rendered.cluster_policy, bundle)]
+    for driver in rendered.nvidia_drivers:
+        errors += [f"NVIDIADriver/{driver['metadata']['name']}: {e}" for e in validate_against_crd(driver, bundle)]
+    return errors

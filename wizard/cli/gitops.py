@@ -1,0 +1,111 @@
+"""``gpu-wizard bundle --deployer helm|helmfile|argocd|flux -o DIR``: the plan as a GitOps bundle (issue 36).
+
+The bundle is :func:`wizard.engine.gitops.gitops_bundle`'s rendering of the install ``apply --install-operator``
+would carry out. With ``--nodes`` it is written offline; otherwise the nodes come from the cluster the flags name
+and every image the plan needs is checked where the cluster pulls from (as ``apply`` does): an image the registry
+lacks is a finding. Findings that block the plan go into ``FINDINGS`` and the exit is 1 unless
+``--allow-findings``. (``support-bundle`` is the other bundle: :mod:`wizard.cli.bundle`.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError, load_nodelist
+from wizard.cli.images import registry_flags
+from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
+from wizard.engine.gitops import DEPLOYERS
+
+
+def register(sub: Any) -> None:
+    """Add ``bundle`` to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`)."""
+    from wizard.engine.operator_install import CHART_HELP
+
+    bundle = sub.add_parser(
+        "bundle",
+        help="write the plan as a Helm, helmfile, Argo CD or Flux bundle (values, manifests, image lists, checksums)",
+        epilog="exit codes: 0 written; 1 written, with findings that block the plan in FINDINGS (0 with "
+        "--allow-findings); 2 invalid input or an unusable cluster, nothing written",
+    )
+    bundle.add_argument("--answers", required=True, metavar="FILE", help="answers file (see `answers init`)")
+    bundle.add_argument("--deployer", required=True, choices=DEPLOYERS, help="the format to write")
+    bundle.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write (created; empty)")
+    bundle.add_argument(
+        "--nodes", metavar="NODELIST.json", help="`kubectl get nodes -o json` output (default: the cluster's nodes)"
+    )
+    bundle.add_argument("--chart", metavar="CHART", help=f"the chart: {CHART_HELP} (default: the release's repository)")
+    bundle.add_argument(
+        "--allow-findings", action="store_true", help="exit 0 even when the plan has findings that block it"
+    )
+    bundle.add_argument("--no-registry", action="store_true", help="skip the check that each image exists")
+    cluster_options(bundle)
+    registry_flags(bundle)
+    bundle.set_defaults(handler=command(cmd_bundle))
+
+
+def _target(path: str) -> Path:
+    """The folder to write: new or empty, in a folder that exists (never overwrites a file)."""
+    from wizard.engine.textsafe import printable
+
+    target = Path(path).expanduser()
+    shown = printable(path)[:200]
+    if target.is_symlink() or (target.exists() and (not target.is_dir() or any(target.iterdir()))):
+        raise UsageError(f"-o {shown}: exists and is not an empty folder; name a new folder")
+    if not target.parent.is_dir():
+        raise UsageError(f"-o {shown}: its folder does not exist")
+    return target
+
+
+async def cmd_bundle(args: argparse.Namespace) -> int:
+    from wizard.atomic_write import write_files
+    from wizard.engine.gitops import gitops_bundle
+    from wizard.engine.operator_install import chart_source, operator_install
+    from wizard.engine.render import advice_text, render
+
+    target = _target(args.output)
+    plan = load_plan(args.answers)
+    try:
+        chart = chart_source(plan.operator.version, args.chart)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    missing: list[str] = []
+    if args.nodes:
+        from wizard.engine.answers import plan_for_nodes
+
+        facts = load_nodelist(args.nodes)
+        rendered = render(plan_for_nodes(plan, facts, args.answers), facts)
+        sys.stderr.write("! images: not checked (--nodes: no cluster to check them from)\n")
+    else:
+        async with open_cluster(args) as cluster:
+            plan = await plan_for_cluster(cluster, plan, args.answers)
+            rendered = render(plan, await cluster.discover())
+            if args.no_registry:
+                sys.stderr.write("! images: not checked (--no-registry)\n")
+            else:
+                from wizard.cli.images import check_images, missing_images_refusal
+
+                problems = await check_images(args, cluster, rendered)
+                if problems:
+                    message, hint = missing_images_refusal(problems)
+                    missing = [f"{message.removesuffix('; nothing applied')} (hint: {hint})"]
+                    missing += [f"image not in the registry: {p.image}" for p in problems]
+    if rendered.advice:
+        sys.stderr.write(advice_text(rendered.advice))
+    try:
+        bundle = gitops_bundle(rendered, args.deployer, missing, operator_install(rendered, chart))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    write_files(target, bundle.files)
+    from wizard.engine.textsafe import printable
+
+    release, shown = plan.operator.version, printable(str(target))
+    sys.stdout.write(f"{args.deployer} bundle of GPU Operator {release}: {len(bundle.files)} files in {shown}\n")
+    for line in bundle.findings:
+        sys.stderr.write(f"✗ {line}\n")
+    if bundle.blocked:
+        sys.stderr.write(f"gpu-wizard: {len(bundle.findings)} finding(s) block this plan: see {shown}/FINDINGS\n")
+        return EXIT_OK if args.allow_findings else EXIT_FAILED
+    return EXIT_OK
