@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 import threading
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 from tests.cluster_util import scenario
 from tests.fixtures_demo import ClusterFactory, Kubectl
 from tests.helpers.operator_chart import run_the_printed_command
+from tests.helpers.pty import read_until
 from wizard.cli.main import main
 from wizard.demo.api.bootstrap import CONTEXT
 from wizard.demo.scenarios.scenario import OperatorSpec
@@ -98,22 +100,30 @@ def test_at_a_terminal_apply_offers_the_install(tmp_path: Path) -> None:
     import subprocess
     import termios
 
-    from tests.test_apply_interrupts import ROOT, _cli, _read_until
-
     (tmp_path / "answers.yaml").write_text(ANSWERS)
     master, slave = os.openpty()
-    argv = _cli("apply", "--answers", str(tmp_path / "answers.yaml"), "--demo", "no-operator", "--no-registry")
+    argv = [
+        sys.executable,
+        "-m",
+        "wizard",
+        "apply",
+        "--answers",
+        str(tmp_path / "answers.yaml"),
+        "--demo",
+        "no-operator",
+        "--no-registry",
+    ]
     proc = subprocess.Popen(
-        argv, cwd=ROOT, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        argv, cwd=Path(__file__).resolve().parent.parent, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
     )  # fmt: skip
     os.close(slave)
     try:
-        seen = _read_until(master, b"[y/N] ", proc, 60)
+        seen = read_until(master, b"[y/N] ", proc, 60)
         said = " ".join(seen.decode(errors="replace").split())
         assert f"GPU Operator not installed: gpu-wizard will install {RELEASE} with your choices. Install it" in said
         os.write(master, b"n\n")
-        rest = _read_until(master, b"nothing applied", proc, 60)
+        rest = read_until(master, b"nothing applied", proc, 60)
         assert proc.wait(timeout=30) == 2
     finally:
         proc.kill()

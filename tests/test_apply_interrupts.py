@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.pty import read_until
 
 ROOT = Path(__file__).resolve().parent.parent
 ANSWERS = """version: 1
@@ -106,25 +106,9 @@ def _prompt(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
             preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),  # the pty is its terminal: ^C is SIGINT
         )
     os.close(slave)
-    seen = _read_until(master, b"[y/N] ", proc)
+    seen = read_until(master, b"[y/N] ", proc)
     assert b"[y/N] " in seen, seen.decode(errors="replace")
     return proc, master
-
-
-def _read_until(master: int, marker: bytes, proc: subprocess.Popen[bytes], seconds: float = 30) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + seconds
-    while marker not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            seen += chunk
-        elif proc.poll() is not None:
-            break
-    return seen
 
 
 @pytest.mark.parametrize(("key", "code"), [(b"\x03", 130), (b"\x04", 0)], ids=["ctrl-c", "eof"])
@@ -137,9 +121,9 @@ def test_confirmation_prompt_ctrl_c_exits_at_once_and_eof_is_no(tmp_path: Path, 
         # No Enter is ever sent: a prompt that waited for one would still be running when this loop gives up.
         # (The bound is generous, not a speed check: on a loaded machine an exit alone took over 4 s.)
         while proc.poll() is None and time.monotonic() - started < 30:
-            rest += _read_until(master, b"\x00never", proc, 0.2)
+            rest += read_until(master, b"\x00never", proc, 0.2)
         assert proc.poll() == code, rest.decode(errors="replace")
-        rest += _read_until(master, b"\x00never", proc, 0.2)
+        rest += read_until(master, b"\x00never", proc, 0.2)
     finally:
         proc.kill()
         os.close(master)

@@ -173,8 +173,14 @@ async def test_preinstalled_without_a_host_driver_is_explained_from_the_validato
     assert any("No pre-installed driver detected on the host" in line for line in finding["lines"])
 
 
-def test_an_unknown_failure_still_shows_its_last_log_lines(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    scenario = drifted(tmp_path, "noexec", {}, ", noexec_mounts: [/run]")  # no signature for this one
+def test_an_unknown_failure_still_shows_its_last_log_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wizard.engine import failures
+
+    known = failures.signatures()  # a catalog that does not know this failure (the real one now does)
+    monkeypatch.setattr(failures, "signatures", lambda: tuple(s for s in known if s.id != "noexec-host-folder"))
+    scenario = drifted(tmp_path, "noexec", {}, ", noexec_mounts: [/run]")
     code, out, err = run(capsys, "verify", "--demo", str(scenario), "--no-registry")
     assert code == 1, err
     block = diagnosis_block(out)
@@ -222,7 +228,7 @@ def test_apply_whose_rollout_fails_explains_why(capsys: pytest.CaptureFixture[st
     argv.append("--allow-host-findings")  # the host check names Secure Boot first; applied anyway, the rollout fails
     code, _, err = run(capsys, *argv, "--crash-window", "1", "--backup-dir", str(tmp_path))
     assert code == 1
-    assert "secure-boot-unsigned on 2 nodes" in err and "going on (--allow-host-findings)" in err
+    assert "secure-boot-unsigned on 3 nodes" in err and "going on (--allow-host-findings)" in err  # every GPU node
     block = err.split("\ndiagnosis (", 1)[1]
     assert "Secure Boot refused the unsigned NVIDIA kernel module (NVIDIA/gpu-operator#1726)" in block
     assert "| nvidia-driver-ctr | Kernel module load error: Key was rejected by service" in block

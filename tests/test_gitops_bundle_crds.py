@@ -6,54 +6,11 @@ them. The lane's real API server dry-runs the same manifests (tests/realcluster/
 
 from __future__ import annotations
 
-import copy
-import functools
-from pathlib import Path
-from typing import Any
-
 import pytest
 
-from tests.helpers.chart_parity import CASE_NODES, CASES, NODES, RELEASES
-from tests.helpers.render_cases import facts
-from tests.helpers.yaml11 import yaml11_load_all
+from tests.helpers.chart_parity import RELEASES
+from tests.helpers.gitops import PLANS, crd_schemas, gitops_manifests
 from wizard.demo.api.schema import check_object
-from wizard.engine.gitops import gitops_bundle
-from wizard.engine.operator_install import chart_source, operator_install
-from wizard.engine.plan import Plan
-from wizard.engine.render import render
-
-CRDS = Path(__file__).parent / "gitops_crds"
-PLANS = ("precompiled-rke2", "operand-registry", "preinstalled", "operand-registry-nvidiadriver", "upstream-repoconfig")
-
-
-@functools.cache
-def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(CRDS.glob("*.yaml")):
-        for crd in yaml11_load_all(path.read_text()):
-            if not crd or crd.get("kind") != "CustomResourceDefinition":
-                continue
-            group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
-            for version in crd["spec"]["versions"]:
-                if version.get("served"):
-                    schemas[(f"{group}/{version['name']}", kind)] = version["schema"]["openAPIV3Schema"]
-    return schemas
-
-
-def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
-    """(apiVersion, kind) -> openAPIV3Schema of every served version of the pinned CRDs (parsed once)."""
-    return copy.deepcopy(_crd_schemas())
-
-
-def gitops_manifests(release: str, case: str, chart: str | None = None) -> list[dict[str, Any]]:
-    """The Argo CD and Flux objects of one plan's bundles."""
-    answers = {"operator": {"version": release}, **CASES[case]}
-    rendered = render(Plan.model_validate(answers), facts(*CASE_NODES.get(case, NODES)))
-    install = operator_install(rendered, chart_source(release, chart))
-    docs: list[dict[str, Any]] = []
-    for deployer, name in (("argocd", "application.yaml"), ("flux", "helmrelease.yaml")):
-        docs += [d for d in yaml11_load_all(gitops_bundle(rendered, deployer, install=install).files[name]) if d]
-    return docs
 
 
 def test_the_pinned_crds_are_the_ones_the_bundles_use() -> None:
@@ -69,7 +26,7 @@ def test_the_pinned_crds_are_the_ones_the_bundles_use() -> None:
 @pytest.mark.parametrize("case", PLANS)
 @pytest.mark.parametrize("release", RELEASES[-1:])  # the values are free-form there: one release
 def test_every_manifest_matches_its_crd(release: str, case: str, chart: str | None) -> None:
-    schemas = _crd_schemas()
+    schemas = crd_schemas()
     checked = 0
     for doc in gitops_manifests(release, case, chart):
         if doc["kind"] == "Namespace":

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.gitops import CRDS, PLANS, gitops_manifests
 from tests.realcluster.cluster import RealCluster
-from tests.test_gitops_bundle_crds import CRDS, PLANS, gitops_manifests
 from wizard.cli.main import build_parser, main
 from wizard.cli.session import facts_for, run_interruptibly
 from wizard.engine.answers import load_answers, plan_for_nodes

@@ -180,7 +180,7 @@ def pick_upstream_version(versions: Sequence[str], release: str) -> str:
 
 
 def image_tag_of(reference: str) -> str:
-    """The tag of an image reference (``v26.7.0`` of ``…/gpu-operator:v26.7.0``), "" without one."""
+    """The tag of an image reference (``TAG`` of ``…/gpu-operator:TAG``), "" without one."""
     name = reference.split("@", 1)[0].rsplit("/", 1)[-1]
     return name.split(":", 1)[1] if ":" in name else ""
 

@@ -153,7 +153,7 @@ def data_for(major: int, minor: int) -> ReleaseData:
 
 
 def data_of(bundle: str) -> ReleaseData:
-    """The rules of a bundled folder (``v26.7.0``); KeyError for one the demo does not carry."""
+    """The rules of a bundled folder (``vMAJOR.MINOR.PATCH``); KeyError for one the demo does not carry."""
     for data in release_data().values():
         if data.bundle == bundle:
             return data
