@@ -3,7 +3,7 @@
 Both are started as new processes, alternately, so that machine load hits both alike; the median
 of the runs is reported with the ratio. The baseline is ``python -c "import pydantic, ruamel.yaml,
 jsonschema"``: the floor for any process that parses answers, builds the plan and validates against
-the CRD. The target is a ratio of at most 2 (issue 10).
+the CRD. The target is a ratio of at most 1.5 (issue 38; issue 10 asked for 2).
 
     .venv/bin/python benchmarks/render.py [--runs 11] [--json]
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -20,7 +21,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET_RATIO = 2.0
+TARGET_RATIO = 1.5
+"""Issue 38: render within 1.5 x the import baseline (issue 10 asked for 2)."""
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+"""Both children may write bytecode: with PYTHONDONTWRITEBYTECODE set (as on the shared machine), every render
+compiled gpu-wizard's modules again (~60 CPU-ms) while the baseline's libraries had theirs from the install."""
 EXAMPLE = ROOT / "assets" / "examples"
 RENDER = [
     "render",
@@ -44,7 +49,7 @@ def seconds(command: list[str]) -> tuple[float, float]:
     """Wall time and CPU time (user + system) of one run of ``command`` (which must succeed)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, check=True, cwd=ROOT, env=CHILD_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

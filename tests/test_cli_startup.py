@@ -1,5 +1,6 @@
 """The command line stays light: parsing arguments loads none of the heavy libraries."""
 
+import argparse
 import subprocess
 import sys
 
@@ -50,3 +51,40 @@ def test_the_tui_first_frame_loads_no_engine_library_no_json_and_no_argparse() -
         [sys.executable, "-c", FIRST_FRAME_PROBE, *libraries], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "", f"loaded before the first frame: {done.stdout.strip()}"
+
+
+RENDER_PROBE = """
+import sys
+from wizard.cli.main import COMMAND_MODULES, main
+main(sys.argv[1:])
+print("loaded:", *sorted({*COMMAND_MODULES, "asyncio"} & set(sys.modules) - {"wizard.cli.examples"}))
+"""
+
+
+def test_render_loads_no_other_command_module() -> None:
+    """``render`` parses with its own declaration: serve, cluster, upgrade… (and asyncio) stay unloaded.
+
+    (``wizard.cli.examples``, light, names the choices of ``answers init --example``, declared beside render.)"""
+    example = "assets/examples/sle-micro-precompiled"
+    words = ["render", "--answers", f"{example}.answers.yaml", "--nodes", f"{example}.nodes.json", "-o", "images"]
+    done = subprocess.run([sys.executable, "-c", RENDER_PROBE, *words], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "loaded:"
+
+
+def test_each_command_parses_as_in_the_whole_parser() -> None:
+    """The parser built for one command (only its module loaded) declares it exactly as the whole parser does,
+    and :data:`COMMAND_MODULES` names every command some module declares."""
+    from wizard.cli.common import subparsers
+    from wizard.cli.main import ALL_MODULE_COMMANDS, OWN_COMMANDS, build_parser
+
+    def options(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
+        found = [(*a.option_strings, a.dest, str(a.choices), str(a.default)) for a in parser._actions]
+        for name, child in subparsers(parser).items():
+            found += [(name, *option) for option in options(child)]
+        return found
+
+    whole = subparsers(build_parser())
+    assert set(whole) == ALL_MODULE_COMMANDS | set(OWN_COMMANDS)
+    for name, command in whole.items():
+        alone = subparsers(build_parser(only=name))
+        assert options(alone[name]) == options(command), name

@@ -11,18 +11,12 @@ import sys
 from collections.abc import Sequence
 from types import SimpleNamespace
 
-TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
-"""The top-level options that take a value: a word after one of them is not a subcommand."""
+from wizard.cli.common import command_word
 
 
 def starts_the_tui(words: Sequence[str]) -> bool:
     """No subcommand and no --help/--version: the interactive wizard."""
-    previous = ""
-    for word in words:
-        if word in ("-h", "--help", "--version") or (not word.startswith("-") and previous not in TUI_VALUE_OPTIONS):
-            return False
-        previous = word
-    return True
+    return command_word(words) is None and not any(word in ("-h", "--help", "--version") for word in words)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

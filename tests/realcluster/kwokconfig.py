@@ -21,8 +21,8 @@ import json
 from pathlib import Path
 
 from tests.realcluster.build import Built
+from wizard.engine.operator_names import DRIVER_CONTAINER
 
-DRIVER_CONTAINER = "nvidia-driver-ctr"
 STOCK_CONTAINER = """      {{ range .spec.containers }}
       - image: {{ .image | Quote }}
         name: {{ .name | Quote }}

@@ -122,10 +122,6 @@ def register(sub: Any) -> None:
     registry_flags(mirror)
     mirror.set_defaults(handler=command(cmd_mirror))
 
-    render = sub.choices.get("render")
-    if render is not None:
-        cluster_options(render)
-
 
 async def cmd_discover(args: argparse.Namespace) -> int:
     """``gpu-wizard discover``."""

@@ -6,6 +6,7 @@ Exit codes: 0 done, 1 checks failed, 2 invalid input or an unusable cluster, 130
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -14,6 +15,21 @@ if TYPE_CHECKING:
     from wizard.engine.facts import ClusterFacts
 
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
+"""The top-level options that take a value: a word after one of them is not a subcommand."""
+
+
+def command_word(words: Sequence[str]) -> str | None:
+    """The subcommand ``words`` name (their first word that is neither an option nor a top-level option's value),
+    else None. :mod:`wizard.launch` starts the TUI without one; :mod:`wizard.cli.main` declares only its parser."""
+    previous = ""
+    for word in words:
+        if not word.startswith("-") and previous not in TUI_VALUE_OPTIONS:
+            return word
+        previous = word
+    return None
 
 
 class UsageError(Exception):

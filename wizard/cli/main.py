@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from wizard.bundled import DEFAULT_DEMO_SCENARIO
 from wizard.cli.common import (
@@ -20,16 +20,33 @@ from wizard.cli.common import (
     EXIT_OK,
     UsageError,
     check_tui_start,
+    command_word,
     load_nodelist,
     subparsers,
     version,
 )
 from wizard.engine.modes import Mode
 
-if TYPE_CHECKING:
-    pass
-
 OUTPUT_FORMATS = ("yaml", "json", "helm", "mirror", "images", "image-list", "hauler", "zarf")
+OWN_COMMANDS = ("render", "answers", "demo")
+"""The commands declared in this module (their implementations load when they run)."""
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "wizard.cli.serve": ("serve",),
+    "wizard.cli.cluster": ("discover", "apply", "verify", "rollback", "mirror"),
+    "wizard.cli.upgrade": ("upgrade", "check-kernel"),
+    "wizard.cli.doctor": ("doctor",),
+    "wizard.cli.drift": ("drift",),
+    "wizard.cli.bundle": ("support-bundle",),
+    "wizard.cli.gitops": ("bundle",),
+    "wizard.cli.cleanup": ("cleanup",),
+    "wizard.cli.examples": ("examples",),
+    "wizard.cli.completion": ("completion",),
+}
+"""Each module's ``register(sub)`` declares these commands, in this order (``gpu-wizard --help`` lists them so).
+Running one command loads only its own module: ``render`` none of them (issue 38: the CLI imported every
+command's module, ``asyncio`` included, before parsing). ``tests/test_cli_startup.py`` holds this map to
+what each module declares."""
+ALL_MODULE_COMMANDS = frozenset(command for declared in COMMAND_MODULES.values() for command in declared)
 
 
 class _VersionAction(argparse.Action):
@@ -138,8 +155,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return serve.main(args.demo_args)
 
 
-def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
-    """The argument parser for every subcommand (``commands=False``: the TUI's options only)."""
+def build_parser(*, commands: bool = True, only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand (``commands=False``: the TUI's options only).
+
+    ``only``: the command about to run; of the modules in :data:`COMMAND_MODULES` only the one declaring it is
+    loaded (none for this module's own commands). An unknown word gets every command (argparse lists them).
+    """
     parser = argparse.ArgumentParser(
         prog="gpu-wizard",
         description="Install the NVIDIA GPU Operator's driver, from node facts to a verified install.",
@@ -190,6 +211,9 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         ),
     )
     render.set_defaults(handler=cmd_render)
+    from wizard.cli.session import cluster_options
+
+    cluster_options(render)  # no --nodes: the nodes of this cluster
 
     answers = sub.add_parser("answers", help="work with answers files")
     answers_sub = answers.add_subparsers(dest="answers_command", metavar="ACTION", required=True)
@@ -203,11 +227,8 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
         choices=[m.value for m in Mode],
         help="the example's mode (default precompiled); on a cluster, this mode instead of the recommended one",
     )
-    from wizard.cli.session import cluster_options
-
     cluster_options(init)
     from wizard.cli.examples import example_names
-    from wizard.cli.examples import register as register_examples_command
 
     init.add_argument(
         "--example",
@@ -227,34 +248,16 @@ def build_parser(*, commands: bool = True) -> argparse.ArgumentParser:
     serve.add_argument("demo_args", nargs=argparse.REMAINDER, help="[--scenario NAME|FILE] [--port N] [--step-delay S]")
     serve.set_defaults(handler=cmd_demo)
 
-    from wizard.cli.serve import register as register_serve_command
+    import importlib
 
-    register_serve_command(sub)  # serve: the wizard in browsers, a demo cluster per session
-    from wizard.cli.cluster import register as register_cluster_commands
-
-    register_cluster_commands(sub)  # discover, apply, verify, rollback, mirror
-    from wizard.cli.upgrade import register as register_upgrade_commands
-
-    register_upgrade_commands(sub)  # upgrade, check-kernel
-    from wizard.cli.doctor import register as register_doctor_command
-
-    register_doctor_command(sub)  # doctor: the known install failures before apply
-    from wizard.cli.drift import register as register_drift_command
-
-    register_drift_command(sub)  # drift: the live cluster against its plan
-    from wizard.cli.bundle import register as register_bundle_command
-
-    register_bundle_command(sub)  # support-bundle
-    from wizard.cli.gitops import register as register_gitops_command
-
-    register_gitops_command(sub)  # bundle: the plan for Helm, helmfile, Argo CD or Flux
-    from wizard.cli.cleanup import register as register_cleanup_command
-
-    register_cleanup_command(sub)  # cleanup: what a killed run's host probe left
-    from wizard.cli.completion import register as register_completion_command
-
-    register_examples_command(sub)  # examples: the README's example files for installed users
-    register_completion_command(sub, build_parser)  # completion: bash, zsh and fish scripts from this parser
+    for name, declared in COMMAND_MODULES.items():
+        if only in OWN_COMMANDS or (only in ALL_MODULE_COMMANDS and only not in declared):
+            continue  # not the command that runs: its module stays unloaded
+        module = importlib.import_module(name)
+        if name == "wizard.cli.completion":
+            module.register(sub, build_parser)  # completion: bash, zsh and fish scripts from the whole parser
+        else:
+            module.register(sub)
     _verbose_everywhere(sub)
     return parser
 
@@ -298,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every line a command prints (argparse's errors echoing argv included) passes the control-character guard.
     sys.stdout, sys.stderr = PrintableStream(sys.stdout), PrintableStream(sys.stderr)  # type: ignore[assignment]
     try:
-        parser = build_parser()
+        parser = build_parser(only=command_word(words))
         args = parser.parse_args(words)
         handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
         if handler is None:  # the interactive wizard is started by wizard.launch, never from here

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
-import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -96,6 +94,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
     stopping there would leave it half-changed.
     """
     import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
+    import signal
 
     async def main() -> T:
         loop = asyncio.get_running_loop()
@@ -163,17 +162,21 @@ def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> C
     return run
 
 
-class _Warnings(logging.Handler):
-    """The engine's warnings (an insecure registry, a broken auth file) as ``gpu-wizard: warning:`` lines."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        sys.stderr.write(f"gpu-wizard: warning: {record.getMessage()}\n")  # the stream of the moment (tests swap it)
-
-
 def warnings_to_stderr() -> None:
+    """The engine's warnings (an insecure registry, a broken auth file) as ``gpu-wizard: warning:`` lines."""
+    import logging  # not at the top: declaring the cluster flags (render's too) loads no logging
+
+    class Warnings(logging.Handler):
+        to_stderr = True  # what a second call looks for (each call's class is its own)
+
+        def emit(self, record: logging.LogRecord) -> None:
+            sys.stderr.write(
+                f"gpu-wizard: warning: {record.getMessage()}\n"
+            )  # the stream of the moment (tests swap it)
+
     engine = logging.getLogger("wizard")
-    if not any(isinstance(h, _Warnings) for h in engine.handlers):
-        engine.addHandler(_Warnings(logging.WARNING))  # with a handler here, logging's last resort stays silent
+    if not any(getattr(h, "to_stderr", False) for h in engine.handlers):
+        engine.addHandler(Warnings(logging.WARNING))  # with a handler here, logging's last resort stays silent
 
 
 @contextlib.asynccontextmanager

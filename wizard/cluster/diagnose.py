@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.facts import LABEL_UPGRADE_STATE, NodeFacts
 from wizard.engine.failures import Evidence, Finding, last_lines, match
+from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR, MANAGER_CONTAINER, VALIDATOR_SELECTOR
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable, shell_command
 
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from wizard.cluster.proving import Connected
     from wizard.engine.plan import Plan
 
-MANAGER_CONTAINER = "k8s-driver-manager"
-VALIDATOR_SELECTOR = "app=nvidia-operator-validator"
 TAIL_LINES = 200
 REPRESENTATIVES = 3
 """Pods per group whose logs and events are read (the group's other nodes share its state)."""

@@ -48,7 +48,6 @@ from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, 
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
 from wizard.cluster.registry_routing import cluster_registry_options, routed_client
-from wizard.cluster.verify import VerifyContext
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.hostdoctor import DoctorTarget, HostState
 from wizard.engine.operator_install import OperatorInstall
@@ -506,9 +505,3 @@ class Cluster:
         in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
         """
         return support.collect_cluster(self, plan, about=about)
-
-    async def _verify_context(
-        self, plan: Plan, rendered: Rendered | None, *, registry: RegistryClient | None, timeout: float
-    ) -> VerifyContext:
-        """Everything the node checks share (:func:`wizard.cluster.proving.verify_context`)."""
-        return await proving.verify_context(self, plan, rendered, registry=registry, timeout=timeout)

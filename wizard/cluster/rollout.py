@@ -46,6 +46,7 @@ from wizard.cluster.rollout_verdict import HOST_DRIVER_FOUND, DaemonSetStatus, P
 from wizard.cluster.watchcache import WatchCache
 from wizard.engine import steps
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
+from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
 from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
@@ -53,8 +54,6 @@ from wizard.engine.upgradestates import duration_text, stuck_nodes
 if TYPE_CHECKING:
     from wizard.cluster.proving import Connected
 
-DRIVER_SELECTOR = "app.kubernetes.io/component=nvidia-driver"
-DRIVER_CONTAINER = "nvidia-driver-ctr"
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
 QUIET_S = 3.0

@@ -30,8 +30,8 @@ from wizard.cluster.diagnose import diagnose, failing_pod
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, POLICY
-from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.facts import NodeFacts
+from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 
 if TYPE_CHECKING:
     from wizard.cluster.proving import Connected

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from wizard.cluster.preflight import POLICY, active_policy
+from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.ownership import Ownership, ownership_of
 from wizard.engine.render import Rendered, render
 from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_in_progress, upgrade_target, workloads_by_node
@@ -114,8 +115,6 @@ async def prepare_upgrade(
 
 async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str]:
     """``node -> why its driver container does not run`` (waiting reason, last exit code, image, where to look)."""
-    from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
-
     found: dict[str, str] = {}
     for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
         node = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -135,8 +134,6 @@ async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str
 
 async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
     """``node -> (image, waiting reason)`` of the driver container of every driver pod (the driver DaemonSets)."""
-    from wizard.cluster.rollout import DRIVER_CONTAINER, DRIVER_SELECTOR
-
     found: dict[str, tuple[str, str]] = {}
     for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
         node = str((pod.get("spec") or {}).get("nodeName") or "")

@@ -40,11 +40,11 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import HostRun, run_on_hosts
 from wizard.cluster.operator_status import DEFAULT_DROP_IN, live_paths, plan_held, policy_checks
 from wizard.cluster.probe import Leftover
-from wizard.cluster.rollout import DRIVER_SELECTOR
 from wizard.cluster.slices import Slices
 from wizard.cluster.verify_context import DriverPod, VerifyContext
 from wizard.cluster.verify_node import Emit, Item, NodeRun
 from wizard.engine.facts import NodeFacts
+from wizard.engine.operator_names import DRIVER_SELECTOR
 from wizard.engine.results import Check, Status
 
 __all__ = [

@@ -16,8 +16,8 @@ from typing import Any
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.hostprobe import HostRun, host_findmnt
 from wizard.cluster.probe import Leftover
-from wizard.cluster.rollout import DRIVER_CONTAINER
 from wizard.engine.nodescript import Step
+from wizard.engine.operator_names import DRIVER_CONTAINER
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check
 from wizard.registry.client import TagStatus

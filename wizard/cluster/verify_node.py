@@ -15,12 +15,12 @@ from typing import Any
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import truncation_check
 from wizard.cluster.probe import Shell
-from wizard.cluster.rollout import DRIVER_CONTAINER
 from wizard.cluster.verify_context import VerifyContext
 from wizard.engine import nvsmi
 from wizard.engine.facts import NodeFacts
 from wizard.engine.leftovers import stray_pod_hint
 from wizard.engine.nodescript import Step, StepResult, drop_in_finding, mount_finding
+from wizard.engine.operator_names import DRIVER_CONTAINER
 from wizard.engine.results import Check, LogLine, Status
 
 Item = Check | LogLine

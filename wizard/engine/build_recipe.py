@@ -21,7 +21,7 @@ from ruamel.yaml.error import YAMLError
 from wizard.bundled import asset_text
 from wizard.engine.catalog import branch_of
 from wizard.engine.defaults import is_public_registry
-from wizard.engine.naming import image_tag, precompiled_image
+from wizard.engine.naming import image_path, precompiled_tag
 from wizard.engine.textsafe import shell_command
 
 __all__ = ["BuildRecipe", "DriverContainer", "driver_container", "kernel_flavor", "recipe_for", "recipe_lines"]
@@ -161,7 +161,7 @@ def recipe_for(
         make_target=f"{facts.target_prefix}{os_tag}-{shown}",
         make_variables=variables,
         # the operator's own naming with driver.version = the branch: the tag the image must carry
-        image=f"{repository}/{image}:{image_tag(precompiled_image('r.invalid', image, branch, kernel, os_tag))}",
+        image=image_path(repository, image, precompiled_tag(branch, kernel, os_tag)),
         kernel_packages=tuple(p.format(**values) for p in facts.kernel_packages),
         notes=tuple(notes),
     )

@@ -67,7 +67,11 @@ class CatalogEntry(BaseModel):
     @property
     def tag(self) -> str:
         """``<driver>-<kernel>-<os>``, the precompiled image tag."""
-        return f"{self.driver}-{self.kernel}-{self.os}"
+        from wizard.engine.naming import (
+            precompiled_tag,
+        )  # not at the top: naming loads the release rules, which the catalog needs not
+
+        return precompiled_tag(self.driver, self.kernel, self.os)
 
     @property
     def branch(self) -> str:
@@ -190,7 +194,9 @@ def support_request(
     kernel, tag_os = uname_r.strip(), os_tag.strip()
     version = driver_version.strip()
     branch = branch_of(version)
-    wanted = f"{version}-{kernel}-{tag_os}"
+    from wizard.engine.naming import precompiled_tag
+
+    wanted = precompiled_tag(version, kernel, tag_os)
     status = tuple_status(version, kernel, tag_os)
     known = [e for e in catalog_entries() if e.os == tag_os]
     if known:

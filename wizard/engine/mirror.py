@@ -29,7 +29,7 @@ from wizard.engine.facts import (
     ClusterFacts,
     NodeFacts,
 )
-from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image
+from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image, precompiled_tag, upstream_tag
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.operand_images import OperandImage
 from wizard.engine.plan import Mode, Plan
@@ -152,7 +152,10 @@ def _node_image(plan: Plan, node: NodeFacts, tag_os: str) -> str:
     try:
         return driver_image(precompiled=plan.precompiled, kernel=node.kernel, tag_os=tag_os, **fields)
     except ValueError:
-        base = f"{driver.version}-{node.kernel}-{tag_os}" if plan.precompiled else f"{driver.version}-{tag_os}"
+        if plan.precompiled:
+            base = precompiled_tag(driver.version, node.kernel, tag_os)
+        else:
+            base = upstream_tag(driver.version, tag_os)
         raise _bad_tag(node, base) from None
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
+from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET
 from wizard.engine.releases import Release as Release  # re-exported: where naming's callers have always found it
 from wizard.engine.releases import nearest_rules
 
 DIGEST_PREFIX = "sha256:"
-COMMON_DRIVER_DAEMONSET = "nvidia-driver-daemonset"
 #: Kubernetes' DNS-1123 label limit, which the operator cuts NVIDIADriver DaemonSet names to.
 DNS_LABEL_MAX = 63
 # k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3, so no words.
@@ -87,12 +87,22 @@ def image_path(repository: str, image: str, version: str) -> str:
     return f"{repository}/{image}:{version}"
 
 
+def precompiled_tag(version: str, kernel: str, tag_os: str) -> str:
+    """The tag of a precompiled driver image: ``<version>-<kernel>-<osTag>``, kernel unsanitised."""
+    return f"{version}-{kernel}-{tag_os}"
+
+
+def upstream_tag(version: str, tag_os: str) -> str:
+    """The tag of a driver image compiled on the node: ``<version>-<osTag>``."""
+    return f"{version}-{tag_os}"
+
+
 def upstream_image(repository: str, image: str, version: str, tag_os: str) -> str:
     """The image compiled on the node: ``<repo>/<image>:<version>-<osTag>``; a digest gets no suffix."""
     base = image_path(repository, image, version)
     if DIGEST_PREFIX in base:
         return _checked(base)
-    return _checked(f"{base}-{tag_os}")
+    return _checked(upstream_tag(base, tag_os))  # the tag's suffix on the whole reference (an image given whole)
 
 
 def precompiled_image(repository: str, image: str, version: str, kernel: str, tag_os: str) -> str:
@@ -100,7 +110,7 @@ def precompiled_image(repository: str, image: str, version: str, kernel: str, ta
     base = image_path(repository, image, version)
     if DIGEST_PREFIX in base:  # in version, or in an image given whole
         raise ValueError("specifying image digest is not supported when precompiled is enabled")
-    return _checked(f"{base}-{kernel}-{tag_os}")
+    return _checked(precompiled_tag(base, kernel, tag_os))  # as upstream_image's suffix
 
 
 def _checked(reference: str) -> str:

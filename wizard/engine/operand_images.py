@@ -20,6 +20,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.engine import releases
+from wizard.engine.naming import image_path
 from wizard.engine.plan import Plan
 from wizard.engine.releases import ChartImage
 
@@ -93,6 +94,11 @@ def operator_registry(operator_image: str, release: str) -> str:
     return "" if registry.split("/", 1)[0] == chart_host else registry
 
 
+def chart_reference(image: ChartImage) -> str:
+    """A chart image's ``repository/image:version`` (as the release's chart values name it)."""
+    return image_path(image.repository, image.image, image.version)
+
+
 def _lookup(tree: Mapping[str, Any], path: str) -> Any:
     node: Any = tree
     for key in path.split("."):
@@ -113,7 +119,7 @@ def _switched_on(path: str, spec: Mapping[str, Any], values: Mapping[str, Any]) 
 def release_images(bundle: str) -> list[str]:
     """Every distinct image the release's chart names, sorted: the operator's own image list for the release
     (the driver at the chart's default version, without an OS suffix)."""
-    return sorted({image.reference for image in releases.rules(bundle).images})
+    return sorted({chart_reference(image) for image in releases.rules(bundle).images})
 
 
 def operand_images(plan: Plan, policy_spec: Mapping[str, Any]) -> list[OperandImage]:
@@ -128,8 +134,8 @@ def operand_images(plan: Plan, policy_spec: Mapping[str, Any]) -> list[OperandIm
             continue
         if not all(_switched_on(path, policy_spec, values) for path in image.enabled):
             continue
-        target = f"{private_repository(image.repository, registry)}/{image.image}:{image.version}"
-        components, _ = by_reference.setdefault(target, ([], image.reference))
+        target = image_path(private_repository(image.repository, registry), image.image, image.version)
+        components, _ = by_reference.setdefault(target, ([], chart_reference(image)))
         components.append(image.component)
     return [OperandImage(tuple(c), reference, source) for reference, (c, source) in by_reference.items()]
 

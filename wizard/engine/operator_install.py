@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.bundled import operator_values
+from wizard.engine.naming import image_path
 from wizard.engine.ownership import HELM_CHART
 from wizard.engine.releases import bundle_of, rules
 from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
@@ -76,7 +77,7 @@ def operator_image(release: str, values: dict[str, Any] | None = None) -> str:
         raise KeyError(f"{release} is not a release gpu-wizard knows")
     chart = operator_values(bundle)["operator"]
     section = {**chart, **((values or {}).get("operator") or {})}
-    return f"{section['repository']}/{section['image']}:{section.get('version') or release}"
+    return image_path(section["repository"], section["image"], section.get("version") or release)
 
 
 @dataclass(frozen=True)

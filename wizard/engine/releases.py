@@ -144,11 +144,6 @@ class ChartImage(_Model):
     image: _ImageName
     version: _Tag
 
-    @property
-    def reference(self) -> str:
-        """``repository/image:version``."""
-        return f"{self.repository}/{self.image}:{self.version}"
-
 
 class ReleaseRules(_Model):
     """One release's ``release.yaml`` (the demo-only keys are read by the demo and ignored here)."""
