@@ -17,13 +17,11 @@ from typing import Any
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError, load_nodelist
 from wizard.cli.images import registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
-from wizard.engine.gitops import DEPLOYERS
+from wizard.engine.deployers import CHART_HELP, DEPLOYERS
 
 
 def register(sub: Any) -> None:
     """Add ``bundle`` to ``gpu-wizard``'s subparsers (called by :mod:`wizard.cli.main`)."""
-    from wizard.engine.operator_install import CHART_HELP
-
     bundle = sub.add_parser(
         "bundle",
         help="write the plan as a Helm, helmfile, Argo CD or Flux bundle (values, manifests, image lists, checksums)",

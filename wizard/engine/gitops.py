@@ -17,12 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.engine import image_lists
+from wizard.engine.deployers import DEPLOYERS
 from wizard.engine.operator_install import OperatorInstall, operator_install
 from wizard.engine.render import Rendered, crd_errors, to_yaml
 from wizard.engine.textsafe import printable, shell_command
-
-DEPLOYERS = ("helm", "helmfile", "argocd", "flux")
-"""The formats ``gpu-wizard bundle --deployer`` writes."""
 
 VALUES_FILE = "values.yaml"
 DRIVERS_FILE = "nvidiadrivers.yaml"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.bundled import operator_values
+from wizard.engine.deployers import CHART_HELP
 from wizard.engine.naming import image_path
 from wizard.engine.ownership import HELM_CHART
 from wizard.engine.releases import bundle_of, rules
@@ -28,7 +29,6 @@ RELEASE_NAME = "gpu-operator"
 
 _OCI_RE = re.compile(r"^oci://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._-]+)+(:[A-Za-z0-9._-]{1,128})?$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/~+-]{1,1024}$")
-CHART_HELP = "a local chart folder, a packaged chart (.tgz) or an oci:// reference"
 
 
 @dataclass(frozen=True)
