@@ -62,7 +62,8 @@ def object_key(body: dict[str, Any]) -> str:
 
 def changes(prepared: Any) -> list[str]:
     """``create ClusterPolicy/cluster-policy`` / ``update …`` / ``unchanged …`` per object of an ApplyPlan
-    (``unchanged``: the diff against the live objects has no part for it)."""
+    (``unchanged``: the diff against the live objects has no part for it), then ``label Node/…`` per node the
+    apply keeps out of the driver rollout."""
     live = getattr(prepared, "live", {}) or {}
     headers = {
         line.strip() for line in str(getattr(prepared, "diff", "") or "").splitlines() if line.startswith("--- ")
@@ -72,6 +73,8 @@ def changes(prepared: Any) -> list[str]:
         key = object_key(body)
         word = "create" if not live.get(key) else ("update" if f"--- live/{key}" in headers else "unchanged")
         out.append(f"{word} {key}")
+    for node in sorted(getattr(prepared, "node_labels", {}) or {}):  # kept out of the driver rollout
+        out.append(f"label Node/{node} nvidia.com/gpu.deploy.driver=false")
     return out
 
 

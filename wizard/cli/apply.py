@@ -161,6 +161,10 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     # with -o json stdout carries only JSON (the rollout's progress lines): the diff is for the person
     (sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout).write(prepared.diff)
     sys.stderr.write(images_text(rendered))
+    from wizard.engine.exclusion import describe
+
+    for line in describe(prepared.node_labels):  # said before the question: the apply writes these labels too
+        sys.stderr.write(f"{line}\n")
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK
