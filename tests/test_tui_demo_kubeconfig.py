@@ -46,5 +46,5 @@ async def test_the_demo_dropdown_shows_the_connected_servers_scenario(
         await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 30, "preflight")
         await wait_for(pilot, lambda: bool(app.screen.query("#scenario")), 10, "the Demo dropdown")
         await pilot.pause(0.2)
-        assert app.state.info.demo_scenario == "nouveau-loaded"
+        assert app.state.info is not None and app.state.info.demo_scenario == "nouveau-loaded"
         assert app.screen.query_one("#scenario", Select).value == "nouveau-loaded"
