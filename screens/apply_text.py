@@ -63,7 +63,8 @@ def object_key(body: dict[str, Any]) -> str:
 def changes(prepared: Any) -> list[str]:
     """``create ClusterPolicy/cluster-policy`` / ``update …`` / ``unchanged …`` per object of an ApplyPlan
     (``unchanged``: the diff against the live objects has no part for it), then ``delete DaemonSet …, left by the
-    operator when …`` per leftover driver DaemonSet the apply deletes."""
+    operator when …`` per leftover driver DaemonSet the apply deletes, then ``label Node/…`` per node the apply
+    keeps out of the driver rollout."""
     live = getattr(prepared, "live", {}) or {}
     headers = {
         line.strip() for line in str(getattr(prepared, "diff", "") or "").splitlines() if line.startswith("--- ")
@@ -75,6 +76,8 @@ def changes(prepared: Any) -> list[str]:
         out.append(f"{word} {key}")
     # the driver DaemonSets the operator leaves behind for this plan: the apply deletes them
     out += list(getattr(prepared, "deletions", []) or [])
+    for node in sorted(getattr(prepared, "node_labels", {}) or {}):  # kept out of the driver rollout
+        out.append(f"label Node/{node} nvidia.com/gpu.deploy.driver=false")
     return out
 
 

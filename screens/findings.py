@@ -217,10 +217,13 @@ def doctor_target(state: WizardState) -> DoctorTarget:
     toolkit = state.get("toolkit.installDir") or (
         facts.recommend_toolkit_dir().value if facts is not None else DEFAULT_TOOLKIT_INSTALL_DIR
     )
+    excluded = frozenset(str(name) for name in state.get("driver.excludeNodes") or [])  # kept out of the rollout
     try:
-        return DoctorTarget(Mode(mode or Mode.PRECOMPILED.value), release=str(release), toolkit_dir=str(toolkit))
+        chosen = Mode(mode or Mode.PRECOMPILED.value)
     except ValueError:
-        return DoctorTarget(Mode.PRECOMPILED)
+        chosen = Mode.PRECOMPILED
+    excluded = excluded if chosen is not Mode.PREINSTALLED else frozenset()
+    return DoctorTarget(chosen, release=str(release), toolkit_dir=str(toolkit), excluded=excluded)
 
 
 def host_groups(state: WizardState) -> list[FindingGroup]:

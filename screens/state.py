@@ -140,6 +140,9 @@ class WizardState:
     rendered: Any = None
     """``wizard.engine.render.Rendered`` of the current plan and facts."""
     images: list[Any] = field(default_factory=list)
+    precompiled_tags: list[str] | None = None
+    """The tags the pull registry's driver repository holds, once read (None: not read): Mode's recommendation
+    takes them (``ClusterFacts.recommend_mode``, as ``answers init`` does)."""
     registry_versions: list[str] | None = None
     """Upstream versions the pull registry holds for every node OS, once the Driver step read them (None: not read):
     a version suggested anywhere comes from these."""

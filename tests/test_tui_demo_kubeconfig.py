@@ -28,3 +28,23 @@ async def test_driver_step_checks_images_in_the_demo_registry(tui_env: Path, dem
         (status,) = app.state.images
         assert status.target.state == "present" and status.target.digest == SLE_DIGEST
         assert "present in target" in screen_text(app)
+
+
+async def test_the_demo_dropdown_shows_the_connected_servers_scenario(
+    tui_env: Path, demo_cluster: ClusterFactory
+) -> None:
+    """Defect 15: connected to a `gpu-wizard demo serve` of another scenario, Connect's Demo dropdown showed the
+    default sle-micro-precompiled. The demo's kubeconfig marker names its scenario."""
+    from textual.widgets import Select
+
+    from wizard.cluster.kubeconfig import demo_scenario
+
+    demo = demo_cluster("nouveau-loaded")
+    assert demo_scenario(str(demo.kubeconfig_path), "gpu-wizard-demo") == "nouveau-loaded"
+    app = WizardApp(kubeconfig=str(demo.kubeconfig_path), report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 30, "preflight")
+        await wait_for(pilot, lambda: bool(app.screen.query("#scenario")), 10, "the Demo dropdown")
+        await pilot.pause(0.2)
+        assert app.state.info is not None and app.state.info.demo_scenario == "nouveau-loaded"
+        assert app.screen.query_one("#scenario", Select).value == "nouveau-loaded"

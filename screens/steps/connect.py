@@ -8,6 +8,7 @@ When no cluster is reachable the built-in demo cluster is offered right here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from functools import partial
 from typing import Any
 
@@ -16,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Label, Select, Static
+from textual.widgets.select import InvalidSelectValueError
 from textual.worker import Worker
 
 from screens import resume
@@ -149,8 +151,21 @@ class ConnectStep(StepScreen):
         if pending is not None and self.query(f"#{select_id}"):
             self._put_select("", select_id, *pending)
 
+    def _connected_scenario(self) -> str:
+        """The scenario of the demo server connected to (its kubeconfig marker names it), "" for none."""
+        info = self.state.info
+        return info.demo_scenario if info is not None and info.demo else ""
+
+    def _show_demo_scenario(self) -> None:
+        """The Demo dropdown shows the scenario of the demo server connected to, not the default (defect 15)."""
+        scenario = self._connected_scenario()
+        for select in self.query("#scenario").results(Select):
+            if scenario and select.is_mounted:
+                with contextlib.suppress(InvalidSelectValueError):  # a scenario this install does not ship
+                    select.value = scenario
+
     def _show_scenarios(self, names: list[str]) -> None:
-        preferred = self.state.demo or DEFAULT_DEMO_SCENARIO
+        preferred = self._connected_scenario() or self.state.demo or DEFAULT_DEMO_SCENARIO
         current = preferred if preferred in names else names[0]
         if self.query("#scenario"):
             self._put_select("", "scenario", names, current, "demo scenario")
@@ -310,6 +325,7 @@ class ConnectStep(StepScreen):
         self.query_one("#server", Static).update(f"{server}{version}")
         self.query_one(TopBar).show_cluster(self.wizard.cluster_label(), state.is_demo)
         self._refresh_contexts("choose a context")
+        self._show_demo_scenario()
         self._error_text("")
         checks = self.query_one("#preflight", CheckList)
         if running or state.preflight is None:

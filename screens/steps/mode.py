@@ -96,7 +96,10 @@ class ModeStep(FormStep):
         if ((live.get("spec") or {}).get("driver") or {}).get("enabled") is False:
             return "preinstalled", "the live ClusterPolicy sets driver.enabled=false: the hosts' own driver is in use"
         booting = [name for name, host in self.state.host_states.items() if getattr(host, "secure_boot", False)]
-        rec = facts.recommend_mode(self.state.host_drivers, booting)
+        release = str(self.state.get("operator.version") or self._detected_release() or "")
+        rec = facts.recommend_mode(
+            self.state.host_drivers, booting, precompiled_tags=self.state.precompiled_tags, operator_release=release
+        )
         return rec.value, rec.reason
 
     def _host_driver_unknown(self) -> bool:

@@ -114,6 +114,7 @@ class NodesStep(StepScreen):
     #host-findings { height: auto; }
     #host-note { width: 1fr; color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     #override { display: none; margin-right: 1; }
+    #exclude-consumer { display: none; height: 1; }
     """
 
     def compose_body(self) -> ComposeResult:
@@ -128,6 +129,8 @@ class NodesStep(StepScreen):
         # each finding with its fix, wrapped and scrolled (a Tab stop): Next waits on them, so they are read here
         with VerticalScroll(id="host-scroll"):
             yield Static("", id="host-findings")
+        # GeForce/TITAN nodes (licence finding): keep them out of the driver rollout, applied with the plan
+        yield Tick("", id="exclude-consumer", compact=True)
         with Horizontal(id="host-row"):
             yield Static(self._host_summary() or HOST_NOTE, id="host-note")
             yield Tick("continue anyway", id="override", compact=True)
@@ -146,6 +149,7 @@ class NodesStep(StepScreen):
         self._fill: Worker[None] | None = None
         self._show_host_findings()
         self.sync_override()
+        self._sync_consumer()
         self._show_live_findings()
         if self.state.nodes:
             self.redraw()
@@ -224,6 +228,7 @@ class NodesStep(StepScreen):
         The rows are worked out in a thread and handed to the :class:`RowTable` in one go: it draws
         only the rows on screen (``DataTable`` measured all 5,000 and held the loop for over a second).
         """
+        self._sync_consumer()
         table = self.query_one(RowTable)
         if self._filling is None:  # a fill in progress: keep the node it was going to select
             self._filling = self._selected_node(table)
@@ -248,6 +253,39 @@ class NodesStep(StepScreen):
         if selected is not None and selected in self.state.nodes:
             with contextlib.suppress(Exception):  # the node left the table meanwhile
                 table.move_cursor(row=table.get_row_index(selected))
+
+    def _sync_consumer(self) -> None:
+        """The GeForce/TITAN tick: shown when such nodes are known, ticked while the answers keep them all out."""
+        from wizard.engine.exclusion import consumer_nodes
+
+        facts = self.state.facts
+        consumer = sorted(consumer_nodes(facts.gpu_nodes)) if facts is not None else []
+        tick = self.query_one("#exclude-consumer", Tick)
+        tick.display = bool(consumer)
+        if not consumer:
+            return
+        excluded = set(self.state.get("driver.excludeNodes") or [])
+        names = ", ".join(consumer[:2]) + (f" +{len(consumer) - 2}" if len(consumer) > 2 else "")
+        tick.label = f"keep {names} (GeForce/TITAN) out of the driver rollout"
+        with tick.prevent(Tick.Changed):
+            tick.value = set(consumer) <= excluded
+
+    @on(Tick.Changed, "#exclude-consumer")
+    def _exclude_consumer(self, event: Tick.Changed) -> None:
+        """Keep (or stop keeping) the GeForce/TITAN nodes out of the driver rollout: ``driver.excludeNodes``."""
+        from wizard.engine.exclusion import consumer_nodes
+
+        event.stop()
+        facts = self.state.facts
+        if facts is None:
+            return
+        consumer = set(consumer_nodes(facts.gpu_nodes))
+        excluded = set(self.state.get("driver.excludeNodes") or [])
+        chosen = excluded | consumer if event.value else excluded - consumer
+        self.state.set("driver.excludeNodes", sorted(chosen))
+        self._show_host_findings()  # no fix is offered for a node the driver never reaches
+        self.sync_override()
+        self.refresh_nav()
 
     @on(Button.Pressed, "#host-check")
     def _check_hosts(self, event: Button.Pressed) -> None:

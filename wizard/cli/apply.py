@@ -164,6 +164,10 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     for deletion in prepared.deletions:  # what the operator leaves behind for this plan: deleted with the apply
         person.write(f"- {deletion}\n")
     sys.stderr.write(images_text(rendered))
+    from wizard.engine.exclusion import describe
+
+    for line in describe(prepared.node_labels):  # said before the question: the apply writes these labels too
+        sys.stderr.write(f"{line}\n")
     if args.dry_run:
         sys.stderr.write("dry run: the server accepted the change (dryRun=All, strict fields); nothing applied\n")
         return EXIT_OK

@@ -3,7 +3,8 @@
 :func:`~wizard.cluster.apply_preview.prepare_apply` (the preview, in its own module) validates locally
 against the release's CRD and on the server (server-side apply with ``dryRun=All`` and
 ``fieldValidation=Strict``), and diffs the server's answer against the live objects. :func:`apply` writes a backup of the live objects (0600, re-appliable YAML)
-before touching anything, then applies. A connection that drops mid-apply is resolved by
+before touching anything, then applies (and labels the nodes the plan keeps out of the driver rollout,
+their labels before kept in the backup). A connection that drops mid-apply is resolved by
 re-reading: every object either holds what was applied or, after a rollback from the backup, what
 it held before; the result says which. An interrupt does not cut the writes in half (see
 :mod:`wizard.cluster.interrupts`). After the objects, the driver DaemonSets the operator leaves behind for
@@ -35,6 +36,7 @@ from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, Tim
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
 from wizard.cluster.interrupts import run_to_end
 from wizard.cluster.restore import read_object, restore
+from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED
 from wizard.retry import APPLY, Retryable, retrying
 
 
@@ -131,6 +133,7 @@ async def apply(gateway: Gateway, prepared: ApplyPlan, *, backup_dir: str | Path
         server=gateway.server,
         objects=[*(obj for obj in current.values() if obj is not None), *leftovers],
         created=created,
+        node_labels=dict(prepared.node_labels),
     )
     phase = _write_phase(gateway, prepared, refs, backup, Path(backup_dir), leftovers)
     result, interrupted = await run_to_end(phase)
@@ -209,12 +212,33 @@ async def _write_phase(
                 message=f"apply failed ({failure}); rolled back, the cluster is unchanged{late}",
             )
         done.append(ref)
+    for node in sorted(prepared.node_labels):  # after the objects: a failed object leaves no node relabelled
+        try:
+            await gateway.patch_node_labels(node, {DRIVER_DEPLOY_LABEL: EXCLUDED})
+        except ClusterError as exc:
+            undo = {r.key for r in done} | {f"Node/{n}" for n in prepared.node_labels}
+            try:
+                await restore(gateway, backup, only=undo)
+            except ClusterError:
+                raise ClusterError(
+                    f"apply failed (labelling node {node}: {exc.message}) and the rollback could not confirm the "
+                    f"old state; the backup is {path}",
+                    f"run: {rollback_command(path)}",
+                ) from None
+            return ApplyResult(
+                "unchanged",
+                path,
+                [r.key for r in refs],
+                message=f"apply failed (labelling node {node}: {exc.message}); rolled back, the cluster is unchanged",
+            )
     managers = sorted({prepared.managers.get(r.key, FIELD_MANAGER) for r in refs})
     message = f"applied {', '.join(r.key for r in refs)} (field manager {', '.join(managers)})"
     reasons = {u.name: u.reason for u in prepared.leftovers}
     for key in deleted:
         name = key.rsplit("/", 1)[-1]
         message += f"; deleted DaemonSet {key.removeprefix('DaemonSet/')}, {reasons.get(name, 'left behind')}"
+    if prepared.node_labels:
+        message += f"; labelled {DRIVER_DEPLOY_LABEL}={EXCLUDED} on {', '.join(sorted(prepared.node_labels))}"
     return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message, deleted)
 
 

@@ -25,6 +25,7 @@ from wizard.cluster.errors import ApiError
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
 from wizard.cluster.leftover_sets import find_left_behind
 from wizard.cluster.preflight import POLICY, active_policy
+from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, label_changes, label_diff
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, crd_errors, owned_paths, to_yaml
@@ -70,6 +71,9 @@ class ApplyPlan:
     """Driver DaemonSets the operator leaves behind for this plan: the apply deletes them after the policy's write."""
     leftover_objects: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Their live objects by name, as the preview read them (the backup keeps them)."""
+    node_labels: dict[str, str | None] = field(default_factory=dict)
+    """Nodes kept out of the driver rollout that the apply labels ``nvidia.com/gpu.deploy.driver=false``, each with
+    its value before (None: absent), which the backup keeps and a rollback puts back."""
 
     @property
     def ok(self) -> bool:
@@ -217,6 +221,8 @@ async def prepare_apply(
         dry_run[ref.key] = answer
         only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
         diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
+    node_labels = await _excluded_nodes(gateway, plan, errors)
+    diffs.append(label_diff(node_labels))
     driver_spec = (body.get("spec") or {}).get("driver") or {}
     leftovers: list[Unwanted] = []
     leftover_objects: dict[str, dict[str, Any]] = {}
@@ -238,7 +244,22 @@ async def prepare_apply(
         namespace=namespace,
         leftovers=leftovers,
         leftover_objects=leftover_objects,
+        node_labels=node_labels,
     )
+
+
+async def _excluded_nodes(gateway: Gateway, plan: Plan, errors: list[str]) -> dict[str, str | None]:
+    """The excluded nodes the apply still has to label, each with its label value now; a missing node is an error."""
+    if not plan.driver_enabled:
+        return {}
+    current: dict[str, str | None] = {}
+    for name in plan.driver.excludeNodes:
+        node = await gateway.read_node(name)
+        if node is None:
+            errors.append(f"driver.excludeNodes: node {name} is not in the cluster")
+            continue
+        current[name] = ((node.get("metadata") or {}).get("labels") or {}).get(DRIVER_DEPLOY_LABEL)
+    return label_changes(plan.driver.excludeNodes, current)
 
 
 def install_preview(rendered: Rendered) -> ApplyPlan:

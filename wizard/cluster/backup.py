@@ -9,7 +9,8 @@ A backup is read as untrusted input (a rollback replaces cluster objects with wh
 :data:`wizard.bounded_read.BACKUP` (1 MiB of UTF-8, no YAML anchors or aliases, which the writer never
 makes, nesting bounded), and only the two kinds gpu-wizard manages, each with a name, plus the driver
 DaemonSets an apply deleted because the operator had left them behind (:mod:`wizard.engine.leftovers`):
-``apps/v1`` DaemonSets in a namespace, labelled as the driver component, which a rollback re-creates.
+``apps/v1`` DaemonSets in a namespace, labelled as the driver component, which a rollback re-creates; and, in the
+header, the ``nvidia.com/gpu.deploy.driver`` value each node had before the apply kept it out of the driver rollout.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class Backup:
     objects: list[dict[str, Any]]
     created: list[ObjectRef] = field(default_factory=list)
     written_at: str = ""
+    node_labels: dict[str, str | None] = field(default_factory=dict)
+    """Node -> its ``nvidia.com/gpu.deploy.driver`` value before the apply relabelled it (None: absent)."""
 
 
 def _yaml() -> YAML:
@@ -134,6 +137,8 @@ def render_backup(backup: Backup) -> str:
         "writtenAt": backup.written_at,
         "created": [ref.as_list() for ref in backup.created],
     }
+    if backup.node_labels:
+        meta["nodeLabels"] = dict(sorted(backup.node_labels.items()))
     lines = [
         f"# gpu-wizard backup of the GPU Operator custom resources, {backup.written_at}",
         f"# context {backup.context} ({backup.server}); restore with: gpu-wizard rollback --backup THIS_FILE",
@@ -200,6 +205,7 @@ def read_backup(path: Path) -> Backup:
     if not isinstance(meta, dict):
         raise ClusterError(f"{path}: damaged backup (the {HEADER_KEY.strip()} line is not a JSON object)")
     created = [_ref(item, path) for item in _list(meta.get("created"), path)]
+    node_labels = _node_labels(meta.get("nodeLabels"), path)
     for doc in docs:
         if not isinstance(doc, dict) or not isinstance(doc.get("metadata"), dict):
             raise ClusterError(f"{path}: damaged backup (a document is not a Kubernetes object)")
@@ -209,8 +215,32 @@ def read_backup(path: Path) -> Backup:
         ref = _ref([doc.get("apiVersion"), doc.get("kind"), doc["metadata"].get("name")], path)
         doc["apiVersion"], doc["kind"], doc["metadata"]["name"] = ref.as_list()
     return Backup(
-        str(meta.get("context") or ""), str(meta.get("server") or ""), docs, created, str(meta.get("writtenAt") or "")
+        str(meta.get("context") or ""),
+        str(meta.get("server") or ""),
+        docs,
+        created,
+        str(meta.get("writtenAt") or ""),
+        node_labels,
     )
+
+
+_LABEL_VALUE = re.compile(r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?")
+
+
+def _node_labels(value: Any, path: Path) -> dict[str, str | None]:
+    """The node label values a backup records: node names and label values by Kubernetes' grammars only."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ClusterError(f"{path}: damaged backup (nodeLabels is not a mapping)")
+    out: dict[str, str | None] = {}
+    for node, before in value.items():
+        if not (isinstance(node, str) and len(node) <= 253 and _NAME.fullmatch(node)):
+            raise ClusterError(f"{path}: refused: node name {node!r} is not a DNS subdomain name")
+        if before is not None and not (isinstance(before, str) and _LABEL_VALUE.fullmatch(before)):
+            raise ClusterError(f"{path}: refused: node {node}'s label value {before!r} is not a label value")
+        out[node] = before
+    return out
 
 
 def _list(value: Any, path: Path) -> list[Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from wizard import collector
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.kubeconfig import demo_marker
+from wizard.cluster.kubeconfig import demo_marker, demo_scenario
 from wizard.engine.results import ClusterInfo
 
 
@@ -55,5 +55,6 @@ async def open_gateway(
         version=str(version.get("gitVersion") or ""),
         demo=marker is not None,
         insecure=not gateway.configuration.verify_ssl,
+        demo_scenario=demo_scenario(kubeconfig, gateway.context) if marker is not None else "",
     )
     return gateway, info, marker

@@ -222,6 +222,24 @@ def demo_marker(kubeconfig: str | None, name: str) -> dict[str, str] | None:
     return None
 
 
+_SCENARIO_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
+
+
+def demo_scenario(kubeconfig: str | None, name: str) -> str:
+    """The scenario the demo server of context ``name`` runs, as its marker names it ("" when none or not a
+    plain scenario name: shown, never trusted for anything else)."""
+    documents = _documents(kubeconfig)
+    found = _entry(documents, "contexts", name)
+    cluster_name = str((found[1] if found else {}).get("cluster") or "")
+    cluster = _entry(documents, "clusters", cluster_name) if cluster_name else None
+    for extension in (cluster[1].get("extensions") or []) if cluster else []:
+        if isinstance(extension, dict) and extension.get("name") == DEMO_EXTENSION:
+            content = extension.get("extension")
+            scenario = content.get("scenario") if isinstance(content, dict) else None
+            return scenario if isinstance(scenario, str) and _SCENARIO_NAME.fullmatch(scenario) else ""
+    return ""
+
+
 # -- exec credential plugins (EKS, GKE, AKS, OIDC helpers) ---------------------------------------
 
 EXEC_INFO_CONFIG = "client.authentication.k8s.io/exec"

@@ -2,8 +2,9 @@
 
 Each saved object is replaced at the live resourceVersion (re-read and tried again when the operator's
 status updates race the write, as kubectl retries on conflict) and read back to confirm; the objects the
-apply created are deleted. A saved driver DaemonSet (one the apply deleted as left behind by the operator)
-is re-created when absent; one present again (the operator's, once the policy asks for it) is left to it. :mod:`wizard.cluster.apply` undoes a failed apply with :func:`restore`.
+apply created are deleted; nodes the apply kept out of the driver rollout get their label back. A saved driver
+DaemonSet (one the apply deleted as left behind by the operator) is re-created when absent; one present again (the
+operator's, once the policy asks for it) is left to it. :mod:`wizard.cluster.apply` undoes a failed apply with :func:`restore`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from wizard.cluster.backup import Backup, ObjectRef, clean, read_backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
@@ -86,7 +88,23 @@ async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = N
             continue
         gone = await gateway.delete_custom(*ref.api, ref.name)
         lines.append(f"deleted {ref.key} (created by the apply)" if gone else f"{ref.key} already absent")
+    for node, before in sorted(backup.node_labels.items()):
+        if only is not None and f"Node/{node}" not in only:
+            continue
+        lines.append(await _restore_label(gateway, node, before))
     return lines
+
+
+async def _restore_label(gateway: Gateway, node: str, before: str | None) -> str:
+    """Put a node's driver deploy label back to its value before the apply (remove it when it had none)."""
+    if await gateway.read_node(node) is None:
+        return f"Node/{node} is gone: its label needs no restoring"
+    await gateway.patch_node_labels(node, {DRIVER_DEPLOY_LABEL: before})
+    labels = ((await gateway.read_node(node) or {}).get("metadata") or {}).get("labels") or {}
+    if labels.get(DRIVER_DEPLOY_LABEL) != before and before is not None:
+        raise ClusterError(f"rollback: Node/{node} label {DRIVER_DEPLOY_LABEL} still differs from the backup")
+    shown = before if before is not None else "(removed)"
+    return f"restored Node/{node} label {DRIVER_DEPLOY_LABEL}={shown}"
 
 
 async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:

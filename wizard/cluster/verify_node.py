@@ -100,6 +100,21 @@ class NodeRun:
         else:
             await self.preinstalled_mode()
 
+    def excluded(self, has_pod: bool) -> None:
+        """A node the plan keeps out of the driver rollout (GeForce/TITAN): its label says so and no driver pod runs."""
+        label = self.node.deploy_driver or "unset"
+        if label == "false" and not has_pod:
+            message = "kept out of the driver rollout as planned (nvidia.com/gpu.deploy.driver=false, no driver pod)"
+            self.emit("driver-pod", Status.PASS, message)
+            return
+        running = "a driver pod runs there" if has_pod else "no driver pod"
+        self.emit(
+            "driver-pod",
+            Status.FAIL,
+            f"planned out of the driver rollout, but nvidia.com/gpu.deploy.driver={label} ({running})",
+            hint="apply the plan again: the apply labels the node nvidia.com/gpu.deploy.driver=false",
+        )
+
     async def host_checks(self) -> None:
         """Report this node's host probe results (waits for them: the probe runs for every node at once)."""
         steps = self.ctx.host_steps()
@@ -117,6 +132,9 @@ class NodeRun:
 
     async def driver_mode(self) -> None:
         pod = self.ctx.pods.get(self.node.name)
+        if self.node.name in self.ctx.plan.driver.excludeNodes:
+            self.excluded(pod is not None)
+            return
         if pod is None:
             if self.node.preinstalled:
                 self.emit(

@@ -178,7 +178,9 @@ class DemoCluster:
         self.kubeconfig_path = self._kubeconfig_arg.resolve() if self._kubeconfig_arg else folder / "kubeconfig"
         ca_pem = self.ca_path.read_bytes() if self.ca_path else None
         try:
-            write_kubeconfig(self.kubeconfig_path, self.url, self.token, ca_pem, self.registry_mirrors)
+            write_kubeconfig(
+                self.kubeconfig_path, self.url, self.token, ca_pem, self.registry_mirrors, self.scenario.name
+            )
         except OSError as exc:
             raise DemoStartError(f"cannot write the kubeconfig {self.kubeconfig_path}: {exc.strerror or exc}") from None
         self._driver = asyncio.create_task(self._drive(), name="demo-simulation")

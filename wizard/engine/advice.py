@@ -7,13 +7,13 @@ operator behaviour or issue it comes from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from wizard.engine.branches import branch_checks
 from wizard.engine.defaults import is_public_registry, registry_host
+from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED, consumer_nodes
 from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, UNKNOWN_OS_TAG, ClusterFacts
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
@@ -27,10 +27,6 @@ from wizard.engine.releases import first_release, nearest_rules
 def _repoconfig_node_os_since() -> Release | None:
     """The first bundled release whose ClusterPolicy takes the OS from the GPU nodes (release.yaml ``gpuNodeOSInfo``)."""
     return first_release(lambda rules: rules.gpuNodeOSInfo)
-
-
-#: Consumer products: GeForce, TITAN and GeForce RTX model numbers (RTX 3080, RTX-4090, ...).
-CONSUMER_GPU_RE = re.compile(r"geforce|titan|\brtx[-_ ]?\d{2}[5-9]0(?!\d)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -415,19 +411,7 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
     install_dir = _driver_install_dir(plan, facts)
     if install_dir:
         out.append(install_dir)
-    consumer = {n.name: n.gpu_product for n in facts.gpu_nodes if CONSUMER_GPU_RE.search(n.gpu_product)}
-    if consumer:
-        products = sorted(set(consumer.values()))
-        out.append(
-            Advice(
-                "warning",
-                "geforce-licence",
-                f"{', '.join(products)} on {_names(consumer)}: GeForce/TITAN consumer GPUs are not supported by "
-                "the GPU Operator, and NVIDIA's GeForce driver licence does not permit data-center deployment.",
-                "The operator's driver containers carry NVIDIA's data-center driver, supported on data-center "
-                "GPUs; the GeForce/TITAN software licence excludes data-center use (blockchain processing aside).",
-            )
-        )
+    out += _consumer_gpus(plan, facts)
     operands = _operand_registry(plan)
     if operands:
         out.append(operands)
@@ -444,6 +428,50 @@ def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror:
             )
         )
     return out
+
+
+def _consumer_gpus(plan: Plan, facts: ClusterFacts) -> list[Advice]:
+    """GeForce/TITAN nodes: the licence finding with its action (keep them out of the driver rollout), or a note
+    once the plan does."""
+    consumer = consumer_nodes(facts.gpu_nodes)
+    if not consumer:
+        return []
+    excluded = set(plan.driver.excludeNodes) if plan.driver_enabled else set()
+    left = {name: product for name, product in consumer.items() if name not in excluded}
+    licence = (
+        "The operator's driver containers carry NVIDIA's data-center driver, supported on data-center "
+        "GPUs; the GeForce/TITAN software licence excludes data-center use (blockchain processing aside)."
+    )
+    if not left:
+        return [
+            Advice(
+                "note",
+                "consumer-excluded",
+                f"{_names(consumer)} ({', '.join(sorted(set(consumer.values())))}) kept out of the driver rollout: the "
+                f"apply labels {'them' if len(consumer) > 1 else 'it'} {DRIVER_DEPLOY_LABEL}={EXCLUDED}. The other "
+                "operands there (toolkit, device plugin, validator) use a driver installed on the host: without one "
+                "they wait and the ClusterPolicy stays notReady (to take a node out of the GPU Operator entirely, "
+                "label it nvidia.com/gpu.deploy.operands=false).",
+                licence + " The operator keeps an admin's non-empty deploy label, and its driver DaemonSets select "
+                f"{DRIVER_DEPLOY_LABEL}=true only.",
+            )
+        ]
+    keep = sorted({*excluded, *left})
+    action = (
+        f" Keep {'them' if len(left) > 1 else 'it'} out of the driver rollout: driver.excludeNodes: "
+        f"[{', '.join(keep)}] (the apply labels {DRIVER_DEPLOY_LABEL}={EXCLUDED}; a rollback undoes it)."
+        if plan.driver_enabled
+        else ""
+    )
+    return [
+        Advice(
+            "warning",
+            "geforce-licence",
+            f"{', '.join(sorted(set(left.values())))} on {_names(left)}: GeForce/TITAN consumer GPUs are not supported "
+            "by the GPU Operator, and NVIDIA's GeForce driver licence does not permit data-center deployment." + action,
+            licence,
+        )
+    ]
 
 
 def _operand_registry(plan: Plan) -> Advice | None:

@@ -217,13 +217,18 @@ def default_answers(
     live: Mapping[str, Any] | None = None,
     host_drivers: Mapping[str, str] | None = None,
     mode: Mode | None = None,
+    secure_boot: Sequence[str] = (),
+    precompiled_tags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Every answer a newcomer who accepts each default gives, step by step, as the wizard offers them.
 
     ``live``: the live policy's answers (an upgrade starts from what runs). ``release``: the operator's
     detected release (its line known to gpu-wizard, else the default). A precompiled version comes from the
     catalog for the nodes' OS; the registry the cluster pulls from only where the cluster names one. ``mode``: the
-    one the user chose instead of the recommended one (the Mode step's radio button).
+    one the user chose instead of the recommended one (the Mode step's radio button). ``secure_boot`` and
+    ``precompiled_tags`` (the pull registry's driver tags, None: not listed) as
+    :meth:`~wizard.engine.facts.ClusterFacts.recommend_mode` takes them; a precompiled branch the registry holds
+    for every group is the version where the catalog knows none.
     """
     from wizard.engine.releases import bundle_of, default_release
 
@@ -234,12 +239,19 @@ def default_answers(
         known = str(parsed) if bundle_of(parsed) else default_release()
     except ValueError:
         known = default_release()
-    mode = mode or Mode(facts.recommend_mode(host_drivers or {}).value)
+    mode = mode or Mode(
+        facts.recommend_mode(
+            host_drivers or {}, secure_boot, precompiled_tags=precompiled_tags, operator_release=known
+        ).value
+    )
     tag_oses = facts.os_tags(known)
     answers: dict[str, Any] = {"version": 1, "mode": mode.value, "operator": {"version": known}}
     if namespace:
         answers["operator"]["namespace"] = namespace
     driver = driver_defaults(mode, tag_oses, operator_image=operator_image)
+    held = facts.precompiled_held(precompiled_tags, known) if precompiled_tags is not None else None
+    if mode is Mode.PRECOMPILED and held and not driver.get("version"):
+        driver["version"] = held[0].split("-", 1)[0]  # the branch the registry holds for every group
     if driver:
         answers["driver"] = driver
     answers["toolkit"] = {"installDir": facts.recommend_toolkit_dir().value}

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.engine.naming import os_tag
+from wizard.engine.naming import image_tag, os_tag, precompiled_image
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
-from wizard.engine.plan import DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
+from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
 from wizard.engine.textsafe import printable
 
 NFD = "feature.node.kubernetes.io"
@@ -291,8 +291,37 @@ class ClusterFacts:
         """Distinct OS tags among GPU nodes."""
         return sorted({n.tag_os(operator_release) for n in self.gpu_nodes})
 
+    def precompiled_held(self, tags: Iterable[str], operator_release: str) -> list[str] | None:
+        """One precompiled tag the pull registry holds per GPU (kernel, OS) group (``580-<kernel>-<os>``, on one
+        branch for every group), or None when some group has none (or an OS the release derives no tag for)."""
+        held = set(tags)
+        branches: set[str] | None = None
+        for group in self.groups(operator_release):
+            if group.tag_os == UNKNOWN_OS_TAG:
+                return None
+            try:
+                suffix = image_tag(precompiled_image("x", "driver", "000", group.kernel, group.tag_os))[3:]
+            except ValueError:
+                return None
+            found = {tag[: -len(suffix)] for tag in held if tag.endswith(suffix) and tag[: -len(suffix)].isdigit()}
+            branches = found if branches is None else branches & found
+            if not branches:
+                return None
+        if not branches:
+            return None
+        branch = max(branches, key=int)
+        return [
+            image_tag(precompiled_image("x", "driver", branch, g.kernel, g.tag_os))
+            for g in self.groups(operator_release)
+        ]
+
     def recommend_mode(
-        self, host_drivers: Mapping[str, str] | None = None, secure_boot: Iterable[str] = ()
+        self,
+        host_drivers: Mapping[str, str] | None = None,
+        secure_boot: Iterable[str] = (),
+        *,
+        precompiled_tags: Iterable[str] | None = None,
+        operator_release: str = "",
     ) -> Recommendation:
         """The driver mode these nodes suggest, with the reason.
 
@@ -300,6 +329,9 @@ class ClusterFacts:
         what a host check found before the operator ran, when the deploy label cannot tell yet.
         ``secure_boot``: the GPU nodes a host check found with UEFI Secure Boot on; on Ubuntu, NVIDIA's
         precompiled images carry Canonical-signed modules the kernel loads, where an upstream build is refused.
+        ``precompiled_tags``: the tags the pull registry's driver repository holds (None: not listed). Listed, they
+        decide: precompiled is recommended when they hold a tag for every (kernel, OS) group on one branch, and
+        Secure Boot recommends it only then (the signed tuples must be there to be pulled).
         """
         gpu = self.gpu_nodes
         if not gpu:
@@ -318,12 +350,21 @@ class ClusterFacts:
             )
         signed = set(secure_boot)
         booting = sorted(n.name for n in gpu if n.name in signed)
-        if booting and all(n.os_id == "ubuntu" for n in gpu):
+        release = operator_release or DEFAULT_RELEASE
+        held = None if precompiled_tags is None else self.precompiled_held(precompiled_tags, release)
+        if booting and all(n.os_id == "ubuntu" for n in gpu) and (precompiled_tags is None or held):
             shown = ", ".join(booting[:3]) + (f" and {len(booting) - 3} more" if len(booting) > 3 else "")
+            where = f" (the registry holds {', '.join(held[:2])}{' …' if len(held) > 2 else ''})" if held else ""
             return Recommendation(
                 Mode.PRECOMPILED.value,
                 f"Secure Boot is on ({shown}): the kernel loads only signed modules; NVIDIA's precompiled Ubuntu "
-                "images carry Canonical-signed ones, an upstream build is refused",
+                f"images carry Canonical-signed ones{where}, an upstream build is refused",
+            )
+        if held:
+            return Recommendation(
+                Mode.PRECOMPILED.value,
+                f"the registry holds a precompiled image for every kernel and OS ({', '.join(held[:2])}"
+                f"{' …' if len(held) > 2 else ''}): no compiler or package mirror on the nodes",
             )
         immutable = sorted({f"{n.os_id} {n.os_version}" for n in gpu if n.os_id in PRECOMPILED_OS_IDS})
         if immutable:

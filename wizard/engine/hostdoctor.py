@@ -72,6 +72,8 @@ class DoctorTarget:
     airgapped: bool = False
     repo_config: str = ""
     toolkit_dir: str = DEFAULT_TOOLKIT_INSTALL_DIR
+    excluded: frozenset[str] = frozenset()
+    """Nodes kept out of the driver rollout (``driver.excludeNodes``): no driver goes there, so no fix is offered."""
 
     @property
     def bundle(self) -> str:
@@ -87,6 +89,7 @@ class DoctorTarget:
             airgapped=plan.driver.airgapped,
             repo_config=plan.driver.repoConfig.configMapName,
             toolkit_dir=plan.toolkit.installDir or DEFAULT_TOOLKIT_INSTALL_DIR,
+            excluded=frozenset(plan.driver.excludeNodes) if plan.driver_enabled else frozenset(),
         )
 
 
@@ -303,6 +306,8 @@ def _finding(code: str, status: Status, state: HostState, *, note: str = "", **v
 
 def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
     """The problems (and the checks that could not run, as SKIPPED) one host has for this target."""
+    if state.node in target.excluded:
+        return []  # kept out of the driver rollout: nothing there for the driver to meet
     if state.error:
         return [Check("host-check", Status.SKIP, f"host not checked: {state.error}", node=state.node)]
     found: list[Check] = []

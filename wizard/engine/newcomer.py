@@ -52,6 +52,10 @@ class NewcomerInputs:
     tags_from: str = ""
     offers: Sequence[RegistryOffer] = field(default_factory=tuple)
     """For an empty target: the registries found holding the nodes' tags, best first (the Driver step's offers)."""
+    secure_boot: Sequence[str] = ()
+    """GPU nodes the host check found with Secure Boot on."""
+    precompiled_tags: Sequence[str] | None = None
+    """The tags the pull registry's driver repository holds (None: not listed); the Mode step takes the same."""
 
 
 def newcomer_answers(given: NewcomerInputs) -> tuple[dict[str, Any], dict[str, str]]:
@@ -65,6 +69,8 @@ def newcomer_answers(given: NewcomerInputs) -> tuple[dict[str, Any], dict[str, s
         live=given.live,
         host_drivers=given.host_drivers,
         mode=given.mode,
+        secure_boot=given.secure_boot,
+        precompiled_tags=given.precompiled_tags,
     )
     why: dict[str, str] = {}
     if given.live:
@@ -72,7 +78,9 @@ def newcomer_answers(given: NewcomerInputs) -> tuple[dict[str, Any], dict[str, s
         return answers, why
     release = answers["operator"]["version"]
     mode = Mode(answers["mode"])
-    recommended = facts.recommend_mode(given.host_drivers)
+    recommended = facts.recommend_mode(
+        given.host_drivers, given.secure_boot, precompiled_tags=given.precompiled_tags, operator_release=release
+    )
     why["mode"] = (
         f"chosen with --mode (recommended: {recommended.value}: {recommended.reason})"
         if given.mode is not None and given.mode.value != recommended.value
@@ -97,7 +105,10 @@ def newcomer_answers(given: NewcomerInputs) -> tuple[dict[str, Any], dict[str, s
         why["driver.source"] = "NVIDIA's registry, where its upstream driver images are published"
     elif source == NVIDIA_REGISTRY:
         why["driver.source"] = f"NVIDIA publishes its precompiled images ({', '.join(tag_oses)}) there"
-    if mode is Mode.PRECOMPILED and driver.get("version"):
+    held = facts.precompiled_held(given.precompiled_tags, release) if given.precompiled_tags is not None else None
+    if mode is Mode.PRECOMPILED and held and driver.get("version") == held[0].split("-", 1)[0]:
+        why["driver.version"] = f"the branch the registry holds a precompiled image of for every group ({held[0]}…)"
+    elif mode is Mode.PRECOMPILED and driver.get("version"):
         why["driver.version"] = f"the catalog's best version for {', '.join(tag_oses)} (assets/catalog.yaml)"
     elif mode is Mode.PRECOMPILED:
         why["driver.version"] = (

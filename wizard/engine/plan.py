@@ -66,6 +66,8 @@ MAX_REFERENCE_NAME = 255
 # and printed commands, and none of those has a place in a driver or toolkit folder.
 _PATH_RE = re.compile(r"\A(?:/[A-Za-z0-9._+-]+)+\Z", re.ASCII)
 MAX_PATH = 1024
+MAX_EXCLUDED_NODES = 1000
+"""How many nodes ``driver.excludeNodes`` may name (each is one node label write at apply)."""
 SYSTEM_FOLDERS = frozenset(
     {"/etc", "/usr", "/bin", "/sbin", "/boot", "/proc", "/sys", "/dev", "/var", "/run", "/home", "/root", "/tmp"}
     | {"/usr/bin", "/usr/sbin", "/usr/local", "/usr/share", "/usr/include", "/var/lib", "/var/run"}
@@ -467,6 +469,9 @@ class DriverSpec(_Section):
     """Read this machine's registries.conf, containerd hosts.toml, certs.d folders and credential helpers."""
     upgradePolicy: UpgradePolicySpec | None = None
     """How the operator rolls a driver change out; None leaves the live (or chart default) policy alone."""
+    excludeNodes: list[str] = Field(default_factory=list)
+    """GPU nodes kept out of the driver rollout (GeForce/TITAN): the apply labels each
+    ``nvidia.com/gpu.deploy.driver=false``, which the operator honours (no driver pod there); a rollback undoes it."""
 
     @field_validator("repository", "source")
     @classmethod
@@ -506,6 +511,16 @@ class DriverSpec(_Section):
             if not K8S_NAME_RE.match(name) or len(name) > 253:
                 raise ValueError(f"{name!r} is not a Secret name (lower-case letters, digits, - and .)")
         return value
+
+    @field_validator("excludeNodes")
+    @classmethod
+    def _excluded(cls, value: list[str]) -> list[str]:
+        if len(value) > MAX_EXCLUDED_NODES:
+            raise ValueError(f"at most {MAX_EXCLUDED_NODES} nodes may be kept out of the driver rollout")
+        for name in value:
+            if not K8S_NAME_RE.match(name) or len(name) > 253:
+                raise ValueError(f"{name!r} is not a node name (lower-case letters, digits, - and .)")
+        return sorted(set(value))
 
 
 #: Container runtime flavours whose toolkit settings gpu-wizard knows (``toolkit.runtime``; see engine/runtime.py).
@@ -723,6 +738,8 @@ class Plan(_Section):
             data["driver"].pop("repoConfig", None)
         if data["toolkit"].get("runtime") == AUTO_RUNTIME:
             data["toolkit"].pop("runtime")  # detected again on replay
+        if not data["driver"].get("excludeNodes"):
+            data["driver"].pop("excludeNodes", None)
         if not data["driver"].get("airgapped"):
             data["driver"].pop("airgapped", None)
         if self.mode is Mode.PREINSTALLED:

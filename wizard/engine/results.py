@@ -39,6 +39,8 @@ class ClusterInfo:
     demo's marker. Never inferred from what the server replies."""
     insecure: bool = False
     """TLS verification of the API server is off (``insecure-skip-tls-verify`` in the kubeconfig): warn."""
+    demo_scenario: str = ""
+    """The demo server's scenario, as its kubeconfig marker names it ("" when not the demo or not named)."""
 
 
 @dataclass(frozen=True)

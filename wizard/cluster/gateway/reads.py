@@ -81,6 +81,11 @@ class Reads(GatewayBase):
             if not cont:
                 return
 
+    async def read_node(self, name: str) -> dict[str, Any] | None:
+        """One node, or None."""
+        fn = self.raw(self.core, "read_node")
+        return await self.call(f"reading node {name}", fn, name, allow_missing=True)
+
     async def read_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         """One pod, or None."""
         fn = self.raw(self.core, "read_namespaced_pod")

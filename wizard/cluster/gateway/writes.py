@@ -1,5 +1,5 @@
-"""The gateway's writes: server-side apply and replace of custom resources, creating and deleting the
-host probe's pods, DaemonSets and Jobs. A write is retried only on 429 (the server did not act), a
+"""The gateway's writes: server-side apply and replace of custom resources, node labels (``driver.excludeNodes``),
+creating and deleting the host probe's pods, DaemonSets and Jobs. A write is retried only on 429 (the server did not act), a
 dry-run also on 5xx and dropped connections.
 """
 
@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from wizard.cluster.gateway.base import APPLY_CONTENT_TYPE, FIELD_MANAGER, GatewayBase
+
+MERGE_PATCH = "application/merge-patch+json"
 
 
 class Writes(GatewayBase):
@@ -58,6 +60,14 @@ class Writes(GatewayBase):
         return (
             await self.call(f"deleting {plural}/{name}", fn, group, version, plural, name, allow_missing=True)
             is not None
+        )
+
+    async def patch_node_labels(self, name: str, labels: Mapping[str, str | None]) -> dict[str, Any]:
+        """Set (or, for None, remove) node labels by a JSON merge patch (idempotent); the other labels are left alone."""
+        fn = self.raw(self.core, "patch_node")
+        body = {"metadata": {"labels": dict(labels)}}
+        return await self.call(
+            f"labelling node {name}", fn, name, body, field_manager=FIELD_MANAGER, _content_type=MERGE_PATCH
         )
 
     async def create_pod(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:

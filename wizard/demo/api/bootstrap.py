@@ -51,23 +51,28 @@ def register_crds(store: Store, release: str) -> None:
         store.create("customresourcedefinitions", crd)
 
 
-def marker_text(registry_mirrors: Mapping[str, str]) -> str:
+def marker_text(registry_mirrors: Mapping[str, str], scenario: str = "") -> str:
     """The cluster's ``extensions`` list (YAML, indented for a cluster entry) with the demo's marker."""
     mirrors = "".join(f"\n          {json.dumps(h)}: {json.dumps(u)}" for h, u in sorted(registry_mirrors.items()))
     return (
         f"    extensions:\n    - name: {DEMO_EXTENSION}\n      extension:\n        simulated: true\n"
         f"        registryMirrors:{mirrors or ' {}'}\n"
+        + (f"        scenario: {json.dumps(scenario)}\n" if scenario else "")
     )
 
 
 def kubeconfig_text(
-    url: str, token: str, ca_pem: bytes | None = None, registry_mirrors: Mapping[str, str] | None = None
+    url: str,
+    token: str,
+    ca_pem: bytes | None = None,
+    registry_mirrors: Mapping[str, str] | None = None,
+    scenario: str = "",
 ) -> str:
     """A kubeconfig with cluster, user and context ``gpu-wizard-demo``, the CA for https and the demo's marker."""
     ca = f"    certificate-authority-data: {base64.b64encode(ca_pem).decode()}\n" if ca_pem else ""
     return (
         "apiVersion: v1\nkind: Config\n"
-        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}{marker_text(registry_mirrors or {})}"
+        f"clusters:\n- name: {CONTEXT}\n  cluster:\n    server: {url}\n{ca}{marker_text(registry_mirrors or {}, scenario)}"
         f"users:\n- name: {CONTEXT}\n  user:\n    token: {json.dumps(token)}\n"
         f"contexts:\n- name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n"
         f"current-context: {CONTEXT}\npreferences: {{}}\n"
@@ -75,10 +80,15 @@ def kubeconfig_text(
 
 
 def write_kubeconfig(
-    path: Path, url: str, token: str, ca_pem: bytes | None = None, registry_mirrors: Mapping[str, str] | None = None
+    path: Path,
+    url: str,
+    token: str,
+    ca_pem: bytes | None = None,
+    registry_mirrors: Mapping[str, str] | None = None,
+    scenario: str = "",
 ) -> None:
     """Write the kubeconfig readable by the owner only (it holds the token)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(kubeconfig_text(url, token, ca_pem, registry_mirrors))
+        handle.write(kubeconfig_text(url, token, ca_pem, registry_mirrors, scenario))
     os.chmod(path, 0o600)

@@ -123,9 +123,11 @@ def basic_auth_for(secrets: Iterable[Mapping[str, Any]], host: str) -> str:
 class Puller:
     """Resolves image references for the simulated kubelet, per the scenario's registry section."""
 
-    def __init__(self, spec: RegistrySpec, published: Iterable[str] = ()) -> None:
-        """``published``: further references the catalog hosts hold (the operator's own images)."""
+    def __init__(self, spec: RegistrySpec, published: Iterable[str] = (), cached: Iterable[str] = ()) -> None:
+        """``published``: further references the catalog hosts hold (the operator's own images); ``cached``: images
+        the nodes hold already (the scenario's workloads ran before the demo started), resolved without a pull."""
         self.spec = spec
+        self.cached = frozenset(cached)
         self.hosts = set(spec.catalog_hosts())
         self.catalog = {repo: dict(tags) for repo, tags in spec.catalog.items()}
         self._published: set[str] = set()
@@ -148,6 +150,8 @@ class Puller:
             host, path, _ = parse_reference(reference)
         except ValueError:
             return False
+        if reference in self.cached and f"{host}/{path}" not in self.spec.catalog:
+            return False  # on the node already
         return bool(self.spec.url) and host in self.hosts and f"{host}/{path}" not in self._published
 
     def resolve_offline(self, reference: str) -> PullResult:
@@ -156,6 +160,8 @@ class Puller:
             host, path, tag, full = _normalized(reference)
         except ValueError:
             return _invalid(reference)
+        if reference in self.cached and f"{host}/{path}" not in self.spec.catalog:
+            return PullResult(True, image_id=f"{host}/{path}@{fake_digest(full)}")  # on the node: IfNotPresent
         if not self.spec.public and host not in self.hosts:
             # An air-gapped cluster reaches its catalog hosts only, whatever NVIDIA's registries hold: the operand
             # images left at nvcr.io (or registry.k8s.io) fail on every node as the driver's would.

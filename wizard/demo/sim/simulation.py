@@ -68,7 +68,9 @@ class Simulation:
         self.scenario = scenario
         self.store = store
         self.specs = {spec.name: spec for spec in scenario.expanded_nodes()}
-        self.puller = Puller(scenario.registry, published_images(scenario))
+        self.puller = Puller(
+            scenario.registry, published_images(scenario), cached=[w.image for w in scenario.workloads]
+        )
         self.policies = ClusterPolicyController(scenario.operator.release)
         self.nvidiadrivers = NVIDIADriverController()
         self.upgrades = UpgradeController()

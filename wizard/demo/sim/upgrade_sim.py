@@ -5,7 +5,9 @@ old driver pod is deleted. With ``driver.upgradePolicy.autoUpgrade`` (the chart 
 walks each outdated node through ``nvidia.com/gpu-driver-upgrade-state``:
 upgrade-required -> cordon-required -> wait-for-jobs-required -> pod-deletion-required ->
 drain-required -> pod-restart-required -> validation-required -> uncordon-required -> upgrade-done
-(``upgrade-failed`` when the new pod cannot start), at most ``maxParallelUpgrades`` nodes at once.
+(``upgrade-failed`` when the new pod cannot start), at most ``maxParallelUpgrades`` nodes at once. Leaving
+``pod-deletion-required`` deletes the node's GPU pods (``podDeletion``), leaving ``drain-required`` drains it
+when ``drain.enable`` (:func:`evict`), as the operator's upgrade library does.
 
 A scenario can start mid-upgrade (``upgrade-in-progress``): while seeding, :attr:`UpgradeController.hold`
 stops each listed node in its state (the parallel limit does not apply: these nodes got there over
@@ -105,6 +107,7 @@ class UpgradeController:
                 driver_pods[candidate["spec"]["nodeName"]] = candidate
         nodes = read(store, "nodes")
         busy = sum(1 for n in nodes if labels_of(n).get(LABEL_UPGRADE_STATE) in IN_PROGRESS)
+        on_nodes: dict[str, list[dict[str, Any]]] | None = None
         for node in nodes:
             name = node["metadata"]["name"]
             labels = labels_of(node)
@@ -124,6 +127,10 @@ class UpgradeController:
             if entered is not None and now - entered < self.state_seconds:
                 continue
             new_state, unschedulable = self._next(state, pod, current, writer, namespace)
+            if new_state != state and state in ("pod-deletion-required", "drain-required"):
+                if on_nodes is None:  # read once per pass, only when a node leaves one of these states
+                    on_nodes = pods_by_node(store)
+                evict(writer, on_nodes.get(name, []), state, policy)
             if new_state == "cordon-required" and state == "upgrade-required":
                 if max_parallel and busy >= max_parallel:
                     continue
@@ -176,6 +183,60 @@ class UpgradeController:
         if state == "uncordon-required":
             return STEPS[state], False
         return STEPS.get(state, state), None
+
+
+def uses_gpus(pod: dict[str, Any]) -> bool:
+    """A container asks for a GPU resource (``nvidia.com/gpu``, a MIG slice): what the upgrade's pod deletion takes."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        for key in {**(resources.get("limits") or {}), **(resources.get("requests") or {})}:
+            if key.startswith(("nvidia.com/gpu", "nvidia.com/mig-")):
+                return True
+    return False
+
+
+def _selected(pod: dict[str, Any], selector: str) -> bool:
+    """``key=value[,key=value]`` (the equality terms of a label selector); empty selects every pod."""
+    labels = labels_of(pod)
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        key, _, value = term.partition("=")
+        if labels.get(key.strip()) != value.strip().lstrip("="):
+            return False
+    return True
+
+
+def _daemon_pod(pod: dict[str, Any]) -> bool:
+    return any(ref.get("kind") == "DaemonSet" for ref in (pod.get("metadata") or {}).get("ownerReferences") or [])
+
+
+def pods_by_node(store: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every bound pod by its node."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for pod in read(store, "pods"):
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            out.setdefault(node, []).append(pod)
+    return out
+
+
+def evict(writer: Writer, pods: list[dict[str, Any]], leaving: str, policy: dict[str, Any]) -> None:
+    """What the upgrade controller takes off a node as it leaves ``leaving``: its GPU pods after
+    ``pod-deletion-required`` (``podDeletion``), every pod but DaemonSets' matching ``drain.podSelector`` after
+    ``drain-required`` when ``drain.enable``. A pod with a controller comes back through it; a bare pod is gone."""
+    deletion = policy.get("podDeletion") or policy.get("gpuPodDeletion")
+    drain = policy.get("drain") or {}
+    if leaving == "pod-deletion-required" and deletion is not None:
+        chosen = uses_gpus
+    elif leaving == "drain-required" and drain.get("enable") is True:
+        selector = str(drain.get("podSelector") or "")
+
+        def chosen(pod: dict[str, Any]) -> bool:
+            return not _daemon_pod(pod) and _selected(pod, selector)
+    else:
+        return
+    for pod in pods:
+        if chosen(pod):
+            writer.delete("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
 
 
 def driver_container_image(pod: dict[str, Any]) -> str:
