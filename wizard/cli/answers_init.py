@@ -24,14 +24,15 @@ def wants_cluster(args: argparse.Namespace) -> bool:
     return bool(args.cluster_kubeconfig or args.cluster_context or args.cluster_demo or args.cluster_in_cluster)
 
 
-async def _upstream_tags(cluster: Cluster, answers: dict[str, Any]) -> tuple[list[str] | None, str]:
-    """The tags the Driver step lists for upstream's version: the target's when named, else the source's."""
+async def _driver_tags(cluster: Cluster, answers: dict[str, Any], mode: str) -> tuple[list[str] | None, str]:
+    """The tags the Driver step lists for a version it has none for (upstream's, or a precompiled branch the
+    catalog does not know for the nodes' OS): the target's when named, else the source's."""
     from wizard.engine.registry_routes import repository_host
 
     driver = answers.get("driver") or {}
     where = str(driver.get("repository") or driver.get("source") or "")
     image = str(driver.get("image") or "driver")
-    if answers.get("mode") != "upstream" or driver.get("version") or not where:
+    if answers.get("mode") != mode or driver.get("version") or not where:
         return None, where
     async with cluster.open_registry([repository_host(where)]) as registry:
         try:
@@ -64,26 +65,30 @@ async def _offers(cluster: Cluster, facts: ClusterFacts, answers: dict[str, Any]
     return registry_offers(listing, plan.driver.image, version, groups, plan.precompiled)
 
 
-async def _host_drivers(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> dict[str, str]:
-    """The Mode step's host check, where the nodes' labels cannot tell whether the hosts run a driver already:
-    node -> the host driver's version ("" for none)."""
+async def _host_check(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> tuple[dict[str, str], list[str]]:
+    """The host check the Nodes step runs on its own once the nodes are known (the same sample of GPU nodes):
+    node -> the host driver's version ("" for none), and the nodes found with Secure Boot on, which both steer
+    the Mode step's recommendation."""
     from wizard.cluster.liveplan import known_release
     from wizard.engine.hostdoctor import DoctorTarget, HostState
+    from wizard.engine.hostsample import host_sample
     from wizard.engine.modes import Mode
 
-    recommended = facts.recommend_mode({})
-    if not facts.gpu_nodes or recommended.value == Mode.PREINSTALLED.value:
-        return {}
+    if not facts.gpu_nodes:
+        return {}, []
+    release = known_release(given.release)
+    sample = host_sample(facts, release)
     target = DoctorTarget(
-        Mode(recommended.value),
-        release=known_release(given.release),
-        toolkit_dir=facts.recommend_toolkit_dir().value,
+        Mode(facts.recommend_mode({}).value), release=release, toolkit_dir=facts.recommend_toolkit_dir().value
     )
     found: dict[str, str] = {}
-    async for item in cluster.host_states(target):
+    booting: list[str] = []
+    async for item in cluster.host_states(target, list(sample.nodes)):
         if isinstance(item, HostState) and not item.error:
             found[item.node] = item.host_driver
-    return found
+            if item.secure_boot:
+                booting.append(item.node)
+    return found, sorted(booting)
 
 
 async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
@@ -108,7 +113,8 @@ async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
             mode=mode,
         )
         if live is None and mode is None:
-            given = dataclasses.replace(given, host_drivers=await _host_drivers(cluster, facts, given))
+            hosts, booting = await _host_check(cluster, facts, given)
+            given = dataclasses.replace(given, host_drivers=hosts, secure_boot=booting)
         answers = default_answers(
             facts,
             release=given.release,
@@ -117,13 +123,18 @@ async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
             live=live,
             host_drivers=given.host_drivers,
             mode=mode,
+            secure_boot=given.secure_boot,
         )
         if live is None:
-            tags, where = await _upstream_tags(cluster, answers)
+            from wizard.engine.newcomer import newcomer_answers
+
+            tags, where = await _driver_tags(cluster, answers, Mode.UPSTREAM.value)
             given = dataclasses.replace(given, upstream_tags=tags, tags_from=where)
             if given.upstream_tags is not None:  # the offers search runs with upstream's version set, as in the TUI
-                from wizard.engine.newcomer import newcomer_answers
-
+                answers = newcomer_answers(given)[0]
+            tags, _ = await _driver_tags(cluster, answers, Mode.PRECOMPILED.value)
+            if tags is not None:  # the Driver step preselects the branch the registry holds for every group
+                given = dataclasses.replace(given, mode=given.mode or Mode.PRECOMPILED, precompiled_tags=tags)
                 answers = newcomer_answers(given)[0]
             with contextlib.suppress(ValueError):
                 given = dataclasses.replace(given, offers=await _offers(cluster, facts, answers, given.operator_image))

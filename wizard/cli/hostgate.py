@@ -72,6 +72,10 @@ def write_groups(groups: list[FindingGroup], out: TextIO) -> None:
             out.write(f"    fix: {printable(group.hint)}\n")
 
 
+UNVERIFIED_HOST_DRIVER = "no-host-driver"
+"""The host finding ``--allow-unverified-preinstalled`` already overrides (pre-installed mode, nvidia-smi failing)."""
+
+
 async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> bool:
     """Run the host checks and say what they found; False when a failure stops the apply."""
     if getattr(args, "no_host_check", False):
@@ -83,6 +87,14 @@ async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> b
     from wizard.engine.hostdoctor import blocks_apply
 
     failed = [g for g in shown if blocks_apply(g.check, g.status)]
+    if getattr(args, "allow_unverified_preinstalled", False):  # that finding has its own override, given
+        accepted = [g for g in failed if g.check == UNVERIFIED_HOST_DRIVER]
+        failed = [g for g in failed if g.check != UNVERIFIED_HOST_DRIVER]
+        if accepted:
+            nodes = len({n for g in accepted for n in g.nodes})
+            sys.stderr.write(
+                f"! hosts: no working host driver on {nodes} node(s), going on (--allow-unverified-preinstalled)\n"
+            )
     more = "" if "all" in checked.split(" ", 1)[0] else "; --all-hosts checks the rest"
     if not failed:
         sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")

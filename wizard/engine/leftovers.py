@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wizard.engine import releases
-from wizard.engine.naming import COMMON_DRIVER_DAEMONSET
+from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET
 from wizard.engine.plan import Plan
 
 LABEL_COMPONENT = "app.kubernetes.io/component"
