@@ -83,15 +83,11 @@ HELP: dict[str, str] = {
 Pick the kube **context** of the cluster to install on. gpu-wizard then runs a **preflight**:
 
 * **permissions** — can you read nodes, create ClusterPolicy/NVIDIADriver, read pods and exec into them?
-* **operator** — is the GPU Operator running, which release, in which namespace (`status.namespace` wins)?
+* **operator** — is the GPU Operator running, which release, in which namespace? None yet: gpu-wizard
+  **installs it with your choices** (a Helm release whose values are your plan, never the chart's defaults).
 * **CRDs** — are `clusterpolicies.nvidia.com` and `nvidiadrivers.nvidia.com` registered?
 
-No operator yet (no CRDs, or no operator Deployment)? gpu-wizard **installs it with your choices**: the
-release's chart as a Helm release whose values are your plan, so its first reconcile runs your driver (the
-chart's defaults would start NVIDIA's upstream driver at once). Apply says what it installs and asks.
-
-Each failure says what to do. No cluster at hand? **Try the demo cluster**: a simulated cluster with a
-simulated operator, marked *DEMO* everywhere.
+Each failure says what to do. No cluster at hand? **Try the demo cluster** (simulated, marked *DEMO*).
 """,
     steps.NODES.name: """
 # Nodes
