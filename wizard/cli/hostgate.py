@@ -97,7 +97,11 @@ async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> b
             )
     more = "" if "all" in checked.split(" ", 1)[0] else "; --all-hosts checks the rest"
     if not failed:
-        sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")
+        unchecked = len({n for g in shown if g.status.value == "skipped" for n in g.nodes})
+        if unchecked:  # a check that could not run is no pass: said as such
+            sys.stderr.write(f"! hosts: no blocking finding, but {unchecked} node(s) could not be checked{more}\n")
+        else:
+            sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")
         return True
     nodes = len({n for g in failed for n in g.nodes})
     if getattr(args, "allow_host_findings", False):

@@ -25,6 +25,9 @@ KEPT_LABELS = frozenset(
         "feature.node.kubernetes.io/kernel-version.full",  # precompiled: one DaemonSet per kernel
         "feature.node.kubernetes.io/system-os_release.ID",  # NVIDIADriver: one DaemonSet per OS
         "feature.node.kubernetes.io/system-os_release.VERSION_ID",
+        "feature.node.kubernetes.io/pci-10de.present",  # NFD's NVIDIA PCI labels: a GPU node to the operator
+        "feature.node.kubernetes.io/pci-0302_10de.present",
+        "feature.node.kubernetes.io/pci-0300_10de.present",
     }
 )
 #: Taints every DaemonSet pod tolerates (the controller adds these tolerations itself).

@@ -42,10 +42,10 @@ from wizard.cluster.leftover_sets import judge
 from wizard.cluster.operator_status import SETTLE_S
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
-from wizard.cluster.rollout_verdict import HOST_DRIVER_FOUND, DaemonSetStatus, Phase, classify
+from wizard.cluster.rollout_verdict import FALSE_READY_WAIT, HOST_DRIVER_FOUND, DaemonSetStatus, Phase, classify
 from wizard.cluster.watchcache import WatchCache
 from wizard.engine import steps
-from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_UPGRADE_STATE
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_GPU_PRESENT, LABEL_UPGRADE_STATE, PCI_NVIDIA_LABELS
 from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
 from wizard.engine.upgrade import plan_policy
@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
+GPU_LABEL_KEYS = (LABEL_GPU_PRESENT, *PCI_NVIDIA_LABELS)
+"""A node carrying one of these (``true``) is a GPU node to the operator too: its NoGPUNodes over it is a moment."""
+FALSE_READY_S = 30.0
+"""How long a ``ready`` with NoGPUNodes over labelled GPU nodes is waited out before it is the failure it says."""
 QUIET_S = 3.0
 """A confirmed ready is said once nothing the follower watches has changed for this long (or it has held for
 :data:`~wizard.cluster.operator_status.SETTLE_S`): the real operator wrote notReady for one pass one second after a
@@ -139,7 +143,10 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     now = time.monotonic()
     clock.observe(upgrade, pods, now)
     stray = [u for u in judge(plan, followed.daemonsets.items(), policy) if u.pods]
-    phase, message = classify(plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray)
+    gpu_nodes = sum(1 for n in nodes if any(n["labels"].get(key) == "true" for key in GPU_LABEL_KEYS))
+    phase, message = classify(
+        plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray, gpu_nodes=gpu_nodes
+    )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
         phase,
@@ -309,6 +316,7 @@ async def follow(
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()
     ready_since: float | None = None
+    false_ready_since = 0.0
     last: tuple[Any, ...] | None = None
     last_change = last_yield = started
     stall = timeout if stall_window is None else stall_window
@@ -331,6 +339,13 @@ async def follow(
                 else:
                     ready_since = None
                 now = time.monotonic()
+                if status.message.startswith(FALSE_READY_WAIT):
+                    false_ready_since = false_ready_since or now
+                    if now - false_ready_since >= FALSE_READY_S:
+                        said = status.message.split("): ", 1)[-1]
+                        status = replace(status, phase="failed", message=f"{said} (for {FALSE_READY_S:g} s)")
+                else:
+                    false_ready_since = 0.0
                 looping = clock.crash_looping_for(crash_window, now) if not status.done else None
                 if looping is not None:
                     pod = next(p for p in status.pods if (p.name, p.container) == looping)

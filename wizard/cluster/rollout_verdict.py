@@ -18,6 +18,8 @@ from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 Phase = Literal["waiting", "progressing", "ready", "failed"]
+FALSE_READY_WAIT = "waiting for the operator's next pass"
+"""How a ``ready`` with NoGPUNodes/NFDLabelsMissing over labelled GPU nodes is worded while it is waited out."""
 HOST_DRIVER_FOUND = "no driver pod is wanted"
 """How the failure of a driver rollout onto hosts that already run a driver begins."""
 
@@ -61,10 +63,12 @@ def classify(
     hosted: list[str] | None = None,
     fit: Callable[[str], int | None] | None = None,
     stray: list[Unwanted] | None = None,
+    gpu_nodes: int = 0,
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
-    ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one)."""
+    ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
+    how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait)."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
@@ -86,7 +90,10 @@ def classify(
     condition = ready_condition(policy)
     reason = str(condition.get("reason") or "")
     if state == "ready" and reason in FALSE_READY_REASONS:
-        return "failed", f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
+        said = f"ClusterPolicy says ready, but {reason}: {condition.get('message') or ''}".rstrip(": ")
+        if gpu_nodes:  # the real operator passes through it for a moment on nodes it labelled (the lane saw it)
+            return "progressing", f"{FALSE_READY_WAIT} ({gpu_nodes} node(s) carry GPU labels): {said}"
+        return "failed", said
     left = [u for u in stray or [] if not u.waits]
     if left:  # the operator never deletes it: waiting would wait for ever, and its pods hold the nodes
         return "failed", stray_message(left[0])
