@@ -8,10 +8,13 @@ references built from valid parts split back into those parts.
 from __future__ import annotations
 
 import json
+import shutil
 import string
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,9 +47,21 @@ kube_docs = st.dictionaries(
 )
 
 
+_FOLDER = Path(tempfile.gettempdir())  # replaced per module run by the fixture below
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_folder() -> Iterator[None]:
+    """One folder for the whole module, removed after it: each example overwrites its file (examples run one
+    at a time), where a folder per example left 200 behind in /tmp on every run."""
+    global _FOLDER
+    _FOLDER = Path(tempfile.mkdtemp(prefix="gpu-wizard-prop-"))
+    yield
+    shutil.rmtree(_FOLDER, ignore_errors=True)
+
+
 def _written(text: str, name: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix="gpu-wizard-prop-"))
-    path = folder / name
+    path = _FOLDER / name
     path.write_text(text, encoding="utf-8")
     return path
 
