@@ -10,6 +10,7 @@ lacks is a finding. Findings that block the plan go into ``FINDINGS`` and the ex
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError, load_nodelist
 from wizard.cli.images import registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 from wizard.engine.deployers import CHART_HELP, DEPLOYERS
+
+_SAFE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 def register(sub: Any) -> None:
@@ -39,6 +42,12 @@ def register(sub: Any) -> None:
         "--allow-findings", action="store_true", help="exit 0 even when the plan has findings that block it"
     )
     bundle.add_argument("--no-registry", action="store_true", help="skip the check that each image exists")
+    bundle.add_argument(
+        "--git-path",
+        metavar="PATH",
+        help="flux: where the folder is committed in the Git source flux-system (the Kustomizations' path; "
+        "default ./gpu-operator)",
+    )
     cluster_options(bundle)
     registry_flags(bundle)
     bundle.set_defaults(handler=command(cmd_bundle))
@@ -55,6 +64,18 @@ def _target(path: str) -> Path:
     if not target.parent.is_dir():
         raise UsageError(f"-o {shown}: its folder does not exist")
     return target
+
+
+def _git_path(path: str | None) -> str:
+    """``--git-path``: a relative path inside the Git source (UsageError otherwise)."""
+    from wizard.engine.gitops import DEFAULT_GIT_PATH
+
+    if path is None:
+        return DEFAULT_GIT_PATH
+    parts = path.removeprefix("./").strip("/").split("/")
+    if len(path) > 256 or path.startswith("/") or any(p in ("", "..") or not _SAFE.match(p) for p in parts):
+        raise UsageError("--git-path: a relative folder inside the Git repository, like ./clusters/gpu/gpu-operator")
+    return "./" + "/".join(parts)
 
 
 async def cmd_bundle(args: argparse.Namespace) -> int:
@@ -93,7 +114,9 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
     if rendered.advice:
         sys.stderr.write(advice_text(rendered.advice))
     try:
-        bundle = gitops_bundle(rendered, args.deployer, missing, operator_install(rendered, chart))
+        bundle = gitops_bundle(
+            rendered, args.deployer, missing, operator_install(rendered, chart), git_path=_git_path(args.git_path)
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     write_files(target, bundle.files)
