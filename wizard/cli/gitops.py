@@ -3,7 +3,9 @@
 The bundle is :func:`wizard.engine.gitops.gitops_bundle`'s rendering of the install ``apply --install-operator``
 would carry out. With ``--nodes`` it is written offline; otherwise the nodes come from the cluster the flags name
 and every image the plan needs is checked where the cluster pulls from (as ``apply`` does): an image the registry
-lacks is a finding. Findings that block the plan go into ``FINDINGS`` and the exit is 1 unless
+lacks is a finding. With a local chart (``--chart DIR``) and ``helm`` on PATH the values are rendered by ``helm
+template`` (offline, bounded): a refusal, or a chart object the CRD refuses, is a finding; otherwise the README and
+stderr say the values were not rendered through the chart. Findings that block the plan go into ``FINDINGS`` and the exit is 1 unless
 ``--allow-findings``. (``support-bundle`` is the other bundle: :mod:`wizard.cli.bundle`.)
 """
 
@@ -85,6 +87,7 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
     from wizard.engine.render import advice_text, render
 
     target = _target(args.output)
+    git_path = _git_path(args.git_path)
     plan = load_plan(args.answers)
     try:
         chart = chart_source(plan.operator.version, args.chart)
@@ -113,10 +116,14 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
                     missing += [f"image not in the registry: {p.image}" for p in problems]
     if rendered.advice:
         sys.stderr.write(advice_text(rendered.advice))
+    from wizard.cluster.facade import check_chart, helm_binary
+
+    install = operator_install(rendered, chart)
+    checked = await check_chart(install, helm_binary())  # helm template of a local chart: what Helm would refuse
+    if not checked.ran:
+        sys.stderr.write(f"! chart: values not rendered through the chart ({checked.how})\n")
     try:
-        bundle = gitops_bundle(
-            rendered, args.deployer, missing, operator_install(rendered, chart), git_path=_git_path(args.git_path)
-        )
+        bundle = gitops_bundle(rendered, args.deployer, missing, install, git_path=git_path, chart=checked)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     write_files(target, bundle.files)

@@ -39,6 +39,7 @@ from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.operator_install import (
     InstallRun,
+    check_chart,
     helm_binary,
     install_operator,
     install_values_path,
@@ -72,6 +73,7 @@ __all__ = [
     "Preflight",
     "RolloutStatus",
     "UpgradeReport",
+    "check_chart",  # `bundle`: helm template of a local chart with the values
     "helm_binary",
     "helm_change",
     "helm_values_path",

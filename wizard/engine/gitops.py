@@ -18,6 +18,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.engine import image_lists
+from wizard.engine.chart_check import ChartCheck, not_checked
 from wizard.engine.deployers import DEPLOYERS
 from wizard.engine.operator_install import OperatorInstall, operator_install
 from wizard.engine.releases import bundle_of
@@ -288,7 +289,12 @@ def _kustomize(*resources: str) -> str:
 
 
 def _readme(
-    deployer: str, install: OperatorInstall, rendered: Rendered, findings: Sequence[str], git_path: str
+    deployer: str,
+    install: OperatorInstall,
+    rendered: Rendered,
+    findings: Sequence[str],
+    git_path: str,
+    chart: ChartCheck,
 ) -> str:
     plan = rendered.plan
     how = {
@@ -374,6 +380,7 @@ def _readme(
         "",
         "## Checks",
         "",
+        *chart.readme(),
         f"`sha256sum -c {CHECKSUMS_FILE}` checks every file of this folder.",
     ]
     if findings:
@@ -393,14 +400,17 @@ def gitops_bundle(
     install: OperatorInstall | None = None,
     *,
     git_path: str = DEFAULT_GIT_PATH,
+    chart: ChartCheck | None = None,
 ) -> Bundle:
-    """The ``deployer``'s folder for ``rendered`` (ValueError for an unknown deployer)."""
+    """The ``deployer``'s folder for ``rendered`` (ValueError for an unknown deployer); ``chart`` is what rendering
+    the values through the chart found (:mod:`wizard.engine.chart_check`; its findings block the plan)."""
     if deployer not in DEPLOYERS:
         raise ValueError(f"--deployer: {deployer!r} is not one of {', '.join(DEPLOYERS)}")
     install = install or operator_install(rendered)
     if deployer in ("argocd", "flux") and not (install.chart.repository or _oci(install)):
         raise ValueError(f"--chart: {deployer} takes the chart from a repository: name an oci:// reference")
-    found = blocking_findings(rendered, findings)
+    chart = chart or not_checked("not rendered here (`gpu-wizard bundle --chart DIR` renders them with helm template)")
+    found = blocking_findings(rendered, [*findings, *chart.findings])
     files: dict[str, str] = {}
     if deployer == "helm":
         files.update(_helm_files(install))
@@ -424,6 +434,6 @@ def gitops_bundle(
     files[f"{IMAGES_DIR}/zarf.yaml"] = image_lists.zarf_package(rendered)
     if found:
         files[FINDINGS_FILE] = "".join(f"✗ {line}\n" for line in found)
-    files["README.md"] = _readme(deployer, install, rendered, found, git_path)
+    files["README.md"] = _readme(deployer, install, rendered, found, git_path, chart)
     files[CHECKSUMS_FILE] = checksums(files)
     return Bundle(deployer, files, tuple(found))
