@@ -56,7 +56,12 @@ def test_the_demo_keeps_helms_release_record(helm_installed: tuple[Any, list[str
     demo, _, _ = helm_installed
     secret = demo.store.get("secrets", SECRET, "gpu-operator")
     assert secret["type"] == "helm.sh/release.v1"
-    assert secret["metadata"]["labels"] == {"name": "gpu-operator", "owner": "helm", "status": "deployed", "version": "1"}
+    assert secret["metadata"]["labels"] == {
+        "name": "gpu-operator",
+        "owner": "helm",
+        "status": "deployed",
+        "version": "1",
+    }
     record = _record(secret)
     assert record["chart"]["metadata"]["version"] == "v26.3.3" and record["info"]["status"] == "deployed"
     assert record["config"]["driver"] == {"version": "570.195.03"}
@@ -118,7 +123,9 @@ def test_a_release_record_past_the_limit_is_not_read_and_says_so(
     assert out.splitlines()[-1] == f"✓ no drift: 4 objects and GPU nodes match {answers}"
 
 
-def test_no_release_secret_is_said(helm_installed: tuple[Any, list[str], Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_release_secret_is_said(
+    helm_installed: tuple[Any, list[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     demo, kube, answers = helm_installed
     demo.store.delete("secrets", SECRET, "gpu-operator")
     code, out, _ = run(capsys, "drift", "--answers", str(answers), *kube)

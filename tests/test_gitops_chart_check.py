@@ -123,9 +123,10 @@ def test_the_cli_renders_a_local_chart_with_helm_on_path(
     assert main([*argv, "-o", str(tmp_path / "out")]) == 0
     _, err = capsys.readouterr()
     assert "! chart:" not in err
-    assert f"rendered through the operator's chart (helm template of chart {chart})" in (
-        tmp_path / "out" / "README.md"
-    ).read_text()
+    assert (
+        f"rendered through the operator's chart (helm template of chart {chart})"
+        in (tmp_path / "out" / "README.md").read_text()
+    )
 
 
 def test_without_helm_or_a_local_chart_the_bundle_says_it_did_not_check(

@@ -18,8 +18,14 @@ from wizard.engine.render import render
 
 CRDS = Path(__file__).resolve().parent.parent / "gitops_crds"
 FLUX_KUSTOMIZATIONS = "flux-kustomizations.yaml"
-PLANS = ("precompiled-rke2", "operand-registry", "preinstalled", "operand-registry-nvidiadriver", "upstream-repoconfig",
-         "nvidiadriver-precompiled")
+PLANS = (
+    "precompiled-rke2",
+    "operand-registry",
+    "preinstalled",
+    "operand-registry-nvidiadriver",
+    "upstream-repoconfig",
+    "nvidiadriver-precompiled",
+)
 
 
 @functools.cache

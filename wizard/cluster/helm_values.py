@@ -11,12 +11,11 @@ the CLI and the TUI cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import re
 
 from wizard.atomic_write import write_private
 from wizard.cluster.gateway import Gateway

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from wizard.atomic_write import write_private
-from wizard.cluster.gateway import Gateway
 from wizard.bounded_read import RENDERED_CHART
+from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, find_operator
 from wizard.engine import chart_check
 from wizard.engine.operator_install import OperatorInstall

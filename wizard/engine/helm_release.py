@@ -57,7 +57,7 @@ class HelmRelease:
 def _gunzip(data: bytes) -> bytes:
     inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
     out = inflater.decompress(data, MAX_DECODED)
-    if inflater.unconsumed_tail or len(out) >= MAX_DECODED and not inflater.eof:
+    if inflater.unconsumed_tail or (len(out) >= MAX_DECODED and not inflater.eof):
         raise ReleaseError(f"its release record is larger than {MAX_DECODED // (1024 * 1024)} MiB unpacked")
     if not inflater.eof:
         raise ReleaseError("its release record is cut short (not a whole gzip stream)")

@@ -18,7 +18,9 @@ CHART_NAME = "gpu-operator"
 FIRST_DEPLOYED = "2026-01-05T09:00:00Z"
 
 
-def release_secret(name: str, namespace: str, release: str, values: dict[str, Any], revision: int = 1) -> dict[str, Any]:
+def release_secret(
+    name: str, namespace: str, release: str, values: dict[str, Any], revision: int = 1
+) -> dict[str, Any]:
     """The Secret Helm writes for revision ``revision`` of release ``name`` of the operator's chart ``release``."""
     record = {
         "name": name,

@@ -134,9 +134,9 @@ def install_scenario(store: Store, scenario: Scenario, specs: list[NodeSpec]) ->
         policy = dict(scenario.operator.cluster_policy)
         policy.setdefault("apiVersion", "nvidia.com/v1")
         store.create("clusterpolicies", policy)
-    if scenario.operator.helm_values is not None:  # installed by Helm: its release record
-        spec = scenario.operator
-        notes = ((spec.cluster_policy or {}).get("metadata") or {}).get("annotations") or {}
+    operator = scenario.operator
+    if operator.helm_values is not None:  # installed by Helm: its release record
+        notes = ((operator.cluster_policy or {}).get("metadata") or {}).get("annotations") or {}
         name = str(notes.get("meta.helm.sh/release-name") or "gpu-operator")
-        store.create("secrets", release_secret(name, spec.namespace, spec.release, dict(spec.helm_values)))
+        store.create("secrets", release_secret(name, operator.namespace, operator.release, dict(operator.helm_values)))
     return True
