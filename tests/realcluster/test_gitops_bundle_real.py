@@ -7,7 +7,9 @@ a manifest with a wrong field is refused. The ``helm`` bundle is written by ``gp
 cluster's own nodes; its deploy script is never run: its one ``helm`` line, split with shlex, is the argv the
 engine builds, and the engine's argv runs the real helm (the plan's finding overridden: one
 node of two has no image), which installs the real chart with the bundle's values
-(CRDs first, then the ClusterPolicy the plan renders).
+(CRDs first, then the ClusterPolicy the plan renders); with the lane's helm on PATH the bundle first renders its
+values through the local chart (``helm template``) and says so in its README. Flux's Kustomizations (the extra
+NVIDIADriver CRs after the HelmRelease) are dry-run beside the rest, against the pinned kustomize-controller CRD.
 """
 
 from __future__ import annotations
@@ -147,7 +149,8 @@ def test_the_nvidiadriver_crs_beside_the_release_are_accepted(
 ) -> None:
     """After the chart's install (the test above: its CRDs are there), the NVIDIADriver CRs a bundle carries beside
     the release (a branch the v25.10/v26.3 charts write unquoted) pass the server's dry-run: the deploy script's
-    kubectl line (read as data, run with the lane's kubectl and ``--dry-run=server``) and Argo CD's annotated copy."""
+    kubectl line (read as data, run with the lane's kubectl and ``--dry-run=server``), Argo CD's annotated copy (a
+    file for v25.10, the chart's ``extraObjects`` from v26.3) and Flux's ``drivers/`` Kustomization's file."""
     cluster = bare_cluster
     cluster.wait_established("crd/nvidiadrivers.nvidia.com")
     answers = tmp_path / "answers.yaml"

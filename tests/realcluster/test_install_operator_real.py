@@ -5,8 +5,9 @@ The wizard runs ``helm upgrade --install`` itself with the release's real chart 
 version/appVersion) and the values it computed, then follows the rollout. Helm's own checks run against
 the server (CRDs Established before their objects, OpenAPI for field validation, its release Secret).
 Against the demo's ``no-operator`` scenario: the demo's operator reconciles once the chart's Deployment
-exists, and its first driver DaemonSets carry the planned image; the ClusterPolicy is Helm-owned, so the
-next ``apply`` goes through Helm. Against the real control plane started without the operator
+exists, and its first driver DaemonSets carry the planned image; ``drift`` reads the release Secret the real helm
+wrote and is silent, the ClusterPolicy is Helm-owned, so the next ``apply`` goes through Helm, and a value
+changed with ``helm upgrade --set`` is a line of ``drift``. Against the real control plane started without the operator
 (``make real-cluster OPERATOR=none``): the real operator binary runs once the chart's Deployment exists,
 as the chart's ServiceAccount (the chart's ClusterRole and Role, not system:masters), and the first
 driver DaemonSets it creates carry the images the wizard predicted.
