@@ -100,16 +100,19 @@ def test_each_deployers_values_render_the_cluster_policy_apply_creates(release: 
         if _allowance(release, case, f"ClusterPolicy:{path}") is None
     ]
     assert not problems, problems
-    # the same install apply --install-operator runs: identical values
+    # the same install apply --install-operator runs: identical values (Argo CD's may add the CRs as extraObjects)
+    extra = values.pop("extraObjects", [])
     assert values == _docs(operator_install(rendered).values_text)[0]
     # every NVIDIADriver CR of the plan: the chart's default, the rest in the bundle's file
-    crs = [d for d in chart_docs if d["kind"] == "NVIDIADriver"] + _docs(bundle.files.get("nvidiadrivers.yaml", ""))
+    drivers_file = "drivers/nvidiadrivers.yaml" if deployer == "flux" else "nvidiadrivers.yaml"
+    crs = [d for d in chart_docs if d["kind"] == "NVIDIADriver"] + _docs(bundle.files.get(drivers_file, ""))
     assert sorted(d["metadata"]["name"] for d in crs) == sorted(d["metadata"]["name"] for d in rendered.nvidia_drivers)
-    if "nvidiadrivers.yaml" in bundle.files:  # applied after the release by the deployer's own means
+    if extra or drivers_file in bundle.files:  # applied after the release has installed the CRD
         assert release in ("v25.10.1", "v26.3.3") and case == "nvidiadriver-precompiled"
         applied = {"helm": "deploy.sh", "helmfile": "helmfile.yaml"}.get(deployer, "README.md")
-        assert "nvidiadrivers.yaml" in bundle.files[applied]
-        if deployer == "argocd":  # a later wave, not dry-run before the chart has created the CRD
+        assert "nvidiadrivers.yaml" in bundle.files[applied] or deployer == "argocd"
+        if deployer == "argocd":  # in the chart's own render (v26.3 on), a later wave, no dry-run before the CRD
+            assert bool(extra) == (release != "v25.10.1"), release
             [note] = {d["metadata"]["annotations"]["argocd.argoproj.io/sync-options"] for d in crs[-1:]}
             assert note == "SkipDryRunOnMissingResource=true"
     # the air-gap image lists and the private registry travel in every format
@@ -166,6 +169,39 @@ def test_an_oci_chart_is_pinned_in_argocd_and_flux() -> None:
     assert docs["OCIRepository"]["spec"]["url"] == "oci://harbor.corp.example/charts/gpu-operator"
     assert docs["OCIRepository"]["spec"]["ref"] == {"tag": "v26.3.3"}
     assert docs["HelmRelease"]["spec"]["chartRef"] == {"kind": "OCIRepository", "name": "nvidia"}
+
+
+@pytest.mark.parametrize("release", ["v25.10.1", "v26.3.3"])
+def test_flux_applies_the_extra_nvidiadriver_crs_only_after_the_helmrelease_is_ready(release: str) -> None:
+    """On a fresh cluster the CRs' CRD comes with the chart: a Kustomization holding both the HelmRelease and the CRs
+    fails its dry-run. The CRs get a Kustomization of their own that depends on the HelmRelease's, which is ready only
+    once the HelmRelease is; each Kustomization's kustomization.yaml names only its own files."""
+    rendered = _rendered(release, "nvidiadriver-precompiled")
+    files = gitops_bundle(rendered, "flux", git_path="./clusters/gpu").files
+    assert "nvidiadrivers.yaml" not in files and "nvidiadrivers.yaml" not in _docs(files["helmrelease.yaml"])
+    assert {d["kind"] for d in _docs(files["helmrelease.yaml"])} == {"Namespace", "HelmRepository", "HelmRelease"}
+    [top] = _docs(files["kustomization.yaml"])
+    [below] = _docs(files["drivers/kustomization.yaml"])
+    assert (top["resources"], below["resources"]) == (["helmrelease.yaml"], ["nvidiadrivers.yaml"])
+    assert {d["kind"] for d in _docs(files["drivers/nvidiadrivers.yaml"])} == {"NVIDIADriver"}
+    operator, drivers = _docs(files["flux-kustomizations.yaml"])
+    assert operator["spec"]["path"] == "./clusters/gpu" and drivers["spec"]["path"] == "./clusters/gpu/drivers"
+    assert operator["spec"]["healthChecks"] == [
+        {"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "gpu-operator",
+         "namespace": "gpu-operator"}
+    ]  # fmt: skip
+    assert drivers["spec"]["dependsOn"] == [{"name": operator["metadata"]["name"]}]
+    assert "dependsOn" not in operator["spec"] and "flux-kustomizations.yaml" in files["README.md"]
+    # a plan whose CRs the chart deploys itself needs no second Kustomization
+    plain = gitops_bundle(_rendered(release, "operand-registry-nvidiadriver"), "flux").files
+    assert "flux-kustomizations.yaml" not in plain and "drivers/nvidiadrivers.yaml" not in plain
+
+
+def test_the_git_path_is_a_relative_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answers, nodes = _write_inputs(tmp_path, "version: 1\noperator: {version: v26.3.3}\nmode: preinstalled\n")
+    argv = ["bundle", "--deployer", "flux", "--answers", answers, "--nodes", nodes]
+    assert main([*argv, "-o", str(tmp_path / "a"), "--git-path", "../x"]) == 2
+    assert "--git-path: a relative folder" in capsys.readouterr().err
 
 
 def _write_inputs(tmp_path: Path, answers: str, *nodes: dict[str, Any]) -> tuple[str, str]:

@@ -183,8 +183,8 @@ def render_chart(release: str, values_json: str) -> tuple[dict[str, Any], ...]:
     with Chart.load(str(_chart_dir(release))) as chart:
         files = chart.render(values=json.loads(values_json), name=RELEASE_NAME, namespace=NAMESPACE, is_install=True)
     docs: list[dict[str, Any]] = []
-    for name in ("gpu-operator/templates/clusterpolicy.yaml", "gpu-operator/templates/nvidiadriver.yaml"):
-        docs += [d for d in yaml11_load_all(files.get(name, "")) if d]
+    for name in ("clusterpolicy.yaml", "nvidiadriver.yaml", "extra-objects.yaml"):  # extraObjects: NVIDIADrivers
+        docs += [d for d in yaml11_load_all(files.get(f"gpu-operator/templates/{name}", "")) if d]
     return tuple(docs)
 
 

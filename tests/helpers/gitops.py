@@ -17,7 +17,15 @@ from wizard.engine.plan import Plan
 from wizard.engine.render import render
 
 CRDS = Path(__file__).resolve().parent.parent / "gitops_crds"
-PLANS = ("precompiled-rke2", "operand-registry", "preinstalled", "operand-registry-nvidiadriver", "upstream-repoconfig")
+FLUX_KUSTOMIZATIONS = "flux-kustomizations.yaml"
+PLANS = (
+    "precompiled-rke2",
+    "operand-registry",
+    "preinstalled",
+    "operand-registry-nvidiadriver",
+    "upstream-repoconfig",
+    "nvidiadriver-precompiled",
+)
 
 
 @functools.cache
@@ -45,6 +53,7 @@ def gitops_manifests(release: str, case: str, chart: str | None = None) -> list[
     rendered = render(Plan.model_validate(answers), facts(*CASE_NODES.get(case, NODES)))
     install = operator_install(rendered, chart_source(release, chart))
     docs: list[dict[str, Any]] = []
-    for deployer, name in (("argocd", "application.yaml"), ("flux", "helmrelease.yaml")):
-        docs += [d for d in yaml11_load_all(gitops_bundle(rendered, deployer, install=install).files[name]) if d]
+    for deployer, names in (("argocd", ("application.yaml",)), ("flux", ("helmrelease.yaml", FLUX_KUSTOMIZATIONS))):
+        files = gitops_bundle(rendered, deployer, install=install).files
+        docs += [d for name in names for d in yaml11_load_all(files.get(name, "")) if d]
     return docs

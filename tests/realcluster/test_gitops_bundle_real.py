@@ -7,11 +7,14 @@ a manifest with a wrong field is refused. The ``helm`` bundle is written by ``gp
 cluster's own nodes; its deploy script is never run: its one ``helm`` line, split with shlex, is the argv the
 engine builds, and the engine's argv runs the real helm (the plan's finding overridden: one
 node of two has no image), which installs the real chart with the bundle's values
-(CRDs first, then the ClusterPolicy the plan renders).
+(CRDs first, then the ClusterPolicy the plan renders); with the lane's helm on PATH the bundle first renders its
+values through the local chart (``helm template``) and says so in its README. Flux's Kustomizations (the extra
+NVIDIADriver CRs after the HelmRelease) are dry-run beside the rest, against the pinned kustomize-controller CRD.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -22,9 +25,11 @@ import pytest
 
 from tests.helpers.chart_parity import _chart_dir
 from tests.helpers.gitops import CRDS, PLANS, gitops_manifests
+from tests.helpers.yaml11 import yaml11_load_all
 from tests.realcluster.cluster import RealCluster
 from wizard.cli.main import build_parser, main
 from wizard.cli.session import facts_for, run_interruptibly
+from wizard.cluster.facade import check_chart
 from wizard.engine.answers import load_answers, plan_for_nodes
 from wizard.engine.gitops import gitops_bundle
 from wizard.engine.operator_install import chart_source, operator_install
@@ -50,19 +55,25 @@ def test_every_manifest_is_accepted_by_the_real_api_server_with_the_real_crds(ba
     cluster.wait_established(
         "crd/applications.argoproj.io", "crd/helmreleases.helm.toolkit.fluxcd.io",
         "crd/helmrepositories.source.toolkit.fluxcd.io", "crd/ocirepositories.source.toolkit.fluxcd.io",
+        "crd/kustomizations.kustomize.toolkit.fluxcd.io",
     )  # fmt: skip
-    for name in (ARGOCD_NAMESPACE, "gpu-operator"):
+    for name in (ARGOCD_NAMESPACE, "gpu-operator", "flux-system"):
         cluster.kubectl("create", "namespace", name, check=False)
     accepted: list[str] = []
+    expected = 0
     for case in PLANS:
         for chart in (None, "oci://harbor.corp.example/charts/gpu-operator"):
             for doc in gitops_manifests(cluster.release, case, chart):
                 if doc["kind"] == "Namespace":
                     continue
+                expected += 1
                 proc = _dry_run(cluster, doc)
                 assert proc.returncode == 0 and not proc.stderr.strip(), (case, chart, doc["kind"], proc.stderr)
                 accepted.append(proc.stdout.strip())
-    assert len(accepted) == len(PLANS) * 2 * 3
+    assert len(accepted) == expected >= len(PLANS) * 2 * 3
+    # the v25.10 and v26.3 charts write branch 580 unquoted: Flux applies CR default in a Kustomization of its own
+    kustomizations = [name for name in accepted if name.startswith("kustomization.kustomize.toolkit.fluxcd.io/")]
+    assert len(kustomizations) == (4 if cluster.release in ("v25.10.1", "v26.3.3") else 0), accepted
     # the real server is no rubber stamp: a CRD policy Flux does not know, a misspelt sync option field
     app, _, source, release = gitops_manifests(cluster.release, "preinstalled")
     release["spec"]["install"]["crds"] = "Replace"  # type: ignore[index]
@@ -74,7 +85,11 @@ def test_every_manifest_is_accepted_by_the_real_api_server_with_the_real_crds(ba
 
 
 def test_the_helm_bundles_command_installs_the_chart_with_its_values(
-    bare_cluster: RealCluster, helm_binary: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bare_cluster: RealCluster,
+    helm_binary: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cluster = bare_cluster
     release = cluster.release
@@ -87,8 +102,17 @@ def test_the_helm_bundles_command_installs_the_chart_with_its_values(
     out = tmp_path / "bundle"
     admin = str(cluster.kubeconfig("admin"))
     argv = ["bundle", "--deployer", "helm", "--answers", str(answers), "--chart", chart, "-o", str(out)]
+    bin_dir = tmp_path / "bin"  # the lane's helm on PATH: the bundle renders the values through the local chart
+    bin_dir.mkdir()
+    (bin_dir / "helm").symlink_to(helm_binary)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     code = main([*argv, "--kubeconfig", admin, "--no-registry"])  # the nodes from the real API server
     _, err = capsys.readouterr()
+    assert (
+        "! chart:" not in err
+        and f"(helm template of chart {chart}): the chart accepted them" in (out / "README.md").read_text()
+    )
     # the lane's second kernel has no published precompiled image: the bundle carries Preview's finding, exit 1
     assert code == 1, err
     assert "kernel 5.14.21-150500.55.171-default" in (out / "FINDINGS").read_text()
@@ -103,7 +127,9 @@ def test_the_helm_bundles_command_installs_the_chart_with_its_values(
     engine_argv = install.helm_argv("values.yaml")
     assert shlex.split(line) == engine_argv
     assert (out / "values.yaml").read_text() == install.values_text
-    assert gitops_bundle(rendered, "helm", install=install).files == {
+    checked = asyncio.run(check_chart(install, str(helm_binary)))
+    assert checked.ran and not checked.findings, checked
+    assert gitops_bundle(rendered, "helm", install=install, chart=checked).files == {
         str(p.relative_to(out)): p.read_text() for p in out.rglob("*") if p.is_file()
     }
     engine_argv[0] = str(helm_binary)
@@ -123,7 +149,8 @@ def test_the_nvidiadriver_crs_beside_the_release_are_accepted(
 ) -> None:
     """After the chart's install (the test above: its CRDs are there), the NVIDIADriver CRs a bundle carries beside
     the release (a branch the v25.10/v26.3 charts write unquoted) pass the server's dry-run: the deploy script's
-    kubectl line (read as data, run with the lane's kubectl and ``--dry-run=server``) and Argo CD's annotated copy."""
+    kubectl line (read as data, run with the lane's kubectl and ``--dry-run=server``), Argo CD's annotated copy (a
+    file for v25.10, the chart's ``extraObjects`` from v26.3) and Flux's ``drivers/`` Kustomization's file."""
     cluster = bare_cluster
     cluster.wait_established("crd/nvidiadrivers.nvidia.com")
     answers = tmp_path / "answers.yaml"
@@ -133,22 +160,26 @@ def test_the_nvidiadriver_crs_beside_the_release_are_accepted(
     )
     admin = str(cluster.kubeconfig("admin"))
     written = 0
-    for deployer in ("helm", "argocd"):
+    for deployer in ("helm", "argocd", "flux"):
         out = tmp_path / deployer
         argv = ["bundle", "--deployer", deployer, "--answers", str(answers), "-o", str(out)]
         main([*argv, "--kubeconfig", admin, "--no-registry", "--allow-findings"])
         capsys.readouterr()
-        if not (out / "nvidiadrivers.yaml").exists():
+        crs = out / ("drivers/nvidiadrivers.yaml" if deployer == "flux" else "nvidiadrivers.yaml")
+        if deployer == "argocd" and not crs.exists():  # v26.3 on: in the chart's extraObjects, one sync
+            [app] = yaml11_load_all((out / "application.yaml").read_text())
+            extra = app["spec"]["source"]["helm"]["valuesObject"].get("extraObjects") or []
+            if extra:
+                crs.write_text("".join(f"---\n{json.dumps(doc)}\n" for doc in extra))
+        if not crs.exists():
             assert cluster.release not in ("v25.10.1", "v26.3.3")  # the chart deploys CR default itself
             continue
         written += 1
+        kubectl = ["kubectl", "apply", "--server-side", "-f", str(crs.relative_to(out))]
         if deployer == "helm":
             [line] = [x for x in (out / "deploy.sh").read_text().splitlines() if x.startswith("kubectl ")]
-            kubectl = shlex.split(line)
-            assert kubectl == ["kubectl", "apply", "--server-side", "-f", "nvidiadrivers.yaml"]
-        else:
-            kubectl = ["kubectl", "apply", "--server-side", "-f", "nvidiadrivers.yaml"]
+            assert shlex.split(line) == kubectl
         run = [str(cluster.bin / "kubectl"), f"--kubeconfig={admin}", *kubectl[1:], "--dry-run=server"]
         proc = subprocess.run(run, cwd=out, capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0 and "nvidiadriver.nvidia.com/default" in proc.stdout, proc.stderr
-    assert written == (2 if cluster.release in ("v25.10.1", "v26.3.3") else 0)
+    assert written == (3 if cluster.release in ("v25.10.1", "v26.3.3") else 0)

@@ -5,8 +5,9 @@ The wizard runs ``helm upgrade --install`` itself with the release's real chart 
 version/appVersion) and the values it computed, then follows the rollout. Helm's own checks run against
 the server (CRDs Established before their objects, OpenAPI for field validation, its release Secret).
 Against the demo's ``no-operator`` scenario: the demo's operator reconciles once the chart's Deployment
-exists, and its first driver DaemonSets carry the planned image; the ClusterPolicy is Helm-owned, so the
-next ``apply`` goes through Helm. Against the real control plane started without the operator
+exists, and its first driver DaemonSets carry the planned image; ``drift`` reads the release Secret the real helm
+wrote and is silent, the ClusterPolicy is Helm-owned, so the next ``apply`` goes through Helm, and a value
+changed with ``helm upgrade --set`` is a line of ``drift``. Against the real control plane started without the operator
 (``make real-cluster OPERATOR=none``): the real operator binary runs once the chart's Deployment exists,
 as the chart's ServiceAccount (the chart's ClusterRole and Role, not system:masters), and the first
 driver DaemonSets it creates carry the images the wizard predicted.
@@ -14,6 +15,7 @@ driver DaemonSets it creates carry the images the wizard predicted.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -71,12 +73,38 @@ def test_helm_installs_the_chart_with_the_plans_values_into_the_demo(
     images = {c["image"] for d in drivers for c in d["spec"]["template"]["spec"]["containers"]}
     assert drivers and images & {PLANNED} and not any(i.startswith("nvcr.io/nvidia/driver") for i in images)
 
+    # drift reads the release record the real helm wrote: silent while it matches the plan
+    code = main(["drift", "--answers", str(answers), *kube, "--no-registry", "-o", "json"])
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert (code, doc["drift"], doc["skipped"]) == (0, [], []), out + err
+    code = main(["drift", "--answers", str(answers), *kube, "--no-registry", "--report-junit", str(tmp_path / "d.xml")])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Helm release gpu-operator/gpu-operator" in (tmp_path / "d.xml").read_text(), out + err
+
     # afterwards the install is Helm-owned: a later apply goes through the release's values
     code = main(["apply", "--answers", str(answers), *kube, "--yes", "--helm-values", str(tmp_path / "v.yaml")])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "Helm release gpu-operator (namespace gpu-operator) manages ClusterPolicy cluster-policy" in err
     assert "helm upgrade gpu-operator nvidia/gpu-operator" in err
+
+    # a value changed through helm itself (`helm upgrade --reuse-values --set`) is a line of drift; without the
+    # chart's pre-upgrade hook (a Job that updates the CRDs: the demo runs no such image to completion)
+    proc = subprocess.run(
+        [str(helm_on_path), "upgrade", "gpu-operator", str(chart), "--namespace", "gpu-operator", "--reuse-values",
+         "--set", "driver.version=580.126.09.2", "--no-hooks", "--timeout", "120s",
+         "--kubeconfig", str(demo.kubeconfig_path)],
+        timeout=180, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code = main(["drift", "--answers", str(answers), *kube, "--no-registry"])
+    out, err = capsys.readouterr()
+    assert code == 1, out + err
+    assert (
+        "✗ helm-values: Helm release gpu-operator/gpu-operator values driver.version: "
+        "the plan says 580.126.09.1, the release has 580.126.09.2" in out.splitlines()
+    ), out
 
 
 MODES = {

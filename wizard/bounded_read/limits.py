@@ -83,6 +83,19 @@ REGISTRIES_CONF = Limits(
 )
 """containers-registries.conf(5) (TOML): registries, their mirrors and prefixes."""
 
+RENDERED_CHART = Limits(
+    kind="helm template's output",
+    max_bytes=16 << 20,
+    max_lines=500_000,
+    max_line_chars=1 << 20,
+    max_comment_chars=1 << 20,
+    max_depth=64,
+    max_nodes=1_000_000,
+    max_scalar_chars=1 << 20,
+)
+"""What ``helm template`` prints for the operator's chart (``gpu-wizard bundle`` checks the values with it): the
+operator's objects and its operands' ConfigMaps, a few hundred KiB; a chart of the user's may carry more."""
+
 
 class InputError(ValueError):
     """The file cannot be used: ``str()`` is one line, ``source:line: field: message``."""

@@ -3,13 +3,16 @@
 The bundle is :func:`wizard.engine.gitops.gitops_bundle`'s rendering of the install ``apply --install-operator``
 would carry out. With ``--nodes`` it is written offline; otherwise the nodes come from the cluster the flags name
 and every image the plan needs is checked where the cluster pulls from (as ``apply`` does): an image the registry
-lacks is a finding. Findings that block the plan go into ``FINDINGS`` and the exit is 1 unless
+lacks is a finding. With a local chart (``--chart DIR``) and ``helm`` on PATH the values are rendered by ``helm
+template`` (offline, bounded): a refusal, or a chart object the CRD refuses, is a finding; otherwise the README and
+stderr say the values were not rendered through the chart. Findings that block the plan go into ``FINDINGS`` and the exit is 1 unless
 ``--allow-findings``. (``support-bundle`` is the other bundle: :mod:`wizard.cli.bundle`.)
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,8 @@ from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError, load_nodelist
 from wizard.cli.images import registry_flags
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 from wizard.engine.deployers import CHART_HELP, DEPLOYERS
+
+_SAFE = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
 
 
 def register(sub: Any) -> None:
@@ -39,6 +44,12 @@ def register(sub: Any) -> None:
         "--allow-findings", action="store_true", help="exit 0 even when the plan has findings that block it"
     )
     bundle.add_argument("--no-registry", action="store_true", help="skip the check that each image exists")
+    bundle.add_argument(
+        "--git-path",
+        metavar="PATH",
+        help="flux: where the folder is committed in the Git source flux-system (the Kustomizations' path; "
+        "default ./gpu-operator)",
+    )
     cluster_options(bundle)
     registry_flags(bundle)
     bundle.set_defaults(handler=command(cmd_bundle))
@@ -57,6 +68,18 @@ def _target(path: str) -> Path:
     return target
 
 
+def _git_path(path: str | None) -> str:
+    """``--git-path``: a relative path inside the Git source (UsageError otherwise)."""
+    from wizard.engine.gitops import DEFAULT_GIT_PATH
+
+    if path is None:
+        return DEFAULT_GIT_PATH
+    parts = path.removeprefix("./").strip("/").split("/")
+    if len(path) > 256 or path.startswith("/") or any(p in ("", "..") or not _SAFE.match(p) for p in parts):
+        raise UsageError("--git-path: a relative folder inside the Git repository, like ./clusters/gpu/gpu-operator")
+    return "./" + "/".join(parts)
+
+
 async def cmd_bundle(args: argparse.Namespace) -> int:
     from wizard.atomic_write import write_files
     from wizard.engine.gitops import gitops_bundle
@@ -64,6 +87,7 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
     from wizard.engine.render import advice_text, render
 
     target = _target(args.output)
+    git_path = _git_path(args.git_path)
     plan = load_plan(args.answers)
     try:
         chart = chart_source(plan.operator.version, args.chart)
@@ -92,8 +116,14 @@ async def cmd_bundle(args: argparse.Namespace) -> int:
                     missing += [f"image not in the registry: {p.image}" for p in problems]
     if rendered.advice:
         sys.stderr.write(advice_text(rendered.advice))
+    from wizard.cluster.facade import check_chart, helm_binary
+
+    install = operator_install(rendered, chart)
+    checked = await check_chart(install, helm_binary())  # helm template of a local chart: what Helm would refuse
+    if not checked.ran:
+        sys.stderr.write(f"! chart: values not rendered through the chart ({checked.how})\n")
     try:
-        bundle = gitops_bundle(rendered, args.deployer, missing, operator_install(rendered, chart))
+        bundle = gitops_bundle(rendered, args.deployer, missing, install, git_path=git_path, chart=checked)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     write_files(target, bundle.files)

@@ -32,13 +32,14 @@ from wizard.cluster.connection import open_gateway
 from wizard.cluster.discovery import NodeDirectory
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.cluster.helm_values import HelmChange, helm_change, helm_values_path
+from wizard.cluster.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
 from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.kubeconfig import list_contexts
 from wizard.cluster.live_findings import live_findings
 from wizard.cluster.liveplan import plan_from_live
 from wizard.cluster.operator_install import (
     InstallRun,
+    check_chart,
     helm_binary,
     install_operator,
     install_values_path,
@@ -49,6 +50,7 @@ from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
 from wizard.cluster.registry_routing import cluster_registry_options, routed_client
 from wizard.engine.facts import ClusterFacts, NodeFacts
+from wizard.engine.helm_release import HelmRelease
 from wizard.engine.hostdoctor import DoctorTarget, HostState
 from wizard.engine.operator_install import OperatorInstall
 from wizard.engine.plan import Plan
@@ -71,6 +73,7 @@ __all__ = [
     "Preflight",
     "RolloutStatus",
     "UpgradeReport",
+    "check_chart",  # `bundle`: helm template of a local chart with the values
     "helm_binary",
     "helm_change",
     "helm_values_path",
@@ -249,6 +252,12 @@ class Cluster:
     async def live_driver_objects(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The live ClusterPolicies and NVIDIADrivers as the API server returns them (``gpu-wizard drift``)."""
         return await self.gateway.list_custom(*POLICY), await self.gateway.list_custom(*DRIVERS)
+
+    async def helm_release(self, namespace: str, name: str) -> HelmRelease | None:
+        """The deployed revision of Helm release ``name`` as Helm recorded it (its release Secret; None: none):
+        the chart version and the values it was given (``gpu-wizard drift``). ReleaseError when the record cannot be
+        read (too large, not Helm's encoding); ClusterError from the API."""
+        return await deployed_release(self.gateway, namespace, name)
 
     async def driver_pods(self, namespace: str) -> dict[str, tuple[str, str]]:
         """``node -> (image, waiting reason)`` of the driver container of every driver pod in ``namespace``."""

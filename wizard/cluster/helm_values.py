@@ -1,4 +1,6 @@
-"""The change for a Helm-owned ClusterPolicy: the release's values, the ``helm upgrade`` that carries them, the file.
+"""The change for a Helm-owned ClusterPolicy: the release's values, the ``helm upgrade`` that carries them, the file;
+and the release's deployed revision as Helm recorded it (what ``gpu-wizard drift`` compares, never what a change is
+derived from).
 
 A direct apply on a policy a Helm release manages is reverted by the release's next ``helm upgrade``,
 so ``gpu-wizard apply``/``upgrade`` and the TUI's Apply step both produce the change as Helm values
@@ -9,12 +11,15 @@ the CLI and the TUI cannot drift apart.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wizard.atomic_write import write_private
+from wizard.cluster.gateway import Gateway
+from wizard.engine.helm_release import HelmRelease, ReleaseError, decode_release
 from wizard.engine.ownership import Ownership, helm_upgrade_command
 from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
 from wizard.engine.textsafe import printable, shell_command
@@ -85,3 +90,30 @@ def helm_change(
         drivers_command=shell_command(["kubectl", "apply", "--server-side", "-f", str(drivers)]),
         driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
     )
+
+
+_RELEASE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,51}[a-z0-9])?$")
+"""Helm's release names (a label value too): what may go into the label selector."""
+RELEASE_RECORDS = 8
+"""How many ``status=deployed`` records are read at most (Helm keeps one; an interrupted upgrade may leave two)."""
+
+
+async def deployed_release(gateway: Gateway, namespace: str, name: str) -> HelmRelease | None:
+    """The deployed revision of Helm release ``name`` in ``namespace`` from Helm's release Secrets (None: there is
+    none); ReleaseError when the name or the record cannot be read, ClusterError from the API (403 included)."""
+    if not _RELEASE_NAME.match(name):
+        raise ReleaseError(f"{printable(name)[:80]!r} is not a Helm release name")
+    selector = f"owner=helm,name={name},status=deployed"
+    secrets = await gateway.list_secrets(namespace, label_selector=selector, limit=RELEASE_RECORDS)
+
+    def revision(secret: Mapping[str, Any]) -> int:
+        label = str(((secret.get("metadata") or {}).get("labels") or {}).get("version") or "")
+        return int(label) if label.isdigit() and len(label) < 10 else 0
+
+    newest = max(secrets, key=revision, default=None)
+    if newest is None:
+        return None
+    try:
+        return decode_release(newest)
+    except ReleaseError as exc:
+        raise ReleaseError(f"Secret {namespace}/{printable(str(newest['metadata'].get('name')))}: {exc}") from None

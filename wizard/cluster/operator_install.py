@@ -5,7 +5,9 @@ writes its values file (0600, through the one file writer), runs ``helm upgrade 
 binary is on PATH (an argv, never a script; ``--wait`` off: the wizard follows the rollout itself), applies
 the NVIDIADriver CRs the chart does not deploy, and, where no helm runs, waits for the operator Deployment
 a person creates with the printed command. After it the ClusterPolicy carries Helm's release annotations,
-so :mod:`wizard.engine.ownership` sends every later apply through Helm.
+so :mod:`wizard.engine.ownership` sends every later apply through Helm. :func:`check_chart` runs ``helm template``
+of a local chart with the install's values (``gpu-wizard bundle``: offline, bounded in time and output) and hands
+its answer to :mod:`wizard.engine.chart_check`.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wizard.atomic_write import write_private
+from wizard.bounded_read import RENDERED_CHART
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.preflight import DRIVERS, find_operator
+from wizard.engine import chart_check
 from wizard.engine.operator_install import OperatorInstall
 from wizard.engine.textsafe import printable
 from wizard.paths import state_dir
@@ -95,6 +100,81 @@ async def run_helm(argv: list[str], timeout: float = HELM_TIMEOUT) -> tuple[int,
             await proc.wait()
         raise
     return proc.returncode or 0, kept.decode("utf-8", "replace")
+
+
+TEMPLATE_TIMEOUT = 60.0
+"""How long ``helm template`` of a local chart may take (it reads files and renders: seconds)."""
+
+
+async def _template(argv: list[str], timeout: float) -> tuple[int, str, str]:
+    """Run ``helm template`` (no shell, no stdin, no plugins): its exit status, its output (up to the rendered
+    chart's byte limit: past it, an error) and its stderr's tail. TimeoutError after ``timeout``."""
+    env = {**os.environ, "HELM_NO_PLUGINS": "1"}
+    proc = await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    out, err, overflow = bytearray(), bytearray(), [False]
+
+    async def read_out() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            if len(out) + len(chunk) > RENDERED_CHART.max_bytes:
+                overflow[0] = True
+                proc.kill()
+                return
+            out.extend(chunk)
+
+    async def read_err() -> None:
+        assert proc.stderr is not None
+        while chunk := await proc.stderr.read(8192):
+            err.extend(chunk)
+            del err[:-OUTPUT_LIMIT]
+
+    try:
+        await asyncio.wait_for(asyncio.gather(read_out(), read_err(), proc.wait()), timeout)
+    except (TimeoutError, asyncio.CancelledError):
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
+    if overflow[0]:
+        return -1, "", f"its output is larger than {RENDERED_CHART.max_bytes >> 20} MiB"
+    return proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+async def check_chart(
+    install: OperatorInstall, helm: str | None, timeout: float = TEMPLATE_TIMEOUT
+) -> chart_check.ChartCheck:
+    """The install's values rendered by ``helm template`` of its chart, judged by :mod:`wizard.engine.chart_check`;
+    not checked (said why) without a helm binary or a local chart (nothing is fetched)."""
+    chart = install.chart
+    if chart.repository or chart.reference.startswith("oci://"):
+        return chart_check.not_checked(
+            f"the chart is not a local folder ({chart.words()}; rendering it would fetch it)"
+        )
+    if helm is None:
+        return chart_check.not_checked("helm is not on PATH")
+    folder = Path(chart.reference).expanduser()
+    if not folder.exists():
+        return chart_check.not_checked(f"chart {printable(chart.reference)}: no such file or folder")
+    how = f"helm template of chart {printable(chart.reference)}"
+    with tempfile.TemporaryDirectory(prefix="gpu-wizard-chart-") as work:
+        values = Path(work) / "values.yaml"
+        write_private(values, install.values_text)
+        argv = [
+            helm, "template", install.name, str(folder), "--namespace", install.namespace, "--values", str(values),
+        ]  # fmt: skip
+        try:
+            code, output, errors = await _template(argv, timeout)
+        except TimeoutError:
+            return chart_check.not_checked(f"{how} did not finish within {timeout:.0f} s")
+        except OSError as exc:
+            return chart_check.not_checked(f"helm cannot run: {exc.strerror or exc}")
+    if code != 0:
+        return chart_check.refused(how, errors)
+    return chart_check.rendered(how, output, install.release)
 
 
 async def apply_drivers(gateway: Gateway, install: OperatorInstall) -> None:

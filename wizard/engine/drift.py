@@ -31,7 +31,7 @@ from wizard.engine.results import Check, Status
 APPLY_HINT = "gpu-wizard apply --answers FILE puts the plan back; or change the answers file to what the cluster runs"
 
 
-def _scalar(value: Any) -> str:
+def scalar(value: Any) -> str:
     """A leaf as the API server may echo it: ``1`` and ``'1'``, ``true`` and ``'true'`` are the same setting."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -40,10 +40,10 @@ def _scalar(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+def leaves(value: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
     if isinstance(value, dict) and value:
         for key, child in value.items():
-            yield from _leaves(child, (*path, str(key)))
+            yield from leaves(child, (*path, str(key)))
     else:
         yield path, value
 
@@ -56,12 +56,12 @@ def _at(value: Any, path: tuple[str, ...]) -> tuple[bool, Any]:
     return True, value
 
 
-def _same(planned: Any, live: Any) -> bool:
+def same(planned: Any, live: Any) -> bool:
     if isinstance(planned, list) and isinstance(live, list):
-        return len(planned) == len(live) and all(_same(a, b) for a, b in zip(planned, live, strict=True))
+        return len(planned) == len(live) and all(same(a, b) for a, b in zip(planned, live, strict=True))
     if isinstance(planned, dict) and isinstance(live, dict):
-        return all(_same(v, live.get(k)) for k, v in planned.items())  # the plan's keys only: defaults are not drift
-    return _scalar(planned) == _scalar(live)
+        return all(same(v, live.get(k)) for k, v in planned.items())  # the plan's keys only: defaults are not drift
+    return scalar(planned) == scalar(live)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -88,17 +88,17 @@ def object_drift(
             )  # fmt: skip
             continue
         before = len(checks)
-        for path, planned in _leaves(obj.get("spec") or {}, ("spec",)):
+        for path, planned in leaves(obj.get("spec") or {}, ("spec",)):
             present, value = _at(found, path)
-            if (present and _same(planned, value)) or (not present and planned in (None, "", [], {})):
+            if (present and same(planned, value)) or (not present and planned in (None, "", [], {})):
                 continue  # an empty setting the server leaves out is the same setting
             field = ".".join(path)
-            said = _scalar(value) if present else "(not set)"
+            said = scalar(value) if present else "(not set)"
             checks.append(
                 Check(
                     "spec",
                     Status.FAIL,
-                    f"{subject} {field}: the plan says {_scalar(planned) or '(empty)'}, the cluster has {said or '(empty)'}",
+                    f"{subject} {field}: the plan says {scalar(planned) or '(empty)'}, the cluster has {said or '(empty)'}",
                     hint=APPLY_HINT,
                     data={"object": subject, "field": field, "plan": planned, "live": value if present else None},
                 )

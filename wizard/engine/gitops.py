@@ -16,9 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.bundled import operator_values
 from wizard.engine import image_lists
+from wizard.engine.chart_check import ChartCheck, not_checked
 from wizard.engine.deployers import DEPLOYERS
 from wizard.engine.operator_install import OperatorInstall, operator_install
+from wizard.engine.releases import bundle_of
 from wizard.engine.render import Rendered, crd_errors, to_yaml
 from wizard.engine.textsafe import printable, shell_command
 
@@ -28,6 +31,13 @@ DEPLOY_SCRIPT = "deploy.sh"
 HELMFILE = "helmfile.yaml"
 APPLICATION_FILE = "application.yaml"
 FLUX_FILE = "helmrelease.yaml"
+FLUX_KUSTOMIZATIONS_FILE = "flux-kustomizations.yaml"
+KUSTOMIZE_FILE = "kustomization.yaml"
+DRIVERS_DIR = "drivers"
+#: Where the Flux Kustomizations expect the bundle in the Git source Flux bootstrap creates (``--git-path``).
+DEFAULT_GIT_PATH = "./gpu-operator"
+FLUX_GIT_SOURCE = "flux-system"
+FLUX_TIMEOUT = "15m"
 FINDINGS_FILE = "FINDINGS"
 CHECKSUMS_FILE = "SHA256SUMS"
 IMAGES_DIR = "images"
@@ -133,8 +143,24 @@ def _oci_parts(reference: str) -> tuple[str, str]:
     return f"{head}/{name}", tag
 
 
+def chart_extra_objects(install: OperatorInstall) -> bool:
+    """Whether the release's chart renders ``extraObjects`` (v26.3 on): then Argo CD's Application carries the
+    NVIDIADriver CRs the chart does not deploy in its own values, synced with the chart's CRDs."""
+    bundle = bundle_of(install.release)
+    return bundle is not None and "extraObjects" in operator_values(bundle)
+
+
+def _argocd_notes(doc: dict[str, Any]) -> dict[str, Any]:
+    """An NVIDIADriver CR for Argo CD: synced after the chart's objects (a later wave), and not dry-run before the
+    chart's CRD exists."""
+    notes = {"argocd.argoproj.io/sync-wave": "1", "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
+    meta = doc["metadata"]
+    return {**doc, "metadata": {**meta, "annotations": {**(meta.get("annotations") or {}), **notes}}}
+
+
 def argocd_application(install: OperatorInstall) -> dict[str, Any]:
-    """An Argo CD Application of the chart (version pinned) with the values inline."""
+    """An Argo CD Application of the chart (version pinned) with the values inline; the NVIDIADriver CRs the chart
+    does not deploy go into its ``extraObjects`` where the chart has them (one sync: the CRDs, then the CRs)."""
     chart = install.chart
     if chart.repository:
         source: dict[str, Any] = {"repoURL": chart.repository, "chart": chart.reference}
@@ -145,7 +171,11 @@ def argocd_application(install: OperatorInstall) -> dict[str, Any]:
         if tag:
             source["targetRevision"] = tag
     source.setdefault("targetRevision", chart.version)
-    source["helm"] = {"releaseName": install.name, "valuesObject": install.values}
+    values = install.values
+    if install.drivers and chart_extra_objects(install):
+        extra = [*(values.get("extraObjects") or []), *(_argocd_notes(d) for d in install.drivers)]
+        values = {**values, "extraObjects": extra}
+    source["helm"] = {"releaseName": install.name, "valuesObject": values}
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Application",
@@ -160,14 +190,9 @@ def argocd_application(install: OperatorInstall) -> dict[str, Any]:
 
 
 def _argocd_drivers(install: OperatorInstall) -> str:
-    """The NVIDIADriver CRs for Argo CD: synced after the chart (a later wave), and not dry-run before the chart
-    has created their CRD."""
-    notes = {"argocd.argoproj.io/sync-wave": "1", "argocd.argoproj.io/sync-options": "SkipDryRunOnMissingResource=true"}
-    drivers = [
-        {**d, "metadata": {**d["metadata"], "annotations": {**(d["metadata"].get("annotations") or {}), **notes}}}
-        for d in install.drivers
-    ]
-    return to_yaml(drivers)
+    """The NVIDIADriver CRs for Argo CD where the chart has no ``extraObjects`` (v25.10): a second Application's,
+    synced once this one is healthy."""
+    return to_yaml([_argocd_notes(d) for d in install.drivers])
 
 
 def flux_objects(install: OperatorInstall) -> list[dict[str, Any]]:
@@ -214,7 +239,63 @@ def flux_objects(install: OperatorInstall) -> list[dict[str, Any]]:
     return [namespace, source, release]
 
 
-def _readme(deployer: str, install: OperatorInstall, rendered: Rendered, findings: Sequence[str]) -> str:
+def flux_kustomizations(install: OperatorInstall, git_path: str = DEFAULT_GIT_PATH) -> list[dict[str, Any]]:
+    """Two Flux Kustomizations for a plan with NVIDIADriver CRs the chart does not deploy: one reconciles the
+    HelmRelease and is ready only once the release is (its health check), the other applies the CRs and depends on
+    it. A single Kustomization of both would fail its server-side dry-run on a fresh cluster: the CRs' CRD comes
+    with the chart, which the HelmRelease has not installed yet."""
+    path = git_path.rstrip("/") or "."
+    source = {"kind": "GitRepository", "name": FLUX_GIT_SOURCE}
+    meta = {"namespace": FLUX_GIT_SOURCE}
+    release = {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "name": install.name,
+        "namespace": install.namespace,
+    }
+    operator = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": install.name, **meta},
+        "spec": {
+            "interval": FLUX_INTERVAL,
+            "path": path,
+            "prune": True,
+            "sourceRef": source,
+            "healthChecks": [release],
+            "timeout": FLUX_TIMEOUT,
+        },
+    }
+    drivers = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": f"{install.name}-{DRIVERS_DIR}", **meta},
+        "spec": {
+            "interval": FLUX_INTERVAL,
+            "path": f"{path}/{DRIVERS_DIR}",
+            "prune": True,
+            "sourceRef": source,
+            "dependsOn": [{"name": install.name}],
+        },
+    }
+    return [operator, drivers]
+
+
+def _kustomize(*resources: str) -> str:
+    """A kustomize ``kustomization.yaml`` naming exactly ``resources`` (so Flux does not gather the folder)."""
+    return to_yaml(
+        [{"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": list(resources)}]
+    )
+
+
+def _readme(
+    deployer: str,
+    install: OperatorInstall,
+    rendered: Rendered,
+    findings: Sequence[str],
+    git_path: str,
+    chart: ChartCheck,
+) -> str:
     plan = rendered.plan
     how = {
         "helm": [
@@ -239,10 +320,23 @@ def _readme(deployer: str, install: OperatorInstall, rendered: Rendered, finding
             " upgrade.crds are CreateReplace so the operator's CRDs follow the chart.",
         ],
     }[deployer]
-    if install.drivers_text and deployer in ("argocd", "flux"):
+    if install.drivers_text and deployer == "argocd":
         how.append(
-            f"`{DRIVERS_FILE}` holds the NVIDIADriver CRs the chart does not deploy: commit it beside the release"
-            " so they are applied after the operator's CRDs exist."
+            f"The NVIDIADriver CRs the chart does not deploy ({', '.join(install.driver_names)}) are in the values'"
+            " `extraObjects`: one sync creates the chart's CRDs, then the CRs (sync wave 1)."
+            if chart_extra_objects(install)
+            else f"`{DRIVERS_FILE}` holds the NVIDIADriver CRs the chart does not deploy (this release's chart has no"
+            " `extraObjects`): give them a second Application synced after this one is Healthy (an app-of-apps with"
+            " a later sync wave and Argo CD's Application health check); their CRD exists only once this one synced."
+        )
+    if install.drivers_text and deployer == "flux":
+        how.append(
+            f"The NVIDIADriver CRs the chart does not deploy are in `{DRIVERS_DIR}/{DRIVERS_FILE}`; they can only be"
+            " applied once the HelmRelease has installed their CRD. Commit this folder at"
+            f" `{git_path}` of the Git source `{FLUX_GIT_SOURCE}` and apply `{FLUX_KUSTOMIZATIONS_FILE}` (or commit it"
+            f" where your cluster's Kustomization reads): Kustomization {install.name} reconciles `{FLUX_FILE}` and is"
+            f" ready once the HelmRelease is; Kustomization {install.name}-{DRIVERS_DIR} applies the CRs and depends"
+            " on it. (Another path or source: `--git-path`, or edit `path` and `sourceRef`.)"
         )
     secrets = _pull_secrets(install)
     registry = plan.driver.operandRegistry
@@ -286,6 +380,7 @@ def _readme(deployer: str, install: OperatorInstall, rendered: Rendered, finding
         "",
         "## Checks",
         "",
+        *chart.readme(),
         f"`sha256sum -c {CHECKSUMS_FILE}` checks every file of this folder.",
     ]
     if findings:
@@ -299,15 +394,23 @@ def checksums(files: dict[str, str]) -> str:
 
 
 def gitops_bundle(
-    rendered: Rendered, deployer: str, findings: Sequence[str] = (), install: OperatorInstall | None = None
+    rendered: Rendered,
+    deployer: str,
+    findings: Sequence[str] = (),
+    install: OperatorInstall | None = None,
+    *,
+    git_path: str = DEFAULT_GIT_PATH,
+    chart: ChartCheck | None = None,
 ) -> Bundle:
-    """The ``deployer``'s folder for ``rendered`` (ValueError for an unknown deployer)."""
+    """The ``deployer``'s folder for ``rendered`` (ValueError for an unknown deployer); ``chart`` is what rendering
+    the values through the chart found (:mod:`wizard.engine.chart_check`; its findings block the plan)."""
     if deployer not in DEPLOYERS:
         raise ValueError(f"--deployer: {deployer!r} is not one of {', '.join(DEPLOYERS)}")
     install = install or operator_install(rendered)
     if deployer in ("argocd", "flux") and not (install.chart.repository or _oci(install)):
         raise ValueError(f"--chart: {deployer} takes the chart from a repository: name an oci:// reference")
-    found = blocking_findings(rendered, findings)
+    chart = chart or not_checked("not rendered here (`gpu-wizard bundle --chart DIR` renders them with helm template)")
+    found = blocking_findings(rendered, [*findings, *chart.findings])
     files: dict[str, str] = {}
     if deployer == "helm":
         files.update(_helm_files(install))
@@ -317,13 +420,20 @@ def gitops_bundle(
         files[APPLICATION_FILE] = to_yaml([argocd_application(install)])
     else:
         files[FLUX_FILE] = to_yaml(flux_objects(install))
-    if install.drivers_text:
-        files[DRIVERS_FILE] = _argocd_drivers(install) if deployer == "argocd" else install.drivers_text
+    if install.drivers_text and deployer == "flux":  # a Kustomization each: the CRs after the HelmRelease is ready
+        files[KUSTOMIZE_FILE] = _kustomize(FLUX_FILE)
+        files[f"{DRIVERS_DIR}/{DRIVERS_FILE}"] = install.drivers_text
+        files[f"{DRIVERS_DIR}/{KUSTOMIZE_FILE}"] = _kustomize(DRIVERS_FILE)
+        files[FLUX_KUSTOMIZATIONS_FILE] = to_yaml(flux_kustomizations(install, git_path))
+    elif install.drivers_text and deployer != "argocd":
+        files[DRIVERS_FILE] = install.drivers_text
+    elif install.drivers_text and not chart_extra_objects(install):
+        files[DRIVERS_FILE] = _argocd_drivers(install)
     files[f"{IMAGES_DIR}/images.txt"] = image_lists.plain_list(rendered)
     files[f"{IMAGES_DIR}/hauler.yaml"] = image_lists.hauler_manifest(rendered)
     files[f"{IMAGES_DIR}/zarf.yaml"] = image_lists.zarf_package(rendered)
     if found:
         files[FINDINGS_FILE] = "".join(f"✗ {line}\n" for line in found)
-    files["README.md"] = _readme(deployer, install, rendered, found)
+    files["README.md"] = _readme(deployer, install, rendered, found, git_path, chart)
     files[CHECKSUMS_FILE] = checksums(files)
     return Bundle(deployer, files, tuple(found))

@@ -124,6 +124,18 @@ class Reads(GatewayBase):
         found = await self.call(f"reading secret {namespace}/{name}", fn, name, namespace, allow_missing=True)
         return None if found is None else str(found.get("type") or "Opaque")
 
+    async def list_secrets(
+        self, namespace: str, *, label_selector: str, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Secrets of one namespace matching ``label_selector`` (Helm's release records; callers keep no data they
+        do not read)."""
+        fn = self.raw(self.core, "list_namespaced_secret")
+        found = await self.call(
+            f"listing secrets in {namespace} ({label_selector})", fn, namespace, label_selector=label_selector,
+            limit=limit,
+        )  # fmt: skip
+        return list(found.get("items") or [])
+
     async def list_jobs(self, namespace: str, *, label_selector: str | None = None) -> list[dict[str, Any]]:
         """Jobs of one namespace matching the selector."""
         fn = self.raw(self.batch, "list_namespaced_job")

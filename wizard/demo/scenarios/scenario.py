@@ -147,6 +147,9 @@ class OperatorSpec:
     repository: str = ""
     """Where the operator and its default operand images come from (``nvcr.io/nvidia`` when empty);
     an air-gapped install points this at its mirror."""
+    helm_values: dict[str, Any] | None = None
+    """The values the Helm release that installed the operator was given (``helm install --values``): the demo
+    keeps them in Helm's release Secret, named for the ClusterPolicy's ``meta.helm.sh/release-name``."""
 
 
 @dataclass

@@ -236,6 +236,8 @@ def check_scenario(scenario: Scenario, where: str) -> None:
             raise ScenarioError(f"{where}: operator.cluster_policy: needs operator.installed: true")
         if op.cluster_policy.get("kind") != "ClusterPolicy" or not isinstance(op.cluster_policy.get("spec"), dict):
             raise ScenarioError(f"{where}: operator.cluster_policy: must be a ClusterPolicy object with a spec")
+    if op.helm_values is not None and not op.installed:
+        raise ScenarioError(f"{where}: operator.helm_values: needs operator.installed: true")
     names = _check_nodes(scenario, where)
     _check_registry(scenario, where)
     faults = scenario.faults

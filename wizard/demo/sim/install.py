@@ -11,6 +11,7 @@ from wizard.demo.api.store import Store
 from wizard.demo.rules.operator_rules import bundle_of, bundled_releases
 from wizard.demo.rules.release_data import data_of
 from wizard.demo.scenarios.scenario import NodeSpec, Scenario, WorkloadSpec
+from wizard.demo.sim.helm_release import release_secret
 from wizard.demo.sim.nodes import node_object
 from wizard.demo.sim.operands import ENV_NAMES
 
@@ -133,4 +134,9 @@ def install_scenario(store: Store, scenario: Scenario, specs: list[NodeSpec]) ->
         policy = dict(scenario.operator.cluster_policy)
         policy.setdefault("apiVersion", "nvidia.com/v1")
         store.create("clusterpolicies", policy)
+    operator = scenario.operator
+    if operator.helm_values is not None:  # installed by Helm: its release record
+        notes = ((operator.cluster_policy or {}).get("metadata") or {}).get("annotations") or {}
+        name = str(notes.get("meta.helm.sh/release-name") or "gpu-operator")
+        store.create("secrets", release_secret(name, operator.namespace, operator.release, dict(operator.helm_values)))
     return True
