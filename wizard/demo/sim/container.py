@@ -82,8 +82,8 @@ def bound_read_only(ctx: Ctx, host: str) -> bool:
     )
 
 
-def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | None:
-    """Open (``data`` None) or write a file for a redirection: the error message, or None."""
+def write_file(ctx: Ctx, path: str) -> str | None:
+    """Create an empty file (``touch``): the error message, or None."""
     path = posixpath.normpath(path)
     host = host_path(ctx, path)
     if host is not None:
@@ -92,11 +92,7 @@ def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | Non
         return None  # written to the node: nothing here reads it back
     if ctx.root != "container":
         return READ_ONLY
-    if data is None:
-        if not append or path not in ctx.files:
-            ctx.files[path] = ""
-        return None
-    ctx.files[path] = ctx.files.get(path, "") + data
+    ctx.files.setdefault(path, "")
     return None
 
 

@@ -2,9 +2,9 @@
 
 Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
 ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
-``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``chroot DIR CMD``, the text
-tools of :mod:`wizard.demo.sim.coreutils` (``printf``, ``echo``, ``base64``, ``head``…) and
-``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
+``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``touch``, ``chroot DIR CMD``,
+``true``/``false``/``sleep`` and gpu-wizard's own ``sh -c`` probe scripts, read step by step
+(:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
 ``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
 hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
 ``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
@@ -16,9 +16,8 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from wizard.demo.sim import shell, smi
+from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
-from wizard.demo.sim.coreutils import TEXT_COMMANDS
 from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
 from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
@@ -241,6 +240,14 @@ _MODULES = (
 )
 
 
+def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    for path in args:
+        problem = write_file(ctx, path)
+        if problem:
+            return 1, "", f"touch: cannot touch '{path}': {problem}\n"
+    return 0, "", ""
+
+
 def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
     view = ctx.view
     loaded = view.driver_version != ""
@@ -263,6 +270,10 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
     "hostname": _hostname,
     "id": _id,
     "lsmod": _lsmod,
+    "touch": _touch,
+    "true": lambda ctx, args, stdin: (0, "", ""),
+    "sleep": lambda ctx, args, stdin: (0, "", ""),
+    "false": lambda ctx, args, stdin: (1, "", ""),
 }
 
 
@@ -276,10 +287,6 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
     node_command = _NODE_COMMANDS.get(cmd)
     if node_command is not None:
         return node_command(ctx, args, stdin)
-    text_command = TEXT_COMMANDS.get(cmd)
-    result = text_command(args, stdin) if text_command is not None else None
-    if result is not None:
-        return result
     host_tool = run_host_tool(ctx.view, cmd, args) if ctx.root == "host" else None
     if host_tool is not None:
         return host_tool
@@ -287,12 +294,9 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
 
 
 def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
-    """Run an ``sh -c`` script (see :mod:`wizard.demo.sim.shell`)."""
+    """Answer one of gpu-wizard's ``sh -c`` probe scripts (see :mod:`wizard.demo.sim.probescript`)."""
 
-    def run(argv: list[str], data: str) -> Result:
-        return run_argv(ctx, argv, data)
+    def write(path: str, text: str) -> None:
+        ctx.files[path] = text
 
-    def write(path: str, data: str | None, append: bool) -> str | None:
-        return write_file(ctx, path, data, append)
-
-    return shell.Shell(run, write).run(script, stdin)
+    return probescript.answer(script, lambda argv: run_argv(ctx, argv), write)
