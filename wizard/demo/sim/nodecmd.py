@@ -1,9 +1,10 @@
-"""A tiny shell for commands run inside simulated containers (``kubectl exec`` and command pods).
+"""The commands a simulated container answers (``kubectl exec``, command pods, gpu-wizard's probe steps).
 
-Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
-``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
-``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``touch``, ``chroot DIR CMD``,
-``true``/``false``/``sleep`` and gpu-wizard's own ``sh -c`` probe scripts, read step by step
+What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
+``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
+(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``lsmod``, ``touch``, ``chroot DIR
+CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
+own ``sh -c`` probe scripts, read step by step
 (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
 ``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
 hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
@@ -216,24 +217,6 @@ def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return (1 if err else 0), out, err
 
 
-def _env(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    env = next(
-        (c.get("env") or [] for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), []
-    )
-    lines = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", f"HOSTNAME={ctx.view.spec.name}"]
-    lines += [f"{e['name']}={e.get('value', '')}" for e in env if "value" in e]
-    return 0, "".join(f"{line}\n" for line in lines), ""
-
-
-def _hostname(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    on_host = ctx.root == "host" or ctx.pod["spec"].get("hostNetwork")
-    return 0, f"{ctx.view.spec.name if on_host else ctx.pod['metadata']['name']}\n", ""
-
-
-def _id(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    return 0, "0\n" if args[:1] == ["-u"] else "uid=0(root) gid=0(root) groups=0(root)\n", ""
-
-
 _MODULES = (
     "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\n"
     "nvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
@@ -265,10 +248,6 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
     "[": lambda ctx, args, stdin: _test(ctx, args),
     "ls": lambda ctx, args, stdin: _ls(ctx, args),
     "chroot": _chroot,
-    "env": _env,
-    "printenv": _env,
-    "hostname": _hostname,
-    "id": _id,
     "lsmod": _lsmod,
     "touch": _touch,
     "true": lambda ctx, args, stdin: (0, "", ""),
