@@ -1,4 +1,4 @@
-"""Where a command of the node shell runs: a container of a pod on a node, and the files it sees.
+"""Where a node command runs: a container of a pod on a node, and the files it sees.
 
 :class:`Ctx` is one container (or, after ``chroot``, the host or the driver root) with its hostPath
 mounts. Paths under the container's host-root mount (``/host``) and its other hostPath mounts resolve to
