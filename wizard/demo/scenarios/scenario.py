@@ -17,8 +17,9 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
+from ruamel.yaml import YAML, YAMLError
 
-from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded
+from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded, read_bounded
 from wizard.bundled import assets
 from wizard.demo.rules.hostos import pretty_name
 from wizard.demo.rules.release_data import release_lines
@@ -306,7 +307,32 @@ def load_scenario(name_or_path: str) -> Scenario:
         verb = "is" if exc.message.startswith("not valid") else "cannot be used:"
         field = f" {exc.field}:" if exc.field else ""
         raise ScenarioError(f"scenario {str(path)!r}{line} {verb}{field} {exc.message}") from None
-    return scenario_from_dict(data, source=str(path), base_dir=path.parent)
+    try:
+        return scenario_from_dict(data, source=str(path), base_dir=path.parent)
+    except ScenarioError as exc:
+        number = _line_of(path, exc.loc)
+        if number is None:
+            raise
+        where = f"scenario {str(path)!r}"
+        raise ScenarioError(str(exc).replace(where, f"{where} line {number}", 1), exc.loc) from None
+
+
+def _line_of(path: Path, loc: tuple[str | int, ...]) -> int | None:
+    """The 1-based line of the deepest part of ``loc`` in the scenario file (read bounded, as it was)."""
+    line = None
+    try:
+        node: Any = YAML(typ="rt", pure=True).load(read_bounded(path, SCENARIO)) if loc else None
+    except (InputError, YAMLError):
+        return None
+    for part in loc:
+        try:
+            lc = node.lc
+            where = lc.key(part) if isinstance(part, str) else lc.item(part)
+            node = node[part]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            break
+        line = int(where[0]) + 1
+    return line
 
 
 def scenario_from_dict(data: Any, *, source: str = "<dict>", base_dir: Path | None = None) -> Scenario:
@@ -359,7 +385,8 @@ def _field_error(exc: ValidationError, where: str) -> ScenarioError:
         text = "must be a mapping"
     else:
         text = error["msg"][0].lower() + error["msg"][1:]
-    return ScenarioError(f"{where}: {path}{'.' if path and kind == 'value_error' else ': ' if path else ''}{text}")
+    message = f"{where}: {path}{'.' if path and kind == 'value_error' else ': ' if path else ''}{text}"
+    return ScenarioError(message, tuple(part for part in error["loc"] if isinstance(part, str | int)))
 
 
 def _kind(value: Any) -> str:

@@ -38,6 +38,11 @@ K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 class ScenarioError(ValueError):
     """A scenario file that cannot be used; the message names the file and the field."""
 
+    def __init__(self, message: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
+        """Where in the document the field is (``("nodes", 0, "gpu_count")``), when known."""
+
 
 def _check_nodes(scenario: Scenario, where: str) -> set[str]:
     names: set[str] = set()
