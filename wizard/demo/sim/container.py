@@ -36,8 +36,6 @@ class Ctx:
     """Container path -> host path, from the pod's hostPath volumes."""
     ro_sources: frozenset[str] = frozenset()
     """Host paths bound read-only into this context (``readOnly`` mounts; after chroot through one: ``/``)."""
-    ro_mounts: frozenset[str] = frozenset()
-    """Container paths of the ``readOnly`` hostPath mounts."""
     files: dict[str, str] = field(default_factory=dict)
     """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
 
@@ -69,7 +67,7 @@ def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
                 if vm.get("readOnly"):
                     read_only.add(where)
     sources = frozenset(posixpath.normpath(mounts[m]) for m in read_only)
-    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources, ro_mounts=frozenset(read_only))
+    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources)
 
 
 def bound_read_only(ctx: Ctx, host: str) -> bool:

@@ -183,11 +183,11 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     host = host_path(ctx, target)
     if host == "/":
         sources = frozenset({"/"}) if bound_read_only(ctx, "/") else frozenset()
-        new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, frozenset(), ctx.files)
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, ctx.files)
     elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
         if ctx.view.mount(host).noexec:
             return 126, "", f"chroot: failed to run command '{command[0]}': Permission denied\n"
-        new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), frozenset(), ctx.files)
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), ctx.files)
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
     code, out, err = run_argv(new, command, stdin)
