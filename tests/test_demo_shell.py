@@ -1,29 +1,29 @@
-"""The demo's node shell and kubelet as the host probe DaemonSet uses them: shell grammar, read-only binds,
-init containers run through the shell with the kubelet's termination-message rules, the DaemonSet
-controller's node fitting (affinity by name, taints)."""
+"""The demo's node commands and kubelet as the host probes use them: gpu-wizard's two probe script shapes
+answered step by step (no shell runs them; any other script is refused), read-only binds, the kubelet's
+termination-message rules, the DaemonSet controller's node fitting (affinity by name, taints)."""
 
 from __future__ import annotations
-
-import base64
 
 from tests.sim_helpers import NS, settle, world
 from wizard.cluster.hostprobe import host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
-from wizard.demo.sim import container, coreutils, nodecmd, nodefs, shell_grammar, smi
+from wizard.cluster.probeset import script as daemonset_script
+from wizard.demo.sim import container, nodecmd, nodefs, smi
 from wizard.demo.sim.placement import fits
 from wizard.demo.sim.pod_status import MESSAGE_LIMIT, termination_message
-from wizard.engine.nodescript import Step
+from wizard.engine.nodescript import MARK, Step, StepSplitter
+from wizard.engine.nodescript import script as exec_script
 from wizard.engine.nvsmi import parse_table
 
 IMAGE = "nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0"
 
 
-def _ctx(read_only: bool = True) -> container.Ctx:
-    sim, store = world("noexec-run")
+def _ctx(read_only: bool = True, scenario: str = "noexec-run", node: str = "gpu-a10-01") -> container.Ctx:
+    sim, store = world(scenario)
     pod = {
         "metadata": {"name": "p", "namespace": NS},
         "spec": {
-            "nodeName": "gpu-a10-01",
+            "nodeName": node,
             "containers": [
                 {
                     "name": "c",
@@ -41,29 +41,47 @@ def _ctx(read_only: bool = True) -> container.Ctx:
     return container.make_ctx(found[1], found[0], "c")
 
 
-def test_the_shell_grammar_the_probe_script_uses() -> None:
+def test_the_probe_daemonsets_script_is_answered_step_by_step() -> None:
     ctx = _ctx()
-    script = (
-        'o=$(chroot /host cat /etc/hostname 2>&1); c=$?; n=$(printf %s "$o" | wc -c)\n'
-        'printf \'%s[%d,%d,"%s"]\' "$s" "$c" "$n" "$(printf %s "$o" | head -c 4 | base64 -w 0)" >/dev/termination-log\n'
-        "x='a b'; printf '<%s>' $x; printf '<%s>' \"$x\"; false || echo \"st=$?\"; echo ${c}done # comment"
-    )
-    code, out, err = nodecmd.run_script(ctx, script)
-    assert (code, err) == (0, "")
-    assert out == "<a><b><a b>st=1\n0done\n"
-    assert ctx.files["/dev/termination-log"] == f'[0,10,"{base64.b64encode(b"gpu-").decode()}"]'
+    steps = [
+        Step("hostname", ("cat", "/etc/hostname"), host=True),
+        Step("quoted", ("test", "-d", "/a dir; echo"), host=True),
+        Step("smi", ("cat", "/etc/hostname"), host=True, stream=True),
+    ]
+    assert nodecmd.run_script(ctx, daemonset_script(steps)) == (0, "", "")
+    message = read_message(ctx.files["/dev/termination-log"], steps)
+    assert message.error == "" and [(r.output, r.exit_code) for r in message.results] == [
+        ("gpu-a10-01", 0),
+        ("", 1),
+        ("gpu-a10-01", 0),
+    ]
+
+
+def test_the_exec_script_is_answered_with_its_markers() -> None:
+    steps = [Step("uname", ("uname", "-r"), host=True), Step("missing", ("test", "-e", "/nope"), host=True)]
+    code, out, err = nodecmd.run_script(_ctx(), exec_script(steps, "/host"))
+    splitter = StepSplitter(steps, lambda _s, _l: None)
+    splitter.feed_lines("stdout", out.splitlines())
+    assert (code, err) == (0, "") and out.count(MARK) == 2
+    assert [r.exit_code for r in splitter.results()] == [0, 1] and splitter.results()[0].output.startswith("5.")
+
+
+def test_a_script_of_another_shape_is_refused_not_run() -> None:
+    for script in ("echo x > /host/tmp/f", "uname -r; rm -rf /", daemonset_script([]).replace("s=", "rm -rf /")):
+        code, out, err = nodecmd.run_script(_ctx(), script)
+        assert (code, out) == (2, "") and "answers only gpu-wizard's probe scripts" in err
 
 
 def test_a_read_only_bind_refuses_writes_and_findmnt_tells_the_hosts_own_flags() -> None:
     ctx = _ctx(read_only=True)
-    code, _, err = nodecmd.run_script(ctx, "echo x > /host/tmp/f")
-    assert code == 1 and err == "sh: can't create /host/tmp/f: Read-only file system\n"
-    assert nodecmd.run_script(ctx, "chroot /host test -w /usr/local")[0] == 1  # EROFS through the bind
+    code, _, err = nodecmd.run_argv(ctx, ["touch", "/host/tmp/f"])
+    assert code == 1 and err == "touch: cannot touch '/host/tmp/f': Read-only file system\n"
+    assert nodecmd.run_argv(ctx, ["chroot", "/host", "test", "-w", "/usr/local"])[0] == 1  # EROFS through the bind
     bind = nodecmd.run_argv(ctx, ["chroot", "/host", "findmnt", "-n", "-o", "TARGET,OPTIONS", "-T", "/usr"])[1]
     host = nodecmd.run_argv(ctx, ["chroot", "/host", *host_findmnt("/usr")])[1]
     assert bind.split()[1].startswith("ro,") and host.split()[1].startswith("rw,")
     writable = _ctx(read_only=False)
-    assert nodecmd.run_script(writable, "chroot /host test -w /usr/local")[0] == 0
+    assert nodecmd.run_argv(writable, ["chroot", "/host", "test", "-w", "/usr/local"])[0] == 0
 
 
 def test_the_termination_message_is_the_files_tail_within_the_kubelets_limit() -> None:
@@ -104,46 +122,18 @@ async def test_probe_daemonset_pods_leave_their_results_in_the_init_containers_m
         assert "running" in pod["status"]["containerStatuses"][0]["state"]
 
 
-def test_an_eight_gpu_host_nvidia_smi_fits_the_message_squeezed() -> None:
+def test_a_hosts_nvidia_smi_fits_the_message_squeezed() -> None:
     sim, _ = world("sle-micro-precompiled")
-    table = smi.run([], "580.126.09", smi.gpus_of(sim.specs["gpu-h200-01"]))[1]
-    assert len(table) > MESSAGE_LIMIT  # the plain table alone would not fit
-    smi_step = Step("host-nvidia-smi", ("cat", "/etc/os-release"), host=True, stream=True)
-    text = daemonset("p", NS, ["gpu-h200-01"], [smi_step], image=IMAGE, run_id="r", tolerations=[], sleep_s=1)
-    script = text["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
-    assert "tr -s ' =-'" in script
-    code, out, _ = nodecmd.run_argv(_ctx(), ["tr", "-s", " =-"], table)
-    assert code == 0 and len(out) < 1600
-    report = parse_table(out, 0)
-    assert report.ok and report.gpu_count == 8 and report.driver_version == "580.126.09"
-
-
-def test_a_script_is_parsed_once_however_many_nodes_run_it() -> None:
-    """Every node of a probe runs the same script text: its grammar (and its substitutions') is read once."""
-    ctx = _ctx()
-    script = (
-        "printf '{\"r\":[' >/dev/termination-log; o=$(chroot /host cat /etc/hostname 2>&1); c=$?\n"
-        'n=$(printf %s "$o" | wc -c); b=$(printf %s "$o" | head -c 999 | base64 -w 0)\n'
-        'printf \'[%d,%d,"%s"]]}\' "$c" "$n" "$b" >>/dev/termination-log'
-    )
-    shell_grammar.parse.cache_clear()
-    first = nodecmd.run_script(container.make_ctx(ctx.view, ctx.pod, "c"), script)
-    texts = shell_grammar.parse.cache_info().misses
-    for _ in range(50):
-        again = container.make_ctx(ctx.view, ctx.pod, "c")
-        assert nodecmd.run_script(again, script) == first
-        assert again.files["/dev/termination-log"] == f'{{"r":[[0,10,"{base64.b64encode(b"gpu-a10-01").decode()}"]]}}'
-    assert shell_grammar.parse.cache_info().misses == texts == 4  # the script and its three substitutions
-
-
-def test_words_without_expansions_are_resolved_when_parsed() -> None:
-    ((_, (command,)),) = shell_grammar.parse("printf '' a\"b\" $x >/dev/null")
-    assert [w.literal for w in command.words] == [["printf"], [""], ["ab"], None]
-    ((_, (assign,)),) = shell_grammar.parse("o=$(true) p=x")
-    assert not assign.words and [(name, value.literal) for name, value in assign.assignments] == [
-        ("o", None),
-        ("p", ["x"]),
-    ]
+    assert len(smi.run([], "580.126.09", smi.gpus_of(sim.specs["gpu-h200-01"]))[1]) > MESSAGE_LIMIT  # 8 GPUs
+    ctx = _ctx(scenario="preinstalled", node="gpu-l40s-01")
+    table = nodecmd.run_argv(ctx, ["chroot", "/host", "nvidia-smi"])[1]
+    smi_step = Step("host-nvidia-smi", ("nvidia-smi",), host=True, stream=True)
+    text = daemonset_script([smi_step])
+    assert "tr -s ' =-'" in text and nodecmd.run_script(ctx, text)[0] == 0
+    message = read_message(ctx.files["/dev/termination-log"], [smi_step])
+    assert message.truncated == [] and len(message.results[0].output) < len(table) // 2
+    report = parse_table(message.results[0].output, 0)
+    assert report.ok and report.gpu_count == 4 and report.driver_version == "580.126.20"
 
 
 def test_a_nodes_files_are_worked_out_once_per_view() -> None:
@@ -151,23 +141,3 @@ def test_a_nodes_files_are_worked_out_once_per_view() -> None:
     assert nodefs.host_files(ctx.view) is nodefs.host_files(ctx.view)
     assert nodefs.host_dirs(ctx.view) is nodefs.host_dirs(ctx.view)
     assert ctx.view.mount("/usr/local") is ctx.view.mount("/usr/local")
-
-
-def test_printf_repeats_its_format_for_extra_arguments() -> None:
-    assert coreutils.printf(["%s-%d\\n", "a", "1", "b", "2"]) == (0, "a-1\nb-2\n", "")
-    assert coreutils.printf(["x\\ty%%%s", "z"]) == (0, "x\ty%z", "")
-    assert coreutils.printf(["<%d>", "q"]) == (1, "<0>", "printf: q: invalid number\n")
-
-
-def test_a_quoted_parameter_is_one_field_even_when_empty_or_spaced() -> None:
-    ((_, (command,)),) = shell_grammar.parse('printf "<%s>" "$x" "$?" "$y" $x')
-    assert [w.variable for w in command.words] == [None, None, "x", "?", "y", None]
-    code, out, _ = nodecmd.run_script(_ctx(), 'x=\'a  b\'; false; printf \'<%s>\' "$x" "$?" "$y" $x')
-    assert (code, out) == (0, "<a  b><1><><a><b>")
-
-
-def test_an_unquoted_parameter_after_empty_quotes_is_still_split() -> None:
-    """``""$x`` is a quoted empty string joined to an unquoted expansion: sh splits it (review found the
-    one-field shortcut taken for it)."""
-    code, out, _ = nodecmd.run_script(_ctx(), "x='a  b'; printf '<%s>' \"\"$x")
-    assert (code, out) == (0, "<a><b>")

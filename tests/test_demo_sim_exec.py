@@ -44,9 +44,9 @@ async def test_exec_nvidia_smi_in_the_driver_container_parses() -> None:
         NS,
         pod,
         "nvidia-driver-ctr",
-        ["sh", "-c", "nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1"],
+        ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
     )
-    assert noheader.stdout == b"580.126.09\n"
+    assert noheader.stdout.decode().splitlines()[0] == "580.126.09"
     listing = sim.exec(NS, pod, "nvidia-driver-ctr", ["nvidia-smi", "-L"]).stdout.decode()
     assert listing.startswith("GPU 0: NVIDIA H200 (UUID: GPU-")
     assert sim.exec(NS, pod, "nvidia-driver-ctr", ["uname", "-r"]).stdout == f"{SLE_KERNEL}\n".encode()
@@ -113,7 +113,8 @@ async def test_probe_pods_see_the_host() -> None:
     sim, store = world("noexec-run")
     store.create("pods", probe_pod("gpu-a10-01"))
     store.create(
-        "pods", probe_pod("cp-01", ["sh", "-c", "uname -r; test -w /host/usr/local && echo writable"], "Never")
+        "pods",
+        probe_pod("cp-01", ["sh", "-c", "uname -r 2>&1; echo @$?; test -w /host/usr/local 2>&1; echo @$?"], "Never"),
     )
     await settle(sim)
     probe = store.get("pods", "probe-gpu-a10-01", "default")
@@ -130,7 +131,7 @@ async def test_probe_pods_see_the_host() -> None:
     assert sim.exec("default", "probe-gpu-a10-01", "probe", ["test", "-d", "/host/etc/containerd"]).exit_code == 0
     done = store.get("pods", "probe-cp-01", "default")
     assert done["status"]["phase"] == "Succeeded"
-    assert sim.logs("default", "probe-cp-01", "probe") == "5.15.0-1048-nvidia\nwritable\n"
+    assert sim.logs("default", "probe-cp-01", "probe") == "5.15.0-1048-nvidia\n@0\n@0\n"
 
 
 async def test_noexec_run_fails_the_driver_validation() -> None:

@@ -217,16 +217,18 @@ async def test_a_refusal_names_the_status_and_only_5xx_and_429_are_retried(
 
 
 async def test_a_big_output_arrives_whole_across_reads_and_lines(demo: DemoClusterThread) -> None:
-    # 2**13 words of 16 characters, doubled by the node shell itself: a 139,264-byte stdout message (a
-    # 64-bit length) over many TLS records; printf puts every word on a line.
-    script = "a='word-0123456789 '; " + "a=$a$a; " * 13 + "printf '%s\\n' $a"
+    # the host's os-release 250 times (the demo runs no shell to multiply a word): a 44 kB stdout message
+    # over several TLS records (16 kB each) and many reads, the request line within aiohttp's 8 kB
+    command = ["chroot", "/host", "cat", *["/etc/os-release"] * 250]
     async with await Cluster.connect(kubeconfig=str(demo.kubeconfig_path)) as cluster, _probe(cluster) as pod:
+        one = (await cluster.gateway.exec(NS, pod, PROBE_CONTAINER, command[:4])).stdout
         batches: list[int] = []
         result = await cluster.gateway.exec(
-            NS, pod, PROBE_CONTAINER, ["sh", "-c", script], on_lines=lambda _s, lines: batches.append(len(lines))
+            NS, pod, PROBE_CONTAINER, command, on_lines=lambda _s, lines: batches.append(len(lines))
         )
-    assert result.exit_code == 0 and result.stdout.split("\n") == ["word-0123456789"] * 2**13
-    assert sum(batches) == 2**13
+    assert result.exit_code == 0 and len(result.stdout) > 40_000 and one.count("\n") > 3
+    assert result.stdout.startswith(one) and result.stdout.count(one.splitlines()[0]) == 250
+    assert sum(batches) == result.stdout.rstrip("\n").count("\n") + 1
 
 
 async def test_execs_go_through_the_kubeconfigs_proxy(demo: DemoClusterThread, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ STEPS = [
     Step("usr", ("test", "-d", "/usr"), host=True),
     Step("missing", ("test", "-d", "/no/such"), host=True),
     Step("mount", host_findmnt("/usr/local"), host=True),
-    Step("write", ("sh", "-c", "echo x > /host/tmp/probe-was-here")),
+    Step("write", ("touch", "/host/tmp/probe-was-here")),
 ]
 
 

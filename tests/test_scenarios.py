@@ -175,6 +175,16 @@ def test_bad_scenario_files_name_the_field(tmp_path: Path, data: object, message
     assert "bad.yaml" in str(info.value) or "YAML" in str(info.value)
 
 
+def test_a_field_error_names_the_files_line(tmp_path: Path) -> None:
+    text = "name: x\nnodes:\n  - name: a\n    os_id: ubuntu\n    os_version: '22.04'\n    kernel: k\n    count: yes\n"
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, text))
+    assert (
+        str(info.value)
+        == f"scenario {str(tmp_path / 'bad.yaml')!r} line 7: nodes[0].count: must be an integer, not 'yes'"
+    )
+
+
 def test_unknown_scenario_name_lists_the_bundled_ones() -> None:
     with pytest.raises(ScenarioError, match="unknown scenario 'nope'; bundled scenarios: airgapped, "):
         load_scenario("nope")

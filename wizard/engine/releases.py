@@ -3,9 +3,9 @@
 A release is data: a folder ``assets/operator/<release>/`` with the chart's values, its CRDs and a
 ``release.yaml`` (the chart's template differences, the OS tag rule, the repoConfig folders, the driver
 branches the release supports, …), read here through ``wizard.bundled`` and validated by the models
-below (every field bounded: the folder may come from ``GPU_WIZARD_ASSETS``). The engine and, through it,
-the CLI and the TUI ask this module; the demo reads the same files with its own reader
-(``wizard.demo.rules.release_data``) so that it can disagree. The default release is the newest bundled
+in ``wizard.release_file`` (every field bounded: the folder may come from ``GPU_WIZARD_ASSETS``). The engine
+and, through it, the CLI and the TUI ask this module; the demo reads the same files through the same
+leaf and applies its own rules (``wizard.demo.rules``) so that it can disagree. The default release is the newest bundled
 one, by version; a release line (major.minor) is served by its newest bundled patch.
 """
 
@@ -15,11 +15,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, total_ordering
-from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import ValidationError
 
 from wizard.bundled import OPERATOR_RELEASE_FILE, assets, operator_bundles, operator_release_data
+from wizard.release_file import ChartImage, ReleaseRules
 
 __all__ = [
     "ChartImage",
@@ -73,96 +73,6 @@ class Release:
 
     def __str__(self) -> str:
         return f"v{self.major}.{self.minor}.{self.patch}"
-
-
-_Word = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
-_Path = Annotated[str, StringConstraints(min_length=1, max_length=256, pattern=r"^(/[A-Za-z0-9._-]+)+$")]
-_Version = Annotated[str, StringConstraints(min_length=1, max_length=32, pattern=r"^[0-9]+(\.[0-9]+)*$")]
-_Text = Annotated[str, StringConstraints(max_length=1024)]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ChartRules(_Model):
-    """Where the release's chart templates differ."""
-
-    slimDriverKeys: tuple[_Word, ...] = Field(max_length=32)
-    """The keys kept under the ClusterPolicy's ``driver`` with NVIDIADriver enabled; empty: the whole section."""
-    quotesNvidiaDriverVersion: bool
-    """nvidiadriver.yaml quotes ``driver.version``; unquoted, a branch such as 580 becomes a number."""
-
-
-class HelmChart(_Model):
-    """Where the release's chart is published: ``helm … --repo REPOSITORY NAME --version <release>``."""
-
-    repository: Annotated[
-        str, StringConstraints(max_length=256, pattern=r"^https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._-]+)*$")
-    ]
-    name: _Word
-
-
-class OSTagRules(_Model):
-    """Which IDs keep only the VERSION_ID major in the OS tag of image names."""
-
-    majorOnly: tuple[_Word, ...] = Field(max_length=64)
-    majorOnlyFrom: dict[_Word, Annotated[int, Field(ge=0, le=10_000)]] = Field(max_length=64)
-    """ID -> first major that keeps only the major; the major must be a number."""
-
-
-class DriverBranches(_Model):
-    """The component matrix's driver row for this release."""
-
-    source: _Text
-    default: _Version
-    branches: tuple[_Version, ...] = Field(min_length=1, max_length=64)
-    versions: tuple[_Version, ...] = Field(max_length=256)
-    note: _Text = ""
-
-
-_Component = Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=r"^[a-z0-9][a-z0-9-]*$")]
-_ValuesPath = Annotated[
-    str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$")
-]
-_RepositoryText = Annotated[
-    str, StringConstraints(min_length=1, max_length=255, pattern=r"^[a-z0-9.:-]+(/[a-z0-9._-]+)*$")
-]
-_ImageName = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[a-z0-9._-]+(/[a-z0-9._-]+)*$")]
-_Tag = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]
-
-
-class ChartImage(_Model):
-    """One image the release's chart names (release.yaml ``images``): where the chart keeps it, what enables it."""
-
-    component: _Component
-    values: _ValuesPath
-    """Where the chart's values keep it (``driver.manager``; ``node-feature-discovery.image`` for the subchart)."""
-    enabled: tuple[_ValuesPath, ...] = Field(max_length=8)
-    """Switches that must all be true for the cluster to pull it (ClusterPolicy spec paths, else chart values)."""
-    repository: _RepositoryText
-    image: _ImageName
-    version: _Tag
-
-
-class ReleaseRules(_Model):
-    """One release's ``release.yaml`` (the demo-only keys are read by the demo and ignored here)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    chart: ChartRules
-    helmChart: HelmChart
-    osTag: OSTagRules
-    repoConfigDirs: dict[_Word, _Path] = Field(max_length=64)
-    """RepoConfigPathMap: OS ID -> folder the repoConfig files are mounted in."""
-    gpuNodeOSInfo: bool
-    """The ClusterPolicy takes the OS from the GPU nodes' labels (else from the operator pod's own host)."""
-    nvidiaDriverCRDSwitch: bool
-    """The NVIDIADriver controller stops (Disabled, deleting nothing) while the ClusterPolicy's
-    ``useNvidiaDriverCRD`` is false; else it reconciles every NVIDIADriver regardless."""
-    driverBranches: DriverBranches
-    images: tuple[ChartImage, ...] = Field(min_length=1, max_length=64)
-    """Every image the release's chart names, per component (the operator's own image list)."""
 
 
 @dataclass(frozen=True)

@@ -64,12 +64,6 @@ class Faults(FaultSpec):
         values["exec_fail_nodes"] = list(values.get("exec_fail_nodes") or [])
         return cls(**values)
 
-    def reseed(self, seed: int | None = None) -> None:
-        """Restart the random sequence (from ``seed`` or the current ``seed`` field)."""
-        if seed is not None:
-            self.seed = seed
-        self.rng.seed(self.seed)
-
     def clear(self) -> None:
         """Switch every fault off."""
         self.latency_ms = self.exec_latency_ms = 0

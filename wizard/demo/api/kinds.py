@@ -89,15 +89,6 @@ BUILTINS: tuple[ResourceType, ...] = (
     ),
 )
 
-BUILTIN_GROUPS: tuple[str, ...] = (
-    "",
-    "apps",
-    "batch",
-    "apiextensions.k8s.io",
-    "authorization.k8s.io",
-    "rbac.authorization.k8s.io",
-)
-
 
 def custom_types(crd: dict[str, Any]) -> list[ResourceType]:
     """The served versions of one CRD as resource types."""
@@ -152,13 +143,6 @@ class Registry:
         """The type served at ``/apis/<group>/<version>/<plural>`` (core group: ``""``)."""
         for rtype in self.all():
             if rtype.group == group and rtype.version == version and rtype.plural == plural:
-                return rtype
-        return None
-
-    def by_plural(self, plural: str) -> ResourceType | None:
-        """The (first) type with this plural, any group."""
-        for rtype in self.all():
-            if rtype.plural == plural:
                 return rtype
         return None
 

@@ -1,9 +1,10 @@
 """Server-side printing (``meta.k8s.io/v1`` Table), so ``kubectl get`` shows the columns of a real cluster.
 
 kubectl asks for ``application/json;as=Table;v=v1;g=meta.k8s.io``; without it, modern kubectl can only
-print NAME and AGE. The column sets and cell rules follow the API server's printers for nodes, pods,
-daemonsets, deployments, namespaces, configmaps, secrets and CRDs, and a CRD's
-``additionalPrinterColumns`` for custom resources.
+print NAME and AGE. Kept for the trainer's README session and the classroom: the column sets and cell
+rules follow the API server's printers for nodes (``kubectl get nodes -o wide``) and pods (``kubectl get
+pods -w`` through a rollout), and a CRD's ``additionalPrinterColumns`` for custom resources (``kubectl get
+clusterpolicy`` shows its STATUS); every other kind prints NAME and AGE (gpu-wizard reads none as a Table).
 """
 
 from __future__ import annotations
@@ -64,23 +65,6 @@ def _col(name: str, priority: int = 0, kind: str = "string", fmt: str = "") -> d
 
 def _meta(obj: Obj) -> Obj:
     return obj.get("metadata") or {}
-
-
-def _format_labels(labels: dict[str, str] | None) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or NONE
-
-
-def _selector(selector: Obj | None) -> str:
-    selector = selector or {}
-    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
-    for expr in selector.get("matchExpressions") or []:
-        parts.append(f"{expr.get('key')} {expr.get('operator', '').lower()} ({','.join(expr.get('values') or [])})")
-    return ",".join(parts) or NONE
-
-
-def _containers(obj: Obj) -> tuple[str, str]:
-    containers = ((((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers")) or []
-    return ",".join(c.get("name", "") for c in containers), ",".join(c.get("image", "") for c in containers)
 
 
 def _node_row(obj: Obj) -> list[Any]:
@@ -174,40 +158,6 @@ def _pod_row(obj: Obj) -> list[Any]:
     ]
 
 
-def _ds_row(obj: Obj) -> list[Any]:
-    st = obj.get("status") or {}
-    node_selector = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeSelector")
-    names, images = _containers(obj)
-    return [
-        _meta(obj).get("name"),
-        st.get("desiredNumberScheduled", 0),
-        st.get("currentNumberScheduled", 0),
-        st.get("numberReady", 0),
-        st.get("updatedNumberScheduled", 0),
-        st.get("numberAvailable", 0),
-        _format_labels(node_selector),
-        age(_meta(obj).get("creationTimestamp")),
-        names,
-        images,
-        _selector((obj.get("spec") or {}).get("selector")),
-    ]
-
-
-def _deploy_row(obj: Obj) -> list[Any]:
-    st, spec = obj.get("status") or {}, obj.get("spec") or {}
-    names, images = _containers(obj)
-    return [
-        _meta(obj).get("name"),
-        f"{st.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
-        st.get("updatedReplicas", 0),
-        st.get("availableReplicas", 0),
-        age(_meta(obj).get("creationTimestamp")),
-        names,
-        images,
-        _selector(spec.get("selector")),
-    ]
-
-
 Printer = tuple[list[dict[str, Any]], Callable[[Obj], list[Any]]]
 _NAME, _AGE = _col("Name", fmt="name"), _col("Age")
 
@@ -221,48 +171,6 @@ PRINTERS: dict[str, Printer] = {
         [_NAME, _col("Ready"), _col("Status"), _col("Restarts", kind="string"), _AGE]
         + [_col(n, 1) for n in ("IP", "Node", "Nominated Node", "Readiness Gates")],
         _pod_row,
-    ),
-    "daemonsets": (
-        [_NAME]
-        + [_col(n, kind="integer") for n in ("Desired", "Current", "Ready", "Up-to-date", "Available")]
-        + [_col("Node Selector"), _AGE, _col("Containers", 1), _col("Images", 1), _col("Selector", 1)],
-        _ds_row,
-    ),
-    "deployments": (
-        [
-            *(_NAME, _col("Ready"), _col("Up-to-date", kind="integer"), _col("Available", kind="integer"), _AGE),
-            *(_col("Containers", 1), _col("Images", 1), _col("Selector", 1)),
-        ],
-        _deploy_row,
-    ),
-    "namespaces": (
-        [_NAME, _col("Status"), _AGE],
-        lambda o: [
-            _meta(o).get("name"),
-            (o.get("status") or {}).get("phase", "Active"),
-            age(_meta(o).get("creationTimestamp")),
-        ],
-    ),
-    "configmaps": (
-        [_NAME, _col("Data", kind="integer"), _AGE],
-        lambda o: [
-            _meta(o).get("name"),
-            len(o.get("data") or {}) + len(o.get("binaryData") or {}),
-            age(_meta(o).get("creationTimestamp")),
-        ],
-    ),
-    "secrets": (
-        [_NAME, _col("Type"), _col("Data", kind="integer"), _AGE],
-        lambda o: [
-            _meta(o).get("name"),
-            o.get("type", "Opaque"),
-            len(o.get("data") or {}),
-            age(_meta(o).get("creationTimestamp")),
-        ],
-    ),
-    "customresourcedefinitions": (
-        [_NAME, _col("Created At", kind="date")],
-        lambda o: [_meta(o).get("name"), _meta(o).get("creationTimestamp")],
     ),
 }
 

@@ -1,11 +1,10 @@
-"""The demo's own reader of the bundled releases' ``release.yaml`` (what differs between operator releases).
+"""What the simulated operator does differently at each bundled release, from the releases' ``release.yaml``.
 
-The engine reads the same files through ``wizard.engine.releases``; the demo imports no engine rule, so
-it has this reader and applies the rules in its own code (``operator_rules``, ``sim/``): the two may
-disagree, and the peer-case tests hold both to the operator's unit-test cases. Only the keys the
-simulated operator acts on are read, each checked for its type and size; a release line is served by
-its newest bundled patch, a release the demo does not bundle by the newest line not newer than it (the
-oldest for an older one).
+The file's shape and bounds are the leaf ``wizard.release_file``'s, which the engine reads too; the demo
+imports no engine rule, so it takes from each file only the keys the simulated operator acts on and
+applies the rules in its own code (``operator_rules``, ``sim/``): the two may disagree, and the peer-case
+tests hold both to the operator's unit-test cases. A release line is served by its newest bundled patch,
+a release the demo does not bundle by the newest line not newer than it (the oldest for an older one).
 """
 
 from __future__ import annotations
@@ -13,15 +12,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
 
-from wizard.bundled import assets, operator_bundles, operator_release_data
+from pydantic import ValidationError
+
+from wizard.bundled import OPERATOR_RELEASE_FILE, assets, operator_bundles, operator_release_data
+from wizard.release_file import ReleaseRules
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?$")
-_WORD_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
-_PATH_RE = re.compile(r"^(/[A-Za-z0-9._-]+){1,16}$")
 _MAX_ITEMS = 64
-_REF_PART_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$")
 
 
 class ReleaseDataError(ValueError):
@@ -59,66 +57,25 @@ def _key(name: str) -> tuple[int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3] or 0)) if match else None
 
 
-def _words(where: str, value: Any) -> frozenset[str]:
-    if not isinstance(value, list) or len(value) > _MAX_ITEMS or not all(isinstance(v, str) for v in value):
-        raise ReleaseDataError(f"{where}: a list of at most {_MAX_ITEMS} names")
-    if not all(_WORD_RE.match(v) for v in value):
-        raise ReleaseDataError(f"{where}: names of letters, digits, '.', '_' and '-'")
-    return frozenset(value)
-
-
-def _map(where: str, value: Any, check: Any) -> dict[str, Any]:
-    if not isinstance(value, dict) or len(value) > _MAX_ITEMS:
-        raise ReleaseDataError(f"{where}: a map of at most {_MAX_ITEMS} entries")
-    for key, item in value.items():
-        if not isinstance(key, str) or not _WORD_RE.match(key) or not check(item):
-            raise ReleaseDataError(f"{where}: bad entry {key!r}")
-    return dict(value)
-
-
-def _flag(where: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ReleaseDataError(f"{where}: true or false")
-    return value
-
-
 def _read(bundle: str) -> ReleaseData:
-    where = f"assets/operator/{bundle}/release.yaml"
-    data = operator_release_data(bundle)
-    if not isinstance(data, dict) or not isinstance(data.get("osTag"), dict):
-        raise ReleaseDataError(f"{where}: a map with osTag")
-    os_tag = data["osTag"]
+    where = f"assets/operator/{bundle}/{OPERATOR_RELEASE_FILE}"
+    try:
+        rules = ReleaseRules.model_validate(operator_release_data(bundle))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ReleaseDataError(f"{where} {'.'.join(map(str, error['loc']))}: {error['msg']}") from None
     return ReleaseData(
         bundle=bundle,
-        major_only=_words(f"{where} osTag.majorOnly", os_tag.get("majorOnly")),
-        major_only_from=_map(
-            f"{where} osTag.majorOnlyFrom",
-            os_tag.get("majorOnlyFrom"),
-            lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10_000,
-        ),
-        repo_config_dirs=_map(
-            f"{where} repoConfigDirs", data.get("repoConfigDirs"), lambda v: isinstance(v, str) and _PATH_RE.match(v)
-        ),
-        gpu_node_os_info=_flag(f"{where} gpuNodeOSInfo", data.get("gpuNodeOSInfo")),
-        lib_modules_ids=_words(f"{where} libModulesMountIDs", data.get("libModulesMountIDs")),
-        owner_label=_flag(f"{where} nvidiaDriverOwnerLabel", data.get("nvidiaDriverOwnerLabel")),
-        pool_selects_major=_flag(f"{where} poolSelectsVersionMajor", data.get("poolSelectsVersionMajor")),
-        crd_switch=_flag(f"{where} nvidiaDriverCRDSwitch", data.get("nvidiaDriverCRDSwitch")),
-        images=_images(f"{where} images", data.get("images")),
+        major_only=frozenset(rules.osTag.majorOnly),
+        major_only_from=dict(rules.osTag.majorOnlyFrom),
+        repo_config_dirs=dict(rules.repoConfigDirs),
+        gpu_node_os_info=rules.gpuNodeOSInfo,
+        lib_modules_ids=frozenset(rules.libModulesMountIDs),
+        owner_label=rules.nvidiaDriverOwnerLabel,
+        pool_selects_major=rules.poolSelectsVersionMajor,
+        crd_switch=rules.nvidiaDriverCRDSwitch,
+        images=tuple(f"{i.repository}/{i.image}:{i.version}" for i in rules.images),
     )
-
-
-def _images(where: str, value: Any) -> tuple[str, ...]:
-    """``repository/image:version`` of each ``images`` entry."""
-    if not isinstance(value, list) or len(value) > _MAX_ITEMS:
-        raise ReleaseDataError(f"{where}: a list of at most {_MAX_ITEMS} entries")
-    out = []
-    for entry in value:
-        parts = [entry.get(key) if isinstance(entry, dict) else None for key in ("repository", "image", "version")]
-        if not all(isinstance(p, str) and _REF_PART_RE.match(p) for p in parts):
-            raise ReleaseDataError(f"{where}: an entry without repository, image and version: {entry!r}")
-        out.append(f"{parts[0]}/{parts[1]}:{parts[2]}")
-    return tuple(out)
 
 
 @cache

@@ -8,20 +8,22 @@ raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``node
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded
+from pydantic import ConfigDict, Strict, TypeAdapter, ValidationError, model_validator
+from pydantic.dataclasses import dataclass
+from ruamel.yaml import YAML, YAMLError
+
+from wizard.bounded_read import NODELIST, SCENARIO, InputError, load_bounded, read_bounded
 from wizard.bundled import assets
+from wizard.demo.rules.hostos import pretty_name
 from wizard.demo.rules.release_data import release_lines
-from wizard.demo.scenarios.scenario_check import (
-    ScenarioError,
-    build_dataclass,
-    check_scenario,
-    nodes_from_nodelist,
-)
+from wizard.demo.scenarios.scenario_check import ScenarioError, check_scenario, nodes_from_nodelist
 
 __all__ = [
     "FaultSpec",
@@ -34,52 +36,82 @@ __all__ = [
     "scenario_names",
 ]
 
+#: Every scenario block is a pydantic dataclass: strict types (YAML's 22.04 is no string), no unknown field.
+_CONFIG = ConfigDict(extra="forbid")
+Str = Annotated[str, Strict()]
+Int = Annotated[int, Strict()]
+Bool = Annotated[bool, Strict()]
+Float = Annotated[float, Strict()]  # an integer is a number too
 
-@dataclass
-class NodeSpec:
+
+@dataclass(config=_CONFIG)
+class _Block:
+    """A block of a scenario file."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        """An unknown key is an error naming it and the block's valid fields (pydantic's own says neither)."""
+        if isinstance(data, Mapping):
+            names = [f.name for f in dataclasses.fields(cls)]
+            unknown = [key for key in data if key not in names]
+            if unknown:
+                raise ValueError(f"{unknown[0]}: unknown field; valid fields: {', '.join(names)}")
+        return data
+
+
+@dataclass(config=_CONFIG)
+class NodeSpec(_Block):
     """One simulated node (or ``count`` generated copies named ``<name>-<i>``)."""
 
-    name: str
-    os_id: str
-    os_version: str
-    os_image: str
+    name: Str
+    os_id: Str
+    os_version: Str
+    os_image: Str
     """``status.nodeInfo.osImage``; the loader fills the OS's PRETTY_NAME when the file omits it."""
-    kernel: str
-    arch: str = "amd64"
-    gpu_product: str = ""
+    kernel: Str
+    arch: Str = "amd64"
+    gpu_product: Str = ""
     """e.g. ``NVIDIA-H200``; empty for a CPU-only node."""
-    gpu_count: int = 0
+    gpu_count: Int = 0
     """Physical GPUs."""
-    mig_profile: str = ""
+    mig_profile: Str = ""
     """MIG, ``single`` strategy: every GPU split into ``mig_per_gpu`` devices of this profile (``1g.6gb``)."""
-    mig_per_gpu: int = 0
-    host_driver: str = ""
+    mig_per_gpu: Int = 0
+    host_driver: Str = ""
     """Version of a working driver installed on the host (pre-installed mode); empty when none."""
-    host_driver_broken: bool = False
+    host_driver_broken: Bool = False
     """A host driver is installed but nvidia-smi fails on it."""
-    nfd: bool = True
+    nfd: Bool = True
     """NFD labels present (else only status.nodeInfo tells the kernel and OS)."""
-    runtime: str = "containerd://1.7.23"
-    noexec_mounts: list[str] = field(default_factory=list)
+    runtime: Str = "containerd://1.7.23"
+    noexec_mounts: list[Str] = field(default_factory=list)
     """Mount points mounted noexec (e.g. ``/run``)."""
-    labels: dict[str, str] = field(default_factory=dict)
-    count: int = 1
-    kubelet_version: str = "v1.31.4"
-    nouveau: bool = False
+    labels: dict[Str, Str] = field(default_factory=dict)
+    count: Int = 1
+    kubelet_version: Str = "v1.31.4"
+    nouveau: Bool = False
     """The open-source ``nouveau`` module is loaded (``lsmod`` shows it) and holds the GPUs."""
-    secure_boot: bool = False
+    secure_boot: Bool = False
     """UEFI Secure Boot is on (``mokutil --sb-state``): only signed kernel modules load."""
-    dkms: bool = True
+    dkms: Bool = True
     """The host driver (``host_driver``) is registered with dkms and installed for the running kernel (loads at boot)."""
-    kernel_headers: bool = True
+    kernel_headers: Bool = True
     """Headers for the running kernel are installed (``/lib/modules/<kernel>/build``)."""
-    package_repo: bool = True
+    package_repo: Bool = True
     """The node reaches its distribution's package source (its host name resolves)."""
-    free_mb: dict[str, int] = field(default_factory=dict)
+    free_mb: dict[Str, Int] = field(default_factory=dict)
     """MiB free per mount point (``df``); a mount not named has plenty."""
-    runtime_flavour: str = ""
+    runtime_flavour: Str = ""
     """``containerd``, ``cri-o``, ``rke2``, ``k3s``, ``k0s`` or ``microk8s``: where the node's containerd lives.
     Empty: read from ``runtime`` and ``kubelet_version``; set, it fills those two where the file leaves them."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "os_image" not in data and isinstance(data.get("os_id"), str):
+            data = {**data, "os_image": pretty_name(data["os_id"], str(data.get("os_version")))}
+        return data
 
     @property
     def gpu(self) -> bool:
@@ -92,17 +124,17 @@ class NodeSpec:
         return self.gpu_count * self.mig_per_gpu if self.mig_profile else self.gpu_count
 
 
-@dataclass
-class RegistrySpec:
+@dataclass(config=_CONFIG)
+class RegistrySpec(_Block):
     """Where the simulated kubelet pulls from."""
 
-    url: str = ""
+    url: Str = ""
     """A real OCI registry (``http://127.0.0.1:5055``) standing in for the catalog's hosts; empty: catalog only."""
-    catalog: dict[str, dict[str, str]] = field(default_factory=dict)
+    catalog: dict[Str, dict[Str, Str]] = field(default_factory=dict)
     """``{"host/path/image": {"tag": "sha256:…"}}``: published tags and their digests."""
-    hosts: list[str] = field(default_factory=list)
+    hosts: list[Str] = field(default_factory=list)
     """Registry hosts the catalog speaks for; images elsewhere are treated as public and pullable."""
-    public: bool = True
+    public: Bool = True
     """Public registries (any host outside ``hosts``) are reachable; false for an air-gapped cluster."""
 
     def catalog_hosts(self) -> list[str]:
@@ -115,36 +147,36 @@ class RegistrySpec:
         return hosts
 
 
-@dataclass
-class FaultSpec:
+@dataclass(config=_CONFIG)
+class FaultSpec(_Block):
     """Injected failures, per scenario or by flag."""
 
-    latency_ms: int = 0
-    error_rate: float = 0.0
-    error_code: int = 500
-    retry_after_s: int = 1
-    drop_rate: float = 0.0
-    watch_expiry_s: float = 0.0
+    latency_ms: Int = 0
+    error_rate: Float = 0.0
+    error_code: Int = 500
+    retry_after_s: Int = 1
+    drop_rate: Float = 0.0
+    watch_expiry_s: Float = 0.0
     """Watches older than this many seconds get a 410 Gone; 0 disables."""
-    exec_fail_nodes: list[str] = field(default_factory=list)
-    exec_latency_ms: int = 0
-    seed: int = 0
+    exec_fail_nodes: list[Str] = field(default_factory=list)
+    exec_latency_ms: Int = 0
+    seed: Int = 0
 
 
-@dataclass
-class OperatorSpec:
+@dataclass(config=_CONFIG)
+class OperatorSpec(_Block):
     """The GPU Operator as installed in the scenario."""
 
-    release: str = field(default_factory=lambda: list(release_lines().values())[-1])
+    release: Str = field(default_factory=lambda: list(release_lines().values())[-1])
     """The operator release; the newest bundled one unless the scenario names another."""
-    namespace: str = "gpu-operator"
-    installed: bool = True
+    namespace: Str = "gpu-operator"
+    installed: Bool = True
     """Operator Deployment present (it reconciles ClusterPolicy / NVIDIADriver)."""
-    crds: bool = True
+    crds: Bool = True
     """The ClusterPolicy and NVIDIADriver CRDs are registered."""
-    cluster_policy: dict[str, Any] | None = None
+    cluster_policy: dict[Str, Any] | None = None
     """A ClusterPolicy already running (``existing-install``), as a full object."""
-    repository: str = ""
+    repository: Str = ""
     """Where the operator and its default operand images come from (``nvcr.io/nvidia`` when empty);
     an air-gapped install points this at its mirror."""
     helm_values: dict[str, Any] | None = None
@@ -152,20 +184,20 @@ class OperatorSpec:
     keeps them in Helm's release Secret, named for the ClusterPolicy's ``meta.helm.sh/release-name``."""
 
 
-@dataclass
-class WorkloadSpec:
+@dataclass(config=_CONFIG)
+class WorkloadSpec(_Block):
     """A user's pod already running on a node (e.g. a training job using GPUs, which an upgrade evicts)."""
 
-    name: str
-    node: str
-    namespace: str = "default"
-    gpus: int = 1
+    name: Str
+    node: Str
+    namespace: Str = "default"
+    gpus: Int = 1
     """``nvidia.com/gpu`` the pod's container asks for (0: a pod that uses no GPU)."""
-    image: str = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04"
+    image: Str = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04"
 
 
-@dataclass
-class UpgradeSpec:
+@dataclass(config=_CONFIG)
+class UpgradeSpec(_Block):
     """A driver upgrade already under way when the demo starts (``upgrade-in-progress``).
 
     Seeding runs the scenario's ClusterPolicy as given, then sets ``driver.version`` to ``to_version``
@@ -174,28 +206,28 @@ class UpgradeSpec:
     Once the demo runs, every node goes on from there, ``state_seconds`` per state.
     """
 
-    to_version: str = ""
-    states: dict[str, str] = field(default_factory=dict)
+    to_version: Str = ""
+    states: dict[Str, Str] = field(default_factory=dict)
     """node name -> the ``nvidia.com/gpu-driver-upgrade-state`` it is in when the demo starts."""
-    state_seconds: float = 0.0
+    state_seconds: Float = 0.0
     """How long a node stays in each upgrade state once the demo runs (a real state takes minutes)."""
 
 
-@dataclass
-class Scenario:
+@dataclass(config=_CONFIG)
+class Scenario(_Block):
     """One simulated cluster."""
 
-    name: str
-    description: str = ""
+    name: Str
+    description: Str = ""
     operator: OperatorSpec = field(default_factory=OperatorSpec)
     nodes: list[NodeSpec] = field(default_factory=list)
     registry: RegistrySpec = field(default_factory=RegistrySpec)
-    rbac_deny: list[dict[str, str]] = field(default_factory=list)
+    rbac_deny: list[dict[Str, Str]] = field(default_factory=list)
     """Denied permissions: ``{"verb": "patch", "resource": "clusterpolicies", "group": "nvidia.com"}``."""
     faults: FaultSpec = field(default_factory=FaultSpec)
     workloads: list[WorkloadSpec] = field(default_factory=list)
     """Pods of the cluster's users, already running when the demo starts."""
-    nodelist: str = ""
+    nodelist: Str = ""
     """A ``kubectl get nodes -o json`` file (relative to the scenario file) whose nodes are added."""
     upgrade: UpgradeSpec = field(default_factory=UpgradeSpec)
     """A driver upgrade frozen mid-way when the demo starts (empty: none)."""
@@ -209,7 +241,7 @@ class Scenario:
                 continue
             width = max(2, len(str(spec.count)))
             for i in range(1, spec.count + 1):
-                copy = NodeSpec(**{**spec.__dict__, "name": f"{spec.name}-{i:0{width}d}", "count": 1})
+                copy = dataclasses.replace(spec, name=f"{spec.name}-{i:0{width}d}", count=1)
                 copy.labels = dict(spec.labels)
                 copy.noexec_mounts = list(spec.noexec_mounts)
                 copy.free_mb = dict(spec.free_mb)
@@ -278,7 +310,32 @@ def load_scenario(name_or_path: str) -> Scenario:
         verb = "is" if exc.message.startswith("not valid") else "cannot be used:"
         field = f" {exc.field}:" if exc.field else ""
         raise ScenarioError(f"scenario {str(path)!r}{line} {verb}{field} {exc.message}") from None
-    return scenario_from_dict(data, source=str(path), base_dir=path.parent)
+    try:
+        return scenario_from_dict(data, source=str(path), base_dir=path.parent)
+    except ScenarioError as exc:
+        number = _line_of(path, exc.loc)
+        if number is None:
+            raise
+        where = f"scenario {str(path)!r}"
+        raise ScenarioError(str(exc).replace(where, f"{where} line {number}", 1), exc.loc) from None
+
+
+def _line_of(path: Path, loc: tuple[str | int, ...]) -> int | None:
+    """The 1-based line of the deepest part of ``loc`` in the scenario file (read bounded, as it was)."""
+    line = None
+    try:
+        node: Any = YAML(typ="rt", pure=True).load(read_bounded(path, SCENARIO)) if loc else None
+    except (InputError, YAMLError):
+        return None
+    for part in loc:
+        try:
+            lc = node.lc
+            where = lc.key(part) if isinstance(part, str) else lc.item(part)
+            node = node[part]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            break
+        line = int(where[0]) + 1
+    return line
 
 
 def scenario_from_dict(data: Any, *, source: str = "<dict>", base_dir: Path | None = None) -> Scenario:
@@ -286,7 +343,10 @@ def scenario_from_dict(data: Any, *, source: str = "<dict>", base_dir: Path | No
     if not isinstance(data, dict):
         raise ScenarioError(f"scenario {source!r}: the top level must be a mapping of fields, not {_kind(data)}")
     where = f"scenario {source!r}"
-    scenario: Scenario = build_dataclass(Scenario, data, where, "")
+    try:
+        scenario = _SCENARIO.validate_python(data)
+    except ValidationError as exc:
+        raise _field_error(exc, where) from None
     if scenario.nodelist:
         scenario.nodes[:0] = _load_nodelist(scenario.nodelist, base_dir or Path.cwd(), where)
     check_scenario(scenario, where)
@@ -302,6 +362,34 @@ def _load_nodelist(ref: str, base_dir: Path, where: str) -> list[NodeSpec]:
             raise ScenarioError(f"{where}: nodelist: file {str(path)!r} does not exist") from None
         raise ScenarioError(f"{where}: nodelist: {exc}") from None
     return [NodeSpec(**fields) for fields in nodes_from_nodelist(document, f"{where}: nodelist {ref!r}")]
+
+
+_SCENARIO = TypeAdapter(Scenario)
+
+
+def _field_error(exc: ValidationError, where: str) -> ScenarioError:
+    """pydantic's first error as one line naming the field (``nodes[0].gpu_count``) in the file's words."""
+    error = exc.errors()[0]
+    path = ""
+    for part in error["loc"]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    kind, value = error["type"], error.get("input")
+    if kind == "missing":
+        text = "required field missing"
+    elif kind == "value_error":
+        text = str(error["ctx"]["error"])
+    elif kind == "string_type" and isinstance(value, bool | int | float):
+        text = f'must be a string; quote it ("{value}") so YAML keeps it as written'
+    elif kind == "int_type":
+        text = f"must be an integer, not {value!r}"
+    elif kind == "bool_type":
+        text = f"must be true or false, not {value!r}"
+    elif kind in ("dict_type", "dataclass_type"):
+        text = "must be a mapping"
+    else:
+        text = error["msg"][0].lower() + error["msg"][1:]
+    message = f"{where}: {path}{'.' if path and kind == 'value_error' else ': ' if path else ''}{text}"
+    return ScenarioError(message, tuple(part for part in error["loc"] if isinstance(part, str | int)))
 
 
 def _kind(value: Any) -> str:

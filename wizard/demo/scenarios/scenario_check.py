@@ -1,21 +1,16 @@
-"""Strict loading and checking of scenario files, so a typo names its field instead of crashing later.
+"""The rules of a scenario file that span its fields, so a typo names its field instead of crashing later.
 
-:func:`build_dataclass` turns parsed YAML into the scenario dataclasses by their type hints (unknown
-keys, missing required keys and wrong types are errors); :func:`check_scenario` adds the rules that
-span fields (unique node names, a GPU count with a product, digests that look like digests, a known
+The fields' own types are pydantic's (:mod:`wizard.demo.scenarios.scenario`); :func:`check_scenario`
+adds the rules that span fields (unique node names, a GPU count with a product, digests that look like digests, a known
 operator release). :func:`nodes_from_nodelist` reads nodes back from ``kubectl get nodes -o json``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import types
-import typing
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from wizard.demo.rules.hostos import pretty_name
 from wizard.demo.rules.nodeinfo import read_node
 from wizard.demo.rules.operator_rules import OperatorRelease, bundled_releases
 from wizard.demo.rules.runtime_layout import FLAVOURS, default_versions
@@ -43,93 +38,10 @@ K8S_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 class ScenarioError(ValueError):
     """A scenario file that cannot be used; the message names the file and the field."""
 
-
-def _type_name(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_type_name(a) for a in typing.get_args(tp))
-    if origin is list:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}"
-    if origin is dict:
-        return "a mapping"
-    if dataclasses.is_dataclass(tp):
-        return "a mapping"
-    return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
-
-
-def _convert(tp: Any, value: Any, where: str, path: str) -> Any:
-    """``value`` checked against type hint ``tp``; ScenarioError naming ``path`` otherwise."""
-    origin = typing.get_origin(tp)
-    if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _convert(inner[0], value, where, path)
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return build_dataclass(tp, value, where, path)
-    if origin is list:
-        if not isinstance(value, list):
-            raise ScenarioError(f"{where}: {path}: must be {_type_name(tp)}")
-        (item,) = typing.get_args(tp)
-        return [_convert(item, v, where, f"{path}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            raise ScenarioError(f"{where}: {path}: must be a mapping")
-        _, val_tp = typing.get_args(tp)
-        out = {}
-        for key, val in value.items():
-            if not isinstance(key, str):
-                raise ScenarioError(f"{where}: {path}: key {key!r} must be a string; quote it")
-            out[key] = _convert(val_tp, val, where, f"{path}.{key}")
-        return out
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ScenarioError(f"{where}: {path}: must be true or false, not {value!r}")
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ScenarioError(f"{where}: {path}: must be an integer, not {value!r}")
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ScenarioError(f"{where}: {path}: must be a number, not {value!r}")
-        return float(value)
-    if tp is str:
-        if isinstance(value, bool | int | float):
-            raise ScenarioError(f'{where}: {path}: must be a string; quote it ("{value}") so YAML keeps it as written')
-        if not isinstance(value, str):
-            raise ScenarioError(f"{where}: {path}: must be a string, not {type(value).__name__}")
-        return value
-    raise ScenarioError(f"{where}: {path}: unsupported field type {tp!r}")  # a bug in the dataclasses
-
-
-def build_dataclass(cls: Any, data: Any, where: str, path: str) -> Any:
-    """An instance of dataclass ``cls`` from a mapping, every field checked by its type hint."""
-    label = path or "top level"
-    if not isinstance(data, Mapping):
-        raise ScenarioError(f"{where}: {label}: must be a mapping of fields")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = [k for k in data if k not in fields]
-    if unknown:
-        raise ScenarioError(
-            f"{where}: {path + '.' if path else ''}{unknown[0]}: unknown field; valid fields: {', '.join(fields)}"
-        )
-    values: dict[str, Any] = {}
-    for name, spec in fields.items():
-        sub = f"{path}.{name}" if path else name
-        if name in data:
-            values[name] = _convert(hints[name], data[name], where, sub)
-        elif spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
-            if name == "os_image":  # filled from the OS's PRETTY_NAME below
-                continue
-            raise ScenarioError(f"{where}: {sub}: required field missing")
-    if cls.__name__ == "NodeSpec" and "os_image" not in values:
-        values["os_image"] = pretty_name(values["os_id"], values["os_version"])
-    return cls(**values)
+    def __init__(self, message: str, loc: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.loc = loc
+        """Where in the document the field is (``("nodes", 0, "gpu_count")``), when known."""
 
 
 def _check_nodes(scenario: Scenario, where: str) -> set[str]:

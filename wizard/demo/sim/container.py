@@ -1,4 +1,4 @@
-"""Where a command of the node shell runs: a container of a pod on a node, and the files it sees.
+"""Where a node command runs: a container of a pod on a node, and the files it sees.
 
 :class:`Ctx` is one container (or, after ``chroot``, the host or the driver root) with its hostPath
 mounts. Paths under the container's host-root mount (``/host``) and its other hostPath mounts resolve to
@@ -36,8 +36,6 @@ class Ctx:
     """Container path -> host path, from the pod's hostPath volumes."""
     ro_sources: frozenset[str] = frozenset()
     """Host paths bound read-only into this context (``readOnly`` mounts; after chroot through one: ``/``)."""
-    ro_mounts: frozenset[str] = frozenset()
-    """Container paths of the ``readOnly`` hostPath mounts."""
     files: dict[str, str] = field(default_factory=dict)
     """Files the container wrote on its own file system (``/dev/termination-log``), shared by its commands."""
 
@@ -69,7 +67,7 @@ def make_ctx(view: NodeView, pod: dict[str, Any], container: str) -> Ctx:
                 if vm.get("readOnly"):
                     read_only.add(where)
     sources = frozenset(posixpath.normpath(mounts[m]) for m in read_only)
-    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources, ro_mounts=frozenset(read_only))
+    return Ctx(view, pod, container, mounts=mounts, ro_sources=sources)
 
 
 def bound_read_only(ctx: Ctx, host: str) -> bool:
@@ -82,8 +80,8 @@ def bound_read_only(ctx: Ctx, host: str) -> bool:
     )
 
 
-def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | None:
-    """Open (``data`` None) or write a file for a redirection: the error message, or None."""
+def write_file(ctx: Ctx, path: str) -> str | None:
+    """Create an empty file (``touch``): the error message, or None."""
     path = posixpath.normpath(path)
     host = host_path(ctx, path)
     if host is not None:
@@ -92,11 +90,7 @@ def write_file(ctx: Ctx, path: str, data: str | None, append: bool) -> str | Non
         return None  # written to the node: nothing here reads it back
     if ctx.root != "container":
         return READ_ONLY
-    if data is None:
-        if not append or path not in ctx.files:
-            ctx.files[path] = ""
-        return None
-    ctx.files[path] = ctx.files.get(path, "") + data
+    ctx.files.setdefault(path, "")
     return None
 
 

@@ -1,10 +1,11 @@
-"""A tiny shell for commands run inside simulated containers (``kubectl exec`` and command pods).
+"""The commands a simulated container answers (``kubectl exec``, command pods, gpu-wizard's probe steps).
 
-Supports what a driver install is checked with: ``nvidia-smi`` (table, ``--query-gpu``, ``-L``,
-``-q``), ``uname``, ``cat``, ``grep``, ``findmnt`` (``--task 1``: the host's own mount table),
-``test``/``[``, ``ls``, ``env``, ``hostname``, ``id``, ``lsmod``, ``chroot DIR CMD``, the text
-tools of :mod:`wizard.demo.sim.coreutils` (``printf``, ``echo``, ``base64``, ``head``…) and
-``sh -c`` scripts (the grammar is :mod:`wizard.demo.sim.shell`). Anything else exits 127 with
+What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
+``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
+(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``lsmod``, ``touch``, ``chroot DIR
+CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
+own ``sh -c`` probe scripts, read step by step
+(:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
 ``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
 hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
 ``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
@@ -16,9 +17,8 @@ import posixpath
 import re
 from collections.abc import Callable
 
-from wizard.demo.sim import shell, smi
+from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
-from wizard.demo.sim.coreutils import TEXT_COMMANDS
 from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
 from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
@@ -183,11 +183,11 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
     host = host_path(ctx, target)
     if host == "/":
         sources = frozenset({"/"}) if bound_read_only(ctx, "/") else frozenset()
-        new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, frozenset(), ctx.files)
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "host", {}, sources, ctx.files)
     elif host is not None and posixpath.normpath(host) == ctx.view.driver_install_dir and ctx.view.driver_loaded:
         if ctx.view.mount(host).noexec:
             return 126, "", f"chroot: failed to run command '{command[0]}': Permission denied\n"
-        new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), frozenset(), ctx.files)
+        new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), ctx.files)
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
     code, out, err = run_argv(new, command, stdin)
@@ -217,28 +217,18 @@ def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return (1 if err else 0), out, err
 
 
-def _env(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    env = next(
-        (c.get("env") or [] for c in ctx.pod["spec"].get("containers") or [] if c.get("name") == ctx.container), []
-    )
-    lines = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", f"HOSTNAME={ctx.view.spec.name}"]
-    lines += [f"{e['name']}={e.get('value', '')}" for e in env if "value" in e]
-    return 0, "".join(f"{line}\n" for line in lines), ""
-
-
-def _hostname(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    on_host = ctx.root == "host" or ctx.pod["spec"].get("hostNetwork")
-    return 0, f"{ctx.view.spec.name if on_host else ctx.pod['metadata']['name']}\n", ""
-
-
-def _id(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    return 0, "0\n" if args[:1] == ["-u"] else "uid=0(root) gid=0(root) groups=0(root)\n", ""
-
-
 _MODULES = (
     "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\n"
     "nvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
 )
+
+
+def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
+    for path in args:
+        problem = write_file(ctx, path)
+        if problem:
+            return 1, "", f"touch: cannot touch '{path}': {problem}\n"
+    return 0, "", ""
 
 
 def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
@@ -258,11 +248,11 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
     "[": lambda ctx, args, stdin: _test(ctx, args),
     "ls": lambda ctx, args, stdin: _ls(ctx, args),
     "chroot": _chroot,
-    "env": _env,
-    "printenv": _env,
-    "hostname": _hostname,
-    "id": _id,
     "lsmod": _lsmod,
+    "touch": _touch,
+    "true": lambda ctx, args, stdin: (0, "", ""),
+    "sleep": lambda ctx, args, stdin: (0, "", ""),
+    "false": lambda ctx, args, stdin: (1, "", ""),
 }
 
 
@@ -276,10 +266,6 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
     node_command = _NODE_COMMANDS.get(cmd)
     if node_command is not None:
         return node_command(ctx, args, stdin)
-    text_command = TEXT_COMMANDS.get(cmd)
-    result = text_command(args, stdin) if text_command is not None else None
-    if result is not None:
-        return result
     host_tool = run_host_tool(ctx.view, cmd, args) if ctx.root == "host" else None
     if host_tool is not None:
         return host_tool
@@ -287,12 +273,9 @@ def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
 
 
 def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
-    """Run an ``sh -c`` script (see :mod:`wizard.demo.sim.shell`)."""
+    """Answer one of gpu-wizard's ``sh -c`` probe scripts (see :mod:`wizard.demo.sim.probescript`)."""
 
-    def run(argv: list[str], data: str) -> Result:
-        return run_argv(ctx, argv, data)
+    def write(path: str, text: str) -> None:
+        ctx.files[path] = text
 
-    def write(path: str, data: str | None, append: bool) -> str | None:
-        return write_file(ctx, path, data, append)
-
-    return shell.Shell(run, write).run(script, stdin)
+    return probescript.answer(script, lambda argv: run_argv(ctx, argv), write)

@@ -305,7 +305,7 @@ class Simulation:
     # -- exec and logs ----------------------------------------------------------------------------
 
     def _context(self, namespace: str, pod_name: str) -> tuple[dict[str, Any], NodeView] | None:
-        # The stored objects themselves (exec and the node shell only read them): a deep copy of the pod
+        # The stored objects themselves (exec and the node commands only read them): a deep copy of the pod
         # and its node per exec was a third of the demo's CPU in a 1,000-node verification.
         pod = self.store.lookup("pods", pod_name, namespace)
         if pod is None:

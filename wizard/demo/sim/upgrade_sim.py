@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from wizard.demo.rules.operator_rules import LABEL_UPGRADE_STATE
-from wizard.demo.sim.operands import COMPONENT_DRIVER, DRIVER_CTR
+from wizard.demo.sim.operands import COMPONENT_DRIVER
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, template_hash, thaw
 
 UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
@@ -237,11 +237,3 @@ def evict(writer: Writer, pods: list[dict[str, Any]], leaving: str, policy: dict
     for pod in pods:
         if chosen(pod):
             writer.delete("pods", pod["metadata"]["name"], pod["metadata"].get("namespace"))
-
-
-def driver_container_image(pod: dict[str, Any]) -> str:
-    """The image of a driver pod's ``nvidia-driver-ctr`` container, or ""."""
-    for container in pod.get("spec", {}).get("containers") or []:
-        if container.get("name") == DRIVER_CTR:
-            return str(container.get("image", ""))
-    return ""

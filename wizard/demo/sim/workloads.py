@@ -10,14 +10,11 @@ validations wait for the driver/toolkit on the node and fail where ``/run`` is `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from wizard.demo.rules.operator_rules import OperatorRelease, RuleError, pool_os_tag
 from wizard.demo.sim.operands import DRIVER_CTR, MANAGER_CTR
 from wizard.demo.sim.world import NodeView, pod_ready
-
-InitOutcome = Literal["done", "wait", "fail"]
-MainOutcome = Literal["ready", "wait", "crash"]
 
 
 @dataclass(frozen=True)
