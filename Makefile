@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test`: twice the CPUs up to 4 CPUs, else one per CPU. The suite mostly waits
+# (demo rollouts, the TUI's timers, subprocesses): its tests use a CPU for about a third to a half of their wall
+# time, so on 2 cores 2 workers left them idle half the time; 4 took the same CPU in half the wall (docs/benchmarks.md).
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); if [ $$n -le 4 ]; then echo $$((2 * n)); else echo $$n; fi)
 
 .PHONY: demo test test-real real-cluster lint typecheck system-deps bench clean data
 
@@ -32,7 +36,7 @@ system-deps:
 # CLI a test starts compiled ~110 modules (0.3 s of CPU) and every pytest worker rewrote each test module again.
 test: export PYTHONDONTWRITEBYTECODE :=
 test: $(VENV)/.installed-test system-deps
-	$(BIN)/python -m pytest -n auto -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -q $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-real
 
 ## test-real: the real-cluster lane (kube-apiserver, etcd, kcm, scheduler, kwok and the real GPU Operator,

@@ -112,6 +112,16 @@ def demo_cluster_module() -> Iterator[ClusterFactory]:
         cluster.stop()
 
 
+@pytest.fixture
+def failed_rollout_settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Verify's settle window (``proving.SETTLE_S``, 10 s) cut to 1 s, for tests whose rollout failed for good (a
+    crash loop, a broken host): a notReady that young is read again until the window ends, and there it can only
+    end in the same notReady, so the test waited 10 s for nothing. tests/test_verify_settle.py tests the window."""
+    from wizard.cluster import proving
+
+    monkeypatch.setattr(proving, "SETTLE_S", 1.0)
+
+
 @pytest.fixture(scope="session")
 def kubectl(tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     """``kubectl(cluster, *args, input=None)``: run the real kubectl against a demo cluster."""

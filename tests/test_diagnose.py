@@ -75,6 +75,7 @@ def test_verify_explains_kernel_drift_with_the_pull_error_and_check_kernel(capsy
     assert "gpu-h100-01" not in block and "gpu-h100-02" not in block  # verified fine: not diagnosed
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 def test_verify_explains_each_host_refusal_with_its_log_line_and_fix(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -173,6 +174,7 @@ async def test_preinstalled_without_a_host_driver_is_explained_from_the_validato
     assert any("No pre-installed driver detected on the host" in line for line in finding["lines"])
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 def test_an_unknown_failure_still_shows_its_last_log_lines(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -74,6 +74,7 @@ def test_discover_on_three_contexts_one_unreachable(
     assert code == 0 and "=== cluster" not in out and "CLUSTER " not in out and "gpu-h200-01" in out
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 def test_verify_on_two_clusters_writes_one_summary_and_a_suite_each(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

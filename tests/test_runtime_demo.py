@@ -48,6 +48,7 @@ async def test_sle_micro_on_rke2_gets_rke2_settings_and_verifies_green(
     assert not [c.line() for c in checks if c.status is Status.FAIL]  # the digests SKIPPED: no registry given here
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 async def test_the_default_socket_on_rke2_fails_the_toolkit_and_verify_says_so(
     demo_cluster: ClusterFactory, tmp_path: Path
 ) -> None:

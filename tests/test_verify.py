@@ -139,6 +139,7 @@ async def test_mig_devices_are_not_taken_for_missing_gpus(demo_cluster: ClusterF
     assert smi.message == "driver 580.126.20, CUDA 13.0, 1 × NVIDIA A30 (4 MIG devices)"
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 async def test_noexec_run_is_flagged(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     demo = demo_cluster("noexec-run")
     async with connected(demo) as cluster:
@@ -165,6 +166,7 @@ async def test_a_failing_node_does_not_hold_up_the_others(demo_cluster: ClusterF
     assert checks[-1].line() == "✗ summary: 1 of 2 GPU nodes failed: gpu-h200-01 (2 checks SKIPPED)"
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 async def test_preinstalled_hosts_are_probed_and_cleaned_up(demo_cluster: ClusterFactory, tmp_path: Path) -> None:
     broken = scenario("preinstalled")
     broken.nodes.append(dataclasses.replace(broken.nodes[1], name="gpu-bad", count=1, host_driver_broken=True))
@@ -341,6 +343,7 @@ def test_a_probe_daemonset_that_cannot_be_deleted_is_a_warning_with_the_kubectl_
         assert found["items"] == []
 
 
+@pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 async def test_mixed_os_under_clusterpolicy_names_the_operators_choice(
     demo_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
