@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml import YAML
-from ruamel.yaml.nodes import ScalarNode
 
 from wizard.engine.advice import Advice, advice_text, advise
 from wizard.engine.crd_schema import validate_against_crd
@@ -45,7 +44,6 @@ from wizard.engine.render_policy import (
 )
 from wizard.engine.runtime import RuntimeChoice, runtime_advice, runtime_choice, toolkit_env
 from wizard.engine.textsafe import printable, shell_command
-from wizard.engine.yaml_emit import dump_plain
 
 __all__ = [
     "Advice",
@@ -134,9 +132,6 @@ def owned_paths(plan: Plan, env: Mapping[str, str] | None = None) -> list[tuple[
     return [path for path, _ in owned_values(plan, "", env)]
 
 
-_STR = "tag:yaml.org,2002:str"
-
-
 def _represent_str(representer: Any, value: str) -> Any:
     # kubectl and Helm read YAML 1.1, where an unquoted off/yes/y/0755/1:20 is not a string: quote those.
     if not plain_yaml_is_string(value):
@@ -157,17 +152,8 @@ def to_yaml(docs: Iterable[Mapping[str, Any]]) -> str:
     docs = [dict(d) for d in docs]
     if not docs:
         return ""
-    yaml = _yaml()
-    resolver = yaml.resolver  # YAML 1.2, as ruamel's serializer reads a plain scalar back
-
-    def is_string(text: str) -> bool:
-        return plain_yaml_is_string(text) and resolver.resolve(ScalarNode, text, (True, False)) == _STR
-
-    plain = dump_plain(docs, is_string)  # the same text as ruamel's, without its serializer (yaml_emit.py)
-    if plain is not None:
-        return plain
     buffer = io.StringIO()
-    yaml.dump_all(docs, buffer)
+    _yaml().dump_all(docs, buffer)
     return buffer.getvalue()
 
 
