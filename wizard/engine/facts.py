@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.engine.naming import UNKNOWN_OS_TAG as UNKNOWN_OS_TAG  # declared with the image names; re-exported
 from wizard.engine.naming import os_tag
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
@@ -53,8 +54,6 @@ NO_DRIVER_IMAGE_OSES: Mapping[str, str] = {
     "cos": "Container-Optimized OS (install the driver with GKE's installer DaemonSet)",
     "amzn": "Amazon Linux (use an AMI with the driver, e.g. the EKS GPU-optimised AMI)",
 }
-#: NodeFacts.tag_os of a node without a usable OS: a placeholder for grouping, never part of an image.
-UNKNOWN_OS_TAG = "unknown"
 #: The architecture NVIDIA builds precompiled driver images for (the operator docs: "x86_64 only").
 PRECOMPILED_ARCH = "amd64"
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from wizard.engine.facts import UNKNOWN_OS_TAG
-from wizard.engine.naming import image_tag, precompiled_image
+from wizard.engine.naming import UNKNOWN_OS_TAG, image_tag, precompiled_image
 
 __all__ = ["held_branches", "missing_tags", "release_branches", "tag_for"]
 
