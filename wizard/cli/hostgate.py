@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
+    from wizard.engine.facts import ClusterFacts
     from wizard.engine.grouping import FindingGroup
+    from wizard.engine.hostdoctor import DoctorTarget
     from wizard.engine.plan import Plan
 
 
@@ -58,8 +60,29 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
             checks += [c for c in item.path_checks if c.status.value != "pass"]
         else:
             checks.append(item)  # a probe pod left behind
-    checks += states_findings(DoctorTarget.from_plan(plan), states)
+    target = DoctorTarget.from_plan(plan)
+    if plan.mode.value == "upstream" and any(s.secure_boot for s in states.values()):
+        target = await _with_registry(cluster, facts, plan, target)
+    checks += states_findings(target, states)
     return group_findings(checks), sample.describe()
+
+
+async def _with_registry(cluster: Cluster, facts: ClusterFacts, plan: Plan, target: DoctorTarget) -> DoctorTarget:
+    """Secure Boot under upstream: the precompiled tags the plan's registry lacks (listed as the TUI lists them),
+    so the fix names them instead of "use mode: precompiled" while that cannot work yet."""
+    import dataclasses
+
+    from wizard.engine.precompiled_tags import LIST_LIMIT
+    from wizard.engine.registry_routes import repository_host
+
+    where = f"{plan.driver.repository or plan.driver.source}/{plan.driver.image}"
+    async with cluster.open_registry([repository_host(where)]) as registry:
+        try:
+            tags = await registry.list_tags(where, limit=LIST_LIMIT)
+        except Exception:  # an unreachable registry: the fix stays the general one
+            return target
+    missing = tuple(facts.precompiled_missing(tags, plan.operator.version))
+    return dataclasses.replace(target, precompiled_missing=missing, precompiled_from=where)
 
 
 def write_groups(groups: list[FindingGroup], out: TextIO) -> None:
