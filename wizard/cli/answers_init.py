@@ -68,19 +68,12 @@ async def _offers(cluster: Cluster, facts: ClusterFacts, answers: dict[str, Any]
 async def _precompiled_tags(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> list[str] | None:
     """The pull registry's driver tags, listed as the TUI lists them once the nodes are known (the same repository,
     :func:`~wizard.engine.defaults.precompiled_repository`, the same bound): Mode's recommendation takes them."""
+    from wizard.cli.hostgate import driver_tags
     from wizard.cluster.liveplan import known_release
     from wizard.engine.defaults import precompiled_repository
-    from wizard.engine.precompiled_tags import LIST_LIMIT
-    from wizard.engine.registry_routes import repository_host
 
     where = precompiled_repository(facts, known_release(given.release), operator_image=given.operator_image)
-    if not where:
-        return None
-    async with cluster.open_registry([repository_host(where)]) as registry:
-        try:
-            return list(await registry.list_tags(where, limit=LIST_LIMIT))
-        except Exception:  # an unreachable registry: the nodes alone recommend, as in the TUI
-            return None
+    return await driver_tags(cluster, where) if where else None  # None: the nodes alone recommend, as in the TUI
 
 
 async def _host_check(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> tuple[dict[str, str], list[str]]:
