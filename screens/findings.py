@@ -210,7 +210,8 @@ def doctor_target(state: WizardState) -> DoctorTarget:
 
     plan = state.plan()
     if plan is not None:
-        return DoctorTarget.from_plan(plan)
+        listed = f"{plan.driver.repository or plan.driver.source}/{plan.driver.image}"
+        return _registry_lacks(state, DoctorTarget.from_plan(plan), listed)
     facts = state.facts
     mode = state.get("mode") or (facts.recommend_mode(state.host_drivers).value if facts is not None else "")
     release = state.get("operator.version") or getattr(state.preflight, "operator_release", "") or DEFAULT_RELEASE
@@ -223,7 +224,20 @@ def doctor_target(state: WizardState) -> DoctorTarget:
     except ValueError:
         chosen = Mode.PRECOMPILED
     excluded = excluded if chosen is not Mode.PREINSTALLED else frozenset()
-    return DoctorTarget(chosen, release=str(release), toolkit_dir=str(toolkit), excluded=excluded)
+    target = DoctorTarget(chosen, release=str(release), toolkit_dir=str(toolkit), excluded=excluded)
+    return _registry_lacks(state, target, state.precompiled_from)
+
+
+def _registry_lacks(state: WizardState, target: DoctorTarget, repository: str) -> DoctorTarget:
+    """The target with the precompiled tags the pull registry lacks (listed before Mode), when the plan pulls from
+    the repository they were listed from: a Secure Boot fix then names them instead of a fix that cannot work."""
+    import dataclasses
+
+    facts = state.facts
+    if state.precompiled_tags is None or facts is None or repository != state.precompiled_from:
+        return target
+    missing = tuple(facts.precompiled_missing(state.precompiled_tags, target.release))
+    return dataclasses.replace(target, precompiled_missing=missing, precompiled_from=state.precompiled_from)
 
 
 def host_groups(state: WizardState) -> list[FindingGroup]:

@@ -143,6 +143,8 @@ class WizardState:
     precompiled_tags: list[str] | None = None
     """The tags the pull registry's driver repository holds, once read (None: not read): Mode's recommendation
     takes them (``ClusterFacts.recommend_mode``, as ``answers init`` does)."""
+    precompiled_from: str = ""
+    """The repository ``precompiled_tags`` were listed from (``nvcr.io/nvidia/driver``)."""
     registry_versions: list[str] | None = None
     """Upstream versions the pull registry holds for every node OS, once the Driver step read them (None: not read):
     a version suggested anywhere comes from these."""

@@ -47,6 +47,7 @@ async def _tui_defaults(home: Path, scenario: str) -> dict[str, object]:
         if app.screen.blocker():
             await pilot.click("#override")
         await next_to(pilot, "mode")
+        await wait_for(pilot, lambda: _settled(app), 30, "the Mode step's registry listing")  # it moves the ★
         check = app.screen.query_one("#mode-host-check", Button)
         if check.display:  # the hosts may run a driver already: the newcomer checks (as `answers init` does)
             check.press()

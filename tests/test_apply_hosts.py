@@ -57,6 +57,31 @@ def test_dry_run_names_the_host_problems_with_their_nodes_and_writes_nothing(
     assert code == 0 and "+kind: ClusterPolicy" in out and "going on (--allow-host-findings)" in err
 
 
+def test_secure_boot_on_a_kernel_the_registry_lacks_names_the_tag_not_precompiled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35 item 2: "use mode: precompiled" is no fix while nvcr.io lacks the Secure Boot node's signed tuple."""
+    from ruamel.yaml import YAML
+
+    from wizard.bundled import asset_text
+
+    data = YAML(typ="safe").load(asset_text("scenarios", "mixed-trouble.yaml"))
+    for node in data["nodes"]:
+        if node.get("secure_boot"):
+            node["kernel"] = "5.15.0-1048-nvidia"  # the registry holds 580-5.15.0-1063-… only
+    scenario = tmp_path / "secure-boot-untagged.yaml"
+    with scenario.open("w", encoding="utf-8") as out:
+        YAML().dump({**data, "name": "secure-boot-untagged"}, out)
+    demo = demo_cluster(str(scenario), step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    argv = ("apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--dry-run")
+    code, _, err = _run(capsys, *argv)
+    assert code == 1 and "✗ secure-boot-unsigned on 1 node (gpu-l40s-3):" in err, err
+    assert "nvcr.io/nvidia/driver lacks 580-5.15.0-1048-nvidia-ubuntu22.04: push or mirror that tag there" in err
+    assert "fix: use mode: precompiled" not in err
+
+
 def test_a_healthy_cluster_says_its_hosts_were_checked(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
 ) -> None:

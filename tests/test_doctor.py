@@ -173,3 +173,31 @@ def test_doctor_names_the_runtime_flavour_and_its_toolkit_settings(capsys: pytes
     (runtime,) = [f for f in doc["findings"] if f["check"] == "runtime"]
     assert runtime["message"].startswith("container runtime: RKE2 (containerd at /run/k3s/containerd/containerd.sock)")
     assert "CONTAINERD_SOCKET" in runtime["message"] and "RUNTIME_DROP_IN_CONFIG" in runtime["message"]
+
+
+def test_doctor_recommends_from_the_pull_registry_and_names_the_tag_secure_boot_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without answers doctor judges the mode the TUI and ``answers init`` recommend, the pull registry read
+    (issue 35 item 2): ubuntu-upstream's nvcr.io holds its kernel's precompiled tag; a Secure Boot node on a
+    kernel the registry lacks gets the missing tag named, not "use mode: precompiled"."""
+    from ruamel.yaml import YAML
+
+    from wizard.bundled import asset_text
+
+    code = main(["doctor", "--demo", "ubuntu-upstream"])
+    _, err = capsys.readouterr()
+    assert "for mode precompiled" in err and "the registry holds a precompiled image for every kernel" in err, err
+    data = YAML(typ="safe").load(asset_text("scenarios", "mixed-trouble.yaml"))
+    for node in data["nodes"]:
+        if node.get("secure_boot"):
+            node["kernel"] = "5.15.0-1048-nvidia"  # the registry holds 580-5.15.0-1063-… only
+    scenario = tmp_path / "secure-boot-untagged.yaml"
+    with scenario.open("w", encoding="utf-8") as out:
+        YAML().dump({**data, "name": "secure-boot-untagged"}, out)
+    code = main(["doctor", "--demo", str(scenario)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "for mode upstream" in err, err
+    assert "✗ secure-boot-unsigned on 1 node (gpu-l40s-3)" in out, out
+    assert "nvcr.io/nvidia/driver lacks 580-5.15.0-1048-nvidia-ubuntu22.04: push or mirror that tag there" in out
+    assert "fix: use mode: precompiled" not in out

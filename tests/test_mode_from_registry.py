@@ -31,7 +31,7 @@ def test_a_group_without_a_tag_or_tags_on_different_branches_keep_upstream() -> 
 def test_secure_boot_recommends_precompiled_only_where_the_registry_holds_the_signed_tuples() -> None:
     assert TWO_KERNELS.recommend_mode({}, ["gpu-1"], precompiled_tags=BOTH).value == "precompiled"
     rec = TWO_KERNELS.recommend_mode({}, ["gpu-1"], precompiled_tags=BOTH[:1])
-    assert rec.value == "upstream" and "Secure Boot" not in rec.reason
+    assert rec.value == "upstream" and rec.reason.endswith(f"lacks 580-{K2}-ubuntu22.04")  # what precompiled needs
     assert TWO_KERNELS.recommend_mode({}, ["gpu-1"]).value == "precompiled"  # not listed: as before
 
 
@@ -42,3 +42,37 @@ def test_answers_init_takes_the_same_rule_and_the_held_branch_as_version() -> No
     assert answers["mode"] == "precompiled" and "the registry holds a precompiled image" in why["mode"]
     assert "580-" in why["driver.version"]
     assert default_answers(TWO_KERNELS)["mode"] == "upstream"  # without the registry's tags: the nodes' rule
+
+
+def test_one_rule_for_the_branches_the_registry_serves_and_the_tags_it_lacks() -> None:
+    """The Driver step's branches and Mode's recommendation come from one engine function (a review found a copy in
+    screens): supported branches only, the release's default branch first, then newest."""
+    from wizard.engine.precompiled_tags import held_branches, missing_tags, release_branches
+
+    groups = [(K1, "ubuntu22.04"), (K2, "ubuntu22.04")]
+    supported, default = release_branches("v26.7.0")
+    assert "580" in supported and default in supported
+    tags = [f"{b}-{k}-ubuntu22.04" for b in ("580", default, "470") for k in (K1, K2)]
+    assert held_branches(tags, groups, "v26.7.0") == [default, "580"]  # 470: not a branch v26.7.0 supports
+    assert held_branches(tags[:1], groups, "v26.7.0") == []
+    assert missing_tags(tags[:1], groups, "v26.7.0") == [f"580-{K2}-ubuntu22.04"]  # the branch held the furthest
+    assert missing_tags([], groups, "v26.7.0") == [f"{default}-{K1}-ubuntu22.04", f"{default}-{K2}-ubuntu22.04"]
+    assert missing_tags(tags, groups, "v26.7.0") == []
+    held = TWO_KERNELS.precompiled_held(tags, "v26.7.0") or []
+    assert sorted(held) == sorted([f"{default}-{K1}-ubuntu22.04", f"{default}-{K2}-ubuntu22.04"])
+
+
+def test_the_secure_boot_fix_names_the_tags_the_registry_lacks_instead_of_precompiled() -> None:
+    """Defect 3's other half: "use mode: precompiled" while the registry lacks the signed tuple is a fix that cannot
+    work; the fix names the exact tag (and where) to push first."""
+    from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
+    from wizard.engine.modes import Mode
+
+    state = HostState("gpu-1", os_id="ubuntu", kernel=K1, secure_boot=True, package_source=True)
+    plain = host_findings(DoctorTarget(Mode.UPSTREAM), state)
+    assert [c.check for c in plain] == ["secure-boot-unsigned"] and plain[0].hint.startswith("use mode: precompiled")
+    missing = (f"580-{K1}-ubuntu22.04",)
+    lacking = DoctorTarget(Mode.UPSTREAM, precompiled_missing=missing, precompiled_from="nvcr.io/nvidia/driver")
+    (check,) = host_findings(lacking, state)
+    assert check.check == "secure-boot-unsigned" and not check.hint.startswith("use mode: precompiled")
+    assert f"nvcr.io/nvidia/driver lacks 580-{K1}-ubuntu22.04: push or mirror that tag there" in check.hint

@@ -97,6 +97,7 @@ async def test_deleted_tag_disappears_and_list_tags(oci_registry: RegistryServer
         oci_registry.delete_tag(repo, "t1")
         assert (await client.check(f"{oci_registry.host}/{repo}:t1")).state == "missing"
         assert await client.list_tags(f"{oci_registry.host}/{repo_name('absent')}") == []
+        assert len(await client.list_tags(f"{oci_registry.host}/{repo}", limit=1)) == 1  # bounded: stops there
 
 
 async def test_check_many_is_concurrent_and_keeps_order(oci_registry: RegistryServer) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Select
 
 from screens.steps.driver_catalog import upstream_versions
-from tests.helpers.tui import demo_app, set_field, walk_to
+from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
 
 
@@ -28,7 +28,9 @@ async def test_airgapped_pulls_from_the_operator_s_registry_and_offers_its_tags(
 async def test_ubuntu_upstream_lists_the_registry_versions_and_follows_a_typed_one(tui_env: Path) -> None:
     app = demo_app(tui_env, "ubuntu-upstream")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await walk_to(pilot, "nodes", "mode")
+        await pilot.click("#mode-upstream")  # the registry's precompiled tag gets the ★; upstream is chosen here
+        await next_to(pilot, "driver")
         catalog = app.screen.query_one("#catalog", Select)
         await wait_for(pilot, lambda: catalog.display and len(catalog._options) > 1, 20, "the registry's versions")
         values = [v for _, v in catalog._options if v is not Select.NULL]
@@ -44,7 +46,9 @@ async def test_ubuntu_upstream_lists_the_registry_versions_and_follows_a_typed_o
 async def test_mixed_os_turns_the_nvidiadriver_crd_on(tui_env: Path) -> None:
     app = demo_app(tui_env, "mixed-os")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await walk_to(pilot, "nodes", "mode")
+        await pilot.click("#mode-upstream")  # the registry holds a precompiled tag for both OSes: ★ there
+        await next_to(pilot, "driver")
         assert app.state.get("driver.useNvidiaDriverCRD") is True
         text = screen_text(app)  # the state shows in the glyph, not only in colour
         assert "▐X▌ useNvidiaDriverCRD" in text and "▐ ▌ airgapped" in text

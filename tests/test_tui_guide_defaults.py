@@ -54,10 +54,11 @@ async def test_ubuntu_catalog_and_source_follow_the_nodes_os(tui_env: Path) -> N
 
 
 async def test_an_unvalidated_mode_is_never_called_recommended(tui_env: Path) -> None:
-    app = demo_app(tui_env, "ubuntu-upstream")
+    app = demo_app(tui_env, "k3s-ubuntu")  # Ubuntu whose registry holds no precompiled tag: upstream is suggested
     async with app.run_test(size=(80, 24)) as pilot:
         await walk_to(pilot, "nodes")
         await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the Nodes step's own host check")
+        await wait_for(pilot, lambda: app.state.precompiled_tags is not None, 30, "the registry's precompiled tags")
         await next_to(pilot, "mode")
         await wait_for(pilot, lambda: "Upstream  · suggested" in screen_text(app), 10, "the suggestion")
         text = screen_text(app)

@@ -136,7 +136,7 @@ async def test_precompiled_offers_the_branch_the_registry_holds_for_every_kernel
     held ``580-<kernel>-ubuntu22.04``; the user had to guess ``580``."""
     from textual.widgets import Select
 
-    from screens.steps.driver_catalog import precompiled_branches
+    from wizard.engine.precompiled_tags import held_branches
 
     app = demo_app(tui_env, "mixed-trouble")
     async with app.run_test(size=(80, 24)) as pilot:
@@ -156,7 +156,7 @@ async def test_precompiled_offers_the_branch_the_registry_holds_for_every_kernel
         "580-5.15.0-1048-nvidia-ubuntu22.04",
         "570-5.15.0-1063-nvidia-ubuntu22.04",
     ]
-    assert precompiled_branches(tags, groups) == ["580"]  # 570 lacks the 1048 kernel
+    assert held_branches(tags, groups, "v26.7.0") == ["580"]  # 570 lacks the 1048 kernel
 
 
 async def test_a_replay_past_nodes_still_checks_the_hosts_before_apply(tui_env: Path) -> None:

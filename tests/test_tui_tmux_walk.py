@@ -32,7 +32,7 @@ class Walk:
     mode_keys: tuple[str, ...] = ()
     """Keys on the Mode step (the recommendation is taken when empty)."""
     version: str = ""
-    """Typed into the empty Driver version (upstream has no default)."""
+    """Typed over the Driver version (upstream has no default; a precompiled branch is preselected)."""
     repository: str = ""
     """Typed into "Cluster pulls from" (the site's mirror, where the demo registry holds the image)."""
 
@@ -48,9 +48,9 @@ WALKS = [
     # the image is only in the mirror's source until the site's mirror is set and filled: Preview holds Apply
     Walk("sle-micro-precompiled", PREVIEW_STOP),
     Walk("preinstalled", mode_keys=("Down", "Down", "Space")),
-    Walk("ubuntu-upstream", version="580.126.20"),
+    Walk("ubuntu-upstream", version="580"),  # nvcr.io holds its kernel's precompiled 580 tag: Precompiled ★
     Walk("existing-install"),
-    Walk("mixed-os", version="580.126.20"),
+    Walk("mixed-os", version="580"),  # a precompiled 580 tag for both OSes' kernels: Precompiled ★
     Walk("from-nodelist", PREVIEW_STOP),  # SL Micro 6.1: no published precompiled image for its kernel
     Walk("airgapped", version="580.126.20"),
     Walk("noexec-run", PATHS_STOP, version="580.126.20"),

@@ -51,7 +51,7 @@ APPLY_WALKS: dict[str, tuple[str, ...]] = {
     "k3s-ubuntu": ("580.126.20", "595.91.07"),
     "mig": (),
     "mixed-os": (),
-    "ubuntu-upstream": ("580.126.20", "595.91.07"),
+    "ubuntu-upstream": ("580", "570"),  # precompiled: the registry holds both branches for its kernel
 }
 
 

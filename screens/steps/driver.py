@@ -24,7 +24,6 @@ from screens.steps.driver_catalog import (
     catalog_marks,
     catalog_options,
     catalog_prompt,
-    precompiled_branches,
     upstream_versions,
 )
 from screens.steps.formstep import FormStep
@@ -309,7 +308,7 @@ class DriverStep(FormStep):
         """Offer the branches the pull registry holds a precompiled tag of for every (kernel, OS) group
         (``580-5.15.0-1063-nvidia-ubuntu22.04``), beside the bundled catalog's: on Ubuntu and RHEL the catalog
         knows no tuple, and the user was left to guess ``580``."""
-        from wizard.engine.hostdoctor import supported_branches
+        from wizard.engine.precompiled_tags import held_branches
         from wizard.engine.registry_routes import repository_host
 
         state = self.state
@@ -327,11 +326,9 @@ class DriverStep(FormStep):
                 tags = await registry.list_tags(f"{source}/{image}")
             except Exception:  # an unreachable registry: the field still takes a typed branch
                 return
-        supported, default = supported_branches(release)
-        branches = [b for b in precompiled_branches(tags, groups) if not supported or b in supported]
+        branches = held_branches(tags, groups, release)  # the release's own branch first, as answers init takes it
         if not branches:
             return
-        branches.sort(key=lambda b: b != default.split(".")[0])  # the release's own branch first
         catalog = self.query_one("#catalog", Select)
         known = [(label, value) for label, value in catalog_options(self._tag_oses()) if value not in branches]
         catalog.set_options([(f"{b}  (in {source}, every kernel)", b) for b in branches] + known)

@@ -34,19 +34,6 @@ def catalog_prompt(tag_oses: list[str]) -> str:
     return "pick a known version"
 
 
-def precompiled_branches(tags: list[str], groups: list[tuple[str, str]]) -> list[str]:
-    """Driver branches with a precompiled tag (``580-5.15.0-1063-nvidia-ubuntu22.04``) for every (kernel, OS tag)
-    group of GPU nodes, newest first: a branch the registry cannot serve to some group is no offer."""
-    if not groups:
-        return []
-    per_group = [
-        {t.removesuffix(f"-{kernel}-{tag_os}") for t in tags if t.endswith(f"-{kernel}-{tag_os}")}
-        for kernel, tag_os in groups
-    ]
-    common = set.intersection(*per_group)
-    return sorted((b for b in common if b.isdigit()), key=int, reverse=True)
-
-
 def catalog_marks(rendered: Any) -> dict[str, str]:
     """Image -> catalog status (precompiled tuples only)."""
     from wizard.engine.catalog import tuple_status

@@ -174,6 +174,10 @@ class ModeStep(FormStep):
         namespace = getattr(state.preflight, "operator_namespace", "") or ""
         if namespace and not state.get("operator.namespace"):
             state.set("operator.namespace", namespace)
+        from screens import registry_tags
+
+        if registry_tags.wanted(state):  # Nodes was left before its listing ended: read the registry here
+            self.list_precompiled_tags()
         self._show_diagram()
         self.query_one("#modes", RadioSet).focus()
         self.call_after_refresh(self._cursor_on_chosen_mode)
@@ -246,6 +250,19 @@ class ModeStep(FormStep):
             await run_host_check(state, progress=progress)
         finally:
             button.disabled = False
+        self._follow_recommendation()
+
+    @work(exclusive=True, group="precompiled-tags", exit_on_error=False)
+    async def list_precompiled_tags(self) -> None:
+        """The pull registry's precompiled tags (:mod:`screens.registry_tags`): what it holds decides the ★."""
+        from screens.registry_tags import list_precompiled_tags
+
+        if await list_precompiled_tags(self.state, self.wizard.open_registry):
+            self._follow_recommendation()
+
+    def _follow_recommendation(self) -> None:
+        """Something new is known: the ★ moves, and so does the mode while it is the one this step chose."""
+        state = self.state
         recommended = self._recommended()
         if self._preselected and state.get("mode") == self._preselected and recommended[0] != self._preselected:
             self.query_one(f"#mode-{recommended[0]}", Choice).value = True  # RadioSet.Changed sets the mode

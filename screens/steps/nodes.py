@@ -178,6 +178,10 @@ class NodesStep(StepScreen):
 
         if wanted(state):  # before apply, by default: nouveau or Secure Boot found now, not after the rollout
             self.check_hosts(everything=False)
+        from screens import registry_tags
+
+        if registry_tags.wanted(state):  # Mode's recommendation follows what the pull registry holds
+            self.list_precompiled_tags()
         if self._fill is not None:  # "live" once the table shows every node
             with contextlib.suppress(WorkerCancelled, WorkerFailed):
                 await self._fill.wait()
@@ -191,6 +195,15 @@ class NodesStep(StepScreen):
                 state.nodes[node.name] = node
             state.rendered = None
             self._schedule_redraw()
+
+    @work(exclusive=True, group="precompiled-tags", exit_on_error=False)
+    async def list_precompiled_tags(self) -> None:
+        """The pull registry's precompiled tags (:mod:`screens.registry_tags`), read while the user is here."""
+        from screens.registry_tags import list_precompiled_tags
+
+        if await list_precompiled_tags(self.state, self.wizard.open_registry):
+            self._show_host_findings()  # a Secure Boot fix names the tags the registry lacks
+            self.refresh_nav()
 
     @work(exclusive=True, group="live-findings", exit_on_error=False)
     async def find_live_findings(self) -> None:

@@ -65,6 +65,17 @@ async def _offers(cluster: Cluster, facts: ClusterFacts, answers: dict[str, Any]
     return registry_offers(listing, plan.driver.image, version, groups, plan.precompiled)
 
 
+async def _precompiled_tags(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> list[str] | None:
+    """The pull registry's driver tags, listed as the TUI lists them once the nodes are known (the same repository,
+    :func:`~wizard.engine.defaults.precompiled_repository`, the same bound): Mode's recommendation takes them."""
+    from wizard.cli.hostgate import driver_tags
+    from wizard.cluster.liveplan import known_release
+    from wizard.engine.defaults import precompiled_repository
+
+    where = precompiled_repository(facts, known_release(given.release), operator_image=given.operator_image)
+    return await driver_tags(cluster, where) if where else None  # None: the nodes alone recommend, as in the TUI
+
+
 async def _host_check(cluster: Cluster, facts: ClusterFacts, given: NewcomerInputs) -> tuple[dict[str, str], list[str]]:
     """The host check the Nodes step runs on its own once the nodes are known (the same sample of GPU nodes):
     node -> the host driver's version ("" for none), and the nodes found with Secure Boot on, which both steer
@@ -115,6 +126,8 @@ async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
         if live is None and mode is None:
             hosts, booting = await _host_check(cluster, facts, given)
             given = dataclasses.replace(given, host_drivers=hosts, secure_boot=booting)
+        if live is None:
+            given = dataclasses.replace(given, precompiled_tags=await _precompiled_tags(cluster, facts, given))
         answers = default_answers(
             facts,
             release=given.release,
@@ -124,6 +137,7 @@ async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
             host_drivers=given.host_drivers,
             mode=mode,
             secure_boot=given.secure_boot,
+            precompiled_tags=given.precompiled_tags,
         )
         if live is None:
             from wizard.engine.newcomer import newcomer_answers
@@ -131,10 +145,6 @@ async def gather(args: argparse.Namespace) -> tuple[NewcomerInputs, list[str]]:
             tags, where = await _driver_tags(cluster, answers, Mode.UPSTREAM.value)
             given = dataclasses.replace(given, upstream_tags=tags, tags_from=where)
             if given.upstream_tags is not None:  # the offers search runs with upstream's version set, as in the TUI
-                answers = newcomer_answers(given)[0]
-            tags, _ = await _driver_tags(cluster, answers, Mode.PRECOMPILED.value)
-            if tags is not None:  # the Driver step preselects the branch the registry holds for every group
-                given = dataclasses.replace(given, mode=given.mode or Mode.PRECOMPILED, precompiled_tags=tags)
                 answers = newcomer_answers(given)[0]
             with contextlib.suppress(ValueError):
                 given = dataclasses.replace(given, offers=await _offers(cluster, facts, answers, given.operator_image))

@@ -309,10 +309,27 @@ async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: l
             states[item.node] = item
         else:
             probe_checks.append(item)
-    if run is None:
+    if run is not None and run.plan is not None:  # Secure Boot's fix names what the plan's registry lacks
+        from wizard.cli.hostgate import registry_lacks
+
+        run.target = await registry_lacks(cluster, facts, run.plan, run.target, states)
+    if run is None:  # the mode the TUI's Mode step and `answers init` recommend: the hosts and the pull registry
+        from wizard.cli.hostgate import driver_tags
+        from wizard.engine.defaults import precompiled_repository
+
         booting = [name for name, s in states.items() if s.secure_boot]
-        recommended = facts.recommend_mode({n: s.host_driver for n, s in states.items() if not s.error}, booting)
-        target = dataclasses.replace(provisional, mode=Mode(recommended.value))
+        release = provisional.release
+        where = precompiled_repository(facts, release, operator_image=preflight.operator_image)
+        tags = await driver_tags(cluster, where) if where else None
+        hosts = {n: s.host_driver for n, s in states.items() if not s.error}
+        recommended = facts.recommend_mode(hosts, booting, precompiled_tags=tags, operator_release=release)
+        lacks = tuple(facts.precompiled_missing(tags, release)) if tags is not None else ()
+        target = dataclasses.replace(
+            provisional,
+            mode=Mode(recommended.value),
+            precompiled_missing=lacks,
+            precompiled_from=where if tags is not None else "",
+        )
         run = DoctorRun(target, None, f"recommended: {recommended.reason}", nodes)
     run.states, run.probe_checks, run.facts = states, probe_checks, facts
     return run

@@ -15,8 +15,12 @@ import sys
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from wizard.cluster.facade import Cluster
+    from wizard.engine.facts import ClusterFacts
     from wizard.engine.grouping import FindingGroup
+    from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.plan import Plan
 
 
@@ -58,8 +62,42 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
             checks += [c for c in item.path_checks if c.status.value != "pass"]
         else:
             checks.append(item)  # a probe pod left behind
-    checks += states_findings(DoctorTarget.from_plan(plan), states)
+    target = DoctorTarget.from_plan(plan)
+    target = await registry_lacks(cluster, facts, plan, target, states)
+    checks += states_findings(target, states)
     return group_findings(checks), sample.describe()
+
+
+async def registry_lacks(
+    cluster: Cluster, facts: ClusterFacts, plan: Plan, target: DoctorTarget, states: Mapping[str, HostState]
+) -> DoctorTarget:
+    """Secure Boot under upstream: the precompiled tags the plan's registry lacks (listed as the TUI lists them),
+    so the fix names them instead of "use mode: precompiled" while that cannot work yet."""
+    import dataclasses
+
+    if plan.mode.value != "upstream" or not any(s.secure_boot for s in states.values()):
+        return target
+
+    where = f"{plan.driver.repository or plan.driver.source}/{plan.driver.image}"
+    tags = await driver_tags(cluster, where)
+    if tags is None:  # an unreachable registry: the fix stays the general one
+        return target
+    missing = tuple(facts.precompiled_missing(tags, plan.operator.version))
+    return dataclasses.replace(target, precompiled_missing=missing, precompiled_from=where)
+
+
+async def driver_tags(cluster: Cluster, where: str) -> list[str] | None:
+    """The tags of the driver repository ``where`` (``nvcr.io/nvidia/driver``), at most ``LIST_LIMIT``; None when
+    the registry cannot be asked. The one listing ``answers init``, ``doctor`` and the host gate read the
+    precompiled tags through (the TUI's is :mod:`screens.registry_tags`)."""
+    from wizard.engine.precompiled_tags import LIST_LIMIT
+    from wizard.engine.registry_routes import repository_host
+
+    async with cluster.open_registry([repository_host(where)]) as registry:
+        try:
+            return list(await registry.list_tags(where, limit=LIST_LIMIT))
+        except Exception:  # unreachable, refused: nothing is known of it
+            return None
 
 
 def write_groups(groups: list[FindingGroup], out: TextIO) -> None:

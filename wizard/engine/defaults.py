@@ -208,6 +208,18 @@ def driver_defaults(mode: Mode, tag_oses: Sequence[str], *, operator_image: str 
     return driver
 
 
+def precompiled_repository(facts: ClusterFacts, release: str, *, operator_image: str = "") -> str:
+    """The repository whose tags Mode's recommendation reads before any driver answer exists: where the cluster
+    would pull precompiled images from by default (the operator's private registry, else the source), with the
+    image (``nvcr.io/nvidia/driver``); "" without GPU nodes or a registry to name. The TUI's Nodes step and
+    ``answers init`` list the same one."""
+    if not facts.gpu_nodes:
+        return ""
+    driver = driver_defaults(Mode.PRECOMPILED, facts.os_tags(release), operator_image=operator_image)
+    where = str(driver.get("repository") or driver.get("source") or "")
+    return f"{where}/{driver.get('image') or 'driver'}" if where else ""
+
+
 def default_answers(
     facts: ClusterFacts,
     *,

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.engine.naming import image_tag, os_tag, precompiled_image
+from wizard.engine.naming import UNKNOWN_OS_TAG as UNKNOWN_OS_TAG  # declared with the image names; re-exported
+from wizard.engine.naming import os_tag
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
 from wizard.engine.textsafe import printable
@@ -53,8 +54,6 @@ NO_DRIVER_IMAGE_OSES: Mapping[str, str] = {
     "cos": "Container-Optimized OS (install the driver with GKE's installer DaemonSet)",
     "amzn": "Amazon Linux (use an AMI with the driver, e.g. the EKS GPU-optimised AMI)",
 }
-#: NodeFacts.tag_os of a node without a usable OS: a placeholder for grouping, never part of an image.
-UNKNOWN_OS_TAG = "unknown"
 #: The architecture NVIDIA builds precompiled driver images for (the operator docs: "x86_64 only").
 PRECOMPILED_ARCH = "amd64"
 
@@ -292,28 +291,20 @@ class ClusterFacts:
         return sorted({n.tag_os(operator_release) for n in self.gpu_nodes})
 
     def precompiled_held(self, tags: Iterable[str], operator_release: str) -> list[str] | None:
-        """One precompiled tag the pull registry holds per GPU (kernel, OS) group (``580-<kernel>-<os>``, on one
-        branch for every group), or None when some group has none (or an OS the release derives no tag for)."""
-        held = set(tags)
-        branches: set[str] | None = None
-        for group in self.groups(operator_release):
-            if group.tag_os == UNKNOWN_OS_TAG:
-                return None
-            try:
-                suffix = image_tag(precompiled_image("x", "driver", "000", group.kernel, group.tag_os))[3:]
-            except ValueError:
-                return None
-            found = {tag[: -len(suffix)] for tag in held if tag.endswith(suffix) and tag[: -len(suffix)].isdigit()}
-            branches = found if branches is None else branches & found
-            if not branches:
-                return None
-        if not branches:
-            return None
-        branch = max(branches, key=int)
-        return [
-            image_tag(precompiled_image("x", "driver", branch, g.kernel, g.tag_os))
-            for g in self.groups(operator_release)
-        ]
+        """The precompiled tags the pull registry holds for every GPU (kernel, OS) group on its best branch
+        (``580-<kernel>-<os>``, :func:`wizard.engine.precompiled_tags.held_branches`), or None when no branch the
+        release supports has a tag for every group."""
+        from wizard.engine.precompiled_tags import held_branches, tag_for
+
+        groups = [(g.kernel, g.tag_os) for g in self.groups(operator_release)]
+        branches = held_branches(tags, groups, operator_release)
+        return [tag_for(branches[0], kernel, tag_os) for kernel, tag_os in groups] if branches else None
+
+    def precompiled_missing(self, tags: Iterable[str], operator_release: str) -> list[str]:
+        """The exact precompiled tags the pull registry lacks before precompiled can serve every GPU group."""
+        from wizard.engine.precompiled_tags import missing_tags
+
+        return missing_tags(tags, [(g.kernel, g.tag_os) for g in self.groups(operator_release)], operator_release)
 
     def recommend_mode(
         self,
@@ -374,10 +365,18 @@ class ClusterFacts:
                 "built for each node's exact kernel",
             )
         names = sorted({n.os_id or "unknown OS" for n in gpu})
-        return Recommendation(
-            Mode.UPSTREAM.value,
-            f"{', '.join(names)}: NVIDIA's driver image compiles the module on the node for any kernel",
-        )
+        reason = f"{', '.join(names)}: NVIDIA's driver image compiles the module on the node for any kernel"
+        if (
+            booting and precompiled_tags is not None and all(n.os_id == "ubuntu" for n in gpu)
+        ):  # neither mode loads there yet: say what would make one work
+            missing = self.precompiled_missing(precompiled_tags, release)
+            shown = ", ".join(booting[:3]) + (f" and {len(booting) - 3} more" if len(booting) > 3 else "")
+            lacks = f"lacks {', '.join(missing[:2])}{' …' if len(missing) > 2 else ''}" if missing else "lacks them"
+            reason += (
+                f"; but Secure Boot is on ({shown}): an upstream build is refused there, and precompiled's signed "
+                f"images need the registry, which {lacks}"
+            )
+        return Recommendation(Mode.UPSTREAM.value, reason)
 
     def recommend_toolkit_dir(self) -> Recommendation:
         """The toolkit installDir profile default for these GPU nodes' OS."""

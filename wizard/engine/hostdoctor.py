@@ -74,6 +74,11 @@ class DoctorTarget:
     toolkit_dir: str = DEFAULT_TOOLKIT_INSTALL_DIR
     excluded: frozenset[str] = frozenset()
     """Nodes kept out of the driver rollout (``driver.excludeNodes``): no driver goes there, so no fix is offered."""
+    precompiled_missing: tuple[str, ...] = ()
+    """The precompiled tags the pull registry lacks for the GPU groups (listed before Mode); a Secure Boot fix
+    that says "use precompiled" names them instead of a fix that cannot work yet."""
+    precompiled_from: str = ""
+    """The repository those tags were listed from (``nvcr.io/nvidia/driver``)."""
 
     @property
     def bundle(self) -> str:
@@ -297,9 +302,10 @@ def supported_branches(release: str) -> tuple[list[str], str]:
     return list(rules.driverBranches.branches), rules.driverBranches.default
 
 
-def _finding(code: str, status: Status, state: HostState, *, note: str = "", **values: str) -> Check:
-    """A finding on one node; ``note`` is added to the fix (the reboot warning)."""
-    cause, fix = _fix(code, state.os_id, **values)
+def _finding(code: str, status: Status, state: HostState, *, note: str = "", words: str = "", **values: str) -> Check:
+    """A finding on one node; ``note`` is added to the fix (the reboot warning); ``words``: the entry of
+    fixes.yaml to say it with, when not the code's own."""
+    cause, fix = _fix(words or code, state.os_id, **values)
     hint = f"{fix}. {note}" if note else fix
     return Check(code, status, cause, node=state.node, hint=hint, data={"os_family": os_family(state.os_id)})
 
@@ -315,7 +321,7 @@ def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
     if state.nouveau:
         found.append(_finding("nouveau-loaded", Status.FAIL, state))
     if state.secure_boot and target.mode is Mode.UPSTREAM:
-        found.append(_finding("secure-boot-unsigned", Status.FAIL, state, mode=target.mode.value))
+        found.append(_secure_boot_finding(target, state))
     elif state.secure_boot and target.mode is Mode.PRECOMPILED and os_family(state.os_id) != "ubuntu":
         found.append(_finding("secure-boot-precompiled", Status.WARN, state))
     if containerized and state.host_driver:
@@ -330,6 +336,25 @@ def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
             continue  # a working pre-installed driver already loaded: Secure Boot no longer matters
         found.append(Check(check, Status.SKIP, f"not checked on the host: {why}", node=state.node))
     return found
+
+
+def _secure_boot_finding(target: DoctorTarget, state: HostState) -> Check:
+    """Secure Boot under upstream: the fix is precompiled's signed images, but on Ubuntu only once the pull
+    registry holds them; while it lacks them, the fix names the exact tags to push first."""
+    missing = target.precompiled_missing
+    if missing and os_family(state.os_id) == "ubuntu":
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        where = target.precompiled_from or "the registry the nodes pull from"
+        return _finding(
+            "secure-boot-unsigned",
+            Status.FAIL,
+            state,
+            words="secure-boot-unsigned-untagged",
+            mode=target.mode.value,
+            missing=shown,
+            where=where,
+        )
+    return _finding("secure-boot-unsigned", Status.FAIL, state, mode=target.mode.value)
 
 
 def _preinstalled_findings(target: DoctorTarget, state: HostState) -> list[Check]:

@@ -16,6 +16,8 @@ from wizard.engine.releases import Release as Release  # re-exported: where nami
 from wizard.engine.releases import nearest_rules
 
 DIGEST_PREFIX = "sha256:"
+#: NodeFacts.tag_os of a node without a usable OS: a placeholder for grouping, never part of an image.
+UNKNOWN_OS_TAG = "unknown"
 #: Kubernetes' DNS-1123 label limit, which the operator cuts NVIDIADriver DaemonSet names to.
 DNS_LABEL_MAX = 63
 # k8s.io/apimachinery/pkg/util/rand SafeEncodeString's alphabet: no vowels, no 0/1/3, so no words.

@@ -186,8 +186,9 @@ class RegistryClient:
         results = await asyncio.gather(*(self.check(ref) for ref in unique))
         return dict(zip(unique, results, strict=True))
 
-    async def list_tags(self, repository_ref: str) -> list[str]:
+    async def list_tags(self, repository_ref: str, *, limit: int | None = None) -> list[str]:
         """All tags of a repository (``host/path/name``; a tag in it is ignored); ``[]`` if it does not exist.
+        ``limit``: at most that many (the pages stop there), for a listing that must stay bounded.
 
         Raises RegistryError when the registry cannot be asked (auth, network, server error).
         """
@@ -197,7 +198,7 @@ class RegistryClient:
             raise RegistryError(f"invalid reference: {exc}") from None
         host, repo = self._route(host, repo)
         tags: list[str] = []
-        path: str | None = f"/v2/{repo}/tags/list?n=1000"
+        path: str | None = f"/v2/{repo}/tags/list?n={min(1000, limit) if limit else 1000}"
         async with self._semaphore:
             while path:
                 resp = await self._send("GET", host, repo, path, {"Accept": "application/json"})
@@ -211,6 +212,8 @@ class RegistryClient:
                 except (ValueError, AttributeError):
                     raise RegistryError(f"registry error: {host} sent a tag list that is not JSON") from None
                 path = next_link(resp.headers.get("Link", ""))
+                if limit is not None and len(tags) >= limit:
+                    return tags[:limit]
         return tags
 
     async def repositories(self, host: str, limit: int = 5000) -> list[str]:
