@@ -263,25 +263,32 @@ class DriverStep(FormStep):
             self._follow_version(event.offer.version)
         self.answers_changed()
 
+    async def _source_tags(self, source: str, image: str) -> list[str] | None:
+        """The tags ``source/image`` holds; None on a demo without a registry or an unreachable one (the
+        version and branch fields still take what is typed)."""
+        from wizard.engine.registry_routes import repository_host
+
+        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
+            if registry is None:
+                return None
+            try:
+                return await registry.list_tags(f"{source}/{image}")
+            except Exception:  # an unreachable registry: say nothing, as a registry that holds no tags
+                return None
+
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_upstream_versions(self) -> None:
         """Offer the versions the registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``): the one the
         cluster pulls from when named (an air-gapped cluster reaches only its mirror), else the source."""
-        from wizard.engine.registry_routes import repository_host
-
         state = self.state
         source = str(state.get("driver.repository") or state.get("driver.source") or "")
         image = str(state.get("driver.image") or "driver")
         tag_oses = self._tag_oses()
         if not source or not tag_oses:
             return
-        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
-            if registry is None:
-                return
-            try:
-                tags = await registry.list_tags(f"{source}/{image}")
-            except Exception:  # an unreachable registry: the field still takes a typed version
-                return
+        tags = await self._source_tags(source, image)
+        if tags is None:
+            return
         versions = upstream_versions(tags, tag_oses)
         self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
@@ -310,7 +317,6 @@ class DriverStep(FormStep):
         (``580-5.15.0-1063-nvidia-ubuntu22.04``), beside the bundled catalog's: on Ubuntu and RHEL the catalog
         knows no tuple, and the user was left to guess ``580``."""
         from wizard.engine.hostdoctor import supported_branches
-        from wizard.engine.registry_routes import repository_host
 
         state = self.state
         source = str(state.get("driver.repository") or state.get("driver.source") or "")
@@ -320,13 +326,9 @@ class DriverStep(FormStep):
             return
         release = str(state.get("operator.version") or "")
         groups = [(g.kernel, g.tag_os) for g in facts.groups(release)] if release else []
-        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
-            if registry is None:
-                return
-            try:
-                tags = await registry.list_tags(f"{source}/{image}")
-            except Exception:  # an unreachable registry: the field still takes a typed branch
-                return
+        tags = await self._source_tags(source, image)
+        if tags is None:
+            return
         supported, default = supported_branches(release)
         branches = [b for b in precompiled_branches(tags, groups) if not supported or b in supported]
         if not branches:
