@@ -31,6 +31,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Static
 
 from screens.apply_text import changes, warnings
+from screens.host import SaveProgress
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.rolloutview import RolloutView
@@ -154,7 +155,7 @@ class ApplyStep(StepScreen):
         images = state.images  # the policy changes no image: keep the registry's answers
         state.set("driver.upgradePolicy", event.policy)
         state.images = images
-        self.wizard.save_progress(self.STEP)
+        self.post_message(SaveProgress(self.STEP))
         self.redo_dry_run()
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
@@ -334,7 +335,7 @@ class ApplyStep(StepScreen):
             self.refresh_nav()
             return
         state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
-        self.wizard.save_progress(self.STEP)
+        self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
@@ -387,7 +388,7 @@ class ApplyStep(StepScreen):
         state.preflight = await cluster.preflight(state.valid_plan(), install_operator=True)  # Helm owns it now
         self._owner, self._install = self._ownership(), None
         state.applied_for, self._sent, self._advice, self._told_ready = state.prepared, True, [], False
-        self.wizard.save_progress(self.STEP)
+        self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()
 
@@ -434,7 +435,7 @@ class ApplyStep(StepScreen):
             if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
                 self._told_ready = True
                 self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
-            self.wizard.save_progress(VERIFY.name)
+            self.post_message(SaveProgress(VERIFY.name))
         elif self._rollout is not None and self._rollout.phase == "failed":
             await self._diagnose(self._rollout)
         view = self.query_one(UpgradePlanView)

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
+from screens.state import import_facade
 from screens.steps.driver_catalog import (
     catalog_marks,
     catalog_options,
@@ -35,7 +36,6 @@ from screens.widgets.offers import RegistryOffers
 from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
-from wizard import collector
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -432,11 +432,6 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
-        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
-        with collector.frozen():
-            await self._check_images_body(delay)
-
-    async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""
         await self._rest_mounted.wait()  # the mirror plan and the support request are shown below the first view
         state = self.state
@@ -450,14 +445,15 @@ class DriverStep(FormStep):
         from screens.findings import unheld_sources
         from wizard.engine.mirror import mark_unheld
         from wizard.engine.registry_routes import registry_hosts
-        from wizard.engine.render import mirror_script, render
+        from wizard.engine.render import mirror_script
 
         waited = 0.0
         if delay and len(facts.nodes) > RENDER_AT_ONCE_MAX_NODES:
             await asyncio.sleep(delay)  # a newer keystroke cancels this worker here, before any CPU is spent
             waited = delay
-        try:  # in a thread: costly for thousands of nodes
-            rendered = await asyncio.to_thread(render, plan, facts)
+        facade = await asyncio.to_thread(import_facade)
+        try:  # in a thread: costly for thousands of nodes (the facade's render carries the engine's memory policy)
+            rendered = await facade.render_plan(plan, facts)
         except ValueError as exc:  # a node whose facts break Kubernetes' grammars (NodeFactsError): say which
             groups.update(f"[$error]✗ {escape(str(exc))}[/]")
             self.refresh_nav()
