@@ -310,20 +310,9 @@ class WizardApp(App[int]):
         if demo is not None:
             await demo.__aexit__(None, None, None)
 
-    async def replace_cluster(self, cluster: Any) -> None:
+    async def replace_cluster(self, cluster: Cluster | None) -> None:
         """Adopt a newly connected cluster, closing the previous one."""
-        old = self.state.cluster
-        self.state.cluster = cluster
-        self.state.info = cluster.info if cluster is not None else None
-        self.state.preflight = None
-        self.state.live_findings = []
-        self.state.nodes.clear()
-        self.state.images = []
-        self.state.registry_versions = None
-        self.state.path_checks = None
-        self.state.host_drivers, self.state.host_states = {}, {}  # another cluster's hosts say nothing of these
-        self.state.host_checked, self.state.host_rest = "", 0
-        self.state.rendered = self.state.prepared = self.state.applied = None
+        old = self.state.adopt_cluster(cluster)
         if old is not None and old is not cluster:
             await old.close()
 
@@ -345,8 +334,7 @@ class WizardApp(App[int]):
         except Exception as exc:  # a live policy the plan model rejects: start from scratch, say why
             self.notify(str(getattr(exc, "message", exc)), title="Live ClusterPolicy not reused", severity="warning")
             return False
-        state.answers = plan.answers_dict()
-        state.rendered = state.prepared = None
+        state.replace_answers(plan.answers_dict())
         self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
         return True
 
@@ -504,6 +492,7 @@ def run(args: object, memory: MemoryPolicy | None = None) -> int:
 
 
 if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster
 
     def _the_app_is_the_host(app: WizardApp) -> WizardHost:
         """mypy checks here that the App answers everything steps may ask of it (:class:`~screens.host.WizardHost`)."""

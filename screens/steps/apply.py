@@ -323,6 +323,7 @@ class ApplyStep(StepScreen):
         self.query_one(RolloutView).say("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
         sending = state.prepared
+        assert sending is not None  # Apply is offered only for a dry-run (blocker)
         try:
             state.applied = await state.connected().apply(
                 sending, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
@@ -394,6 +395,8 @@ class ApplyStep(StepScreen):
 
     def _applied_text(self) -> None:
         result = self.state.applied
+        if result is None:
+            return
         said = result.message or ", ".join(result.objects)
         head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
         self.query_one("#change-title", Label).update("What was sent")
@@ -465,12 +468,12 @@ class ApplyStep(StepScreen):
 
     def _undo_command(self) -> str:
         """The rollback of this visit's apply, when it changed something ("" otherwise: a no-op undoes nothing)."""
-        state = self.state
-        if not self._sent or not state.applied.ok or not state.applied_for.changed:
+        applied, sent = self.state.applied, self.state.applied_for
+        if not self._sent or applied is None or sent is None or not applied.ok or not sent.changed:
             return ""
-        if state.applied.objects and state.applied.objects[0].startswith("helm release"):
+        if applied.objects and applied.objects[0].startswith("helm release"):
             return ""  # an install: nothing to roll back to (helm uninstall removes the operator)
-        return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
+        return f"gpu-wizard rollback --backup {display_path(applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:
         self.query_one(RolloutView).show(status, sent=self._sent, advice=self._advice)

@@ -230,14 +230,16 @@ class PreviewStep(StepScreen):
         self._verdict("[$accent]… server dry-run running[/]")
         self.refresh_nav()
         cluster = state.connected()
-        plan = state.rendered.plan
+        rendered = state.rendered
+        assert rendered is not None  # the dry run follows the render (render_plan)
+        plan = rendered.plan
         installs = bool(getattr(state.preflight, "installs_operator", False))
-        prepared = cluster.preview_install(state.rendered) if installs else await cluster.prepare_apply(state.rendered)
+        prepared = cluster.preview_install(rendered) if installs else await cluster.prepare_apply(rendered)
         state.references = list(await cluster.reference_checks(plan))
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
-                    state.images = list(await cluster.check_images(state.rendered, registry))
+                    state.images = list(await cluster.check_images(rendered, registry))
         from screens.steps.paths import auto_check, auto_nodes
 
         if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
