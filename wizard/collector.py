@@ -158,20 +158,22 @@ class InteractivePolicy:
     The front end says when its first frame is up (:meth:`started`), when its user gives input
     (:meth:`user_input`), calls :meth:`check` every :attr:`CHECK_S` and :meth:`ended` when it closes; the policy
     decides the rest. A full collection walks the whole heap in one stall (up to a second at 5,000 nodes): it
-    runs only when the user has pressed nothing for :attr:`IDLE_BEFORE_S` and the process used under
-    :attr:`BUSY_CPU_SHARE` of a core since the last check — work under way (a render in a thread at 5,000 nodes,
-    an image check) is no idle time, whether or not a run froze what it holds.
+    runs only when, for :attr:`IDLE_BEFORE_S`, the user has pressed nothing and the process used under
+    :attr:`BUSY_CPU_SHARE` of a core at each check — work under way (a render in a thread at 5,000 nodes, an
+    image check, a watch's burst) is no idle time, whether or not a run froze what it holds.
     """
 
     CHECK_S = 2.0
     """How often the front end calls :meth:`check`."""
     IDLE_BEFORE_S = 3.0
     """How long the user must have pressed nothing before a full collection (young generations run as usual)."""
-    BUSY_CPU_SHARE = 0.1
-    """The share of a core the process used since the last check above which it is busy, not idle."""
+    BUSY_CPU_SHARE = 0.05
+    """The share of a core the process used between two checks above which it is busy, not idle (an idle TUI
+    uses well under 1 %: docs/benchmarks.md)."""
 
     def __init__(self) -> None:
         self._last_input = time.monotonic()
+        self._last_busy = self._last_input
         self._last_check = (self._last_input, time.process_time())
 
     def started(self) -> None:
@@ -191,8 +193,9 @@ class InteractivePolicy:
         now, cpu = time.monotonic(), time.process_time()
         then, cpu_then = self._last_check
         self._last_check = (now, cpu)
-        busy = cpu - cpu_then > self.BUSY_CPU_SHARE * max(now - then, 1e-3)
-        if busy or now - self._last_input < self.IDLE_BEFORE_S:
+        if cpu - cpu_then > self.BUSY_CPU_SHARE * max(now - then, 1e-3):
+            self._last_busy = now
+        if now - max(self._last_input, self._last_busy) < self.IDLE_BEFORE_S:
             return False
         return collect_if_idle()
 
