@@ -304,3 +304,14 @@ def test_screens_name_no_collector_policy() -> None:
     screens = Path(__file__).resolve().parent.parent / "screens"
     named = [str(p) for p in screens.rglob("*.py") if "collector" in p.read_text(encoding="utf-8")]
     assert named == []
+
+
+def test_the_tui_gets_the_collector_policy_from_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    import screens.app
+    from wizard import launch
+
+    handed: list[object] = []
+    monkeypatch.setattr(screens.app, "run", lambda args, memory=None: handed.append(memory) or 0)
+    monkeypatch.setattr("wizard.cli.common.check_tui_start", lambda **kwargs: None)  # no terminal under pytest
+    assert launch._start_the_tui([]) == 0
+    assert len(handed) == 1 and isinstance(handed[0], collector.InteractivePolicy)
