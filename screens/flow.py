@@ -119,8 +119,8 @@ STEPS: tuple[Step, ...] = (
         "screens.steps.driver.DriverStep",
         _driver_applies,
         owns=(
-            # the images (or their tags) may change with any answer but the paths'
-            Owned("images", ANY_ANSWER, kept_for=steps.PATHS.fields, cluster=True, run=True),
+            # the images (or their tags) may change with any answer but the paths' and the upgrade policy
+            Owned("images", ANY_ANSWER, kept_for=(*steps.PATHS.fields, "driver.upgradePolicy"), cluster=True, run=True),
             # another registry's (or image's) tags
             Owned("registry_versions", ("mode", "driver.repository", "driver.source", "driver.image"), cluster=True),
         ),

@@ -229,6 +229,13 @@ class WizardState:
         self._reset(lambda owned: owned.cluster)
         return old
 
+    def reset_step(self, name: str) -> None:
+        """What step ``name`` owns, back to its defaults (the step runs its checks again)."""
+        from screens.flow import step_named
+
+        owned = step_named(name).owns
+        self._reset(lambda item: item in owned)
+
     def _reset(self, stale: Callable[[Owned], bool]) -> None:
         """Every owned field ``stale`` says is stale, back to its default (from :data:`screens.flow.OWNED`)."""
         from screens.flow import OWNED

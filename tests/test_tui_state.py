@@ -90,3 +90,14 @@ def test_cluster_info_is_the_adopted_clusters() -> None:
     state = WizardState()
     assert state.adopt_cluster(Connected()) is None  # type: ignore[arg-type]
     assert state.info == Connected.info
+
+
+def test_a_step_run_again_resets_what_it_owns_and_the_upgrade_policy_keeps_the_images() -> None:
+    state = WizardState()
+    state.checks, state.diagnosis = [_check("verified")], [_check("why")]
+    state.path_checks = [_check("noexec")]
+    state.reset_step("verify")
+    assert state.checks == [] and state.diagnosis == [] and state.path_checks == [_check("noexec")]
+    state.images = ["image"]  # type: ignore[list-item]
+    state.set("driver.upgradePolicy", {"autoUpgrade": False})  # no image changes with it
+    assert state.images == ["image"] and state.rendered is None

@@ -151,10 +151,7 @@ class ApplyStep(StepScreen):
     def on_upgrade_plan_view_policy_changed(self, event: UpgradePlanView.PolicyChanged) -> None:
         """A new upgradePolicy: into the answers (validated), then render and dry-run again."""
         event.stop()
-        state = self.state
-        images = state.images  # the policy changes no image: keep the registry's answers
-        state.set("driver.upgradePolicy", event.policy)
-        state.images = images
+        self.state.set("driver.upgradePolicy", event.policy)  # the images stay (flow.py: no image changes with it)
         self.post_message(SaveProgress(self.STEP))
         self.redo_dry_run()
 

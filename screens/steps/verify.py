@@ -128,7 +128,7 @@ class VerifyStep(StepScreen):
         table = self.query_one(RowTable)
         table.clear()
         self.query_one(Log).clear()
-        state.checks, state.log_lines, state.diagnosis = [], [], []
+        state.reset_step(self.STEP)  # the checks, the log and the diagnosis of the run before
         self.query_one(DiagnosisPanel).show([])
         self._reset_view()
         self._verifying = True
