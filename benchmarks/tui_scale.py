@@ -342,7 +342,10 @@ async def tui(
     # the API timeout the other benchmarks use (60 s): while it reconciles 1,000s of nodes, the demo server
     # on a shared 2-core machine can take over the wizard's default 10 s to answer one list
     Cluster.connect.__func__.__kwdefaults__["timeout"] = 60.0  # type: ignore[attr-defined]
-    app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home)
+    from wizard.collector import InteractivePolicy
+
+    # the collector policy gpu-wizard's entry point (wizard.launch) hands the TUI
+    app = WizardApp(kubeconfig=str(server.kubeconfig), report_dir=home, memory=InteractivePolicy())
     probe = LoopProbe(StallWatch() if stalls else None, profile)
     async with app.run_test(size=(80, 24)) as pilot:
         probe.start()

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events
 from textual.app import App, SystemCommand
@@ -26,13 +26,13 @@ from textual.screen import Screen
 
 from screens import keys, resume
 from screens.flow import STEP_NAMES, STEPS, step_named
-from screens.idle import IdleWork
+from screens.host import Finish, SaveProgress, ShowHelp, Verified, WizardHost
+from screens.idle import IdleWork, MemoryPolicy
 from screens.inputorder import InputOrder, InputSettled
 from screens.state import WizardState, display_path, import_facade
 from screens.steps import make_screen
 from screens.steps.base import StepScreen
 from screens.styles import app_css
-from wizard import collector
 from wizard.engine.steps import CONNECT
 from wizard.paths import backups_dir, state_dir
 
@@ -71,6 +71,7 @@ class WizardApp(App[int]):
         start_step: str = CONNECT.name,
         replay: bool = True,
         web: bool = False,
+        memory: MemoryPolicy | None = None,
     ) -> None:
         super().__init__()
         self.state = WizardState(demo=demo, kubeconfig=kubeconfig, context=context)
@@ -98,7 +99,7 @@ class WizardApp(App[int]):
         self.exit_code = 0
         self.closing_line = ""
         """The line printed once the wizard closed (its verdict, or where a Ctrl+Q left it)."""
-        self.idle = IdleWork(self, web=web)
+        self.idle = IdleWork(self, web=web, memory=memory)
         """Work held back until the first frame, warmed up in a thread, or left for when the user is idle."""
         self.input_order = InputOrder(self, self._deliver_input)
         """Keys and pastes one at a time, each to the widget focused once the one before was handled."""
@@ -136,12 +137,34 @@ class WizardApp(App[int]):
     async def on_input_settled(self, message: InputSettled) -> None:
         await self.input_order.settled(message)
 
-    # -- navigation -------------------------------------------------------------------------
+    def after_first_frame(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the first frame is displayed (at once, later on)."""
+        self.idle.after_first_frame(callback)
+
+    def release_input(self) -> None:
+        """Deliver the keys typed while the step before was left (:mod:`screens.inputorder`)."""
+        self.input_order.release()
+
+    # -- messages from the steps --------------------------------------------------------------
 
     def on_step_screen_navigate(self, message: StepScreen.Navigate) -> None:
         """Save the answers, then show the requested step."""
         self.save_progress(message.target)
         self.goto(message.target)
+
+    def on_save_progress(self, message: SaveProgress) -> None:
+        self.save_progress(message.step)
+
+    def on_show_help(self, message: ShowHelp) -> None:
+        self.show_help(message.title, message.text)
+
+    def on_finish(self, message: Finish) -> None:
+        self.finish()
+
+    def on_verified(self, message: Verified) -> None:
+        self.exit_code = 0 if message.ok else 1
+
+    # -- navigation -------------------------------------------------------------------------
 
     def queue_move(self, direction: int) -> None:
         """Keep a Back/Next key pressed while the screen is switching; the next step replays it."""
@@ -272,26 +295,24 @@ class WizardApp(App[int]):
         self.state.demo = scenario
         return str(demo.kubeconfig_path)
 
+    @property
+    def demo_cluster(self) -> Any:
+        """The running demo cluster (None when none runs)."""
+        return self._demo_cluster
+
+    async def offer_resume(self) -> None:
+        """Once connected: offer to resume a saved run of this cluster (:func:`screens.resume.offer_resume`)."""
+        await resume.offer_resume(self)
+
     async def stop_demo(self) -> None:
         """Stop the demo cluster if one runs."""
         demo, self._demo_cluster = self._demo_cluster, None
         if demo is not None:
             await demo.__aexit__(None, None, None)
 
-    async def replace_cluster(self, cluster: Any) -> None:
+    async def replace_cluster(self, cluster: Cluster | None) -> None:
         """Adopt a newly connected cluster, closing the previous one."""
-        old = self.state.cluster
-        self.state.cluster = cluster
-        self.state.info = cluster.info if cluster is not None else None
-        self.state.preflight = None
-        self.state.live_findings = []
-        self.state.nodes.clear()
-        self.state.images = []
-        self.state.registry_versions = None
-        self.state.path_checks = None
-        self.state.host_drivers, self.state.host_states = {}, {}  # another cluster's hosts say nothing of these
-        self.state.host_checked, self.state.host_rest = "", 0
-        self.state.rendered = self.state.prepared = self.state.applied = None
+        old = self.state.adopt_cluster(cluster)
         if old is not None and old is not cluster:
             await old.close()
 
@@ -313,8 +334,7 @@ class WizardApp(App[int]):
         except Exception as exc:  # a live policy the plan model rejects: start from scratch, say why
             self.notify(str(getattr(exc, "message", exc)), title="Live ClusterPolicy not reused", severity="warning")
             return False
-        state.answers = plan.answers_dict()
-        state.rendered = state.prepared = None
+        state.replace_answers(plan.answers_dict())
         self.notify("Answers prefilled from the live ClusterPolicy: change what the upgrade needs.", title="Upgrade")
         return True
 
@@ -357,7 +377,7 @@ class WizardApp(App[int]):
             yield client
 
     async def on_unmount(self) -> None:
-        collector.resume_full_collections()
+        self.idle.ended()
         cluster, self.state.cluster = self.state.cluster, None
         if cluster is not None:
             with contextlib.suppress(Exception):  # closing is best effort at exit
@@ -366,11 +386,17 @@ class WizardApp(App[int]):
 
     # -- last resort ------------------------------------------------------------------------
 
+    # The one private Textual method overridden, on purpose: Textual has no public hook for an exception no
+    # handler caught (every message pump, timer and worker calls ``App._handle_exception``), and without it
+    # the user gets a screenful of Rich traceback with the locals of every frame (a token among them). It
+    # calls Textual's own first (the return code, the re-raise under ``run_test``) and then puts one line in
+    # place of the traceback in what Textual prints on exit. tests/test_tui_offline.py pins the Textual code
+    # it relies on (a changed Textual fails there, not at a user's crash).
     def _handle_exception(self, error: Exception) -> None:
         """A bug got past every handler: keep the traceback for a report, show the user one clear line.
 
-        Errors a user can fix never come here (workers turn them into dialogs). This overrides a
-        private Textual hook (stable through 8.x); tests still see the exception re-raised.
+        Errors a user can fix never come here (workers turn them into dialogs); tests still see the
+        exception re-raised.
         """
         crash_log = self._write_crash_log(error)
         super()._handle_exception(error)
@@ -447,10 +473,12 @@ class WizardApp(App[int]):
             self.screen.action_help()
 
 
-def run(args: object) -> int:
+def run(args: object, memory: MemoryPolicy | None = None) -> int:
     """Entry point used by ``gpu-wizard`` (see ``wizard.launch``): ``args`` holds the TUI's options, each
-    read with its default (no options at all: an empty namespace, no parser built)."""
+    read with its default (no options at all: an empty namespace, no parser built); ``memory`` the memory
+    policy the entry point hands the app."""
     app = WizardApp(
+        memory=memory,
         demo=getattr(args, "demo", None),
         answers=getattr(args, "tui_answers", None),
         kubeconfig=getattr(args, "tui_kubeconfig", None),
@@ -461,3 +489,11 @@ def run(args: object) -> int:
     if isinstance(result, int):
         return result
     return app.return_code or app.exit_code
+
+
+if TYPE_CHECKING:
+    from wizard.cluster.facade import Cluster
+
+    def _the_app_is_the_host(app: WizardApp) -> WizardHost:
+        """mypy checks here that the App answers everything steps may ask of it (:class:`~screens.host.WizardHost`)."""
+        return app

@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from wizard.engine.grouping import FindingGroup
     from wizard.engine.hostdoctor import DoctorTarget
 
-#: Renderer advice (by code) that means the driver cannot start as planned.
-BLOCKING_ADVICE = frozenset({"airgapped-no-repoconfig", "no-gpu-nodes"})
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -264,6 +261,8 @@ def _host_findings(state: WizardState) -> list[Finding]:
 
 def plan_findings(state: WizardState) -> list[Finding]:
     """Every finding about the current plan, blocking ones first."""
+    from wizard.engine.gitops import BLOCKING_ADVICE  # declared once: the bundle refuses on the same advice
+
     found: list[Finding] = []
     rendered = state.rendered
     mixed_os = _mixed_os_finding(state)  # the renderer's mixed-os warning says the same: shown once, with the fix here

@@ -8,7 +8,8 @@ to that screen, so Textual cancels it the moment the user leaves the step. State
 Back lives in the App's :class:`~screens.state.WizardState`, never in the widgets, so a screen is
 rebuilt from it each time (a ContentSwitcher would keep every step mounted and its workers alive).
 The steps themselves (name, title, answers fields) are declared once in :mod:`wizard.engine.steps`;
-this module attaches each one's screen and ``applies`` rule. It is data only (no screen class is
+this module attaches each one's screen, its ``applies`` rule and the state it owns (:class:`Owned`: what the
+step learns and when that goes stale; :class:`~screens.state.WizardState` derives every reset from it). It is data only (no screen class is
 imported): widgets and screens read it without importing each other; :func:`screens.steps.make_screen`
 builds the screen for a step, importing its module only when first shown.
 """
@@ -35,6 +36,35 @@ def _driver_applies(state: WizardState) -> bool:
     return state.get("mode", "precompiled") != "preinstalled"
 
 
+ANY_ANSWER: tuple[str, ...] = ("",)
+"""``Owned.answers`` for state that any changed answer makes stale (the results derived from the whole plan)."""
+
+
+@dataclass(frozen=True)
+class Owned:
+    """One field of :class:`~screens.state.WizardState` a step owns (learns or produces), and what makes it stale:
+    reset to its default then, so the state never holds what was learnt for other answers or another cluster."""
+
+    field: str
+    """The ``WizardState`` field."""
+    answers: tuple[str, ...] = ()
+    """Answers keys (dotted prefixes) whose change makes it stale (:data:`ANY_ANSWER`: any answer; none: no answer)."""
+    kept_for: tuple[str, ...] = ()
+    """Answers keys whose change leaves it as it is, though ``answers`` would cover them."""
+    cluster: bool = False
+    """Another cluster makes it stale (:meth:`~screens.state.WizardState.adopt_cluster`)."""
+    run: bool = False
+    """Starting over makes it stale (:meth:`~screens.state.WizardState.start_over`)."""
+
+    def stale_on(self, dotted: str) -> bool:
+        """A change of answer ``dotted`` makes this stale."""
+
+        def under(keys: tuple[str, ...]) -> bool:
+            return any(key == "" or dotted == key or dotted.startswith(key + ".") for key in keys)
+
+        return under(self.answers) and not under(self.kept_for)
+
+
 @dataclass(frozen=True)
 class Step:
     """One step as the TUI sees it: its declaration (name, title, fields), its screen and whether it applies."""
@@ -44,6 +74,8 @@ class Step:
     screen: str
     """The screen class, ``module.Class``: :func:`screens.steps.make_screen` imports it when first shown."""
     applies: Callable[[WizardState], bool] = _always
+    owns: tuple[Owned, ...] = ()
+    """The shared state this step owns, and when it is stale (each field owned by one step: tests/test_tui_state.py)."""
 
     @property
     def name(self) -> str:
@@ -64,15 +96,74 @@ class Step:
 # Verify always applies: it checks what the cluster runs, whether this run applied the plan, an
 # earlier one did, or nobody has yet (then it says the plan is not applied).
 STEPS: tuple[Step, ...] = (
-    Step(steps.CONNECT, "screens.steps.connect.ConnectStep"),
-    Step(steps.NODES, "screens.steps.nodes.NodesStep"),
-    Step(steps.MODE, "screens.steps.mode.ModeStep"),
-    Step(steps.DRIVER, "screens.steps.driver.DriverStep", _driver_applies),
-    Step(steps.PATHS, "screens.steps.paths.PathsStep"),
-    Step(steps.PREVIEW, "screens.steps.preview.PreviewStep"),
-    Step(steps.APPLY, "screens.steps.apply.ApplyStep"),
-    Step(steps.VERIFY, "screens.steps.verify.VerifyStep"),
+    Step(
+        steps.CONNECT,
+        "screens.steps.connect.ConnectStep",
+        owns=(Owned("preflight", cluster=True), Owned("live_findings", cluster=True)),
+    ),
+    Step(
+        steps.NODES,
+        "screens.steps.nodes.NodesStep",
+        owns=(
+            Owned("nodes", cluster=True),
+            # another cluster's hosts say nothing of these
+            Owned("host_drivers", cluster=True),
+            Owned("host_states", cluster=True),
+            Owned("host_checked", cluster=True),
+            Owned("host_rest", cluster=True),
+        ),
+    ),
+    Step(
+        steps.MODE,
+        "screens.steps.mode.ModeStep",
+        # what another cluster's pull registry holds says nothing of this one's
+        owns=(Owned("precompiled_tags", cluster=True), Owned("precompiled_from", cluster=True)),
+    ),
+    Step(
+        steps.DRIVER,
+        "screens.steps.driver.DriverStep",
+        _driver_applies,
+        owns=(
+            # the images (or their tags) may change with any answer but the paths' and the upgrade policy
+            Owned("images", ANY_ANSWER, kept_for=(*steps.PATHS.fields, "driver.upgradePolicy"), cluster=True, run=True),
+            # another registry's (or image's) tags
+            Owned("registry_versions", ("mode", "driver.repository", "driver.source", "driver.image"), cluster=True),
+        ),
+    ),
+    Step(
+        steps.PATHS,
+        "screens.steps.paths.PathsStep",
+        owns=(Owned("path_checks", (*steps.PATHS.fields, "mode"), cluster=True),),
+    ),
+    Step(
+        steps.PREVIEW,
+        "screens.steps.preview.PreviewStep",
+        owns=(
+            Owned("rendered", ANY_ANSWER, cluster=True, run=True),
+            Owned("references", ANY_ANSWER, run=True),
+            Owned("prepared", ANY_ANSWER, cluster=True, run=True),
+            # an override was given for the findings of the old answers
+            Owned("overrides", ANY_ANSWER),
+        ),
+    ),
+    Step(
+        steps.APPLY,
+        "screens.steps.apply.ApplyStep",
+        owns=(
+            Owned("applied", cluster=True, run=True),
+            Owned("applied_for", run=True),
+            Owned("helm_command", ANY_ANSWER),  # the values it carries are the old answers'
+        ),
+    ),
+    Step(
+        steps.VERIFY,
+        "screens.steps.verify.VerifyStep",
+        owns=(Owned("checks"), Owned("log_lines"), Owned("diagnosis")),
+    ),
 )
+
+OWNED: tuple[Owned, ...] = tuple(owned for step in STEPS for owned in step.owns)
+"""Every piece of state a step owns, in step order."""
 
 STEP_NAMES: tuple[str, ...] = tuple(s.name for s in STEPS)
 

@@ -3,28 +3,20 @@
 :class:`IdleWork` belongs to the :class:`~screens.app.WizardApp`. It holds callbacks until the first frame
 is on the terminal (reading files and importing the engine hold the GIL and would delay it), then warms
 up in a thread what later steps would otherwise build on the event loop (F1's help, the step modules,
-the driver catalog), and takes the cyclic garbage collector's full passes for the times the user has
-pressed nothing for a while and no run streams (``wizard.collector``: a full pass walks the whole heap,
-up to a second at 5,000 nodes).
+the driver catalog), and tells the memory policy its entry point handed the app (:class:`MemoryPolicy`) when the
+first frame is up, when the user gives input and, every few seconds, that it may look whether the user is idle:
+what the policy does then is its own business (``wizard.launch`` hands the TUI the engine's one policy).
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from textual import events
 from textual.app import App
 
-from wizard import collector
-
-#: How often the app looks whether the deferred full garbage collection may run, and how long the user
-#: must have pressed nothing first (wizard.collector: the young generations are collected as usual).
-IDLE_COLLECT_CHECK_S = 2.0
-IDLE_BEFORE_COLLECT_S = 3.0
 #: Modules a later step imports on the event loop, imported in the warm-up thread instead.
 WARM_MODULES = (
     "jsonschema",  # Preview's dry run: its import held the loop
@@ -40,15 +32,34 @@ WARM_MODULES = (
 INPUT_EVENTS = (events.Key, events.MouseDown, events.MouseScrollDown, events.MouseScrollUp)
 
 
-class IdleWork:
-    """The first-frame hold-back, the warm-up thread and the idle-time full collection of one app."""
+class MemoryPolicy(Protocol):
+    """What the app tells the memory policy its entry point hands it (``WizardApp(memory=...)``)."""
 
-    def __init__(self, app: App[Any], *, web: bool) -> None:
+    CHECK_S: float
+    """How often :meth:`check` is called."""
+
+    def started(self) -> None:
+        """The first frame is up."""
+
+    def user_input(self) -> None:
+        """The user pressed a key, clicked or scrolled."""
+
+    def check(self) -> object:
+        """Every :attr:`CHECK_S`: the policy may act if the user is idle."""
+
+    def ended(self) -> None:
+        """The app closes."""
+
+
+class IdleWork:
+    """The first-frame hold-back, the warm-up thread and the memory policy's signals of one app."""
+
+    def __init__(self, app: App[Any], *, web: bool, memory: MemoryPolicy | None = None) -> None:
         self._app = app
         self._web = web
+        self._memory = memory
         self._first_frame_shown = False
         self._waiting: list[Callable[[], object]] = []
-        self._last_input = time.monotonic()
 
     def after_first_frame(self, callback: Callable[[], object]) -> None:
         """Run ``callback`` once the first frame has been displayed (at once, later on).
@@ -64,25 +75,23 @@ class IdleWork:
 
     def first_frame_shown(self) -> None:
         """Called on Textual's Ready (the DOM built, the first frame displayed): start everything held back."""
-        gc.enable()  # paused by wizard.launch while the TUI loaded
-        # A full collection walks the whole heap (5,000 nodes' facts, results, the DOM: up to a second) and
-        # would otherwise start at any moment, e.g. when a run unfreezes the heap: it runs when the user is idle.
-        collector.defer_full_collections()
-        self._app.set_interval(IDLE_COLLECT_CHECK_S, self._collect_if_idle)
+        if self._memory is not None:
+            self._memory.started()
+            self._app.set_interval(self._memory.CHECK_S, self._memory.check)
         self._first_frame_shown = True
         waiting, self._waiting = self._waiting, []
         for callback in [self._warm_up, *waiting]:
             self._app.call_later(callback)
 
     def note_event(self, event: events.Event) -> None:
-        """Every event the app receives passes here: input postpones the idle-time collection."""
-        if isinstance(event, INPUT_EVENTS):
-            self._last_input = time.monotonic()
+        """Every event the app receives passes here: the memory policy hears of input."""
+        if self._memory is not None and isinstance(event, INPUT_EVENTS):
+            self._memory.user_input()
 
-    def _collect_if_idle(self) -> None:
-        """The deferred full collection, once the user has not pressed anything for a while and no run streams."""
-        if time.monotonic() - self._last_input >= IDLE_BEFORE_COLLECT_S:
-            collector.collect_if_idle()
+    def ended(self) -> None:
+        """The app closes: the memory policy hears of it."""
+        if self._memory is not None:
+            self._memory.ended()
 
     def _warm_up(self) -> None:
         """Parse every step's F1 help in a thread (F1 then only lays out text that is ready), and warm the rest."""

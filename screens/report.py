@@ -15,7 +15,7 @@ from screens.findings import plan_findings
 from screens.state import WizardState, display_path
 
 if TYPE_CHECKING:
-    from screens.app import WizardApp
+    from textual.app import App
 
 
 def report_data(state: WizardState) -> dict[str, Any]:
@@ -132,14 +132,15 @@ def full_log_text(state: WizardState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save_full_log(app: WizardApp) -> None:
+def save_full_log(app: App[Any]) -> None:
     """Write the whole verification log into the state folder (off the event loop) and say where."""
     import time
 
+    from screens.host import host_of
     from wizard.atomic_write import write_private
     from wizard.paths import state_dir
 
-    state = app.state
+    state = host_of(app).state
     if not state.checks:
         app.notify("No verification has run yet.", title="Log", severity="warning")
         return
@@ -158,11 +159,13 @@ def save_full_log(app: WizardApp) -> None:
     app.run_worker(write(), group="save-log", exit_on_error=False)
 
 
-def export_report(app: WizardApp) -> None:
+def export_report(app: App[Any]) -> None:
     """Ask where, then write the report (palette "Open report" and the Verify step's Export)."""
     from screens.dialogs import ErrorDialog, PathDialog
+    from screens.host import host_of
 
-    state = app.state
+    host = host_of(app)
+    state = host.state
     if not state.checks:
         app.notify("No verification has run yet: apply, then verify (step 8).", title="Report", severity="warning")
         return
@@ -179,5 +182,5 @@ def export_report(app: WizardApp) -> None:
             return
         app.notify(f"{display_path(md)}\n{display_path(js)}", title="Report written")
 
-    default = display_path(app.report_dir / "gpu-wizard-report.md")
+    default = display_path(host.report_dir / "gpu-wizard-report.md")
     app.push_screen(PathDialog("Export the report (Markdown + JSON) to", default), chosen)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +25,16 @@ from wizard.paths import config_dir
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from wizard.cluster.facade import Cluster
+    from ruamel.yaml.comments import CommentedMap
+
+    from screens.flow import Owned
+    from wizard.cluster.facade import ApplyPlan, ApplyResult, Cluster, ImageStatus, Preflight
     from wizard.engine.answers import FieldError
     from wizard.engine.facts import ClusterFacts, NodeFacts
+    from wizard.engine.hostdoctor import HostState
     from wizard.engine.plan import Plan
-    from wizard.engine.results import Check, ClusterInfo
+    from wizard.engine.render import Rendered
+    from wizard.engine.results import Check, ClusterInfo, LogLine
 
 #: First line of answers saved mid-way: their missing fields are expected, not problems to report on resume.
 INCOMPLETE_HEADER = "# gpu-wizard answers (incomplete: the wizard resumes where it stopped)\n"
@@ -101,13 +106,19 @@ def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 @dataclass
 class WizardState:
-    """Everything the steps share; owned by the App, read and written by the step screens."""
+    """Everything the steps share; owned by the App, read and written by the step screens.
+
+    The session's fields come first (answers, where they are saved, the cluster); every field after them is
+    owned by one step, declared in :data:`screens.flow.STEPS` (``Step.owns``) with what makes it stale: a changed
+    answer (:meth:`set`), another cluster (:meth:`adopt_cluster`), a new run (:meth:`start_over`) reset it to
+    its default here, from that declaration (no reset is written out by hand).
+    """
 
     answers: dict[str, Any] = field(default_factory=lambda: {"version": 1})
     """The plan being edited, in answers-file shape (validated through ``wizard.engine.plan.Plan``)."""
     answers_path: Path = field(default_factory=default_answers_path)
     """Where answers are saved after each step (the ``--answers`` file when given)."""
-    answers_doc: Any = None
+    answers_doc: CommentedMap | None = None
     """The round-trip YAML document as loaded, so saving keeps the user's comments."""
     answers_given: bool = False
     """Answers came from ``--answers``: prefill and replay through the steps already valid."""
@@ -118,28 +129,38 @@ class WizardState:
     demo: str | None = None
     """Demo scenario name when running on the built-in simulated cluster."""
     kubeconfig: str | None = None
+    """The kubeconfig file given (``--kubeconfig``; None: kubectl's own)."""
     context: str | None = None
+    """The kube context connected to (or given by ``--context``)."""
     cluster: Cluster | None = None
     """The connected cluster (owned by the App, closed on exit)."""
     info: ClusterInfo | None = None
-    preflight: Any = None
-    """``wizard.cluster.facade.Preflight`` of the connected cluster."""
+    """What the connected cluster is (context, server, demo or not)."""
+    step: str = steps.CONNECT.name
+    """The step on screen."""
+    load_errors: list[str] = field(default_factory=list)
+    """Problems found in the answers file, shown once the first step is up."""
+
+    # -- owned by the steps (screens.flow.STEPS, Step.owns) ---------------------------------------
+    preflight: Preflight | None = None
+    """The preflight of the connected cluster (Connect)."""
     live_findings: list[Check] = field(default_factory=list)
     """What the operator is doing now (an upgrade under way, failing driver pods): ``Cluster.live_findings``."""
     nodes: dict[str, NodeFacts] = field(default_factory=dict)
     """Facts per node, kept current by the Nodes step's watch."""
     host_drivers: dict[str, str] = field(default_factory=dict)
     """GPU node -> driver version its host's nvidia-smi reported ("" none), once the user ran the host check."""
-    host_states: dict[str, Any] = field(default_factory=dict)
-    """GPU node -> ``wizard.engine.hostdoctor.HostState`` from the Nodes step's host check (judged against the
+    host_states: dict[str, HostState] = field(default_factory=dict)
+    """GPU node -> its host's state from the Nodes step's host check (judged against the
     current plan by :func:`screens.findings.host_groups`, so a mode change re-judges without a new probe)."""
     host_checked: str = ""
     """What the last finished host check covered (``all 3 GPU nodes``, ``8 of 5000 GPU nodes (…)``); "" none yet."""
     host_rest: int = 0
     """GPU nodes the last host check left out (a sample above ``wizard.engine.hostsample.AUTO_HOSTS``)."""
-    rendered: Any = None
-    """``wizard.engine.render.Rendered`` of the current plan and facts."""
-    images: list[Any] = field(default_factory=list)
+    rendered: Rendered | None = None
+    """The current plan rendered with the current facts."""
+    images: list[ImageStatus] = field(default_factory=list)
+    """``ImageStatus`` per (kernel, OS) group from the last image check."""
     precompiled_tags: list[str] | None = None
     """The tags the pull registry's driver repository holds, once read (None: not read): Mode's recommendation
     takes them (``ClusterFacts.recommend_mode``, as ``answers init`` does)."""
@@ -150,15 +171,14 @@ class WizardState:
     a version suggested anywhere comes from these."""
     references: list[Check] = field(default_factory=list)
     """Whether the repoConfig ConfigMap and pull Secrets the plan names exist (checked in Preview)."""
-    """``ImageStatus`` per (kernel, OS) group from the last image check."""
-    prepared: Any = None
-    """``ApplyPlan`` from the server dry-run (Preview)."""
-    applied: Any = None
-    """``ApplyResult`` once Apply ran."""
+    prepared: ApplyPlan | None = None
+    """The server dry-run of the rendered plan (Preview)."""
+    applied: ApplyResult | None = None
+    """What the apply did, once Apply ran."""
     helm_command: str = ""
     """The ``helm upgrade`` whose values the Apply step saved (the change goes through it: Verify names it
     while the live policy does not hold the plan yet)."""
-    applied_for: Any = None
+    applied_for: ApplyPlan | None = None
     """The ``prepared`` dry-run that ``applied`` sent: the apply belongs to the plan on screen only while
     ``prepared`` is this very object (a changed answer or a new Preview makes another)."""
     path_checks: list[Check] | None = None
@@ -169,14 +189,10 @@ class WizardState:
     answer changes; :func:`screens.findings.overridden`)."""
     checks: list[Check] = field(default_factory=list)
     """Verification findings, in arrival order."""
-    log_lines: list[Any] = field(default_factory=list)
+    log_lines: list[LogLine] = field(default_factory=list)
     """Raw verification output (``LogLine``), kept for the exported report."""
     diagnosis: list[Check] = field(default_factory=list)
     """After a failed verification: why the failing nodes fail (``Cluster.diagnose``), for the panel and the report."""
-    step: str = steps.CONNECT.name
-    """The step on screen."""
-    load_errors: list[str] = field(default_factory=list)
-    """Problems found in the answers file, shown once the first step is up."""
 
     @property
     def facts(self) -> ClusterFacts | None:
@@ -201,17 +217,34 @@ class WizardState:
         if self.get(dotted) == value:
             return
         set_path(self.answers, dotted, value)
-        self.rendered = None
-        self.prepared = None
-        self.references = []
-        self.overrides = {}  # an override was given for the findings of the old answers
-        self.helm_command = ""  # the values it carries are the old answers'
-        if not dotted.startswith(("toolkit", "hostPaths")):
-            self.images = []  # the images (or their tags) may have changed
-        if dotted in ("mode", "driver.repository", "driver.source", "driver.image"):
-            self.registry_versions = None  # another registry's (or image's) tags
-        if dotted.startswith(("toolkit", "hostPaths", "mode")):
-            self.path_checks = None
+        self._reset(lambda owned: owned.stale_on(dotted))
+
+    def replace_answers(self, answers: dict[str, Any]) -> None:
+        """Every answer at once (prefilled from the live policy): what any answer makes stale is reset."""
+        self.answers = answers
+        self._reset(lambda owned: bool(owned.answers))
+
+    def adopt_cluster(self, cluster: Cluster | None) -> Cluster | None:
+        """Another cluster is connected (or none): what was learnt from the one before is reset; returns that one."""
+        old, self.cluster = self.cluster, cluster
+        self.info = cluster.info if cluster is not None else None
+        self._reset(lambda owned: owned.cluster)
+        return old
+
+    def reset_step(self, name: str) -> None:
+        """What step ``name`` owns, back to its defaults (the step runs its checks again)."""
+        from screens.flow import step_named
+
+        owned = step_named(name).owns
+        self._reset(lambda item: item in owned)
+
+    def _reset(self, stale: Callable[[Owned], bool]) -> None:
+        """Every owned field ``stale`` says is stale, back to its default (from :data:`screens.flow.OWNED`)."""
+        from screens.flow import OWNED
+
+        for owned in OWNED:
+            if stale(owned):
+                setattr(self, owned.field, _default(owned.field))
 
     def effective_answers(self) -> dict[str, Any]:
         """The answers the plan is made of: those of the steps that apply (a skipped step's fields were
@@ -353,8 +386,7 @@ class WizardState:
         """Start from the defaults: no answers of an earlier run, no resume point."""
         self.answers = {"version": 1}
         self.answers_doc = None
-        self.rendered = self.prepared = self.applied = self.applied_for = None
-        self.images, self.references = [], []
+        self._reset(lambda owned: owned.run)
         self.forget_progress()
 
     def forget_progress(self) -> None:
@@ -380,6 +412,17 @@ class WizardState:
         except OSError:
             return None
         return write_private(previous_path(self.answers_path), text)
+
+
+def _default(name: str) -> Any:
+    """The default of ``WizardState`` field ``name`` (a fresh one for a list or dict)."""
+    spec = _FIELDS[name]
+    if spec.default_factory is not MISSING:
+        return spec.default_factory()
+    return spec.default
+
+
+_FIELDS = {spec.name: spec for spec in fields(WizardState)}
 
 
 def _read_raw(path: Path) -> dict[str, Any] | None:

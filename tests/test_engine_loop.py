@@ -259,3 +259,59 @@ def test_full_collections_wait_for_an_idle_moment_and_come_back_afterwards() -> 
     finally:
         collector.resume_full_collections()
     assert gc.get_threshold() == before
+
+
+def test_the_interactive_policy_collects_only_when_the_user_and_the_process_are_idle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The TUI's collector policy (handed to it by wizard.launch): no full pass while the user types or while
+    the process computes (a render in a thread at 5,000 nodes), one once both are idle and one is due."""
+    clock = {"now": 1000.0, "cpu": 50.0}
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(
+        collector, "time", SimpleNamespace(monotonic=lambda: clock["now"], process_time=lambda: clock["cpu"])
+    )
+    monkeypatch.setattr(collector.gc, "get_count", lambda: (0, 0, collector.FULL_AFTER))
+    collected: list[int] = []
+    monkeypatch.setattr(collector.gc, "collect", lambda *a: collected.append(1) or 0)
+    monkeypatch.setattr(collector, "_last_full", 0.0)
+    before = gc.get_threshold()
+    policy = collector.InteractivePolicy()
+    policy.started()
+    try:
+        assert gc.get_threshold()[2] > 10**6 and gc.isenabled()
+        clock["now"] += 1
+        policy.user_input()
+        clock["now"] += policy.CHECK_S
+        assert not policy.check() and not collected  # a key 2 s ago: the user is there
+        clock["now"] += policy.CHECK_S
+        clock["cpu"] += policy.CHECK_S * 0.9  # a render in a thread, 90 % of a core
+        assert not policy.check() and not collected
+        clock["now"] += policy.CHECK_S
+        clock["cpu"] += 0.01
+        assert not policy.check() and not collected  # quiet for 2 s only: the work may go on
+        clock["now"] += policy.CHECK_S
+        clock["cpu"] += 0.01
+        assert policy.check() and collected == [1]  # idle user, idle process for 3 s and more: the deferred full pass
+    finally:
+        policy.ended()
+    assert gc.get_threshold() == before
+
+
+def test_screens_name_no_collector_policy() -> None:
+    """The TUI gets the collector policy from its entry point (wizard.launch); no screens module calls it."""
+    screens = Path(__file__).resolve().parent.parent / "screens"
+    named = [str(p) for p in screens.rglob("*.py") if "collector" in p.read_text(encoding="utf-8")]
+    assert named == []
+
+
+def test_the_tui_gets_the_collector_policy_from_its_entry_point(monkeypatch: pytest.MonkeyPatch) -> None:
+    import screens.app
+    from wizard import launch
+
+    handed: list[object] = []
+    monkeypatch.setattr(screens.app, "run", lambda args, memory=None: handed.append(memory) or 0)
+    monkeypatch.setattr("wizard.cli.common.check_tui_start", lambda **kwargs: None)  # no terminal under pytest
+    assert launch._start_the_tui([]) == 0
+    assert len(handed) == 1 and isinstance(handed[0], collector.InteractivePolicy)

@@ -188,6 +188,32 @@ def test_a_bug_ends_with_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
     assert "ZeroDivisionError" in (tmp_path / ".local" / "state" / "gpu-wizard" / "crash.log").read_text()
 
 
+#: sha256 of the Textual code the App's one private override relies on (``WizardApp._handle_exception``): the
+#: handler it extends, the traceback it replaces, and the printing of the exit renderables (Textual 8.2.8).
+TEXTUAL_EXCEPTION_PATH_SHA256 = "3603dd9b1d0dbc22e52fc9bd69a4c981e2bcd422bf4b728556804d8e4f99de4d"
+
+
+def test_the_one_private_textual_override_still_matches_textual() -> None:
+    """A new Textual that changes how an uncaught exception is handled fails here: read its code, check that
+    ``WizardApp._handle_exception`` still gives one line and the crash log, then record the new hash."""
+    import hashlib
+    import inspect
+
+    from textual.app import App
+
+    from screens.app import WizardApp
+
+    parts = (App._handle_exception, App._fatal_error, App._print_error_renderables)
+    digest = hashlib.sha256("".join(inspect.getsource(part) for part in parts).encode()).hexdigest()
+    assert digest == TEXTUAL_EXCEPTION_PATH_SHA256
+    private = sorted(
+        name
+        for name, value in vars(WizardApp).items()
+        if name.startswith("_") and not name.startswith("__") and callable(value) and hasattr(App, name)
+    )
+    assert private == ["_handle_exception"]  # the one override of a Textual private method, explained in app.py
+
+
 def test_first_frame_needs_no_engine_imports() -> None:
     code = (
         "import sys, screens.app\n"

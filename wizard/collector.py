@@ -19,6 +19,10 @@ cycles, so the collector has nothing to find in most of what the engine reads.
   for nothing (the TUI) takes the full collections, which an unfreeze would otherwise set off at a random
   moment, for itself: young generations are still collected as usual (cheap), the full pass runs when
   the user is idle and no read pauses the collector, at most once per ``min_interval_s``.
+* :class:`InteractivePolicy` — all of the above for an interactive front end, in one object its entry point
+  hands it (``wizard.launch`` gives one to the TUI): the collector back on at the first frame, full collections
+  deferred while it runs and taken when its user has pressed nothing for a while and the process computes
+  nothing (a render in a thread, a stream's burst), so the front end itself names no collector function.
 """
 
 from __future__ import annotations
@@ -146,3 +150,55 @@ def collect_if_idle(min_interval_s: float = 60.0) -> bool:
     _last_full = now
     gc.collect()
     return True
+
+
+class InteractivePolicy:
+    """The collector policy of an interactive front end, handed to it by its entry point (``wizard.launch``).
+
+    The front end says when its first frame is up (:meth:`started`), when its user gives input
+    (:meth:`user_input`), calls :meth:`check` every :attr:`CHECK_S` and :meth:`ended` when it closes; the policy
+    decides the rest. A full collection walks the whole heap in one stall (up to a second at 5,000 nodes): it
+    runs only when, for :attr:`IDLE_BEFORE_S`, the user has pressed nothing and the process used under
+    :attr:`BUSY_CPU_SHARE` of a core at each check — work under way (a render in a thread at 5,000 nodes, an
+    image check, a watch's burst) is no idle time, whether or not a run froze what it holds.
+    """
+
+    CHECK_S = 2.0
+    """How often the front end calls :meth:`check`."""
+    IDLE_BEFORE_S = 3.0
+    """How long the user must have pressed nothing before a full collection (young generations run as usual)."""
+    BUSY_CPU_SHARE = 0.05
+    """The share of a core the process used between two checks above which it is busy, not idle (an idle TUI
+    uses well under 1 %: docs/benchmarks.md)."""
+
+    def __init__(self) -> None:
+        self._last_input = time.monotonic()
+        self._last_busy = self._last_input
+        self._last_check = (self._last_input, time.process_time())
+
+    def started(self) -> None:
+        """The front end's first frame is up: the collector on (``wizard.launch`` paused it while the front end
+        loaded), its full passes deferred to idle times."""
+        gc.enable()
+        defer_full_collections()
+        self._last_check = (time.monotonic(), time.process_time())
+
+    def user_input(self) -> None:
+        """A key, a click, a scroll: the user is there; the full collection waits."""
+        self._last_input = time.monotonic()
+
+    def check(self) -> bool:
+        """The deferred full collection, if the user is idle, the process computes nothing and one is due
+        (:func:`collect_if_idle`); True when it collected."""
+        now, cpu = time.monotonic(), time.process_time()
+        then, cpu_then = self._last_check
+        self._last_check = (now, cpu)
+        if cpu - cpu_then > self.BUSY_CPU_SHARE * max(now - then, 1e-3):
+            self._last_busy = now
+        if now - max(self._last_input, self._last_busy) < self.IDLE_BEFORE_S:
+            return False
+        return collect_if_idle()
+
+    def ended(self) -> None:
+        """The front end closes: CPython's own full collections again."""
+        resume_full_collections()

@@ -27,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard.cli.main import main as cli_main
 
         return cli_main(words)
-    # Until the first frame (screens.app re-enables it on Textual's Ready) the cyclic collector would
+    # Until the first frame (the TUI's InteractivePolicy re-enables it then) the cyclic collector would
     # only rescan the modules and styles being loaded: none of that is garbage.
     gc.disable()
     try:
@@ -66,10 +66,11 @@ def _start_the_tui(words: list[str]) -> int:
         return EXIT_INVALID
     from screens.app import run
     from wizard import requestlog
+    from wizard.collector import InteractivePolicy
 
     log_file = tui_request_log(args)
     try:
-        return run(args)
+        return run(args, InteractivePolicy())  # the collector policy for the TUI, declared once in the engine
     finally:
         requestlog.close()
         if log_file is not None:

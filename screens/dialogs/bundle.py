@@ -1,18 +1,14 @@
-"""Preview's "Bundle…" dialog: which deployer (Helm, helmfile, Argo CD, Flux) and the folder to write it to."""
+"""Preview's "Bundle…" dialog: which deployer (Helm, helmfile, Argo CD, Flux) and the folder to write it to
+(the path asked and checked by :class:`~screens.dialogs.dialogs.PathPrompt`, as every path is)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
 
-from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Select
 
-from screens.dialogs.dialogs import _DIALOG_CSS, inside_session_folder
+from screens.dialogs.dialogs import _DIALOG_CSS, PathPrompt
 
 #: deployer -> its name in the list.
 DEPLOYER_TITLES = {"helm": "Helm (values + deploy script)", "helmfile": "helmfile", "argocd": "Argo CD Application",
@@ -28,12 +24,10 @@ def folder_problem(text: str) -> str:
         return f"{text} exists and is not an empty folder; give a new folder"
     if not target.parent.is_dir():
         return f"{target.parent} is not a folder"
-    if not inside_session_folder(target):
-        return "a classroom session keeps its files in its own folder: give a path under ~"
     return ""
 
 
-class BundleDialog(ModalScreen[tuple[str, str] | None]):
+class BundleDialog(PathPrompt[tuple[str, str]]):
     """Ask for a deployer and a new folder; returns (deployer, absolute folder), or None when cancelled."""
 
     DEFAULT_CSS = (
@@ -43,45 +37,23 @@ class BundleDialog(ModalScreen[tuple[str, str] | None]):
     BundleDialog #deployer { width: 1fr; }
     """
     )
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+    INPUT_ID = "folder"
+    ERROR_ID = "bundle-error"
 
     def __init__(self, default_folder: str) -> None:
-        super().__init__()
-        self._default = default_folder
+        super().__init__("Save a GitOps bundle of this plan", default_folder)
 
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label("Save a GitOps bundle of this plan", classes="dialog-title", markup=False)
-            yield Select(
-                [(title, name) for name, title in DEPLOYER_TITLES.items()],
-                value="helm",
-                allow_blank=False,
-                id="deployer",
-                compact=True,
-            )
-            yield Input(self._default, id="folder", compact=True)
-            yield Static("", id="bundle-error", markup=False)
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Cancel", id="cancel", compact=True)
-                yield Button("Save", id="save", variant="primary", compact=True)
+    def compose_choices(self) -> ComposeResult:
+        yield Select(
+            [(title, name) for name, title in DEPLOYER_TITLES.items()],
+            value="helm",
+            allow_blank=False,
+            id="deployer",
+            compact=True,
+        )
 
-    def on_mount(self) -> None:
-        self.query_one("#folder", Input).focus()
+    def path_problem(self, text: str, target: Path) -> str:
+        return folder_problem(text)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#cancel")
-    def _cancel(self) -> None:
-        self.dismiss(None)
-
-    @on(Button.Pressed, "#save")
-    @on(Input.Submitted, "#folder")
-    def _save(self) -> None:
-        text = self.query_one("#folder", Input).value.strip()
-        problem = folder_problem(text)
-        if problem:
-            self.query_one("#bundle-error", Static).update(problem)
-            return
-        deployer = str(self.query_one("#deployer", Select).value)
-        self.dismiss((deployer, str(Path(text).expanduser().absolute())))
+    def result(self, target: Path) -> tuple[str, str]:
+        return str(self.query_one("#deployer", Select).value), str(target.absolute())

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -27,6 +27,8 @@ from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
     from rich.markdown import Markdown as RichMarkdown
+
+ResultT = TypeVar("ResultT")
 
 _DIALOG_CSS = """
 {name} {{
@@ -209,15 +211,14 @@ def inside_session_folder(target: Path) -> bool:
     return target.resolve().is_relative_to(Path(boundary).resolve())
 
 
-class PathDialog(ModalScreen[str | None]):
-    """Ask for a file to write; returns the absolute path, or None when cancelled."""
+class PathPrompt(ModalScreen[ResultT]):
+    """Ask for a path to write to, prefilled and checked on Save: the one path-asking dialog (a file:
+    :class:`PathDialog`; a folder and its deployer: ``screens.dialogs.bundle.BundleDialog``)."""
 
-    DEFAULT_CSS = (
-        _DIALOG_CSS.format(name="PathDialog", border="$primary")
-        + """
-    PathDialog #path-error { color: $error; height: auto; }
-    """
-    )
+    INPUT_ID: ClassVar[str] = "path"
+    """The path's Input (tests and CSS name it)."""
+    ERROR_ID: ClassVar[str] = "path-error"
+    """Where the reason a path is refused is shown."""
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(self, title: str, default: str) -> None:
@@ -228,14 +229,27 @@ class PathDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(self._title, classes="dialog-title", markup=False)
-            yield Input(self._default, id="path", compact=True, max_length=MAX_FIELD_CHARS)
-            yield Static("", id="path-error", markup=False)
+            yield from self.compose_choices()
+            yield Input(self._default, id=self.INPUT_ID, compact=True, max_length=MAX_FIELD_CHARS)
+            yield Static("", id=self.ERROR_ID, markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel", compact=True)
                 yield Button("Save", id="save", variant="primary", compact=True)
 
+    def compose_choices(self) -> ComposeResult:
+        """Widgets above the path (none by default)."""
+        yield from ()
+
+    def path_problem(self, text: str, target: Path) -> str:
+        """Why ``target`` (typed as ``text``) cannot be written ("" when it can); the session folder is checked after."""
+        raise NotImplementedError
+
+    def result(self, target: Path) -> ResultT:
+        """What the dialog returns for an accepted path."""
+        raise NotImplementedError
+
     def on_mount(self) -> None:
-        self.query_one("#path", Input).focus()
+        self.query_one(f"#{self.INPUT_ID}", Input).focus()
 
     def action_cancel(self) -> None:
         self.dismiss(None)
@@ -245,20 +259,37 @@ class PathDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
     @on(Button.Pressed, "#save")
-    @on(Input.Submitted, "#path")
+    @on(Input.Submitted)
     def _save(self) -> None:
-        text = self.query_one("#path", Input).value.strip()
+        text = self.query_one(f"#{self.INPUT_ID}", Input).value.strip()
         target = Path(text).expanduser()
-        problem = ""
-        if not text:
-            problem = "give a file name"
-        elif target.is_dir():
-            problem = f"{text} is a folder; give a file name inside it"
-        elif target.parent.exists() and not target.parent.is_dir():
-            problem = f"{target.parent} is not a folder"
-        elif not inside_session_folder(target):
+        problem = self.path_problem(text, target)
+        if not problem and not inside_session_folder(target):
             problem = "a classroom session keeps its files in its own folder: give a path under ~"
         if problem:
-            self.query_one("#path-error", Static).update(problem)
+            self.query_one(f"#{self.ERROR_ID}", Static).update(problem)
             return
-        self.dismiss(str(target.absolute()))
+        self.dismiss(self.result(target))
+
+
+class PathDialog(PathPrompt[str]):
+    """Ask for a file to write; returns the absolute path, or None when cancelled."""
+
+    DEFAULT_CSS = (
+        _DIALOG_CSS.format(name="PathDialog", border="$primary")
+        + """
+    PathDialog #path-error { color: $error; height: auto; }
+    """
+    )
+
+    def path_problem(self, text: str, target: Path) -> str:
+        if not text:
+            return "give a file name"
+        if target.is_dir():
+            return f"{text} is a folder; give a file name inside it"
+        if target.parent.exists() and not target.parent.is_dir():
+            return f"{target.parent} is not a folder"
+        return ""
+
+    def result(self, target: Path) -> str:
+        return str(target.absolute())

@@ -31,6 +31,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, Checkbox, Label, Static
 
 from screens.apply_text import changes, warnings
+from screens.host import SaveProgress
 from screens.state import display_path
 from screens.steps.base import StepScreen
 from screens.widgets.rolloutview import RolloutView
@@ -150,11 +151,8 @@ class ApplyStep(StepScreen):
     def on_upgrade_plan_view_policy_changed(self, event: UpgradePlanView.PolicyChanged) -> None:
         """A new upgradePolicy: into the answers (validated), then render and dry-run again."""
         event.stop()
-        state = self.state
-        images = state.images  # the policy changes no image: keep the registry's answers
-        state.set("driver.upgradePolicy", event.policy)
-        state.images = images
-        self.wizard.save_progress(self.STEP)
+        self.state.set("driver.upgradePolicy", event.policy)  # the images stay (flow.py: no image changes with it)
+        self.post_message(SaveProgress(self.STEP))
         self.redo_dry_run()
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
@@ -322,6 +320,7 @@ class ApplyStep(StepScreen):
         self.query_one(RolloutView).say("[$accent]… backing up and applying[/]")
         allow = self.query_one("#allow-unverified", Checkbox).value
         sending = state.prepared
+        assert sending is not None  # Apply is offered only for a dry-run (blocker)
         try:
             state.applied = await state.connected().apply(
                 sending, backup_dir=self.wizard.backup_dir, allow_unverified_preinstalled=allow
@@ -334,7 +333,7 @@ class ApplyStep(StepScreen):
             self.refresh_nav()
             return
         state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
-        self.wizard.save_progress(self.STEP)
+        self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
 
@@ -387,12 +386,14 @@ class ApplyStep(StepScreen):
         state.preflight = await cluster.preflight(state.valid_plan(), install_operator=True)  # Helm owns it now
         self._owner, self._install = self._ownership(), None
         state.applied_for, self._sent, self._advice, self._told_ready = state.prepared, True, [], False
-        self.wizard.save_progress(self.STEP)
+        self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()
 
     def _applied_text(self) -> None:
         result = self.state.applied
+        if result is None:
+            return
         said = result.message or ", ".join(result.objects)
         head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
         self.query_one("#change-title", Label).update("What was sent")
@@ -434,7 +435,7 @@ class ApplyStep(StepScreen):
             if self._told_ready is False:  # once, for the apply made on this visit (a revisit was told before)
                 self._told_ready = True
                 self.notify("The operator reports the driver ready. Verify next.", title="Rollout")
-            self.wizard.save_progress(VERIFY.name)
+            self.post_message(SaveProgress(VERIFY.name))
         elif self._rollout is not None and self._rollout.phase == "failed":
             await self._diagnose(self._rollout)
         view = self.query_one(UpgradePlanView)
@@ -464,12 +465,12 @@ class ApplyStep(StepScreen):
 
     def _undo_command(self) -> str:
         """The rollback of this visit's apply, when it changed something ("" otherwise: a no-op undoes nothing)."""
-        state = self.state
-        if not self._sent or not state.applied.ok or not state.applied_for.changed:
+        applied, sent = self.state.applied, self.state.applied_for
+        if not self._sent or applied is None or sent is None or not applied.ok or not sent.changed:
             return ""
-        if state.applied.objects and state.applied.objects[0].startswith("helm release"):
+        if applied.objects and applied.objects[0].startswith("helm release"):
             return ""  # an install: nothing to roll back to (helm uninstall removes the operator)
-        return f"gpu-wizard rollback --backup {display_path(state.applied.backup_path)}"
+        return f"gpu-wizard rollback --backup {display_path(applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:
         self.query_one(RolloutView).show(status, sent=self._sent, advice=self._advice)

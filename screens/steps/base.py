@@ -10,7 +10,7 @@ becomes an :class:`~screens.dialogs.ErrorDialog` saying what to do.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -25,13 +25,13 @@ from screens import keys
 from screens.errors import describe_error
 from screens.flow import STEPS, neighbour, step_named
 from screens.focusrow import MarksFocusedRow
+from screens.host import Finish, ShowHelp, WizardHost, host_of
 from screens.widgets.chrome import KeyHints, NavBar, StepStrip, TopBar
 
 #: How long the "Not yet" toast stays; the same refusal is not repeated while it shows.
 REFUSAL_TOAST_SECONDS = 5.0
 
 if TYPE_CHECKING:
-    from screens.app import WizardApp
     from screens.state import WizardState
 
 
@@ -50,6 +50,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
     _shown_before = False
     _leaving = False
     """A Navigate is on its way: keys from now on belong to the step shown next."""
+    _host: WizardHost | None = None
 
     BINDINGS: ClassVar[list[Binding]] = [  # type: ignore[assignment]
         Binding(keys.BACK.terminal, "back", "Back"),
@@ -84,9 +85,11 @@ class StepScreen(MarksFocusedRow, Screen[None]):
             super().__init__()
 
     @property
-    def wizard(self) -> WizardApp:
-        """The App, typed."""
-        return cast("WizardApp", self.app)
+    def wizard(self) -> WizardHost:
+        """What this step may ask of the App (:class:`~screens.host.WizardHost`); what it tells the App is a message."""
+        if self._host is None:
+            self._host = host_of(self.app)
+        return self._host
 
     @property
     def leaving(self) -> bool:
@@ -127,7 +130,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
             event.refresh_styles = False  # read by Textual's own handler, which runs after this one
             if self.wizard.pending_moves:
                 self.call_after_refresh(self._replay_pending_moves)
-        self.call_after_refresh(self.wizard.input_order.release)  # keys typed while the step before was left
+        self.call_after_refresh(self.wizard.release_input)  # keys typed while the step before was left
 
     def on_resize(self, event: events.Resize) -> None:
         """A resize to the size the screen is laid out at already: Textual's layout again would change nothing.
@@ -220,7 +223,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
                 self.app.bell()
                 self.notify(f"{step_named(self.STEP).title} is the first step: there is none before it", title="Back")
             else:
-                self.wizard.finish()
+                self.post_message(Finish())
             return
         self._leaving = True
         self.post_message(self.Navigate(target.name))
@@ -282,7 +285,7 @@ class StepScreen(MarksFocusedRow, Screen[None]):
         return self.HELP or step_help(self.STEP, web=self.wizard.web)
 
     def action_help(self) -> None:
-        self.wizard.show_help(step_named(self.STEP).title, self.help_text())
+        self.post_message(ShowHelp(step_named(self.STEP).title, self.help_text()))
 
     def show_error(self, error: BaseException, title: str = "") -> None:
         """Show an error as a dialog saying what to do."""

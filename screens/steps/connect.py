@@ -20,7 +20,6 @@ from textual.widgets import Button, Label, Select, Static
 from textual.widgets.select import InvalidSelectValueError
 from textual.worker import Worker
 
-from screens import resume
 from screens.state import import_facade, tildify
 from screens.steps.base import StepScreen
 from screens.widgets.checks import CheckList
@@ -78,7 +77,7 @@ class ConnectStep(StepScreen):
         """Options for a Select still mounting, applied once it is mounted."""
         self.refresh_nav()
         # Importing the engine holds the GIL; let the first frame reach the terminal before it starts.
-        self.wizard.idle.after_first_frame(self._start)
+        self.wizard.after_first_frame(self._start)
 
     def _start(self) -> None:
         state = self.state
@@ -277,7 +276,7 @@ class ConnectStep(StepScreen):
         state.preflight = await cluster.preflight(state.plan(), install_operator=True)
         self._show_connected()
         self.find_live_findings()
-        await resume.offer_resume(app)
+        await app.offer_resume()
         app.prefill_from_live()
         self._operand_registry_from_operator()
         await self._replay_when_settled()

@@ -20,6 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Label, Select, Static
 
+from screens.state import import_facade
 from screens.steps.driver_catalog import (
     catalog_marks,
     catalog_options,
@@ -34,7 +35,6 @@ from screens.widgets.offers import RegistryOffers
 from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
-from wizard import collector
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -262,25 +262,32 @@ class DriverStep(FormStep):
             self._follow_version(event.offer.version)
         self.answers_changed()
 
+    async def _source_tags(self, source: str, image: str) -> list[str] | None:
+        """The tags ``source/image`` holds; None on a demo without a registry or an unreachable one (the
+        version and branch fields still take what is typed)."""
+        from wizard.engine.registry_routes import repository_host
+
+        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
+            if registry is None:
+                return None
+            try:
+                return await registry.list_tags(f"{source}/{image}")
+            except Exception:  # an unreachable registry: say nothing, as a registry that holds no tags
+                return None
+
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_upstream_versions(self) -> None:
         """Offer the versions the registry holds for every GPU node's OS (``580.126.20-ubuntu22.04``): the one the
         cluster pulls from when named (an air-gapped cluster reaches only its mirror), else the source."""
-        from wizard.engine.registry_routes import repository_host
-
         state = self.state
         source = str(state.get("driver.repository") or state.get("driver.source") or "")
         image = str(state.get("driver.image") or "driver")
         tag_oses = self._tag_oses()
         if not source or not tag_oses:
             return
-        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
-            if registry is None:
-                return
-            try:
-                tags = await registry.list_tags(f"{source}/{image}")
-            except Exception:  # an unreachable registry: the field still takes a typed version
-                return
+        tags = await self._source_tags(source, image)
+        if tags is None:
+            return
         versions = upstream_versions(tags, tag_oses)
         self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
@@ -309,7 +316,6 @@ class DriverStep(FormStep):
         (``580-5.15.0-1063-nvidia-ubuntu22.04``), beside the bundled catalog's: on Ubuntu and RHEL the catalog
         knows no tuple, and the user was left to guess ``580``."""
         from wizard.engine.precompiled_tags import held_branches
-        from wizard.engine.registry_routes import repository_host
 
         state = self.state
         source = str(state.get("driver.repository") or state.get("driver.source") or "")
@@ -319,13 +325,9 @@ class DriverStep(FormStep):
             return
         release = str(state.get("operator.version") or "")
         groups = [(g.kernel, g.tag_os) for g in facts.groups(release)] if release else []
-        async with self.wizard.open_registry(hosts=[repository_host(source)]) as registry:
-            if registry is None:
-                return
-            try:
-                tags = await registry.list_tags(f"{source}/{image}")
-            except Exception:  # an unreachable registry: the field still takes a typed branch
-                return
+        tags = await self._source_tags(source, image)
+        if tags is None:
+            return
         branches = held_branches(tags, groups, release)  # the release's own branch first, as answers init takes it
         if not branches:
             return
@@ -427,11 +429,6 @@ class DriverStep(FormStep):
 
     @work(exclusive=True, group="images", exit_on_error=False)
     async def check_images(self, delay: float = CHECK_DELAY) -> None:
-        """See :meth:`_check_images_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
-        with collector.frozen():
-            await self._check_images_body(delay)
-
-    async def _check_images_body(self, delay: float = CHECK_DELAY) -> None:
         """Render the plan and ask the registry about every group's image (debounced)."""
         await self._rest_mounted.wait()  # the mirror plan and the support request are shown below the first view
         state = self.state
@@ -445,14 +442,15 @@ class DriverStep(FormStep):
         from screens.findings import unheld_sources
         from wizard.engine.mirror import mark_unheld
         from wizard.engine.registry_routes import registry_hosts
-        from wizard.engine.render import mirror_script, render
+        from wizard.engine.render import mirror_script
 
         waited = 0.0
         if delay and len(facts.nodes) > RENDER_AT_ONCE_MAX_NODES:
             await asyncio.sleep(delay)  # a newer keystroke cancels this worker here, before any CPU is spent
             waited = delay
-        try:  # in a thread: costly for thousands of nodes
-            rendered = await asyncio.to_thread(render, plan, facts)
+        facade = await asyncio.to_thread(import_facade)
+        try:  # in a thread: costly for thousands of nodes (the facade's render carries the engine's memory policy)
+            rendered = await facade.render_plan(plan, facts)
         except ValueError as exc:  # a node whose facts break Kubernetes' grammars (NodeFactsError): say which
             groups.update(f"[$error]✗ {escape(str(exc))}[/]")
             self.refresh_nav()

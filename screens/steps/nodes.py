@@ -164,7 +164,7 @@ class NodesStep(StepScreen):
     @work(exclusive=True, group="nodes", exit_on_error=False)
     async def discover(self, refresh: bool) -> None:
         """Discover the nodes (unless known), then follow the watch until the step is left."""
-        await self._discover(refresh)  # the facade's discover and watch keep the collector off the nodes
+        await self._discover(refresh)  # the facade's discover and watch carry the engine's memory policy
 
     async def _discover(self, refresh: bool) -> None:
         state = self.state

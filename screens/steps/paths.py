@@ -188,7 +188,7 @@ class PathsStep(FormStep):
 
         results = self.query_one("#path-checks", PathResults)
         results.start("checking: a probe pod on each GPU node")
-        self.state.path_checks = None
+        self.state.reset_step(self.STEP)  # the checks of the paths before
         self.refresh_nav()
         nodes, covered = auto_nodes(self.state) if sampled else (None, "")
         checks: list[Any] = [Check("sample", Status.SKIP, covered)] if covered else []

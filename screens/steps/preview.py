@@ -20,11 +20,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Static, TabbedContent, TabPane
 
-from screens.state import display_path
+from screens.state import display_path, import_facade
 from screens.steps.base import StepScreen
 from screens.widgets.code import CodeView, Language, highlight
 from screens.widgets.toggles import Tick
-from wizard import collector
 
 #: The tab shown first: the only one whose view is composed with the step.
 FIRST_TAB = "tab-policy"
@@ -170,17 +169,11 @@ class PreviewStep(StepScreen):
     # worker's description, and the repr of 5,000 nodes' facts held the event loop.
     @work(exclusive=True, group="render", exit_on_error=False, description="render the plan")
     async def render_plan(self, plan: Any, facts: Any) -> None:
-        """See :meth:`_render_plan_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
-        with collector.frozen():
-            await self._render_plan_body(plan, facts)
-
-    async def _render_plan_body(self, plan: Any, facts: Any) -> None:
         """Render and lay out the tabs in a thread (costly at 5,000 nodes: never on the event loop), then dry-run."""
-        from wizard.engine.render import render
-
         state = self.state
-        try:
-            rendered = await asyncio.to_thread(render, plan, facts)
+        facade = await asyncio.to_thread(import_facade)
+        try:  # in a thread (the facade's render carries the engine's memory policy)
+            rendered = await facade.render_plan(plan, facts)
         except ValueError as exc:
             self._rendering = False
             self._verdict("")
@@ -232,24 +225,21 @@ class PreviewStep(StepScreen):
 
     @work(exclusive=True, group="dry-run", exit_on_error=False)
     async def dry_run(self) -> None:
-        """See :meth:`_dry_run_body`; the collector skips what existed before it meanwhile (``wizard.collector``)."""
-        with collector.frozen():
-            await self._dry_run_body()
-
-    async def _dry_run_body(self) -> None:
         """Server-side dry-run of every object, and the diff against the live ones."""
         state = self.state
         self._verdict("[$accent]… server dry-run running[/]")
         self.refresh_nav()
         cluster = state.connected()
-        plan = state.rendered.plan
+        rendered = state.rendered
+        assert rendered is not None  # the dry run follows the render (render_plan)
+        plan = rendered.plan
         installs = bool(getattr(state.preflight, "installs_operator", False))
-        prepared = cluster.preview_install(state.rendered) if installs else await cluster.prepare_apply(state.rendered)
+        prepared = cluster.preview_install(rendered) if installs else await cluster.prepare_apply(rendered)
         state.references = list(await cluster.reference_checks(plan))
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
-                    state.images = list(await cluster.check_images(state.rendered, registry))
+                    state.images = list(await cluster.check_images(rendered, registry))
         from screens.steps.paths import auto_check, auto_nodes
 
         if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished

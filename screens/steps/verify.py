@@ -23,6 +23,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import Button, Label, Log, Static
 
+from screens.host import Verified
 from screens.steps.base import StepScreen
 from screens.widgets.diagnosis import DiagnosisPanel
 from screens.widgets.rowtable import RowTable
@@ -118,7 +119,7 @@ class VerifyStep(StepScreen):
     def _export(self) -> None:
         from screens.report import export_report
 
-        export_report(self.wizard)
+        export_report(self.app)
 
     @work(exclusive=True, group="verify", exit_on_error=False)
     async def verify(self) -> None:
@@ -127,7 +128,7 @@ class VerifyStep(StepScreen):
         table = self.query_one(RowTable)
         table.clear()
         self.query_one(Log).clear()
-        state.checks, state.log_lines, state.diagnosis = [], [], []
+        state.reset_step(self.STEP)  # the checks, the log and the diagnosis of the run before
         self.query_one(DiagnosisPanel).show([])
         self._reset_view()
         self._verifying = True
@@ -164,7 +165,7 @@ class VerifyStep(StepScreen):
         log.write_lines(printable(check.line()) for check in tail)
         self.call_after_refresh(log.scroll_end, animate=False)  # the tail, once the table above has its final height
         verified = self.verified()
-        self.wizard.exit_code = 0 if verified else 1
+        self.post_message(Verified(verified))
         self._summary()
         self.refresh_nav()
         if verified:
@@ -263,7 +264,7 @@ class VerifyStep(StepScreen):
     def _save_log(self) -> None:
         from screens.report import save_full_log
 
-        save_full_log(self.wizard)
+        save_full_log(self.app)
 
     @on(RowTable.RowSelected, "#verify-table")
     def _node_in_full(self, event: RowTable.RowSelected) -> None:
@@ -380,7 +381,7 @@ class VerifyStep(StepScreen):
 
     def _runnable(self, hint: str) -> str:
         """A hint naming kubectl, made runnable: an in-process demo has no kubeconfig unless told where it is."""
-        demo = getattr(self.wizard, "_demo_cluster", None)
+        demo = self.wizard.demo_cluster
         if "kubectl" not in hint or demo is None:
             return hint
         from screens.state import display_path

@@ -10,7 +10,7 @@ chosen yet). It is never set without the user's press: the step takes a :class:`
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -18,8 +18,10 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Button, Static
 
+from screens.host import host_of
+from screens.state import import_facade
+
 if TYPE_CHECKING:
-    from screens.app import WizardApp
     from wizard.engine.defaults import RegistryOffer
 
 
@@ -54,9 +56,8 @@ class RegistryOffers(Horizontal):
         from wizard.engine.defaults import registry_offers, search_answers
         from wizard.engine.naming import image_tag
         from wizard.engine.plan import Plan
-        from wizard.engine.render import render
 
-        app = cast("WizardApp", self.app)
+        app = host_of(self.app)
         state = app.state
         self.display, self.offer = False, None
         await asyncio.sleep(delay)
@@ -68,7 +69,8 @@ class RegistryOffers(Horizontal):
             plan = Plan.model_validate(trial)
         except ValueError:
             return
-        rendered = await asyncio.to_thread(render, plan, facts)
+        facade = await asyncio.to_thread(import_facade)
+        rendered = await facade.render_plan(plan, facts)
         groups = {(image_tag(e.image), e.kernel, e.tag_os) for e in rendered.node_images if e.image}
         operator_image = str(getattr(state.preflight, "operator_image", "") or "")
         hosts = cluster.private_registries(plan.driver.registryMirrors, operator_image)

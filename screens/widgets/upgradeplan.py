@@ -10,7 +10,7 @@ this widget; a plan that cannot be read says why in place (a check that could no
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from rich.markup import escape
 from textual import on, work
@@ -19,8 +19,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Button, Label, Static
 
-if TYPE_CHECKING:
-    from screens.app import WizardApp
+from screens.host import host_of
 
 #: Line prefixes of the plan text and the colour each is shown in.
 _STYLES = (("note:", "$warning"), ("mirror:", "$warning"), ("Owner:", "$warning"))
@@ -72,7 +71,7 @@ class UpgradePlanView(Vertical):
         """The policy to edit: the plan's, else the live one's, else the chart's defaults (answers form)."""
         from wizard.engine.plan import UpgradePolicySpec, upgrade_policy_answers
 
-        state = cast("WizardApp", self.app).state
+        state = host_of(self.app).state
         planned = state.get("driver.upgradePolicy")
         if isinstance(planned, dict):
             return planned
@@ -87,7 +86,7 @@ class UpgradePlanView(Vertical):
     def _edit(self) -> None:
         from screens.widgets.policyform import UpgradePolicyDialog
 
-        state = cast("WizardApp", self.app).state
+        state = host_of(self.app).state
 
         def saved(policy: dict[str, Any] | None) -> None:
             if policy is not None:
@@ -105,7 +104,7 @@ class UpgradePlanView(Vertical):
         from screens.errors import describe_error
 
         self.display = True
-        wizard = cast("WizardApp", self.app)
+        wizard = host_of(self.app)
         state = wizard.state
         target = state.plan()
         if target is None or state.cluster is None:

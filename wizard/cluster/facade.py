@@ -147,6 +147,19 @@ def open_registry(
     )
 
 
+async def render_plan(plan: Plan, facts: ClusterFacts) -> Rendered:
+    """``wizard.engine.render.render`` in a thread (thousands of nodes: never on the event loop), as one frozen run:
+    a full collection meanwhile (the TUI's, when its user waits) skips the heap that existed before it. A front
+    end's render (the Driver step's images, Preview, the registry offers) comes this way, the collector policy
+    with it; ValueError as from ``render``."""
+    import asyncio
+
+    from wizard.engine.render import render
+
+    with collector.frozen():
+        return await asyncio.to_thread(render, plan, facts)
+
+
 async def start_demo(scenario: str, *, step_delay: float = 0.0) -> Any:
     """Start the built-in demo cluster on this loop; the caller leaves it with ``await demo.__aexit__(...)``.
 
