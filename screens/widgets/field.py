@@ -104,7 +104,9 @@ class AnswerField(Vertical):
         if message == self._error_shown:
             return
         self._error_shown = message
-        note = self.query_one(".field-note", Static)
+        note = self._note()
+        if note is None:  # not yet composed (a worker's answer met the form mounting): on_mount shows it
+            return
         note.update(f"✗ {message}" if message else self.hint)
         note.set_class(bool(message), "-error")
         self.set_class(bool(message), "-invalid")
@@ -115,13 +117,18 @@ class AnswerField(Vertical):
         if hint == self.hint:
             return
         self.hint = hint
-        if self.is_mounted and not self._error_shown:
-            note = self.query_one(".field-note", Static)
+        note = self._note()
+        if note is not None and not self._error_shown:
             note.update(hint)
             note.display = bool(hint)
 
+    def _note(self) -> Static | None:
+        """The note under the input; None before the field is composed."""
+        return next(self.query(".field-note").results(Static), None)
+
     def on_mount(self) -> None:
-        self.query_one(".field-note", Static).display = bool(self.hint)
+        message, self._error_shown = self._error_shown, None
+        self.show_error(message or "")
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
