@@ -31,6 +31,8 @@ class Feed(Generic[T]):
         self.cache = cache
         self.task: asyncio.Task[None] | None = None
         self._followers: set[asyncio.Queue[tuple[str, T]]] = set()
+        self._listing = asyncio.Lock()
+        """Readers that arrive while the first list runs wait for it instead of listing too."""
 
     @property
     def watching(self) -> bool:
@@ -40,9 +42,10 @@ class Feed(Generic[T]):
     async def current(self) -> dict[str, T]:
         """The objects, by name: what the session's watch keeps current; the first read lists them (swapped in
         whole) and starts that watch from the list's resourceVersion (so does the first read after it failed)."""
-        if not self.watching:
-            await self.cache.relist(report=False)
-            self._start()
+        async with self._listing:
+            if not self.watching:
+                await self.cache.relist(report=False)
+                self._start()
         return self.cache.objects
 
     def _start(self) -> None:
