@@ -18,7 +18,7 @@ import contextlib
 import logging
 import math
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -205,26 +205,31 @@ class ProbePod:
             self.namespace, probe_pod(self.node, self.namespace, self.image, run_id=self.run_id)
         )
         self.name = str(created["metadata"]["name"])
-        pod: Mapping[str, Any] = created
-        version = str(created["metadata"].get("resourceVersion") or "")
         why = "Pending"
         try:
             async with asyncio.timeout(self.timeout):
-                while True:
-                    state, why = _probe_state(pod)
-                    if state == "running":
-                        return Shell(self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout)
-                    if state == "failed":
-                        raise ClusterError(
-                            f"probe pod on {self.node} cannot start ({why})",
-                            f"the probe image {self.image} must be pullable on the node; pass --probe-image with a mirrored copy",
-                        )
-                    pod, version = await self._next(version)
+                states = self._states(created)
+                async with contextlib.aclosing(states):
+                    async for pod in states:
+                        state, why = _probe_state(pod)
+                        if state == "running":
+                            return Shell(
+                                self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout
+                            )
+                        if state == "failed":
+                            raise ClusterError(
+                                f"probe pod on {self.node} cannot start ({why})",
+                                f"the probe image {self.image} must be pullable on the node; pass --probe-image with a mirrored copy",
+                            )
         except TimeoutError:
-            raise ClusterError(f"probe pod on {self.node} did not start within {self.timeout:g}s ({why})") from None
+            pass
+        raise ClusterError(f"probe pod on {self.node} did not start within {self.timeout:g}s ({why})")
 
-    async def _next(self, version: str) -> tuple[Mapping[str, Any], str]:
-        """The pod's next state, from a watch of that one pod after ``version`` (read once if the version is too old)."""
+    async def _states(self, created: Mapping[str, Any]) -> AsyncGenerator[Mapping[str, Any], None]:
+        """The pod as created, then each state a watch of that one pod reports (opened again when the server ends
+        it; the pod read once when its version is too old to resume from)."""
+        yield created
+        version = str(created["metadata"].get("resourceVersion") or "")
         while True:
             events = self.gateway.watch_resource(
                 "pods",
@@ -238,16 +243,15 @@ class ProbePod:
                     async for kind, pod in stream:
                         version = str((pod.get("metadata") or {}).get("resourceVersion") or version)
                         if kind == "DELETED":
-                            break
+                            raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started")
                         if kind in ("ADDED", "MODIFIED"):
-                            return pod, version
-                    else:
-                        continue  # the watch ran its course: open it again from where it was
+                            yield pod
             except Gone:
                 read = await self.gateway.read_pod(self.namespace, self.name)
-                if read is not None:
-                    return read, str(read["metadata"].get("resourceVersion") or "")
-            raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started")
+                if read is None:
+                    raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started") from None
+                version = str(read["metadata"].get("resourceVersion") or "")
+                yield read
 
     async def __aexit__(self, *exc: object) -> None:
         if self.name:
