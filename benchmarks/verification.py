@@ -154,6 +154,7 @@ async def measure(
 ) -> dict[str, Any]:
     from wizard.cluster.facade import Cluster
     from wizard.cluster.hostprobe import _per_node_pods, run_on_hosts
+    from wizard.cluster.proving import verify_context
     from wizard.engine.plan import Plan
     from wizard.engine.render import render
     from wizard.engine.results import Check
@@ -223,7 +224,7 @@ async def measure(
 
         if watch is not None:
             watch.phase = "host checks"
-        ctx = await cluster._verify_context(plan, None, registry=None, timeout=120)
+        ctx = await verify_context(cluster.session, plan, None, registry=None, timeout=120)
         steps = ctx.host_steps()
         facts = await cluster.discover()
         nodes = sorted(n.name for n in facts.gpu_nodes)

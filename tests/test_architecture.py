@@ -8,6 +8,7 @@ sibling modules import each other.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,10 @@ def test_every_import_contract_is_kept() -> None:
     done = subprocess.run([str(lint_imports), "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "BROKEN" not in done.stdout and " KEPT" in done.stdout
+
+
+DOORS = ("wizard.cluster.gateway.kube", "wizard.cluster.facade")
+"""The two modules a contract may name: kubernetes' one importer, and the cluster room's one door."""
 
 
 def _contracts() -> list[dict[str, list[str]]]:
@@ -53,4 +58,25 @@ def test_a_new_module_needs_no_list() -> None:
         for key in ("source_modules", "forbidden_modules", "protected_modules", "allowed_importers", "layers"):
             for module in contract.get(key, []):
                 deep = any(part.count(".") > 1 for part in module.split(" | "))
-                assert not deep or module == "wizard.cluster.gateway.kube", (contract["name"], module)
+                assert not deep or module in DOORS, (contract["name"], module)
+
+
+def test_no_cluster_implementation_takes_the_facade() -> None:
+    """The facade hands its implementations its Session, never itself (issue 38): a call that passes the facade's
+    ``self`` to another module's function gives that module the front ends' door and the state behind it (the
+    implementations once wrote ``cluster.host_verified |= …`` into it). The import contract keeps them from
+    importing it; this keeps the facade from handing itself over."""
+    contract = _contract("No cluster implementation imports the facade")
+    assert contract["type"] == "protected" and contract["protected_modules"] == ["wizard.cluster.facade"]
+    tree = ast.parse((ROOT / "wizard" / "cluster" / "facade.py").read_text())
+    cluster = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Cluster")
+    local = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    handed = [
+        f"facade.py:{call.lineno}: {ast.unparse(call.func)}(self, …)"
+        for call in ast.walk(cluster)
+        if isinstance(call, ast.Call)
+        and not (isinstance(call.func, ast.Name) and call.func.id in local)  # the module's own open_registry
+        and not (isinstance(call.func, ast.Attribute) and ast.unparse(call.func.value) == "self")
+        and any(isinstance(arg, ast.Name) and arg.id == "self" for arg in call.args)
+    ]
+    assert handed == [], "hand the implementations self.session, not the facade:\n" + "\n".join(handed)

@@ -22,6 +22,9 @@ OPERATOR_LITERALS = (
     '"k8s-driver-manager"',
     '"app=nvidia-operator-validator"',
     '"nvidia-driver-daemonset"',
+    # the driver selector split in two (a backup's label check, the leftovers rule once wrote it so)
+    '"app.kubernetes.io/component", "nvidia-driver"',
+    '= "nvidia-driver"',
 )
 
 

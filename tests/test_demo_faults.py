@@ -43,16 +43,17 @@ async def test_drop_after_acting_hides_an_answer_the_server_gave(faults_demo: De
 
 async def test_watch_expiry_and_latency_are_counted_within_the_budget(faults_demo: DemoClusterThread) -> None:
     async with connected(faults_demo, timeout=0.3) as cluster:
-        await cluster.discover()
+        # plain lists (discover would start the session's node watch, which would spend the budget)
+        listed = await cluster.gateway.list_page("nodes")
         faults_demo.faults.watch_expiry_s, faults_demo.faults.budget = 0.2, 1
-        events = cluster.gateway.watch_nodes(cluster._nodes_rv, timeout_seconds=1)
+        events = cluster.gateway.watch_nodes(listed["metadata"]["resourceVersion"], timeout_seconds=1)
         with pytest.raises(ClusterError, match="watch expired"):
             async for _ in events:
                 pass
         assert faults_demo.faults.injected == {"watch_expiry": 1}
         faults_demo.faults.latency_ms, faults_demo.faults.budget, faults_demo.faults.watch_expiry_s = 1000, 1, 0
         with pytest.raises(ClusterError, match=r"within 0\.3s"):
-            await cluster.discover()
+            await cluster.gateway.list_page("nodes")
         await asyncio.sleep(0.8)  # let the slow request finish on the server
-        assert len((await cluster.discover()).nodes) == 3  # budget spent: fast again
+        assert len((await cluster.gateway.list_page("nodes"))["items"]) == 3  # budget spent: fast again
     assert faults_demo.faults.injected == {"watch_expiry": 1, "latency": 1}

@@ -38,7 +38,7 @@ async def facts_in_slices(items: list[dict[str, Any]], slices: Slices) -> list[N
     """Discovery's facts of a page, as its watch cache builds them (in ``slices``)."""
     cache = node_cache(cast(Any, None))
     cache.slices = slices
-    return [facts for _, facts in await cache.slimmed(items)]
+    return [node.facts for _, node in await cache.slimmed(items)]
 
 
 class Ticks:

@@ -88,8 +88,9 @@ async def test_a_label_change_between_the_relist_and_the_next_watch_is_reported(
 async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_past_a_change(
     faults_demo: DemoClusterThread,
 ) -> None:
-    """The watch resumes from its own resourceVersion, not from the directory's latest list: another caller's
-    list includes the change, but this watch's caller was never told of it."""
+    """The watch resumes from its own resourceVersion, not from anyone's later read: another caller's discover
+    while the watch reconnects reads the session's one node cache (no list of its own: issue 38) and moves nothing,
+    and this watch's caller is told of the change once the watch is open again."""
     value = uuid.uuid4().hex[:8]
     async with connected(faults_demo) as cluster:
         node = (await cluster.discover()).nodes[0].name
@@ -112,8 +113,8 @@ async def test_a_discover_by_another_caller_meanwhile_does_not_move_the_watch_pa
                 if labelled:
                     break
                 await asyncio.sleep(0.01)
-            other = {n.name: n for n in (await cluster.discover()).nodes}  # another caller (a TUI step) lists
-            assert other[node].labels.get("fault-matrix") == value and not task.done()
+            other = {n.name: n for n in (await cluster.discover()).nodes}  # another caller (a TUI step) reads
+            assert node in other and not task.done()
             assert await asyncio.wait_for(task, 8.0) == "MODIFIED"
         finally:
             task.cancel()

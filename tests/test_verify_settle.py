@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ import pytest
 from tests.cluster_util import collect, connected
 from tests.fixtures_demo import ClusterFactory
 from tests.helpers.operator_held import OperatorHeld, policy_status, write_status
+from wizard import requestlog
 from wizard.cluster import proving
 from wizard.cluster.facade import Cluster
 from wizard.cluster.operator_status import turned_not_ready
@@ -105,3 +108,29 @@ async def test_an_old_not_ready_is_judged_at_once_in_its_place(demo_cluster: Clu
         checks, lines, _ = await _verify(cluster)
     assert checks[0].check == "cluster-policy" and not checks[0].ok, checks[0]
     assert not any("read again" in line for line in lines)
+
+
+async def test_the_window_is_followed_by_watch_not_read_again_each_second(
+    demo_cluster: ClusterFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 38: the settling policy is followed by the session's watch of the ClusterPolicies (and a watch of the
+    namespace's pods for a pull that cannot succeed), never listed again on a timer; the old loop listed the
+    policies and the Pending pods every second of the window. Counted in the product's request log."""
+    monkeypatch.setattr(proving, "SETTLE_S", 3.0)
+    log = tmp_path / "requests.log"
+    monkeypatch.setenv(requestlog.ENV, str(log))
+    requestlog.configure()
+    demo = demo_cluster("existing-install-plain", simulation=OperatorHeld)
+    try:
+        async with connected(demo) as cluster:
+            demo.sim.policies.held = True  # type: ignore[attr-defined]
+            await write_status(cluster, "notReady", dt.datetime.now(dt.UTC))
+            checks, _, took = await _verify(cluster)
+    finally:
+        requestlog.close()
+    assert took >= 3.0 and not checks[-2].ok, took  # the whole window, then the verdict
+    requests = log.read_text().splitlines()
+    policy_lists = [r for r in requests if " GET " in r and re.search(r"/clusterpolicies(\?| )", r)]
+    # the session's one list, the preflight live_plan runs, Verify's own fresh read (the old loop: 7 and more)
+    assert len(policy_lists) <= 3, policy_lists
+    assert not [r for r in requests if "status.phase%3DPending" in r or "status.phase=Pending" in r]

@@ -12,6 +12,9 @@ import pytest
 from tests.realcluster import recording
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from wizard.cli.main import main
+from wizard.engine.operator_names import DRIVER_SELECTOR
+
+DRIVER_LABEL, _, DRIVER_VALUE = DRIVER_SELECTOR.partition("=")
 
 UBUNTU_KERNEL = "5.15.0-1048-nvidia"
 SLE_KERNELS = ("5.14.21-150500.55.166-default", "5.14.21-150500.55.171-default")
@@ -152,7 +155,7 @@ def driver_daemonsets(cluster: RealCluster) -> dict[str, dict[str, Any]]:
     return {
         name: ds
         for name, ds in daemonsets(cluster).items()
-        if ds["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "nvidia-driver"
+        if ds["metadata"].get("labels", {}).get(DRIVER_LABEL) == DRIVER_VALUE
     }
 
 

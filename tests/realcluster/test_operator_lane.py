@@ -34,6 +34,7 @@ from tests.realcluster.flows import (
     write,
 )
 from wizard.engine.naming import Release, os_tag, precompiled_daemonset_name, repo_config_dirs
+from wizard.engine.operator_names import DRIVER_SELECTOR
 
 PRECOMPILED_VERSION = "580.126.09.1"
 STALE = "sha256:" + "0" * 64
@@ -100,7 +101,7 @@ def test_precompiled_on_two_kernels(
         "-n",
         NAMESPACE,
         "-l",
-        "app.kubernetes.io/component=nvidia-driver",
+        DRIVER_SELECTOR,
         "--field-selector=spec.nodeName=gpu-a-1",
         "--wait=true",
     )

@@ -126,13 +126,12 @@ def register(sub: Any) -> None:
 async def cmd_discover(args: argparse.Namespace) -> int:
     """``gpu-wizard discover``."""
     async with open_cluster(args) as cluster:
-        from wizard.cluster.upgrades import running_driver_images
         from wizard.engine.kernel_drift import kernel_drift
 
         facts = await cluster.discover()
         info = cluster.info
         preflight = await cluster.preflight()
-        running = await running_driver_images(cluster, preflight.operator_namespace) if preflight.crds else {}
+        running = await cluster.driver_pods(preflight.operator_namespace) if preflight.crds else {}
         hosts = await cluster.host_drivers() if args.check_hosts else {}
         if fleet.active():  # the summary table's DRIVER: the live policy's plan, when there is one
             fleet.note(gpu_nodes=len(facts.gpu_nodes), driver="none installed")

@@ -107,14 +107,13 @@ async def preflight_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[
 
 async def kernel_drift_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
     """A running precompiled driver built for another kernel than its node runs now (after an OS update)."""
-    from wizard.cluster.upgrades import running_driver_images
     from wizard.engine.kernel_drift import kernel_drift
     from wizard.engine.results import Check, Status
 
     preflight = await cluster.preflight(run.plan)
     if not preflight.crds:
         return
-    running = await running_driver_images(cluster, preflight.operator_namespace)
+    running = await cluster.driver_pods(preflight.operator_namespace)
     for drift in kernel_drift(await _facts(cluster, run), running):
         if not run.nodes or drift.node in run.nodes:
             hint = f"gpu-wizard check-kernel {drift.kernel}"

@@ -98,8 +98,8 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
 
     current = load_plan(args.answers) if args.answers else None
     check_policy_flags(args)  # before connecting, and before the cluster code loads (a second of CPU)
-    from wizard.cluster.upgrades import prepare_upgrade, status_word
     from wizard.cluster.upgrades import report_lines as upgrade_lines
+    from wizard.cluster.upgrades import status_word
     from wizard.engine.answers import plan_errors
     from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 
@@ -113,10 +113,10 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
         target = with_policy_flags(args, target, (await cluster.preflight(target)).cluster_policy)
         try:
             if args.no_registry:
-                report = await prepare_upgrade(cluster, current=running, target=target)
+                report = await cluster.prepare_upgrade(target, current=running)
             else:
                 async with registry_client(args, cluster, running) as registry:
-                    report = await prepare_upgrade(cluster, current=running, target=target, registry=registry)
+                    report = await cluster.prepare_upgrade(target, current=running, registry=registry)
         except UpgradePolicyError as exc:
             raise UsageError(f"the live ClusterPolicy's {exc}") from None
         if args.output == "json":

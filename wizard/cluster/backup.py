@@ -31,13 +31,14 @@ from ruamel.yaml.error import YAMLError
 from wizard.atomic_write import write_private
 from wizard.bounded_read import BACKUP, BoundsError, InputError, check_yaml, read_bounded
 from wizard.cluster.errors import ClusterError
+from wizard.engine.operator_names import DRIVER_SELECTOR
 
 HEADER_KEY = "# gpu-wizard-backup: "
 KINDS = {"ClusterPolicy": ("nvidia.com", "clusterpolicies"), "NVIDIADriver": ("nvidia.com", "nvidiadrivers")}
 """The kinds gpu-wizard manages, with their API group and plural: a backup may hold nothing else but driver DaemonSets."""
 DAEMONSET = "DaemonSet"
 DAEMONSET_API = "apps/v1"
-DRIVER_LABEL = ("app.kubernetes.io/component", "nvidia-driver")
+DRIVER_LABEL = tuple(DRIVER_SELECTOR.split("=", 1))
 """The label every driver DaemonSet of the operator carries: a backup's DaemonSet must carry it too."""
 _SERVER_FIELDS = (
     "resourceVersion",

@@ -33,7 +33,7 @@ from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable, shell_command
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.session import Session
     from wizard.engine.plan import Plan
 
 TAIL_LINES = 200
@@ -287,11 +287,11 @@ async def diagnose(
     )
 
 
-async def diagnose_cluster(cluster: Connected, plan: Plan, nodes: Iterable[str] | None) -> AsyncGenerator[Check, None]:
+async def diagnose_cluster(session: Session, plan: Plan, nodes: Iterable[str] | None) -> AsyncGenerator[Check, None]:
     """:func:`diagnose` of the cluster's GPU nodes in the plan's operator namespace (``nodes``: only these)."""
-    namespace = await cluster.namespace(plan)
-    gpu = {n.name: n for n in (await cluster.discover()).gpu_nodes}
-    checks = diagnose(cluster.gateway, namespace, gpu, only=set(nodes) if nodes is not None else None)
+    namespace = await session.namespace(plan)
+    gpu = {n.name: n for n in (await session.discover()).gpu_nodes}
+    checks = diagnose(session.gateway, namespace, gpu, only=set(nodes) if nodes is not None else None)
     async with contextlib.aclosing(checks):
         async for check in checks:
             yield check

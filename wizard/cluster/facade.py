@@ -29,7 +29,6 @@ from wizard.cluster import restore as restoring
 from wizard.cluster import rollout as rollouts
 from wizard.cluster.backup import Backup
 from wizard.cluster.connection import open_gateway
-from wizard.cluster.discovery import NodeDirectory
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
@@ -45,10 +44,11 @@ from wizard.cluster.operator_install import (
     install_values_path,
     write_install,
 )
-from wizard.cluster.preflight import DRIVERS, POLICY, Preflight, active_policy, live_namespace, run_preflight
+from wizard.cluster.preflight import DRIVERS, POLICY, Preflight
 from wizard.cluster.preflight_refs import reference_checks
 from wizard.cluster.probe_cleanup import Found, clean_up_cluster
 from wizard.cluster.registry_routing import cluster_registry_options, routed_client
+from wizard.cluster.session import Session
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.helm_release import HelmRelease
 from wizard.engine.hostdoctor import DoctorTarget, HostState
@@ -79,6 +79,7 @@ __all__ = [
     "helm_values_path",
     "install_values_path",
     "kube_contexts",
+    "plan_from_live",  # the TUI's resume reads the running plan from a policy it already holds
     "run_mirror",  # the TUI's mirror panel copies through the facade like everything else
     "skopeo_available",
     "upgrade_report_lines",
@@ -183,14 +184,24 @@ class Cluster:
         self.info = info
         self.demo_mirrors: dict[str, str] = dict(demo_mirrors or {})
         """The registry mirrors the demo's kubeconfig marker names (``{}`` for a real cluster)."""
-        self._nodes = NodeDirectory(gateway)
-        self._preflight: Preflight | None = None
-        self.host_verified: set[str] = set()
-        """GPU nodes whose host nvidia-smi passed in this session (pre-installed mode)."""
-        self.probe_image = ""
-        """Image of the host probe pods; empty: the live driver-manager image, else the release default."""
+        self.session = Session(gateway)
+        """What the implementations are handed (gateway, watch caches, what the session read and proved)."""
         self.helm_kube: tuple[str, ...] = ()
         """``--kubeconfig``/``--kube-context`` for a helm command that must reach this cluster."""
+
+    @property
+    def host_verified(self) -> set[str]:
+        """GPU nodes whose host nvidia-smi passed in this session (pre-installed mode)."""
+        return self.session.host_verified
+
+    @property
+    def probe_image(self) -> str:
+        """Image of the host probe pods; empty: the live driver-manager image, else the release default."""
+        return self.session.probe_image
+
+    @probe_image.setter
+    def probe_image(self, image: str) -> None:
+        self.session.probe_image = image
 
     @classmethod
     async def connect(
@@ -218,8 +229,11 @@ class Cluster:
         return cluster
 
     async def close(self) -> None:
-        """Close the connections."""
-        await self.gateway.close()
+        """Stop the session's watches and close the connections."""
+        try:
+            await self.session.close()
+        finally:
+            await self.gateway.close()
 
     async def __aenter__(self) -> Cluster:
         return self
@@ -235,8 +249,7 @@ class Cluster:
         """Permissions, CRDs, operator namespace and release, live ClusterPolicy / NVIDIADrivers.
 
         ``install_operator``: the wizard will install the operator where none runs (its absence is no failure)."""
-        self._preflight = await run_preflight(self.gateway, plan, install_operator=install_operator)
-        return self._preflight
+        return await self.session.preflight(plan, install_operator=install_operator)
 
     async def reference_checks(self, plan: Plan) -> list[Check]:
         """Do the repoConfig ConfigMap and the pull Secrets the plan names exist in the operator namespace?"""
@@ -244,23 +257,20 @@ class Cluster:
 
     async def known_preflight(self) -> Preflight:
         """The last preflight's answer (running it once when none ran yet)."""
-        return self._preflight or await self.preflight()
+        return await self.session.known_preflight()
 
     async def namespace(self, plan: Plan | None = None) -> str:
         """The operator namespace: the live ClusterPolicy's ``status.namespace``, else what preflight found."""
-        return await live_namespace(self.gateway) or (self._preflight or await self.preflight(plan)).operator_namespace
+        return await self.session.namespace(plan)
 
     async def live_findings(self, facts: ClusterFacts | None = None) -> list[Check]:
         """What the operator is doing now, as warnings: an upgrade under way (done/total, failed nodes), failing
         driver pods. Without ``facts`` only the nodes of an unfinished upgrade are read (Connect)."""
-        return await live_findings(self, await self.known_preflight(), facts)
+        return await live_findings(self.session, await self.known_preflight(), facts)
 
     async def live_plan(self) -> Plan:
         """The plan the cluster runs now (live ClusterPolicy and default NVIDIADriver): an upgrade starts here."""
-        policy = active_policy(await self.gateway.list_custom(*POLICY))
-        drivers = await self.gateway.list_custom(*DRIVERS)
-        found = self._preflight or await self.preflight()
-        return plan_from_live(policy, drivers, release=found.operator_release, namespace=found.operator_namespace)
+        return await self.session.live_plan()
 
     async def live_driver_objects(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The live ClusterPolicies and NVIDIADrivers as the API server returns them (``gpu-wizard drift``)."""
@@ -274,21 +284,16 @@ class Cluster:
 
     async def driver_pods(self, namespace: str) -> dict[str, tuple[str, str]]:
         """``node -> (image, waiting reason)`` of the driver container of every driver pod in ``namespace``."""
-        return await upgrades.running_driver_images(self, namespace)
+        return await upgrades.running_driver_images(self.session, namespace)
 
     async def discover(self) -> ClusterFacts:
         """Every node, listed in pages, as :mod:`wizard.engine.facts` (also remembers the list's resourceVersion)."""
         with collector.frozen():  # 5,000 nodes' pages decoded: collections skip what existed before
-            return await self._nodes.discover()
+            return await self.session.discover()
 
     def watch_nodes(self) -> AsyncGenerator[tuple[str, NodeFacts], None]:
         """``(ADDED|MODIFIED|DELETED, facts)`` from the last :meth:`discover` on; re-lists on 410; runs until cancelled."""
-        return collector.streamed(self._nodes.watch())
-
-    @property
-    def _nodes_rv(self) -> str:
-        """The resourceVersion a node watch starts from (the last list's, or the last event's)."""
-        return self._nodes.resource_version
+        return collector.streamed(self.session.nodes.watch())
 
     def registry_options(self, hosts: Iterable[str], mirrors: Mapping[str, str] | None = None) -> dict[str, Any]:
         """``RegistryClient`` keyword arguments for checking images on ``hosts`` as this cluster pulls them.
@@ -351,7 +356,7 @@ class Cluster:
         self, target: Plan, *, registry: RegistryClient | None = None, current: Plan | None = None
     ) -> upgrades.UpgradeReport:
         """The upgrade plan from what runs now (the live policy) to ``target``: images per node group, evictions, time."""
-        return await upgrades.prepare_upgrade(self, target=target, current=current, registry=registry)
+        return await upgrades.prepare_upgrade(self.session, target=target, current=current, registry=registry)
 
     # -- changing --------------------------------------------------------------------------------
 
@@ -371,7 +376,7 @@ class Cluster:
         run = await install_operator(
             self.gateway, install, values_path, kube=self.helm_kube, helm=helm, wait_timeout=wait_timeout, said=said
         )
-        self._preflight = None  # CRDs, operator and policy changed: the next look reads them again
+        self.session.forget_preflight()
         return run
 
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
@@ -393,7 +398,7 @@ class Cluster:
         """Back up, then server-side apply; pre-installed mode first needs nvidia-smi to pass on every GPU host."""
         with collector.frozen():
             if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
-                await proving.require_host_drivers(self, prepared)
+                await proving.require_host_drivers(self.session, prepared)
             return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
 
     async def host_drivers(self) -> dict[str, str]:
@@ -403,7 +408,7 @@ class Cluster:
         :func:`wizard.cluster.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
         when the user asks, since it creates privileged pods.
         """
-        return await proving.host_drivers(self)
+        return await proving.host_drivers(self.session)
 
     async def rollback(self, backup: Backup | str | Path) -> list[str]:
         """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
@@ -425,7 +430,7 @@ class Cluster:
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         """
         statuses = rollouts.follow_cluster(
-            self, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
+            self.session, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
             heartbeat=heartbeat,
         )  # fmt: skip
         return collector.streamed(statuses)
@@ -446,7 +451,12 @@ class Cluster:
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
         checks = pathcheck.check_cluster(
-            self, plan, toolkit_install_dir=toolkit_install_dir, nodes=nodes, concurrency=concurrency, timeout=timeout
+            self.session,
+            plan,
+            toolkit_install_dir=toolkit_install_dir,
+            nodes=nodes,
+            concurrency=concurrency,
+            timeout=timeout,
         )
         return collector.streamed(checks)
 
@@ -467,7 +477,9 @@ class Cluster:
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
         """
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        states = hostcheck.host_states(self, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout)
+        states = hostcheck.host_states(
+            self.session, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout
+        )
         return collector.streamed(states)
 
     def host_doctor(
@@ -480,12 +492,14 @@ class Cluster:
     ) -> AsyncGenerator[Check, None]:
         """Before apply: the host findings for ``target`` on each GPU node, as each node finishes (see :meth:`host_states`)."""
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
-        return collector.streamed(hostcheck.host_doctor(self, doctor, nodes, concurrency=concurrency, timeout=timeout))
+        return collector.streamed(
+            hostcheck.host_doctor(self.session, doctor, nodes, concurrency=concurrency, timeout=timeout)
+        )
 
     async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
         """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
         :mod:`wizard.cluster.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
-        return await clean_up_cluster(self, dry_run=dry_run)
+        return await clean_up_cluster(self.session, dry_run=dry_run)
 
     # -- proving ---------------------------------------------------------------------------------
 
@@ -504,7 +518,13 @@ class Cluster:
         Without ``registry`` the digest checks are SKIPPED with ``no_registry`` as the reason.
         """
         items = proving.verify(
-            self, plan, rendered, registry=registry, no_registry=no_registry, concurrency=concurrency, timeout=timeout
+            self.session,
+            plan,
+            rendered,
+            registry=registry,
+            no_registry=no_registry,
+            concurrency=concurrency,
+            timeout=timeout,
         )
         return collector.streamed(items)
 
@@ -516,7 +536,7 @@ class Cluster:
         share a state, then a ``diagnosis-summary``. ``nodes``: only these. Reads pods, logs, events
         and nodes only (see :mod:`wizard.cluster.diagnose`).
         """
-        return diagnosing.diagnose_cluster(self, plan, nodes)
+        return diagnosing.diagnose_cluster(self.session, plan, nodes)
 
     def support_files(
         self, plan: Plan | None, *, about: Mapping[str, bytes]
@@ -526,4 +546,4 @@ class Cluster:
         Reads the operator's objects, pods, logs, events and GPU node labels and runs ``nvidia-smi -q``
         in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
         """
-        return support.collect_cluster(self, plan, about=about)
+        return support.collect_cluster(self.session, plan, about=about)

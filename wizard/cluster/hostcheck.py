@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from wizard.cluster import pathcheck
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import run_on_hosts
-from wizard.cluster.preflight import POLICY, active_policy
 from wizard.cluster.probe import Leftover, manager_image, probe_registry
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings, host_steps, read_host
 from wizard.engine.plan import Plan
@@ -26,11 +25,11 @@ from wizard.engine.results import Check
 from wizard.engine.textsafe import printable
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.session import Session
 
 
 async def host_states(
-    cluster: Connected,
+    session: Session,
     doctor: DoctorTarget,
     nodes: list[str] | None,
     *,
@@ -44,7 +43,7 @@ async def host_states(
     ``paths_of`` (the Paths step's plan): its folders are checked by the same probe, one pod per node for both,
     and come back in each state's ``path_checks``.
     """
-    facts = await cluster.discover()
+    facts = await session.discover()
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     if nodes:
         known = {n.name for n in gpu}
@@ -57,17 +56,17 @@ async def host_states(
         gpu = [n for n in gpu if n.name in set(nodes)]
     if not gpu:
         return
-    preflight = await cluster.known_preflight()
+    preflight = await session.known_preflight()
     namespace = preflight.operator_namespace or doctor.namespace
-    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
+    policy = await session.policy()
     registry = probe_registry("", preflight.operator_image, doctor.bundle)
-    image = cluster.probe_image or manager_image(policy, doctor.bundle, registry)
+    image = session.probe_image or manager_image(policy, doctor.bundle, registry)
     paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
     by_name = {n.name: n for n in gpu}
     host = host_steps(doctor, {n.os_id for n in gpu})
     steps = [*host, *pathcheck.steps_for(paths)]
     runs = run_on_hosts(
-        cluster.gateway,
+        session.gateway,
         list(by_name),
         steps,
         namespace=namespace,
@@ -75,6 +74,8 @@ async def host_states(
         timeout=timeout,
         concurrency=concurrency,
         node_labels=facts.labels_by_node(),
+        policy=policy,
+        policy_known=True,
     )
     async with contextlib.aclosing(runs):
         async for run in runs:
@@ -92,15 +93,15 @@ async def host_states(
                 checks = tuple(pathcheck.finding(p, results, run.node) for p in paths)
                 state = dataclasses.replace(state, path_checks=checks)
             if state.host_driver and not state.error:
-                cluster.host_verified.add(state.node)  # the host's own nvidia-smi passed: pre-installed apply may go
+                session.proved_hosts([state.node])  # the host's own nvidia-smi passed: pre-installed apply may go
             yield state
 
 
 async def host_doctor(
-    cluster: Connected, doctor: DoctorTarget, nodes: list[str] | None, *, concurrency: int, timeout: float
+    session: Session, doctor: DoctorTarget, nodes: list[str] | None, *, concurrency: int, timeout: float
 ) -> AsyncGenerator[Check, None]:
     """The host findings for ``doctor`` on each GPU node, as each node finishes (see ``Cluster.host_doctor``)."""
-    states = host_states(cluster, doctor, nodes, paths_of=None, concurrency=concurrency, timeout=timeout)
+    states = host_states(session, doctor, nodes, paths_of=None, concurrency=concurrency, timeout=timeout)
     async with contextlib.aclosing(states):
         async for state in states:
             if isinstance(state, Check):

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import Any
 
 from wizard import collector
 from wizard.cluster.errors import ClusterError
@@ -124,14 +125,17 @@ async def _daemonset_run(
     image: str,
     timeout: float,
     node_labels: Mapping[str, Mapping[str, str]] | None,
+    policy: Mapping[str, Any] | None,
+    policy_known: bool,
 ) -> AsyncGenerator[HostRun | Leftover, None]:
     run_id = uuid.uuid4().hex[:12]
     name = f"gpu-wizard-probe-{run_id}"
     budget = timeout + len(nodes) / PODS_PER_SECOND
-    try:
-        policy = active_policy(await gateway.list_custom(*POLICY))
-    except ClusterError:
-        policy = None  # no permission to read it: the chart's default tolerations
+    if not policy_known:
+        try:
+            policy = active_policy(await gateway.list_custom(*POLICY))
+        except ClusterError:
+            policy = None  # no permission to read it: the chart's default tolerations
     deadline_s = int(budget) + 300
     try:
         job = await gateway.create_job(
@@ -196,6 +200,8 @@ async def run_on_hosts(
     timeout: float = 30.0,
     concurrency: int = CONCURRENCY,
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
+    policy: Mapping[str, Any] | None = None,
+    policy_known: bool = False,
 ) -> AsyncGenerator[HostRun | Leftover, None]:
     """Run ``steps`` on each node's host; yield each node's :class:`HostRun` as it finishes.
 
@@ -204,7 +210,8 @@ async def run_on_hosts(
     deadline). ``node_labels`` (every node's labels, by name, from discovery) lets the DaemonSet select
     thousands of nodes by one GPU label instead of naming each (:mod:`wizard.cluster.probenodes`).
     One node: a probe pod and one exec. Closing the generator early (or cancelling its consumer) stops
-    the run and removes what it created.
+    the run and removes what it created. ``policy_known``: ``policy`` is the active ClusterPolicy as the caller's
+    session knows it (its tolerations go on the DaemonSet), so it is not listed again.
     """
     if len(nodes) <= 1:
         runs: AsyncGenerator[HostRun | Leftover, None] = _per_node_pods(
@@ -212,7 +219,15 @@ async def run_on_hosts(
         )
     else:
         runs = _daemonset_run(
-            gateway, nodes, steps, namespace=namespace, image=image, timeout=timeout, node_labels=node_labels
+            gateway,
+            nodes,
+            steps,
+            namespace=namespace,
+            image=image,
+            timeout=timeout,
+            node_labels=node_labels,
+            policy=policy,
+            policy_known=policy_known,
         )
     with collector.frozen():  # thousands of results must not make the collector rescan the whole heap
         async with contextlib.aclosing(runs):

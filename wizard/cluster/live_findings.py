@@ -11,6 +11,7 @@ get fixed, so none blocks Next.
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 from wizard.cluster.errors import ClusterError
@@ -22,14 +23,14 @@ from wizard.engine.upgrade import upgrade_in_progress
 
 if TYPE_CHECKING:
     from wizard.cluster.preflight import Preflight
-    from wizard.cluster.upgrades import Cluster
+    from wizard.cluster.session import Session
 
 #: Nodes an upgrade has not finished with: only these are listed when the caller has no node facts.
 UNFINISHED = f"{LABEL_UPGRADE_STATE},{LABEL_UPGRADE_STATE}!=upgrade-done"
 PAGE = 500
 
 
-async def live_findings(cluster: Cluster, preflight: Preflight, facts: ClusterFacts | None = None) -> list[Check]:
+async def live_findings(session: Session, preflight: Preflight, facts: ClusterFacts | None = None) -> list[Check]:
     """The upgrade under way (done/total, failed nodes) and failing driver pods; [] without a live policy.
 
     Without ``facts`` (Connect, before discovery) only the nodes an upgrade has not finished are
@@ -39,9 +40,9 @@ async def live_findings(cluster: Cluster, preflight: Preflight, facts: ClusterFa
     if policy is None:
         return []
     try:
-        problems = await driver_pod_problems(cluster, preflight.operator_namespace)
+        problems = await driver_pod_problems(session, preflight.operator_namespace)
         if facts is None:
-            facts = await _upgrading_nodes(cluster)
+            facts = await _upgrading_nodes(session)
     except (
         ClusterError,
         NodeFactsError,
@@ -66,20 +67,18 @@ async def live_findings(cluster: Cluster, preflight: Preflight, facts: ClusterFa
     return found
 
 
-async def _upgrading_nodes(cluster: Cluster) -> ClusterFacts:
+async def _upgrading_nodes(session: Session) -> ClusterFacts:
     """The facts of the nodes in an upgrade (none when every labelled node is done)."""
-    unfinished = await _list_nodes(cluster, UNFINISHED)
+    unfinished = await _list_nodes(session, UNFINISHED)
     if not unfinished:
         return cluster_facts([])
-    return cluster_facts(await _list_nodes(cluster, LABEL_UPGRADE_STATE))
+    return cluster_facts(await _list_nodes(session, LABEL_UPGRADE_STATE))
 
 
-async def _list_nodes(cluster: Cluster, selector: str) -> list[dict[str, Any]]:
+async def _list_nodes(session: Session, selector: str) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    cont: str | None = None
-    while True:
-        page = await cluster.gateway.list_nodes_page(limit=PAGE, cont=cont, label_selector=selector)
-        items += page.get("items") or []
-        cont = (page.get("metadata") or {}).get("continue") or None
-        if not cont:
-            return items
+    pages = session.gateway.pages("nodes", label_selector=selector, limit=PAGE)
+    async with contextlib.aclosing(pages):
+        async for page in pages:
+            items += page.get("items") or []
+    return items

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import host_findmnt, run_on_hosts, truncation_check
-from wizard.cluster.preflight import POLICY, active_policy
 from wizard.cluster.probe import Leftover, manager_image, probe_registry
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.nodescript import Step, StepResult
@@ -33,7 +32,7 @@ from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INS
 from wizard.engine.results import Check, Status
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.session import Session
 
 
 @dataclass(frozen=True)
@@ -183,7 +182,7 @@ def prepare(
 
 
 async def check_cluster(
-    cluster: Connected,
+    session: Session,
     plan: Plan,
     *,
     toolkit_install_dir: str | None,
@@ -196,23 +195,23 @@ async def check_cluster(
 
     Closing the generator early (or cancelling its consumer) stops the probe, which removes what it created.
     """
-    facts = await cluster.discover()
+    facts = await session.discover()
     targets, paths = prepare(plan, facts, toolkit_install_dir=toolkit_install_dir, nodes=nodes)
     if not targets:
         yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
         return
-    namespace = await cluster.namespace(plan)
-    policy = active_policy(await cluster.gateway.list_custom(*POLICY))
+    namespace = await session.namespace(plan)
+    policy = await session.policy()
     registry = probe_registry(
-        plan.driver.operandRegistry, (await cluster.known_preflight()).operator_image, plan.operator.version
+        plan.driver.operandRegistry, (await session.known_preflight()).operator_image, plan.operator.version
     )
-    image = cluster.probe_image or manager_image(policy, plan.operator.bundle, registry)
+    image = session.probe_image or manager_image(policy, plan.operator.bundle, registry)
     if not any(p.check == "driver-dir" for p in paths):
         yield Check("driver-dir", Status.SKIP, "pre-installed driver under / (hostPaths.driverInstallDir unset)")
     failed: set[str] = set()
     steps = steps_for(paths)
     runs = run_on_hosts(
-        cluster.gateway,
+        session.gateway,
         targets,
         steps,
         namespace=namespace,
@@ -220,6 +219,8 @@ async def check_cluster(
         timeout=timeout,
         concurrency=concurrency,
         node_labels=facts.labels_by_node(),
+        policy=policy,
+        policy_known=True,
     )
     async with contextlib.aclosing(runs):
         async for run in runs:

@@ -182,12 +182,6 @@ def active_policy(policies: list[dict[str, Any]]) -> dict[str, Any] | None:
     )
 
 
-async def live_namespace(gateway: Gateway) -> str:
-    """The operator namespace the live ClusterPolicy reports (``status.namespace``), "" without one."""
-    policy = active_policy(await gateway.list_custom(*POLICY))
-    return str(((policy or {}).get("status") or {}).get("namespace") or "")
-
-
 def _operator_container(deployment: dict[str, Any]) -> dict[str, Any]:
     containers = ((deployment.get("spec") or {}).get("template") or {}).get("spec", {}).get("containers") or [{}]
     return next((c for c in containers if c.get("name") == "gpu-operator"), containers[0])

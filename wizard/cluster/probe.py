@@ -4,7 +4,8 @@ The operator's ``nvidia-driver-ctr`` does not mount the host's ``/`` (and pre-in
 driver pod at all), so a probe pod is created on the node (the host probe's path for one node; many
 nodes share one DaemonSet, :mod:`wizard.cluster.probeset`): ``nodeName`` pinned, privileged, host
 ``/`` read-only at ``/host``,
-``activeDeadlineSeconds`` so that a crash of the wizard cannot leave it running forever, and deleted
+``activeDeadlineSeconds`` so that a crash of the wizard cannot leave it running forever (followed by a watch of
+that one pod until it runs, never read on a timer), and deleted
 as soon as the node's checks are done, also on cancellation. A pod that could not be deleted is
 never passed over in silence: it becomes a :class:`Leftover`, logged as a warning (the CLI prints it
 on stderr) and reported by the caller with the exact ``kubectl delete pod`` command.
@@ -13,16 +14,17 @@ on stderr) and reported by the caller with the exact ``kubectl delete pod`` comm
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import shlex
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway import Gateway
+from wizard.cluster.gateway import Gateway, Gone
 from wizard.engine.naming import image_path
 from wizard.engine.nodescript import Step, StepResult, StepSplitter, script
 from wizard.engine.operand_images import operator_registry, private_repository
@@ -187,7 +189,6 @@ class ProbePod:
         *,
         timeout: float,
         run_id: str = "",
-        poll: float = 0.1,
     ) -> None:
         self.gateway = gateway
         self.run_id = run_id
@@ -195,7 +196,6 @@ class ProbePod:
         self.namespace = namespace
         self.image = image
         self.timeout = timeout
-        self.poll = poll
         self.name = ""
         self.leftover: Leftover | None = None
         """Set when the pod could not be deleted on the way out."""
@@ -205,22 +205,53 @@ class ProbePod:
             self.namespace, probe_pod(self.node, self.namespace, self.image, run_id=self.run_id)
         )
         self.name = str(created["metadata"]["name"])
-        deadline = time.monotonic() + self.timeout
         why = "Pending"
-        while time.monotonic() < deadline:
-            pod = await self.gateway.read_pod(self.namespace, self.name)
-            if pod is None:
-                raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started")
-            state, why = _probe_state(pod)
-            if state == "running":
-                return Shell(self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout)
-            if state == "failed":
-                raise ClusterError(
-                    f"probe pod on {self.node} cannot start ({why})",
-                    f"the probe image {self.image} must be pullable on the node; pass --probe-image with a mirrored copy",
-                )
-            await asyncio.sleep(self.poll)
+        try:
+            async with asyncio.timeout(self.timeout):
+                states = self._states(created)
+                async with contextlib.aclosing(states):
+                    async for pod in states:
+                        state, why = _probe_state(pod)
+                        if state == "running":
+                            return Shell(
+                                self.gateway, self.namespace, self.name, PROBE_CONTAINER, HOST_MOUNT, self.timeout
+                            )
+                        if state == "failed":
+                            raise ClusterError(
+                                f"probe pod on {self.node} cannot start ({why})",
+                                f"the probe image {self.image} must be pullable on the node; pass --probe-image with a mirrored copy",
+                            )
+        except TimeoutError:
+            pass
         raise ClusterError(f"probe pod on {self.node} did not start within {self.timeout:g}s ({why})")
+
+    async def _states(self, created: Mapping[str, Any]) -> AsyncGenerator[Mapping[str, Any], None]:
+        """The pod as created, then each state a watch of that one pod reports (opened again when the server ends
+        it; the pod read once when its version is too old to resume from)."""
+        yield created
+        version = str(created["metadata"].get("resourceVersion") or "")
+        while True:
+            events = self.gateway.watch_resource(
+                "pods",
+                version,
+                namespace=self.namespace,
+                field_selector=f"metadata.name={self.name}",
+                timeout_seconds=max(1, math.ceil(self.timeout)),
+            )
+            try:
+                async with contextlib.aclosing(events) as stream:
+                    async for kind, pod in stream:
+                        version = str((pod.get("metadata") or {}).get("resourceVersion") or version)
+                        if kind == "DELETED":
+                            raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started")
+                        if kind in ("ADDED", "MODIFIED"):
+                            yield pod
+            except Gone:
+                read = await self.gateway.read_pod(self.namespace, self.name)
+                if read is None:
+                    raise ClusterError(f"probe pod {self.name} on {self.node} vanished before it started") from None
+                version = str(read["metadata"].get("resourceVersion") or "")
+                yield read
 
     async def __aexit__(self, *exc: object) -> None:
         if self.name:

@@ -19,7 +19,7 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.probeset import OWNER_SELECTOR, RUN_LABEL
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.session import Session
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,14 @@ async def clean_up(gateway: Gateway, namespace: str, *, dry_run: bool) -> tuple[
     return found, where
 
 
-async def clean_up_cluster(cluster: Connected, *, dry_run: bool) -> tuple[list[Found], str]:
+async def clean_up_cluster(session: Session, *, dry_run: bool) -> tuple[list[Found], str]:
     """:func:`clean_up`, looking in the operator namespace where every namespace cannot be listed
     (``gpu-operator`` when even that cannot be found)."""
     try:
-        namespace = await cluster.namespace()
+        namespace = await session.namespace()
     except ClusterError:
         namespace = "gpu-operator"
-    return await clean_up(cluster.gateway, namespace, dry_run=dry_run)
+    return await clean_up(session.gateway, namespace, dry_run=dry_run)
 
 
 def _run(meta: dict[str, object]) -> str:

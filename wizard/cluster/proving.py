@@ -2,9 +2,9 @@
 after apply.
 
 :class:`wizard.cluster.facade.Cluster` keeps the front ends' methods (and their documentation) and
-calls here; everything here reads the cluster through the few members of :class:`Connected` (as the
-host checks before apply do: :mod:`wizard.cluster.pathcheck`, :mod:`wizard.cluster.hostcheck`, which
-the facade calls directly). Every check on a node's host goes through
+calls here with its :class:`~wizard.cluster.session.Session` (as it calls the host checks before apply:
+:mod:`wizard.cluster.pathcheck`, :mod:`wizard.cluster.hostcheck`); what a check proves (a host's own
+nvidia-smi passed) is remembered in the session, never in the facade. Every check on a node's host goes through
 :func:`wizard.cluster.hostprobe.run_on_hosts`.
 """
 
@@ -14,17 +14,19 @@ import asyncio
 import contextlib
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from wizard.cluster import verify as verifying
+from wizard.cluster.caches import FeedView
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.liveplan import known_release
 from wizard.cluster.operator_status import SETTLE_S, turned_not_ready
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
-from wizard.cluster.rollout_cache import waiting_pods
+from wizard.cluster.rollout_cache import PodStatus, slim_pod, waiting_entries
 from wizard.cluster.rollout_verdict import FATAL_WAITING
+from wizard.cluster.watchcache import WatchCache
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, render
@@ -33,37 +35,23 @@ from wizard.engine.results import Check, LogLine, Status
 if TYPE_CHECKING:
     from wizard.cluster.apply_preview import ApplyPlan
     from wizard.cluster.gateway import Gateway
-    from wizard.cluster.preflight import Preflight
+    from wizard.cluster.session import Session
     from wizard.engine.facts import ClusterFacts, NodeFacts
     from wizard.registry.client import RegistryClient
 
 
-class Connected(Protocol):
-    """What these checks read of the connected cluster (``wizard.cluster.facade.Cluster``)."""
-
-    gateway: Gateway
-    host_verified: set[str]
-    probe_image: str
-
-    async def discover(self) -> ClusterFacts: ...
-
-    async def namespace(self, plan: Plan | None = None) -> str: ...
-
-    async def known_preflight(self) -> Preflight: ...
-
-
-async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
+async def require_host_drivers(session: Session, prepared: ApplyPlan) -> None:
     """Pre-installed mode: probe the GPU hosts not yet verified; ClusterError naming those whose nvidia-smi failed."""
-    facts = await cluster.discover()
-    gpu = [n for n in facts.gpu_nodes if n.name not in cluster.host_verified]
+    facts = await session.discover()
+    gpu = [n for n in facts.gpu_nodes if n.name not in session.host_verified]
     if gpu:
         if prepared.plan is None:
             raise ClusterError(
                 "pre-installed mode: cannot tell which release to probe with",
                 "pass --allow-unverified-preinstalled",
             )
-        await probe_hosts(cluster, prepared.plan, gpu, facts)
-    missing = sorted(n.name for n in facts.gpu_nodes if n.name not in cluster.host_verified)
+        await probe_hosts(session, prepared.plan, gpu, facts)
+    missing = sorted(n.name for n in facts.gpu_nodes if n.name not in session.host_verified)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise ClusterError(
@@ -72,13 +60,13 @@ async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
         )
 
 
-async def host_drivers(cluster: Connected) -> dict[str, str]:
+async def host_drivers(session: Session) -> dict[str, str]:
     """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers)."""
-    facts = await cluster.discover()
+    facts = await session.discover()
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     if not gpu:
         return {}
-    preflight = await cluster.known_preflight()
+    preflight = await session.known_preflight()
     plan = Plan.model_validate(
         {
             "mode": "preinstalled",
@@ -88,22 +76,22 @@ async def host_drivers(cluster: Connected) -> dict[str, str]:
             },
         }
     )
-    return await probe_hosts(cluster, plan, gpu, facts)
+    return await probe_hosts(session, plan, gpu, facts)
 
 
-async def probe_hosts(cluster: Connected, plan: Plan, nodes: list[NodeFacts], facts: ClusterFacts) -> dict[str, str]:
+async def probe_hosts(session: Session, plan: Plan, nodes: list[NodeFacts], facts: ClusterFacts) -> dict[str, str]:
     """Run the pre-installed host checks on ``nodes`` (one host probe run): node -> host driver version ("" none)."""
     found = {n.name: "" for n in nodes}
-    ctx = await verify_context(cluster, plan, None, registry=None, timeout=30.0)
+    ctx = await verify_context(session, plan, None, registry=None, timeout=30.0)
     ctx.node_labels = facts.labels_by_node()
     try:
-        pages = verifying.driver_pod_pages(cluster.gateway, ctx.namespace)
+        pages = verifying.driver_pod_pages(session.gateway, ctx.namespace)
         async with contextlib.aclosing(verifying.verify_nodes(ctx, nodes, CONCURRENCY, pages)) as probes:
             async for item in probes:
                 if isinstance(item, Check) and item.check == "host-nvidia-smi" and item.ok and item.node:
                     found[item.node] = str((item.data or {}).get("driver_version") or "")
     finally:
-        cluster.host_verified |= ctx.host_ok
+        session.proved_hosts(ctx.host_ok)
     return found
 
 
@@ -115,25 +103,48 @@ async def operator_objects(gateway: Gateway, plan: Plan) -> tuple[dict[str, Any]
 
 
 async def settled(
-    gateway: Gateway, plan: Plan, namespace: str, window: float
+    session: Session, plan: Plan, namespace: str, window: float
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """Re-read the operator's objects each second until they are ready, a pod's image pull failed (no later pass
-    turns that ready), or ``window`` seconds passed; the last read."""
-    deadline = asyncio.get_running_loop().time() + window
-    while True:
-        await asyncio.sleep(1.0)
-        policy, drivers = await operator_objects(gateway, plan)
-        if all(c.ok for c in verifying.policy_checks(plan, policy, drivers)):
-            return policy, drivers
-        if asyncio.get_running_loop().time() >= deadline:
-            return policy, drivers
-        pending = await gateway.list_pods(namespace, field_selector="status.phase=Pending")
-        if any(w.reason in FATAL_WAITING for pod in pending for w in waiting_pods(pod)):
-            return policy, drivers
+    """Follow the operator's objects until they are ready, a pod's image pull failed (no later pass turns that
+    ready), or ``window`` seconds passed; the last read.
+
+    Woken by watches, not by a timer: the session's ClusterPolicy watch (its one list and watch) and, for the
+    window, a watch cache of the namespace's pods that indexes the waiting ones; the NVIDIADrivers (when the plan
+    uses them) are read again on each change."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + window
+    changed = asyncio.Event()
+    policies: FeedView[dict[str, Any]] = FeedView(session.policy_feed(), changed)
+    pods: WatchCache[Any] = WatchCache(
+        session.gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries
+    )
+    tasks = [asyncio.create_task(policies.run()), asyncio.create_task(pods.run())]
+    try:
+        while True:
+            remaining = deadline - loop.time()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), max(0.0, remaining))
+            changed.clear()
+            for task in tasks:
+                if task.done():
+                    task.result()  # a watch gave up: its error
+            policy = active_policy(policies.items())
+            drivers = await session.gateway.list_custom(*DRIVERS) if plan.driver.useNvidiaDriverCRD else []
+            if all(c.ok for c in verifying.policy_checks(plan, policy, drivers)) or loop.time() >= deadline:
+                return policy, drivers
+            waiting: list[PodStatus] = pods.indexed_items()
+            if any(w.phase == "Pending" and w.reason in FATAL_WAITING for w in waiting):
+                return policy, drivers
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                await task
 
 
 async def verify(
-    cluster: Connected,
+    session: Session,
     plan: Plan,
     rendered: Rendered | None,
     *,
@@ -148,20 +159,20 @@ async def verify(
     before the summary: a newcomer who presses Next the moment the rollout said ready must not get the
     operator's one-pass flap as a failure.
     """
-    gateway = cluster.gateway
+    gateway = session.gateway
     policy, drivers = await operator_objects(gateway, plan)
     young = turned_not_ready(policy, drivers, datetime.now(UTC), SETTLE_S)
     settling: asyncio.Task[tuple[dict[str, Any] | None, list[dict[str, Any]]]] | None = None
     if young:
-        namespace = await cluster.namespace(plan)
-        settling = asyncio.create_task(settled(gateway, plan, namespace, SETTLE_S))
+        namespace = await session.namespace(plan)
+        settling = asyncio.create_task(settled(session, plan, namespace, SETTLE_S))
     try:
         if young:
             yield LogLine(f"{young}: read again for up to {SETTLE_S:.0f} s (the operator re-checks every 5 s)")
         else:
             for check in verifying.policy_checks(plan, policy, drivers):
                 yield check
-        items = _verify_nodes(cluster, plan, rendered, policy, drivers, registry, no_registry, concurrency, timeout)
+        items = _verify_nodes(session, plan, rendered, policy, drivers, registry, no_registry, concurrency, timeout)
         async with contextlib.aclosing(items) as stream:
             async for item in stream:
                 if settling is not None and isinstance(item, Check) and item.check == "summary":
@@ -177,7 +188,7 @@ async def verify(
 
 
 async def _verify_nodes(
-    cluster: Connected,
+    session: Session,
     plan: Plan,
     rendered: Rendered | None,
     policy: dict[str, Any] | None,
@@ -188,8 +199,8 @@ async def _verify_nodes(
     timeout: float,
 ) -> AsyncGenerator[Check | LogLine, None]:
     """Every GPU node's checks, then the summary (every way out ends with one)."""
-    gateway = cluster.gateway
-    facts = await cluster.discover()
+    gateway = session.gateway
+    facts = await session.discover()
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
     if not gpu:
         yield Check("summary", Status.FAIL, "no GPU nodes found (no nvidia.com/gpu.present or NVIDIA PCI label)")
@@ -204,7 +215,7 @@ async def _verify_nodes(
         return
     choices = await asyncio.to_thread(operator_choices, plan, facts)
     ctx = await verify_context(
-        cluster, plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
+        session, plan, rendered, registry=registry, timeout=timeout, policy=policy, choices=choices
     )
     ctx.own_tags = {n.name: n.tag_os(plan.operator.version) for n in gpu}
     ctx.node_labels = facts.labels_by_node()
@@ -216,12 +227,12 @@ async def _verify_nodes(
             async for item in items:
                 yield item
     finally:
-        cluster.host_verified |= ctx.host_ok
+        session.proved_hosts(ctx.host_ok)
     yield verifying.summary(ctx, len(gpu))
 
 
 async def verify_context(
-    cluster: Connected,
+    session: Session,
     plan: Plan,
     rendered: Rendered | None,
     *,
@@ -231,14 +242,14 @@ async def verify_context(
     choices: dict[str, dict[str, str]] | None = None,
 ) -> verifying.VerifyContext:
     """Everything the node checks share: namespace, expected images, registry digests, driver pods, live paths."""
-    namespace = await cluster.namespace(plan)
-    policy = policy or active_policy(await cluster.gateway.list_custom(*POLICY))
+    namespace = await session.namespace(plan)
+    policy = policy or await session.policy()
     expected = {e.node: e.image for e in rendered.node_images} if rendered else {}
     possible = {i for i in expected.values() if i} | {i for c in (choices or {}).values() for i in c.values()}
     digests = await registry.check_many(sorted(possible)) if registry else {}
     toolkit_dir, driver_dir, drop_in = verifying.live_paths(policy)
     return verifying.VerifyContext(
-        gateway=cluster.gateway,
+        gateway=session.gateway,
         plan=plan,
         namespace=namespace,
         expected=expected,
@@ -249,6 +260,7 @@ async def verify_context(
         toolkit_dir=toolkit_dir,
         driver_dir=driver_dir,
         drop_in=drop_in,
-        probe_image=cluster.probe_image or manager_image(policy, plan.operator.bundle),
+        probe_image=session.probe_image or manager_image(policy, plan.operator.bundle),
         timeout=timeout,
+        policy=policy,
     )

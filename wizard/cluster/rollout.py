@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from wizard import collector
+from wizard.cluster.caches import FeedView
 from wizard.cluster.daemonset_fit import Placements
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
@@ -52,7 +53,8 @@ from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.discovery import SessionNode
+    from wizard.cluster.session import Session
 
 SNAPSHOT_GAP = 0.25
 """Seconds at least between two snapshots (at most ``interval``): front ends show a few a second."""
@@ -100,15 +102,21 @@ class RolloutStatus:
 class Followed:
     """The caches one rollout follows."""
 
-    policies: WatchCache[Any]
+    policies: WatchCache[Any] | FeedView[Any]
+    """The session's (:class:`~wizard.cluster.caches.FeedView`) when the follower runs in one, as are the nodes."""
     drivers: WatchCache[Any] | None
     daemonsets: WatchCache[Any]
-    nodes: WatchCache[Any]
+    nodes: WatchCache[Any] | FeedView[Any]
     """Every node: its upgrade state, the operator's deploy labels, what places DaemonSet pods on it."""
     pods: WatchCache[Any]
 
-    def all(self) -> list[WatchCache[Any]]:
+    def all(self) -> list[WatchCache[Any] | FeedView[Any]]:
         return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
+
+
+def scheduling(node: SessionNode) -> dict[str, Any]:
+    """What the follower reads of a node the session keeps (:func:`~wizard.cluster.rollout_cache.slim_node`)."""
+    return node.scheduling
 
 
 def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock) -> RolloutStatus:
@@ -292,6 +300,7 @@ async def follow(
     crash_window: float = 300.0,
     stall_window: float | None = None,
     heartbeat: float | None = None,
+    session: Session | None = None,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """Yield a snapshot whenever it changes (and at least every ``heartbeat`` seconds, for the clocks
     of time in state), until ready, failed or ``timeout`` seconds.
@@ -300,17 +309,22 @@ async def follow(
     for ``crash_window`` seconds ends the rollout as failed, quoting its last log line (a driver
     container restarting during a normal upgrade recovers well within it). Nothing changing for
     ``stall_window`` seconds (default: the whole ``timeout``) ends it as failed, naming where it stopped
-    and the nodes longest in one upgrade state.
+    and the nodes longest in one upgrade state. ``session``: the nodes and ClusterPolicies are read
+    from its watches (listed and watched once for the session), else from caches of the follower's own.
     """
     started = time.monotonic()
     changed = asyncio.Event()
     followed = Followed(
-        policies=WatchCache(gateway, POLICY, changed, slim=without_managed_fields),
+        policies=FeedView(session.policy_feed(), changed)
+        if session is not None
+        else WatchCache(gateway, POLICY, changed, slim=without_managed_fields),
         drivers=WatchCache(gateway, DRIVERS, changed, slim=without_managed_fields)
         if plan.driver.useNvidiaDriverCRD
         else None,
         daemonsets=WatchCache(gateway, "daemonsets", changed, namespace=namespace, slim=without_managed_fields),
-        nodes=WatchCache(gateway, "nodes", changed, slim=slim_node),
+        nodes=FeedView(session.nodes.feed, changed, scheduling)
+        if session is not None
+        else WatchCache(gateway, "nodes", changed, slim=slim_node),
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
@@ -389,7 +403,7 @@ async def follow(
 
 
 async def follow_cluster(
-    cluster: Connected,
+    session: Session,
     plan: Plan,
     *,
     interval: float,
@@ -403,9 +417,9 @@ async def follow_cluster(
     if stall_window is None:
         policy = plan_policy(plan)
         stall_window = policy.stall_seconds() if policy is not None else None
-    namespace = await cluster.namespace(plan)
+    namespace = await session.namespace(plan)
     statuses = follow(
-        cluster.gateway,
+        session.gateway,
         plan,
         namespace,
         interval=interval,
@@ -413,6 +427,7 @@ async def follow_cluster(
         crash_window=crash_window,
         stall_window=stall_window,
         heartbeat=heartbeat,
+        session=session,
     )
     async with contextlib.aclosing(statuses):
         async for status in statuses:

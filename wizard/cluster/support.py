@@ -34,7 +34,7 @@ from wizard.engine.facts import NodeFacts
 from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 
 if TYPE_CHECKING:
-    from wizard.cluster.proving import Connected
+    from wizard.cluster.session import Session
     from wizard.engine.plan import Plan
 
 SAMPLED_PODS = 20
@@ -174,12 +174,12 @@ async def collect(
 
 
 async def collect_cluster(
-    cluster: Connected, plan: Plan | None, *, about: Mapping[str, bytes]
+    session: Session, plan: Plan | None, *, about: Mapping[str, bytes]
 ) -> AsyncGenerator[BundleFile | str, None]:
     """:func:`collect` for the cluster's GPU nodes in the plan's operator namespace (see ``Cluster.support_files``)."""
-    namespace = await cluster.namespace(plan)
-    gpu = sorted((await cluster.discover()).gpu_nodes, key=lambda n: n.name)
-    files = collect(cluster.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about)
+    namespace = await session.namespace(plan)
+    gpu = sorted((await session.discover()).gpu_nodes, key=lambda n: n.name)
+    files = collect(session.gateway, namespace, gpu, driver_enabled=plan.driver_enabled if plan else True, about=about)
     async with contextlib.aclosing(files):
         async for item in files:
             yield item

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from wizard.cluster.preflight import POLICY, active_policy
 from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.ownership import Ownership, ownership_of
 from wizard.engine.render import Rendered, render
@@ -19,22 +18,9 @@ from wizard.engine.upgrade import UpgradePlan, plan_upgrade, upgrade_in_progress
 from wizard.registry.images import ImageStatus, check_images
 
 if TYPE_CHECKING:
-    from wizard.cluster.gateway import Gateway
-    from wizard.engine.facts import ClusterFacts
+    from wizard.cluster.session import Session
     from wizard.engine.plan import Plan
     from wizard.registry.client import RegistryClient
-
-
-class Cluster(Protocol):
-    """What an upgrade plan reads from the connected cluster (``wizard.cluster.facade.Cluster``, which calls here)."""
-
-    gateway: Gateway
-
-    async def live_plan(self) -> Plan: ...
-
-    async def discover(self) -> ClusterFacts: ...
-
-    async def namespace(self, plan: Plan | None = None) -> str: ...
 
 
 @dataclass
@@ -61,17 +47,17 @@ class UpgradeReport:
         return [status for status in self.new_images.values() if not status.ok]
 
 
-async def gpu_workloads(cluster: Cluster, gpu_nodes: set[str]) -> list[dict[str, Any]]:
+async def gpu_workloads(session: Session, gpu_nodes: set[str]) -> list[dict[str, Any]]:
     """Pods not yet finished anywhere in the cluster, kept only when they run on a GPU node."""
     kept: list[dict[str, Any]] = []
     selector = "status.phase!=Succeeded,status.phase!=Failed"
-    async for page in cluster.gateway.all_pod_pages(field_selector=selector):
+    async for page in session.gateway.all_pod_pages(field_selector=selector):
         kept += [pod for pod in page if (pod.get("spec") or {}).get("nodeName") in gpu_nodes]
     return kept
 
 
 async def prepare_upgrade(
-    cluster: Cluster,
+    session: Session,
     *,
     driver_version: str = "",
     operator_release: str | None = None,
@@ -84,13 +70,13 @@ async def prepare_upgrade(
     The target is ``target`` when given (the TUI's edited plan), else the running plan with
     ``driver_version`` (and ``operator_release``), as ``gpu-wizard upgrade`` asks.
     """
-    live = active_policy(await cluster.gateway.list_custom(*POLICY))
-    running = current or await cluster.live_plan()
+    live = await session.policy()
+    running = current or await session.live_plan()
     if target is None:
         target = upgrade_target(running, driver_version=driver_version, operator_release=operator_release)
-    facts = await cluster.discover()
+    facts = await session.discover()
     before, after = render(running, facts), render(target, facts)
-    pods = await gpu_workloads(cluster, {n.name for n in facts.gpu_nodes})
+    pods = await gpu_workloads(session, {n.name for n in facts.gpu_nodes})
     policy_spec = ((live or {}).get("spec") or {}).get("driver", {}).get("upgradePolicy")
     if target.driver.upgradePolicy is not None:  # the edited policy is the one the rollout will follow
         policy_spec = target.driver.upgradePolicy.cr_form()
@@ -99,12 +85,12 @@ async def prepare_upgrade(
     )
     live_version = str((((live or {}).get("spec") or {}).get("driver") or {}).get("version") or running.driver.version)
     if any(n.upgrade_state and n.upgrade_state != "upgrade-done" for n in facts.gpu_nodes):
-        problems = await driver_pod_problems(cluster, await cluster.namespace(running))
+        problems = await driver_pod_problems(session, await session.namespace(running))
         upgrade.in_progress = upgrade_in_progress(facts, live_version, problems, workloads_by_node(pods, facts))
     report = UpgradeReport(upgrade, before, after, ownership_of(live), live)
     if not upgrade.changing_nodes and upgrade.in_progress is None and upgrade.groups:
         report.not_running = not_running(
-            upgrade, await running_driver_images(cluster, await cluster.namespace(running))
+            upgrade, await running_driver_images(session, await session.namespace(running))
         )
     if registry is not None:
         report.old_images = {s.image: s for s in await check_images(before, registry)}
@@ -113,10 +99,10 @@ async def prepare_upgrade(
     return report
 
 
-async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str]:
+async def driver_pod_problems(session: Session, namespace: str) -> dict[str, str]:
     """``node -> why its driver container does not run`` (waiting reason, last exit code, image, where to look)."""
     found: dict[str, str] = {}
-    for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
+    for pod in await session.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         meta = pod.get("metadata") or {}
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -132,10 +118,10 @@ async def driver_pod_problems(cluster: Cluster, namespace: str) -> dict[str, str
     return found
 
 
-async def running_driver_images(cluster: Cluster, namespace: str) -> dict[str, tuple[str, str]]:
+async def running_driver_images(session: Session, namespace: str) -> dict[str, tuple[str, str]]:
     """``node -> (image, waiting reason)`` of the driver container of every driver pod (the driver DaemonSets)."""
     found: dict[str, tuple[str, str]] = {}
-    for pod in await cluster.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
+    for pod in await session.gateway.list_pods(namespace, label_selector=DRIVER_SELECTOR):
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         image = next(
             (

@@ -102,6 +102,8 @@ async def _probe_hosts(ctx: VerifyContext, nodes: Sequence[str], concurrency: in
         timeout=ctx.timeout,
         concurrency=concurrency,
         node_labels=ctx.node_labels,
+        policy=ctx.policy,
+        policy_known=True,
     )
     try:
         async with contextlib.aclosing(runs):

@@ -85,6 +85,8 @@ class VerifyContext:
     drop_in: str
     probe_image: str
     timeout: float
+    policy: dict[str, Any] | None = None
+    """The active ClusterPolicy as the session read it (the host probe's tolerations come from it)."""
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     failed: set[str] = field(default_factory=set)
     host_ok: set[str] = field(default_factory=set)

@@ -135,33 +135,11 @@ class WatchCache(Generic[T]):
         self.objects.pop(name, None)
         self.indexed.pop(name, None)
 
-    async def pages(self) -> AsyncGenerator[dict[str, Any], None]:
-        """Every page of the list, with the next one already requested (cancelled when the caller leaves early)."""
-
-        def fetch(cont: str | None) -> asyncio.Future[dict[str, Any]]:
-            return asyncio.ensure_future(
-                self.gateway.list_page(
-                    self.resource,
-                    namespace=self.namespace,
-                    label_selector=self.label_selector,
-                    limit=self.page_size,
-                    cont=cont,
-                )
-            )
-
-        ahead: asyncio.Future[dict[str, Any]] | None = fetch(None)
-        try:
-            while ahead is not None:
-                page = await ahead
-                cont = (page.get("metadata") or {}).get("continue") or None
-                ahead = fetch(cont) if cont else None
-                await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
-                yield page
-        finally:
-            if ahead is not None and not ahead.done():
-                ahead.cancel()
-                with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                    await ahead
+    def pages(self) -> AsyncGenerator[dict[str, Any], None]:
+        """Every page of the list (the gateway's one pager: the next page already requested)."""
+        return self.gateway.pages(
+            self.resource, namespace=self.namespace, label_selector=self.label_selector, limit=self.page_size
+        )
 
     async def listing(self) -> AsyncGenerator[tuple[str, T], None]:
         """``(name, slim object)`` of one list, page by page, in time slices; :attr:`resource_version` is the list's
@@ -207,9 +185,10 @@ class WatchCache(Generic[T]):
         self.listed.set()
         if self.changed is not None:
             self.changed.set()
-        return await self._changes(before, objects) if report else []
+        return await self.changes(before, objects) if report else []
 
-    async def _changes(self, before: dict[str, T], after: dict[str, T]) -> list[tuple[str, T]]:
+    async def changes(self, before: dict[str, T], after: dict[str, T]) -> list[tuple[str, T]]:
+        """What a reader who held ``before`` must be told to hold ``after`` (in time slices)."""
         left = dict(before)
         changes: list[tuple[str, T]] = []
         for name, obj in after.items():

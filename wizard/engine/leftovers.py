@@ -31,11 +31,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wizard.engine import releases
-from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET
+from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
 
-LABEL_COMPONENT = "app.kubernetes.io/component"
-DRIVER_COMPONENT = "nvidia-driver"
+LABEL_COMPONENT, _, DRIVER_COMPONENT = DRIVER_SELECTOR.partition("=")
 LABEL_PRECOMPILED = "nvidia.com/precompiled"
 
 LEFT_WHEN_DISABLED = f"left by the operator when the driver is disabled (it deletes only {COMMON_DRIVER_DAEMONSET})"

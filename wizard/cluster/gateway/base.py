@@ -140,6 +140,8 @@ class GatewayBase:
         where = f" in {namespace}" if namespace else ""
         if resource == "nodes":
             return "listing nodes", self.core, "list_node", ()
+        if resource == "pods" and namespace is None:
+            return "listing pods in all namespaces", self.core, "list_pod_for_all_namespaces", ()
         if resource == "pods":
             return f"listing pods{where}", self.core, "list_namespaced_pod", (namespace,)
         if resource == "daemonsets":

@@ -6,9 +6,12 @@ Each is one call of :meth:`~wizard.cluster.gateway.base.GatewayBase.call` on a g
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
+from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 
 
@@ -32,14 +35,57 @@ class Reads(GatewayBase):
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         limit: int | None = None,
         cont: str | None = None,
     ) -> dict[str, Any]:
-        """One page of a list (with its ``metadata.resourceVersion`` and ``continue``), for list-then-watch caches."""
+        """One page of a list (with its ``metadata.resourceVersion`` and ``continue``), for list-then-watch caches.
+        ``pods`` without a namespace: every namespace's."""
         what, api, operation, args = self._listing(resource, namespace)
         fn = self.raw(api, operation)
-        found = await self.call(what, fn, *args, label_selector=label_selector, limit=limit, _continue=cont)
+        found = await self.call(
+            what, fn, *args, label_selector=label_selector, field_selector=field_selector, limit=limit, _continue=cont
+        )
         return dict(found or {})
+
+    async def pages(
+        self,
+        resource: str | tuple[str, str, str],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """The one pager: every page of a list (``limit`` objects each), the next one already requested while the
+        caller takes this one in (its server time and transfer overlap the caller's work); it is cancelled when
+        the caller leaves early. A continue token that expired is the caller's (``ApiError`` 410: list again)."""
+
+        def fetch(cont: str | None) -> asyncio.Future[dict[str, Any]]:
+            return asyncio.ensure_future(
+                self.list_page(
+                    resource,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=limit,
+                    cont=cont,
+                )
+            )
+
+        ahead: asyncio.Future[dict[str, Any]] | None = fetch(None)
+        try:
+            while ahead is not None:
+                page = await ahead
+                cont = (page.get("metadata") or {}).get("continue") or None
+                ahead = fetch(cont) if cont else None
+                await asyncio.sleep(0)  # let the read-ahead send its request before the caller takes the loop
+                yield page
+        finally:
+            if ahead is not None and not ahead.done():
+                ahead.cancel()
+                with contextlib.suppress(asyncio.CancelledError, ClusterError):
+                    await ahead
 
     async def list_pods(
         self, namespace: str, *, label_selector: str | None = None, field_selector: str | None = None
@@ -55,31 +101,19 @@ class Reads(GatewayBase):
         self, namespace: str, *, label_selector: str | None = None, limit: int = 500
     ) -> AsyncGenerator[tuple[list[dict[str, Any]], str], None]:
         """``(pods, list resourceVersion)`` one page (``limit``) at a time, so a caller keeps only what it needs."""
-        fn = self.raw(self.core, "list_namespaced_pod")
-        what = f"listing pods in {namespace}"
-        cont: str | None = None
-        while True:
-            page = await self.call(what, fn, namespace, label_selector=label_selector, limit=limit, _continue=cont)
-            meta = page.get("metadata") or {}
-            yield list(page.get("items") or []), str(meta.get("resourceVersion") or "")
-            cont = meta.get("continue") or None
-            if not cont:
-                return
+        pages = self.pages("pods", namespace=namespace, label_selector=label_selector, limit=limit)
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                yield list(page.get("items") or []), str((page.get("metadata") or {}).get("resourceVersion") or "")
 
     async def all_pod_pages(
         self, *, field_selector: str | None = None, limit: int = 500
     ) -> AsyncGenerator[list[dict[str, Any]], None]:
         """Pods of every namespace, one page (``limit``) at a time (the workloads on GPU nodes)."""
-        fn = self.raw(self.core, "list_pod_for_all_namespaces")
-        cont: str | None = None
-        while True:
-            page = await self.call(
-                "listing pods in all namespaces", fn, field_selector=field_selector, limit=limit, _continue=cont
-            )
-            yield list(page.get("items") or [])
-            cont = (page.get("metadata") or {}).get("continue") or None
-            if not cont:
-                return
+        pages = self.pages("pods", field_selector=field_selector, limit=limit)
+        async with contextlib.aclosing(pages):
+            async for page in pages:
+                yield list(page.get("items") or [])
 
     async def read_node(self, name: str) -> dict[str, Any] | None:
         """One node, or None."""

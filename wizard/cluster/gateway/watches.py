@@ -94,7 +94,9 @@ class Watches(GatewayBase):
         finally:
             if requestlog.enabled():
                 response = stream.resp
-                url = str(response.url) if response is not None else f"{self.server} ({what})"
+                # a watch stopped before the server's first answer has no URL: say what it watched, selector too
+                selector = f" -l {kwargs['label_selector']}" if kwargs.get("label_selector") else ""
+                url = str(response.url) if response is not None else f"{self.server} ({what}{selector})"
                 requestlog.record("api", "WATCH", url, status, started)
             await stream.close()
         elapsed = time.monotonic() - started
@@ -111,11 +113,13 @@ class Watches(GatewayBase):
         *,
         namespace: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         timeout_seconds: int = 300,
         skip: Callable[[str], bool] | None = None,
     ) -> AsyncGenerator[tuple[str, dict[str, Any]], None]:
         """Events of a kind after ``resource_version`` (see :meth:`watch`)."""
         what, api, operation, args = self._listing(resource, namespace)
+        selectors = {"field_selector": field_selector} if field_selector else {}
         return self.watch(
             what.replace("listing", "watching", 1),
             getattr(api, operation),
@@ -124,6 +128,7 @@ class Watches(GatewayBase):
             timeout_seconds=timeout_seconds,
             label_selector=label_selector,
             skip=skip,
+            **selectors,
         )
 
     def watch_nodes(
