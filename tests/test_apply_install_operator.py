@@ -87,8 +87,8 @@ def test_install_flags_are_checked_before_connecting(tmp_path: Path, capsys: pyt
     answers = tmp_path / "answers.yaml"
     answers.write_text(ANSWERS)
     base = ["apply", "--answers", str(answers), "--kubeconfig", str(tmp_path / "absent")]
-    assert main([*base, "--chart", "./gpu-operator"]) == 2
-    assert "--chart: only with --install-operator" in capsys.readouterr().err
+    assert main([*base, "--chart", "oci://bad host/x"]) == 2  # checked also where it names a helm upgrade's chart
+    assert "--chart: 'oci://bad host/x' is not a local chart folder" in capsys.readouterr().err
     assert main([*base, "--install-operator", "--chart", "https://example.com/x.tgz"]) == 2
     assert "--chart: 'https://example.com/x.tgz' is not a local chart folder" in capsys.readouterr().err
 

@@ -31,7 +31,6 @@ from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, LogLine, Status
 
 if TYPE_CHECKING:
-    from wizard.cluster.apply_preview import ApplyPlan
     from wizard.cluster.gateway import Gateway
     from wizard.cluster.preflight import Preflight
     from wizard.engine.facts import ClusterFacts, NodeFacts
@@ -52,17 +51,17 @@ class Connected(Protocol):
     async def known_preflight(self) -> Preflight: ...
 
 
-async def require_host_drivers(cluster: Connected, prepared: ApplyPlan) -> None:
+async def require_host_drivers(cluster: Connected, plan: Plan | None) -> None:
     """Pre-installed mode: probe the GPU hosts not yet verified; ClusterError naming those whose nvidia-smi failed."""
     facts = await cluster.discover()
     gpu = [n for n in facts.gpu_nodes if n.name not in cluster.host_verified]
     if gpu:
-        if prepared.plan is None:
+        if plan is None:
             raise ClusterError(
                 "pre-installed mode: cannot tell which release to probe with",
                 "pass --allow-unverified-preinstalled",
             )
-        await probe_hosts(cluster, prepared.plan, gpu, facts)
+        await probe_hosts(cluster, plan, gpu, facts)
     missing = sorted(n.name for n in facts.gpu_nodes if n.name not in cluster.host_verified)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")

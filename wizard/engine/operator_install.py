@@ -70,6 +70,25 @@ def chart_source(release: str, chart: str | None = None) -> ChartSource:
     return ChartSource(chart)
 
 
+def upgrade_argv(
+    release_name: str, namespace: str, chart: ChartSource, values_file: str, kube: tuple[str, ...] = ()
+) -> list[str]:
+    """``helm upgrade`` of a Helm-owned install with the change's values, keeping every other value it holds
+    (``--reuse-values``); ``--wait`` off, the wizard follows the rollout itself."""
+    return [
+        "helm",
+        "upgrade",
+        release_name,
+        *chart.argv(),
+        "--namespace",
+        namespace,
+        "--reuse-values",
+        "--values",
+        values_file,
+        *kube,
+    ]
+
+
 def operator_image(release: str, values: dict[str, Any] | None = None) -> str:
     """The operator's own image the chart deploys (``operator.repository/image:version``, version = release)."""
     bundle = bundle_of(release)
