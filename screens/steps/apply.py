@@ -201,7 +201,8 @@ class ApplyStep(StepScreen):
             return
         context = state.info.context if state.info is not None else "cluster"
         live = state.preflight.cluster_policy if state.preflight is not None else None
-        self._helm = helm_change(state.rendered, self._owner, live, helm_values_path(context))
+        running = state.preflight.operator_release if state.preflight is not None else ""
+        self._helm = helm_change(state.rendered, self._owner, live, helm_values_path(context), running)
         self.query_one("#helm-row").display = True
         steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
         values = self.query_one("#helm-values", Static)

@@ -23,7 +23,7 @@ from wizard.cli.session import load_plan, open_cluster, plan_for_cluster, second
 from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
-    from wizard.cluster.facade import Cluster
+    from wizard.cluster.facade import Cluster, Preflight
     from wizard.engine.ownership import Ownership
     from wizard.engine.plan import Plan
     from wizard.engine.render import Rendered
@@ -144,8 +144,14 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         chart = check_install_flags(args, plan.operator.version)
         return await install_and_follow(args, cluster, rendered, chart, _confirm, follow_rollout)
     owner = ownership_of(preflight.cluster_policy)
+    upgrade = next((c for c in preflight.checks if c.check == "release" and (c.data or {}).get("upgrade")), None)
+    if upgrade is not None and args.override_helm:
+        sys.stderr.write(f"gpu-wizard: error: --override-helm: {upgrade.message}; nothing applied\n")
+        return EXIT_INVALID
+    if upgrade is not None:
+        write_check(upgrade, sys.stderr)
     if owner.helm and not args.override_helm:
-        return await _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
+        return await _through_helm(args, cluster, rendered, owner, preflight)
     if owner.manager != "none":
         sys.stderr.write(f"! owner: {owner.why_not_apply()}\n")
     prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
@@ -229,7 +235,7 @@ def _write_downgrade(plan: Plan, live: dict[str, Any] | None) -> None:
 
 
 async def _through_helm(
-    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
+    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, preflight: Preflight
 ) -> int:
     """A Helm-owned policy: the change as the release's values. With ``helm`` on PATH the wizard runs the ``helm
     upgrade`` itself (confirmed), deletes the driver DaemonSets the operator leaves behind and follows the rollout;
@@ -239,7 +245,7 @@ async def _through_helm(
     from wizard.engine.textsafe import shell_command
 
     target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
-    change = helm_change(rendered, owner, live, target)
+    change = helm_change(rendered, owner, preflight.cluster_policy, target, preflight.operator_release)
     leftovers = await cluster.helm_leftovers(rendered)
     namespace = await cluster.namespace(rendered.plan)
     helm = helm_binary()

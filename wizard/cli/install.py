@@ -32,6 +32,11 @@ def install_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="where no GPU Operator runs, install the plan's release as a Helm release with the plan's values",
     )
+    chart_flag(parser)
+
+
+def chart_flag(parser: argparse.ArgumentParser) -> None:
+    """``--chart``: the chart helm installs, or upgrades a Helm-owned install with (``apply``, ``upgrade``)."""
     parser.add_argument(
         "--chart",
         metavar="REF",

@@ -380,7 +380,16 @@ class Cluster:
             await proving.require_host_drivers(self, rendered.plan)
         namespace = await self.namespace(rendered.plan)
         owner = change.owner
-        argv = upgrade_argv(owner.release, owner.namespace, chart, str(change.values_path), self.helm_kube)
+        running = self._preflight.operator_release if self._preflight else ""
+        argv = upgrade_argv(
+            owner.release,
+            owner.namespace,
+            chart,
+            str(change.values_path),
+            self.helm_kube,
+            running_release=running,
+            release=rendered.plan.operator.version,
+        )
         live = (self._preflight.cluster_policy if self._preflight else None) or None
         with collector.frozen():
             run = await upgrade_through_helm(

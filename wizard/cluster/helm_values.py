@@ -54,11 +54,17 @@ def helm_values_path(context: str) -> Path:
 
 
 def helm_change(
-    rendered: Rendered, owner: Ownership, live_policy: Mapping[str, Any] | None, target: Path
+    rendered: Rendered,
+    owner: Ownership,
+    live_policy: Mapping[str, Any] | None,
+    target: Path,
+    running_release: str = "",
 ) -> HelmChange:
-    """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values``, to be saved at ``target``."""
+    """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values`` (over the new chart's
+    defaults when ``running_release``, the operator release the cluster runs, is not the plan's), to be saved at
+    ``target``."""
     plan = rendered.plan
-    command = helm_upgrade_command(owner, plan.operator.version, str(target))
+    command = helm_upgrade_command(owner, plan.operator.version, str(target), running_release)
     header = [
         f"gpu-wizard: values for Helm release {owner.release} (namespace {owner.namespace}), operator "
         f"{plan.operator.version}, {plan.mode.value} mode.",

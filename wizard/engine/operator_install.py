@@ -19,7 +19,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.engine.deployers import CHART_HELP
 from wizard.engine.naming import image_path
-from wizard.engine.ownership import HELM_CHART
+from wizard.engine.ownership import HELM_CHART, reuse_flag
 from wizard.engine.releases import bundle_of, rules
 from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
 from wizard.engine.textsafe import shell_command
@@ -71,10 +71,17 @@ def chart_source(release: str, chart: str | None = None) -> ChartSource:
 
 
 def upgrade_argv(
-    release_name: str, namespace: str, chart: ChartSource, values_file: str, kube: tuple[str, ...] = ()
+    release_name: str,
+    namespace: str,
+    chart: ChartSource,
+    values_file: str,
+    kube: tuple[str, ...] = (),
+    running_release: str = "",
+    release: str = "",
 ) -> list[str]:
     """``helm upgrade`` of a Helm-owned install with the change's values, keeping every other value it holds
-    (``--reuse-values``); ``--wait`` off, the wizard follows the rollout itself."""
+    (``ownership.reuse_flag``: over the new chart's defaults when ``running_release`` is not the plan's ``release``);
+    ``--wait`` off, the wizard follows the rollout itself."""
     return [
         "helm",
         "upgrade",
@@ -82,7 +89,7 @@ def upgrade_argv(
         *chart.argv(),
         "--namespace",
         namespace,
-        "--reuse-values",
+        reuse_flag(running_release, release),
         "--values",
         values_file,
         *kube,
