@@ -119,6 +119,9 @@ class WizardState:
     """Demo scenario name when running on the built-in simulated cluster."""
     kubeconfig: str | None = None
     context: str | None = None
+    chart: str | None = None
+    """``--chart``: the chart Apply installs where no operator runs (a local folder, .tgz or oci://; air-gapped);
+    None: the release's chart from NVIDIA's Helm repository."""
     cluster: Cluster | None = None
     """The connected cluster (owned by the App, closed on exit)."""
     info: ClusterInfo | None = None

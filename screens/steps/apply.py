@@ -344,9 +344,10 @@ class ApplyStep(StepScreen):
         state = self.state
         if not getattr(state.preflight, "installs_operator", False) or state.rendered is None:
             return None
-        from wizard.engine.operator_install import operator_install
+        from wizard.engine.operator_install import chart_source, operator_install
 
-        return operator_install(state.rendered)
+        chart = chart_source(state.rendered.plan.operator.version, state.chart) if state.chart else None
+        return operator_install(state.rendered, chart)
 
     async def _install_body(self) -> None:
         """Install the operator (helm, or the shown command and a wait), then follow the rollout as after an apply."""
