@@ -202,7 +202,12 @@ class ApplyStep(StepScreen):
         context = state.info.context if state.info is not None else "cluster"
         live = state.preflight.cluster_policy if state.preflight is not None else None
         running = state.preflight.operator_release if state.preflight is not None else ""
-        self._helm = helm_change(state.rendered, self._owner, live, helm_values_path(context), running)
+        prepared = state.prepared  # the preview named the driver DaemonSets the operator leaves behind
+        leftovers = prepared.leftovers if prepared is not None else []
+        namespace = prepared.namespace if prepared is not None else ""
+        self._helm = helm_change(
+            state.rendered, self._owner, live, helm_values_path(context), running, leftovers, namespace
+        )
         self.query_one("#helm-row").display = True
         steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
         values = self.query_one("#helm-values", Static)

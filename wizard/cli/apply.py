@@ -242,12 +242,13 @@ async def _through_helm(
     without it (or on a dry run) it prints the commands, the leftovers' deletions among them."""
     from wizard.cluster.facade import helm_binary, helm_change, helm_values_path
     from wizard.engine.operator_install import chart_source
-    from wizard.engine.textsafe import shell_command
 
     target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
-    change = helm_change(rendered, owner, preflight.cluster_policy, target, preflight.operator_release)
     leftovers = await cluster.helm_leftovers(rendered)
     namespace = await cluster.namespace(rendered.plan)
+    change = helm_change(
+        rendered, owner, preflight.cluster_policy, target, preflight.operator_release, leftovers, namespace
+    )
     helm = helm_binary()
     sys.stdout.write(change.values_text)
     if helm is None or args.dry_run:
@@ -256,9 +257,8 @@ async def _through_helm(
         if change.drivers_command:
             names = ", ".join(change.driver_names)
             then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
-        for leftover in leftovers:
-            delete = shell_command(["kubectl", "delete", "daemonset", "-n", namespace, leftover.name])
-            then += f"  then {leftover.deletion(namespace)}:\n  {delete}\n"
+        for deletion, delete in change.deletions:
+            then += f"  then {deletion}:\n  {delete}\n"
         sys.stderr.write(
             f"! owner: {owner.why_not_apply()}\n"
             f"not applied: the change is in {target}; carry it out with:\n  {change.command}\n{then}"
