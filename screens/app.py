@@ -72,9 +72,10 @@ class WizardApp(App[int]):
         replay: bool = True,
         web: bool = False,
         memory: MemoryPolicy | None = None,
+        chart: str | None = None,
     ) -> None:
         super().__init__()
-        self.state = WizardState(demo=demo, kubeconfig=kubeconfig, context=context)
+        self.state = WizardState(demo=demo, kubeconfig=kubeconfig, context=context, chart=chart)
         """Everything the steps share."""
         self.answers_file = Path(answers).expanduser() if answers else None
         self.step_delay = step_delay
@@ -484,6 +485,7 @@ def run(args: object, memory: MemoryPolicy | None = None) -> int:
         kubeconfig=getattr(args, "tui_kubeconfig", None),
         context=getattr(args, "tui_context", None),
         web=bool(getattr(args, "web", False)),
+        chart=getattr(args, "tui_chart", None),
     )
     result = app.run()
     if isinstance(result, int):

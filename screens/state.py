@@ -132,6 +132,9 @@ class WizardState:
     """The kubeconfig file given (``--kubeconfig``; None: kubectl's own)."""
     context: str | None = None
     """The kube context connected to (or given by ``--context``)."""
+    chart: str | None = None
+    """``--chart``: the chart Apply installs where no operator runs (a local folder, .tgz or oci://; air-gapped);
+    None: the release's chart from NVIDIA's Helm repository."""
     cluster: Cluster | None = None
     """The connected cluster (owned by the App, closed on exit)."""
     info: ClusterInfo | None = None

@@ -87,8 +87,8 @@ def test_install_flags_are_checked_before_connecting(tmp_path: Path, capsys: pyt
     answers = tmp_path / "answers.yaml"
     answers.write_text(ANSWERS)
     base = ["apply", "--answers", str(answers), "--kubeconfig", str(tmp_path / "absent")]
-    assert main([*base, "--chart", "./gpu-operator"]) == 2
-    assert "--chart: only with --install-operator" in capsys.readouterr().err
+    assert main([*base, "--chart", "oci://bad host/x"]) == 2  # checked also where it names a helm upgrade's chart
+    assert "--chart: 'oci://bad host/x' is not a local chart folder" in capsys.readouterr().err
     assert main([*base, "--install-operator", "--chart", "https://example.com/x.tgz"]) == 2
     assert "--chart: 'https://example.com/x.tgz' is not a local chart folder" in capsys.readouterr().err
 
@@ -150,3 +150,15 @@ def test_a_dry_run_writes_the_values_and_prints_the_command_only(
     running = demo_cluster("sle-micro-precompiled")
     assert main([*base[:3], "--kubeconfig", str(running.kubeconfig_path), "--install-operator", "--dry-run"]) == 0
     assert "! --install-operator: a GPU Operator already runs; applying to it" in capsys.readouterr().err
+
+
+def test_the_tui_takes_the_chart_it_installs() -> None:
+    """``gpu-wizard --chart REF``: the chart the TUI's Apply installs where no operator runs (air-gapped: a local
+    folder); a bad one is refused before Textual loads, and its value is no subcommand."""
+    from wizard.cli.common import UsageError, command_word
+    from wizard.cli.main import tui_arguments
+
+    assert command_word(["--chart", "apply"]) is None
+    with pytest.raises(UsageError) as refused:
+        tui_arguments(["--chart", "https://example.com/x.tgz"])
+    assert "--chart: 'https://example.com/x.tgz' is not a local chart folder" in str(refused.value)

@@ -137,4 +137,5 @@ def test_the_lane_recorded_every_flow_of_every_built_release() -> None:
         "airgapped-repoconfig",
         "precompiled-then-driver-disabled",
         "nvidiadriver-then-crd-off",
+        "crd-off-then-nvidiadriver",
     } <= flows

@@ -97,7 +97,7 @@ async def test_an_install_of_the_operator_is_what_preflight_expects(demo_cluster
 
 
 async def test_existing_install_is_read_and_the_release_compared(demo_cluster: ClusterFactory) -> None:
-    demo = demo_cluster("existing-install")
+    demo = demo_cluster("existing-install-plain")  # made by hand: no Helm release to upgrade with the chart
     async with connected(demo) as cluster:
         found = await cluster.preflight(upstream_plan())
         live = await cluster.live_plan()
@@ -108,6 +108,16 @@ async def test_existing_install_is_read_and_the_release_compared(demo_cluster: C
     assert "operator.version: v26.3.3" in release.hint
     assert (live.mode.value, live.driver.version, live.operator.version) == ("upstream", "570.195.03", "v26.3.3")
     assert (live.driver.repository, live.driver.image) == ("nvcr.io/nvidia", "driver")
+
+
+async def test_a_new_release_of_a_helm_install_is_an_upgrade_of_its_chart(demo_cluster: ClusterFactory) -> None:
+    """The same policy owned by Helm release gpu-operator: the plan's release is that release's next chart."""
+    demo = demo_cluster("existing-install")
+    async with connected(demo) as cluster:
+        found = await cluster.preflight(upstream_plan())
+    release = next(c for c in found.checks if c.check == "release")
+    assert release.status is Status.WARN and release.data == {"upgrade": "v26.7.0"}, release
+    assert release.message.endswith("Helm release gpu-operator is upgraded to the v26.7.0 chart") and found.ok
 
 
 async def test_a_policy_no_helm_release_owns_stops_an_install(demo_cluster: ClusterFactory, kubectl: Kubectl) -> None:

@@ -12,7 +12,7 @@ from wizard.engine.results import Check, ClusterInfo, Status
 #: The session's fields: not learnt by a step, never reset by one.
 SESSION = {
     "answers", "answers_path", "answers_doc", "answers_given", "replay", "replay_until", "demo", "kubeconfig",
-    "context", "cluster", "info", "step", "load_errors",
+    "context", "chart", "cluster", "info", "step", "load_errors",
 }  # fmt: skip
 
 

@@ -199,7 +199,13 @@ class ApplyStep(StepScreen):
             return
         context = state.info.context if state.info is not None else "cluster"
         live = state.preflight.cluster_policy if state.preflight is not None else None
-        self._helm = helm_change(state.rendered, self._owner, live, helm_values_path(context))
+        running = state.preflight.operator_release if state.preflight is not None else ""
+        prepared = state.prepared  # the preview named the driver DaemonSets the operator leaves behind
+        leftovers = prepared.leftovers if prepared is not None else []
+        namespace = prepared.namespace if prepared is not None else ""
+        self._helm = helm_change(
+            state.rendered, self._owner, live, helm_values_path(context), running, leftovers, namespace
+        )
         self.query_one("#helm-row").display = True
         steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
         values = self.query_one("#helm-values", Static)
@@ -342,9 +348,10 @@ class ApplyStep(StepScreen):
         state = self.state
         if not getattr(state.preflight, "installs_operator", False) or state.rendered is None:
             return None
-        from wizard.engine.operator_install import operator_install
+        from wizard.engine.operator_install import chart_source, operator_install
 
-        return operator_install(state.rendered)
+        chart = chart_source(state.rendered.plan.operator.version, state.chart) if state.chart else None
+        return operator_install(state.rendered, chart)
 
     async def _install_body(self) -> None:
         """Install the operator (helm, or the shown command and a wait), then follow the rollout as after an apply."""

@@ -262,3 +262,65 @@ def test_upstream_to_preinstalled_needs_no_deletion(
     assert "rollout: ready: ClusterPolicy ready" in err, err
     assert not driver_daemonsets(cluster)
     wait_for("the driver pods to go", lambda: not _driver_pods(cluster), 90)
+
+
+def _orphaned_driver_pods(cluster: RealCluster) -> list[str]:
+    """Driver pods no DaemonSet owns any more (the ClusterPolicy's driver DaemonSet deleted with orphan propagation)."""
+    pods = cluster.get(
+        f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dnvidia-driver"
+    )["items"]
+    return sorted(
+        p["metadata"]["name"]
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp") and not p["metadata"].get("ownerReferences")
+    )
+
+
+def test_nvidiadriver_crds_on_leaves_nothing_behind(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """useNvidiaDriverCRD off, then on (the other way round from the test above): the ClusterPolicy's controller
+    deletes its own driver DaemonSet and the NVIDIADriver's rolls out, so gpu-wizard deletes nothing, and its
+    rollout is ready with the NVIDIADriver's DaemonSet alone and no driver pod left without an owner."""
+    cluster, host = real_cluster, oci_registry.host
+    nodes = [
+        node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
+        node("gpu-l40s-0", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+        node("gpu-l40s-1", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-L40S"),
+    ]
+    cluster.reset(nodes)
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=b"crd")}
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    cluster.set_driver_version(UPSTREAM_VERSION)
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    on = upstream_answers(tmp_path / "on", cluster.release, host, extra="  useNvidiaDriverCRD: true\n")
+    off = upstream_answers(tmp_path / "off", cluster.release, host)
+    registry = ["--insecure-registry", host]
+
+    def apply(answers: Path, wait: str = "120") -> tuple[int, str, str]:
+        argv = ["apply", "--answers", str(answers), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b")]
+        return run(capsys, *argv, *registry, "--wait-timeout", wait)
+
+    code, _, err = apply(off)
+    assert code == 0 and "rollout: ready" in err, err
+    assert list(driver_daemonsets(cluster)) == ["nvidia-driver-daemonset"]
+    wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
+    wait_settled(cluster)
+
+    # v26.7.0 walks the nodes through its upgrade controller, one at a time (10 s and more per state here)
+    code, out, err = apply(on, "300")
+    assert code == 0, out + err
+    assert "delete DaemonSet" not in out, out  # the operator deletes its own driver DaemonSet: nothing is left
+    assert "rollout: ready" in err, err
+    # ready was said with no driver DaemonSet but the NVIDIADriver's, and no driver pod left without an owner
+    (nvd,) = driver_daemonsets(cluster)
+    assert nvd.startswith("nvidia-gpu-driver-ubuntu22.04-"), nvd
+    assert not _orphaned_driver_pods(cluster), _orphaned_driver_pods(cluster)
+    wait_for("a driver pod per GPU node", lambda: len(_driver_pods(cluster)) == 2, 90)
+    wait_settled(cluster)
+    assert list(driver_daemonsets(cluster)) == [nvd] and not _orphaned_driver_pods(cluster)
+    code, out, err = run(capsys, "verify", "--answers", str(on), *as_wizard(cluster), *registry)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
+    record_or_check(cluster, "crd-off-then-nvidiadriver", nodes, on, host, before=off)

@@ -23,7 +23,7 @@ from wizard.cli.session import load_plan, open_cluster, plan_for_cluster, second
 from wizard.paths import backups_dir
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
-    from wizard.cluster.facade import Cluster
+    from wizard.cluster.facade import Cluster, Preflight
     from wizard.engine.ownership import Ownership
     from wizard.engine.plan import Plan
     from wizard.engine.render import Rendered
@@ -144,8 +144,14 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         chart = check_install_flags(args, plan.operator.version)
         return await install_and_follow(args, cluster, rendered, chart, _confirm, follow_rollout)
     owner = ownership_of(preflight.cluster_policy)
+    upgrade = next((c for c in preflight.checks if c.check == "release" and (c.data or {}).get("upgrade")), None)
+    if upgrade is not None and args.override_helm:
+        sys.stderr.write(f"gpu-wizard: error: --override-helm: {upgrade.message}; nothing applied\n")
+        return EXIT_INVALID
+    if upgrade is not None:
+        write_check(upgrade, sys.stderr)
     if owner.helm and not args.override_helm:
-        return _through_helm(args, cluster, rendered, owner, preflight.cluster_policy)
+        return await _through_helm(args, cluster, rendered, owner, preflight)
     if owner.manager != "none":
         sys.stderr.write(f"! owner: {owner.why_not_apply()}\n")
     prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
@@ -228,26 +234,67 @@ def _write_downgrade(plan: Plan, live: dict[str, Any] | None) -> None:
             sys.stderr.write(f"warning driver-downgrade: {check.message}\n    reason: {check.hint}\n")
 
 
-def _through_helm(
-    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, live: dict[str, Any] | None
+async def _through_helm(
+    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, preflight: Preflight
 ) -> int:
-    """A Helm-owned policy: write the change as the release's values and print the ``helm upgrade`` that carries it."""
-    from wizard.cluster.facade import helm_change, helm_values_path
+    """A Helm-owned policy: the change as the release's values. With ``helm`` on PATH the wizard runs the ``helm
+    upgrade`` itself (confirmed), deletes the driver DaemonSets the operator leaves behind and follows the rollout;
+    without it (or on a dry run) it prints the commands, the leftovers' deletions among them."""
+    from wizard.cluster.facade import helm_binary, helm_change, helm_values_path
+    from wizard.engine.operator_install import chart_source
 
     target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
-    change = helm_change(rendered, owner, live, target)
-    change.write()
-    sys.stdout.write(change.values_text)
-    then = ""
-    if change.drivers_command:
-        names = ", ".join(change.driver_names)
-        then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
-    sys.stderr.write(
-        f"! owner: {owner.why_not_apply()}\n"
-        f"not applied: the change is in {target}; carry it out with:\n  {change.command}\n{then}"
-        "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
+    leftovers = await cluster.helm_leftovers(rendered)
+    namespace = await cluster.namespace(rendered.plan)
+    change = helm_change(
+        rendered, owner, preflight.cluster_policy, target, preflight.operator_release, leftovers, namespace
     )
-    return EXIT_OK
+    helm = helm_binary()
+    sys.stdout.write(change.values_text)
+    if helm is None or args.dry_run:
+        change.write()
+        then = ""
+        if change.drivers_command:
+            names = ", ".join(change.driver_names)
+            then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
+        for deletion, delete in change.deletions:
+            then += f"  then {deletion}:\n  {delete}\n"
+        sys.stderr.write(
+            f"! owner: {owner.why_not_apply()}\n"
+            f"not applied: the change is in {target}; carry it out with:\n  {change.command}\n{then}"
+            "  (or pass --override-helm to apply directly, knowing the next helm upgrade reverts it)\n"
+        )
+        return EXIT_OK
+    try:
+        chart = chart_source(rendered.plan.operator.version, getattr(args, "chart", None))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    sys.stderr.write(f"! owner: {owner.why_not_apply()}\nthe change goes through helm ({chart.words()})\n")
+    for leftover in leftovers:
+        sys.stderr.write(f"- {leftover.deletion(namespace)}\n")
+    sys.stderr.write(images_text(rendered))
+    deletes = f" (and delete {len(leftovers)} leftover DaemonSet(s), listed above)" if leftovers else ""
+    question = f"Run helm upgrade of release {owner.release} in context {cluster.info.context}{deletes}?"
+    if not args.yes and not await _confirm(question):
+        sys.stderr.write("nothing applied\n")
+        return EXIT_OK
+    run = await cluster.upgrade_through_helm(
+        change,
+        chart,
+        rendered,
+        leftovers,
+        helm=helm,
+        backup_dir=args.backup_dir,
+        allow_unverified_preinstalled=args.allow_unverified_preinstalled,
+    )
+    backup = f"\nbackup: {run.backup_path}" if run.backup_path else ""
+    if not run.ok:
+        sys.stderr.write(f"gpu-wizard: error: {run.message}{backup}\n  hint: the command was: {run.command}\n")
+        return EXIT_FAILED
+    sys.stderr.write(f"{run.message}{backup}\n")
+    if args.no_wait:
+        return EXIT_OK
+    return await follow_rollout(args, cluster, rendered.plan)
 
 
 def apply_flags(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context"})
+TUI_VALUE_OPTIONS = frozenset({"--demo", "--answers", "--kubeconfig", "--context", "--chart"})
 """The top-level options that take a value: a word after one of them is not a subcommand."""
 
 
@@ -36,7 +36,7 @@ class UsageError(Exception):
     """Bad input the user can fix; printed as one message, exit code 2."""
 
 
-def check_tui_start(*, demo: str | None, web: bool) -> None:
+def check_tui_start(*, demo: str | None, web: bool, chart: str | None = None) -> None:
     """UsageError before Textual loads: a demo scenario that does not exist (the demo would fail inside
     the TUI), and a stdin or stderr that is no terminal (Textual reads keys from stdin and draws on
     stderr; without a TTY it would wait forever for keys that never come) unless ``web``, where the
@@ -44,6 +44,13 @@ def check_tui_start(*, demo: str | None, web: bool) -> None:
 
     Light on purpose (no argparse): ``gpu-wizard`` without options starts the TUI through it alone.
     """
+    if chart:  # the form of the chart Apply would install (its release comes later, from the plan)
+        from wizard.engine.operator_install import chart_source
+
+        try:
+            chart_source("v0.0.0", chart)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if demo:
         from wizard.demo.scenarios.scenario import ScenarioError, load_scenario
 

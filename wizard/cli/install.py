@@ -32,11 +32,16 @@ def install_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="where no GPU Operator runs, install the plan's release as a Helm release with the plan's values",
     )
+    chart_flag(parser)
+
+
+def chart_flag(parser: argparse.ArgumentParser) -> None:
+    """``--chart``: the chart helm installs, or upgrades a Helm-owned install with (``apply``, ``upgrade``)."""
     parser.add_argument(
         "--chart",
         metavar="REF",
-        help="the chart to install (a local chart folder, a .tgz or an oci:// reference; air-gapped); "
-        "default: the release's chart from NVIDIA's Helm repository",
+        help="the chart to install, or to upgrade a Helm-owned install with (a local chart folder, a .tgz or an "
+        "oci:// reference; air-gapped); default: the release's chart from NVIDIA's Helm repository",
     )
 
 
@@ -45,14 +50,11 @@ def check_install_flags(args: argparse.Namespace, release: str) -> ChartSource |
     from wizard.engine.operator_install import chart_source
 
     chart = getattr(args, "chart", None)
-    if chart and not getattr(args, "install_operator", False):
-        raise UsageError("--chart: only with --install-operator")
-    if not getattr(args, "install_operator", False):
-        return None
     try:
-        return chart_source(release, chart)
+        source = chart_source(release, chart)  # checked here also for a Helm-owned apply's helm upgrade
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    return source if getattr(args, "install_operator", False) else None
 
 
 async def install_and_follow(

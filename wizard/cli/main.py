@@ -187,6 +187,13 @@ def build_parser(*, commands: bool = True, only: str | None = None) -> argparse.
     )
     parser.add_argument("--kubeconfig", dest="tui_kubeconfig", metavar="FILE", help="kubeconfig (default: $KUBECONFIG)")
     parser.add_argument("--context", dest="tui_context", metavar="NAME", help="kube context (default: current)")
+    parser.add_argument(
+        "--chart",
+        dest="tui_chart",
+        metavar="REF",
+        help="where no GPU Operator runs: the chart the wizard installs (a local chart folder, a .tgz or an oci:// "
+        "reference; air-gapped); default: the release's chart from NVIDIA's Helm repository",
+    )
     # set by `gpu-wizard serve` for its session processes (browser keys in the footer and help)
     parser.add_argument("--web", action="store_true", help=argparse.SUPPRESS)
     if not commands:
@@ -281,7 +288,7 @@ def tui_arguments(words: Sequence[str]) -> argparse.Namespace:
     """The interactive wizard's options (``--demo``, ``--answers``, ``--kubeconfig``, ``--context``), checked
     by :func:`wizard.cli.common.check_tui_start` (UsageError before Textual loads)."""
     args = build_parser(commands=False).parse_args(words)
-    check_tui_start(demo=args.demo, web=args.web)
+    check_tui_start(demo=args.demo, web=args.web, chart=getattr(args, "tui_chart", None))
     return args
 
 

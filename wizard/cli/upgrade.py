@@ -19,6 +19,7 @@ from wizard.cli import fleet
 from wizard.cli.apply import apply_flags, apply_plan
 from wizard.cli.common import EXIT_FAILED, EXIT_OK, UsageError
 from wizard.cli.images import registry_client, registry_flags
+from wizard.cli.install import chart_flag
 from wizard.cli.session import cluster_options, command, load_plan, open_cluster, plan_for_cluster
 
 KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
@@ -43,6 +44,7 @@ def register(sub: Any) -> None:
     upgrade.add_argument("--answers", metavar="FILE", help="the running plan (default: read from the live policy)")
     upgrade.add_argument("-o", "--output", choices=("text", "json"), default="text")
     apply_flags(upgrade)  # --dry-run prints the plan and changes nothing; otherwise the same path as apply
+    chart_flag(upgrade)  # a Helm-owned install: the new release's chart for its helm upgrade
     upgrade.set_defaults(handler=command(cmd_upgrade))
 
     check = sub.add_parser(

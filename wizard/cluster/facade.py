@@ -31,6 +31,7 @@ from wizard.cluster.backup import Backup
 from wizard.cluster.connection import open_gateway
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.helm_apply import HelmRun, helm_leftovers, upgrade_through_helm
 from wizard.cluster.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
 from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.kubeconfig import list_contexts
@@ -52,7 +53,8 @@ from wizard.cluster.session import Session
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.helm_release import HelmRelease
 from wizard.engine.hostdoctor import DoctorTarget, HostState
-from wizard.engine.operator_install import OperatorInstall
+from wizard.engine.leftovers import Unwanted
+from wizard.engine.operator_install import ChartSource, OperatorInstall, upgrade_argv
 from wizard.engine.plan import Plan
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
@@ -67,6 +69,7 @@ __all__ = [
     "Cluster",
     "ClusterError",
     "HelmChange",
+    "HelmRun",
     "ImageStatus",
     "InstallRun",
     "MirrorProgress",
@@ -379,6 +382,58 @@ class Cluster:
         self.session.forget_preflight()
         return run
 
+    async def helm_leftovers(self, rendered: Rendered) -> list[Unwanted]:
+        """The driver DaemonSets the operator leaves behind once a Helm release carries ``rendered``'s policy (the
+        Helm-owned path's preview; :mod:`wizard.cluster.helm_apply`)."""
+        namespace = await self.namespace(rendered.plan)
+        left, _ = await helm_leftovers(self.gateway, rendered, namespace)
+        return left
+
+    async def upgrade_through_helm(
+        self,
+        change: HelmChange,
+        chart: ChartSource,
+        rendered: Rendered,
+        leftovers: Sequence[Unwanted],
+        *,
+        helm: str,
+        backup_dir: str | Path,
+        allow_unverified_preinstalled: bool = False,
+    ) -> HelmRun:
+        """Back up, ``helm upgrade`` the owning release with ``change``'s values (``chart``: where helm takes the
+        chart), then delete ``leftovers`` (see :mod:`wizard.cluster.helm_apply`); pre-installed mode first needs
+        nvidia-smi to pass on every GPU host, as a direct apply does."""
+        if not rendered.plan.driver_enabled and not allow_unverified_preinstalled:
+            await proving.require_host_drivers(self.session, rendered.plan)
+        namespace = await self.namespace(rendered.plan)
+        owner = change.owner
+        found = self.session.found
+        running = found.operator_release if found else ""
+        argv = upgrade_argv(
+            owner.release,
+            owner.namespace,
+            chart,
+            str(change.values_path),
+            self.helm_kube,
+            running_release=running,
+            release=rendered.plan.operator.version,
+        )
+        live = (found.cluster_policy if found else None) or None
+        with collector.frozen():
+            run = await upgrade_through_helm(
+                self.gateway,
+                helm=helm,
+                argv=argv,
+                change=change,
+                rendered=rendered,
+                live_policy=live,
+                leftovers=leftovers,
+                namespace=namespace,
+                backup_dir=Path(backup_dir),
+            )
+        self.session.forget_preflight()  # the policy changed: the next look reads it again
+        return run
+
     async def prepare_apply(self, rendered: Rendered, *, force_conflicts: bool = False) -> ApplyPlan:
         """Local CRD validation, server-side dry-run (strict fields) and a diff against the live objects; and the
         driver DaemonSets the operator leaves behind for this plan, which the apply deletes."""
@@ -398,7 +453,7 @@ class Cluster:
         """Back up, then server-side apply; pre-installed mode first needs nvidia-smi to pass on every GPU host."""
         with collector.frozen():
             if prepared.ok and prepared.preinstalled and not allow_unverified_preinstalled:
-                await proving.require_host_drivers(self.session, prepared)
+                await proving.require_host_drivers(self.session, prepared.plan)
             return await applying.apply(self.gateway, prepared, backup_dir=backup_dir)
 
     async def host_drivers(self) -> dict[str, str]:

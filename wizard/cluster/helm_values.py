@@ -12,7 +12,7 @@ the CLI and the TUI cannot drift apart.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 from wizard.atomic_write import write_private
 from wizard.cluster.gateway import Gateway
 from wizard.engine.helm_release import HelmRelease, ReleaseError, decode_release
+from wizard.engine.leftovers import Unwanted
 from wizard.engine.ownership import Ownership, helm_upgrade_command
 from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
 from wizard.engine.textsafe import printable, shell_command
@@ -40,6 +41,9 @@ class HelmChange:
     drivers_text: str = ""
     drivers_command: str = ""
     driver_names: tuple[str, ...] = ()
+    deletions: tuple[tuple[str, str], ...] = ()
+    """``(delete DaemonSet NS/X, left by the operator when …, kubectl delete …)`` per driver DaemonSet the operator
+    leaves behind once the release carries the change (:mod:`wizard.engine.leftovers`): run after the upgrade."""
 
     def write(self) -> None:
         """Write the values (and the extra NVIDIADriver CRs) as private files; AtomicWriteError on failure."""
@@ -49,7 +53,8 @@ class HelmChange:
 
     def steps(self) -> list[str]:
         """The commands to run, in order."""
-        return [self.command, *([self.drivers_command] if self.drivers_command else [])]
+        drivers = [self.drivers_command] if self.drivers_command else []
+        return [self.command, *drivers, *(command for _, command in self.deletions)]
 
 
 def helm_values_path(context: str) -> Path:
@@ -59,11 +64,23 @@ def helm_values_path(context: str) -> Path:
 
 
 def helm_change(
-    rendered: Rendered, owner: Ownership, live_policy: Mapping[str, Any] | None, target: Path
+    rendered: Rendered,
+    owner: Ownership,
+    live_policy: Mapping[str, Any] | None,
+    target: Path,
+    running_release: str = "",
+    leftovers: Sequence[Unwanted] = (),
+    namespace: str = "",
 ) -> HelmChange:
-    """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values``, to be saved at ``target``."""
+    """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values`` (over the new chart's
+    defaults when ``running_release``, the operator release the cluster runs, is not the plan's), to be saved at
+    ``target``; ``leftovers`` (in ``namespace``): the driver DaemonSets to delete after the upgrade."""
     plan = rendered.plan
-    command = helm_upgrade_command(owner, plan.operator.version, str(target))
+    deletions = tuple(
+        (u.deletion(namespace), shell_command(["kubectl", "delete", "daemonset", "-n", namespace, u.name]))
+        for u in leftovers
+    )
+    command = helm_upgrade_command(owner, plan.operator.version, str(target), running_release)
     header = [
         f"gpu-wizard: values for Helm release {owner.release} (namespace {owner.namespace}), operator "
         f"{plan.operator.version}, {plan.mode.value} mode.",
@@ -77,7 +94,7 @@ def helm_change(
         d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
     ]
     if not extra:
-        return HelmChange(owner, target, text, command)
+        return HelmChange(owner, target, text, command, deletions=deletions)
     # the chart deploys at most CR "default": the others are applied beside the helm upgrade
     drivers = target.with_name(target.stem + "-nvidiadrivers.yaml")
     return HelmChange(
@@ -89,6 +106,7 @@ def helm_change(
         drivers_text=to_yaml(extra),
         drivers_command=shell_command(["kubectl", "apply", "--server-side", "-f", str(drivers)]),
         driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
+        deletions=deletions,
     )
 
 

@@ -208,7 +208,10 @@ async def find_operator(gateway: Gateway, namespace: str | None) -> dict[str, An
     return found[0] if found else None
 
 
-def _release_check(plan: Plan | None, release: str) -> Check | None:
+def _release_check(plan: Plan | None, release: str, helm_release: str = "") -> Check | None:
+    """The plan's release against the running operator's. ``helm_release``: the Helm release that owns the ClusterPolicy
+    (and the operator Deployment, where it names one); another release is then an upgrade of that release to the
+    plan's chart (what the Helm path carries out), not a mismatch."""
     if plan is None or not release:
         return None
     try:
@@ -220,6 +223,16 @@ def _release_check(plan: Plan | None, release: str) -> Check | None:
             f"operator image tag {release!r} is not a release version; naming rules of {plan.operator.version} assumed",
         )
     wanted = Release.parse(plan.operator.version)
+    if live != wanted and helm_release:
+        return Check(
+            "release",
+            Status.WARN,
+            f"the cluster runs GPU Operator {live}, the plan targets {wanted}: Helm release {helm_release} is "
+            f"upgraded to the {wanted} chart",
+            hint="the change goes through helm upgrade (a direct apply with --override-helm is refused: the "
+            f"{live} operator would get a {wanted} ClusterPolicy)",
+            data={"upgrade": str(wanted)},
+        )
     if (live.major, live.minor) != (wanted.major, wanted.minor):
         return Check(
             "release",
@@ -324,7 +337,11 @@ async def run_preflight(gateway: Gateway, plan: Plan | None, *, install_operator
                     "then install: the chart creates it with your choices",
                 )
             )
-    release_check = _release_check(plan, release)
+    owner = ownership_of(policy)
+    # the chart deploys both: a policy a Helm release owns is upgraded with that release, unless the operator
+    # Deployment names another one
+    same_release = owner.release if owner.helm and helm_release in ("", owner.release) else ""
+    release_check = _release_check(plan, release, same_release)
     if release_check:
         checks.append(release_check)
     if policy is not None:  # not ready: a warning (the wizard is how it gets fixed), in Verify's words

@@ -33,24 +33,23 @@ from wizard.engine.render import Rendered, render
 from wizard.engine.results import Check, LogLine, Status
 
 if TYPE_CHECKING:
-    from wizard.cluster.apply_preview import ApplyPlan
     from wizard.cluster.gateway import Gateway
     from wizard.cluster.session import Session
     from wizard.engine.facts import ClusterFacts, NodeFacts
     from wizard.registry.client import RegistryClient
 
 
-async def require_host_drivers(session: Session, prepared: ApplyPlan) -> None:
+async def require_host_drivers(session: Session, plan: Plan | None) -> None:
     """Pre-installed mode: probe the GPU hosts not yet verified; ClusterError naming those whose nvidia-smi failed."""
     facts = await session.discover()
     gpu = [n for n in facts.gpu_nodes if n.name not in session.host_verified]
     if gpu:
-        if prepared.plan is None:
+        if plan is None:
             raise ClusterError(
                 "pre-installed mode: cannot tell which release to probe with",
                 "pass --allow-unverified-preinstalled",
             )
-        await probe_hosts(session, prepared.plan, gpu, facts)
+        await probe_hosts(session, plan, gpu, facts)
     missing = sorted(n.name for n in facts.gpu_nodes if n.name not in session.host_verified)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")

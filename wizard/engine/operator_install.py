@@ -19,7 +19,7 @@ from typing import Any
 from wizard.bundled import operator_values
 from wizard.engine.deployers import CHART_HELP
 from wizard.engine.naming import image_path
-from wizard.engine.ownership import HELM_CHART
+from wizard.engine.ownership import HELM_CHART, reuse_flag
 from wizard.engine.releases import bundle_of, rules
 from wizard.engine.render import Rendered, release_values, to_yaml, values_yaml
 from wizard.engine.textsafe import shell_command
@@ -68,6 +68,32 @@ def chart_source(release: str, chart: str | None = None) -> ChartSource:
     if "://" in chart or not _PATH_RE.match(chart):
         raise ValueError(f"--chart: {chart[:80]!r} is not {CHART_HELP}")
     return ChartSource(chart)
+
+
+def upgrade_argv(
+    release_name: str,
+    namespace: str,
+    chart: ChartSource,
+    values_file: str,
+    kube: tuple[str, ...] = (),
+    running_release: str = "",
+    release: str = "",
+) -> list[str]:
+    """``helm upgrade`` of a Helm-owned install with the change's values, keeping every other value it holds
+    (``ownership.reuse_flag``: over the new chart's defaults when ``running_release`` is not the plan's ``release``);
+    ``--wait`` off, the wizard follows the rollout itself."""
+    return [
+        "helm",
+        "upgrade",
+        release_name,
+        *chart.argv(),
+        "--namespace",
+        namespace,
+        reuse_flag(running_release, release),
+        "--values",
+        values_file,
+        *kube,
+    ]
 
 
 def operator_image(release: str, values: dict[str, Any] | None = None) -> str:

@@ -75,8 +75,23 @@ def ownership_of(obj: Mapping[str, Any] | None) -> Ownership:
     return Ownership("none", name)
 
 
-def helm_upgrade_command(owner: Ownership, chart_version: str, values_file: str) -> str:
-    """The exact ``helm upgrade`` that carries the change, keeping every other value of the release."""
+REUSE_VALUES = "--reuse-values"
+RESET_THEN_REUSE = "--reset-then-reuse-values"
+"""For a new chart version: ``--reuse-values`` takes the old chart's values whole, and a template of the new chart
+that reads a value the old one lacked fails (v25.10.1 -> v26.3.3 on the lane: ``nil pointer evaluating
+interface {}.enabled`` at ``.Values.kataSandboxDevicePlugin``); this starts from the new chart's defaults, then
+the release's own values."""
+
+
+def reuse_flag(running_release: str, chart_version: str) -> str:
+    """How ``helm upgrade`` keeps the release's values: as they are, or over a new chart's defaults."""
+    return RESET_THEN_REUSE if running_release and running_release != chart_version else REUSE_VALUES
+
+
+def helm_upgrade_command(owner: Ownership, chart_version: str, values_file: str, running_release: str = "") -> str:
+    """The exact ``helm upgrade`` that carries the change, keeping every other value of the release
+    (``running_release``: the operator release the cluster runs; another one than ``chart_version`` is a chart
+    upgrade)."""
     argv = [
         "helm",
         "upgrade",
@@ -86,7 +101,7 @@ def helm_upgrade_command(owner: Ownership, chart_version: str, values_file: str)
         owner.namespace,
         "--version",
         chart_version,
-        "--reuse-values",
+        reuse_flag(running_release, chart_version),
         "-f",
         values_file,
     ]
