@@ -1,11 +1,11 @@
 """What the lane's kwok plays besides running pods: the hosts the wizard's probe looks at, and pulls that fail.
 
 - **Air-gapped pulls** (issue 39 item 2): a cluster whose nodes reach only the private registry
-  (`RealCluster.set_reachable`), its operator running from there. The wizard's air-gapped plan maps every operand
-  image there (wizard/engine/operand_images.py): every pod the real operator makes pulls from it and the rollout
-  is ready. The same cluster with a plan that leaves the operands at nvcr.io (it claims a runtime mirror the
-  nodes do not have): their pods end in ErrImagePull, then ImagePullBackOff, as on a kubelet, and `apply` and
-  `verify` name the image that could not be pulled. On the old stages every pod ran whatever its image.
+  (`RealCluster.set_reachable`), its operator running from there. A plan that leaves the operands at nvcr.io (it
+  claims a runtime mirror the nodes do not have): their pods end in ErrImagePull, then ImagePullBackOff, as on a
+  kubelet, and `apply` and `verify` name the image that could not be pulled; on the old stages every pod ran
+  whatever its image. Then the wizard's air-gapped plan on the same cluster maps every operand image there
+  (wizard/engine/operand_images.py): every pod the real operator makes pulls from it and the rollout is ready.
 - **The host gate** (`apply`'s host checks, wizard/cli/hostgate.py): kwok answers every step the wizard's probe
   asks from each node's host facts (tests/realcluster/kwokhost.py). A node with nouveau loaded stops `apply`
   before anything is written, naming that node and only it; on the old stages the probe's answer had 3 of the
@@ -55,6 +55,15 @@ def _push_release(registry: RegistryServer, release: str) -> None:
         registry.push_image(path, tag, content=reference.encode())
 
 
+def _air_gapped(cluster: RealCluster, host: str, digests: dict[str, str]) -> None:
+    """Fresh nodes that reach only the private registry ``host``, the operator's Deployment running from there."""
+    cluster.reset(NODES)
+    cluster.use_operator_repository(f"{host}/nvidia")
+    cluster.set_reachable([host])
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
+    cluster.set_driver_version(UPSTREAM_VERSION)
+
+
 def _pods(cluster: RealCluster) -> list[dict[str, Any]]:
     return [
         p
@@ -85,39 +94,18 @@ def test_an_airgapped_plan_rolls_out_from_the_private_registry_and_nvcr_io_fails
     real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
-    cluster.reset(NODES)
     _push_release(oci_registry, cluster.release)
     tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
     driver = f"{host}/nvidia/driver:{tag}"
     digests = {driver: oci_registry.push_image("nvidia/driver", tag, content=b"airgapped operands")}
-    cluster.use_operator_repository(f"{host}/nvidia")  # an air-gapped cluster runs its operator from its registry
-    cluster.set_reachable([host])
-    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
-    cluster.set_driver_version(UPSTREAM_VERSION)
+    _air_gapped(cluster, host, digests)
     registry = ["--insecure-registry", host]
     plan = upstream_answers(tmp_path, cluster.release, host)
-    apply = ["apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b")]
+    apply = ["apply", *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path / "b"), *registry]
 
-    code, _, err = run(capsys, *apply, *registry)
-    assert code == 0, err
-    assert f"note: driver.operandRegistry: {host}" in err, err  # read from the operator's own image
-    assert CHECKED in err and "could not be checked" not in err, err
-    assert "rollout: ready" in err, err
-    pods = _pods(cluster)
-    elsewhere = {i for p in pods for i in _images(p) if not i.startswith(f"{host}/")}
-    assert not elsewhere, elsewhere
-    assert {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods} >= {
-        "nvidia-driver-daemonset",
-        "nvidia-container-toolkit-daemonset",
-        "nvidia-device-plugin-daemonset",
-    }
-    assert not _waiting(cluster)
-    wait_settled(cluster)
-    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
-    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
-
-    # the same cluster, a plan that keeps the operands at their public hosts: it says the nodes' runtime mirrors
-    # them, which these nodes do not (the wizard's image checks ask the mirror and find every image there)
+    # first a plan that keeps the operands at their public hosts: it says the nodes' runtime mirrors them, which
+    # these nodes do not. (The image checks do not ask that mirror for the operand images, only for the driver's
+    # hosts, `registry_routes.registry_hosts`: they cannot reach nvcr.io here, and the user goes on.)
     (tmp_path / "mirrored").mkdir()
     mirrored = upstream_answers(
         tmp_path / "mirrored",
@@ -125,8 +113,7 @@ def test_an_airgapped_plan_rolls_out_from_the_private_registry_and_nvcr_io_fails
         host,
         extra=f"  registryMirrors:\n    nvcr.io: http://{host}\n    registry.k8s.io: http://{host}\n",
     )
-    apply[2] = str(mirrored)
-    code, out, err = run(capsys, *apply, *registry, "--wait-timeout", "240")
+    code, out, err = run(capsys, *apply, "--answers", str(mirrored), "--allow-missing-images", "--wait-timeout", "240")
     assert code == 1, out + err
     failed = [line for line in err.splitlines() if "rollout" in line and "failed" in line]
     assert failed, err
@@ -141,10 +128,31 @@ def test_an_airgapped_plan_rolls_out_from_the_private_registry_and_nvcr_io_fails
     for reason, image, message in waiting.values():
         if reason == "ImagePullBackOff":  # the kubelet's wording: the back-off, then the pull's own error
             assert message.startswith(f'Back-off pulling image "{image}": ErrImagePull: rpc error: '), message
-
     code, out, err = run(capsys, "verify", "--answers", str(mirrored), *as_wizard(cluster), *registry)
     assert code == 1, out + err
-    assert any("nvcr.io/nvidia/" in line and "ImagePullBackOff" in line for line in out.splitlines()), out
+    assert 'Back-off pulling image "nvcr.io/nvidia/' in out and "ImagePullBackOff" in out, out  # its diagnosis
+
+    # the air-gapped plan on the same cluster, from a fresh start: every operand image mapped to the private registry
+    # (read from the operator's own image), every pod pulls from it, the rollout is ready. (Applied over the failed
+    # rollout above, `apply` fails at once on the old pods' ImagePullBackOff, before the operator has replaced them.)
+    _air_gapped(cluster, host, digests)
+    code, _, err = run(capsys, *apply, "--answers", str(plan))
+    assert code == 0, err
+    assert f"note: driver.operandRegistry: {host}" in err, err
+    assert CHECKED in err and "could not be checked" not in err, err
+    assert "rollout: ready" in err, err
+    pods = _pods(cluster)
+    elsewhere = {i for p in pods for i in _images(p) if not i.startswith(f"{host}/")}
+    assert not elsewhere, elsewhere
+    assert {p["metadata"]["name"].rsplit("-", 1)[0] for p in pods} >= {
+        "nvidia-driver-daemonset",
+        "nvidia-container-toolkit-daemonset",
+        "nvidia-device-plugin-daemonset",
+    }
+    assert not _waiting(cluster)
+    wait_settled(cluster)
+    code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
+    assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
 
 
 def _probes_left(cluster: RealCluster) -> list[str]:
