@@ -24,6 +24,20 @@ from dataclasses import dataclass
 RUN_MOUNT = "/run rw,nosuid,nodev,relatime"
 ROOT_MOUNT = "/ rw,relatime"
 PACKAGE_HOST_IP = "203.0.113.10"
+KUBERNETES_MODULES = (
+    "xt_nat                 16384  12",
+    "xt_MASQUERADE          16384  6",
+    "veth                   40960  0",
+    "nf_conntrack_netlink   53248  0",
+    "xt_addrtype            16384  4",
+    "br_netfilter           32768  0",
+    "bridge                421888  1 br_netfilter",
+    "overlay               196608  31",
+    "xt_conntrack           16384  8",
+    "nf_nat                 57344  3 xt_nat,nft_chain_nat,xt_MASQUERADE",
+    "nf_conntrack          184320  5 xt_conntrack,nf_nat,xt_nat,nf_conntrack_netlink,xt_MASQUERADE",
+)
+"""The first lines of ``lsmod`` on a Kubernetes node: what the kubelet, kube-proxy and the CNI loaded after boot."""
 FREE_MB = 851469
 _SQUEEZE = re.compile(r"([ =-])\1+")
 
@@ -43,6 +57,10 @@ class HostFacts:
     toolkit_dir: str = "/usr/local/nvidia"
     read_only: tuple[str, ...] = ()
     """Mount points (``/usr``) that are mounted read-only: a folder below one is not writable."""
+    later_modules: tuple[str, ...] = ()
+    """``lsmod`` lines above the GPU modules: the modules loaded after them (lsmod lists the newest first). A real
+    Kubernetes node's list starts with those the kubelet and the CNI loaded (:data:`KUBERNETES_MODULES`); the
+    default keeps the list short."""
 
     @property
     def driver_version(self) -> str:
@@ -71,7 +89,7 @@ def rules(facts: HostFacts, kernel: str) -> list[list[object]]:
     probe's script spells it (``shlex.join``), without the ``chroot /host`` in front. ``df`` and ``getent hosts`` are
     answered in the stage itself (their output names their arguments)."""
     version = facts.driver_version
-    modules = "Module                  Size  Used by\n"  # newest first, as lsmod lists them
+    modules = "Module                  Size  Used by\n" + "".join(f"{line}\n" for line in facts.later_modules)
     if facts.nouveau:
         modules += "nouveau              3096576  0\n"
     if version:

@@ -34,7 +34,7 @@ from tests.realcluster.flows import (
     wait_for,
     wait_settled,
 )
-from tests.realcluster.kwokhost import HostFacts
+from tests.realcluster.kwokhost import KUBERNETES_MODULES, HostFacts
 from wizard.cluster.probe import PROBE_LABEL
 from wizard.engine import releases
 from wizard.engine.operand_images import release_images
@@ -209,3 +209,24 @@ def test_apply_stops_before_any_write_on_the_node_with_nouveau(
     assert code == 0, out + err
     assert CHECKED in err, err
     assert cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the host probe keeps ~144 bytes of each of its 27 steps and lsmod lists the newest modules first: on a "
+    "Kubernetes node nouveau (loaded at boot) is below the kubelet's and the CNI's modules, cut away, and the "
+    "cut is not said (hostcheck.host_states reads the kept head as the whole list): nouveau goes unseen",
+)
+@pytest.mark.parametrize("real_cluster", operator_releases()[-1:], indirect=True)
+def test_apply_sees_nouveau_below_the_modules_kubernetes_loaded(
+    real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cluster, host = real_cluster, oci_registry.host
+    cluster.reset(NODES)
+    tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
+    digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=b"nouveau")}
+    cluster.set_stages(digests, {}, {"gpu-1": HostFacts(nouveau=True, later_modules=KUBERNETES_MODULES)})
+    plan = upstream_answers(tmp_path, cluster.release, host)
+    argv = ["apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--no-wait", "--insecure-registry", host]
+    code, out, err = run(capsys, *argv, "--backup-dir", str(tmp_path / "b"))
+    assert code == 1 and "nouveau" in err and "nothing applied" in err, out + err
