@@ -28,7 +28,13 @@ DEFAULT_NODES = Path(__file__).resolve().parents[2] / "assets" / "examples" / "s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make real-cluster", description=__doc__.splitlines()[0])
     parser.add_argument("--release", default="", help="operator release (default: the newest built)")
-    parser.add_argument("--nodes", type=Path, default=DEFAULT_NODES, help="a NodeList whose labels the fake nodes take")
+    parser.add_argument(
+        "--nodes",
+        type=Path,
+        default=DEFAULT_NODES,
+        help="a NodeList whose labels the fake nodes take; an item's annotation lane.gpu-wizard.dev/host gives its "
+        'host as JSON (e.g. {"nouveau": true, "secure_boot": true}), what the host probe finds there',
+    )
     parser.add_argument("--user", default="admin", choices=["admin", "wizard"], help="whose kubeconfig to print")
     parser.add_argument(
         "--operator",

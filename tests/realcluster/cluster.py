@@ -34,7 +34,7 @@ from typing import Any
 
 from tests.realcluster import kwokconfig
 from tests.realcluster.build import Built
-from tests.realcluster.kwokhost import HostFacts
+from tests.realcluster.kwokhost import HostFacts, annotated
 from tests.realcluster.pki import write_pki
 from tests.realcluster.rbac import wizard_rbac
 
@@ -134,6 +134,8 @@ class RealCluster:
         a cluster that cannot reach nvcr.io (an air-gapped cluster runs its operator from its private registry)."""
         self.kernels: dict[str, str] = {}
         """Each node's running kernel (what its host's ``uname -r`` prints)."""
+        self.node_hosts: dict[str, HostFacts] = {}
+        """Host facts the nodes brought (kwokhost.HOST_ANNOTATION); `set_stages` naming a node wins."""
         self._stages: tuple[dict[str, str], dict[str, str], Mapping[str, HostFacts]] = ({}, {}, {})
         self.smi_output = workdir / "nvidia-smi.txt"
         self.workdir = workdir
@@ -269,6 +271,8 @@ class RealCluster:
         if installed:
             self._install_crds()
         self._install_rbac_and_namespace()
+        nodes = list(nodes)
+        self.node_hosts = _node_hosts(nodes)
         node_list = [kwok_node(n) for n in nodes]
         self.kernels = _kernels(node_list)
         for node in node_list:
@@ -463,7 +467,7 @@ class RealCluster:
         hosts = {"*": host} if isinstance(host, HostFacts) else dict(host or {})
         self._stages = (dict(digests), dict(stale), hosts)
         self.kubectl_stdin(
-            kwokconfig.stages(self.built, digests, stale, hosts, self.kernels, self.reachable),
+            kwokconfig.stages(self.built, digests, stale, {**self.node_hosts, **hosts}, self.kernels, self.reachable),
             "apply",
             "--server-side",
             "--force-conflicts",
@@ -582,6 +586,8 @@ class RealCluster:
         for plural in ("clusterpolicies", "nvidiadrivers"):
             self.kubectl("delete", f"{plural}.nvidia.com", "--all", "--wait=true", "--timeout=120s", check=False)
         self.wait_for("the operands to be collected", lambda: not self._operands(), 120)
+        nodes = list(nodes)
+        self.node_hosts = _node_hosts(nodes)
         wanted = [kwok_node(n) for n in nodes]
         self.kernels = _kernels(wanted)
         names = {n["metadata"]["name"] for n in wanted}
@@ -659,6 +665,13 @@ class RealCluster:
         target.mkdir(parents=True, exist_ok=True)
         for log in self.workdir.glob("*.log"):
             shutil.copyfile(log, target / log.name)
+
+
+def _node_hosts(nodes: Iterable[dict[str, Any]]) -> dict[str, HostFacts]:
+    try:
+        return annotated(nodes)
+    except (ValueError, TypeError) as error:
+        raise ClusterStartError(f"a node's host facts: {error}") from None
 
 
 def _kernels(nodes: Iterable[dict[str, Any]]) -> dict[str, str]:

@@ -16,11 +16,15 @@ The answers are the real tools' wording (the same the demo's host tools give, wi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+HOST_ANNOTATION = "lane.gpu-wizard.dev/host"
+"""A NodeList item's annotation giving its host facts as JSON (`{"nouveau": true}`), e.g. for `make real-cluster`."""
 RUN_MOUNT = "/run rw,nosuid,nodev,relatime"
 ROOT_MOUNT = "/ rw,relatime"
 PACKAGE_HOST_IP = "203.0.113.10"
@@ -61,6 +65,15 @@ class HostFacts:
     """``lsmod`` lines above the GPU modules: the modules loaded after them (lsmod lists the newest first). A real
     Kubernetes node's list starts with those the kubelet and the CNI loaded (:data:`KUBERNETES_MODULES`); the
     default keeps the list short."""
+
+    @classmethod
+    def from_json(cls, text: str) -> HostFacts:
+        """Facts from a node's :data:`HOST_ANNOTATION` (a JSON object of these fields); ValueError naming what is wrong."""
+        data = json.loads(text)
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict) or not set(data) <= fields:
+            raise ValueError(f"{HOST_ANNOTATION}: a JSON object of {', '.join(sorted(fields))}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
     @property
     def driver_version(self) -> str:
@@ -138,6 +151,17 @@ def rules(facts: HostFacts, kernel: str) -> list[list[object]]:
             + "\nls: cannot access '/run/crio/crio.sock': No such file or directory\n/run/containerd/containerd.sock",
         ],
     ]
+    return out
+
+
+def annotated(nodes: Iterable[Mapping[str, Any]]) -> dict[str, HostFacts]:
+    """The host facts the NodeList items' :data:`HOST_ANNOTATION` gives, by node."""
+    out = {}
+    for item in nodes:
+        meta = item.get("metadata") or {}
+        raw = (meta.get("annotations") or {}).get(HOST_ANNOTATION)
+        if raw:
+            out[str(meta["name"])] = HostFacts.from_json(str(raw))
     return out
 
 

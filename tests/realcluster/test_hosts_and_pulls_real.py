@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -34,7 +36,7 @@ from tests.realcluster.flows import (
     wait_for,
     wait_settled,
 )
-from tests.realcluster.kwokhost import KUBERNETES_MODULES, HostFacts
+from tests.realcluster.kwokhost import HOST_ANNOTATION, KUBERNETES_MODULES, HostFacts
 from wizard.cluster.probe import PROBE_LABEL
 from wizard.engine import releases
 from wizard.engine.operand_images import release_images
@@ -167,10 +169,12 @@ def test_apply_stops_before_any_write_on_the_node_with_nouveau(
     real_cluster: RealCluster, oci_registry: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cluster, host = real_cluster, oci_registry.host
-    cluster.reset(NODES)
+    nouveau = copy.deepcopy(NODES)  # gpu-1's host has nouveau loaded, as its NodeList item says; gpu-0: a clean host
+    nouveau[2]["metadata"]["annotations"] = {HOST_ANNOTATION: json.dumps({"nouveau": True})}
+    cluster.reset(nouveau)
     tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
     digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=b"nouveau")}
-    cluster.set_stages(digests, {}, {"gpu-1": HostFacts(nouveau=True)})  # gpu-0: a clean host
+    cluster.set_stages(digests, {})
     plan = upstream_answers(tmp_path, cluster.release, host)
     code, out, err = run(
         capsys,
@@ -192,7 +196,7 @@ def test_apply_stops_before_any_write_on_the_node_with_nouveau(
     assert not cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]  # nothing written
     wait_for("the probe's DaemonSet and pods to be gone", lambda: not _probes_left(cluster), 60)
 
-    cluster.set_stages(digests, {}, HostFacts())  # nouveau blacklisted on gpu-1: the same apply goes on
+    cluster.set_stages(digests, {}, {"gpu-1": HostFacts()})  # nouveau blacklisted on gpu-1: the same apply goes on
     code, out, err = run(
         capsys,
         "apply",
