@@ -137,6 +137,7 @@ class RealCluster:
         self.node_hosts: dict[str, HostFacts] = {}
         """Host facts the nodes brought (kwokhost.HOST_ANNOTATION); `set_stages` naming a node wins."""
         self._stages: tuple[dict[str, str], dict[str, str], Mapping[str, HostFacts]] = ({}, {}, {})
+        self._pull_stages = False
         self.smi_output = workdir / "nvidia-smi.txt"
         self.workdir = workdir
         self.release = release
@@ -474,9 +475,9 @@ class RealCluster:
             "-f",
             "-",
         )
-        wanted = {"pod-pull-failed", "pod-pull-backoff"} if self.reachable is not None else set()
-        for name in {"pod-pull-failed", "pod-pull-backoff"} - wanted:
-            self.kubectl("delete", "stage", name, "--ignore-not-found", check=False)
+        if self.reachable is None and self._pull_stages:  # every host reachable again: the pull stages go
+            self.kubectl("delete", "stage", "pod-pull-failed", "pod-pull-backoff", "--ignore-not-found", check=False)
+        self._pull_stages = self.reachable is not None
 
     def set_reachable(self, hosts: Iterable[str] | None) -> None:
         """The registry hosts the nodes can pull from from now on (None: every host); the stages change at once."""
