@@ -54,12 +54,14 @@ test-real: $(VENV)/.installed-test
 	fi
 
 ## real-cluster: the lane's cluster in the foreground (RELEASE=v26.3.3 NODES=nodes.json); Ctrl-C stops it
-## (OPERATOR=none: no CRDs nor operator; the operator runs once a helm install creates the chart's Deployment)
+## (OPERATOR=none: no CRDs nor operator; the operator runs once a helm install creates the chart's Deployment;
+##  REACHABLE=harbor.corp.example: the only registry hosts the nodes pull from, others fail as ImagePullBackOff)
 RELEASE ?=
 NODES ?= assets/examples/sle-micro-precompiled.nodes.json
 OPERATOR ?=
+REACHABLE ?=
 real-cluster: $(VENV)/.installed-test
-	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES) $(if $(OPERATOR),--operator $(OPERATOR))
+	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES) $(if $(OPERATOR),--operator $(OPERATOR)) $(if $(REACHABLE),--reachable $(REACHABLE))
 
 ## data: regenerate the JSON twins of the bundled operator YAML (read at run time; a test checks they are current)
 data: $(VENV)/.installed

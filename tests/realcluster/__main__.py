@@ -1,7 +1,7 @@
 """`make real-cluster RELEASE=v26.3.3 NODES=nodes.json`: the real-cluster lane in the foreground.
 
 Builds (or finds) the binaries, starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-kwok with the NodeList's nodes and the real operator (`--operator none`, `OPERATOR=none`: neither the
+kwok with the NodeList's nodes (`--reachable`, `REACHABLE=`: the only registry hosts they can pull from) and the real operator (`--operator none`, `OPERATOR=none`: neither the
 operator nor its CRDs until a helm install brings the chart's Deployment), prints one `export KUBECONFIG=…` line once the
 operator reconciles, and stops everything on Ctrl-C or SIGTERM. Logs stay in the printed folder.
 """
@@ -28,7 +28,13 @@ DEFAULT_NODES = Path(__file__).resolve().parents[2] / "assets" / "examples" / "s
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make real-cluster", description=__doc__.splitlines()[0])
     parser.add_argument("--release", default="", help="operator release (default: the newest built)")
-    parser.add_argument("--nodes", type=Path, default=DEFAULT_NODES, help="a NodeList whose labels the fake nodes take")
+    parser.add_argument(
+        "--nodes",
+        type=Path,
+        default=DEFAULT_NODES,
+        help="a NodeList whose labels the fake nodes take; an item's annotation lane.gpu-wizard.dev/host gives its "
+        'host as JSON (e.g. {"nouveau": true, "secure_boot": true}), what the host probe finds there',
+    )
     parser.add_argument("--user", default="admin", choices=["admin", "wizard"], help="whose kubeconfig to print")
     parser.add_argument(
         "--operator",
@@ -36,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
         choices=["running", "none"],
         help="none: start without the operator and its CRDs (gpu-wizard apply --install-operator installs the "
         "chart; the operator binary runs once the chart's Deployment exists, as the chart's ServiceAccount)",
+    )
+    parser.add_argument(
+        "--reachable",
+        default=None,
+        help="comma-separated registry hosts the nodes can pull from (default: every host); a pod with an image "
+        "elsewhere ends in ErrImagePull, then ImagePullBackOff, as a kubelet's would. Without nvcr.io in it the "
+        "operator's Deployment names the first of them (an air-gapped cluster runs its operator from its registry)",
     )
     args = parser.parse_args(argv)
     try:
@@ -53,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"real-cluster: --nodes {args.nodes}: not a NodeList ({error})", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="gpu-wizard-rc-"))
-    cluster = RealCluster(built, workdir, release)
+    reachable = None if args.reachable is None else [h.strip() for h in args.reachable.split(",") if h.strip()]
+    cluster = RealCluster(built, workdir, release, reachable=reachable)
     started = f"GPU Operator {release}, {len(items)} nodes; logs in {workdir}"
     return run_until_stopped(cluster, items, started, args.user, installed=args.operator != "none")
 

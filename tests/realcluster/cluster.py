@@ -27,13 +27,14 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tests.realcluster import kwokconfig
 from tests.realcluster.build import Built
+from tests.realcluster.kwokhost import HostFacts, annotated
 from tests.realcluster.pki import write_pki
 from tests.realcluster.rbac import wizard_rbac
 
@@ -122,8 +123,21 @@ class ClusterStartError(RuntimeError):
 class RealCluster:
     """The control plane, kwok and (optionally) the operator, started in order and stopped in reverse."""
 
-    def __init__(self, built: Built, workdir: Path, release: str) -> None:
+    def __init__(self, built: Built, workdir: Path, release: str, reachable: Iterable[str] | None = None) -> None:
+        """``reachable``: the registry hosts the nodes can pull from (None: every host); a pod with an image
+        elsewhere fails its pull (ErrImagePull, then ImagePullBackOff), see kwokpull."""
         self.built = built
+        self.reachable = None if reachable is None else tuple(reachable)
+        self._reachable_at_start = self.reachable
+        self.operator_repository = self._default_operator_repository()
+        """Where the operator's Deployment pulls its image from: nvcr.io/nvidia, or the first reachable registry of
+        a cluster that cannot reach nvcr.io (an air-gapped cluster runs its operator from its private registry)."""
+        self.kernels: dict[str, str] = {}
+        """Each node's running kernel (what its host's ``uname -r`` prints)."""
+        self.node_hosts: dict[str, HostFacts] = {}
+        """Host facts the nodes brought (kwokhost.HOST_ANNOTATION); `set_stages` naming a node wins."""
+        self._stages: tuple[dict[str, str], dict[str, str], Mapping[str, HostFacts]] = ({}, {}, {})
+        self._pull_stages = False
         self.smi_output = workdir / "nvidia-smi.txt"
         self.workdir = workdir
         self.release = release
@@ -258,7 +272,10 @@ class RealCluster:
         if installed:
             self._install_crds()
         self._install_rbac_and_namespace()
+        nodes = list(nodes)
+        self.node_hosts = _node_hosts(nodes)
         node_list = [kwok_node(n) for n in nodes]
+        self.kernels = _kernels(node_list)
         for node in node_list:
             self.request("POST", "/api/v1/nodes", node)
         self._start_kwok()
@@ -440,18 +457,32 @@ class RealCluster:
         self.smi_output.write_text(text)
 
     def set_stages(
-        self, digests: dict[str, str], stale: dict[str, str], host_results: list[tuple[int, str]] | None = None
+        self,
+        digests: dict[str, str],
+        stale: dict[str, str],
+        host: HostFacts | Mapping[str, HostFacts] | None = None,
     ) -> None:
         """kwok's stages: `digests` maps an image to the digest its pods report, `stale` a node to the
-        digest it reports whatever it runs (see kwokconfig)."""
+        digest it reports whatever it runs (see kwokconfig); `host` is what the host probe finds on every
+        node (one HostFacts) or per node (node -> HostFacts, `*` for the rest); default a clean host."""
+        hosts = {"*": host} if isinstance(host, HostFacts) else dict(host or {})
+        self._stages = (dict(digests), dict(stale), hosts)
         self.kubectl_stdin(
-            kwokconfig.stages(self.built, digests, stale, host_results),
+            kwokconfig.stages(self.built, digests, stale, {**self.node_hosts, **hosts}, self.kernels, self.reachable),
             "apply",
             "--server-side",
             "--force-conflicts",
             "-f",
             "-",
         )
+        if self.reachable is None and self._pull_stages:  # every host reachable again: the pull stages go
+            self.kubectl("delete", "stage", "pod-pull-failed", "pod-pull-backoff", "--ignore-not-found", check=False)
+        self._pull_stages = self.reachable is not None
+
+    def set_reachable(self, hosts: Iterable[str] | None) -> None:
+        """The registry hosts the nodes can pull from from now on (None: every host); the stages change at once."""
+        self.reachable = None if hosts is None else tuple(hosts)
+        self.set_stages(*self._stages)
 
     def kubectl_stdin(self, text: str, *args: str) -> None:
         proc = subprocess.run(
@@ -488,7 +519,10 @@ class RealCluster:
                         "metadata": {"labels": labels},
                         "spec": {
                             "containers": [
-                                {"name": "gpu-operator", "image": f"nvcr.io/nvidia/gpu-operator:{self.release}"}
+                                {
+                                    "name": "gpu-operator",
+                                    "image": f"{self.operator_repository}/gpu-operator:{self.release}",
+                                }
                             ],
                             "tolerations": [{"operator": "Exists"}],
                         },
@@ -496,6 +530,19 @@ class RealCluster:
                 },
             }
         )
+
+    def _default_operator_repository(self) -> str:
+        if self.reachable is None or "nvcr.io" in self.reachable or not self.reachable:
+            return "nvcr.io/nvidia"
+        return f"{self.reachable[0]}/nvidia"
+
+    def use_operator_repository(self, repository: str) -> None:
+        """The operator's Deployment rolled to ``REPOSITORY/gpu-operator:<release>`` (where gpu-wizard reads the
+        operator's registry from), back once its new pod runs."""
+        self.operator_repository = repository
+        self._install_operator_deployment()
+        image = f"{repository}/gpu-operator:{self.release}"
+        self.wait_for(f"the operator's pod to run {image}", lambda: self._operator_pod_running(image), 90)
 
     def start_operator(self, user: str = "gpu-operator", env: dict[str, str] | None = None) -> None:
         assets = self.built.operator_assets(self.release)
@@ -540,7 +587,10 @@ class RealCluster:
         for plural in ("clusterpolicies", "nvidiadrivers"):
             self.kubectl("delete", f"{plural}.nvidia.com", "--all", "--wait=true", "--timeout=120s", check=False)
         self.wait_for("the operands to be collected", lambda: not self._operands(), 120)
+        nodes = list(nodes)
+        self.node_hosts = _node_hosts(nodes)
         wanted = [kwok_node(n) for n in nodes]
+        self.kernels = _kernels(wanted)
         names = {n["metadata"]["name"] for n in wanted}
         for old in self.get("/api/v1/nodes")["items"]:
             self.request("DELETE", f"/api/v1/nodes/{old['metadata']['name']}")
@@ -548,8 +598,11 @@ class RealCluster:
         for node in wanted:
             self.request("POST", "/api/v1/nodes", node)
         self.wait_for("kwok to mark the nodes Ready", lambda: names <= self._ready_nodes(), 60)
-        self.wait_for("the operator's pod to run again", self._operator_pod_running, 60)
+        self.reachable = self._reachable_at_start
         self.set_stages({}, {})
+        if self.operator_repository != self._default_operator_repository():
+            self.use_operator_repository(self._default_operator_repository())
+        self.wait_for("the operator's pod to run again", self._operator_pod_running, 60)
         self.set_driver_version("")
         self.start_operator()
 
@@ -560,9 +613,14 @@ class RealCluster:
             p["metadata"]["name"] for p in pods if not p["metadata"]["name"].startswith("gpu-operator-")
         ]
 
-    def _operator_pod_running(self) -> bool:
+    def _operator_pod_running(self, image: str = "") -> bool:
         pods = self.get(f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=app%3Dgpu-operator")["items"]
-        return any((p.get("status") or {}).get("phase") == "Running" for p in pods)
+        return any(
+            (p.get("status") or {}).get("phase") == "Running"
+            and not p["metadata"].get("deletionTimestamp")
+            and (not image or p["spec"]["containers"][0]["image"] == image)
+            for p in pods
+        )
 
     def stop_operator(self) -> None:
         process = self.processes.pop("gpu-operator", None)
@@ -608,6 +666,17 @@ class RealCluster:
         target.mkdir(parents=True, exist_ok=True)
         for log in self.workdir.glob("*.log"):
             shutil.copyfile(log, target / log.name)
+
+
+def _node_hosts(nodes: Iterable[dict[str, Any]]) -> dict[str, HostFacts]:
+    try:
+        return annotated(nodes)
+    except (ValueError, TypeError) as error:
+        raise ClusterStartError(f"a node's host facts: {error}") from None
+
+
+def _kernels(nodes: Iterable[dict[str, Any]]) -> dict[str, str]:
+    return {n["metadata"]["name"]: str(n["status"]["nodeInfo"].get("kernelVersion") or "") for n in nodes}
 
 
 def kwok_node(node: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 
 from tests.realcluster import recording
 from tests.realcluster.cluster import NAMESPACE, RealCluster
+from tests.realcluster.kwokhost import HostFacts
 from wizard.cli.main import main
 from wizard.engine.operator_names import DRIVER_SELECTOR
 
@@ -18,8 +19,6 @@ DRIVER_LABEL, _, DRIVER_VALUE = DRIVER_SELECTOR.partition("=")
 
 UBUNTU_KERNEL = "5.15.0-1048-nvidia"
 SLE_KERNELS = ("5.14.21-150500.55.166-default", "5.14.21-150500.55.171-default")
-RUN_MOUNT = "/run rw,nosuid,nodev,relatime"
-USR_MOUNT = "/ rw,relatime"
 
 
 def node(
@@ -65,75 +64,30 @@ def as_wizard(cluster: RealCluster) -> list[str]:
     return ["--kubeconfig", str(cluster.kubeconfig("wizard"))]
 
 
-def healthy_host(toolkit_dir: str, *, driver_dir: bool = True, smi: str | None = None) -> list[tuple[int, str]]:
-    """A healthy node's answers to the wizard's host probe, step by step (verify_context.host_steps):
-    the host's nvidia-smi first in pre-installed mode, findmnt of the toolkit runtime (and of the
-    driver root), the containerd drop-in's BinaryName under the toolkit folder."""
-    runtime = f"{toolkit_dir}/toolkit/nvidia-container-runtime"
-    mount = RUN_MOUNT if toolkit_dir.startswith("/run") else USR_MOUNT
-    answers = [] if smi is None else [(0, smi)]
-    answers.append((0, mount))
-    if driver_dir:
-        answers.append((0, RUN_MOUNT))
-    answers.append((0, f'BinaryName = "{runtime}"'))
-    return answers
+def healthy_host(toolkit_dir: str, *, driver_dir: bool = True, smi: str | None = None) -> HostFacts:
+    """A healthy node's host (kwokhost answers every step the wizard's host probe asks from it): the toolkit's
+    containerd drop-in under `toolkit_dir`, and with `smi` a working host driver whose nvidia-smi prints it.
+    `driver_dir` is kept for the callers: which steps are asked is the wizard's business, not the host's."""
+    del driver_dir
+    return HostFacts(toolkit_dir=toolkit_dir, smi=smi or "")
 
 
-def healthy_paths(answers: Path, toolkit_dir: str) -> list[tuple[int, str]]:
-    """A healthy node's answers to the Paths step's host check (`pathcheck.steps_for`: every folder on the
-    way exists, each on a writable exec mount). kwok answers every probe pod alike, so a flow sets these
-    before the path check and `healthy_host` before verification."""
-    from wizard.cluster.pathcheck import host_paths, steps_for
+def healthy_paths(answers: Path, toolkit_dir: str) -> HostFacts:
+    """A healthy node's host for the Paths step's check: every folder exists, on a writable exec mount."""
+    del answers
+    return HostFacts(toolkit_dir=toolkit_dir)
+
+
+def doctor_host(answers: Path, os_id: str, kernel: str, *, nouveau: bool) -> HostFacts:
+    """A GPU node's host for `gpu-wizard doctor --answers ANSWERS`: no NVIDIA driver, Secure Boot off, no dkms,
+    kernel headers installed, plenty of space, its distribution's package host resolving, healthy folders;
+    `nouveau` loaded or not. The node's kernel is the one it was created with (RealCluster.kernels)."""
     from wizard.engine.answers import load_answers
 
-    return [_path_answer(step.check) for step in steps_for(host_paths(load_answers(answers)[0], toolkit_dir))]
-
-
-def _path_answer(check: str) -> tuple[int, str]:
-    """A healthy host's answer to one path step: every folder exists, `findmnt` names a writable exec mount."""
-    if not check.startswith("m "):
-        return 0, ""
-    return 0, RUN_MOUNT if check[2:].startswith("/run") else USR_MOUNT
-
-
-def doctor_host(answers: Path, os_id: str, kernel: str, *, nouveau: bool) -> list[tuple[int, str]]:
-    """A GPU node's answers to `gpu-wizard doctor --answers ANSWERS`'s host probe (`hostdoctor.host_steps`,
-    then the Paths step's `pathcheck.steps_for`), in its order: a host with no NVIDIA driver, Secure Boot off,
-    no dkms, kernel headers installed, plenty of space, its distribution's package host resolving, healthy
-    folders; `nouveau` loaded or not. Each answer is what the real tool prints for that state."""
-    from wizard.cluster.pathcheck import host_paths, steps_for
-    from wizard.engine.answers import load_answers
-    from wizard.engine.hostdoctor import DoctorTarget, host_steps
-
+    del os_id, kernel
     plan = load_answers(answers)[0]
     assert plan.toolkit.installDir, "the answers name the toolkit folder: the path steps depend on it"
-    steps = [*host_steps(DoctorTarget.from_plan(plan), {os_id}), *steps_for(host_paths(plan, plan.toolkit.installDir))]
-    modules = "Module                  Size  Used by\n" + ("nouveau              2310144  0\n" if nouveau else "")
-    fixed = {
-        "lsmod": (0, modules + "xt_conntrack           16384  1\n"),
-        "nvidia-version": (1, "cat: /proc/driver/nvidia/version: No such file or directory\n"),
-        "host-nvidia-smi": (127, "sh: 1: nvidia-smi: not found\n"),
-        "uname": (0, f"{kernel}\n"),
-        "mokutil": (0, "SecureBoot disabled\n"),
-        "efi-secure-boot": (1, "od: /sys/firmware/efi/efivars: No such file or directory\n"),
-        "dkms": (127, "sh: 1: dkms: not found\n"),
-        "modinfo": (1, "modinfo: ERROR: Module nvidia not found.\n"),
-        "headers": (0, f"/lib/modules/{kernel}/build\n"),
-    }
-    answers_by_step = []
-    for step in steps:
-        if step.check in fixed:
-            answers_by_step.append(fixed[step.check])
-        elif step.check == "df":
-            rows = [f"/dev/nvme0n1p2       953869 102400    851469      11% {path}" for path in step.argv[2:]]
-            answers_by_step.append(
-                (0, "Filesystem     1048576-blocks   Used Available Capacity Mounted on\n" + "\n".join(rows) + "\n")
-            )
-        elif step.check.startswith("resolve:"):
-            answers_by_step.append((0, f"203.0.113.10    {step.check.removeprefix('resolve:')}\n"))
-        else:
-            answers_by_step.append(_path_answer(step.check))
-    return answers_by_step
+    return HostFacts(nouveau=nouveau, toolkit_dir=plan.toolkit.installDir)
 
 
 def wait_for(what: str, probe: Any, timeout: float) -> Any:

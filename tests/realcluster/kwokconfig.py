@@ -11,16 +11,22 @@ that still runs a re-pushed tag.
 Exec: only the driver container answers, and only `nvidia-smi`: kwok runs exec commands on this
 machine, so its PATH holds one folder with one fake `nvidia-smi` that prints a real output from
 ../shared/fixtures/nvidia-smi. Nothing the wizard sends is ever run by a shell.
+
+Host probe: its pods are answered by the `probe-ready` stage from each node's host facts
+(tests/realcluster/kwokhost.py); pulls from a registry host the cluster cannot reach fail as a kubelet's
+would (tests/realcluster/kwokpull.py).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.realcluster.build import Built
+from tests.realcluster.kwokhost import PROBE_NAME, HostFacts, probe_stage
+from tests.realcluster.kwokpull import pull_stages, selector_rule
 from wizard.engine.operator_names import DRIVER_CONTAINER
 
 STOCK_CONTAINER = """      {{ range .spec.containers }}
@@ -73,79 +79,34 @@ def _pod_ready(stock: str, name: str, digests: dict[str, str], nodes: list[str],
     return text
 
 
-PROBE_NAME = "gpu-wizard-probe"
-PROBE_STAGE = """apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: probe-ready
-spec:
-  resourceRef:
-    apiGroup: v1
-    kind: Pod
-  selector:
-    matchExpressions:
-    - key: '.metadata.deletionTimestamp'
-      operator: 'DoesNotExist'
-    - key: '.status.phase'
-      operator: 'In'
-      values: ['Pending']
-    - key: '.metadata.labels["app.kubernetes.io/name"]'
-      operator: 'In'
-      values: ['PROBE_NAME']
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      conditions:
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready}
-      - {lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady}
-      initContainerStatuses:
-      {{ range .spec.initContainers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: true
-        restartCount: 0
-        state:
-          terminated: {exitCode: 0, reason: Completed, message: MESSAGE, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }}}
-      {{ end }}
-      containerStatuses:
-      {{ range .spec.containers }}
-      - image: {{ .image | Quote }}
-        name: {{ .name | Quote }}
-        ready: true
-        started: true
-        restartCount: 0
-        state: {running: {startedAt: {{ $now | Quote }}}}
-      {{ end }}
-      hostIP: "127.0.0.1"
-      phase: Running
-      startTime: {{ $now | Quote }}
-"""
-
-
-def host_message(results: list[tuple[int, str]]) -> str:
-    """A healthy host's answer to the wizard's probe: `{"v":1,"r":[[exit, bytes, base64]]}` (probeset's format)."""
-    entries = [[code, len(out.encode()), base64.b64encode(out.encode()).decode()] for code, out in results]
-    return json.dumps({"v": 1, "r": entries}, separators=(",", ":"))
-
-
-def _exclude_probes(text: str) -> str:
+def _exclude(text: str, rule: str) -> str:
+    """``text`` (a Stage) with one more matchExpressions item."""
     selector = "    matchExpressions:\n"
-    rule = f"    - key: '.metadata.labels[\"app.kubernetes.io/name\"]'\n      operator: 'NotIn'\n      values: ['{PROBE_NAME}']\n"
     return text.replace(selector, selector + rule, 1)
 
 
+def _not_probes() -> str:
+    return f"    - key: '.metadata.labels[\"app.kubernetes.io/name\"]'\n      operator: 'NotIn'\n      values: ['{PROBE_NAME}']\n"
+
+
 def stages(
-    built: Built, digests: dict[str, str], stale: dict[str, str], host_results: list[tuple[int, str]] | None = None
+    built: Built,
+    digests: dict[str, str],
+    stale: dict[str, str],
+    hosts: Mapping[str, HostFacts] | None = None,
+    kernels: Mapping[str, str] | None = None,
+    reachable: Sequence[str] | None = None,
 ) -> str:
     """Every Stage object, as one multi-document YAML text; `stale` maps a node to the digest it reports,
-    `host_results` are what every node's host answers to the wizard's host probe (one per step)."""
-    quoted = json.dumps(host_message(host_results or []))  # a double-quoted YAML string holding the JSON text
-    documents = [PROBE_STAGE.replace("PROBE_NAME", PROBE_NAME).replace("MESSAGE", quoted)]
+    `hosts` each node's host (`*`: every node not named; default a clean host) that the host probe's answers
+    come from (kwokhost), `kernels` each node's running kernel, `reachable` the registry hosts the nodes can
+    pull from (None: every host; kwokpull)."""
+    reachable_only = selector_rule(reachable, unreachable=False)
+    documents = [_exclude(probe_stage(hosts or {}, kernels or {}), reachable_only), *pull_stages(reachable)]
     for relative in STAGE_FILES:
         stock = (built.kwok_stages / relative).read_text()
         if relative.endswith("pod-ready.yaml"):
-            stock = _exclude_probes(stock)
+            stock = _exclude(_exclude(stock, _not_probes()), reachable_only)
             documents.append(_pod_ready(stock, "pod-ready", digests, sorted(stale), exclude=True))
             for node, digest in sorted(stale.items()):
                 stale_digests = {image: digest for image in digests} or {"": digest}

@@ -26,6 +26,7 @@ from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import _chart_dir
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.flows import container, daemonsets, driver_daemonsets, run, wait_for
+from tests.realcluster.kwokhost import HostFacts
 from wizard.cli.main import main
 
 RELEASE = "v26.7.0"
@@ -154,6 +155,9 @@ def test_the_real_chart_through_helm_then_the_operator_as_its_service_account(
         f"version: 1\noperator:\n  version: {cluster.release}\n{MODES[mode]}"
         "toolkit:\n  installDir: /run/nvidia/toolkit-install\n"
     )
+    # the hosts run their own driver in pre-installed mode (apply's host gate checks it), none otherwise
+    smi = cluster.smi_output.read_text() if mode == "preinstalled" else ""
+    cluster.set_stages({}, {}, HostFacts(smi=smi, toolkit_dir="/run/nvidia/toolkit-install"))
     admin = ["--kubeconfig", str(cluster.kubeconfig("admin"))]  # helm creates CRDs and ClusterRoles: an admin's job
     chart = str(_chart_dir(cluster.release))
     code, out, err = run(

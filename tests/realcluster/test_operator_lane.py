@@ -76,6 +76,7 @@ def test_precompiled_on_two_kernels(
     code, out, err = run(capsys, *apply, *registry)
     assert code == 0, err
     assert "rollout: ready: ClusterPolicy ready" in err, err
+    assert_hosts_checked(err, 3)
 
     found = driver_daemonsets(cluster)
     assert sorted(found) == sorted(precompiled_daemonset_name(k, "sle-micro5.5") for k in SLE_KERNELS)
@@ -136,6 +137,7 @@ def test_upstream_on_ubuntu(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
     )
     assert code == 0, err
+    assert_hosts_checked(err, 2)
     found = driver_daemonsets(cluster)
     assert list(found) == ["nvidia-driver-daemonset"]
     assert container(found["nvidia-driver-daemonset"], "nvidia-driver-ctr")["image"] == image
@@ -143,6 +145,13 @@ def test_upstream_on_ubuntu(
     code, out, err = run(capsys, "verify", "--answers", str(plan), *as_wizard(cluster), *registry)
     assert code == 0 and out.endswith("✓ summary: all 2 GPU nodes verified\n"), out + err
     record_or_check(cluster, "upstream", nodes, plan, host)
+
+
+def assert_hosts_checked(err: str, gpu_nodes: int) -> None:
+    """The apply's host gate checked every GPU node's host (kwok answers each step of the probe): none
+    "could not be checked"."""
+    assert f"✓ hosts: no blocking finding on all {gpu_nodes} GPU nodes" in err, err
+    assert "could not be checked" not in err, err
 
 
 def _driver_pod_running(cluster: RealCluster, node_name: str) -> bool:
@@ -173,6 +182,7 @@ def test_preinstalled_host_driver(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path)
     )
     assert code == 0, err
+    assert_hosts_checked(err, 2)
     wait_for("ClusterPolicy ready", lambda: policy_state(cluster) == "ready", 120)
     assert not driver_daemonsets(cluster)  # driver.enabled=false: the operator renders no driver
     assert "nvidia-container-toolkit-daemonset" in daemonsets(cluster)
@@ -210,6 +220,7 @@ def test_nvidiadriver_crs_on_mixed_os(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
     )
     assert code == 0, err
+    assert_hosts_checked(err, 2)
     # one pool per OS; the operator may still be creating the second pool's DaemonSet when the first is ready
     found = wait_for(
         "a driver DaemonSet per OS",
@@ -266,6 +277,7 @@ def test_airgapped_upstream_mounts_the_repo_config(
     code, _, err = run(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(tmp_path), *registry
     )
+    assert_hosts_checked(err, 2)
     if Release.parse(cluster.release) < Release(26, 3):
         # v25.10's ClusterPolicy picks the repository folder from the operator pod's own OS: the wizard
         # warns before applying, and the real operator does fail as the warning says
@@ -310,6 +322,7 @@ def test_upgrade_follows_the_real_upgrade_controller_then_rollback(
         capsys, "apply", "--answers", str(plan), *as_wizard(cluster), "--yes", "--backup-dir", str(backups), *registry
     )
     assert code == 0, err
+    assert_hosts_checked(err, 2)
 
     # the upgrade: the real upgrade controller drains and restarts each node's driver pod
     cluster.set_driver_version(new_version)

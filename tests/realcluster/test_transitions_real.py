@@ -62,8 +62,9 @@ def test_precompiled_to_preinstalled_leaves_nothing_behind(
     tag = f"{BRANCH}-{UBUNTU_KERNEL}-ubuntu22.04"
     digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=tag.encode())}
     smi = cluster.smi_output.read_text()
-    # the hosts answer the pre-installed check (their own nvidia-smi) and verification's host steps
-    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
+    # no host driver under the containerized driver (the host gate refuses one); from step 1 on, the hosts run
+    # their own driver (their nvidia-smi answers the pre-installed check and verification)
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
     precompiled = write(
         tmp_path / "precompiled.yaml",
         f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
@@ -91,6 +92,7 @@ def test_precompiled_to_preinstalled_leaves_nothing_behind(
     code, _, err = apply(precompiled, *registry)
     assert code == 0 and "rollout: ready" in err, err
     precompiled_runs()
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
 
     # 1. gpu-wizard switches to pre-installed: the leftover is listed, deleted with the apply, never ready over
     code, out, err = apply(preinstalled, "--no-registry")
@@ -245,7 +247,7 @@ def test_upstream_to_preinstalled_needs_no_deletion(
     tag = f"{UPSTREAM_VERSION}-ubuntu22.04"
     digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=tag.encode())}
     smi = cluster.smi_output.read_text()
-    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))  # no host driver under the containerized one
     upstream = upstream_answers(tmp_path, cluster.release, host)
     preinstalled = write(
         tmp_path / "preinstalled.yaml",
@@ -257,6 +259,7 @@ def test_upstream_to_preinstalled_needs_no_deletion(
     assert code == 0 and "rollout: ready" in err, err
     assert list(driver_daemonsets(cluster)) == ["nvidia-driver-daemonset"]
     wait_settled(cluster)
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))  # the host's own
     code, out, err = run(capsys, "apply", "--answers", str(preinstalled), *argv, "--no-registry")
     assert code == 0 and "delete DaemonSet" not in out, out + err
     assert "rollout: ready: ClusterPolicy ready" in err, err
