@@ -36,6 +36,7 @@ from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
+from wizard.engine.naming import image_repository
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -279,13 +280,15 @@ class DriverStep(FormStep):
             if registry is None:
                 return
             try:
-                tags = await registry.list_tags(f"{source}/{image}")
+                tags = await registry.list_tags(image_repository(source, image))
             except Exception:  # an unreachable registry: the field still takes a typed version
                 return
         versions = upstream_versions(tags, tag_oses)
         self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
-            self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
+            self._upstream_hint = (
+                f"no version in {image_repository(source, image)} is tagged for every node OS ({', '.join(tag_oses)})"
+            )
             self._show_branch_notes()
             return
         self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS are in the Catalog"
@@ -324,7 +327,7 @@ class DriverStep(FormStep):
             if registry is None:
                 return
             try:
-                tags = await registry.list_tags(f"{source}/{image}")
+                tags = await registry.list_tags(image_repository(source, image))
             except Exception:  # an unreachable registry: the field still takes a typed branch
                 return
         supported, default = supported_branches(release)

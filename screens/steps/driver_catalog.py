@@ -39,10 +39,9 @@ def precompiled_branches(tags: list[str], groups: list[tuple[str, str]]) -> list
     group of GPU nodes, newest first: a branch the registry cannot serve to some group is no offer."""
     if not groups:
         return []
-    per_group = [
-        {t.removesuffix(f"-{kernel}-{tag_os}") for t in tags if t.endswith(f"-{kernel}-{tag_os}")}
-        for kernel, tag_os in groups
-    ]
+    from wizard.engine.naming import precompiled_suffix, tagged_versions
+
+    per_group = [tagged_versions(tags, precompiled_suffix(kernel, tag_os)) for kernel, tag_os in groups]
     common = set.intersection(*per_group)
     return sorted((b for b in common if b.isdigit()), key=int, reverse=True)
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.engine.naming import image_tag, os_tag, precompiled_image
+from wizard.engine.naming import is_tag, os_tag, precompiled_suffix, precompiled_tag, tagged_versions
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Mode
 from wizard.engine.textsafe import printable
@@ -299,21 +299,17 @@ class ClusterFacts:
         for group in self.groups(operator_release):
             if group.tag_os == UNKNOWN_OS_TAG:
                 return None
-            try:
-                suffix = image_tag(precompiled_image("x", "driver", "000", group.kernel, group.tag_os))[3:]
-            except ValueError:
+            suffix = precompiled_suffix(group.kernel, group.tag_os)
+            if not is_tag(precompiled_tag("000", group.kernel, group.tag_os)):  # a kernel or OS a tag cannot hold
                 return None
-            found = {tag[: -len(suffix)] for tag in held if tag.endswith(suffix) and tag[: -len(suffix)].isdigit()}
+            found = {version for version in tagged_versions(held, suffix) if version.isdigit()}
             branches = found if branches is None else branches & found
             if not branches:
                 return None
         if not branches:
             return None
         branch = max(branches, key=int)
-        return [
-            image_tag(precompiled_image("x", "driver", branch, g.kernel, g.tag_os))
-            for g in self.groups(operator_release)
-        ]
+        return [precompiled_tag(branch, g.kernel, g.tag_os) for g in self.groups(operator_release)]
 
     def recommend_mode(
         self,
