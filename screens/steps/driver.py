@@ -36,6 +36,7 @@ from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
 from wizard import collector
+from wizard.engine.driver_version import branch_of
 from wizard.engine.naming import image_repository
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
@@ -334,7 +335,7 @@ class DriverStep(FormStep):
         branches = [b for b in precompiled_branches(tags, groups) if not supported or b in supported]
         if not branches:
             return
-        branches.sort(key=lambda b: b != default.split(".")[0])  # the release's own branch first
+        branches.sort(key=lambda b: b != branch_of(default))  # the release's own branch first
         catalog = self.query_one("#catalog", Select)
         known = [(label, value) for label, value in catalog_options(self._tag_oses()) if value not in branches]
         catalog.set_options([(f"{b}  (in {source}, every kernel)", b) for b in branches] + known)

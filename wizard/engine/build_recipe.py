@@ -19,8 +19,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from wizard.bundled import asset_text
-from wizard.engine.catalog import branch_of
 from wizard.engine.defaults import is_public_registry
+from wizard.engine.driver_version import branch_of
 from wizard.engine.naming import image_path, image_repository, precompiled_tag
 from wizard.engine.textsafe import shell_command
 

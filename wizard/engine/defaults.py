@@ -11,12 +11,12 @@ theirs to name (:func:`repositories_holding` finds the ones that already hold ev
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.engine.catalog import branch_of, driver_versions
+from wizard.engine.catalog import driver_versions
+from wizard.engine.driver_version import branch_of, newest_first
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.modes import Mode
 from wizard.engine.naming import (
@@ -140,20 +140,10 @@ def versions_holding(listing: Mapping[str, Iterable[str]], image: str, suffixes:
             continue
         tags = list(present)
         per_suffix = [tagged_versions(tags, suffix) for suffix in wanted]
-        common = set.intersection(*per_suffix)
-        versions = sorted((v for v in common if _is_version(v)), key=_version_key, reverse=True)
+        versions = newest_first(set.intersection(*per_suffix))
         if versions:
             found[path] = versions
     return found
-
-
-def _is_version(version: str) -> bool:
-    """A driver version (``580.126.09.1``) or branch (``580``): digits and dots only."""
-    return bool(version) and all(part.isdigit() for part in version.split("."))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
 
 
 def catalog_versions(tag_oses: Sequence[str]) -> list[str]:
@@ -171,8 +161,7 @@ def upstream_versions(tags: Iterable[str], tag_oses: Sequence[str]) -> list[str]
     tags = list(tags)
     per_os = [tagged_versions(tags, upstream_suffix(tag_os)) for tag_os in tag_oses]
     common = set.intersection(*per_os) if per_os else set()
-    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
-    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
+    return newest_first(common, min_parts=3)  # an upstream image is tagged per full version, never per branch
 
 
 def pick_upstream_version(versions: Sequence[str], release: str) -> str:
