@@ -76,3 +76,17 @@ def test_the_branch_is_worked_out_one_way() -> None:
             ):
                 by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert by_hand == []
+
+
+def test_the_plan_parses_its_version_once_its_field_rule_decides() -> None:
+    from wizard.engine.plan import Plan
+
+    def driver(mode: str, version: str) -> DriverVersion | None:
+        plan = Plan.model_validate({"mode": mode, "driver": {"repository": "r.example/m", "version": version}})
+        return plan.driver.driver_version
+
+    assert driver("upstream", "580.126.20") == DriverVersion.parse("580.126.20")
+    assert driver("precompiled", "580") == DriverVersion.parse("580")
+    assert driver("upstream", "sha256:" + "a" * 64) is None
+    with pytest.raises(ValueError, match="suffix"):  # the plan's rule, not DriverVersion's, refuses a suffixed tag
+        driver("upstream", "580.126.20-ubuntu22.04")

@@ -14,7 +14,6 @@ from wizard.engine.defaults import catalog_versions
 from wizard.engine.driver_version import DriverVersion, branch_of
 from wizard.engine.hostdoctor import supported_branches
 from wizard.engine.modes import Mode
-from wizard.engine.naming import DIGEST_PREFIX
 from wizard.engine.plan import Plan
 from wizard.engine.releases import rules_of_line
 from wizard.engine.results import Check, Status
@@ -57,13 +56,13 @@ def branch_checks(
 
     ``available``: the versions the registry (or the source) holds, newest first, once read: the examples of
     a supported version come only from them (a suggestion the registry cannot serve sends the user guessing)."""
-    version = plan.driver.version
-    if not plan.driver_enabled or not version or version.startswith(DIGEST_PREFIX):
+    version, parsed = plan.driver.version, plan.driver.driver_version
+    if not plan.driver_enabled or parsed is None:  # no version, or a digest
         return []
     release = plan.operator.version
     found: list[Check] = []
     supported, default = supported_branches(release)
-    branch = branch_of(version)
+    branch = parsed.branch
     if supported and branch not in supported:
         if available is None:
             examples = ", ".join(supported_versions(release, plan.mode, tag_oses)[:3])
