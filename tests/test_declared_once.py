@@ -18,9 +18,11 @@ IMAGE_NAME = re.compile(r"\}/\{[^}]+\}:\{")
 PRECOMPILED_TAG = re.compile(r"\{[^}]+\}-\{[^}]*kernel[^}]*\}-\{")
 # the tag suffixes on their own: `-{kernel}-{os}`, `-{tag_os}`
 TAG_SUFFIX = re.compile(r"-\{[^}]*kernel[^}]*\}-\{|\"-\{[^}]*(?:tag_os|os_tag)[^}]*\}\"")
+# a registry host and the repository path below it: `{host}/{repo}`
+HOST_REPOSITORY = re.compile(r"\{[^}]*host[^}]*\}/\{[^}]*(?:repo|name)")
 # `{repository}/{image}` (a repository to list tags of) or `{source}/{rest of a reference}` (an image moved)
 UNDER_REPOSITORY = re.compile(r"\{[^}]*(?<!\w)(?:repository|source|where)\b[^}]*\}/\{")
-IMAGE_PATTERNS = (IMAGE_NAME, PRECOMPILED_TAG, TAG_SUFFIX, UNDER_REPOSITORY)
+IMAGE_PATTERNS = (IMAGE_NAME, PRECOMPILED_TAG, TAG_SUFFIX, UNDER_REPOSITORY, HOST_REPOSITORY)
 OPERATOR_LITERALS = (
     '"nvidia-driver-ctr"',
     '"app.kubernetes.io/component=nvidia-driver"',
@@ -65,6 +67,7 @@ def test_the_image_patterns_find_what_they_stand_for() -> None:
         'listing.get(f"{repository}/{image}", [])',
         'return f"{plan.driver.source}/{target[len(prefix) :]}"',
         'registry.list_tags(f"{where}/{image}")',
+        'return f"{canonical_host(host)}/{repo}"',
     )
     for line in built_by_hand:
         assert any(pattern.search(line) for pattern in IMAGE_PATTERNS), line
