@@ -90,3 +90,21 @@ def test_the_plan_parses_its_version_once_its_field_rule_decides() -> None:
     assert driver("upstream", "sha256:" + "a" * 64) is None
     with pytest.raises(ValueError, match="suffix"):  # the plan's rule, not DriverVersion's, refuses a suffixed tag
         driver("upstream", "580.126.20-ubuntu22.04")
+
+
+@pytest.mark.parametrize(
+    ("image", "version", "runs"),
+    [
+        ("nvcr.io/nvidia/driver:580.126.20-ubuntu22.04", "580.126.20", True),
+        ("nvcr.io/nvidia/driver:580-5.15.0-1063-nvidia-ubuntu22.04", "580", True),
+        ("nvcr.io/nvidia/driver:580.126.20-ubuntu22.04", "580", False),  # another version of the branch
+        ("nvcr.io/nvidia/driver:570.195.03-ubuntu22.04", "580.126.20", False),
+        ("registry.example.com:5000/driver", "580", False),  # no tag: latest
+        ("nvcr.io/nvidia/driver@sha256:" + "a" * 64, "sha256:" + "a" * 64, True),
+        ("nvcr.io/nvidia/driver@sha256:" + "a" * 64, "580", False),
+    ],
+)
+def test_a_daemonset_template_runs_the_version_its_tag_starts_with(image: str, version: str, runs: bool) -> None:
+    from wizard.cluster.rollout_verdict import DaemonSetStatus
+
+    assert DaemonSetStatus("d", 1, 1, 1, image=image).runs(version) is runs
