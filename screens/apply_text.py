@@ -192,7 +192,7 @@ def install_confirmation(*, where: str, install: Any, helm: bool, warnings: Sequ
 
 def branch_advice(plan: Any) -> str:
     """A line when the plan's driver branch is not one its operator release supports ("" when it is, or unknown)."""
-    from wizard.engine.catalog import branch_of
+    from wizard.engine.driver_version import branch_of
     from wizard.engine.hostdoctor import supported_branches
 
     if not plan.driver_enabled or not plan.driver.version or plan.driver.version.startswith("sha256:"):

@@ -203,11 +203,12 @@ def doctor_target(state: WizardState) -> DoctorTarget:
     """What the host checks judge against: the plan when it is valid, else the chosen (or recommended) mode."""
     from wizard.engine.hostdoctor import DoctorTarget
     from wizard.engine.modes import Mode
+    from wizard.engine.naming import image_repository
     from wizard.engine.plan import DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR
 
     plan = state.plan()
     if plan is not None:
-        listed = f"{plan.driver.repository or plan.driver.source}/{plan.driver.image}"
+        listed = image_repository(plan.driver.repository or plan.driver.source, plan.driver.image)
         return _registry_lacks(state, DoctorTarget.from_plan(plan), listed)
     facts = state.facts
     mode = state.get("mode") or (facts.recommend_mode(state.host_drivers).value if facts is not None else "")

@@ -16,6 +16,13 @@ OPERATOR_NAMES = ROOT / "wizard" / "engine" / "operator_names.py"
 # `{repository}/{image}:{version}` and `{version}-{kernel}-{os}`, however the fields are spelled
 IMAGE_NAME = re.compile(r"\}/\{[^}]+\}:\{")
 PRECOMPILED_TAG = re.compile(r"\{[^}]+\}-\{[^}]*kernel[^}]*\}-\{")
+# the tag suffixes on their own: `-{kernel}-{os}`, `-{tag_os}`
+TAG_SUFFIX = re.compile(r"-\{[^}]*kernel[^}]*\}-\{|\"-\{[^}]*(?:tag_os|os_tag)[^}]*\}\"")
+# a registry host and the repository path below it: `{host}/{repo}`
+HOST_REPOSITORY = re.compile(r"\{[^}]*host[^}]*\}/\{[^}]*(?:repo|name)")
+# `{repository}/{image}` (a repository to list tags of) or `{source}/{rest of a reference}` (an image moved)
+UNDER_REPOSITORY = re.compile(r"\{[^}]*(?<!\w)(?:repository|source|where)\b[^}]*\}/\{")
+IMAGE_PATTERNS = (IMAGE_NAME, PRECOMPILED_TAG, TAG_SUFFIX, UNDER_REPOSITORY, HOST_REPOSITORY)
 OPERATOR_LITERALS = (
     '"nvidia-driver-ctr"',
     '"app.kubernetes.io/component=nvidia-driver"',
@@ -46,10 +53,28 @@ def lines_matching(paths: list[Path], found: Callable[[str], object]) -> list[st
 def test_only_naming_builds_an_image_name() -> None:
     others = [path for path in product_sources() if path != NAMING]
     assert len(others) > 100  # the walk found the product
-    built = lines_matching(others, lambda line: IMAGE_NAME.search(line) or PRECOMPILED_TAG.search(line))
-    assert built == [], "build image names with wizard.engine.naming (image_path, precompiled_tag):\n" + "\n".join(
-        built
+    built = lines_matching(others, lambda line: any(pattern.search(line) for pattern in IMAGE_PATTERNS))
+    assert built == [], (
+        "build image names with wizard.engine.naming (image_path, image_repository, precompiled_tag, "
+        "precompiled_suffix, upstream_suffix, rebased):\n" + "\n".join(built)
     )
+
+
+def test_the_image_patterns_find_what_they_stand_for() -> None:
+    """Each pattern finds the hand-built names it was written against (the grep above cannot pass by matching nothing)."""
+    built_by_hand = (
+        'f"{repository}/{image}:{version}"',
+        'f"{version}-{node.kernel}-{tag_os}"',
+        '{t.removesuffix(f"-{kernel}-{tag_os}") for t in tags}',
+        'per_os = [t.endswith(f"-{tag_os}") for t in tags]',
+        'listing.get(f"{repository}/{image}", [])',
+        'return f"{plan.driver.source}/{target[len(prefix) :]}"',
+        'registry.list_tags(f"{where}/{image}")',
+        'return f"{canonical_host(host)}/{repo}"',
+    )
+    for line in built_by_hand:
+        assert any(pattern.search(line) for pattern in IMAGE_PATTERNS), line
+    assert lines_matching([NAMING], lambda line: any(p.search(line) for p in IMAGE_PATTERNS))  # naming builds them
 
 
 def test_the_operators_names_are_written_once() -> None:

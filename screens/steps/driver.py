@@ -35,6 +35,7 @@ from screens.widgets.offers import RegistryOffers
 from screens.widgets.registry_access import RegistryAccess
 from screens.widgets.support import SupportRequest
 from screens.widgets.toggles import Tick
+from wizard.engine.naming import image_repository
 
 #: Shown instead of a registry status on a demo cluster without a simulated registry.
 DEMO_NO_REGISTRY = "demo: the images live in the simulated catalog; no registry to ask"
@@ -271,7 +272,7 @@ class DriverStep(FormStep):
             if registry is None:
                 return None
             try:
-                return await registry.list_tags(f"{source}/{image}")
+                return await registry.list_tags(image_repository(source, image))
             except Exception:  # an unreachable registry: say nothing, as a registry that holds no tags
                 return None
 
@@ -291,7 +292,9 @@ class DriverStep(FormStep):
         versions = upstream_versions(tags, tag_oses)
         self._registry_versions = state.registry_versions = versions  # suggestions come only from these
         if not versions:  # say so: a hint promising a Catalog row that never comes was stale
-            self._upstream_hint = f"no version in {source}/{image} is tagged for every node OS ({', '.join(tag_oses)})"
+            self._upstream_hint = (
+                f"no version in {image_repository(source, image)} is tagged for every node OS ({', '.join(tag_oses)})"
+            )
             self._show_branch_notes()
             return
         self._upstream_hint = f"{len(versions)} version(s) tagged for every node OS are in the Catalog"

@@ -27,6 +27,7 @@ def wants_cluster(args: argparse.Namespace) -> bool:
 async def _driver_tags(cluster: Cluster, answers: dict[str, Any], mode: str) -> tuple[list[str] | None, str]:
     """The tags the Driver step lists for a version it has none for (upstream's, or a precompiled branch the
     catalog does not know for the nodes' OS): the target's when named, else the source's."""
+    from wizard.engine.naming import image_repository
     from wizard.engine.registry_routes import repository_host
 
     driver = answers.get("driver") or {}
@@ -36,9 +37,9 @@ async def _driver_tags(cluster: Cluster, answers: dict[str, Any], mode: str) -> 
         return None, where
     async with cluster.open_registry([repository_host(where)]) as registry:
         try:
-            return list(await registry.list_tags(f"{where}/{image}")), f"{where}/{image}"
+            return list(await registry.list_tags(image_repository(where, image))), image_repository(where, image)
         except Exception:  # an unreachable registry: the version is left to the user, as in the Driver step
-            return None, f"{where}/{image}"
+            return None, image_repository(where, image)
 
 
 async def _offers(cluster: Cluster, facts: ClusterFacts, answers: dict[str, Any], operator_image: str) -> list[Any]:

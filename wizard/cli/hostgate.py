@@ -75,10 +75,12 @@ async def registry_lacks(
     so the fix names them instead of "use mode: precompiled" while that cannot work yet."""
     import dataclasses
 
+    from wizard.engine.naming import image_repository
+
     if plan.mode.value != "upstream" or not any(s.secure_boot for s in states.values()):
         return target
 
-    where = f"{plan.driver.repository or plan.driver.source}/{plan.driver.image}"
+    where = image_repository(plan.driver.repository or plan.driver.source, plan.driver.image)
     tags = await driver_tags(cluster, where)
     if tags is None:  # an unreachable registry: the fix stays the general one
         return target

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from wizard.cluster.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.leftovers import Unwanted, stray_message
+from wizard.engine.naming import DIGEST_PREFIX, image_tag, tag_version
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 
@@ -45,10 +46,9 @@ class DaemonSetStatus:
         """The template runs driver ``version`` (tag ``<version>-…`` or the digest itself)."""
         if not self.image or not version:
             return True  # nothing to compare (a DaemonSet without the driver container)
-        if version.startswith("sha256:"):
+        if version.startswith(DIGEST_PREFIX):
             return self.image.endswith("@" + version)
-        tag = self.image.rsplit(":", 1)[-1] if "@" not in self.image else ""
-        return tag == version or tag.startswith(version + "-")
+        return "@" not in self.image and tag_version(image_tag(self.image)) == version
 
 
 def classify(

@@ -17,8 +17,10 @@ from wizard.cluster.hostprobe import truncation_check
 from wizard.cluster.probe import Shell
 from wizard.cluster.verify_context import VerifyContext
 from wizard.engine import nvsmi
+from wizard.engine.driver_version import branch_of
 from wizard.engine.facts import NodeFacts
 from wizard.engine.leftovers import stray_pod_hint
+from wizard.engine.naming import DIGEST_PREFIX
 from wizard.engine.nodescript import Step, StepResult, drop_in_finding, mount_finding
 from wizard.engine.operator_names import DRIVER_CONTAINER
 from wizard.engine.results import Check, LogLine, Status
@@ -253,8 +255,8 @@ class NodeRun:
             return report
         data = {"driver_version": report.driver_version, "gpus": list(report.gpus), "header": report.header_style}
         wanted = self.ctx.plan.driver.version
-        branch = wanted.split(".", 1)[0] if wanted and not wanted.startswith("sha256:") else ""
-        if branch and report.driver_version.split(".", 1)[0] != branch:
+        branch = branch_of(wanted) if wanted and not wanted.startswith(DIGEST_PREFIX) else ""
+        if branch and branch_of(report.driver_version) != branch:
             self.emit(
                 check, Status.FAIL, f"{report.summary()}; the plan wants the {branch} branch ({wanted})", data=data
             )

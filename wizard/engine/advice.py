@@ -7,10 +7,12 @@ operator behaviour or issue it comes from.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
+from wizard.bundled import asset_text, parse_yaml
 from wizard.engine.branches import branch_checks
 from wizard.engine.defaults import is_public_registry, registry_host
 from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED, consumer_nodes
@@ -37,6 +39,35 @@ class Advice:
     code: str
     message: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What every rule reads: the plan, the cluster's nodes, their driver images and the mirror plan."""
+
+    plan: Plan
+    facts: ClusterFacts
+    images: Sequence[NodeImage]
+    mirror: Sequence[MirrorItem]
+
+
+_LEVELS: dict[str, Literal["warning", "note"]] = {"warning": "warning", "note": "note"}
+
+
+@cache
+def _wording() -> dict[str, dict[str, str]]:
+    """``assets/advice/advice.yaml``'s advice: code -> level, message, reason (read once)."""
+    data = parse_yaml(asset_text("advice", "advice.yaml"))["advice"]
+    return {str(code): {key: str(entry[key]) for key in ("level", "message", "reason")} for code, entry in data.items()}
+
+
+def worded(code: str, **values: str) -> Advice:
+    """The advice ``code`` in the words of ``assets/advice/advice.yaml``, its placeholders filled with ``values``."""
+    entry = _wording()[code]
+    level = _LEVELS.get(entry["level"])
+    if level is None:
+        raise ValueError(f"assets/advice/advice.yaml: {code}: level {entry['level']!r} is not warning or note")
+    return Advice(level, code, entry["message"].format(**values), entry["reason"].format(**values))
 
 
 def _names(nodes: Iterable[str], limit: int = 5) -> str:
@@ -337,96 +368,67 @@ def _nfd_disagrees(facts: ClusterFacts) -> Advice | None:
     )
 
 
-def _node_advice(
-    plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror: Sequence[MirrorItem]
-) -> list[Advice]:
-    """Warnings about the GPU nodes themselves: unplaceable, unsupported OS or architecture, stale labels."""
-    found = [
-        _unplaced(facts, images),
-        _predicted(facts, images),
-        _os_without_image(plan, facts),
-        _architecture(plan, facts, mirror),
-        _nfd_disagrees(facts),
-    ]
-    return [a for a in found if a is not None]
+def _upstream(s: Situation) -> Advice | None:
+    return worded("upstream-not-validated") if s.plan.mode is Mode.UPSTREAM else None
+
+
+def _airgapped_without_repoconfig(s: Situation) -> Advice | None:
+    plan = s.plan
+    if plan.mode is Mode.UPSTREAM and plan.driver.airgapped and not plan.driver.repoConfig.configMapName:
+        return worded("airgapped-no-repoconfig")
+    return None
+
+
+def _branches(s: Situation) -> list[Advice]:
+    checks = branch_checks(s.plan, tag_oses=s.facts.os_tags(s.plan.operator.version))
+    return [worded(check.check, message=check.message, hint=check.hint) for check in checks]
+
+
+def _image_whitelist(s: Situation) -> Advice | None:
+    return worded("image-whitelist", targets=", ".join(item.target for item in s.mirror)) if s.mirror else None
+
+
+def _no_gpu_nodes(s: Situation) -> Advice | None:
+    return None if s.facts.gpu_nodes else worded("no-gpu-nodes")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One advice rule: the codes it may give, and when (its check says nothing where it does not apply)."""
+
+    codes: tuple[str, ...]
+    check: Callable[[Situation], Advice | Iterable[Advice] | None]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(("mixed-os",), lambda s: _mixed_os(s.plan, s.facts, s.images)),
+    Rule(("upstream-not-validated",), _upstream),
+    Rule(("airgapped-no-repoconfig",), _airgapped_without_repoconfig),
+    Rule(("driver-branch-unsupported", "driver-downgrade"), _branches),
+    Rule(("repoconfig-operator-os", "repoconfig-unsupported-os"), lambda s: _repoconfig_unsupported(s.plan, s.facts)),
+    Rule(("tuple-unpublished",), lambda s: _unpublished(s.plan, s.mirror, s.images)),
+    Rule(("image-whitelist",), _image_whitelist),
+    Rule(("driverinstalldir-not-needed",), lambda s: _driver_install_dir(s.plan, s.facts)),
+    Rule(("geforce-licence", "consumer-excluded"), lambda s: _consumer_gpus(s.plan, s.facts)),
+    Rule(("driver-outside-operand-registry", "operands-from-public-registry"), lambda s: _operand_registry(s.plan)),
+    # the GPU nodes themselves: unplaceable, unsupported OS or architecture, stale labels
+    Rule(("node-unplaced",), lambda s: _unplaced(s.facts, s.images)),
+    Rule(("predicted-from-nodeinfo",), lambda s: _predicted(s.facts, s.images)),
+    Rule(("os-without-driver-image",), lambda s: _os_without_image(s.plan, s.facts)),
+    Rule(("precompiled-amd64-only", "gpu-node-architecture"), lambda s: _architecture(s.plan, s.facts, s.mirror)),
+    Rule(("nfd-disagrees",), lambda s: _nfd_disagrees(s.facts)),
+    Rule(("no-gpu-nodes",), _no_gpu_nodes),
+)
+"""Every advice rule, in the order its advice is shown."""
 
 
 def advise(plan: Plan, facts: ClusterFacts, images: Sequence[NodeImage], mirror: Sequence[MirrorItem]) -> list[Advice]:
-    """Every warning and note that applies to this plan on these nodes, in a fixed order."""
+    """Every warning and note that applies to this plan on these nodes, in a fixed order (:data:`RULES`')."""
+    situation = Situation(plan, facts, images, mirror)
     out: list[Advice] = []
-    mixed = _mixed_os(plan, facts, images)
-    if mixed:
-        out.append(mixed)
-    if plan.mode is Mode.UPSTREAM:
-        out.append(
-            Advice(
-                "warning",
-                "upstream-not-validated",
-                "Upstream mode (NVIDIA's driver image compiling the module on each node) is configurable but "
-                "not validated in this release of gpu-wizard.",
-                "This release's end-to-end checks cover the precompiled and pre-installed modes; an upstream "
-                "driver container installs the node's kernel headers from the OS package repositories at start, "
-                "which has not been exercised here.",
-            )
-        )
-        if plan.driver.airgapped and not plan.driver.repoConfig.configMapName:
-            out.append(
-                Advice(
-                    "warning",
-                    "airgapped-no-repoconfig",
-                    "The nodes are air-gapped but driver.repoConfig.configMapName is empty: the driver container "
-                    "cannot download the kernel headers and packages it compiles with. Create a ConfigMap of "
-                    "repository files pointing at an internal mirror and name it here.",
-                    "In upstream mode the driver container installs packages from the OS repositories at start; "
-                    "the repo files must replace the image's defaults by name, or the public repositories are "
-                    "still tried (operator issues #337, #299).",
-                )
-            )
-    for check in branch_checks(plan, tag_oses=facts.os_tags(plan.operator.version)):
-        out.append(
-            Advice(
-                "warning",
-                check.check,
-                f"The {check.message}: {check.hint}.",
-                "The GPU Operator component matrix lists the driver branches each release supports "
-                "(assets/operator/<release>/release.yaml); another branch is neither tested nor supported with it.",
-            )
-        )
-    unsupported = _repoconfig_unsupported(plan, facts)
-    if unsupported:
-        out.append(unsupported)
-    out += _unpublished(plan, mirror, images)
-    if mirror:
-        targets = ", ".join(item.target for item in mirror)
-        out.append(
-            Advice(
-                "note",
-                "image-whitelist",
-                f"If the cluster only admits allow-listed images (an ImageWhiteList policy), add the imported "
-                f"tags: {targets}.",
-                "The operator creates the driver DaemonSets with exactly these references; an allow-list that "
-                "lacks them rejects the pods and the driver never starts.",
-            )
-        )
-    install_dir = _driver_install_dir(plan, facts)
-    if install_dir:
-        out.append(install_dir)
-    out += _consumer_gpus(plan, facts)
-    operands = _operand_registry(plan)
-    if operands:
-        out.append(operands)
-    out += _node_advice(plan, facts, images, mirror)
-    if not facts.gpu_nodes:
-        out.append(
-            Advice(
-                "warning",
-                "no-gpu-nodes",
-                "The cluster has no GPU nodes: no node is labelled nvidia.com/gpu.present=true or carries an NVIDIA PCI "
-                "label, so no driver image or mirror item could be computed.",
-                "Image tags need each GPU node's kernel and OS; without GPU nodes (or without NFD labels) the "
-                "operator deploys no driver and still reports ready with reason NoGPUNodes.",
-            )
-        )
+    for rule in RULES:
+        found = rule.check(situation)
+        out += [found] if isinstance(found, Advice) else list(found or ())
     return out
 
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from wizard.engine.catalog import branch_of
 from wizard.engine.defaults import catalog_versions
+from wizard.engine.driver_version import DriverVersion, branch_of
 from wizard.engine.hostdoctor import supported_branches
 from wizard.engine.modes import Mode
-from wizard.engine.naming import DIGEST_PREFIX
 from wizard.engine.plan import Plan
 from wizard.engine.releases import rules_of_line
 from wizard.engine.results import Check, Status
@@ -22,20 +21,18 @@ from wizard.engine.results import Check, Status
 __all__ = ["branch_checks", "is_downgrade", "supported_versions"]
 
 
-def _key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
 def is_downgrade(live: str, planned: str) -> bool:
     """``planned`` is older than ``live`` (580 → 570; 580.126.20 → 580.105.08); a bare branch of the same
-    branch (580 beside 580.126.20) is no downgrade. Digests are never compared."""
-    if not live or not planned or DIGEST_PREFIX in live + planned:
+    branch (580 beside 580.126.20) is no downgrade. Digests, and any text that is no driver version, are never
+    compared."""
+    old, new = DriverVersion.parse_or_none(live), DriverVersion.parse_or_none(planned)
+    if old is None or new is None:
         return False
-    if branch_of(live) != branch_of(planned):
-        return _key(branch_of(planned)) < _key(branch_of(live))
-    if "." not in live or "." not in planned:
+    if old.branch_number != new.branch_number:
+        return new.branch_number < old.branch_number
+    if old.is_branch or new.is_branch:
         return False
-    return _key(planned) < _key(live)
+    return new < old
 
 
 def supported_versions(release: str, mode: Mode, tag_oses: Sequence[str] = ()) -> list[str]:
@@ -59,13 +56,13 @@ def branch_checks(
 
     ``available``: the versions the registry (or the source) holds, newest first, once read: the examples of
     a supported version come only from them (a suggestion the registry cannot serve sends the user guessing)."""
-    version = plan.driver.version
-    if not plan.driver_enabled or not version or version.startswith(DIGEST_PREFIX):
+    version, parsed = plan.driver.version, plan.driver.driver_version
+    if not plan.driver_enabled or parsed is None:  # no version, or a digest
         return []
     release = plan.operator.version
     found: list[Check] = []
     supported, default = supported_branches(release)
-    branch = branch_of(version)
+    branch = parsed.branch
     if supported and branch not in supported:
         if available is None:
             examples = ", ".join(supported_versions(release, plan.mode, tag_oses)[:3])

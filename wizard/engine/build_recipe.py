@@ -19,9 +19,9 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from wizard.bundled import asset_text
-from wizard.engine.catalog import branch_of
 from wizard.engine.defaults import is_public_registry
-from wizard.engine.naming import image_path, precompiled_tag
+from wizard.engine.driver_version import branch_of
+from wizard.engine.naming import image_path, image_repository, precompiled_tag
 from wizard.engine.textsafe import shell_command
 
 __all__ = ["BuildRecipe", "DriverContainer", "driver_container", "kernel_flavor", "recipe_for", "recipe_lines"]
@@ -130,7 +130,7 @@ def recipe_for(
         )
         repository = "REGISTRY"
     variables = (
-        ("IMAGE_NAME", f"{repository}/{image}"),
+        ("IMAGE_NAME", image_repository(repository, image)),
         ("DRIVER_VERSIONS", shown),
         ("DRIVER_BRANCH", branch),
         ("KERNEL_VERSION", kernel),

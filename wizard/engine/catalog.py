@@ -20,11 +20,13 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from wizard.bundled import asset_text
+from wizard.engine.driver_version import DriverVersion, branch_of
 
 __all__ = [
     "CatalogEntry",
     "DriverChoice",
     "TupleStatus",
+    "branch_of",
     "catalog_entries",
     "driver_versions",
     "parse_catalog",
@@ -53,7 +55,7 @@ class CatalogEntry(BaseModel):
     @field_validator("driver")
     @classmethod
     def _driver_version(cls, value: str) -> str:
-        if not re.fullmatch(r"\d+(?:\.\d+)*", value):
+        if DriverVersion.parse_or_none(value) is None or value != value.strip():
             raise ValueError("must be a driver version like 580.126.09.1")
         return value
 
@@ -87,11 +89,6 @@ class DriverChoice:
     status: TupleStatus
     kernels: tuple[str, ...]
     label: str
-
-
-def branch_of(version: str) -> str:
-    """The branch of a driver version: the part before the first dot."""
-    return version.strip().split(".", 1)[0]
 
 
 def parse_catalog(text: str, source: str = "catalog.yaml") -> tuple[CatalogEntry, ...]:
@@ -157,10 +154,6 @@ def unpublished(version: str, kernel: str, tag_os: str) -> bool:
     return any(entry.os == tag_os.strip() for entry in catalog_entries())
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
 def driver_versions(tag_os: str | None = None) -> list[DriverChoice]:
     """Driver versions the catalog knows (on ``tag_os`` if given): validated first, newest first."""
     found: dict[str, tuple[TupleStatus, list[str]]] = {}
@@ -174,7 +167,7 @@ def driver_versions(tag_os: str | None = None) -> list[DriverChoice]:
         DriverChoice(version, status, tuple(sorted(set(kernels))), f"{version}  ({_MARKERS[status]})")
         for version, (status, kernels) in found.items()
     ]
-    choices.sort(key=lambda c: (-_RANK[c.status], tuple(-n for n in _version_key(c.version))))
+    choices.sort(key=lambda c: (-_RANK[c.status], tuple(-n for n in DriverVersion.parse(c.version).numbers)))
     return choices
 
 

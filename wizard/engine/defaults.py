@@ -11,15 +11,22 @@ theirs to name (:func:`repositories_holding` finds the ones that already hold ev
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.engine.catalog import branch_of, driver_versions
+from wizard.engine.catalog import driver_versions
+from wizard.engine.driver_version import branch_of, newest_first
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.modes import Mode
-from wizard.engine.naming import Release
+from wizard.engine.naming import (
+    Release,
+    image_repository,
+    precompiled_suffix,
+    tag_version,
+    tagged_versions,
+    upstream_suffix,
+)
 from wizard.engine.sources import (
     NVIDIA_REGISTRY,
     SLE_MICRO_SOURCE,
@@ -132,21 +139,11 @@ def versions_holding(listing: Mapping[str, Iterable[str]], image: str, suffixes:
         if name != image or not path or not wanted:
             continue
         tags = list(present)
-        per_suffix = [{t[: -len(s)] for t in tags if t.endswith(s) and len(t) > len(s)} for s in wanted]
-        common = set.intersection(*per_suffix)
-        versions = sorted((v for v in common if _is_version(v)), key=_version_key, reverse=True)
+        per_suffix = [tagged_versions(tags, suffix) for suffix in wanted]
+        versions = newest_first(set.intersection(*per_suffix))
         if versions:
             found[path] = versions
     return found
-
-
-def _is_version(version: str) -> bool:
-    """A driver version (``580.126.09.1``) or branch (``580``): digits and dots only."""
-    return bool(version) and all(part.isdigit() for part in version.split("."))
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
 
 
 def catalog_versions(tag_oses: Sequence[str]) -> list[str]:
@@ -162,10 +159,9 @@ def upstream_versions(tags: Iterable[str], tag_oses: Sequence[str]) -> list[str]
     """Full driver versions tagged for every one of ``tag_oses`` (``580.126.20-ubuntu22.04``), newest first: what
     the Driver step's Catalog offers in upstream mode."""
     tags = list(tags)
-    per_os = [{t.removesuffix(f"-{tag_os}") for t in tags if t.endswith(f"-{tag_os}")} for tag_os in tag_oses]
+    per_os = [tagged_versions(tags, upstream_suffix(tag_os)) for tag_os in tag_oses]
     common = set.intersection(*per_os) if per_os else set()
-    full = [v for v in common if re.fullmatch(r"\d+\.\d+(\.\d+)+", v)]
-    return sorted(full, key=lambda v: tuple(int(n) for n in v.split(".")), reverse=True)
+    return newest_first(common, min_parts=3)  # an upstream image is tagged per full version, never per branch
 
 
 def pick_upstream_version(versions: Sequence[str], release: str) -> str:
@@ -217,7 +213,7 @@ def precompiled_repository(facts: ClusterFacts, release: str, *, operator_image:
         return ""
     driver = driver_defaults(Mode.PRECOMPILED, facts.os_tags(release), operator_image=operator_image)
     where = str(driver.get("repository") or driver.get("source") or "")
-    return f"{where}/{driver.get('image') or 'driver'}" if where else ""
+    return image_repository(where, str(driver.get("image") or "driver")) if where else ""
 
 
 def default_answers(
@@ -263,7 +259,7 @@ def default_answers(
     driver = driver_defaults(mode, tag_oses, operator_image=operator_image)
     held = facts.precompiled_held(precompiled_tags, known) if precompiled_tags is not None else None
     if mode is Mode.PRECOMPILED and held and not driver.get("version"):
-        driver["version"] = held[0].split("-", 1)[0]  # the branch the registry holds for every group
+        driver["version"] = tag_version(held[0])  # the branch the registry holds for every group
     if driver:
         answers["driver"] = driver
     answers["toolkit"] = {"installDir": facts.recommend_toolkit_dir().value}
@@ -306,11 +302,11 @@ def registry_offers(
     if version:
         offers = []
         for repository in repositories_holding(listing, image, tags, partial=True):
-            have = len(tags & set(listing.get(f"{repository}/{image}", [])))
+            have = len(tags & set(listing.get(image_repository(repository, image), [])))
             note = "holds every tag" if have == len(tags) else f"holds {have} of {len(tags)} tags"
             offers.append(RegistryOffer(repository, "", note))
         return offers
     if not precompiled:
         return []
-    held = versions_holding(listing, image, {f"-{kernel}-{tag_os}" for _, kernel, tag_os in groups})
+    held = versions_holding(listing, image, {precompiled_suffix(kernel, tag_os) for _, kernel, tag_os in groups})
     return [RegistryOffer(repository, versions[0], "holds every tag") for repository, versions in held.items()]

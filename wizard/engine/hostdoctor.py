@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any
 
 from wizard.bundled import asset_text, parse_yaml
+from wizard.engine.driver_version import branch_of
 from wizard.engine.modes import Mode
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
@@ -359,12 +360,12 @@ def _secure_boot_finding(target: DoctorTarget, state: HostState) -> Check:
 
 def _preinstalled_findings(target: DoctorTarget, state: HostState) -> list[Check]:
     supported, default = supported_branches(target.release)
-    recommended = default.split(".")[0] or (supported or ["580"])[0]  # the release's default branch
+    recommended = branch_of(default) or (supported or ["580"])[0]  # the release's default branch
     if not state.host_driver:
         detail = state.host_smi_detail or "no answer"
         return [_finding("no-host-driver", Status.FAIL, state, detail=detail, branch=recommended)]
     found = []
-    branch = state.host_driver.split(".")[0]
+    branch = branch_of(state.host_driver)
     if supported and branch not in supported:
         found.append(
             _finding(

@@ -29,7 +29,7 @@ from wizard.engine.facts import (
     ClusterFacts,
     NodeFacts,
 )
-from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image, precompiled_tag, upstream_tag
+from wizard.engine.naming import DIGEST_PREFIX, TAG_RULE, driver_image, precompiled_tag, rebased, upstream_tag
 from wizard.engine.node_grammar import NodeFactsError, node_fact_errors, quoted
 from wizard.engine.operand_images import OperandImage
 from wizard.engine.plan import Mode, Plan
@@ -201,10 +201,7 @@ def node_images(plan: Plan, facts: ClusterFacts) -> list[NodeImage]:
 
 
 def _source_for(plan: Plan, target: str) -> str:
-    prefix = f"{plan.driver.repository}/"
-    if plan.driver.source and target.startswith(prefix):
-        return f"{plan.driver.source}/{target[len(prefix) :]}"
-    return target
+    return rebased(target, plan.driver.repository, plan.driver.source)
 
 
 def _commands(plan: Plan, source: str, target: str) -> tuple[tuple[str, ...], ...]:

@@ -10,6 +10,7 @@ The demo cluster implements the same rules on its own (``wizard/demo/rules``), a
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET
 from wizard.engine.releases import Release as Release  # re-exported: where naming's callers have always found it
@@ -89,14 +90,50 @@ def image_path(repository: str, image: str, version: str) -> str:
     return f"{repository}/{image}:{version}"
 
 
+def image_repository(repository: str, image: str) -> str:
+    """``<repo>/<image>``: the repository an image's tags are listed in (no tag)."""
+    return f"{repository}/{image}"
+
+
+def precompiled_suffix(kernel: str, tag_os: str) -> str:
+    """What the operator appends to a precompiled driver's version: ``-<kernel>-<osTag>``, kernel unsanitised."""
+    return f"-{kernel}-{tag_os}"
+
+
+def upstream_suffix(tag_os: str) -> str:
+    """What the operator appends to the version of a driver compiled on the node: ``-<osTag>``."""
+    return f"-{tag_os}"
+
+
 def precompiled_tag(version: str, kernel: str, tag_os: str) -> str:
     """The tag of a precompiled driver image: ``<version>-<kernel>-<osTag>``, kernel unsanitised."""
-    return f"{version}-{kernel}-{tag_os}"
+    return version + precompiled_suffix(kernel, tag_os)
 
 
 def upstream_tag(version: str, tag_os: str) -> str:
     """The tag of a driver image compiled on the node: ``<version>-<osTag>``."""
-    return f"{version}-{tag_os}"
+    return version + upstream_suffix(tag_os)
+
+
+def tagged_versions(tags: Iterable[str], suffix: str) -> set[str]:
+    """The versions ``tags`` hold for one suffix (:func:`precompiled_suffix`, :func:`upstream_suffix`): each tag
+    ending in it, the suffix cut off (never an empty version)."""
+    return {tag[: -len(suffix)] for tag in tags if tag.endswith(suffix) and len(tag) > len(suffix)}
+
+
+def tag_version(tag: str) -> str:
+    """The driver version a driver tag starts with (``580`` of ``580-<kernel>-<osTag>``): the part before the
+    first ``-`` (a driver version has none)."""
+    return tag.split("-", 1)[0]
+
+
+def rebased(reference: str, repository: str, onto: str) -> str:
+    """``reference`` under ``repository`` moved under ``onto`` (the same image path and tag below it); the
+    reference unchanged when it is not under ``repository`` or there is nowhere to move it."""
+    prefix = f"{repository}/"
+    if onto and reference.startswith(prefix):
+        return f"{onto}/{reference[len(prefix) :]}"
+    return reference
 
 
 def upstream_image(repository: str, image: str, version: str, tag_os: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from wizard.bundled import operator_values
 from wizard.engine import releases
-from wizard.engine.naming import image_path
+from wizard.engine.naming import image_path, image_repository
 from wizard.engine.plan import Plan
 from wizard.engine.releases import ChartImage
 
@@ -87,7 +87,7 @@ def operator_registry(operator_image: str, release: str) -> str:
     last = name.rsplit("/", 1)
     if len(last) == 2 and ":" in last[1]:
         name = f"{last[0]}/{last[1].split(':', 1)[0]}"
-    chart_host, _, chart_path = f"{chart.repository}/{chart.image}".partition("/")
+    chart_host, _, chart_path = image_repository(chart.repository, chart.image).partition("/")
     if not name.endswith("/" + chart_path):
         return ""
     registry = name[: -len(chart_path) - 1]
@@ -239,7 +239,7 @@ def values_repositories(plan: Plan, chart_values: Mapping[str, Any]) -> list[tup
     for path, image in _chart_repositories(plan.operator.bundle):
         repository = private_repository(image.repository, registry)
         # the NFD subchart's repository names the image too
-        out.append((path, f"{repository}/{image.image}" if path[0] == NFD_VALUES else repository))
+        out.append((path, image_repository(repository, image.image) if path[0] == NFD_VALUES else repository))
     classes = _kata_runtime_classes(chart_values.get("kataManager"), registry)
     if classes is not None:
         out.append((KATA_RUNTIME_CLASSES, classes))

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from wizard.engine import releases
+from wizard.engine.driver_version import DriverVersion
 from wizard.engine.modes import Mode as Mode  # re-exported: the type of the plan's mode field
 from wizard.engine.naming import DIGEST_PREFIX, Release
 from wizard.engine.sources import source_defaults, source_required
@@ -445,6 +446,13 @@ class DriverSpec(_Section):
 
     version: str = ""
     """Driver version only (``580.126.09.1`` or branch ``580``); a digest only in upstream mode."""
+
+    @property
+    def driver_version(self) -> DriverVersion | None:
+        """``version`` parsed, for ordering and its branch (the field's rule above says what it accepts); None for a
+        digest or no version."""
+        return DriverVersion.parse_or_none(self.version)
+
     repository: str = ""
     """Where the cluster pulls from (``spec.driver.repository``)."""
     image: str = ""

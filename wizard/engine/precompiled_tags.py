@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from wizard.engine.naming import UNKNOWN_OS_TAG, image_tag, precompiled_image
+from wizard.engine.driver_version import branch_of
+from wizard.engine.naming import UNKNOWN_OS_TAG, image_tag, precompiled_image, precompiled_suffix, tagged_versions
 
 __all__ = ["held_branches", "missing_tags", "release_branches", "tag_for"]
 
@@ -34,7 +35,7 @@ def release_branches(release: str) -> tuple[list[str], str]:
     rules = rules_of_line(release) if release else None
     if rules is None:
         return [], ""
-    return [b.split(".")[0] for b in rules.driverBranches.branches], rules.driverBranches.default.split(".")[0]
+    return [branch_of(b) for b in rules.driverBranches.branches], branch_of(rules.driverBranches.default)
 
 
 def _branches_per_group(tags: Iterable[str], groups: Sequence[tuple[str, str]]) -> list[set[str]] | None:
@@ -42,10 +43,9 @@ def _branches_per_group(tags: Iterable[str], groups: Sequence[tuple[str, str]]) 
     held = set(tags)
     per_group = []
     for kernel, tag_os in groups:
-        suffix = tag_for("0", kernel, tag_os)[1:]  # "-<kernel>-<os>"
-        if not suffix:
+        if not tag_for("0", kernel, tag_os):  # an OS or kernel no tag is made for
             return None
-        per_group.append({t[: -len(suffix)] for t in held if t.endswith(suffix) and t[: -len(suffix)].isdigit()})
+        per_group.append({v for v in tagged_versions(held, precompiled_suffix(kernel, tag_os)) if v.isdigit()})
     return per_group
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.bounded_read import AUTH_FILE, BoundsError, InputError, load_bounded
+from wizard.engine.naming import image_repository
 from wizard.paths import xdg_config_home
 
 log = logging.getLogger(__name__)
@@ -123,7 +124,7 @@ def lookup_key(credentials: Mapping[str, Credentials], host: str, repository: st
     """The key whose credentials serve ``host/repository``: the longest matching ``host/path`` key, then ``host``."""
     if not credentials:
         return None
-    wanted = f"{canonical_host(host)}/{repository}".rstrip("/")
+    wanted = image_repository(canonical_host(host), repository).rstrip("/")
     best: tuple[int, str] | None = None
     for key in credentials:
         norm = normalize_auth_key(key)

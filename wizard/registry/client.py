@@ -29,7 +29,7 @@ from multidict import CIMultiDictProxy
 from yarl import URL
 
 from wizard import requestlog
-from wizard.engine.naming import split_reference
+from wizard.engine.naming import image_repository, split_reference
 from wizard.engine.registry_routes import AccessNote
 from wizard.engine.results import CallStats
 from wizard.registry.access import AccessError, RegistryAccess
@@ -243,7 +243,7 @@ class RegistryClient:
                         continue
                     if prefix and not name.startswith(prefix + "/"):
                         continue
-                    found.append(f"{host}/{name[len(prefix) + 1 :] if prefix else name}")
+                    found.append(image_repository(host, name[len(prefix) + 1 :] if prefix else name))
                 path = next_link(resp.headers.get("Link", ""))
         return found[:limit]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-from wizard.engine.naming import split_reference
+from wizard.engine.naming import image_repository, split_reference
 from wizard.registry.auth import Credentials, auths_json, canonical_host, load_auth_file, scrub, secrets_of
 from wizard.registry.files import read_capped
 from wizard.registry.hostconfig import certs_d_trust
@@ -81,7 +81,7 @@ def skopeo_available(skopeo: str = "skopeo") -> bool:
 
 def _repo_key(reference: str) -> str:
     host, repo, _ = split_reference(reference)
-    return f"{canonical_host(host)}/{repo}"
+    return image_repository(canonical_host(host), repo)
 
 
 @dataclass
