@@ -127,6 +127,8 @@ class ModeStep(FormStep):
         from wizard.engine.facts import IMMUTABLE_OS_IDS
 
         facts = self.state.facts
+        if self.state.get("mode") == "preinstalled":
+            return self._no_host_driver_warning()
         if facts is None or self.state.get("mode") != "upstream":
             return ""
         immutable = sorted({n.os_id for n in facts.gpu_nodes if n.os_id in IMMUTABLE_OS_IDS})
@@ -135,6 +137,17 @@ class ModeStep(FormStep):
         return (
             f"Upstream on {', '.join(immutable)}: the OS is immutable, the driver container cannot install "
             "kernel headers or build the module there. Use Precompiled."
+        )
+
+    def _no_host_driver_warning(self) -> str:
+        """Pre-installed over hosts the host check found without a working driver: said here, not first on Preview."""
+        lacking = sorted(node for node, version in self.state.host_drivers.items() if not version)
+        if not lacking:
+            return ""
+        shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+        return (
+            f"Pre-installed, but the host check found no working driver on {shown}: install one there first "
+            "(Preview blocks on it), or choose a containerized mode"
         )
 
     def _detected_release(self) -> str:
