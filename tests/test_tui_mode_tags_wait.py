@@ -59,6 +59,8 @@ async def test_next_while_the_tags_are_read_waits_for_them_and_takes_their_recom
         gate.set()
         await wait_for(pilot, lambda: on_step(app, "driver"), 20, "the driver step after the tags")
         assert app.state.get("mode") == "precompiled"
+        await pilot.pause(1.0)
+        assert on_step(app, "driver"), "one Next moved more than one step"
 
 
 async def test_a_registry_that_does_not_answer_holds_next_only_a_few_seconds(
@@ -76,3 +78,5 @@ async def test_a_registry_that_does_not_answer_holds_next_only_a_few_seconds(
         assert on_step(app, "mode")
         await wait_for(pilot, lambda: on_step(app, "driver"), 10, "the driver step after the bounded wait")
         assert app.state.get("mode") == chosen
+        await pilot.pause(1.0)
+        assert on_step(app, "driver"), "one Next moved more than one step"
