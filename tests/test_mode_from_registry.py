@@ -76,3 +76,14 @@ def test_the_secure_boot_fix_names_the_tags_the_registry_lacks_instead_of_precom
     (check,) = host_findings(lacking, state)
     assert check.check == "secure-boot-unsigned" and not check.hint.startswith("use mode: precompiled")
     assert f"nvcr.io/nvidia/driver lacks 580-{K1}-ubuntu22.04: push or mirror that tag there" in check.hint
+
+
+def test_secure_boot_off_ubuntu_says_upstream_is_refused_and_what_would_load() -> None:
+    """The secure-boot scenario (Rocky 9.4, Secure Boot on both nodes) walked at 80×24: Mode said only "Upstream —
+    rocky: NVIDIA's driver image compiles the module on the node for any kernel", the mode the host check had just
+    found refused there, with no word of it."""
+    rocky = facts(CP, node("gpu-1", os_id="rocky", version_id="9.4", kernel="5.14.0-427.13.1.el9_4.x86_64"))
+    rec = rocky.recommend_mode({}, ["gpu-1"], precompiled_tags=[])
+    assert "Secure Boot is on (gpu-1): an upstream build is refused there" in rec.reason, rec.reason
+    assert "mode: preinstalled" in rec.reason
+    assert "Secure Boot" not in rocky.recommend_mode({}, [], precompiled_tags=[]).reason

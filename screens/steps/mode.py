@@ -11,6 +11,9 @@ documents' comparison (control vs automation, when to choose each). Upstream is 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -19,11 +22,15 @@ from textual.widgets import Button, Label, RadioSet, Select, Static
 from screens.help_text import MODE_DIAGRAM, MODE_FACTS
 from screens.keys import help_key
 from screens.steps.formstep import FormStep
+from screens.widgets.chrome import NavBar
 from screens.widgets.toggles import Choice
 
 MODES = ("precompiled", "upstream", "preinstalled")
 TITLES = {"precompiled": "Precompiled", "upstream": "Upstream", "preinstalled": "Pre-installed"}
 UNVALIDATED = "configurable, not validated in this release"
+TAGS_WAIT_SECONDS = 5.0
+"""How long Next on Mode waits for the pull registry's tags still being read before going on with what is known."""
+READING = "… reading the pull registry's tags: the ★ may move to Precompiled when they arrive"
 
 
 class ModeStep(FormStep):
@@ -120,6 +127,8 @@ class ModeStep(FormStep):
         from wizard.engine.facts import IMMUTABLE_OS_IDS
 
         facts = self.state.facts
+        if self.state.get("mode") == "preinstalled":
+            return self._no_host_driver_warning()
         if facts is None or self.state.get("mode") != "upstream":
             return ""
         immutable = sorted({n.os_id for n in facts.gpu_nodes if n.os_id in IMMUTABLE_OS_IDS})
@@ -128,6 +137,17 @@ class ModeStep(FormStep):
         return (
             f"Upstream on {', '.join(immutable)}: the OS is immutable, the driver container cannot install "
             "kernel headers or build the module there. Use Precompiled."
+        )
+
+    def _no_host_driver_warning(self) -> str:
+        """Pre-installed over hosts the host check found without a working driver: said here, not first on Preview."""
+        lacking = sorted(node for node, version in self.state.host_drivers.items() if not version)
+        if not lacking:
+            return ""
+        shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
+        return (
+            f"Pre-installed, but the host check found no working driver on {shown}: install one there first "
+            "(Preview blocks on it), or choose a containerized mode"
         )
 
     def _detected_release(self) -> str:
@@ -162,6 +182,8 @@ class ModeStep(FormStep):
         live = getattr(self.state.preflight, "cluster_policy", None)
         if live is not None and self.state.get("mode"):
             text = f"Running now: {TITLES[str(self.state.get('mode'))]} (live ClusterPolicy). " + text
+        if self._reading_tags:
+            text += f"\n{READING}"
         return text
 
     def on_mount(self) -> None:
@@ -257,8 +279,44 @@ class ModeStep(FormStep):
         """The pull registry's precompiled tags (:mod:`screens.registry_tags`): what it holds decides the ★."""
         from screens.registry_tags import list_precompiled_tags
 
-        if await list_precompiled_tags(self.state, self.wizard.open_registry):
+        self._reading_tags = True
+        self._show_recommendation()
+        try:
+            read = await list_precompiled_tags(self.state, self.wizard.open_registry)
+        finally:
+            self._reading_tags = False
+        if read:
             self._follow_recommendation()
+        else:
+            self._show_recommendation()
+
+    _reading_tags = False
+    """The registry's tags are being read here: the ★ may still move (shown under the reason; Next waits a while)."""
+    _waiting_for_tags = False
+    _waited_for_tags = False
+
+    def before_next(self) -> bool:
+        """While the tags are read, Next waits for them (at most ``TAGS_WAIT_SECONDS``), then moves on: a newcomer's
+        quick Next would otherwise keep the recommendation made before the registry was read."""
+        if self._waiting_for_tags:  # a second Next while waiting: the wait goes on (it ends by itself)
+            return False
+        if not self._reading_tags or self._waited_for_tags:
+            return True
+        self._waiting_for_tags = True
+        self.query_one(NavBar).status("reading the registry's tags before moving on…")
+        self._next_after_tags()
+        return False
+
+    @work(exclusive=True, group="mode-next-after-tags", exit_on_error=False)
+    async def _next_after_tags(self) -> None:
+        deadline = asyncio.get_running_loop().time() + TAGS_WAIT_SECONDS
+        with contextlib.suppress(Exception):
+            while self._reading_tags and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.05)
+        self._waiting_for_tags, self._waited_for_tags = False, True  # once: then on with what is known
+        self.refresh_nav()
+        if self.app.screen is self and not self.leaving:
+            self.go(1)
 
     def _follow_recommendation(self) -> None:
         """Something new is known: the ★ moves, and so does the mode while it is the one this step chose."""

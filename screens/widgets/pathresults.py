@@ -55,7 +55,7 @@ class PathResults(Vertical):
     PathResults > #path-notes-scroll { height: auto; max-height: 60%; }
     PathResults > #path-notes-scroll:focus { background: $boost; }
     PathResults #path-notes { height: auto; }
-    PathResults > RowTable { height: auto; max-height: 1fr; display: none; }
+    PathResults > RowTable { height: 1fr; min-height: 2; display: none; }
     """
 
     def __init__(self, text: str = "", *, id: str | None = None) -> None:

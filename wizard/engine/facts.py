@@ -376,6 +376,12 @@ class ClusterFacts:
                 f"; but Secure Boot is on ({shown}): an upstream build is refused there, and precompiled's signed "
                 f"images need the registry, which {lacks}"
             )
+        elif booting and not all(n.os_id == "ubuntu" for n in gpu):  # no signed precompiled image to point at
+            shown = ", ".join(booting[:3]) + (f" and {len(booting) - 3} more" if len(booting) > 3 else "")
+            reason += (
+                f"; but Secure Boot is on ({shown}): an upstream build is refused there; use a host driver whose "
+                "module is signed with a key in the node's MOK list (mode: preinstalled)"
+            )
         return Recommendation(Mode.UPSTREAM.value, reason)
 
     def recommend_toolkit_dir(self) -> Recommendation:
