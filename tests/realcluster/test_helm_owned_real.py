@@ -88,7 +88,8 @@ def test_helm_owned_precompiled_to_preinstalled_leaves_nothing_behind(
     tag = f"{BRANCH}-{UBUNTU_KERNEL}-ubuntu22.04"
     digests = {f"{host}/nvidia/driver:{tag}": oci_registry.push_image("nvidia/driver", tag, content=tag.encode())}
     smi = cluster.smi_output.read_text()
-    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))
+    # no host driver under the containerized one (the host gate refuses a precompiled plan over a loaded one)
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia"))
     precompiled = write(
         tmp_path / "precompiled.yaml",
         f"version: 1\noperator:\n  version: {cluster.release}\nmode: precompiled\n"
@@ -116,6 +117,7 @@ def test_helm_owned_precompiled_to_preinstalled_leaves_nothing_behind(
     wait_for("a driver pod per GPU node", lambda: len(driver_pods(cluster)) == 2, 120)
     wait_settled(cluster)
 
+    cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))  # now on the hosts
     # the same nodes to pre-installed: Helm owns the policy, so the change goes through helm upgrade, and the
     # per-kernel DaemonSet the operator leaves behind is listed, backed up and deleted with it
     code, out, err = run(
