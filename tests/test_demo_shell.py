@@ -5,7 +5,7 @@ termination-message rules, the DaemonSet controller's node fitting (affinity by 
 from __future__ import annotations
 
 from tests.sim_helpers import NS, settle, world
-from wizard.cluster.hostprobe import host_findmnt
+from wizard.cluster.hostprobe import HostRun, host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
 from wizard.cluster.probeset import script as daemonset_script
 from wizard.demo.sim import container, nodecmd, nodefs, smi
@@ -158,7 +158,7 @@ def test_nouveau_loaded_at_boot_below_the_kubernetes_modules_is_seen_by_the_prob
     steps = [*host, *(Step(f"path-{i}", host_findmnt("/run"), host=True) for i in range(27 - len(host)))]
     assert nodecmd.run_script(ctx, daemonset_script(steps)) == (0, "", "")
     message = read_message(ctx.files["/dev/termination-log"], steps)
-    cut = {entry.rpartition(": ")[0]: entry.rpartition(": ")[2] for entry in message.truncated}
+    cut = HostRun("gpu-l40s-1", results=message.results, truncated=message.truncated).cut()  # as host_states reads it
     state = read_host("gpu-l40s-1", "ubuntu", host, message.results[: len(host)], cut)
     assert message.error == "" and not [c for c in cut if c in {s.check for s in host}], message.truncated
     assert state.nouveau is True and state.unknown == {}, state.unknown
