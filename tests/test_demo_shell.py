@@ -5,12 +5,14 @@ termination-message rules, the DaemonSet controller's node fitting (affinity by 
 from __future__ import annotations
 
 from tests.sim_helpers import NS, settle, world
-from wizard.cluster.hostprobe import host_findmnt
+from wizard.cluster.hostprobe import HostRun, host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
 from wizard.cluster.probeset import script as daemonset_script
 from wizard.demo.sim import container, nodecmd, nodefs, smi
 from wizard.demo.sim.placement import fits
 from wizard.demo.sim.pod_status import MESSAGE_LIMIT, termination_message
+from wizard.engine.hostdoctor import DoctorTarget, host_steps, read_host
+from wizard.engine.modes import Mode
 from wizard.engine.nodescript import MARK, Step, StepSplitter
 from wizard.engine.nodescript import script as exec_script
 from wizard.engine.nvsmi import parse_table
@@ -141,3 +143,23 @@ def test_a_nodes_files_are_worked_out_once_per_view() -> None:
     assert nodefs.host_files(ctx.view) is nodefs.host_files(ctx.view)
     assert nodefs.host_dirs(ctx.view) is nodefs.host_dirs(ctx.view)
     assert ctx.view.mount("/usr/local") is ctx.view.mount("/usr/local")
+
+
+def test_nouveau_loaded_at_boot_below_the_kubernetes_modules_is_seen_by_the_probe() -> None:
+    """docs/real-cluster.md: ``lsmod`` lists the newest modules first, so a real node's list starts with the kubelet's
+    and the CNI's modules and a ``nouveau`` loaded at boot comes near the end, past what the probe keeps of a step
+    among apply's ~27. The demo lists them that way, and the host steps still see nouveau there."""
+    ctx = _ctx(scenario="mixed-trouble", node="gpu-l40s-1")
+    code, lsmod, _ = nodecmd.run_argv(ctx, ["chroot", "/host", "lsmod"])
+    names = [line.split()[0] for line in lsmod.splitlines()[1:]]
+    assert code == 0 and names.index("nouveau") > names.index("overlay") > 5, names
+    assert len(lsmod[: lsmod.index("nouveau")].encode()) > 400  # far past one step's share of the 4096 bytes
+    host = host_steps(DoctorTarget(Mode.UPSTREAM), ["ubuntu"])
+    steps = [*host, *(Step(f"path-{i}", host_findmnt("/run"), host=True) for i in range(27 - len(host)))]
+    assert nodecmd.run_script(ctx, daemonset_script(steps)) == (0, "", "")
+    message = read_message(ctx.files["/dev/termination-log"], steps)
+    cut = HostRun("gpu-l40s-1", results=message.results, truncated=message.truncated).cut()  # as host_states reads it
+    state = read_host("gpu-l40s-1", "ubuntu", host, message.results[: len(host)], cut)
+    assert message.error == "" and not [c for c in cut if c in {s.check for s in host}], message.truncated
+    assert state.nouveau is True and state.unknown == {}, state.unknown
+    assert state.free_mb and all(free > 0 for free, _ in state.free_mb.values())

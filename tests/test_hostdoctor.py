@@ -27,8 +27,8 @@ PRECOMPILED = DoctorTarget(Mode.PRECOMPILED)
 PREINSTALLED = DoctorTarget(Mode.PREINSTALLED)
 
 CLEAN = {
-    "lsmod": (0, "Module                  Size  Used by\nxt_conntrack 16384 1\n"),
-    "nvidia-version": (1, "cat: /proc/driver/nvidia/version: No such file or directory"),
+    "modules": (1, ""),
+    "nvidia-version": (2, "grep: /proc/driver/nvidia/version: No such file or directory"),
     "host-nvidia-smi": (127, "chroot: failed to run command 'nvidia-smi': No such file or directory"),
     "uname": (0, KERNEL),
     "mokutil": (0, "SecureBoot disabled"),
@@ -36,11 +36,8 @@ CLEAN = {
     "dkms": (0, ""),
     "modinfo": (1, "modinfo: ERROR: Module nvidia not found."),
     "headers": (0, f"/lib/modules/{KERNEL}/build"),
-    "df": (
-        0,
-        "Filesystem 1048576-blocks Used Available Capacity Mounted on\n"
-        "/dev/sda1 400000 200000 200000 50% /\n/dev/sda1 400000 200000 200000 50% /\n",
-    ),
+    "df:/var": (0, " Avail Mounted on\n200000 /"),
+    "df:/usr": (0, " Avail Mounted on\n200000 /"),
     "resolve:archive.ubuntu.com": (0, "203.0.113.10 archive.ubuntu.com"),
 }
 
@@ -50,7 +47,11 @@ def result(code: int, out: str) -> StepResult:
 
 
 def make(
-    os_id: str = "ubuntu", target: DoctorTarget = UPSTREAM, node: str = "gpu-01", **changes: tuple[int, str]
+    os_id: str = "ubuntu",
+    target: DoctorTarget = UPSTREAM,
+    node: str = "gpu-01",
+    cut: dict[str, str] | None = None,
+    **changes: tuple[int, str],
 ) -> HostState:
     steps = host_steps(target, [os_id])
     outputs = {**CLEAN, **changes}
@@ -63,6 +64,7 @@ def make(
             result(*outputs.get(s.check, resolved if s.check.startswith("resolve:") else (127, "sh: not found")))
             for s in steps
         ],
+        cut,
     )
 
 
@@ -75,9 +77,11 @@ def test_host_steps_are_fixed_argv_on_the_host_with_no_shell() -> None:
     assert all(isinstance(s, Step) and s.host for s in steps)
     assert not any(s.argv[0] in ("sh", "bash") for s in steps), "no shell: nothing to inject into"
     text = script(steps, "/host")
-    assert "chroot /host lsmod 2>&1" in text
+    assert "chroot /host grep -o -E '^(nouveau|nvidia) ' /proc/modules 2>&1" in text  # only the modules judged
     assert "chroot /host mokutil --sb-state 2>&1" in text
-    assert "chroot /host df -Pm /var /run 2>&1" in text  # the top folders exist before the install
+    # one short answer per path: the top folders, which exist before the install
+    assert "chroot /host df -m --output=avail,target /var 2>&1" in text
+    assert "chroot /host df -m --output=avail,target /run 2>&1" in text
     assert "chroot /host getent hosts archive.ubuntu.com" in text and "dl.rockylinux.org" in text
     assert "$(" not in text and "`" not in text
     for step in steps:
@@ -93,7 +97,7 @@ def test_a_clean_host_has_no_finding_in_any_mode() -> None:
 
 
 def test_nouveau_fix_is_the_blacklist_and_the_initramfs_tool_of_the_os() -> None:
-    lsmod = (0, "Module Size Used by\nnouveau 3096576 0\n")
+    modules = (0, "nouveau ")
     tools = {
         "ubuntu": "update-initramfs -u",
         "rocky": "dracut --force",
@@ -101,7 +105,7 @@ def test_nouveau_fix_is_the_blacklist_and_the_initramfs_tool_of_the_os() -> None
         "sl-micro": "transactional-update -c initrd",
     }
     for os_id, tool in tools.items():
-        (finding,) = host_findings(UPSTREAM, make(os_id, lsmod=lsmod, **{"resolve:updates.suse.com": (0, "x")}))
+        (finding,) = host_findings(UPSTREAM, make(os_id, modules=modules, **{"resolve:updates.suse.com": (0, "x")}))
         assert finding.check == "nouveau-loaded" and finding.status is Status.FAIL
         assert "blacklist nouveau" in finding.hint and tool in finding.hint, os_id
 
@@ -120,7 +124,7 @@ def test_secure_boot_fails_upstream_warns_precompiled_off_ubuntu_and_reads_efi_w
 
 
 def test_host_driver_against_the_mode() -> None:
-    smi = {"host-nvidia-smi": (0, "580.126.20\n580.126.20"), "nvidia-version": (0, "NVRM version: ... 580.126.20 ...")}
+    smi = {"host-nvidia-smi": (0, "580.126.20\n580.126.20"), "nvidia-version": (0, "580.126.20")}
     loaded = make(
         **smi,
         dkms=(0, f"nvidia/580.126.20, {KERNEL}, x86_64: installed"),
@@ -201,12 +205,25 @@ def test_upstream_package_source_airgapped_and_repoconfig() -> None:
 
 
 def test_free_space_below_the_need() -> None:
-    df = (
-        0,
-        "Filesystem 1048576-blocks Used Available Capacity Mounted on\n/dev/sda1 9000 8000 1000 90% /var\n/dev/sda2 9000 100 8900 2% /usr\n",
-    )
-    (finding,) = host_findings(UPSTREAM, make(df=df))
+    df = {"df:/var": (0, " Avail Mounted on\n 1000 /var"), "df:/usr": (0, " Avail Mounted on\n 8900 /usr")}
+    (finding,) = host_findings(UPSTREAM, make(**df))
     assert finding.check == "low-free-space" and "/var has 1000 MiB free" in finding.message
+
+
+def test_a_cut_or_failed_answer_is_said_as_not_checked_never_read_as_a_pass() -> None:
+    # the probe kept only the head of the module list: whatever it holds, nouveau is not known
+    cut = make(modules=(0, "nvidia "), cut={"modules": "144 of 900 bytes"})
+    assert cut.nouveau is None and cut.nvidia_loaded is None
+    assert codes(UPSTREAM, cut) == {"modules": Status.SKIP}
+    (check,) = host_findings(UPSTREAM, cut)
+    assert "cut to fit the probe's result (144 of 900 bytes)" in check.message
+    # grep itself failed (no /proc/modules): not "no nouveau"
+    assert codes(UPSTREAM, make(modules=(2, "grep: /proc/modules: No such file or directory"))) == {
+        "modules": Status.SKIP
+    }
+    # a path df could not answer (or whose answer was cut) is not judged silently
+    free = make(**{"df:/var": (1, "df: /var: No such file or directory")}, cut={"df:/usr": "10 of 300 bytes"})
+    assert codes(UPSTREAM, free) == {"df:/var": Status.SKIP, "df:/usr": Status.SKIP}
 
 
 def test_a_probe_that_could_not_run_is_skipped_not_passed() -> None:
@@ -215,9 +232,9 @@ def test_a_probe_that_could_not_run_is_skipped_not_passed() -> None:
 
 
 def test_one_finding_on_four_thousand_nodes_is_one_group() -> None:
-    lsmod = (0, "Module Size Used by\nnouveau 1 0\n")
-    states = {f"gpu-{i:04d}": make(node=f"gpu-{i:04d}", lsmod=lsmod) for i in range(4000)}
-    states["rhel-01"] = make("rhel", node="rhel-01", lsmod=lsmod, **{"resolve:cdn.redhat.com": (0, "x")})
+    modules = (0, "nouveau ")
+    states = {f"gpu-{i:04d}": make(node=f"gpu-{i:04d}", modules=modules) for i in range(4000)}
+    states["rhel-01"] = make("rhel", node="rhel-01", modules=modules, **{"resolve:cdn.redhat.com": (0, "x")})
     groups = group_findings(states_findings(UPSTREAM, states))
     assert [(g.check, len(g.nodes)) for g in groups] == [("nouveau-loaded", 4000), ("nouveau-loaded", 1)]
     assert groups[0].line().startswith("✗ nouveau-loaded on 4000 nodes (gpu-0000, gpu-0001, gpu-0002 and 3997 more)")

@@ -256,3 +256,9 @@ async def test_a_single_node_gets_one_probe_pod_with_the_same_results(demo_clust
     assert "Read-only file system" in got["write"].output
     writes = [r for r in requests if r.startswith(("POST", "DELETE", "PUT", "PATCH")) and "accessreviews" not in r]
     assert [w.split()[0] for w in writes] == ["POST", "DELETE"] and all("/pods" in w for w in writes), writes
+
+
+def test_a_runs_cut_steps_are_named_by_check_even_with_a_colon_in_the_name() -> None:
+    run = HostRun("gpu-1", truncated=["modules: 96 of 923 bytes", "resolve:archive.ubuntu.com: 3 of 40 bytes"])
+    assert run.cut() == {"modules": "96 of 923 bytes", "resolve:archive.ubuntu.com": "3 of 40 bytes"}
+    assert HostRun("gpu-1").cut() == {}

@@ -4,7 +4,8 @@ gpu-wizard's host probe (wizard/cluster/probeset.py) runs a list of steps on eac
 DaemonSet's init container and reads the results from the container's termination message. In the lane
 kwok plays the kubelet, so no step runs anywhere: the `probe-ready` stage *reads* the step commands out of
 the pod's script (each `o=$(… 2>&1)` line, in order, and each step's byte cap from its `head -c N`) and
-answers every one from the node's :class:`HostFacts`, in the probe's own message format
+answers every one from the node's :class:`HostFacts` (a `grep -o [-m 1] -E PATTERN FILE` by applying the
+pattern to the host's file, as grep would), in the probe's own message format
 (`{"v":1,"r":[[exit, bytes, base64 of the kept bytes]]}`). Whichever caller asks (the apply's host gate,
 doctor, the Paths check, verification), with however many steps, each gets what that host's tools print.
 **The script the wizard generated is never executed**: its command lines are only matched against the
@@ -28,20 +29,30 @@ HOST_ANNOTATION = "lane.gpu-wizard.dev/host"
 RUN_MOUNT = "/run rw,nosuid,nodev,relatime"
 ROOT_MOUNT = "/ rw,relatime"
 PACKAGE_HOST_IP = "203.0.113.10"
-KUBERNETES_MODULES = (
-    "xt_nat                 16384  12",
-    "xt_MASQUERADE          16384  6",
-    "veth                   40960  0",
-    "nf_conntrack_netlink   53248  0",
-    "xt_addrtype            16384  4",
-    "br_netfilter           32768  0",
-    "bridge                421888  1 br_netfilter",
-    "overlay               196608  31",
-    "xt_conntrack           16384  8",
-    "nf_nat                 57344  3 xt_nat,nft_chain_nat,xt_MASQUERADE",
-    "nf_conntrack          184320  5 xt_conntrack,nf_nat,xt_nat,nf_conntrack_netlink,xt_MASQUERADE",
+KUBERNETES_MODULES = tuple(
+    f"{name} {size} {used} {users} Live 0x0000000000000000"
+    for name, size, used, users in (
+        ("xt_nat", 16384, 12, "-"),
+        ("xt_MASQUERADE", 16384, 6, "-"),
+        ("veth", 40960, 0, "-"),
+        ("nf_conntrack_netlink", 53248, 0, "-"),
+        ("xt_addrtype", 16384, 4, "-"),
+        ("br_netfilter", 32768, 0, "-"),
+        ("bridge", 421888, 1, "br_netfilter,"),
+        ("overlay", 196608, 31, "-"),
+        ("xt_conntrack", 16384, 8, "-"),
+        ("nf_nat", 57344, 3, "xt_nat,nft_chain_nat,xt_MASQUERADE,"),
+        ("nf_conntrack", 184320, 5, "xt_conntrack,nf_nat,xt_nat,nf_conntrack_netlink,xt_MASQUERADE,"),
+    )
 )
-"""The first lines of ``lsmod`` on a Kubernetes node: what the kubelet, kube-proxy and the CNI loaded after boot."""
+"""The first lines of ``/proc/modules`` (what ``lsmod`` prints) on a Kubernetes node: what the kubelet, kube-proxy
+and the CNI loaded after boot, the newest first."""
+BOOT_MODULES = (
+    "drm_kms_helper 274432 0 - Live 0x0000000000000000",
+    "drm 741376 1 drm_kms_helper, Live 0x0000000000000000",
+    "nvme 61440 2 - Live 0x0000000000000000",
+)
+"""The last lines of ``/proc/modules``: what the node loaded first, at boot."""
 FREE_MB = 851469
 _SQUEEZE = re.compile(r"([ =-])\1+")
 
@@ -61,10 +72,9 @@ class HostFacts:
     toolkit_dir: str = "/usr/local/nvidia"
     read_only: tuple[str, ...] = ()
     """Mount points (``/usr``) that are mounted read-only: a folder below one is not writable."""
-    later_modules: tuple[str, ...] = ()
-    """``lsmod`` lines above the GPU modules: the modules loaded after them (lsmod lists the newest first). A real
-    Kubernetes node's list starts with those the kubelet and the CNI loaded (:data:`KUBERNETES_MODULES`); the
-    default keeps the list short."""
+    later_modules: tuple[str, ...] = KUBERNETES_MODULES
+    """``/proc/modules`` lines above the GPU modules: the modules loaded after them (the list is the newest first).
+    A real Kubernetes node's list starts with those the kubelet and the CNI loaded (:data:`KUBERNETES_MODULES`)."""
 
     @classmethod
     def from_json(cls, text: str) -> HostFacts:
@@ -97,18 +107,41 @@ def _mount(facts: HostFacts, root: str) -> str:
     return line.replace(" rw,", " ro,", 1) if root in facts.read_only else line
 
 
+def _lsmod_line(line: str) -> str:
+    """A ``/proc/modules`` line as ``lsmod`` prints it."""
+    name, size, used, users = line.split()[:4]
+    return f"{name:<19} {size:>8}  {used} {users.rstrip(',').replace('-', '')}".rstrip()
+
+
+def files(facts: HostFacts) -> dict[str, str]:
+    """The host files whose lines the probe greps (``grep -o [-m 1] -E PATTERN FILE``): the stage applies the
+    pattern to them itself, as grep would."""
+    found = {"/proc/modules": "\n".join(modules_of(facts))}
+    if facts.driver_version:
+        found["/proc/driver/nvidia/version"] = (
+            f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {facts.driver_version}  Tue Nov 18 04:45:03 UTC 2026\n"
+            "GCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04)"
+        )
+    return found
+
+
+def modules_of(facts: HostFacts) -> list[str]:
+    """``/proc/modules``, the newest first: what Kubernetes loaded, then what the node loaded at boot (a host
+    driver, ``nouveau``)."""
+    modules = [*facts.later_modules]
+    if facts.driver_version:  # a host driver, loaded at boot
+        modules.append("nvidia 9781248 0 - Live 0x0000000000000000")
+    if facts.nouveau:
+        modules.append("nouveau 3096576 0 - Live 0x0000000000000000")
+    return modules + list(BOOT_MODULES)
+
+
 def rules(facts: HostFacts, kernel: str) -> list[list[object]]:
     """``[regex, exit code, output]`` per host command, first match wins; the command is the step's argv as the
     probe's script spells it (``shlex.join``), without the ``chroot /host`` in front. ``df`` and ``getent hosts`` are
-    answered in the stage itself (their output names their arguments)."""
+    answered in the stage itself (their output names their arguments), and so is ``grep -o … FILE`` (from :func:`files`)."""
     version = facts.driver_version
-    modules = "Module                  Size  Used by\n" + "".join(f"{line}\n" for line in facts.later_modules)
-    if facts.nouveau:
-        modules += "nouveau              3096576  0\n"
-    if version:
-        modules += "nvidia              9781248  0\n"
-    if not facts.nouveau and not version:
-        modules += "xt_conntrack           16384  1"  # a short list: the probe keeps ~140 bytes of each step
+    modules = modules_of(facts)
     out: list[list[object]] = [
         ["^lsmod$", 0, modules],
         [
@@ -170,9 +203,10 @@ def table(hosts: Mapping[str, HostFacts], kernels: Mapping[str, str]) -> dict[st
     nodes: dict[str, object] = {}
     for name, kernel in sorted(kernels.items()):
         facts = hosts.get(name) or hosts.get("*") or HostFacts()
-        nodes[name] = {"rules": rules(facts, kernel), "resolves": facts.resolves}
+        nodes[name] = {"rules": rules(facts, kernel), "resolves": facts.resolves, "files": files(facts)}
     fallback = hosts.get("*") or HostFacts()
-    return {"nodes": nodes, "default": {"rules": rules(fallback, ""), "resolves": fallback.resolves}}
+    default = {"rules": rules(fallback, ""), "resolves": fallback.resolves, "files": files(fallback)}
+    return {"nodes": nodes, "default": default}
 
 
 PROBE_NAME = "gpu-wizard-probe"
@@ -190,9 +224,20 @@ _ANSWER = r"""      {{ $table := fromJson TABLE }}
       {{ $code := 127 }}{{ $out := printf "chroot: failed to run command '%s': No such file or directory" $tool }}
       {{ $found := false }}
       {{ range $host.rules }}{{ if and (not $found) (regexMatch (index . 0) $cmd) }}{{ $code = int (index . 1) }}{{ $out = index . 2 }}{{ $found = true }}{{ end }}{{ end }}
-      {{ if hasPrefix "df -Pm " $cmd }}
-      {{ $code = 0 }}{{ $out = "Filesystem     1048576-blocks   Used Available Capacity Mounted on" }}
-      {{ range (splitList " " (trimPrefix "df -Pm " $cmd)) }}{{ $out = printf "%s\n/dev/nvme0n1p2       953869 102400    FREE_MB      11%% %s" $out . }}{{ end }}
+      {{ if regexMatch "^grep -o (-m 1 )?-E '[^']*' \\S+$" $cmd }}
+      {{ $pattern := regexReplaceAll "^grep -o (-m 1 )?-E '([^']*)' (\\S+)$" $cmd "${2}" }}
+      {{ $file := regexReplaceAll "^grep -o (-m 1 )?-E '([^']*)' (\\S+)$" $cmd "${3}" }}
+      {{ if hasKey $host.files $file }}
+      {{ $text := get $host.files $file }}
+      {{ if hasPrefix "grep -o -m 1 " $cmd }}{{ $text = regexFind (printf "(?m)^.*(?:%s).*$" $pattern) $text }}{{ end }}
+      {{ $hits := regexFindAll (printf "(?m)%s" $pattern) $text -1 }}
+      {{ $code = ternary 0 1 (gt (len $hits) 0) }}{{ $out = join "\n" $hits }}
+      {{ else }}
+      {{ $code = 2 }}{{ $out = printf "grep: %s: No such file or directory" $file }}
+      {{ end }}
+      {{ end }}
+      {{ if hasPrefix "df -m --output=avail,target " $cmd }}
+      {{ $code = 0 }}{{ $out = printf " Avail Mounted on\n%6d %s" FREE_MB (trimPrefix "df -m --output=avail,target " $cmd) }}
       {{ end }}
       {{ if hasPrefix "getent hosts " $cmd }}
       {{ if $host.resolves }}{{ $code = 0 }}{{ $out = printf "PACKAGE_IP    %s" (trimPrefix "getent hosts " $cmd) }}{{ else }}{{ $code = 2 }}{{ $out = "" }}{{ end }}

@@ -87,7 +87,7 @@ async def host_states(
                 why = f"{run.error} ({run.hint})" if run.hint else run.error
                 yield HostState(run.node, os_id=os_id, error=why)
                 continue
-            state = read_host(run.node, os_id, host, run.results[: len(host)])
+            state = read_host(run.node, os_id, host, run.results[: len(host)], run.cut())
             if paths:
                 results = run.by_check(steps)
                 checks = tuple(pathcheck.finding(p, results, run.node) for p in paths)

@@ -47,6 +47,10 @@ class HostRun:
     def ran(self) -> bool:
         return not self.error
 
+    def cut(self) -> dict[str, str]:
+        """check -> ``kept of total bytes`` of each step whose output was cut (from :attr:`truncated`)."""
+        return {check: detail for check, _, detail in (entry.rpartition(": ") for entry in self.truncated) if check}
+
     def by_check(self, steps: Sequence[Step]) -> dict[str, StepResult]:
         """The results keyed by each step's check name."""
         return {step.check: result for step, result in zip(steps, self.results, strict=True)}

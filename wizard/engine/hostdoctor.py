@@ -44,6 +44,13 @@ EFI_SECURE_BOOT = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-
 """The UEFI global variable whose last byte is 1 when Secure Boot is on (read when mokutil is missing)."""
 _VERSION_RE = re.compile(r"\b(\d{3})\.\d{1,3}(?:\.\d{1,3})?\b", re.ASCII)
 _KERNEL_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z", re.ASCII)
+MODULES_STEP = ("grep", "-o", "-E", "^(nouveau|nvidia) ", "/proc/modules")
+"""The loaded modules the checks need, and only those: ``/proc/modules`` (what ``lsmod`` reads) lists the newest
+first, so on a Kubernetes node the kubelet's and the CNI's modules come before a ``nouveau`` loaded at boot; the
+whole list would not fit the probe's per-step bytes. ``grep -o`` prints just the names found (``nouveau ``,
+``nvidia ``), exit 1 when neither is loaded."""
+VERSION_STEP = ("grep", "-o", "-m", "1", "-E", r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,3})?", "/proc/driver/nvidia/version")
+"""The loaded driver's version and nothing else: the file's first line names it among ~130 bytes of build details."""
 
 
 #: Host failures that do not stop this install's rollout (the host driver works now): said everywhere, but they
@@ -118,8 +125,8 @@ def host_steps(target: DoctorTarget, os_ids: Iterable[str] = ()) -> list[Step]:
     hosts = doctor_asset("host-checks.yaml")["package_hosts"]
     package_hosts = sorted({str(hosts[os_id]) for os_id in os_ids if os_id in hosts})
     steps = [
-        Step("lsmod", ("lsmod",), host=True),
-        Step("nvidia-version", ("cat", "/proc/driver/nvidia/version"), host=True),
+        Step("modules", MODULES_STEP, host=True),
+        Step("nvidia-version", VERSION_STEP, host=True),
         Step("host-nvidia-smi", ("nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"), host=True),
         Step("uname", ("uname", "-r"), host=True),
         Step("mokutil", ("mokutil", "--sb-state"), host=True),
@@ -131,7 +138,11 @@ def host_steps(target: DoctorTarget, os_ids: Iterable[str] = ()) -> list[Step]:
             ("find", "-L", "/lib/modules", "-mindepth", "2", "-maxdepth", "2", "-name", "build", "-type", "d"),
             host=True,
         ),
-        Step("df", ("df", "-Pm", *dict.fromkeys(p for p, _, _ in _free_space_paths(target))), host=True),
+    ]
+    # One step per path, asking only for what is judged: each answer is two short lines, whatever the device name.
+    steps += [
+        Step(f"df:{path}", ("df", "-m", "--output=avail,target", path), host=True)
+        for path in dict.fromkeys(p for p, _, _ in _free_space_paths(target))
     ]
     steps += [Step(f"resolve:{host}", ("getent", "hosts", host), host=True) for host in package_hosts]
     return steps
@@ -187,38 +198,51 @@ def _secure_boot(mok: StepResult | None, efi: StepResult | None) -> bool | None:
     return None
 
 
-def _free_space(result: StepResult | None, paths: Sequence[str]) -> dict[str, tuple[int, str]]:
+def _free_space(result: StepResult | None) -> tuple[int, str] | None:
+    """``df -m --output=avail,target PATH``: (MiB available, mount point), or None when it gave no such answer."""
     if result is None or result.exit_code != 0:
-        return {}
-    rows = [line.split() for line in result.output.splitlines()[1:] if line.strip()]
-    out = {}
-    for path, row in zip(paths, rows, strict=False):
-        if len(row) >= 6 and row[3].isdigit():
-            out[path] = (int(row[3]), printable(row[5]))
-    return out
+        return None
+    rows = [line.split(None, 1) for line in result.output.splitlines()[1:] if line.strip()]
+    if len(rows) != 1 or len(rows[0]) != 2 or not rows[0][0].isdigit():
+        return None
+    return int(rows[0][0]), printable(rows[0][1].strip())
 
 
-def read_host(node: str, os_id: str, steps: Sequence[Step], results: Sequence[StepResult]) -> HostState:
-    """One node's step results as a :class:`HostState` (the judging is :func:`host_findings`')."""
-    by = {step.check: result for step, result in zip(steps, results, strict=False)}
-    unknown: dict[str, str] = {}
+def read_host(
+    node: str, os_id: str, steps: Sequence[Step], results: Sequence[StepResult], cut: Mapping[str, str] | None = None
+) -> HostState:
+    """One node's step results as a :class:`HostState` (the judging is :func:`host_findings`').
+
+    ``cut``: check -> ``kept of total bytes`` of each step whose output the probe cut to fit its result. A cut
+    answer is no answer: its check is said as not checked (``unknown``), never read from the kept head.
+    """
+    cut = cut or {}
+    by = {step.check: result for step, result in zip(steps, results, strict=False) if step.check not in cut}
+    unknown: dict[str, str] = {
+        check: f"its output was cut to fit the probe's result ({detail})"
+        for check, detail in cut.items()
+        if any(step.check == check for step in steps)
+    }
 
     def answered(check: str) -> StepResult | None:
         result = by.get(check)
         if result is None or result.exit_code is None:
-            unknown[check] = "the step did not finish"
+            unknown.setdefault(check, "the step did not finish")
             return None
         return result
 
-    lsmod = answered("lsmod")
-    modules = {line.split()[0] for line in (lsmod.output if lsmod else "").splitlines()[1:] if line.split()}
-    nouveau = "nouveau" in modules if lsmod is not None and lsmod.exit_code == 0 else None
+    listed = answered("modules")
+    modules = {line.split()[0] for line in (listed.output if listed else "").splitlines() if line.split()}
+    if listed is not None and listed.exit_code not in (0, 1):  # 1: neither module loaded; else grep failed
+        unknown["modules"] = f"grep /proc/modules exit {listed.exit_code}: {_clean(listed.output) or 'no output'}"
+        listed = None
+    nouveau = "nouveau" in modules if listed is not None else None
     version_file = answered("nvidia-version")
     loaded_version = ""
     if version_file is not None and version_file.exit_code == 0:
         match = _VERSION_RE.search(version_file.output)
         loaded_version = match.group(0) if match else ""
-    nvidia_loaded = ("nvidia" in modules or bool(loaded_version)) if lsmod is not None else None
+    nvidia_loaded = ("nvidia" in modules or bool(loaded_version)) if listed is not None else None
     smi = answered("host-nvidia-smi")
     host_driver, smi_detail = "", ""
     if smi is not None:
@@ -259,8 +283,17 @@ def read_host(node: str, os_id: str, steps: Sequence[Step], results: Sequence[St
     host = doctor_asset("host-checks.yaml")["package_hosts"].get(os_id)
     resolve = by.get(f"resolve:{host}") if host else None
     package_source = None if resolve is None or resolve.exit_code is None else resolve.exit_code == 0
-    df_step = next((s for s in steps if s.check == "df"), None)
-    free = _free_space(by.get("df"), [a for a in (df_step.argv[2:] if df_step else ())])
+    free: dict[str, tuple[int, str]] = {}
+    for step in steps:
+        if step.check.startswith("df:"):
+            path, result = step.check[3:], answered(step.check)
+            space = _free_space(result)
+            if space is not None:
+                free[path] = space
+            elif result is not None:
+                unknown[step.check] = f"df gave no free space for {path} (exit {result.exit_code}): " + (
+                    _clean(result.output) or "no output"
+                )
     return HostState(
         node=node,
         os_id=os_id,

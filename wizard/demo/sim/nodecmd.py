@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
-from wizard.demo.sim.hostcmd import lsmod_lines, run_host_tool
+from wizard.demo.sim.hostcmd import lsmod, run_host_tool
 from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import driver_version_of
@@ -98,8 +98,14 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
 def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
     flags: set[str] = set()
     rest: list[str] = []
-    for arg in args:
-        if arg.startswith("-") and len(arg) > 1 and not rest:
+    limit, it = -1, iter(args)
+    for arg in it:
+        if arg == "-m" and not rest:
+            value = next(it, "")
+            if not value.isdigit():
+                return 2, "", f"grep: invalid max count: {value!r}\n"
+            limit = int(value)
+        elif arg.startswith("-") and len(arg) > 1 and not rest:
             flags.update(arg[1:])
         else:
             rest.append(arg)
@@ -112,11 +118,16 @@ def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
         if text is None:
             err += f"grep: {name}: No such file or directory\n"
             continue
+        matched = 0
         for number, line in enumerate(text.splitlines(), 1):
+            if matched == limit:  # -m N: stop after N matching lines
+                break
             if bool(pattern.search(line)) != ("v" in flags):
+                matched += 1
                 found = True
                 prefix = (f"{name}:" if len(sources) > 1 else "") + (f"{number}:" if "n" in flags else "")
-                out.append(prefix + line)
+                shown = [m.group(0) for m in pattern.finditer(line) if m.group(0)] if "o" in flags else [line]
+                out += [prefix + part for part in shown]  # -o: each match on a line of its own
     if "c" in flags:
         out = [str(len(out))]
     if "q" in flags:
@@ -217,12 +228,6 @@ def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return (1 if err else 0), out, err
 
 
-_MODULES = (
-    "nvidia_uvm           4956160  0\nnvidia_modeset       1720320  0\n"
-    "nvidia              11571200  2 nvidia_uvm,nvidia_modeset\n"
-)
-
-
 def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
     for path in args:
         problem = write_file(ctx, path)
@@ -232,9 +237,7 @@ def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
 
 
 def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    view = ctx.view
-    loaded = view.driver_version != ""
-    return 0, "Module                  Size  Used by\n" + (_MODULES if loaded else "") + lsmod_lines(view), ""
+    return 0, lsmod(ctx.view), ""
 
 
 #: Commands that look at the node or the container: name -> (context, args, stdin) -> result.

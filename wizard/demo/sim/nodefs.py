@@ -2,7 +2,9 @@
 
 Host files follow the node's state: ``/etc/containerd/conf.d/99-nvidia.toml`` appears once the
 toolkit runs there, ``/run/nvidia/validations/*-ready`` once the validator's checks pass,
-``/proc/driver/nvidia/version`` once a driver is loaded.
+``/proc/driver/nvidia/version`` once a driver is loaded. ``/proc/modules`` (what ``lsmod`` prints) lists the
+loaded modules as a real Kubernetes node does, the newest first: the driver container's ``nvidia`` modules, then
+what the kubelet, kube-proxy and the CNI loaded, then what the node loaded at boot (a host driver, ``nouveau``).
 """
 
 from __future__ import annotations
@@ -93,6 +95,64 @@ def driver_ready_file(view: NodeView) -> str:
     )
 
 
+#: (name, size, used by) of the modules a Kubernetes node's kubelet, kube-proxy and CNI load after boot, newest first.
+_KUBERNETES_MODULES = (
+    ("xt_nat", 16384, ()),
+    ("xt_MASQUERADE", 16384, ()),
+    ("veth", 40960, ()),
+    ("nf_conntrack_netlink", 53248, ()),
+    ("xt_addrtype", 16384, ()),
+    ("br_netfilter", 32768, ()),
+    ("bridge", 421888, ("br_netfilter",)),
+    ("overlay", 196608, ()),
+    ("xt_conntrack", 16384, ()),
+    ("nf_nat", 57344, ("xt_nat", "xt_MASQUERADE")),
+    ("nf_conntrack", 184320, ("xt_conntrack", "nf_nat", "xt_nat", "nf_conntrack_netlink", "xt_MASQUERADE")),
+    ("nf_defrag_ipv6", 24576, ("nf_conntrack",)),
+    ("nf_defrag_ipv4", 12288, ("nf_conntrack",)),
+)
+_NVIDIA_MODULES = (
+    ("nvidia_uvm", 4956160, ()),
+    ("nvidia_modeset", 1720320, ()),
+    ("nvidia", 11571200, ("nvidia_uvm", "nvidia_modeset")),
+)
+_NOUVEAU_MODULES = (
+    ("nouveau", 3096576, ()),
+    ("mxm_wmi", 12288, ("nouveau",)),
+    ("drm_ttm_helper", 12288, ("nouveau",)),
+    ("ttm", 110592, ("drm_ttm_helper", "nouveau")),
+)
+_BOOT_MODULES = (
+    ("drm_kms_helper", 274432, ()),
+    ("drm", 741376, ("drm_kms_helper",)),
+    ("nvme", 61440, ()),
+    ("nvme_core", 225280, ("nvme",)),
+    ("crc32_pclmul", 12288, ()),
+)
+
+
+def modules(view: NodeView) -> list[tuple[str, int, tuple[str, ...]]]:
+    """The node's loaded modules, newest first, as ``/proc/modules`` lists them."""
+    spec = view.spec
+    out: list[tuple[str, int, tuple[str, ...]]] = []
+    if view.driver_loaded and not view.host_driver_ok:  # the driver container loads its modules last
+        out += _NVIDIA_MODULES
+    out += _KUBERNETES_MODULES
+    if view.host_driver_ok:  # a host driver loads at boot
+        out += _NVIDIA_MODULES
+    if spec.nouveau:
+        out += _NOUVEAU_MODULES
+    return out + list(_BOOT_MODULES)
+
+
+def proc_modules(view: NodeView) -> str:
+    """``/proc/modules``: ``name size refcount users, Live address`` per module, the newest first."""
+    return "".join(
+        f"{name} {size} {len(users)} {''.join(u + ',' for u in users) or '-'} Live 0x0000000000000000\n"
+        for name, size, users in modules(view)
+    )
+
+
 def host_files(view: NodeView) -> dict[str, str]:
     """Every file the host shows, path -> content (worked out once per view: do not mutate it)."""
     found: dict[str, str] | None = view.memo.get("host_files")
@@ -106,6 +166,7 @@ def _host_files(view: NodeView) -> dict[str, str]:
     files = {
         "/etc/os-release": os_release(spec.os_id, spec.os_version),
         "/etc/hostname": f"{spec.name}\n",
+        "/proc/modules": proc_modules(view),
         "/proc/version": f"Linux version {spec.kernel} (geeko@buildhost) (gcc (SUSE Linux) 7.5.0) #1 SMP\n",
         "/etc/containerd/config.toml": f"version = {_cri_plugin(spec.runtime)[0]}\n"
         + ('imports = ["/etc/containerd/conf.d/*.toml"]\n' if view.toolkit_installed else ""),
