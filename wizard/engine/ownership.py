@@ -78,7 +78,7 @@ def ownership_of(obj: Mapping[str, Any] | None) -> Ownership:
 REUSE_VALUES = "--reuse-values"
 RESET_THEN_REUSE = "--reset-then-reuse-values"
 """For a new chart version: ``--reuse-values`` takes the old chart's values whole, and a template of the new chart
-that reads a value the old one lacked fails (v25.10.1 -> v26.3.3 on the lane: ``nil pointer evaluating
+that reads a value the old one lacked fails (the lane's release upgrade test: ``nil pointer evaluating
 interface {}.enabled`` at ``.Values.kataSandboxDevicePlugin``); this starts from the new chart's defaults, then
 the release's own values."""
 
