@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wizard.engine.steps import DRIVER, NODES, PATHS, PREVIEW
+from wizard.engine.steps import DRIVER, MODE, NODES, PATHS, PREVIEW
 from wizard.engine.textsafe import shell_command
 
 if TYPE_CHECKING:
@@ -250,11 +250,18 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
 
 def _host_findings(state: WizardState) -> list[Finding]:
     """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure the rollout would meet blocks;
-    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not."""
-    from wizard.engine.hostdoctor import blocks_apply
+    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not. A finding
+    whose fix is the mode (Secure Boot under upstream) is the Mode step's: it holds no Nodes, only Preview while the
+    chosen mode is one it refuses."""
+    from wizard.engine.hostdoctor import MODE_FINDINGS, blocks_apply
 
     return [
-        Finding(group.summary(), group.hint, blocking=blocks_apply(group.check, group.status), step=NODES.name)
+        Finding(
+            group.summary(),
+            group.hint,
+            blocking=blocks_apply(group.check, group.status),
+            step=MODE.name if group.check in MODE_FINDINGS else NODES.name,
+        )
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")
     ]

@@ -30,6 +30,8 @@ HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are kno
 #: Host findings shown under the table (each names its nodes, with its fix; the area scrolls); the rest are on
 #: Preview's Warnings tab.
 HOST_LINES = 8
+#: Said under a host finding whose fix is the mode (Secure Boot under upstream): it holds no Next here.
+MODE_NEXT = "(choose the mode on the next step: this holds only a mode it refuses)"
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -339,6 +341,7 @@ class NodesStep(StepScreen):
     def _show_host_findings(self) -> None:
         """The host check's findings for the current plan: one line per finding with its nodes, never one per node."""
         from screens.findings import host_groups
+        from wizard.engine.hostdoctor import MODE_FINDINGS
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
@@ -347,6 +350,8 @@ class NodesStep(StepScreen):
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+            if group.check in MODE_FINDINGS and group.status.value == "fail":  # fixed by the mode: Next stays open
+                lines.append(f"   [{colour}]{MODE_NEXT}[/]")
             if group.hint and group.status.value in ("fail", "warn"):
                 lines.append(f"   [$text-muted]→ {escape(printable(group.hint))}[/]")
         if len(groups) > HOST_LINES:

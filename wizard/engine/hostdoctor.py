@@ -31,6 +31,7 @@ from wizard.engine.textsafe import printable
 
 __all__ = [
     "LATER_FINDINGS",
+    "MODE_FINDINGS",
     "DoctorTarget",
     "HostState",
     "blocks_apply",
@@ -49,6 +50,11 @@ _KERNEL_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._+-]{0,127}\Z", re.ASCII)
 #: Host failures that do not stop this install's rollout (the host driver works now): said everywhere, but they
 #: hold no apply: a pre-installed driver that will not load after a reboot, a branch the release does not support.
 LATER_FINDINGS = frozenset({"driver-not-at-boot", "driver-branch-unsupported"})
+
+
+#: Host failures whose fix is the choice of mode (Secure Boot refuses upstream's unsigned build: precompiled's
+#: signed images or a signed host driver load): they hold no step before Mode, only a plan whose mode they refuse.
+MODE_FINDINGS = frozenset({"secure-boot-unsigned"})
 
 
 def blocks_apply(check: str, status: Status) -> bool:

@@ -1,0 +1,45 @@
+"""A host finding whose fix is the mode is fixed on Mode, not overridden on Nodes (issue 35's second walk at 80×24).
+
+secure-boot (Rocky 9.4) and mixed-trouble: the host check finds ``secure-boot-unsigned`` under the upstream Nodes
+judges by; its fix is choosing the mode on the next step, so Nodes must not make a newcomer tick "continue
+anyway" to reach it. It still holds Preview (and apply) while the chosen mode is one it refuses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from screens.findings import standing
+from tests.helpers.tui import demo_app, next_to, on_step, walk_to
+from tests.snapshots.plugin import screen_text, wait_for
+
+
+async def test_secure_boot_alone_does_not_hold_nodes(tui_env: Path) -> None:
+    app = demo_app(tui_env, "secure-boot")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.pause(0.3)
+        text = " ".join(screen_text(app).split())
+        assert "secure-boot-unsigned on 2 nodes" in text, text
+        assert "choose the mode on the next step" in text, text
+        assert app.screen.blocker() == ""
+        assert not app.screen.query_one("#override").display  # nothing for Nodes to override
+        await next_to(pilot, "mode")  # no override ticked
+        assert on_step(app, "mode") and "nodes" not in app.state.overrides
+        app.state.set("mode", "upstream")  # a mode Secure Boot refuses: it blocks on, at Preview and apply
+        held = [f for f in standing(app.state) if "secure-boot-unsigned" in f.message]
+        assert held and held[0].step == "mode"
+
+
+async def test_mixed_trouble_holds_nodes_only_on_nouveau(tui_env: Path) -> None:
+    app = demo_app(tui_env, "mixed-trouble")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.pause(0.3)
+        assert app.screen.blocker() == "1 blocking host problem: fix or tick 'continue anyway'"
+        assert "nouveau-loaded" in app.screen.blocker_detail()
+        await pilot.click("#override")
+        assert not any("secure-boot" in m for m in app.state.overrides["nodes"])  # the override covers nouveau only
+        await next_to(pilot, "mode")
