@@ -43,3 +43,21 @@ async def test_mixed_trouble_holds_nodes_only_on_nouveau(tui_env: Path) -> None:
         await pilot.click("#override")
         assert not any("secure-boot" in m for m in app.state.overrides["nodes"])  # the override covers nouveau only
         await next_to(pilot, "mode")
+
+
+async def test_mode_badges_no_mode_secure_boot_refuses_and_says_what_would_work(tui_env: Path) -> None:
+    """secure-boot (Rocky 9.4, no precompiled tag in the registry): Mode said "Upstream · suggested" though the
+    host check found Upstream refused on both nodes."""
+    app = demo_app(tui_env, "secure-boot")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await next_to(pilot, "mode")
+        await wait_for(pilot, lambda: app.state.precompiled_tags is not None, 30, "the registry's tags")
+        await pilot.pause(0.3)
+        text = " ".join(screen_text(app).split())
+        assert "suggested" not in text and "★" not in text, text
+        assert "No mode works as-is: Secure Boot is on (gpu-a100-01, gpu-a100-02)" in text, text
+        assert "MOK list" in text and "Pre-installed" in text, text
+        assert "Precompiled, whose signed images nvcr.io/nvidia/driver lacks" in text, text
+        assert "rocky9: push or mirror them there" in text, text
