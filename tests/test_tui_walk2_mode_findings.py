@@ -61,3 +61,32 @@ async def test_mode_badges_no_mode_secure_boot_refuses_and_says_what_would_work(
         assert "MOK list" in text and "Pre-installed" in text, text
         assert "Precompiled, whose signed images nvcr.io/nvidia/driver lacks" in text, text
         assert "rocky9: push or mirror them there" in text, text
+
+
+async def test_preview_counts_the_blocking_findings_it_shows(tui_env: Path) -> None:
+    """mixed-trouble: Preview listed two ✗ findings (nouveau, and the noexec /run overridden on Paths) while its
+    status line said "1 blocking finding"."""
+    from textual.widgets import Static
+
+    app = demo_app(tui_env, "mixed-trouble")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.click("#override")
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
+        await next_to(pilot, "paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the path check")
+        await pilot.click("#override")  # the noexec /run on gpu-l40s-2
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        await pilot.pause(0.3)
+        shown = str(app.screen.query_one("#blocking", Static).content)
+        crosses = [line for line in shown.splitlines() if line.startswith("[$error]✗")]
+        status = app.screen.blocker()
+        assert status.endswith("fix or tick 'apply anyway'"), status
+        count = int(status.split(" ", 1)[0])
+        assert count == len(crosses), (status, shown)
+        text = " ".join(screen_text(app).split())
+        assert "overridden on Paths: driver-dir on gpu-l40s-2" in text, text  # still listed, not under ✗
+        assert "nouveau-loaded" in app.screen.blocker_detail()
