@@ -90,3 +90,15 @@ async def test_preview_counts_the_blocking_findings_it_shows(tui_env: Path) -> N
         text = " ".join(screen_text(app).split())
         assert "overridden on Paths: driver-dir on gpu-l40s-2" in text, text  # still listed, not under ✗
         assert "nouveau-loaded" in app.screen.blocker_detail()
+
+
+async def test_nodes_claims_no_problem_only_for_what_it_checked(tui_env: Path) -> None:
+    """noexec-run: Nodes said "no problem found", then Paths found /run noexec on both nodes."""
+    app = demo_app(tui_env, "noexec-run")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.pause(0.3)
+        text = " ".join(screen_text(app).split())
+        assert "no problem found" not in text, text
+        assert "noexec or read-only driver and toolkit folders are checked on the Paths step" in text, text
