@@ -102,3 +102,40 @@ async def test_nodes_claims_no_problem_only_for_what_it_checked(tui_env: Path) -
         text = " ".join(screen_text(app).split())
         assert "no problem found" not in text, text
         assert "noexec or read-only driver and toolkit folders are checked on the Paths step" in text, text
+
+
+async def test_a_refused_next_toasts_the_whole_error(tui_env: Path) -> None:
+    """sle-micro-precompiled: the refusal toast ended mid-sentence ("…give the registry the")."""
+    app = demo_app(tui_env, "sle-micro-precompiled")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        if app.screen.blocker():
+            await pilot.click("#override")
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
+        await wait_for(pilot, lambda: "driver.repository" in app.screen.blocker(), 10, "the missing registry")
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: any(n.title == "Not yet" for n in app._notifications), 10, "the toast")
+        (said,) = [n.message for n in app._notifications if n.title == "Not yet"]
+        assert said.endswith("like registry.example.com/mlops"), said
+        assert app.screen.blocker().endswith("…")  # beside Next: cut to one line, and shown as cut
+
+
+async def test_the_apply_button_says_again_once_the_apply_was_sent(tui_env: Path) -> None:
+    from textual.widgets import Button
+
+    from tests.helpers.tui import apply_and_roll_out
+
+    app = demo_app(tui_env, "ubuntu-upstream")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver", "paths", "preview")
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
+        if app.screen.blocker():
+            await pilot.click("#override")
+        await next_to(pilot, "apply")
+        button = app.screen.query_one("#apply", Button)
+        assert str(button.label) == "Apply…"
+        await apply_and_roll_out(pilot, expect_warning=None)
+        assert app.state.applied is not None and app.state.applied.ok
+        assert str(button.label) == "Apply again…"
