@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from wizard.engine.steps import DRIVER, NODES, PATHS, PREVIEW
+from wizard.engine.steps import DRIVER, MODE, NODES, PATHS, PREVIEW
 from wizard.engine.textsafe import shell_command
 
 if TYPE_CHECKING:
@@ -248,13 +248,40 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
     return group_findings(states_findings(doctor_target(state), state.host_states))
 
 
+def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:
+    """The host failures whose fix is the mode that refuse ``mode`` as it is (Secure Boot refuses upstream's
+    unsigned build): judged against the plan of the moment with its mode replaced, so Mode can tell each choice."""
+    if not state.host_states:
+        return []
+    import dataclasses
+
+    from wizard.engine.grouping import group_findings
+    from wizard.engine.hostdoctor import MODE_FINDINGS, states_findings
+    from wizard.engine.modes import Mode
+
+    try:
+        chosen = Mode(mode)
+    except ValueError:
+        return []
+    target = dataclasses.replace(doctor_target(state), mode=chosen)
+    groups = group_findings(states_findings(target, state.host_states))
+    return [g for g in groups if g.check in MODE_FINDINGS and g.status.value == "fail"]
+
+
 def _host_findings(state: WizardState) -> list[Finding]:
     """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure the rollout would meet blocks;
-    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not."""
-    from wizard.engine.hostdoctor import blocks_apply
+    a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not. A finding
+    whose fix is the mode (Secure Boot under upstream) is the Mode step's: it holds no Nodes, only Preview while the
+    chosen mode is one it refuses."""
+    from wizard.engine.hostdoctor import MODE_FINDINGS, blocks_apply
 
     return [
-        Finding(group.summary(), group.hint, blocking=blocks_apply(group.check, group.status), step=NODES.name)
+        Finding(
+            group.summary(),
+            group.hint,
+            blocking=blocks_apply(group.check, group.status),
+            step=MODE.name if group.check in MODE_FINDINGS else NODES.name,
+        )
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")
     ]

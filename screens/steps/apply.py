@@ -339,6 +339,7 @@ class ApplyStep(StepScreen):
             self.refresh_nav()
             return
         state.applied_for, self._sent, self._advice, self._told_ready = sending, True, [], False
+        self.query_one("#apply", Button).label = "Apply again…"  # sent: "Apply…" read as not yet done
         self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
@@ -393,6 +394,7 @@ class ApplyStep(StepScreen):
         state.preflight = await cluster.preflight(state.valid_plan(), install_operator=True)  # Helm owns it now
         self._owner, self._install = self._ownership(), None
         state.applied_for, self._sent, self._advice, self._told_ready = state.prepared, True, [], False
+        self.query_one("#apply", Button).label = "Apply again…"  # installed: the next press applies the plan again
         self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()

@@ -35,4 +35,14 @@ class FormStep(StepScreen):
             return ""
         field, message = next(iter(errors.items()))
         more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-        return f"{field}: {message}"[:70] + more
+        text = f"{field}: {message}"
+        return (text if len(text) <= 70 else text[:69] + "…") + more  # one line beside Next; the toast has it all
+
+    def blocker_detail(self) -> str:
+        """The first field's whole error for the refusal toast (the line beside Next is cut to fit)."""
+        errors = self.field_errors()
+        if not errors:
+            return ""
+        field, message = next(iter(errors.items()))
+        more = f"\n(+{len(errors) - 1} more beside their fields)" if len(errors) > 1 else ""
+        return f"{field}: {message}{more}"

@@ -59,7 +59,7 @@ class ModeStep(FormStep):
         with RadioSet(id="modes"):
             for mode in MODES:
                 yield Choice(
-                    self._label(mode, known and mode == recommended[0]),
+                    self._label(mode, self._badged(mode, recommended[0], known)),
                     value=mode == current,
                     name=mode,
                     id=f"mode-{mode}",
@@ -88,6 +88,46 @@ class ModeStep(FormStep):
         if mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
+
+    def _badged(self, mode: str, recommended: str, known: bool) -> bool:
+        """The ★ (or "suggested") goes on the recommended mode, never on one a host finding refuses as it is."""
+        from screens.findings import mode_refusals
+
+        return known and mode == recommended and not mode_refusals(self.state, mode)
+
+    def _none_works(self, mode: str) -> str:
+        """When the host check refuses even the recommended mode (Secure Boot under upstream on Rocky): say that no
+        mode works as-is, and what would ("" while the recommended mode works)."""
+        from screens.findings import mode_refusals
+
+        refusals = mode_refusals(self.state, mode)
+        if not refusals:
+            return ""
+        nodes = sorted({node for group in refusals for node in group.nodes})
+        shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        facts = self.state.facts
+        ubuntu = facts is not None and all(n.os_id == "ubuntu" for n in facts.gpu_nodes)
+        signed = (
+            "Ubuntu's signed linux-modules-nvidia packages"
+            if ubuntu
+            else "a host driver whose module is signed with a key enrolled in the nodes' MOK list "
+            "(mokutil --list-enrolled)"
+        )
+        tags = self.state.precompiled_tags
+        missing = []
+        if facts is not None and tags is not None:
+            release = str(self.state.get("operator.version") or self._detected_release() or "")
+            missing = facts.precompiled_missing(tags, release) if release else []
+        where = self.state.precompiled_from or "the pull registry"
+        if missing:
+            lacked = ", ".join(missing[:2]) + (" …" if len(missing) > 2 else "")
+            image = f"Precompiled, whose signed images {where} lacks {lacked}: push or mirror them there"
+        else:
+            image = "Precompiled, with an image whose modules are signed for this kernel"
+        return (
+            f"✗ No mode works as-is: Secure Boot is on ({shown}) and refuses {TITLES[mode]}'s unsigned build. "
+            f"What would work: Pre-installed, with {signed}; or {image}."
+        )
 
     @staticmethod
     def _star_word(mode: str) -> str:
@@ -172,6 +212,8 @@ class ModeStep(FormStep):
                 "? Not known yet whether the GPU hosts already run a driver (then Pre-installed; the check below "
                 f"runs a probe pod per GPU node). Without one: {TITLES[recommended[0]]} — {recommended[1]}"
             )
+        elif self._none_works(recommended[0]):
+            text = self._none_works(recommended[0])
         else:
             mode = recommended[0]
             star = f"Suggested ({UNVALIDATED})" if mode == "upstream" else f"★ {self._star_word(mode).capitalize()}"
@@ -332,7 +374,7 @@ class ModeStep(FormStep):
         recommended = self._recommended()
         known = not self._host_driver_unknown()
         for mode in MODES:
-            self.query_one(f"#mode-{mode}", Choice).label = self._label(mode, known and mode == recommended[0])
+            self.query_one(f"#mode-{mode}", Choice).label = self._label(mode, self._badged(mode, recommended[0], known))
         self.query_one("#mode-host-check", Button).display = not known
         self.query_one("#reason", Static).update(self._reason_text(recommended))
 

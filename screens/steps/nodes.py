@@ -30,6 +30,10 @@ HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are kno
 #: Host findings shown under the table (each names its nodes, with its fix; the area scrolls); the rest are on
 #: Preview's Warnings tab.
 HOST_LINES = 8
+#: Said under a host finding whose fix is the mode (Secure Boot under upstream): it holds no Next here.
+#: Said when the host check found nothing: it does not check the driver's and toolkit's folders, Paths does.
+PATHS_LATER = "✓ no host problem found; noexec or read-only driver and toolkit folders are checked on the Paths step"
+MODE_NEXT = "(choose the mode on the next step: this holds only a mode it refuses)"
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -339,14 +343,17 @@ class NodesStep(StepScreen):
     def _show_host_findings(self) -> None:
         """The host check's findings for the current plan: one line per finding with its nodes, never one per node."""
         from screens.findings import host_groups
+        from wizard.engine.hostdoctor import MODE_FINDINGS
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
-        self.query_one("#host-scroll").display = bool(groups)
-        lines = []
+        self.query_one("#host-scroll").display = bool(groups) or bool(self.state.host_states)
+        lines = [] if groups or not self.state.host_states else [f"[$text-muted]{PATHS_LATER}[/]"]
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+            if group.check in MODE_FINDINGS and group.status.value == "fail":  # fixed by the mode: Next stays open
+                lines.append(f"   [{colour}]{MODE_NEXT}[/]")
             if group.hint and group.status.value in ("fail", "warn"):
                 lines.append(f"   [$text-muted]→ {escape(printable(group.hint))}[/]")
         if len(groups) > HOST_LINES:
@@ -363,7 +370,7 @@ class NodesStep(StepScreen):
         working = sum(1 for version in found.values() if version)
         recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
         problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
-        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no problem found"
+        findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no host problem"
         rest = self.state.host_rest
         sampled = f" ({len(found)} of {len(found) + rest})" if rest else ""
         return f"hosts checked{sampled}: driver on {working}/{len(found)}{recommended}{findings}"

@@ -196,16 +196,27 @@ class PreviewStep(StepScreen):
         from rich.markup import escape
 
         from screens.findings import plan_findings
+        from wizard.engine.steps import PREVIEW, STEPS
 
         rendered = self.state.rendered
         findings = plan_findings(self.state)
         blocking, lines, full = [], [], []
         for finding in findings:
-            if finding.blocking:
+            # a blocking finding the step that found it overrode is listed, but not under ✗: the ✗ lines are the
+            # ones the status line counts ("N blocking findings")
+            earlier = (
+                finding.blocking
+                and finding.step != PREVIEW.name
+                and finding.message in self.state.overrides.get(finding.step, ())
+            )
+            if earlier:
+                where = next((spec.title for spec in STEPS if spec.name == finding.step), finding.step)
+                lines.append(f"[$warning]{escape(f'! overridden on {where}: {finding.message}')}[/]")
+            elif finding.blocking:
                 blocking.append(f"[$error]{escape(finding.line())}[/]")
             else:
                 lines.append(f"[$warning]{escape(finding.line())}[/]")
-            kind = "blocking" if finding.blocking else "warning"
+            kind = "blocking, overridden" if earlier else "blocking" if finding.blocking else "warning"
             full.append(f"{finding.line()}  ({kind}, {finding.step} step)\n  → {finding.hint}\n")
         notes = [a for a in getattr(rendered, "advice", []) if a.level != "warning"]
         for item in notes:
@@ -319,11 +330,12 @@ class PreviewStep(StepScreen):
         )  # always: a blocking finding holds Next even where the live objects run the driver
 
     def blocker_detail(self) -> str:
-        from screens.findings import blocking_reason, plan_findings
+        from screens.findings import standing
 
-        if not blocking_reason(self.state):
+        found = standing(self.state)
+        if not found:
             return ""
-        first = next(f for f in plan_findings(self.state) if f.blocking)
+        first = found[0]  # one of those the status line counts, not one overridden where it was found
         return (
             f"{first.message}\n→ {first.hint}\nFix it, or tick 'apply anyway' (the Warnings tab lists every finding)."
         )

@@ -31,6 +31,7 @@ from wizard.engine.textsafe import printable
 
 __all__ = [
     "LATER_FINDINGS",
+    "MODE_FINDINGS",
     "DoctorTarget",
     "HostState",
     "blocks_apply",
@@ -56,6 +57,11 @@ VERSION_STEP = ("grep", "-o", "-m", "1", "-E", r"[0-9]{3}\.[0-9]{1,3}(\.[0-9]{1,
 #: Host failures that do not stop this install's rollout (the host driver works now): said everywhere, but they
 #: hold no apply: a pre-installed driver that will not load after a reboot, a branch the release does not support.
 LATER_FINDINGS = frozenset({"driver-not-at-boot", "driver-branch-unsupported"})
+
+
+#: Host failures whose fix is the choice of mode (Secure Boot refuses upstream's unsigned build: precompiled's
+#: signed images or a signed host driver load): they hold no step before Mode, only a plan whose mode they refuse.
+MODE_FINDINGS = frozenset({"secure-boot-unsigned"})
 
 
 def blocks_apply(check: str, status: Status) -> bool:
