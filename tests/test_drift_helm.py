@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures_demo import ClusterFactory
-from tests.test_reports import ctrf, junit_cases
+from tests.helpers.reports import ctrf, junit_cases
 from wizard.cli.main import main
 
 ANSWERS = (

@@ -4,35 +4,14 @@ tests/schemas, its source noted there), the JUnit file is read by junitparser (a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
-import jsonschema
 import pytest
-from junitparser import Error, Failure, JUnitXml, Properties, Skipped, TestCase
+from junitparser import Error, Failure, JUnitXml, Skipped
 
 from tests.fixtures_demo import ClusterFactory
+from tests.helpers.reports import ctrf, junit_cases
 from wizard.cli.main import main
-
-SCHEMA = json.loads((Path(__file__).parent / "schemas" / "ctrf.schema.json").read_text(encoding="utf-8"))
-
-
-def ctrf(path: Path) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    jsonschema.Draft7Validator(SCHEMA, format_checker=jsonschema.FormatChecker()).validate(doc)
-    return doc
-
-
-def junit_cases(path: Path) -> dict[str, tuple[TestCase, dict[str, str]]]:
-    """Every test case by name, with its properties (node, verdict, hint)."""
-    xml = JUnitXml.fromfile(str(path))
-    cases: dict[str, tuple[TestCase, dict[str, str]]] = {}
-    for suite in xml:
-        for case in suite:
-            props = case.child(Properties)
-            cases[case.name] = (case, {p.name: p.value for p in props} if props is not None else {})
-    return cases
 
 
 def answers(path: Path) -> Path:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
@@ -35,7 +35,8 @@ from wizard import requestlog
 pytestmark = pytest.mark.slow
 
 LINE = re.compile(r"^\S+ api (?P<method>[A-Z]+) (?P<url>\S+) ")
-UNANSWERED = re.compile(r"^\S+ api WATCH \S+ \(watching (?P<kind>\S+)(?: in (?P<ns>\S+))?(?: -l (?P<sel>\S+))?\) ")
+UNANSWERED = re.compile(r"^\S+ api WATCH \S+\?watch=(?P<what>\S+) ")
+WHAT = re.compile(r"^watching (?P<kind>\S+)(?: in (?P<ns>\S+))?(?: -l (?P<sel>\S+))?$")
 """A watch stopped before the server's first answer (the request log says what it watched, not its URL)."""
 
 
@@ -44,8 +45,10 @@ def request_keys(log: str) -> tuple[Counter[tuple[str, ...]], Counter[tuple[str,
     lists: Counter[tuple[str, ...]] = Counter()
     watches: Counter[tuple[str, ...]] = Counter()
     for line in log.splitlines():
-        unanswered = UNANSWERED.match(line)
-        if unanswered is not None:
+        said = UNANSWERED.match(line)
+        unanswered = WHAT.match(unquote(said["what"])) if said is not None else None
+        if said is not None:
+            assert unanswered is not None, line
             kind = unanswered["kind"].rsplit(".", 1)[0] if "." in unanswered["kind"] else unanswered["kind"]
             watches[(kind, unanswered["ns"] or "", unanswered["sel"] or "", "")] += 1
             continue

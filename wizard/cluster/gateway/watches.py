@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 
@@ -94,9 +95,11 @@ class Watches(GatewayBase):
         finally:
             if requestlog.enabled():
                 response = stream.resp
-                # a watch stopped before the server's first answer has no URL: say what it watched, selector too
+                # a watch stopped before the server's first answer has no URL: say what it watched, selector too,
+                # as one token (a log line is one request: its fields are split at spaces)
                 selector = f" -l {kwargs['label_selector']}" if kwargs.get("label_selector") else ""
-                url = str(response.url) if response is not None else f"{self.server} ({what}{selector})"
+                unanswered = f"{self.server}?watch={quote(what + selector, safe='/,=')}"
+                url = str(response.url) if response is not None else unanswered
                 requestlog.record("api", "WATCH", url, status, started)
             await stream.close()
         elapsed = time.monotonic() - started

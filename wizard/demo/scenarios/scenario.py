@@ -386,6 +386,8 @@ def _field_error(exc: ValidationError, where: str) -> ScenarioError:
         text = f"must be true or false, not {value!r}"
     elif kind in ("dict_type", "dataclass_type"):
         text = "must be a mapping"
+    elif kind == "list_type":
+        text = f"must be a list, not {_kind(value)}"
     else:
         text = error["msg"][0].lower() + error["msg"][1:]
     message = f"{where}: {path}{'.' if path and kind == 'value_error' else ': ' if path else ''}{text}"
