@@ -35,6 +35,7 @@ __all__ = [
     "private_repository",
     "release_images",
     "values_repositories",
+    "with_live_registry",
     "with_operator_registry",
 ]
 
@@ -160,6 +161,27 @@ def with_operator_registry(plan: Plan, operator_image: str) -> Plan:
     data = plan.answers_dict()
     data["driver"]["operandRegistry"] = registry
     return Plan.model_validate(data)
+
+
+def with_live_registry(plan: Plan, operator_image: str, live_spec: Mapping[str, Any] | None) -> tuple[Plan, str]:
+    """``plan`` with the ``driver.operandRegistry`` the cluster already pulls its operands from, and why (``""`` and
+    ``plan`` itself when the answers name one or nothing says so).
+
+    First the live ClusterPolicy's (:func:`live_operand_registry`): a plan naming no registry does not own the
+    policy's image repositories, so the live ones stay what the cluster pulls; a plan listing the chart's public
+    images over them would name images the cluster never pulls and call the write "no changes". Else the running
+    operator's (:func:`with_operator_registry`). Answers that want the public images back name
+    ``operandRegistry: nvcr.io``.
+    """
+    if plan.driver.operandRegistry:
+        return plan, ""
+    live = live_operand_registry(live_spec or {}, plan.operator.version) if live_spec else ""
+    if live:
+        data = plan.answers_dict()
+        data["driver"]["operandRegistry"] = live
+        return Plan.model_validate(data), "the live ClusterPolicy's operands come from it"
+    filled = with_operator_registry(plan, operator_image)
+    return filled, "" if filled is plan else "the operator runs from it"
 
 
 def live_operand_registry(spec: Mapping[str, Any], release: str) -> str:
