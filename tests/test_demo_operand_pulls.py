@@ -155,3 +155,28 @@ def test_a_plan_naming_no_registry_keeps_the_live_policys_and_says_so(
     assert "images: 8 of 8 images present where the cluster pulls from" in err, err
     policy = demo.store.get("clusterpolicies", "cluster-policy")
     assert policy is not None and policy["spec"]["toolkit"]["repository"] == "harbor.corp.example/nvidia/k8s"
+
+
+def test_the_right_plan_over_a_failed_rollout_waits_for_the_operator_to_replace_the_old_pods(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Operands left at nvcr.io behind Harbor end in ImagePullBackOff; applying the plan that pulls them from Harbor
+    then follows the rollout to ready: the old pods' pull failures (created before the write, on images the plan no
+    longer names) are the operator's to replace, not the new rollout's failure (the real-cluster lane's finding:
+    `apply` failed at once on them)."""
+    demo = demo_cluster(SCENARIO)
+    base = ["--kubeconfig", str(demo.kubeconfig_path), "--yes", "--backup-dir", str(tmp_path / "b")]
+    public = tmp_path / "public.yaml"
+    public.write_text(ANSWERS + "  registryMirrors:\n    nvcr.io: https://nvcr-mirror.example.com\n")
+    assert main(["apply", "--answers", str(public), *base, "--no-wait", "--allow-missing-images"]) == 0
+    capsys.readouterr()
+    for _ in range(200):
+        if any(reason == "ImagePullBackOff" for reason, _ in _waiting(demo.store).values()):
+            break
+        demo.settle()
+    assert any(reason == "ImagePullBackOff" for reason, _ in _waiting(demo.store).values()), _waiting(demo.store)
+    (tmp_path / "answers.yaml").write_text(ANSWERS)
+    code = main(["apply", "--answers", str(tmp_path / "answers.yaml"), *base, "--wait-timeout", "60"])
+    _, err = capsys.readouterr()
+    assert code == 0 and "rollout: ready" in err, err
+    assert _waiting(demo.store) == {}

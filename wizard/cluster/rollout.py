@@ -32,6 +32,7 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wizard import collector
@@ -109,6 +110,8 @@ class Followed:
     nodes: WatchCache[Any] | FeedView[Any]
     """Every node: its upgrade state, the operator's deploy labels, what places DaemonSet pods on it."""
     pods: WatchCache[Any]
+    since: str = ""
+    """When the follower started, just after the write (RFC 3339, UTC): pods older than it may be replaced."""
 
     def all(self) -> list[WatchCache[Any] | FeedView[Any]]:
         return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
@@ -153,7 +156,19 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     stray = [u for u in judge(plan, followed.daemonsets.items(), policy) if u.pods]
     gpu_nodes = sum(1 for n in nodes if any(n["labels"].get(key) == "true" for key in GPU_LABEL_KEYS))
     phase, message = classify(
-        plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray, gpu_nodes=gpu_nodes
+        plan,
+        policy,
+        state,
+        ds_status,
+        pods,
+        upgrade,
+        nvd,
+        operands,
+        hosted,
+        fit,
+        stray,
+        gpu_nodes=gpu_nodes,
+        since=followed.since,
     )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
@@ -326,6 +341,7 @@ async def follow(
         if session is not None
         else WatchCache(gateway, "nodes", changed, slim=slim_node),
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
+        since=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()

@@ -27,6 +27,10 @@ class PodStatus:
     reason: str = ""
     message: str = ""
     container: str = ""
+    image: str = ""
+    """The image the waiting container runs or pulls."""
+    created: str = ""
+    """The pod's ``metadata.creationTimestamp`` (RFC 3339, the server's clock)."""
 
 
 def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
@@ -35,6 +39,7 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     if str(meta.get("name") or "").startswith(PROBE_PREFIX):
         return []
     node, phase = str((pod.get("spec") or {}).get("nodeName") or ""), str(status.get("phase") or "")
+    created = str(meta.get("creationTimestamp") or "")
     out = []
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
@@ -42,7 +47,14 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
         if reason and reason not in ("PodInitializing", "ContainerCreating"):
             out.append(
                 PodStatus(
-                    meta["name"], node, phase, reason, str(waiting.get("message") or ""), str(cs.get("name") or "")
+                    meta["name"],
+                    node,
+                    phase,
+                    reason,
+                    str(waiting.get("message") or ""),
+                    str(cs.get("name") or ""),
+                    str(cs.get("image") or ""),
+                    created,
                 )
             )
     return out
@@ -53,18 +65,23 @@ def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {"name": cs.get("name")}
     if waiting:
         slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
+        slim["image"] = cs.get("image")
     return slim
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons."""
+    """What :func:`waiting_pods` reads of a pod: its name, creation time, node, phase and the waiting containers'
+    reasons and images."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     slim_status: dict[str, Any] = {"phase": status.get("phase")}
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
             slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
+    slim_meta = {"name": meta.get("name")}
+    if any("image" in cs for key in ("initContainerStatuses", "containerStatuses") for cs in slim_status.get(key, [])):
+        slim_meta["creationTimestamp"] = meta.get("creationTimestamp")  # only a waiting pod's age is read
     return {
-        "metadata": {"name": meta.get("name")},
+        "metadata": slim_meta,
         "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
         "status": slim_status,
     }

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from wizard.cluster.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.leftovers import Unwanted, stray_message
+from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 
@@ -64,14 +65,19 @@ def classify(
     fit: Callable[[str], int | None] | None = None,
     stray: list[Unwanted] | None = None,
     gpu_nodes: int = 0,
+    since: str = "",
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
     ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
-    how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait)."""
+    how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait).
+    ``since``: when the plan was written (RFC 3339): a pod created before it that waits on an image the plan no
+    longer names is the operator's to replace (:func:`replaced`), not the new rollout's failure."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
+    old = replaced(plan, policy, fatal, since)
+    fatal = [p for p in fatal if p not in old]
     if fatal:
         first = fatal[0]
         return "failed", f"{first.name} on {first.node} ({first.container}): {first.reason}: {first.message}".rstrip(
@@ -102,6 +108,12 @@ def classify(
         first = crashing[0]
         return "progressing", f"{first.name} on {first.node} ({first.container}) is restarting (CrashLoopBackOff)"
     pending = [d for d in daemonsets if not d.done]
+    if old:
+        first = old[0]
+        return "progressing", (
+            f"waiting for the operator to replace {first.name} on {first.node} ({first.container}: {first.reason} "
+            f"on {first.image}, which the plan no longer names)"
+        )
     if plan.driver_enabled:
         if not daemonsets:
             return "progressing", "waiting for the operator to create the driver DaemonSets"
@@ -144,6 +156,25 @@ def classify(
     if not plan.driver_enabled:
         return "ready", "ClusterPolicy ready"
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
+
+
+def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus], since: str) -> list[PodStatus]:
+    """The ``pods`` created before ``since`` (the write) that wait on an image the plan does not name: the
+    operator replaces them once it has rolled their DaemonSets to the plan's images (a rollout over a failed one
+    would otherwise fail at once on the old pods' ImagePullBackOff, as the real-cluster lane saw)."""
+    old = [p for p in pods if since and p.created and p.image and p.created < since]
+    if not old:
+        return []
+    named = {o.reference for o in operand_images(plan, policy.get("spec") or {})}
+    return [p for p in old if p.image not in named and not _driver_image_of(plan, p.image)]
+
+
+def _driver_image_of(plan: Plan, image: str) -> bool:
+    """``image`` is the plan's driver (its repository and version; any OS or kernel suffix)."""
+    repository = plan.driver.repository.rstrip("/")
+    if not repository or not image.startswith(repository + "/"):
+        return False
+    return DaemonSetStatus("", 0, 0, 0, image).runs(plan.driver.version)
 
 
 def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] | None) -> str:
