@@ -27,6 +27,7 @@ from wizard.engine.releases import ChartImage
 __all__ = [
     "DRIVER_COMPONENT",
     "OperandImage",
+    "adopted_registry",
     "image_list",
     "live_operand_registry",
     "operand_images",
@@ -175,13 +176,26 @@ def with_live_registry(plan: Plan, operator_image: str, live_spec: Mapping[str, 
     """
     if plan.driver.operandRegistry:
         return plan, ""
-    live = live_operand_registry(live_spec or {}, plan.operator.version) if live_spec else ""
+    registry, why = adopted_registry(plan.driver.registryMirrors, operator_image, plan.operator.version, live_spec)
+    if not registry:
+        return plan, ""
+    data = plan.answers_dict()
+    data["driver"]["operandRegistry"] = registry
+    return Plan.model_validate(data), why
+
+
+def adopted_registry(
+    mirrors: Mapping[str, str], operator_image: str, release: str, live_spec: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """The ``driver.operandRegistry`` answers naming none take on a cluster, and why; ``("", "")`` for none (the
+    rule of :func:`with_live_registry`, for the front ends that hold answers rather than a plan)."""
+    live = live_operand_registry(live_spec, release) if live_spec else ""
     if live:
-        data = plan.answers_dict()
-        data["driver"]["operandRegistry"] = live
-        return Plan.model_validate(data), "the live ClusterPolicy's operands come from it"
-    filled = with_operator_registry(plan, operator_image)
-    return filled, "" if filled is plan else "the operator runs from it"
+        return live, "the live ClusterPolicy's operands come from it"
+    if "nvcr.io" in mirrors:  # the nodes' runtime reaches the public images through a mirror
+        return "", ""
+    registry = operator_registry(operator_image, release)
+    return (registry, "the operator runs from it") if registry else ("", "")
 
 
 def live_operand_registry(spec: Mapping[str, Any], release: str) -> str:
