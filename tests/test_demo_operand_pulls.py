@@ -161,8 +161,8 @@ def test_the_right_plan_over_a_failed_rollout_waits_for_the_operator_to_replace_
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Operands left at nvcr.io behind Harbor end in ImagePullBackOff; applying the plan that pulls them from Harbor
-    then follows the rollout to ready: the old pods' pull failures (created before the write, on images the plan no
-    longer names) are the operator's to replace, not the new rollout's failure (the real-cluster lane's finding:
+    then follows the rollout to ready: the old pods' pull failures (on nvcr.io references of images the plan moves to
+    Harbor) are the operator's to replace, not the new rollout's failure (the real-cluster lane's finding:
     `apply` failed at once on them)."""
     demo = demo_cluster(SCENARIO)
     base = ["--kubeconfig", str(demo.kubeconfig_path), "--yes", "--backup-dir", str(tmp_path / "b")]
@@ -179,4 +179,6 @@ def test_the_right_plan_over_a_failed_rollout_waits_for_the_operator_to_replace_
     code = main(["apply", "--answers", str(tmp_path / "answers.yaml"), *base, "--wait-timeout", "60"])
     _, err = capsys.readouterr()
     assert code == 0 and "rollout: ready" in err, err
+    # the host probe pulls the driver manager from Harbor, not the live policy's nvcr.io image the nodes cannot pull
+    assert "could not be checked" not in err and "probe pod cannot start" not in err, err
     assert _waiting(demo.store) == {}

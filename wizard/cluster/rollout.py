@@ -32,7 +32,6 @@ import contextlib
 import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from wizard import collector
@@ -110,8 +109,6 @@ class Followed:
     nodes: WatchCache[Any] | FeedView[Any]
     """Every node: its upgrade state, the operator's deploy labels, what places DaemonSet pods on it."""
     pods: WatchCache[Any]
-    since: str = ""
-    """When the follower started, just after the write (RFC 3339, UTC): pods older than it may be replaced."""
 
     def all(self) -> list[WatchCache[Any] | FeedView[Any]]:
         return [c for c in (self.policies, self.drivers, self.daemonsets, self.nodes, self.pods) if c is not None]
@@ -168,7 +165,6 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         fit,
         stray,
         gpu_nodes=gpu_nodes,
-        since=followed.since,
     )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
@@ -341,7 +337,6 @@ async def follow(
         if session is not None
         else WatchCache(gateway, "nodes", changed, slim=slim_node),
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
-        since=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock()

@@ -15,6 +15,8 @@ from typing import Any
 from wizard.cluster.daemonset_fit import slim_scheduling
 
 PROBE_PREFIX = "gpu-wizard-probe-"
+STARTING = ("PodInitializing", "ContainerCreating")
+"""The waiting reasons of a normal start-up (not worth showing)."""
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,6 @@ class PodStatus:
     container: str = ""
     image: str = ""
     """The image the waiting container runs or pulls."""
-    created: str = ""
-    """The pod's ``metadata.creationTimestamp`` (RFC 3339, the server's clock)."""
 
 
 def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
@@ -39,12 +39,11 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     if str(meta.get("name") or "").startswith(PROBE_PREFIX):
         return []
     node, phase = str((pod.get("spec") or {}).get("nodeName") or ""), str(status.get("phase") or "")
-    created = str(meta.get("creationTimestamp") or "")
     out = []
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = str(waiting.get("reason") or "")
-        if reason and reason not in ("PodInitializing", "ContainerCreating"):
+        if reason and reason not in STARTING:
             out.append(
                 PodStatus(
                     meta["name"],
@@ -54,7 +53,6 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
                     str(waiting.get("message") or ""),
                     str(cs.get("name") or ""),
                     str(cs.get("image") or ""),
-                    created,
                 )
             )
     return out
@@ -65,23 +63,21 @@ def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {"name": cs.get("name")}
     if waiting:
         slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
-        slim["image"] = cs.get("image")
+        if cs.get("image") and waiting.get("reason") not in STARTING:  # what waiting_pods reports names its image
+            slim["image"] = cs.get("image")
     return slim
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`waiting_pods` reads of a pod: its name, creation time, node, phase and the waiting containers'
-    reasons and images."""
+    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons and
+    images."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     slim_status: dict[str, Any] = {"phase": status.get("phase")}
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
             slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
-    slim_meta = {"name": meta.get("name")}
-    if any("image" in cs for key in ("initContainerStatuses", "containerStatuses") for cs in slim_status.get(key, [])):
-        slim_meta["creationTimestamp"] = meta.get("creationTimestamp")  # only a waiting pod's age is read
     return {
-        "metadata": slim_meta,
+        "metadata": {"name": meta.get("name")},
         "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
         "status": slim_status,
     }

@@ -65,18 +65,17 @@ def classify(
     fit: Callable[[str], int | None] | None = None,
     stray: list[Unwanted] | None = None,
     gpu_nodes: int = 0,
-    since: str = "",
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
     ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
     how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait).
-    ``since``: when the plan was written (RFC 3339): a pod created before it that waits on an image the plan no
-    longer names is the operator's to replace (:func:`replaced`), not the new rollout's failure."""
+    A pod waiting on an image the plan has moved elsewhere is the operator's to replace (:func:`replaced`), not the
+    new rollout's failure."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
-    old = replaced(plan, policy, fatal, since)
+    old = replaced(plan, policy, fatal)
     fatal = [p for p in fatal if p not in old]
     if fatal:
         first = fatal[0]
@@ -112,7 +111,7 @@ def classify(
         first = old[0]
         return "progressing", (
             f"waiting for the operator to replace {first.name} on {first.node} ({first.container}: {first.reason} "
-            f"on {first.image}, which the plan no longer names)"
+            f"on {first.image}, which the plan moves)"
         )
     if plan.driver_enabled:
         if not daemonsets:
@@ -158,15 +157,26 @@ def classify(
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
 
 
-def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus], since: str) -> list[PodStatus]:
-    """The ``pods`` created before ``since`` (the write) that wait on an image the plan does not name: the
-    operator replaces them once it has rolled their DaemonSets to the plan's images (a rollout over a failed one
-    would otherwise fail at once on the old pods' ImagePullBackOff, as the real-cluster lane saw)."""
-    old = [p for p in pods if since and p.created and p.image and p.created < since]
-    if not old:
+def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[PodStatus]:
+    """The ``pods`` that wait on another reference of an image the plan names (``nvcr.io/nvidia/gpu-operator:v26.7.0``
+    where the plan names ``harbor.corp.example/nvidia/gpu-operator:v26.7.0``): pods of a template the operator has
+    not rolled to the plan yet, which it replaces once it has (a rollout over a failed one would otherwise fail at
+    once on the old pods' ImagePullBackOff, as the real-cluster lane saw). An image the plan does not name at all
+    still fails the rollout."""
+    if not pods:
         return []
     named = {o.reference for o in operand_images(plan, policy.get("spec") or {})}
-    return [p for p in old if p.image not in named and not _driver_image_of(plan, p.image)]
+    names = {_image_name(reference) for reference in named} | {plan.driver.image or "driver"}
+    return [
+        p
+        for p in pods
+        if p.image and p.image not in named and not _driver_image_of(plan, p.image) and _image_name(p.image) in names
+    ]
+
+
+def _image_name(reference: str) -> str:
+    """The image's own name: the last path component without tag or digest (``container-toolkit``)."""
+    return reference.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
 
 
 def _driver_image_of(plan: Plan, image: str) -> bool:
