@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
+from tests.cluster_util import collect, connected
 from tests.fixtures_demo import ClusterFactory, Kubectl
 from wizard.bundled import asset_text
 from wizard.cli.main import main
@@ -271,3 +271,9 @@ async def test_an_unpullable_driver_manager_is_blamed_not_the_driver_image(
             ids = [f["id"] for f in data["findings"]]
             assert ids[0] == "driver-manager-image-missing" and "driver-image-missing" not in ids, ids
             assert any("/k8s-driver-manager:" in line for line in data["lines"]), data["lines"]
+        # verify's driver-pod line names the init container that fails, not only the driver container's wait
+        checks, _ = await collect(cluster.verify(plan, no_registry="not asked here"))
+        pods = [c for c in checks if c.check == "driver-pod"]
+        assert pods and all(
+            "(init container k8s-driver-manager: ImagePullBackOff: Back-off pulling image" in c.message for c in pods
+        ), [c.message for c in pods]
