@@ -134,6 +134,9 @@ def test_an_airgapped_plan_rolls_out_from_the_private_registry_and_nvcr_io_fails
     code, out, err = run(capsys, "verify", "--answers", str(mirrored), *as_wizard(cluster), *registry)
     assert code == 1, out + err
     assert 'Back-off pulling image "nvcr.io/nvidia/' in out and "ImagePullBackOff" in out, out  # its diagnosis
+    # the driver pod's init container could not pull its image: the diagnosis names it, not the driver image (#418)
+    assert "the driver manager image (k8s-driver-manager) cannot be pulled" in out, out
+    assert "the driver image cannot be pulled" not in out, out
 
     # the air-gapped plan over that failed rollout: every operand image mapped to the private registry (read from the
     # operator's own image), every pod pulls from it, the rollout is ready. The old pods' ImagePullBackOff (on the
