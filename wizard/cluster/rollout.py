@@ -153,18 +153,7 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     stray = [u for u in judge(plan, followed.daemonsets.items(), policy) if u.pods]
     gpu_nodes = sum(1 for n in nodes if any(n["labels"].get(key) == "true" for key in GPU_LABEL_KEYS))
     phase, message = classify(
-        plan,
-        policy,
-        state,
-        ds_status,
-        pods,
-        upgrade,
-        nvd,
-        operands,
-        hosted,
-        fit,
-        stray,
-        gpu_nodes=gpu_nodes,
+        plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray, gpu_nodes=gpu_nodes
     )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
