@@ -131,3 +131,54 @@ def test_apply_maps_every_image_into_the_operators_registry(
         v for section in spec.values() if isinstance(section, dict) for k, v in section.items() if k == "repository"
     ]
     assert named and all(r.startswith("harbor.corp.example/") for r in named), named
+
+
+def test_a_plan_naming_no_registry_keeps_the_live_policys_and_says_so(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A policy already pulling its operands from Harbor, then answers naming no operandRegistry that also say the
+    runtime mirrors nvcr.io (so the operator's registry is not taken): the plan does not own the policy's image
+    repositories, which stay Harbor's, so it adopts Harbor from the live policy, says so, and lists the images the
+    cluster really pulls. (It listed nvcr.io images, then "no changes", in the real-cluster lane.)"""
+    demo = demo_cluster(SCENARIO)
+    (tmp_path / "answers.yaml").write_text(ANSWERS)
+    base = ["--kubeconfig", str(demo.kubeconfig_path), "--yes", "--no-wait", "--backup-dir", str(tmp_path / "b")]
+    assert main(["apply", "--answers", str(tmp_path / "answers.yaml"), *base]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    mirrored = tmp_path / "mirrored.yaml"
+    mirrored.write_text(ANSWERS + "  registryMirrors:\n    nvcr.io: https://nvcr-mirror.example.com\n")
+    code = main(["apply", "--answers", str(mirrored), *base])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "note: driver.operandRegistry: harbor.corp.example (the live ClusterPolicy's operands come from it" in err
+    assert "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in err and "nvcr.io/nvidia/k8s" not in err, err
+    assert "images: 8 of 8 images present where the cluster pulls from" in err, err
+    policy = demo.store.get("clusterpolicies", "cluster-policy")
+    assert policy is not None and policy["spec"]["toolkit"]["repository"] == "harbor.corp.example/nvidia/k8s"
+
+
+def test_the_right_plan_over_a_failed_rollout_waits_for_the_operator_to_replace_the_old_pods(
+    demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Operands left at nvcr.io behind Harbor end in ImagePullBackOff; applying the plan that pulls them from Harbor
+    then follows the rollout to ready: the old pods' pull failures (on nvcr.io references of images the plan moves to
+    Harbor) are the operator's to replace, not the new rollout's failure (the real-cluster lane's finding:
+    `apply` failed at once on them)."""
+    demo = demo_cluster(SCENARIO)
+    base = ["--kubeconfig", str(demo.kubeconfig_path), "--yes", "--backup-dir", str(tmp_path / "b")]
+    public = tmp_path / "public.yaml"
+    public.write_text(ANSWERS + "  registryMirrors:\n    nvcr.io: https://nvcr-mirror.example.com\n")
+    assert main(["apply", "--answers", str(public), *base, "--no-wait", "--allow-missing-images"]) == 0
+    capsys.readouterr()
+    for _ in range(200):
+        if any(reason == "ImagePullBackOff" for reason, _ in _waiting(demo.store).values()):
+            break
+        demo.settle()
+    assert any(reason == "ImagePullBackOff" for reason, _ in _waiting(demo.store).values()), _waiting(demo.store)
+    (tmp_path / "answers.yaml").write_text(ANSWERS)
+    code = main(["apply", "--answers", str(tmp_path / "answers.yaml"), *base, "--wait-timeout", "60"])
+    _, err = capsys.readouterr()
+    assert code == 0 and "rollout: ready" in err, err
+    # the host probe pulls the driver manager from Harbor, not the live policy's nvcr.io image the nodes cannot pull
+    assert "could not be checked" not in err and "probe pod cannot start" not in err, err
+    assert _waiting(demo.store) == {}

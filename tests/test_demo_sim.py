@@ -130,7 +130,13 @@ async def test_missing_tuple_shows_image_pull_backoff_on_that_node_only() -> Non
     assert waiting_reason(stuck, "nvidia-driver-ctr") == "ImagePullBackOff"
     image = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.171-default-sle-micro5.5"
     message = status_of(stuck, "nvidia-driver-ctr")["state"]["waiting"]["message"]
-    assert f'Failed to pull image "{image}": rpc error: code = NotFound' in message
+    # the runtime's error alone, as the kubelet sets it (the "Failed to pull image" wording is the event's)
+    assert message.startswith(f'Back-off pulling image "{image}": ErrImagePull: rpc error: code = NotFound'), message
+    assert "Failed to pull image" not in message
+    events = [
+        e["message"] for e in store.list("events", NS) if e["involvedObject"]["name"] == stuck["metadata"]["name"]
+    ]
+    assert any(m.startswith(f'Failed to pull image "{image}": rpc error: code = NotFound') for m in events), events
     assert f'failed to resolve reference "{image}": {image}: not found' in message
     policy = store.get("clusterpolicies", "cluster-policy")
     assert condition(policy, "Error")["reason"] == "OperandNotReady"

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.cluster_util import collect, connected
+from tests.fixtures_demo import ClusterFactory, Kubectl
 from wizard.bundled import asset_text
 from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import load_scenario
@@ -234,3 +235,45 @@ def test_apply_whose_rollout_fails_explains_why(capsys: pytest.CaptureFixture[st
     block = err.split("\ndiagnosis (", 1)[1]
     assert "Secure Boot refused the unsigned NVIDIA kernel module (NVIDIA/gpu-operator#1726)" in block
     assert "| nvidia-driver-ctr | Kernel module load error: Key was rejected by service" in block
+
+
+async def test_an_unpullable_driver_manager_is_blamed_not_the_driver_image(
+    demo_cluster: ClusterFactory, kubectl: Kubectl
+) -> None:
+    """Behind Harbor (``rke2-rhel-harbor``), a ClusterPolicy leaving the driver manager at nvcr.io: the driver pod's
+    init container cannot pull its image; the diagnosis names that image, not the driver's (issue #418's), as the
+    real-cluster lane found (the driver container never got to pull anything)."""
+    from wizard.engine.facts import facts_from_nodelist
+    from wizard.engine.plan import Plan
+    from wizard.engine.render import render
+
+    demo = demo_cluster("rke2-rhel-harbor")
+    nodes = json.loads(kubectl(demo, "get", "nodes", "-o", "json").stdout)
+    answers = {
+        "mode": "upstream",
+        "operator": {"version": "v26.7.0"},
+        "driver": {"version": "580.126.20", "repository": "harbor.corp.example/nvidia"},
+    }
+    policy = render(Plan.model_validate(answers), facts_from_nodelist(nodes)).cluster_policy
+    done = kubectl(demo, "apply", "-f", "-", input=json.dumps(policy))
+    assert done.returncode == 0, done.stderr
+    async with connected(demo) as cluster:
+        plan = await cluster.live_plan()
+        driver: list[dict[str, Any]] = []
+        for _ in range(150):  # until a driver pod's init container backs off its pull
+            checks = [c async for c in cluster.diagnose(plan)]
+            driver = [c.data for c in checks if c.check == "diagnosis" and c.data.get("kind") == "driver"]
+            if driver and all(d.get("matched") for d in driver):
+                break
+            await asyncio.sleep(0.1)
+        assert driver and all(d.get("matched") for d in driver), checks
+        for data in driver:
+            ids = [f["id"] for f in data["findings"]]
+            assert ids[0] == "driver-manager-image-missing" and "driver-image-missing" not in ids, ids
+            assert any("/k8s-driver-manager:" in line for line in data["lines"]), data["lines"]
+        # verify's driver-pod line names the init container that fails, not only the driver container's wait
+        checks, _ = await collect(cluster.verify(plan, no_registry="not asked here"))
+        pods = [c for c in checks if c.check == "driver-pod"]
+        assert pods and all(
+            "(init container k8s-driver-manager: ImagePullBackOff: Back-off pulling image" in c.message for c in pods
+        ), [c.message for c in pods]

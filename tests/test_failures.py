@@ -90,6 +90,26 @@ def test_each_signature_matches_the_real_text(evidence: Evidence, expected: str)
     assert _ids([evidence]) == [expected]
 
 
+RUNTIME_NOT_FOUND = (  # the kubelet's ErrImagePull status message: containerd's error alone (no event wording)
+    'rpc error: code = NotFound desc = failed to pull and unpack image "{0}": failed to resolve reference "{0}": '
+    "{0}: not found"
+)
+
+
+@pytest.mark.parametrize(
+    ("image", "expected"),
+    [
+        ("nvcr.io/nvidia/driver:580.126.20-ubuntu22.04", "driver-image-missing"),
+        ("nvcr.io/nvidia/driver:580-5.15.0-1063-nvidia-ubuntu22.04", "precompiled-kernel-drift"),
+        ("nvcr.io/nvidia/cloud-native/k8s-driver-manager:v0.12.0", "driver-manager-image-missing"),
+    ],
+)
+def test_the_kubelets_err_image_pull_status_alone_is_read(image: str, expected: str) -> None:
+    """A status line holding only the runtime's error (RBAC without events): still the pull failure, of that image."""
+    evidence = Evidence("status", "nvidia-driver-ctr waiting", RUNTIME_NOT_FOUND.format(image))
+    assert _ids([evidence]) == [expected]
+
+
 def test_a_specific_signature_hides_the_generic_one_and_fills_the_fix() -> None:
     findings = match(
         [Evidence("status", "nvidia-driver-ctr waiting", DRIFT_PULL)], {"node": "gpu-1", "kernel": "5.15.0-1063-nvidia"}

@@ -138,3 +138,46 @@ def test_the_driver_step_blocks_on_a_missing_operand_image_with_its_copy_command
     assert finding.blocking and finding.step == DRIVER.name
     assert finding.message == f"{target} is missing in the target registry: the toolkit pods cannot pull it"
     assert f"skopeo copy --all --preserve-digests docker://{source} docker://{target}" in finding.hint
+
+
+async def test_the_operand_images_are_asked_of_the_runtime_mirror_the_plan_names(oci_registry: RegistryServer) -> None:
+    """``driver.registryMirrors`` routes the operand images' checks too (the chart's nvcr.io and registry.k8s.io),
+    not only the driver's hosts: a plan whose nodes pull nvcr.io through a mirror finds every image there, none asked
+    of nvcr.io itself (the real-cluster lane's finding: the checks went straight to nvcr.io and apply stopped)."""
+    from wizard.cluster.facade import open_registry
+    from wizard.engine.registry_routes import registry_hosts
+
+    host = oci_registry.host
+    project = f"corp-{secrets.token_hex(4)}"
+    upstream = f"upstream-{secrets.token_hex(4)}"
+    plan = Plan.model_validate(
+        {
+            "operator": {"version": RELEASE},
+            "mode": "upstream",
+            "driver": {
+                "version": "580.126.20",
+                "repository": f"{host}/{project}/nvidia",
+                "source": f"{host}/{project}/nvidia",
+                "registryMirrors": {
+                    "nvcr.io": f"http://{host}/{upstream}",
+                    "registry.k8s.io": f"http://{host}/{upstream}",
+                },
+            },
+        }
+    )
+    rendered = render(plan, facts(CP, node("gpu-0")))
+    driver = next(e.image for e in rendered.node_images if e.image)
+    oci_registry.push_image(*_path(driver, host))
+    for operand in rendered.operand_images:
+        assert operand.reference.startswith(("nvcr.io/", "registry.k8s.io/")), operand
+        name, tag = operand.reference.split("/", 1)[1].rsplit(":", 1)
+        oci_registry.push_image(f"{upstream}/{name}", tag)
+
+    client = open_registry(
+        None, registry_hosts(plan), mirrors=plan.driver.registryMirrors, insecure_registries=[host], host_config=False
+    )
+    async with client:
+        statuses = await check_images(rendered, client)
+    assert len(statuses) == 1 + len(rendered.operand_images)
+    assert all(s.ok for s in statuses), [f"{s.image}: {s.target.error or 'missing'}" for s in statuses if not s.ok]
+    assert {"nvcr.io", "registry.k8s.io", host} <= set(registry_hosts(plan))

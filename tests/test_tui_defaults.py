@@ -61,3 +61,45 @@ async def test_upstream_on_sle_micro_is_warned_about(tui_env: Path) -> None:
         await pilot.click("#mode-upstream")
         await pilot.pause()
         assert "Upstream on sle-micro" in " ".join(screen_text(app).split())
+
+
+async def test_answers_naming_no_operand_registry_take_the_live_policys(tui_env: Path) -> None:
+    """Answers without operandRegistry over a live ClusterPolicy whose operands come from Harbor (the operator itself
+    from nvcr.io): the plan does not own those repositories, which stay Harbor's, so Connect takes Harbor from the
+    live policy (Preview then lists the images the cluster pulls, not nvcr.io's over "no changes")."""
+    from ruamel.yaml import YAML
+
+    from tests.sim_helpers import world
+    from wizard.bundled import asset_text
+    from wizard.engine.facts import facts_from_nodelist
+    from wizard.engine.plan import Plan
+    from wizard.engine.render import render
+
+    answers = "version: 1\nmode: upstream\ndriver:\n  version: 580.126.20\n  repository: harbor.corp.example/nvidia\n"
+    _, store = world("rke2-rhel-harbor")
+    live = Plan.model_validate(
+        {
+            "mode": "upstream",
+            "operator": {"version": "v26.7.0"},
+            "driver": {
+                "version": "580.126.20",
+                "repository": "harbor.corp.example/nvidia",
+                "operandRegistry": "harbor.corp.example",
+            },
+        }
+    )
+    policy = render(live, facts_from_nodelist({"items": store.list("nodes")})).cluster_policy
+    yaml = YAML()
+    scenario = yaml.load(asset_text("scenarios", "rke2-rhel-harbor.yaml"))
+    scenario["name"] = "harbor-live-policy"
+    scenario["operator"]["cluster_policy"] = policy
+    del scenario["operator"]["repository"]  # the operator itself from nvcr.io: only the live policy names Harbor
+    with (tui_env / "harbor-live-policy.yaml").open("w") as out:
+        yaml.dump(scenario, out)
+    (tui_env / "answers.yaml").write_text(answers)
+    app = demo_app(tui_env, str(tui_env / "harbor-live-policy.yaml"), answers=tui_env / "answers.yaml")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.state.prepared is not None, 30, "Preview's dry-run")  # answers: replayed
+        assert app.state.get("driver.operandRegistry") == "harbor.corp.example"
+        policy = app.screen.tab_text("tab-policy")
+        assert "harbor.corp.example/nvidia/k8s" in policy and "nvcr.io" not in policy, policy

@@ -282,17 +282,22 @@ class ConnectStep(StepScreen):
         await self._replay_when_settled()
 
     def _operand_registry_from_operator(self) -> None:
-        """An operator running from a private registry: every other image comes from there too, unless the answers
-        say otherwise (the Driver step shows it; a pre-installed plan, which skips that step, needs it as well)."""
-        from wizard.engine.operand_images import operator_registry
+        """A live ClusterPolicy whose operands come from a private registry, or an operator running from one: every
+        other image comes from there too, unless the answers say otherwise (the Driver step shows it; a pre-installed
+        plan, which skips that step, needs it as well). Answers naming no registry do not own the live policy's
+        image repositories: Preview would otherwise list public images the cluster never pulls."""
+        from wizard.engine.operand_images import adopted_registry
 
         state = self.state
         preflight = state.preflight
         if preflight is None or state.get("driver.operandRegistry"):
             return
-        if "nvcr.io" in (state.get("driver.registryMirrors") or {}):
-            return
-        registry = operator_registry(preflight.operator_image, preflight.operator_release)
+        registry, _ = adopted_registry(
+            state.get("driver.registryMirrors") or {},
+            preflight.operator_image,
+            preflight.operator_release,
+            (preflight.cluster_policy or {}).get("spec"),
+        )
         if registry:
             state.set("driver.operandRegistry", registry)
 

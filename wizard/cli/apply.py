@@ -94,7 +94,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
     """
     from wizard.cluster.apply import ApplyInterrupted
-    from wizard.engine.operand_images import with_operator_registry
+    from wizard.engine.operand_images import with_live_registry
     from wizard.engine.ownership import ownership_of
     from wizard.engine.render import advice_text, render
 
@@ -107,10 +107,10 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             args.install_operator = True
             preflight = await cluster.preflight(plan, install_operator=True)
     plan = with_policy_flags(args, plan, preflight.cluster_policy)
-    filled = with_operator_registry(plan, preflight.operator_image)
+    filled, why = with_live_registry(plan, preflight.operator_image, (preflight.cluster_policy or {}).get("spec"))
     if filled is not plan:
         sys.stderr.write(
-            f"note: driver.operandRegistry: {filled.driver.operandRegistry} (the operator runs from it: every other "
+            f"note: driver.operandRegistry: {filled.driver.operandRegistry} ({why}: every other "
             "image of the release is pulled from there too; set it in the answers to choose another)\n"
         )
         plan = filled

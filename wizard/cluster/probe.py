@@ -42,13 +42,18 @@ _FAILED_WAITING = frozenset(
 
 def manager_image(policy: Mapping[str, Any] | None, bundle: str, registry: str = "") -> str:
     """The k8s-driver-manager image: the live ClusterPolicy's (it is pullable there), else the release's chart default
-    in ``registry`` (the private registry the cluster pulls from, :mod:`wizard.engine.operand_images`) when given."""
+    in ``registry`` (the private registry the cluster pulls from, :mod:`wizard.engine.operand_images`) when given.
+
+    With ``registry``, a live image outside it is not taken: a policy left at nvcr.io behind a private registry
+    (a failed rollout's) names an image the nodes cannot pull, and the probe pods would never start."""
     for source, live in (
         ((((policy or {}).get("spec") or {}).get("driver") or {}).get("manager"), True),
         (operator_values(bundle)["driver"]["manager"], False),
     ):
         if isinstance(source, Mapping) and source.get("image"):
             repository = str(source.get("repository") or "")
+            if live and registry and not f"{repository}/".startswith(f"{registry.rstrip('/')}/"):
+                continue
             if not live and repository:
                 repository = private_repository(repository, registry)
             try:

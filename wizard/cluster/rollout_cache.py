@@ -15,6 +15,8 @@ from typing import Any
 from wizard.cluster.daemonset_fit import slim_scheduling
 
 PROBE_PREFIX = "gpu-wizard-probe-"
+STARTING = ("PodInitializing", "ContainerCreating")
+"""The waiting reasons of a normal start-up (not worth showing)."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,8 @@ class PodStatus:
     reason: str = ""
     message: str = ""
     container: str = ""
+    image: str = ""
+    """The image the waiting container runs or pulls."""
 
 
 def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
@@ -39,10 +43,16 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = str(waiting.get("reason") or "")
-        if reason and reason not in ("PodInitializing", "ContainerCreating"):
+        if reason and reason not in STARTING:
             out.append(
                 PodStatus(
-                    meta["name"], node, phase, reason, str(waiting.get("message") or ""), str(cs.get("name") or "")
+                    meta["name"],
+                    node,
+                    phase,
+                    reason,
+                    str(waiting.get("message") or ""),
+                    str(cs.get("name") or ""),
+                    str(cs.get("image") or ""),
                 )
             )
     return out
@@ -53,11 +63,14 @@ def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
     slim: dict[str, Any] = {"name": cs.get("name")}
     if waiting:
         slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
+        if cs.get("image") and waiting.get("reason") not in STARTING:  # what waiting_pods reports names its image
+            slim["image"] = cs.get("image")
     return slim
 
 
 def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
-    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons."""
+    """What :func:`waiting_pods` reads of a pod: its name, node, phase and the waiting containers' reasons and
+    images."""
     meta, status = pod.get("metadata") or {}, pod.get("status") or {}
     slim_status: dict[str, Any] = {"phase": status.get("phase")}
     for key in ("initContainerStatuses", "containerStatuses"):

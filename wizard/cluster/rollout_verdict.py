@@ -14,6 +14,7 @@ from wizard.cluster.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.leftovers import Unwanted, stray_message
 from wizard.engine.naming import DIGEST_PREFIX, image_tag, tag_version
+from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 
@@ -68,10 +69,14 @@ def classify(
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
     ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
-    how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait)."""
+    how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait).
+    A pod waiting on an image the plan has moved elsewhere is the operator's to replace (:func:`replaced`), not the
+    new rollout's failure."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
+    old = replaced(plan, policy, fatal)
+    fatal = [p for p in fatal if p not in old]
     if fatal:
         first = fatal[0]
         return "failed", f"{first.name} on {first.node} ({first.container}): {first.reason}: {first.message}".rstrip(
@@ -102,6 +107,12 @@ def classify(
         first = crashing[0]
         return "progressing", f"{first.name} on {first.node} ({first.container}) is restarting (CrashLoopBackOff)"
     pending = [d for d in daemonsets if not d.done]
+    if old:
+        first = old[0]
+        return "progressing", (
+            f"waiting for the operator to replace {first.name} on {first.node} ({first.container}: {first.reason} "
+            f"on {first.image}, which the plan moves)"
+        )
     if plan.driver_enabled:
         if not daemonsets:
             return "progressing", "waiting for the operator to create the driver DaemonSets"
@@ -144,6 +155,36 @@ def classify(
     if not plan.driver_enabled:
         return "ready", "ClusterPolicy ready"
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
+
+
+def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[PodStatus]:
+    """The ``pods`` that wait on another reference of an image the plan names (``nvcr.io/nvidia/gpu-operator:v26.7.0``
+    where the plan names ``harbor.corp.example/nvidia/gpu-operator:v26.7.0``): pods of a template the operator has
+    not rolled to the plan yet, which it replaces once it has (a rollout over a failed one would otherwise fail at
+    once on the old pods' ImagePullBackOff, as the real-cluster lane saw). An image the plan does not name at all
+    still fails the rollout."""
+    if not pods:
+        return []
+    named = {o.reference for o in operand_images(plan, policy.get("spec") or {})}
+    names = {_image_name(reference) for reference in named} | {plan.driver.image or "driver"}
+    return [
+        p
+        for p in pods
+        if p.image and p.image not in named and not _driver_image_of(plan, p.image) and _image_name(p.image) in names
+    ]
+
+
+def _image_name(reference: str) -> str:
+    """The image's own name: the last path component without tag or digest (``container-toolkit``)."""
+    return reference.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+
+
+def _driver_image_of(plan: Plan, image: str) -> bool:
+    """``image`` is the plan's driver (its repository and version; any OS or kernel suffix)."""
+    repository = plan.driver.repository.rstrip("/")
+    if not repository or not image.startswith(repository + "/"):
+        return False
+    return DaemonSetStatus("", 0, 0, 0, image).runs(plan.driver.version)
 
 
 def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] | None) -> str:

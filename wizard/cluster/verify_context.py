@@ -48,6 +48,8 @@ class DriverPod:
         state = next((k for k in ("running", "waiting", "terminated") if k in states), "")
         detail = states.get(state) or {}
         why = f"{detail.get('reason') or state or 'not started'}: {detail.get('message') or ''}".rstrip(": ")
+        if state != "running":  # the driver container waits on an init container: name the one that fails
+            why += _failing_init((pod.get("status") or {}).get("initContainerStatuses") or [])
         return cls(
             name=str(pod["metadata"]["name"]),
             node=str((pod.get("spec") or {}).get("nodeName") or ""),
@@ -64,6 +66,17 @@ class DriverPod:
                 "",
             ),
         )
+
+
+def _failing_init(statuses: list[Any]) -> str:
+    """`` (init container NAME: REASON: MESSAGE)`` of the first init container waiting on a failure, or ""."""
+    for status in statuses:
+        waiting = ((status or {}).get("state") or {}).get("waiting") or {}
+        reason = str(waiting.get("reason") or "")
+        if reason and reason not in ("PodInitializing", "ContainerCreating"):
+            detail = f"{reason}: {waiting.get('message') or ''}".rstrip(": ")
+            return f" (init container {status.get('name') or '?'}: {detail})"
+    return ""
 
 
 @dataclass

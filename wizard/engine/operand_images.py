@@ -27,6 +27,7 @@ from wizard.engine.releases import ChartImage
 __all__ = [
     "DRIVER_COMPONENT",
     "OperandImage",
+    "adopted_registry",
     "image_list",
     "live_operand_registry",
     "operand_images",
@@ -35,6 +36,7 @@ __all__ = [
     "private_repository",
     "release_images",
     "values_repositories",
+    "with_live_registry",
     "with_operator_registry",
 ]
 
@@ -160,6 +162,40 @@ def with_operator_registry(plan: Plan, operator_image: str) -> Plan:
     data = plan.answers_dict()
     data["driver"]["operandRegistry"] = registry
     return Plan.model_validate(data)
+
+
+def with_live_registry(plan: Plan, operator_image: str, live_spec: Mapping[str, Any] | None) -> tuple[Plan, str]:
+    """``plan`` with the ``driver.operandRegistry`` the cluster already pulls its operands from, and why (``""`` and
+    ``plan`` itself when the answers name one or nothing says so).
+
+    First the live ClusterPolicy's (:func:`live_operand_registry`): a plan naming no registry does not own the
+    policy's image repositories, so the live ones stay what the cluster pulls; a plan listing the chart's public
+    images over them would name images the cluster never pulls and call the write "no changes". Else the running
+    operator's (:func:`with_operator_registry`). Answers that want the public images back name
+    ``operandRegistry: nvcr.io``.
+    """
+    if plan.driver.operandRegistry:
+        return plan, ""
+    registry, why = adopted_registry(plan.driver.registryMirrors, operator_image, plan.operator.version, live_spec)
+    if not registry:
+        return plan, ""
+    data = plan.answers_dict()
+    data["driver"]["operandRegistry"] = registry
+    return Plan.model_validate(data), why
+
+
+def adopted_registry(
+    mirrors: Mapping[str, str], operator_image: str, release: str, live_spec: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """The ``driver.operandRegistry`` answers naming none take on a cluster, and why; ``("", "")`` for none (the
+    rule of :func:`with_live_registry`, for the front ends that hold answers rather than a plan)."""
+    live = live_operand_registry(live_spec, release) if live_spec else ""
+    if live:
+        return live, "the live ClusterPolicy's operands come from it"
+    if "nvcr.io" in mirrors:  # the nodes' runtime reaches the public images through a mirror
+        return "", ""
+    registry = operator_registry(operator_image, release)
+    return (registry, "the operator runs from it") if registry else ("", "")
 
 
 def live_operand_registry(spec: Mapping[str, Any], release: str) -> str:

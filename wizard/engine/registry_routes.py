@@ -50,8 +50,17 @@ def repository_host(repository: str) -> str:
 
 
 def registry_hosts(plan: Plan) -> list[str]:
-    """The registry hosts the plan's images live on: where the cluster pulls from and the mirror source."""
+    """The registry hosts the plan's images live on: where the cluster pulls from and the mirror source, the
+    driver's and the operands' (the chart's public hosts, and ``driver.operandRegistry``'s when the plan names one).
+
+    Every host the image checks ask gets its mirror (``driver.registryMirrors``) from this list: a host left out
+    is asked directly, as a runtime mirroring it would not.
+    """
+    from wizard.engine.releases import rules  # lazily: the TUI imports this module without the engine's rules
+
     hosts = {repository_host(plan.driver.repository), repository_host(plan.driver.source)}
+    hosts.add(repository_host(plan.driver.operandRegistry))
+    hosts.update(repository_host(image.repository) for image in rules(plan.operator.bundle).images)
     return sorted(h for h in hosts if h)
 
 
