@@ -158,8 +158,8 @@ def classify(
 
 
 def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[PodStatus]:
-    """The ``pods`` that wait on another reference of an image the plan names (``nvcr.io/nvidia/gpu-operator:v26.7.0``
-    where the plan names ``harbor.corp.example/nvidia/gpu-operator:v26.7.0``): pods of a template the operator has
+    """The ``pods`` that wait on another reference of an image the plan names (``nvcr.io/nvidia/gpu-operator:TAG``
+    where the plan names ``harbor.corp.example/nvidia/gpu-operator:TAG``): pods of a template the operator has
     not rolled to the plan yet, which it replaces once it has (a rollout over a failed one would otherwise fail at
     once on the old pods' ImagePullBackOff, as the real-cluster lane saw). An image the plan does not name at all
     still fails the rollout."""
