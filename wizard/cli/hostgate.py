@@ -52,7 +52,6 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
     from wizard.engine.grouping import group_findings
     from wizard.engine.hostdoctor import DoctorTarget, HostState, states_findings
     from wizard.engine.hostsample import host_sample
-    from wizard.engine.results import Check
 
     facts = await cluster.discover()
     sample = host_sample(facts, plan.operator.version, everything=everything)
