@@ -205,6 +205,10 @@ def test_only_a_node_with_a_finding_before_apply_skips_the_crash_window() -> Non
     assert known_failure([crashing], found) == ("", ())
     starting = PodStatus("nvidia-driver-daemonset-y", "gpu-1", "Pending", "ErrImagePull", "", "nvidia-driver-ctr")
     assert known_failure([starting], found) == ("", ())  # not the host's failure: the image checks say that one
+    restarted = replace(crashing, phase="Running", reason="", restarts=1)  # running again after one failure
+    assert known_failure([restarted], found) == ("", ())
+    assert known_failure([replace(restarted, node="gpu-1")], found)[0].endswith("gpu-1: nouveau-loaded")
+    assert known_failure([replace(restarted, node="gpu-1", restarts=0)], found) == ("", ())
     message, causes = known_failure([crashing, replace(crashing, node="gpu-1")], found)
     assert message == "failed as found before apply (overridden) on 1 node(s): gpu-1: nouveau-loaded"
     assert causes == (

@@ -168,7 +168,8 @@ CAUSES_SHOWN = 10
 
 
 def known_failure(pods: list[PodStatus], prior: PriorFindings | None) -> tuple[str, tuple[str, ...]]:
-    """The rollout's failure when a pod on a node with a host finding from before apply crash-loops: its one-line
+    """The rollout's failure when a pod on a node with a host finding from before apply crash-loops or has restarted
+    (restart count 1 or more): its one-line
     message and one cause per node (the finding and its fix); ``("", ())`` when there is none.
 
     Such a node needs no crash window (a driver on a sound host may restart once while it compiles): its host was
@@ -176,7 +177,7 @@ def known_failure(pods: list[PodStatus], prior: PriorFindings | None) -> tuple[s
     it is named with its fix instead of the pod's last log line."""
     if not prior:
         return "", ()
-    nodes = sorted({p.node for p in pods if p.node in prior and p.reason in KNOWN_FAILING})
+    nodes = sorted({p.node for p in pods if p.node in prior and (p.reason in KNOWN_FAILING or p.restarts)})
     if not nodes:
         return "", ()
     words = "; ".join(named(node, prior[node]) for node in nodes[:3])
