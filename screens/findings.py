@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from screens.state import WizardState
     from wizard.engine.grouping import FindingGroup
     from wizard.engine.hostdoctor import DoctorTarget
+    from wizard.engine.results import Check
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,17 @@ def host_groups(state: WizardState) -> list[FindingGroup]:
     from wizard.engine.hostdoctor import states_findings
 
     return group_findings(states_findings(doctor_target(state), state.host_states))
+
+
+def prior_findings(state: WizardState) -> dict[str, tuple[Check, ...]]:
+    """The blocking host findings known before apply (the Nodes step's host check judged against the current plan,
+    and Paths' noexec or read-only folders), per node: what the Apply step hands the rollout follower, so a pod
+    failing on such a node ends the rollout at once with its finding (:mod:`wizard.engine.prior_findings`)."""
+    from wizard.engine.hostdoctor import states_findings
+    from wizard.engine.prior_findings import by_node
+
+    host = states_findings(doctor_target(state), state.host_states) if state.host_states else []
+    return by_node([*host, *(c for c in state.path_checks or [] if c.node and not c.ok)])
 
 
 def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:

@@ -7,6 +7,8 @@ failed minutes after apply. The demo cluster answers the host probe from its sce
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,58 @@ def test_a_noexec_run_found_before_apply_explains_the_failure_after_it(
     assert "a host folder the driver or toolkit runs from is mounted noexec" in block, block
     assert "Remount that folder's file system with exec on gpu-a10-01" in block
     assert "no known cause matched" not in block
+
+
+def test_a_rollout_failing_on_a_host_found_unfit_before_apply_ends_at_once_naming_the_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35, defect 3: nouveau (gpu-l40s-1) and a noexec /run (gpu-l40s-2) found before apply and overridden;
+    the rollout used to wait out its 300 s crash window, then quote the driver pod's last log line ("keeps failing:
+    Unmounting NVIDIA driver rootfs...") instead of the cause the wizard already knew."""
+    demo = demo_cluster("mixed-trouble", step_delay=0.0)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(UPSTREAM)
+    argv = ["apply", "--answers", str(answers), "--kubeconfig", str(demo.kubeconfig_path), "--yes"]
+    # the default crash window (300 s); the old follower ran into the wait timeout instead of ending at once
+    argv += ["--allow-host-findings", "--crash-window", "300", "--wait-timeout", "30", "--backup-dir", str(tmp_path)]
+    started = time.monotonic()
+    code, _, err = _run(capsys, *argv)
+    took = time.monotonic() - started
+    assert code == 1, err
+    rollout = next(line for line in err.splitlines() if line.startswith("rollout: failed:"))
+    assert "failed as found before apply (overridden)" in rollout and "gpu-l40s-1: nouveau-loaded" in rollout
+    assert "gpu-l40s-2: driver-dir" in rollout and "keeps failing" not in err and "not ready after" not in err
+    cause = next(line for line in err.splitlines() if line.startswith("  ✗ gpu-l40s-1: "))
+    assert "nouveau driver is loaded" in cause and "(found before apply as nouveau-loaded, overridden)" in cause
+    assert "blacklist nouveau" in cause  # its fix
+    assert took < 25, f"the rollout took {took:.1f} s"  # the apply, host probe and rollout together, well under 300 s
+
+
+def test_only_a_node_with_a_finding_before_apply_skips_the_crash_window() -> None:
+    """A driver on a sound host may restart while it compiles: there the crash window still holds."""
+    from wizard.cluster.rollout_cache import PodStatus
+    from wizard.cluster.rollout_verdict import known_failure
+    from wizard.engine.prior_findings import by_node
+    from wizard.engine.results import Check, Status
+
+    found = by_node(
+        [
+            Check("nouveau-loaded", Status.FAIL, "the open-source nouveau driver is loaded", "gpu-1", "blacklist it"),
+            Check("driver-not-at-boot", Status.FAIL, "the host driver is not loaded at boot", "gpu-2", "enable it"),
+        ]
+    )
+    assert list(found) == ["gpu-1"]  # a finding of later holds no apply: it foretells no failure of this rollout
+    crashing = PodStatus("nvidia-driver-daemonset-x", "gpu-2", "Running", "CrashLoopBackOff", "", "nvidia-driver-ctr")
+    assert known_failure([crashing], found) == ("", ())
+    starting = PodStatus("nvidia-driver-daemonset-y", "gpu-1", "Pending", "ErrImagePull", "", "nvidia-driver-ctr")
+    assert known_failure([starting], found) == ("", ())  # not the host's failure: the image checks say that one
+    restarted = replace(crashing, phase="Running", reason="", restarts=1)  # running again after one failure
+    assert known_failure([restarted], found) == ("", ())
+    assert known_failure([replace(restarted, node="gpu-1")], found)[0].endswith("gpu-1: nouveau-loaded")
+    assert known_failure([replace(restarted, node="gpu-1", restarts=0)], found) == ("", ())
+    message, causes = known_failure([crashing, replace(crashing, node="gpu-1")], found)
+    assert message == "failed as found before apply (overridden) on 1 node(s): gpu-1: nouveau-loaded"
+    assert causes == (
+        "gpu-1: the open-source nouveau driver is loaded (found before apply as nouveau-loaded, overridden): "
+        "blacklist it",
+    )

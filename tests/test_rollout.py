@@ -109,6 +109,11 @@ def test_the_caches_keep_what_the_follower_reads_and_drop_managed_fields() -> No
     running["status"]["containerStatuses"][0]["state"] = {"running": {"startedAt": "2026-01-01T00:00:00Z"}}
     running["status"]["initContainerStatuses"] = []
     assert "nvcr.io" not in json.dumps(slim_pod(running))  # a running one does not
+    running["status"]["containerStatuses"][1]["restartCount"] = 2  # running again after failures: kept, without image
+    assert waiting_pods(slim_pod(copy.deepcopy(running))) == waiting_pods(running)
+    assert waiting_pods(running) == [
+        PodStatus("nvidia-driver-daemonset-abcde", "gpu-7", "Pending", "", "", "sidecar", "", restarts=2)
+    ]
     node = {
         "metadata": {
             "name": "gpu-7",

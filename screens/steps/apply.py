@@ -433,7 +433,11 @@ class ApplyStep(StepScreen):
         state = self.state
         self._rollout = None
         # closed at once on leaving (its watches end, its own frozen run ends), not whenever it is collected
-        async with contextlib.aclosing(state.connected().rollout(state.valid_plan())) as statuses:
+        from screens.findings import prior_findings
+
+        # the host findings known before apply go with the plan: a pod failing on such a node ends it at once
+        rollout = state.connected().rollout(state.valid_plan(), prior=prior_findings(state))
+        async with contextlib.aclosing(rollout) as statuses:
             async for status in statuses:
                 self._rollout = status
                 self._show_rollout(status)

@@ -61,6 +61,8 @@ class RolloutView(Vertical):
         for (reason, message), nodes in problems.items():
             where = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
             head += f"\n[$warning]! {escape(where)}: {escape(reason)}[/] {escape(message)}".rstrip()
+        for cause in getattr(status, "causes", ()):  # found before apply: the node's finding and its fix
+            head += f"\n[$error]✗[/] {escape(cause)}"
         if not sent:
             head = (
                 "[$text-muted]nothing sent: the rollout of the live objects, which already ask for these images[/]\n"

@@ -11,6 +11,7 @@ preflight, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a comma
     from wizard.cluster.facade import Cluster, Preflight
     from wizard.engine.ownership import Ownership
     from wizard.engine.plan import Plan
+    from wizard.engine.prior_findings import PriorFindings
     from wizard.engine.render import Rendered
 
 DEFAULT_BACKUP_DIR = backups_dir()
@@ -134,7 +136,8 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
             message, hint = missing_images_refusal(problems)
             sys.stderr.write(f"gpu-wizard: error: {message}\n  hint: {hint}\n")
             return EXIT_FAILED
-    if not await host_gate(args, cluster, plan):  # nouveau, Secure Boot, noexec…: found now, not after the rollout
+    go_on, prior = await host_gate(args, cluster, plan)  # nouveau, Secure Boot, noexec…: found now, not after
+    if not go_on:
         return EXIT_FAILED
     if install and not preflight.operator_missing:
         sys.stderr.write("! --install-operator: a GPU Operator already runs; applying to it\n")
@@ -142,7 +145,9 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         from wizard.cli.install import check_install_flags, install_and_follow
 
         chart = check_install_flags(args, plan.operator.version)
-        return await install_and_follow(args, cluster, rendered, chart, _confirm, follow_rollout)
+        return await install_and_follow(
+            args, cluster, rendered, chart, _confirm, functools.partial(follow_rollout, prior=prior)
+        )
     owner = ownership_of(preflight.cluster_policy)
     upgrade = next((c for c in preflight.checks if c.check == "release" and (c.data or {}).get("upgrade")), None)
     if upgrade is not None and args.override_helm:
@@ -151,7 +156,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     if upgrade is not None:
         write_check(upgrade, sys.stderr)
     if owner.helm and not args.override_helm:
-        return await _through_helm(args, cluster, rendered, owner, preflight)
+        return await _through_helm(args, cluster, rendered, owner, preflight, prior)
     if owner.manager != "none":
         sys.stderr.write(f"! owner: {owner.why_not_apply()}\n")
     prepared = await cluster.prepare_apply(rendered, force_conflicts=args.force_conflicts)
@@ -195,11 +200,14 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
         return EXIT_FAILED
     if args.no_wait:
         return EXIT_OK
-    return await follow_rollout(args, cluster, plan)
+    return await follow_rollout(args, cluster, plan, prior=prior)
 
 
-async def follow_rollout(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> int:
-    """Follow the rollout to ready (0), or say why it failed, node by node (1)."""
+async def follow_rollout(
+    args: argparse.Namespace, cluster: Cluster, plan: Plan, *, prior: PriorFindings | None = None
+) -> int:
+    """Follow the rollout to ready (0), or say why it failed, node by node (1). ``prior``: the host findings gone on
+    despite before apply, per node (a pod failing there ends the rollout at once, naming the finding)."""
     from wizard.cli.rollout_progress import REFRESH, RolloutPrinter
 
     stall = args.stall_window or args.wait_timeout
@@ -212,12 +220,17 @@ async def follow_rollout(args: argparse.Namespace, cluster: Cluster, plan: Plan)
         crash_window=args.crash_window,
         stall_window=args.stall_window,
         heartbeat=REFRESH,
+        prior=prior,
     )
     async for status in statuses:
         final = status
         printer.show(status)
     if final is not None and final.phase == "ready":
         return EXIT_OK
+    from wizard.engine.textsafe import printable
+
+    for cause in final.causes if final is not None else ():  # found before apply: each node's finding and its fix
+        sys.stderr.write(f"  ✗ {printable(cause)}\n")
     from wizard.cli import diagnosis as diagnosing  # the rollout failed or stalled: say why, node by node
 
     diagnosing.write(await diagnosing.gather(cluster, plan), sys.stderr)
@@ -235,7 +248,12 @@ def _write_downgrade(plan: Plan, live: dict[str, Any] | None) -> None:
 
 
 async def _through_helm(
-    args: argparse.Namespace, cluster: Cluster, rendered: Rendered, owner: Ownership, preflight: Preflight
+    args: argparse.Namespace,
+    cluster: Cluster,
+    rendered: Rendered,
+    owner: Ownership,
+    preflight: Preflight,
+    prior: PriorFindings | None = None,
 ) -> int:
     """A Helm-owned policy: the change as the release's values. With ``helm`` on PATH the wizard runs the ``helm
     upgrade`` itself (confirmed), deletes the driver DaemonSets the operator leaves behind and follows the rollout;
@@ -294,7 +312,7 @@ async def _through_helm(
     sys.stderr.write(f"{run.message}{backup}\n")
     if args.no_wait:
         return EXIT_OK
-    return await follow_rollout(args, cluster, rendered.plan)
+    return await follow_rollout(args, cluster, rendered.plan, prior=prior)
 
 
 def apply_flags(parser: argparse.ArgumentParser) -> None:

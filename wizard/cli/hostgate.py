@@ -5,7 +5,9 @@ noexec or read-only folder: each ends a rollout only minutes after apply. So bef
 node doctor's host checks and the Paths check run in one host probe (:meth:`Cluster.host_states`) on the
 sample :func:`wizard.engine.hostsample.host_sample` picks (every GPU node up to 64, else two per kernel and OS;
 ``--all-hosts`` for every one); a failure stops the command (exit 1, nothing written) unless
-``--allow-host-findings``. A host the probe could not reach is said, not taken for a pass.
+``--allow-host-findings``. A host the probe could not reach is said, not taken for a pass. The findings gone on
+despite are handed on, per node, to the rollout follower (:mod:`wizard.engine.prior_findings`): a pod failing on
+such a node ends the rollout at once, naming the finding.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
     from wizard.engine.grouping import FindingGroup
     from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.plan import Plan
+    from wizard.engine.results import Check
 
 
 def host_gate_flags(parser: argparse.ArgumentParser) -> None:
@@ -43,17 +46,17 @@ def host_gate_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tuple[list[FindingGroup], str]:
-    """The host findings for ``plan`` on the sampled GPU nodes, grouped (failures first), and what was checked."""
+async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tuple[list[FindingGroup], str, list[Check]]:
+    """The host findings for ``plan`` on the sampled GPU nodes, grouped (failures first), what was checked, and the
+    findings one per node (what the rollout follower is told)."""
     from wizard.engine.grouping import group_findings
     from wizard.engine.hostdoctor import DoctorTarget, HostState, states_findings
     from wizard.engine.hostsample import host_sample
-    from wizard.engine.results import Check
 
     facts = await cluster.discover()
     sample = host_sample(facts, plan.operator.version, everything=everything)
     if not sample.nodes:
-        return [], "no GPU nodes"
+        return [], "no GPU nodes", []
     states: dict[str, HostState] = {}
     checks: list[Check] = []
     async for item in cluster.host_states(plan, list(sample.nodes), paths_of=plan):
@@ -65,7 +68,7 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
     target = DoctorTarget.from_plan(plan)
     target = await registry_lacks(cluster, facts, plan, target, states)
     checks += states_findings(target, states)
-    return group_findings(checks), sample.describe()
+    return group_findings(checks), sample.describe(), checks
 
 
 async def registry_lacks(
@@ -116,12 +119,17 @@ UNVERIFIED_HOST_DRIVER = "no-host-driver"
 """The host finding ``--allow-unverified-preinstalled`` already overrides (pre-installed mode, nvidia-smi failing)."""
 
 
-async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> bool:
-    """Run the host checks and say what they found; False when a failure stops the apply."""
+async def host_gate(
+    args: argparse.Namespace, cluster: Cluster, plan: Plan
+) -> tuple[bool, dict[str, tuple[Check, ...]]]:
+    """Run the host checks and say what they found; False when a failure stops the apply. With it, the blocking
+    findings gone on despite, per node (:func:`wizard.engine.prior_findings.by_node`), for the rollout follower."""
+    from wizard.engine.prior_findings import by_node
+
     if getattr(args, "no_host_check", False):
         sys.stderr.write("! hosts: not checked (--no-host-check)\n")
-        return True
-    groups, checked = await host_groups(cluster, plan, everything=bool(getattr(args, "all_hosts", False)))
+        return True, {}
+    groups, checked, checks = await host_groups(cluster, plan, everything=bool(getattr(args, "all_hosts", False)))
     shown = [g for g in groups if g.status.value != "pass"]
     write_groups(shown, sys.stderr)
     from wizard.engine.hostdoctor import blocks_apply
@@ -142,17 +150,17 @@ async def host_gate(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> b
             sys.stderr.write(f"! hosts: no blocking finding, but {unchecked} node(s) could not be checked{more}\n")
         else:
             sys.stderr.write(f"✓ hosts: no blocking finding on {checked}{more}\n")
-        return True
+        return True, by_node(c for c in checks if c.check == UNVERIFIED_HOST_DRIVER)
     nodes = len({n for g in failed for n in g.nodes})
     if getattr(args, "allow_host_findings", False):
         sys.stderr.write(
             f"! hosts: {len(failed)} blocking finding(s) on {nodes} node(s), going on (--allow-host-findings)\n"
         )
-        return True
+        return True, by_node(checks)
     sys.stderr.write(
         f"gpu-wizard: error: the host checks found {len(failed)} blocking problem(s) on {nodes} node(s) "
         f"(checked {checked}); "
         "nothing applied\n  hint: fix them on the nodes (each fix above), choose a mode they allow, "
         "or pass --allow-host-findings\n"
     )
-    return False
+    return False, {}

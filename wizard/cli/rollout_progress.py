@@ -159,4 +159,5 @@ def rollout_json(status: RolloutStatus, stall_window: float) -> dict[str, Any]:
             node: {"state": state, "seconds": round(status.time_in_state.get(node, 0.0), 1)}
             for node, state in sorted(status.upgrade_states.items())
         },
+        "causes": list(status.causes),  # found before apply: each node's host finding and its fix
     }

@@ -56,6 +56,7 @@ from wizard.engine.hostdoctor import DoctorTarget, HostState
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.operator_install import ChartSource, OperatorInstall, upgrade_argv
 from wizard.engine.plan import Plan
+from wizard.engine.prior_findings import PriorFindings
 from wizard.engine.registry_routes import mirror_options
 from wizard.engine.render import Rendered
 from wizard.engine.results import Check, ClusterInfo, LogLine
@@ -478,15 +479,18 @@ class Cluster:
         crash_window: float = 300.0,
         stall_window: float | None = None,
         heartbeat: float | None = None,
+        prior: PriorFindings | None = None,
     ) -> AsyncGenerator[RolloutStatus, None]:
         """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
 
         A snapshot comes on every change, and at least every ``heartbeat`` seconds when given (the times in
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
+        ``prior``: the host findings known before apply, per node (``prior_findings.by_node``); a pod crash-looping
+        on such a node fails the rollout at once with that finding and its fix, not after ``crash_window``.
         """
         statuses = rollouts.follow_cluster(
             self.session, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
-            heartbeat=heartbeat,
+            heartbeat=heartbeat, prior=prior,
         )  # fmt: skip
         return collector.streamed(statuses)
 

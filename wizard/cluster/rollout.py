@@ -22,7 +22,9 @@ it. Driver DaemonSets that want no pod because the driver manager found a host d
 reconcile error or an upgrade-failed node ends it as ``failed``. Verdicts that real rollouts pass
 through on their way (a driver container restarting while the module loads, a node waiting in a
 state) are judged on time windows, not on samples: a container crash-looping for ``crash_window``
-seconds, or nothing changing for ``stall_window`` seconds, fails the rollout.
+seconds, or nothing changing for ``stall_window`` seconds, fails the rollout. On a node whose host was found unfit
+before apply (``prior``: nouveau, Secure Boot, a noexec folder…, overridden) the first crash loop fails it at once,
+naming that finding (:func:`~wizard.cluster.rollout_verdict.known_failure`).
 """
 
 from __future__ import annotations
@@ -43,12 +45,20 @@ from wizard.cluster.leftover_sets import judge
 from wizard.cluster.operator_status import SETTLE_S
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_entries, without_managed_fields
-from wizard.cluster.rollout_verdict import FALSE_READY_WAIT, HOST_DRIVER_FOUND, DaemonSetStatus, Phase, classify
+from wizard.cluster.rollout_verdict import (
+    FALSE_READY_WAIT,
+    HOST_DRIVER_FOUND,
+    DaemonSetStatus,
+    Phase,
+    classify,
+    known_failure,
+)
 from wizard.cluster.watchcache import WatchCache
 from wizard.engine import steps
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_GPU_PRESENT, LABEL_UPGRADE_STATE, PCI_NVIDIA_LABELS
 from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
+from wizard.engine.prior_findings import PriorFindings
 from wizard.engine.upgrade import plan_policy
 from wizard.engine.upgradestates import duration_text, stuck_nodes
 
@@ -86,6 +96,8 @@ class RolloutStatus:
     elapsed: float = 0.0
     time_in_state: dict[str, float] = field(default_factory=dict)
     """Node -> seconds in its current upgrade state (as seen by this follower)."""
+    causes: tuple[str, ...] = ()
+    """A failure found before apply: per node, the host finding gone on despite and its fix (one line each)."""
 
     @property
     def done(self) -> bool:
@@ -301,6 +313,7 @@ async def follow(
     stall_window: float | None = None,
     heartbeat: float | None = None,
     session: Session | None = None,
+    prior: PriorFindings | None = None,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """Yield a snapshot whenever it changes (and at least every ``heartbeat`` seconds, for the clocks
     of time in state), until ready, failed or ``timeout`` seconds.
@@ -311,6 +324,8 @@ async def follow(
     ``stall_window`` seconds (default: the whole ``timeout``) ends it as failed, naming where it stopped
     and the nodes longest in one upgrade state. ``session``: the nodes and ClusterPolicies are read
     from its watches (listed and watched once for the session), else from caches of the follower's own.
+    ``prior``: the host findings known before apply, per node; a container crash-looping on such a node ends the
+    rollout at once, naming the finding and its fix (no crash window: the host was found unfit before).
     """
     started = time.monotonic()
     changed = asyncio.Event()
@@ -360,6 +375,9 @@ async def follow(
                         status = replace(status, phase="failed", message=f"{said} (for {FALSE_READY_S:g} s)")
                 else:
                     false_ready_since = 0.0
+                foretold, causes = known_failure(status.pods, prior) if not status.done else ("", ())
+                if foretold:
+                    status = replace(status, phase="failed", message=foretold, causes=causes)
                 looping = clock.crash_looping_for(crash_window, now) if not status.done else None
                 if looping is not None:
                     pod = next(p for p in status.pods if (p.name, p.container) == looping)
@@ -411,6 +429,7 @@ async def follow_cluster(
     crash_window: float,
     stall_window: float | None,
     heartbeat: float | None,
+    prior: PriorFindings | None = None,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """:func:`follow` in the plan's operator namespace (see ``Cluster.rollout``); without a ``stall_window``, a
     plan that sets its upgradePolicy gives one from its timeouts."""
@@ -428,6 +447,7 @@ async def follow_cluster(
         stall_window=stall_window,
         heartbeat=heartbeat,
         session=session,
+        prior=prior,
     )
     async with contextlib.aclosing(statuses):
         async for status in statuses:

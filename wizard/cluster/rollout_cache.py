@@ -31,10 +31,14 @@ class PodStatus:
     container: str = ""
     image: str = ""
     """The image the waiting container runs or pulls."""
+    restarts: int = 0
+    """The container's restart count: one that has failed before (a host found unfit before apply fails the rollout
+    on its first restart, :func:`wizard.cluster.rollout_verdict.known_failure`)."""
 
 
 def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
-    """The containers of one pod that wait for a reason worth showing (not the normal start-up)."""
+    """The containers of one pod that wait for a reason worth showing (not the normal start-up), and those that have
+    restarted (no ``reason``: running again, or starting again, after a failure)."""
     meta, status = pod["metadata"], pod.get("status") or {}
     if str(meta.get("name") or "").startswith(PROBE_PREFIX):
         return []
@@ -43,16 +47,20 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
     for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
         waiting = (cs.get("state") or {}).get("waiting") or {}
         reason = str(waiting.get("reason") or "")
-        if reason and reason not in STARTING:
+        restarts = int(cs.get("restartCount") or 0)
+        if reason in STARTING:
+            reason = ""
+        if reason or restarts:
             out.append(
                 PodStatus(
                     meta["name"],
                     node,
                     phase,
                     reason,
-                    str(waiting.get("message") or ""),
+                    str(waiting.get("message") or "") if reason else "",
                     str(cs.get("name") or ""),
-                    str(cs.get("image") or ""),
+                    str(cs.get("image") or "") if reason else "",
+                    restarts,
                 )
             )
     return out
@@ -61,6 +69,8 @@ def waiting_pods(pod: dict[str, Any]) -> list[PodStatus]:
 def _slim_container_status(cs: dict[str, Any]) -> dict[str, Any]:
     waiting = (cs.get("state") or {}).get("waiting")
     slim: dict[str, Any] = {"name": cs.get("name")}
+    if cs.get("restartCount"):
+        slim["restartCount"] = cs.get("restartCount")
     if waiting:
         slim["state"] = {"waiting": {"reason": waiting.get("reason"), "message": waiting.get("message")}}
         if cs.get("image") and waiting.get("reason") not in STARTING:  # what waiting_pods reports names its image

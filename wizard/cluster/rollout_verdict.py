@@ -17,9 +17,15 @@ from wizard.engine.naming import DIGEST_PREFIX, image_tag, tag_version
 from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
+from wizard.engine.prior_findings import PriorFindings, cause, named
 
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 Phase = Literal["waiting", "progressing", "ready", "failed"]
+KNOWN_FAILING = frozenset({"CrashLoopBackOff", "RunContainerError"})
+"""The waiting reasons of a container that has failed at least once (its restart count is 1 or more): on a node with
+a host finding from before apply, the failure that finding foretold."""
+FOUND_BEFORE = "failed as found before apply"
+"""How the failure of a rollout on nodes with a host finding from before apply begins."""
 FALSE_READY_WAIT = "waiting for the operator's next pass"
 """How a ``ready`` with NoGPUNodes/NFDLabelsMissing over labelled GPU nodes is worded while it is waited out."""
 HOST_DRIVER_FOUND = "no driver pod is wanted"
@@ -155,6 +161,29 @@ def classify(
     if not plan.driver_enabled:
         return "ready", "ClusterPolicy ready"
     return "ready", f"ClusterPolicy ready; {total} driver pod{'s' if total != 1 else ''} ready"
+
+
+CAUSES_SHOWN = 10
+"""Nodes whose cause (finding and fix) a failure found before apply spells out; the message counts the rest."""
+
+
+def known_failure(pods: list[PodStatus], prior: PriorFindings | None) -> tuple[str, tuple[str, ...]]:
+    """The rollout's failure when a pod on a node with a host finding from before apply crash-loops or has restarted
+    (restart count 1 or more): its one-line
+    message and one cause per node (the finding and its fix); ``("", ())`` when there is none.
+
+    Such a node needs no crash window (a driver on a sound host may restart once while it compiles): its host was
+    found unfit before apply and the person went on despite it, so the first failure there is that finding's, and
+    it is named with its fix instead of the pod's last log line."""
+    if not prior:
+        return "", ()
+    nodes = sorted({p.node for p in pods if p.node in prior and (p.reason in KNOWN_FAILING or p.restarts)})
+    if not nodes:
+        return "", ()
+    words = "; ".join(named(node, prior[node]) for node in nodes[:3])
+    more = f"; and {len(nodes) - 3} more node(s)" if len(nodes) > 3 else ""
+    message = f"{FOUND_BEFORE} (overridden) on {len(nodes)} node(s): {words}{more}"
+    return message, tuple(cause(node, prior[node]) for node in nodes[:CAUSES_SHOWN])
 
 
 def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[PodStatus]:
