@@ -60,13 +60,19 @@ def _version_schema(bundle: str, plural: str, version: str) -> tuple[dict[str, A
 
 
 def _apply_defaults(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Fill in schema defaults the way the API server does before validation (returns a copy)."""
+    """Fill in schema defaults the way the API server does before validation (returns a copy).
+
+    As the API server does first, a null field is dropped unless its schema says ``nullable: true`` (then its
+    default, if any, applies): the chart of one release renders ``migManager.config.name: null``, which the
+    server accepts."""
     if isinstance(value, dict):
         props: Mapping[str, Any] = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
         out: dict[str, Any] = {}
         for key, item in value.items():
             sub = props.get(key) or (extra if isinstance(extra, Mapping) else {})
+            if item is None and not sub.get("nullable"):
+                continue
             out[key] = _apply_defaults(item, sub)
         for key, sub in props.items():
             if key not in out and "default" in sub:
