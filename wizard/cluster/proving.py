@@ -26,7 +26,7 @@ from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
 from wizard.cluster.probe import manager_image
 from wizard.cluster.rollout_cache import PodStatus, slim_pod, waiting_entries
 from wizard.cluster.rollout_verdict import FATAL_WAITING
-from wizard.cluster.watchcache import WatchCache
+from wizard.cluster.watchcache import WatchCache, stop_followers
 from wizard.engine.mirror import operator_choices
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, render
@@ -135,11 +135,7 @@ async def settled(
             if any(w.phase == "Pending" and w.reason in FATAL_WAITING for w in waiting):
                 return policy, drivers
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                await task
+        await stop_followers(tasks)
 
 
 async def verify(

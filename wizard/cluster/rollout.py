@@ -53,7 +53,7 @@ from wizard.cluster.rollout_verdict import (
     classify,
     known_failure,
 )
-from wizard.cluster.watchcache import WatchCache
+from wizard.cluster.watchcache import WatchCache, stop_followers
 from wizard.engine import steps
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_GPU_PRESENT, LABEL_UPGRADE_STATE, PCI_NVIDIA_LABELS
 from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
@@ -413,11 +413,7 @@ async def follow(
                 # SNAPSHOT_GAP, letting the caches take in the rest of the burst meanwhile.
                 await asyncio.sleep(max(0.0, now + min(SNAPSHOT_GAP, interval) - time.monotonic()))
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, ClusterError):
-                    await task
+            await stop_followers(tasks)
 
 
 async def follow_cluster(

@@ -270,3 +270,13 @@ class WatchCache(Generic[T]):
             except ClusterError as exc:
                 self.trouble = exc
                 await reconnects.failed(exc)
+
+
+async def stop_followers(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks that keep watch caches current and wait for each to end (a watch's failure, already
+    judged by its reader, is not raised again here)."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError, ClusterError):
+            await task
