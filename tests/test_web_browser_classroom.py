@@ -220,6 +220,8 @@ def test_a_field_typed_in_bursts_under_a_cpu_hog_holds_every_key(chromium_browse
         screen.wait_for("CRDs installed", timeout=60)
         screen.page.locator("textarea.xterm-helper-textarea").focus()
         at = screen.wait_for("2/8 Nodes", after=screen.press("F9"))
+        # Next is refused ("discovering nodes…") until the nodes are read: on a loaded machine that takes a while
+        at = screen.wait_for("gpu-h200-01", after=at, timeout=60)
         at = screen.wait_for("3/8 Mode", after=screen.press("F9"))
         at = screen.wait_for("Driver version", after=screen.press("F9"))
         screen.page.wait_for_timeout(1500)  # the version field takes the focus once the step is up
