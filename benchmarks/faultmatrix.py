@@ -154,7 +154,7 @@ class Lab:
 
     ``read_demo`` is one demo cluster with a running install (``existing-install``) shared by the
     read-only operations; ``fresh(scenario)`` starts a new one (apply cells need their own);
-    ``auth_registry`` is a real docker-registry behind htpasswd (``tests.fixtures_registry.RegistryServer``
+    ``auth_registry`` is a real docker-registry behind htpasswd (``tests.helpers.fixtures.registry.RegistryServer``
     with an image pushed), or None when docker-registry is not installed (those cells are skipped).
     """
 

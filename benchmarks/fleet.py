@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pod-start-latency", type=float, default=2.0)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    from tests.cluster_util import fleet_kubeconfig
+    from tests.helpers.cluster import fleet_kubeconfig
 
     with tempfile.TemporaryDirectory(prefix="gpu-wizard-fleet-") as tmp, contextlib.ExitStack() as stack:
         folder = Path(tmp)

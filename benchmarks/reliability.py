@@ -3,8 +3,8 @@
 The fault matrix: faults injected per operation, survived, retried, reported. Starts a demo cluster
 (``existing-install``) for the read-only operations, a fresh one per apply cell, and, when
 ``docker-registry`` and ``htpasswd`` are installed, a real registry behind htpasswd on loopback for
-the 401 cells. The hostile input table: every case of ``tests/hostile_cases_*.py`` run as the real
-CLI, one at a time (``tests/hostile_runner.py``): exit code, seconds, CPU seconds, peak RSS. Every
+the 401 cells. The hostile input table: every case of ``tests/helpers/hostile/cases_*.py`` run as the real
+CLI, one at a time (``tests/helpers/hostile/runner.py``): exit code, seconds, CPU seconds, peak RSS. Every
 figure in the document comes from this run; with ``--only``, the part not run is kept from the
 existing document.
 
@@ -44,11 +44,11 @@ from benchmarks.faultmatrix import (
     cells,
     run_cell,
 )
-from tests.hostile_runner import MAX_RSS_MB, MAX_SECONDS, CaseResult, collect_cases, problems, run_case
+from tests.helpers.hostile.runner import MAX_RSS_MB, MAX_SECONDS, CaseResult, collect_cases, problems, run_case
 from wizard.demo.serve import DemoClusterThread
 
 HOSTILE = "hostile"
-HOSTILE_MARKER = "<!-- hostile input: generated from tests/hostile_cases_*.py -->"
+HOSTILE_MARKER = "<!-- hostile input: generated from tests/helpers/hostile/cases_*.py -->"
 AUTH_REPO = "mlops/nvidia-driver"
 AUTH_TAG = "580.126.09.1-fault-matrix"
 
@@ -67,7 +67,7 @@ def lab(workdir: Path) -> Iterator[Lab]:
     try:
         found = Lab(fresh("existing-install"), fresh, workdir)
         if shutil.which("docker-registry") and shutil.which("htpasswd"):
-            from tests.fixtures_registry import RegistryServer
+            from tests.helpers.fixtures.registry import RegistryServer
 
             registry = RegistryServer(workdir / "registry", username="matrix", password=os.urandom(12).hex())
             registry.start()
@@ -199,8 +199,8 @@ def hostile_markdown(results: list[CaseResult]) -> str:
         "",
         f"Generated {when} on {_machine()} (load average {load:.1f} at the end).",
         "",
-        "Every case of `tests/hostile_cases_*.py`, run one at a time as the real CLI (`python -m wizard ARGV`,",
-        "stdin not a terminal, its own temporary folder and `HOME`, RLIMIT_AS 4 GiB) by `tests/hostile_runner.py`,",
+        "Every case of `tests/helpers/hostile/cases_*.py`, run one at a time as the real CLI (`python -m wizard ARGV`,",
+        "stdin not a terminal, its own temporary folder and `HOME`, RLIMIT_AS 4 GiB) by `tests/helpers/hostile/runner.py`,",
         "the runner `tests/test_hostile_catalog.py` uses too. A case passes when it ends with the expected exit",
         "code and message, prints no traceback and no control character, and stays within "
         f"{MAX_SECONDS:g} s and {MAX_RSS_MB:g} MB peak RSS (the child's own `VmHWM`, written as it exits: the kernel's `ru_maxrss` would also count the parent at the fork).",

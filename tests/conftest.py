@@ -8,9 +8,9 @@ import pytest
 collect_ignore = [] if os.environ.get("GPU_WIZARD_REALCLUSTER") == "1" else ["realcluster"]
 
 pytest_plugins = [
-    "tests.fixtures_demo",
-    "tests.fixtures_faults",
-    "tests.fixtures_registry",
+    "tests.helpers.fixtures.demo",
+    "tests.helpers.fixtures.faults",
+    "tests.helpers.fixtures.registry",
     "tests.helpers.browser",  # the chromium_browser fixture of the browser tests
     "tests.snapshots.plugin",
 ]

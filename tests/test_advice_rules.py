@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.hostile_cases_nodes import node
+from tests.helpers.hostile.cases_nodes import node
 from wizard.bundled import asset_text, parse_yaml
 from wizard.engine.advice import RULES, advise, worded
 from wizard.engine.facts import facts_from_nodelist

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected, preinstalled_plan, scenario, sle_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, preinstalled_plan, scenario, sle_plan
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.apply_preview import ApplyPlan
 from wizard.cluster.backup import clean, private, read_backup
 from wizard.cluster.facade import Cluster, ClusterError

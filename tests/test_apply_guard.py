@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected, sle_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, sle_plan
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.apply_preview import guarded_apply, same_but_status
 from wizard.cluster.backup import ObjectRef
 from wizard.cluster.errors import ApiError, ClusterError

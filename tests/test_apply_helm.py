@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 ANSWERS = "version: 1\noperator: {version: v26.3.3}\nmode: upstream\ndriver: {version: 580.126.20, repository: nvcr.io/nvidia}\n"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import scenario
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import scenario
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.helpers.operator_chart import run_the_printed_command
 from tests.helpers.pty import read_until
 from wizard.cli.main import main

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.apply_preview import CREATE_MANAGER, FIELD_MANAGER
 from wizard.cluster.backup import clean

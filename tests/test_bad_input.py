@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread
 
@@ -13,7 +13,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
 GOOD_ANSWERS = EXAMPLES / "sle-micro-precompiled.answers.yaml"
 GOOD_NODES = EXAMPLES / "sle-micro-precompiled.nodes.json"
 
-# The answers-file, NodeList, missing-file and flag cases moved to tests/hostile_cases_answers.py, where
+# The answers-file, NodeList, missing-file and flag cases moved to tests/helpers/hostile/cases_answers.py, where
 # tests/test_hostile_catalog.py runs them as real CLI processes (exit code, message, time, memory).
 
 
@@ -121,8 +121,8 @@ def tls_demo(demo_cluster_module: ClusterFactory) -> DemoClusterThread:
 def test_kubeconfig_server_refusing_or_not_trusted(
     tls_demo: DemoClusterThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tests.cluster_util import kubeconfig
-    from tests.fixtures_registry import free_port
+    from tests.helpers.cluster import kubeconfig
+    from tests.helpers.fixtures.registry import free_port
     from wizard.demo.api import tls
 
     other_ca, _ = tls.make_certificate(tmp_path)  # a CA, but not the one that signed the server's certificate
@@ -189,6 +189,6 @@ def test_bad_cluster_flags(tls_demo: DemoClusterThread, tmp_path: Path, capsys: 
 
 
 def test_catalogue_covers_kubeconfigs_and_flags_too() -> None:
-    from tests.hostile_cases_answers import CASES
+    from tests.helpers.hostile.cases_answers import CASES
 
     assert len(CASES) + len(BAD_KUBECONFIGS) + 15 >= 90

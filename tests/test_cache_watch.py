@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_faults import faults_off
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.faults import faults_off
 from wizard.cluster import watchcache
 from wizard.cluster.gateway import watches
 from wizard.cluster.gateway.watches import _DictWatch, _NotAnEvent

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import SLE_TAG, scenario
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.cluster import SLE_TAG, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.registry import RegistryServer
 from wizard.cli.main import main
 
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from tests.cluster_util import connected
+from tests.helpers.cluster import connected
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
 from wizard.demo.serve import DemoClusterThread
 

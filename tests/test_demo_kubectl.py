@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
 from wizard.demo.serve import DemoClusterThread
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
-from tests.sim_helpers import settle, world
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.sim import settle, world
 from wizard.cli.main import main
 from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import load_scenario

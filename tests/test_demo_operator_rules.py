@@ -1,4 +1,4 @@
-"""Peer cases: the GPU Operator's own unit-test cases (``tests/peer_cases.py``), run against the demo's rules and the engine's.
+"""Peer cases: the GPU Operator's own unit-test cases (``tests/helpers/peer_cases.py``), run against the demo's rules and the engine's.
 
 The same row runs against the demo (:mod:`wizard.demo.rules.operator_rules`) and against the engine
 (:mod:`wizard.engine.naming` / :mod:`wizard.engine.facts`), so a naming bug in one of them cannot
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.peer_cases import ERROR, NFD_ID, NFD_VERSION, PEERS, UID, Peer, node_json
+from tests.helpers.peer_cases import ERROR, NFD_ID, NFD_VERSION, PEERS, UID, Peer, node_json
 from wizard.demo.rules import operator_rules as demo
 from wizard.demo.rules.operator_rules import OperatorRelease, RuleError
 from wizard.demo.sim.nvd_sim import node_pools

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.fixtures_demo import ClusterFactory, Kubectl
-from tests.sim_helpers import NS, SLE_KERNEL, SLE_POLICY, cluster_policy, pods_of, settle, world
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
+from tests.helpers.sim import NS, SLE_KERNEL, SLE_POLICY, cluster_policy, pods_of, settle, world
 from wizard.demo.rules import operator_rules as demo
 
 

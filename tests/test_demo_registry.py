@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.registry.client import RegistryClient
@@ -118,7 +118,7 @@ async def test_an_image_the_demo_registry_lacks_fails_to_pull_as_on_a_real_node(
 ) -> None:
     """The wizard calls ``nvcr.io/nvidia/driver:<SLE tag>`` missing: applied anyway, the kubelet cannot pull it
     either (ErrImagePull / ImagePullBackOff, the pod never ready), and the rollout fails instead of going Ready."""
-    from tests.cluster_util import sle_plan
+    from tests.helpers.cluster import sle_plan
     from wizard.engine.render import render
 
     cluster_thread = demo_cluster("sle-micro-precompiled")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.engine.answers import load_answers
 from wizard.engine.facts import facts_from_nodelist
 from wizard.engine.render import render, to_yaml

@@ -4,7 +4,7 @@ termination-message rules, the DaemonSet controller's node fitting (affinity by 
 
 from __future__ import annotations
 
-from tests.sim_helpers import NS, settle, world
+from tests.helpers.sim import NS, settle, world
 from wizard.cluster.hostprobe import HostRun, host_findmnt
 from wizard.cluster.probeset import daemonset, read_message
 from wizard.cluster.probeset import script as daemonset_script

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.sim_helpers import (
+from tests.helpers.sim import (
     NS,
     SLE_DIGEST,
     SLE_KERNEL,

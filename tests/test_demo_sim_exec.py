@@ -6,7 +6,7 @@ import copy
 import datetime as dt
 import uuid
 
-from tests.sim_helpers import (
+from tests.helpers.sim import (
     NS,
     SLE_KERNEL,
     SLE_POLICY,

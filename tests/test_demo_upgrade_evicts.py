@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected, scenario
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.realcluster import recording
 from wizard.cli.main import main
 

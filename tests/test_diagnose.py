@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import collect, connected
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import collect, connected
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.bundled import asset_text
 from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import load_scenario

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 
@@ -84,7 +84,7 @@ def test_text_output_groups_nodes_and_prints_the_fix(capsys: pytest.CaptureFixtu
 def test_node_filter_answers_and_bad_input(
     capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory, tmp_path: Path
 ) -> None:
-    from tests.fixtures_demo import kubectl_binary
+    from tests.helpers.fixtures.demo import kubectl_binary
 
     demo = demo_cluster("nouveau-loaded")
     kube = ["--kubeconfig", str(demo.kubeconfig_path)]
@@ -108,7 +108,7 @@ def test_node_filter_answers_and_bad_input(
     assert code == 2 and "mode" in err and "Traceback" not in err
     binary = kubectl_binary()
     if binary is not None:  # every probe pod of the runs above is gone
-        from tests.fixtures_demo import Kubectl
+        from tests.helpers.fixtures.demo import Kubectl
 
         pods = Kubectl(binary, tmp_path)(demo, "get", "pods", "-A", "-o", "name")
         assert "probe" not in pods.stdout
@@ -141,7 +141,7 @@ def test_driver_images_missing_for_a_kernel_are_findings(capsys: pytest.CaptureF
 
 async def test_facade_host_doctor_judges_the_plan_and_leaves_no_probe_pod(demo_cluster: ClusterFactory) -> None:
     """``Cluster.host_doctor(plan)``: the findings for that plan, per node as each finishes; the pods removed."""
-    from tests.cluster_util import connected, preinstalled_plan, upstream_plan
+    from tests.helpers.cluster import connected, preinstalled_plan, upstream_plan
 
     demo = demo_cluster("secure-boot")
     async with connected(demo) as cluster:

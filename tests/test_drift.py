@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 ANSWERS = Path(__file__).resolve().parent.parent / "assets" / "examples" / "sle-micro-precompiled.answers.yaml"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.reports import ctrf, junit_cases
 from wizard.cli.main import main
 

@@ -19,8 +19,8 @@ from typing import Any, cast
 import certifi
 import pytest
 
-from tests.cluster_util import connected, upstream_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, upstream_plan
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.render_cases import node
 from wizard import collector
 from wizard.cluster import apply as applying

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import connected, scenario
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.backup import Backup, read_backup, render_backup
 from wizard.cluster.facade import Cluster, ClusterError

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.kubeconfig import exec_cluster_info, one_line

@@ -20,8 +20,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.cluster_util import kubeconfig, scenario
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import kubeconfig, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.facade import Cluster

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 from aiohttp import web
 
-from tests.cluster_util import connected
+from tests.helpers.cluster import connected
 from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
 

@@ -1,7 +1,7 @@
 """Many clusters in one run (issue 36, item 4): ``--context A --context B`` and ``--all-contexts`` on ``discover``,
 ``verify``, ``doctor`` and ``check-kernel``: a section per cluster with its verdict, one summary table, one exit
 code; a cluster that cannot be reached is a line, not a stop. Demo clusters over real HTTPS, one kubeconfig
-holding a context for each (tests/cluster_util.py ``fleet_kubeconfig``)."""
+holding a context for each (tests/helpers/cluster.py ``fleet_kubeconfig``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-from tests.cluster_util import fleet_kubeconfig, scenario
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import fleet_kubeconfig, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 
@@ -166,7 +166,7 @@ def test_a_kubeconfig_is_parsed_once_per_text_and_a_change_is_seen(
 ) -> None:
     """Every cluster of a fleet run reads the one kubeconfig about seven times: its parse is done once per text
     (it was 80 % of a 10-cluster run's CPU), yet a rewritten file is read anew and no caller's change leaks."""
-    from tests.cluster_util import kubeconfig
+    from tests.helpers.cluster import kubeconfig
     from wizard.cluster import kubeconfig as kc
 
     parses: list[str] = []

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import connected, kubeconfig
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_registry import free_port
+from tests.helpers.cluster import connected, kubeconfig
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.registry import free_port
 from wizard.cluster.errors import ApiError
 from wizard.cluster.facade import Cluster, ClusterError, kube_contexts
 from wizard.cluster.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import (
     CASE_NODES,
     CASES,
@@ -24,6 +23,7 @@ from tests.helpers.chart_parity import (
     differences,
     render_chart,
 )
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.render_cases import facts, nodelist
 from tests.helpers.yaml11 import yaml11_load_all
 from wizard.cli.main import main

@@ -1,17 +1,17 @@
-"""The hostile-input catalogue: every case of every ``tests/hostile_cases_*.py`` run as the real CLI.
+"""The hostile-input catalogue: every case of every ``tests/helpers/hostile/cases_*.py`` run as the real CLI.
 
 Each case must end with its exit code and message, with no traceback and no control character in
 its output, within 2 s and 200 MB peak RSS. One test per case (``make test``'s xdist workers spread
 them over the cores). The 2 s are CPU time and wall time less the wait for a CPU
-(``tests/hostile_runner.py``): bounds that hold on a loaded machine too, so no case is ever skipped.
+(``tests/helpers/hostile/runner.py``): bounds that hold on a loaded machine too, so no case is ever skipped.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.hostile import HostileCase
-from tests.hostile_runner import CaseResult, collect_cases, problems, run_case
+from tests.helpers.hostile.case import HostileCase
+from tests.helpers.hostile.runner import CaseResult, collect_cases, problems, run_case
 
 CASES = collect_cases()
 

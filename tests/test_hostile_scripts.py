@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.hostile.case import write_files
+from tests.helpers.hostile.cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from tests.helpers.plans import answers_plan, plan_or_refusal
-from tests.hostile import write_files
-from tests.hostile_cases_nodes import CASES, PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.cli import main as cli
 from wizard.engine.answers import AnswersError
 from wizard.engine.facts import ClusterFacts, facts_from_nodelist, node_facts

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.hostprobe import HostRun, host_findmnt, run_on_hosts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.mirror import Item
 from wizard.registry.auth import Credentials
 from wizard.registry.mirror_run import MirrorError, MirrorOutcome, MirrorProgress, run_mirror, skopeo_available

@@ -33,7 +33,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from screens.steps.driver_catalog import upstream_versions
-from tests.fixtures_demo import ClusterFactory, Kubectl, kubectl_binary
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl, kubectl_binary
 from tests.helpers.operator_chart import run_the_printed_command
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster

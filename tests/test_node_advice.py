@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.helpers.hostile.cases_nodes import PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from tests.helpers.plans import answers_plan
-from tests.hostile_cases_nodes import PRECOMPILED, UPSTREAM_AIRGAPPED, node, sle_node
 from wizard.engine.facts import facts_from_nodelist
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, images_table, render

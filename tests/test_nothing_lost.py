@@ -16,7 +16,7 @@ import pytest
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from screens.state import resume_path
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import on_step
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.render_cases import CP, facts, node
 from wizard.cli.images import image_lines, missing_images_refusal
 from wizard.engine.plan import Plan

@@ -6,8 +6,8 @@ import contextlib
 
 import pytest
 
-from tests.cluster_util import connected, preinstalled_plan, sle_plan, upstream_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected, preinstalled_plan, sle_plan, upstream_plan
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.facade import Cluster
 from wizard.cluster.probe import PROBE_LABEL

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster_util import connected, scenario, sle_plan, upstream_plan
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import connected, scenario, sle_plan, upstream_plan
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.demo.scenarios.scenario import OperatorSpec
 from wizard.engine.render import render, to_yaml
 from wizard.engine.results import Status

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tests.cluster_util import connected, scenario, upstream_plan
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import connected, scenario, upstream_plan
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check, Status
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
 from wizard.cluster.probe import ProbePod
 from wizard.demo.serve import DemoClusterThread

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.fixtures_registry import RegistryServer, free_port, require_tools
+from tests.helpers.fixtures.registry import RegistryServer, free_port, require_tools
 from wizard import requestlog
 from wizard.engine.naming import split_reference
 from wizard.registry.auth import Credentials, load_auth_file

@@ -1,7 +1,7 @@
 """Registry access as skopeo, podman and docker do it, against a real docker-registry on loopback.
 
 Credential helpers (``credHelpers``, ``credsStore``) are shell scripts this test writes (the helper
-protocol: the server on stdin, JSON on stdout); TLS uses a CA made per session (tests/fixtures_tls.py)
+protocol: the server on stdin, JSON on stdout); TLS uses a CA made per session (tests/helpers/tls.py)
 for a registry served over https behind htpasswd, and one that requires a client certificate. No
 secret may appear in a result, an error, a note or a log line.
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer, serve_registry
-from tests.fixtures_tls import Issued, TestCA
+from tests.helpers.fixtures.registry import RegistryServer, serve_registry
+from tests.helpers.tls import Issued, TestCA
 from wizard.cluster.facade import open_registry
 from wizard.registry.auth import Credentials
 from wizard.registry.client import RegistryClient
@@ -394,7 +394,7 @@ def test_cli_reaches_a_private_registry_with_its_ca_and_a_helper_and_shows_no_se
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tests.cluster_util import SLE_TAG
+    from tests.helpers.cluster import SLE_TAG
     from wizard.cli.main import main
 
     monkeypatch.setenv("XDG_STATE_HOME", str(isolated / "state"))

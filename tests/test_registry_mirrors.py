@@ -18,8 +18,8 @@ from textual.widgets import Static
 
 from screens.app import WizardApp
 from screens.widgets.field import AnswerField
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory, Kubectl
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.helpers.tui import SLE_DIGEST, next_to, on_step, set_field
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main

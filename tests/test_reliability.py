@@ -17,8 +17,8 @@ import pytest
 from benchmarks.faultmatrix import Cell, Lab, cells, clear_message, run_cell
 from screens.app import WizardApp
 from screens.dialogs import ErrorDialog
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.snapshots.plugin import screen_text, wait_for
 from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread

@@ -393,7 +393,7 @@ def test_geforce_licence(product: str, consumer: bool) -> None:
 @pytest.mark.parametrize(
     ("install_dir", "labels", "expected"),
     [
-        ("/run/nvidia/driver", {}, True),  # "/" is refused by the plan (tests/hostile_cases_answers.py)
+        ("/run/nvidia/driver", {}, True),  # "/" is refused by the plan (tests/helpers/hostile/cases_answers.py)
         ("/usr/local/glibc", {"nvidia.com/gpu.deploy.driver": "pre-installed"}, True),
         ("/usr/local/glibc", {}, False),
         (None, {"nvidia.com/gpu.deploy.driver": "pre-installed"}, False),

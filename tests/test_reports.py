@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.reports import ctrf, junit_cases
 from wizard.cli.main import main
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.registry import RegistryServer
 from wizard import requestlog
 from wizard.cli.main import main
 
@@ -130,7 +130,7 @@ def test_verbose_in_the_interactive_wizard_writes_a_file_of_its_own(
     """The TUI owns the terminal: ``gpu-wizard -v`` (no command) logs to a file in the logs folder instead of stderr."""
     import asyncio
 
-    from tests.cluster_util import connected
+    from tests.helpers.cluster import connected
     from wizard.cli.main import build_parser
     from wizard.launch import starts_the_tui, tui_request_log
 

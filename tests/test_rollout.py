@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.rollout import UpgradeClock
 from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
 from wizard.cluster.watchcache import WatchCache

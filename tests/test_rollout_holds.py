@@ -14,8 +14,8 @@ import asyncio
 import datetime as dt
 import time
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.operator_held import OperatorHeld, write_status
 from wizard.cluster import rollout
 from wizard.cluster.rollout import RolloutStatus

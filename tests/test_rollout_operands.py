@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import connected
-from tests.fixtures_demo import ClusterFactory, PausableSimulation
+from tests.helpers.cluster import connected
+from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
 from wizard.cluster.preflight import POLICY as POLICIES
 from wizard.cluster.rollout import Followed, UpgradeClock, confirm_ready, snapshot
 from wizard.cluster.rollout_cache import slim_node, slim_pod, without_managed_fields

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from screens.app import WizardApp
-from tests.cluster_util import SLE_TAG, kubeconfig, scenario
-from tests.fixtures_demo import ClusterFactory
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.cluster import SLE_TAG, kubeconfig, scenario
+from tests.helpers.fixtures.demo import ClusterFactory
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
 from tests.helpers.tui import apply_and_roll_out, connected, next_to, set_field, verified
 from tests.snapshots.plugin import screen_text, wait_for

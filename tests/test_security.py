@@ -18,8 +18,8 @@ import aiohttp
 import pytest
 
 from screens.app import WizardApp
-from tests.cluster_util import kubeconfig
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import kubeconfig
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main
 from wizard.registry.client import RegistryClient

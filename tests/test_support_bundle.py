@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import load_scenario
 

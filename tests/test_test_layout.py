@@ -1,4 +1,5 @@
-"""The suite's own layout: no module under tests/ imports a test module (issue 26 item 6).
+"""The suite's own layout: no module under tests/ imports a test module (issue 26 item 6), and
+the top level of tests/ holds test modules only, every helper in ``tests/helpers/`` (issue 38 item 6).
 
 A test module imported by another one runs its import-time work twice over, ties its tests'
 helpers to another file's reorganisation, and hides which file a helper belongs to. What tests
@@ -52,3 +53,11 @@ def test_no_module_under_tests_imports_a_test_module() -> None:
         if (found := imported_test_modules(path.read_text()))
     }
     assert not offenders, f"move what they share to tests/helpers/: {offenders}"
+
+
+def test_the_top_level_of_tests_holds_only_test_modules() -> None:
+    """A helper beside the tests is one more place to look for it: helpers, fixture plugins and the
+    hostile-input cases live under ``tests/helpers/`` (data stays in its own folders)."""
+    allowed = {"__init__.py", "conftest.py"}
+    strays = sorted(p.name for p in TESTS.glob("*.py") if p.name not in allowed and not p.name.startswith("test_"))
+    assert not strays, f"move these to tests/helpers/ (fixture plugins to tests/helpers/fixtures/): {strays}"

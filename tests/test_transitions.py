@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import by_node, collect, connected, preinstalled_plan, scenario
-from tests.fixtures_demo import ClusterFactory, PausableSimulation
+from tests.helpers.cluster import by_node, collect, connected, preinstalled_plan, scenario
+from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
 from wizard.cli.main import main
 from wizard.cluster.backup import read_backup
 from wizard.cluster.facade import Cluster

@@ -16,7 +16,7 @@ from textual.widgets import Select
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
-from tests.cluster_util import kubeconfig
+from tests.helpers.cluster import kubeconfig
 from tests.helpers.tui import connected, demo_app, next_to, on_step, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
 

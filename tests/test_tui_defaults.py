@@ -69,7 +69,7 @@ async def test_answers_naming_no_operand_registry_take_the_live_policys(tui_env:
     live policy (Preview then lists the images the cluster pulls, not nvcr.io's over "no changes")."""
     from ruamel.yaml import YAML
 
-    from tests.sim_helpers import world
+    from tests.helpers.sim import world
     from wizard.bundled import asset_text
     from wizard.engine.facts import facts_from_nodelist
     from wizard.engine.plan import Plan

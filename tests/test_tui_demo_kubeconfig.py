@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from screens.app import WizardApp
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import SLE_DIGEST, next_to, on_step, set_field
 from tests.snapshots.plugin import screen_text, wait_for
 

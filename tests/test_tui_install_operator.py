@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from screens.dialogs import ConfirmDialog
-from tests.fixtures_demo import Kubectl
+from tests.helpers.fixtures.demo import Kubectl
 from tests.helpers.operator_chart import run_the_printed_command
 from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for

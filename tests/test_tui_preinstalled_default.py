@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from screens.app import WizardApp
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import apply_and_roll_out, connected
 from tests.helpers.walk import forward
 from tests.snapshots.plugin import screen_text, wait_for

@@ -1,6 +1,6 @@
 """Starting the TUI: in a terminal it draws its first frame; a scenario typo is refused there too.
 
-The refusals without a terminal are hostile cases (``tests/hostile_cases_answers.py``); these run
+The refusals without a terminal are hostile cases (``tests/helpers/hostile/cases_answers.py``); these run
 the entry point in a pseudo-terminal, as a user would (``benchmarks/startup.py``'s launcher).
 """
 

@@ -30,7 +30,7 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from screens.flow import step_named
 from screens.widgets.field import AnswerField
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.keys import keys_at_once, landed
 from tests.helpers.tui import apply_and_roll_out, back_to, connected, next_to, on_step, set_field
 from tests.helpers.walk import backward, forward

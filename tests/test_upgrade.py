@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.mirror import NodeImage

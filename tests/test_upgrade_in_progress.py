@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import demo_app, next_to, walk_to
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main

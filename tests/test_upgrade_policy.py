@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.render_cases import CP, facts, node
 from wizard.cli.main import main
 from wizard.engine.answers import AnswersError, parse_answers, plan_errors

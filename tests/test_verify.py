@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_util import (
+from tests.helpers.cluster import (
     SLE_TAG,
     by_node,
     collect,
@@ -22,8 +22,8 @@ from tests.cluster_util import (
     sle_plan,
     upstream_plan,
 )
-from tests.fixtures_demo import ClusterFactory, Kubectl
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.install import install_and_roll_out
 from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
 from wizard.cli.main import main

@@ -17,8 +17,8 @@ from typing import Any, cast
 
 import pytest
 
-from tests.cluster_util import collect, connected, sle_plan
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import collect, connected, sle_plan
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.install import install_and_roll_out
 from wizard.cluster.gateway import watches as watches_module
 from wizard.cluster.hostprobe import HostRun, run_on_hosts

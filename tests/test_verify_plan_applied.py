@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 
 PLAN = "version: 1\noperator: {{version: v26.3.3}}\nmode: upstream\ndriver: {{repository: nvcr.io/nvidia, {driver}}}\n"

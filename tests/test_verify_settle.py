@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.cluster_util import collect, connected
-from tests.fixtures_demo import ClusterFactory
+from tests.helpers.cluster import collect, connected
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.operator_held import OperatorHeld, policy_status, write_status
 from wizard import requestlog
 from wizard.cluster import proving

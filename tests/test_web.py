@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.web import FIRST_FRAME, PREFLIGHT_DONE, ServedWizard, Tab, alive
+from tests.helpers.hostile.case import HostileCase
+from tests.helpers.hostile.cases_web import CASES as HOSTILE_CASES
 from tests.helpers.web import wait_until
-from tests.hostile import HostileCase
-from tests.hostile_cases_web import CASES as HOSTILE_CASES
 from wizard.web.environment import remove_stale_roots, session_environment
 from wizard.web.server import origin_of
 

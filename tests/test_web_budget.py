@@ -1,7 +1,7 @@
 """A session past its share of the server's CPU or memory is ended, with a line to its tab and the console.
 
 In-process seats and pool (:mod:`wizard.web.seats`) with stand-in apps: one that spins on a core, one
-that idles (``tests/web_echo_app.py``), both under a small budget so the check takes seconds.
+that idles (``tests/helpers/web_echo_app.py``), both under a small budget so the check takes seconds.
 """
 
 from __future__ import annotations

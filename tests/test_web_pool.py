@@ -1,4 +1,4 @@
-"""The classroom's pool of places with a stand-in app (``tests/web_echo_app.py``): no wizard start-up cost.
+"""The classroom's pool of places with a stand-in app (``tests/helpers/web_echo_app.py``): no wizard start-up cost.
 
 Checked: spares warm at a low priority while a student's session runs at full priority (an early
 student does not wait for the spares), every session starts exactly once even when tabs take spares

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_demo import Kubectl
+from tests.helpers.fixtures.demo import Kubectl
 from tests.helpers.yaml11 import yaml11_load_all
 from wizard.engine.render import to_yaml
 

@@ -12,7 +12,7 @@ from benchmarks.web import screen_text
 if TYPE_CHECKING:
     from benchmarks.web import Tab
 
-ECHO_APP = [sys.executable, str(Path(__file__).resolve().parents[1] / "web_echo_app.py")]
+ECHO_APP = [sys.executable, str(Path(__file__).resolve().parent / "web_echo_app.py")]
 
 
 def wait_until(condition: object, timeout: float = 10.0) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import operator_releases
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.flows import (

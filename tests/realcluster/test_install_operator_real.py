@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_demo import ClusterFactory
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.fixtures.demo import ClusterFactory
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.flows import container, daemonsets, driver_daemonsets, run, wait_for
 from tests.realcluster.kwokhost import HostFacts

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import operator_releases
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.flows import UBUNTU_KERNEL, UPSTREAM_VERSION, as_wizard, node, run, upstream_answers

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.flows import (
     SLE_KERNELS,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_registry import RegistryServer
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import Built
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.conftest import _FAILED, LOGS, releases

@@ -23,8 +23,8 @@ from textual.widgets import Button
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
-from tests.fixtures_registry import RegistryServer
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.tui import next_to, on_step, set_field
 from tests.realcluster.build import Built
 from tests.realcluster.cluster import RealCluster

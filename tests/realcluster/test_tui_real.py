@@ -16,7 +16,7 @@ import pytest
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
-from tests.fixtures_registry import RegistryServer
+from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.flows import (
     UBUNTU_KERNEL,

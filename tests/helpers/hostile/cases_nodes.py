@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "assets" / "examples"
 PRECOMPILED = (EXAMPLES / "sle-micro-precompiled.answers.yaml").read_text()
 UPSTREAM_AIRGAPPED = (EXAMPLES / "ubuntu-upstream-airgapped.answers.yaml").read_text()
 

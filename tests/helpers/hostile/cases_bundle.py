@@ -6,7 +6,7 @@ sequences and a newline, an output that is a folder, an answers file with contro
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 CASES: list[HostileCase] = [
     HostileCase(

@@ -1,4 +1,4 @@
-"""Runs the hostile-input catalogue: every ``CASES`` entry of ``tests/hostile_cases_*.py`` as a real CLI process.
+"""Runs the hostile-input catalogue: every ``CASES`` entry of ``tests/helpers/hostile/cases_*.py`` as a real CLI process.
 
 Used by ``tests/test_hostile_catalog.py`` (which fails on any broken bound or message) and by
 ``benchmarks/reliability.py`` (which writes the *hostile input* table of ``docs/reliability.md``).
@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.hostile import HostileCase, write_files
+from tests.helpers.hostile.case import HostileCase, write_files
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 MAX_SECONDS = 2.0
 MAX_RSS_MB = 200.0
 ADDRESS_SPACE_LIMIT = 4 << 30
@@ -73,12 +73,12 @@ class CaseResult:
 
 
 def collect_cases() -> list[tuple[str, HostileCase]]:
-    """``(module name, case)`` for every case of every ``tests/hostile_cases_*.py``, in file order."""
+    """``(module name, case)`` for every case of every ``tests/helpers/hostile/cases_*.py``, in file order."""
     found: list[tuple[str, HostileCase]] = []
-    for path in sorted((ROOT / "tests").glob("hostile_cases_*.py")):
-        module = importlib.import_module(f"tests.{path.stem}")
+    for path in sorted(Path(__file__).resolve().parent.glob("cases_*.py")):
+        module = importlib.import_module(f"tests.helpers.hostile.{path.stem}")
         for case in getattr(module, "CASES", []):
-            found.append((path.stem.removeprefix("hostile_cases_"), case))
+            found.append((path.stem.removeprefix("cases_"), case))
     names = [f"{area}/{case.name}" for area, case in found]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:

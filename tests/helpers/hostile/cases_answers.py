@@ -1,6 +1,6 @@
 """Hostile and careless input to the answers loader, the field grammars, file writes and start-up.
 
-Run by ``tests/test_hostile_catalog.py`` as real CLI processes (see ``tests/hostile.py``); each
+Run by ``tests/test_hostile_catalog.py`` as real CLI processes (see ``tests/helpers/hostile/case.py``); each
 ends with the exit code given, names the field and line where there is one, within 2 s and 200 MB.
 Most render an answers file (``{dir}/answers.yaml``) against the example NodeList.
 """
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "assets" / "examples"
 GOOD_ANSWERS = (EXAMPLES / "sle-micro-precompiled.answers.yaml").read_text(encoding="utf-8")
 GOOD_NODES = (EXAMPLES / "sle-micro-precompiled.nodes.json").read_text(encoding="utf-8")
 RENDER = ("render", "--answers", "{dir}/answers.yaml", "--nodes", "{dir}/nodes.json")

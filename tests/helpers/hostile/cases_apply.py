@@ -9,7 +9,7 @@ bounds. Cases that need a cluster (``apply`` with a missing image) take longer t
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 HEADER = '# gpu-wizard-backup: {"context": "x", "created": [], "server": "https://x", "version": 1}\n---\n'
 POLICY = "apiVersion: nvidia.com/v1\nkind: ClusterPolicy\nmetadata:\n  name: {name}\nspec: {{}}\n"

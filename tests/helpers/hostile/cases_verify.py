@@ -8,7 +8,7 @@ None needs a network: the plugin fails before any connection is made. The plugin
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 
 def _kubeconfig(exec_block: str) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "assets" / "examples"
 GOOD_NODES = (EXAMPLES / "sle-micro-precompiled.nodes.json").read_text(encoding="utf-8")
 RENDER = ("render", "--answers", "{dir}/answers.yaml", "--nodes", "{dir}/nodes.json")
 APPLY = ("apply", "--answers", "{dir}/answers.yaml", "--kubeconfig", "{dir}/kubeconfig")

@@ -7,7 +7,7 @@ no control character reaching the terminal.
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 ANSWERS = (
     "version: 1\nmode: upstream\ndriver:\n  version: 580.126.20\n  repository: nvcr.io/nvidia\n"

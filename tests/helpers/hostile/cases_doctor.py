@@ -1,4 +1,4 @@
-"""Hostile inputs of ``gpu-wizard doctor`` for the hostile-input catalogue (``tests/hostile.py``).
+"""Hostile inputs of ``gpu-wizard doctor`` for the hostile-input catalogue (``tests/helpers/hostile/case.py``).
 
 Each answers file is refused while it is read, before any cluster is reached: one line naming the
 field, exit 2, no control character on the terminal.
@@ -6,7 +6,7 @@ field, exit 2, no control character on the terminal.
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 CASES: list[HostileCase] = [
     HostileCase(

@@ -1,12 +1,12 @@
 """Hostile input for ``gpu-wizard serve`` (classroom mode): every case is refused before a port is opened.
 
-Run by the hostile-input catalogue's runner (see :mod:`tests.hostile`); ``tests/test_web.py`` also runs
+Run by the hostile-input catalogue's runner (see :mod:`tests.helpers.hostile.case`); ``tests/test_web.py`` also runs
 them itself.
 """
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 CASES: list[HostileCase] = [
     HostileCase(

@@ -7,8 +7,8 @@ gets ``?`` in the images table and a ``node-unplaced`` warning naming it.
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase
-from tests.hostile_cases_nodes import PRECOMPILED, UPSTREAM_AIRGAPPED, _case, node, sle_node
+from tests.helpers.hostile.case import HostileCase
+from tests.helpers.hostile.cases_nodes import PRECOMPILED, UPSTREAM_AIRGAPPED, _case, node, sle_node
 
 V26_3_UPSTREAM = UPSTREAM_AIRGAPPED.replace("version: v26.7.0", "version: v26.3.3", 1)
 RHEL_KERNEL = "5.14.0-427.13.1.el9_4.x86_64"

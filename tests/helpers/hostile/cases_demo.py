@@ -1,6 +1,6 @@
 """Hostile scenario files for the demo cluster (``--demo FILE``, ``demo serve --scenario FILE``): refused in one line, exit 2.
 
-Cases for the catalogue runner (``tests/hostile.py``); each fails while the scenario is read, before
+Cases for the catalogue runner (``tests/helpers/hostile/case.py``); each fails while the scenario is read, before
 any server starts, so it is fast. The NodeList cases go through the demo's own node reader
 (``wizard.demo.rules.nodeinfo``): an ``osImage`` it cannot read back into an OS is refused, control
 characters included, rather than turned into node labels.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from tests.hostile import HostileCase
+from tests.helpers.hostile.case import HostileCase
 
 
 def _nodelist(os_image: str, kernel: str = "5.15.0-1048-nvidia") -> str:

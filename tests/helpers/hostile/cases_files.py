@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from tests.hostile import FIFO, HostileCase, Special
-from tests.hostile_cases_nodes import UPSTREAM_AIRGAPPED, node
+from tests.helpers.hostile.case import FIFO, HostileCase, Special
+from tests.helpers.hostile.cases_nodes import UPSTREAM_AIRGAPPED, node
 
 DEEP_JSON = '{"items": ' + "[" * 100_000 + "]" * 100_000 + "}"
 """200 KB, 100,000 levels: the issue's NodeList."""

@@ -7,8 +7,8 @@ reference that is neither a path nor ``oci://``, a local chart for Argo CD.
 
 from __future__ import annotations
 
-from tests.hostile import HostileCase, Special
-from tests.hostile_cases_answers import GOOD_ANSWERS, GOOD_NODES
+from tests.helpers.hostile.case import HostileCase, Special
+from tests.helpers.hostile.cases_answers import GOOD_ANSWERS, GOOD_NODES
 
 BUNDLE = ("bundle", "--answers", "{dir}/answers.yaml", "--nodes", "{dir}/nodes.json")
 FILES: dict[str, str | bytes | Special] = {"answers.yaml": GOOD_ANSWERS, "nodes.json": GOOD_NODES}

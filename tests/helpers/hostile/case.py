@@ -1,6 +1,6 @@
 """The hostile-input catalogue's case type: one CLI invocation fed untrusted files.
 
-Each area contributes cases in a ``tests/hostile_cases_<area>.py`` module exporting ``CASES``; one
+Each area contributes cases in a ``tests/helpers/hostile/cases_<area>.py`` module exporting ``CASES``; one
 runner (``tests/test_hostile_catalog.py``) runs every case as a subprocess of the real CLI and checks
 the exit code, the message, that no traceback and no control character reach the output, and the
 time (2 s) and memory (200 MB) bounds. ``benchmarks/reliability.py`` writes the same cases as the
