@@ -107,16 +107,20 @@ def confirmation(
     evictions: Mapping[str, Sequence[str]] | None,
     unread: str = "",
     images: str = "",
+    through_helm: bool = False,
 ) -> Confirmation:
     """The confirmation of an apply (``evictions`` None: the upgrade plan is still being read, or ``unread``
     says why it could not be).
 
     ``where`` is the cluster as said (``**ctx** — the built-in demo cluster``), ``changes`` the
     ``update ClusterPolicy/cluster-policy`` lines, ``warnings`` the plan's findings, ``images`` what the cluster
-    will pull, in one line (:func:`wizard.engine.image_lists.compact_summary`; the page lists each).
+    will pull, in one line (:func:`wizard.engine.image_lists.compact_summary`; the page lists each);
+    ``through_helm``: the change goes through the owning Helm release's ``helm upgrade``, not a direct apply.
     """
     risks: list[str] = []
-    if owner.helm:
+    if through_helm:
+        pass  # the change goes through the owning release: its next upgrade keeps it
+    elif owner.helm:
         risks.append(
             f"**Helm release {owner.release} owns this ClusterPolicy:** its next `helm upgrade` reverts this "
             "change; Save Helm values carries it into the release."
@@ -141,6 +145,11 @@ def confirmation(
     writes = [c for c in changes if not c.startswith("delete ")]
     risks[:0] = [f"**{c[0].upper() + c[1:]}**" for c in deletions]
     head = f"Apply to {where}: {', '.join(writes) or 'nothing to change'}."
+    if through_helm:
+        head = (
+            f"Run `helm upgrade` of release `{owner.release}` (namespace `{owner.namespace}`) on {where} with the "
+            f"plan as its values: {', '.join(writes) or 'nothing to change'}."
+        )
     tail = f"Backup of the live objects first: `{backup}`"
     pulls = [short(f"Images: {images}", CONFIRM_COLUMNS - 4)] if images else []  # one row: the page lists each
     used = sum(_rows(text) for text in (head, tail, *risks, *pulls))
@@ -156,6 +165,8 @@ def confirmation(
     if named < len(warnings):
         risks.append(f"and {len(warnings) - named} more warning(s), listed on the page")
     lines = [head, *(f"* ⚠ {risk}" for risk in risks), *(f"* {line}" for line in pulls), f"* {tail}"]
+    if through_helm:
+        return Confirmation("Run helm upgrade?", "\n".join(lines), "Run helm upgrade")
     if owner.helm:
         return Confirmation("Apply directly, bypassing Helm?", "\n".join(lines), "Apply directly")
     return Confirmation("Apply with warnings?" if risks else "Apply these changes?", "\n".join(lines), "Apply")

@@ -59,3 +59,22 @@ def test_workloads_the_plan_could_not_read_are_said_unknown_not_still_being_read
     )
     assert "GPU workloads evicted: unknown, the upgrade plan could not be read (the API server timed out)" in asked.body
     assert "still being read" not in asked.body
+
+
+def test_a_change_through_the_owning_release_names_helm_upgrade_and_no_revert_risk() -> None:
+    helm = Ownership("helm", "cluster-policy", "gpu-operator", "gpu-operator")
+    asked = confirmation(
+        where="**prod**",
+        changes=["update ClusterPolicy/cluster-policy", "delete DaemonSet gpu-operator/nvidia-driver-daemonset, left"],
+        backup="~/b",
+        warnings=[],
+        owner=helm,
+        evictions={},
+        through_helm=True,
+    )
+    assert (asked.title, asked.yes) == ("Run helm upgrade?", "Run helm upgrade")
+    assert "Run `helm upgrade` of release `gpu-operator` (namespace `gpu-operator`) on **prod**" in asked.body
+    assert "reverts" not in asked.body and "owner:" not in asked.body
+    assert "**Delete DaemonSet gpu-operator/nvidia-driver-daemonset" in asked.body  # approved with the upgrade
+    # the TUI's dry-run of a Helm-owned policy takes Helm's fields, or the real API server refuses it (conflict)
+    assert helm.dry_run_takes_fields and not Ownership("olm").dry_run_takes_fields

@@ -12,10 +12,13 @@ One apply state per visit: an earlier apply is shown only while the plan on scre
 plan's driver (``ApplyPlan.holds_driver``), nothing needs sending: their rollout is shown and Verify is
 reachable without an apply.
 
-When a Helm release owns the live ClusterPolicy, the default is the release's values and the
+The ways through Helm (installing the operator, a Helm-owned change) are the step's base,
+:class:`screens.steps.apply_helm.HelmPaths`. When a Helm release owns the live ClusterPolicy, the default is the release's values and the
 ``helm upgrade`` that carries them (composed and saved by ``wizard.cluster.facade.helm_change``,
-the CLI's own path): a direct apply would be reverted by the next ``helm upgrade``, so it needs a
-confirmation naming that risk. When a policy already runs, the upgrade plan (images per node group,
+the CLI's own path): with ``helm`` on PATH, **Run helm upgrade…** carries it out as ``gpu-wizard apply``
+does (backup, ``helm upgrade`` of the owning release, the leftover driver DaemonSets deleted, the rollout
+followed); a direct apply would be reverted by the next ``helm upgrade``, so it needs a confirmation naming
+that risk. When a policy already runs, the upgrade plan (images per node group,
 evictions, duration) is shown under the change (:mod:`screens.widgets.upgradeplan`).
 """
 
@@ -33,14 +36,14 @@ from textual.widgets import Button, Checkbox, Label, Static
 from screens.apply_text import changes, warnings
 from screens.host import SaveProgress
 from screens.state import display_path
-from screens.steps.base import StepScreen
+from screens.steps.apply_helm import HelmPaths
 from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 from wizard.engine.steps import VERIFY
 
 
-class ApplyStep(StepScreen):
+class ApplyStep(HelmPaths):
     """Apply the plan and watch the operator roll it out."""
 
     NEXT_LABEL = "Verify ▶"
@@ -53,6 +56,7 @@ class ApplyStep(StepScreen):
     #apply-scroll { height: 1fr; }
     #helm-row { height: 1; margin-top: 1; display: none; }
     #helm-row > Button { margin-right: 2; }
+    #helm-run { display: none; }
     #helm-values { height: auto; display: none; color: $text-muted; }
     """
 
@@ -65,6 +69,7 @@ class ApplyStep(StepScreen):
                 yield Button("Apply…", id="apply", variant="warning", compact=True)
                 yield Tick("apply although a host driver is unverified", id="allow-unverified", compact=True)
             with Horizontal(id="helm-row"):
+                yield Button("Run helm upgrade…", id="helm-run", variant="warning", compact=True)
                 yield Button("Save Helm values", id="helm-save", variant="primary", compact=True)
                 yield Button("Copy helm command", id="helm-copy", compact=True)
             yield Static("", id="helm-values")
@@ -89,9 +94,9 @@ class ApplyStep(StepScreen):
         # (Preview's dry-run of it); another plan starts from "not started", whatever was applied before
         self._sent = state.applied is not None and state.prepared is not None and state.applied_for is state.prepared
         self._summary()
+        self.query_one("#apply", Button).focus()
         if self._owner.helm:
             self._show_helm()
-        self.query_one("#apply", Button).focus()
         if state.preflight is not None and state.preflight.cluster_policy and state.cluster is not None:
             self.query_one(UpgradePlanView).load()
         if self._sent:
@@ -168,7 +173,8 @@ class ApplyStep(StepScreen):
         self.query_one("#apply-summary", Static).update("[$accent]… server dry-run of the new upgrade policy[/]")
         try:
             state.rendered = render(plan, facts)
-            state.prepared = await state.connected().prepare_apply(state.rendered)
+            force = self._owner.dry_run_takes_fields
+            state.prepared = await state.connected().prepare_apply(state.rendered, force_conflicts=force)
         finally:
             self.query_one("#apply", Button).disabled = False
         self._not_sent()
@@ -181,96 +187,18 @@ class ApplyStep(StepScreen):
         self.query_one(UpgradePlanView).load()
         self.refresh_nav()
 
-    # -- who owns the policy ----------------------------------------------------------------
-
-    def _ownership(self) -> Any:
-        from wizard.engine.ownership import ownership_of
-
-        preflight = self.state.preflight
-        return ownership_of(preflight.cluster_policy if preflight is not None else None)
-
-    def _show_helm(self) -> None:
-        """The release's values and the ``helm upgrade`` that carries them; a direct apply becomes the exception."""
-        from wizard.cluster.facade import helm_change, helm_values_path
-
-        state = self.state
-        self.query_one("#apply", Button).label = "Apply directly…"
-        if state.rendered is None:
-            return
-        context = state.info.context if state.info is not None else "cluster"
-        live = state.preflight.cluster_policy if state.preflight is not None else None
-        running = state.preflight.operator_release if state.preflight is not None else ""
-        prepared = state.prepared  # the preview named the driver DaemonSets the operator leaves behind
-        leftovers = prepared.leftovers if prepared is not None else []
-        namespace = prepared.namespace if prepared is not None else ""
-        self._helm = helm_change(
-            state.rendered, self._owner, live, helm_values_path(context), running, leftovers, namespace
-        )
-        self.query_one("#helm-row").display = True
-        steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
-        values = self.query_one("#helm-values", Static)
-        values.display = True
-        values.update(
-            f"[b]Helm values[/] (Save, or Copy, writes them to {escape(display_path(self._helm.values_path))}, 0600), "
-            "then run:\n"
-            f"{steps}\n{escape(self._helm.values_text.rstrip())}"
-        )
-
-    @on(Button.Pressed, "#helm-save")
-    def _helm_save(self) -> None:
-        if self._save_helm_values():
-            self.notify(f"Saved {display_path(self._helm.values_path)} (0600).", title="Helm values")
-
-    @on(Button.Pressed, "#helm-copy")
-    def _helm_copy(self) -> None:
-        """The command names the values file: it is saved first, so what is copied can run."""
-        from screens.clipboard import copy_text
-
-        if not self._helm_saved and not self._save_helm_values():
-            return
-        said = copy_text(self.app, "\n".join(self._helm.steps()), "The helm command")
-        self.notify(f"Saved {display_path(self._helm.values_path)}. {said}", title="Helm command")
-
-    def _save_helm_values(self) -> bool:
-        """Write the release's values (0600); False (after saying why) when they could not be written."""
-        from wizard.atomic_write import WriteError
-
-        if self._helm is None:
-            return False
-        try:
-            self._helm.write()
-        except WriteError as exc:
-            self.notify(str(exc), title="Not saved", severity="error")
-            return False
-        self._helm_saved = True
-        self.state.helm_command = self._helm.command
-        self.refresh_nav()
-        return True
-
     # -- apply ------------------------------------------------------------------------------
 
     @on(Button.Pressed, "#apply")
     def _apply_pressed(self) -> None:
         from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
-        from screens.findings import blocking_reason
         from wizard.engine.image_lists import compact_summary
 
         state = self.state
-        if state.cluster is None or state.prepared is None:
-            self.notify("Connect and preview first.", severity="warning")
+        if not self._may_send():
             return
-        if blocking_reason(state):  # Preview let this plan through to show what runs, not to apply it
-            self.notify(
-                "A blocking finding stands (Preview lists it): fix it, or tick 'apply anyway' on Preview.",
-                title="Not applied",
-                severity="warning",
-            )
-            return
-        info = state.info
-        where = f"**{info.context if info else '?'}**" + (
-            " (the built-in demo cluster)" if info and info.demo else f" at `{info.server if info else '?'}`"
-        )
+        where = self._where()
         if self._install is not None:
             from screens.apply_text import install_confirmation
             from wizard.cluster.facade import helm_binary
@@ -291,20 +219,6 @@ class ApplyStep(StepScreen):
             images=compact_summary(state.rendered) if state.rendered is not None else "",
         )
         self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
-
-    def _evictions(self) -> dict[str, list[str]] | None:
-        """GPU workload pods the apply evicts, per node ({} when none; None while the upgrade plan is read)."""
-        view = self.query_one(UpgradePlanView)
-        if not view.display:
-            return {}  # no policy runs yet: nothing to evict
-        report = view.report
-        if report is None:
-            return None
-        found = {node: list(pods) for node, pods in report.plan.evictions.items()}
-        in_progress = report.plan.in_progress
-        for node, pods in (in_progress.evictions if in_progress is not None else {}).items():
-            found.setdefault(node, list(pods))
-        return found
 
     def _confirmed(self, yes: bool | None) -> None:
         if yes:
@@ -343,78 +257,6 @@ class ApplyStep(StepScreen):
         self.post_message(SaveProgress(self.STEP))
         self.refresh_nav()
         self.follow_rollout()  # a worker of its own: a new upgrade policy can stop it, never the apply's writes
-
-    def _operator_install(self) -> Any:
-        """What installing the operator would do, when preflight found none running (None otherwise)."""
-        state = self.state
-        if not getattr(state.preflight, "installs_operator", False) or state.rendered is None:
-            return None
-        from wizard.engine.operator_install import chart_source, operator_install
-
-        chart = chart_source(state.rendered.plan.operator.version, state.chart) if state.chart else None
-        return operator_install(state.rendered, chart)
-
-    async def _install_body(self) -> None:
-        """Install the operator (helm, or the shown command and a wait), then follow the rollout as after an apply."""
-        from screens.clipboard import copy_text
-        from wizard.cluster.facade import ApplyResult, helm_binary, install_values_path
-
-        state = self.state
-        cluster = state.connected()
-        self.workers.cancel_group(self, "rollout")
-        self.query_one("#apply", Button).disabled = True
-        helm = helm_binary()
-        values = install_values_path(cluster.info.context)
-        view = self.query_one(RolloutView)
-        view.say(
-            f"[$accent]… helm upgrade --install {escape(self._install.name)} (values {escape(display_path(values))})[/]"
-        )
-
-        def said(command: str) -> None:
-            view.say(
-                f"helm is not on PATH: run this where helm is; gpu-wizard waits for the operator\n  {escape(command)}"
-            )
-            self.notify(copy_text(self.app, command, "The helm command"), title="Run helm", timeout=15)
-
-        try:
-            run = await cluster.install_operator(self._install, values, helm=helm, wait_timeout=1800.0, said=said)
-        finally:
-            self.query_one("#apply", Button).disabled = False
-        state.applied = ApplyResult(
-            "applied" if run.ok else "unchanged",
-            run.values_path,
-            [f"helm release {self._install.name}"],
-            message=run.message,
-        )
-        self._applied_text()
-        if not run.ok:
-            view.say(f"not started: {escape(run.message)}\n  {escape(run.command)}")
-            self.refresh_nav()
-            return
-        state.preflight = await cluster.preflight(state.valid_plan(), install_operator=True)  # Helm owns it now
-        self._owner, self._install = self._ownership(), None
-        state.applied_for, self._sent, self._advice, self._told_ready = state.prepared, True, [], False
-        self.query_one("#apply", Button).label = "Apply again…"  # installed: the next press applies the plan again
-        self.post_message(SaveProgress(self.STEP))
-        self.refresh_nav()
-        self.follow_rollout()
-
-    def _applied_text(self) -> None:
-        result = self.state.applied
-        if result is None:
-            return
-        said = result.message or ", ".join(result.objects)
-        head = f"[$success]✓ {escape(said)}[/]" if result.ok else f"[$error]✗ not applied:[/] {escape(said)}"
-        self.query_one("#change-title", Label).update("What was sent")
-        if result.objects and result.objects[0].startswith("helm release"):  # an install: no backup, the values
-            self.query_one("#apply-summary", Static).update(
-                f"{head}\nHelm values (later changes go through this release)\n"
-                f"{escape(display_path(result.backup_path))}"
-            )
-            return
-        self.query_one("#apply-summary", Static).update(
-            f"{head}\nBackup (undo: gpu-wizard rollback --backup FILE)\n{escape(display_path(result.backup_path))}"
-        )
 
     def _not_sent(self) -> None:
         """The plan on screen changed (a new upgrade policy): nothing of it was sent, no rollout is followed."""
@@ -483,6 +325,8 @@ class ApplyStep(StepScreen):
             return ""
         if applied.objects and applied.objects[0].startswith("helm release"):
             return ""  # an install: nothing to roll back to (helm uninstall removes the operator)
+        if helm := self._helm_undo():
+            return helm
         return f"gpu-wizard rollback --backup {display_path(applied.backup_path)}"
 
     def _show_rollout(self, status: Any) -> None:

@@ -245,7 +245,13 @@ class PreviewStep(StepScreen):
         assert rendered is not None  # the dry run follows the render (render_plan)
         plan = rendered.plan
         installs = bool(getattr(state.preflight, "installs_operator", False))
-        prepared = cluster.preview_install(rendered) if installs else await cluster.prepare_apply(rendered)
+        if installs:
+            prepared = cluster.preview_install(rendered)
+        else:
+            from wizard.engine.ownership import ownership_of
+
+            owner = ownership_of(state.preflight.cluster_policy if state.preflight is not None else None)
+            prepared = await cluster.prepare_apply(rendered, force_conflicts=owner.dry_run_takes_fields)
         state.references = list(await cluster.reference_checks(plan))
         if not state.images:  # the Driver step was left before its registry check finished (or skipped)
             async with self.wizard.open_registry(plan) as registry:

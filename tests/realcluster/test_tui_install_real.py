@@ -7,7 +7,10 @@ registries.conf as an admin's would be), walks Nodes, Mode, Driver, Paths (the h
 probe stage) and Preview, and confirms Apply's install: the wizard runs the lane's helm (the release's real
 chart, named with ``--chart`` as an air-gapped site does), the real operator starts once the chart's
 Deployment exists (as the chart's ServiceAccount), and its first driver DaemonSets carry the images Apply's
-confirmation named. Runs for the default release only: a newcomer installs that one.
+confirmation named. Then, in the same session, the admin's second plan (another driver version) goes back
+through Driver, Paths and Preview to Apply, where the policy is now the Helm release's: **Run helm upgrade…**
+upgrades that release with the lane's helm (revision 2), and the real operator rolls the new image out with
+no other driver DaemonSet left. Runs for the default release only: a newcomer installs that one.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from tests.helpers.chart_parity import _chart_dir
 from tests.helpers.fixtures.registry import RegistryServer
-from tests.helpers.tui import next_to, on_step, set_field
+from tests.helpers.tui import back_to, next_to, on_step, set_field
 from tests.realcluster.build import Built
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.conftest import _FAILED, LOGS, releases
@@ -42,6 +45,8 @@ from tests.snapshots.plugin import screen_text, wait_for
 from wizard.engine.answers import load_answers
 from wizard.engine.plan import DEFAULT_RELEASE
 
+SECOND_VERSION = "580.105.08"
+"""The admin's next plan: another driver of the same branch, through the release the wizard installed."""
 NODES = [
     node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
     *[node(f"gpu-h100-{i}", "ubuntu", "22.04", UBUNTU_KERNEL, product="NVIDIA-H100-80GB-HBM3") for i in range(2)],
@@ -158,11 +163,57 @@ async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
         rollout = lambda: getattr(app.screen, "_rollout", None)  # noqa: E731
         await wait_for(pilot, lambda: rollout() is not None and rollout().done, 420, "the rollout")
         assert rollout().phase == "ready", rollout().message
+        found = driver_daemonsets(cluster)
+        assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == predicted, found.keys()
+        [policy] = cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
+        assert policy["metadata"]["annotations"]["meta.helm.sh/release-name"] == "gpu-operator"
+        assert mode == policy_mode(policy), (mode, policy["spec"]["driver"])
+
+        # the second plan, in the same session: the policy is the release's now, so it goes through helm upgrade
+        assert app.state.get("mode") == "upstream", app.state.get("mode")  # nvcr.io unreachable: no tag to pick
+        await back_to(pilot, "driver")
+        await set_field(pilot, "driver-version", SECOND_VERSION)
+        await wait_for(pilot, lambda: _plans(app, SECOND_VERSION), 30, "the second plan")
+        second = {n.image for n in _node_images(app)}
+        for image in second:
+            digests[image] = oci_registry.push_image(
+                f"nvidia/{plan.driver.image}", image.rsplit(":", 1)[1], content=b"y"
+            )
+        app.screen.query_one("#recheck", Button).press()
+        await wait_for(pilot, lambda: _all_found(app, host) and _checked(app, second), 90, "the second registry check")
+        cluster.set_stages(digests, {}, healthy_paths(answers, toolkit))
+        await next_to(pilot, "paths")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 180, "the host check")
+        cluster.set_stages(digests, {}, healthy_host(toolkit))
+        first_preview = app.state.prepared
+        await next_to(pilot, "preview")
+        await wait_for(pilot, lambda: app.state.prepared not in (None, first_preview), 60, "the second preview")
+        await next_to(pilot, "apply")
+        run_button = app.screen.query_one("#helm-run", Button)
+        assert run_button.display and app.focused is run_button, screen_text(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), 30, "the helm upgrade confirmation")
+        assert "Run helm upgrade?" in screen_text(app), screen_text(app)
+        await pilot.press("tab", "enter")
+        await wait_for(pilot, lambda: app.state.applied_for is app.state.prepared, 300, "the helm upgrade")
+        assert app.state.applied.ok and "helm upgraded release gpu-operator" in app.state.applied.message
+        await wait_for(pilot, lambda: rollout() is not None and rollout().done, 420, "the second rollout")
+        assert rollout().phase == "ready", rollout().message
     found = driver_daemonsets(cluster)
-    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == predicted, found.keys()
+    assert {container(ds, "nvidia-driver-ctr")["image"] for ds in found.values()} == second, found.keys()
     [policy] = cluster.get("/apis/nvidia.com/v1/clusterpolicies")["items"]
-    assert policy["metadata"]["annotations"]["meta.helm.sh/release-name"] == "gpu-operator"
-    assert mode == policy_mode(policy), (mode, policy["spec"]["driver"])
+    assert policy["spec"]["driver"]["version"] == SECOND_VERSION, policy["spec"]["driver"]
+    secrets = cluster.get(f"/api/v1/namespaces/{install.namespace}/secrets?labelSelector=owner%3Dhelm")["items"]
+    assert "sh.helm.release.v1.gpu-operator.v2" in {s["metadata"]["name"] for s in secrets}
+
+
+def _plans(app: WizardApp, version: str) -> bool:
+    plan = app.state.plan()
+    return plan is not None and plan.driver.version == version
+
+
+def _checked(app: WizardApp, images: set[str]) -> bool:
+    return images <= {s.image for s in app.state.images}
 
 
 def policy_mode(policy: dict[str, Any]) -> str:

@@ -39,6 +39,13 @@ class Ownership:
     def helm(self) -> bool:
         return self.manager == "helm"
 
+    @property
+    def dry_run_takes_fields(self) -> bool:
+        """Whether the TUI's server dry-run forces field ownership: Helm owns the policy's fields (its field
+        manager), so a plain dry-run is refused with a conflict, though the change goes through ``helm upgrade``
+        and a direct apply means taking them over (the confirmation says so)."""
+        return self.helm
+
     def why_not_apply(self) -> str:
         """Why a direct apply is risky on this object ("" when nobody manages it)."""
         if self.manager == "helm":
