@@ -117,7 +117,7 @@ def failed_rollout_settle(monkeypatch: pytest.MonkeyPatch) -> None:
     """Verify's settle window (``proving.SETTLE_S``, 10 s) cut to 1 s, for tests whose rollout failed for good (a
     crash loop, a broken host): a notReady that young is read again until the window ends, and there it can only
     end in the same notReady, so the test waited 10 s for nothing. tests/test_verify_settle.py tests the window."""
-    from wizard.cluster import proving
+    from wizard.cluster.verification import proving
 
     monkeypatch.setattr(proving, "SETTLE_S", 1.0)
 

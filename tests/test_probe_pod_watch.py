@@ -15,7 +15,7 @@ import pytest
 from tests.cluster_util import connected
 from tests.fixtures_demo import ClusterFactory
 from wizard import requestlog
-from wizard.cluster.probe import ProbePod
+from wizard.cluster.probes.probe import ProbePod
 from wizard.demo.serve import DemoClusterThread
 
 NAMESPACE = "gpu-operator"
