@@ -52,7 +52,7 @@ PAGE_SIZE = 500
 
 async def node_pages_list(cluster: Any) -> int:
     """The same paged fetch as discovery's (``WatchCache.pages``: read-ahead), no facts."""
-    from wizard.cluster.watchcache import WatchCache
+    from wizard.cluster.core.watchcache import WatchCache
 
     count = 0
     async for page in WatchCache(cluster.gateway, "nodes", page_size=PAGE_SIZE).pages():

@@ -18,8 +18,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from benchmarks.faultmatrix import REQUEST_TIMEOUT, SLOW_MS, Lab, Reported, Trial, clear_message
-from wizard.cluster.apply import contains
-from wizard.cluster.backup import ObjectRef, clean
+from wizard.cluster.applying.apply import contains
+from wizard.cluster.applying.backup import ObjectRef, clean
 from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.plan import Plan

@@ -125,8 +125,8 @@ async def _apply_and_follow(
 
 async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
     """What one round of the former 1-second poll cost: (seconds, bytes of JSON received)."""
-    from wizard.cluster.preflight import POLICY
-    from wizard.cluster.rollout import DRIVER_SELECTOR
+    from wizard.cluster.core.preflight import POLICY
+    from wizard.cluster.rollouts.rollout import DRIVER_SELECTOR
     from wizard.engine.facts import LABEL_UPGRADE_STATE
 
     gateway = cluster.gateway
@@ -141,8 +141,8 @@ async def _one_poll(cluster: Any, namespace: str) -> tuple[float, int]:
 
 
 async def measure(server: Served, stalls: bool = False) -> dict[str, Any]:
+    from wizard.cluster.core.preflight import POLICY
     from wizard.cluster.facade import Cluster
-    from wizard.cluster.preflight import POLICY
 
     watch = StallWatch() if stalls else None
     if watch is not None:

@@ -153,8 +153,8 @@ async def measure(
     path_check: bool = True,
 ) -> dict[str, Any]:
     from wizard.cluster.facade import Cluster
-    from wizard.cluster.hostprobe import _per_node_pods, run_on_hosts
-    from wizard.cluster.proving import verify_context
+    from wizard.cluster.probes.hostprobe import _per_node_pods, run_on_hosts
+    from wizard.cluster.verification.proving import verify_context
     from wizard.engine.plan import Plan
     from wizard.engine.render import render
     from wizard.engine.results import Check

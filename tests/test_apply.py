@@ -11,11 +11,11 @@ import pytest
 
 from tests.helpers.cluster import connected, preinstalled_plan, scenario, sle_plan
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cluster.apply_preview import ApplyPlan
-from wizard.cluster.backup import clean, private, read_backup
+from wizard.cluster.applying.apply_preview import ApplyPlan
+from wizard.cluster.applying.backup import clean, private, read_backup
+from wizard.cluster.core.preflight import DRIVERS, POLICY
 from wizard.cluster.facade import Cluster, ClusterError
-from wizard.cluster.preflight import DRIVERS, POLICY
-from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.probes.probe import PROBE_LABEL
 from wizard.engine.render import render
 
 

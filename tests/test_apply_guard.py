@@ -17,11 +17,11 @@ import pytest
 
 from tests.helpers.cluster import connected, sle_plan
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cluster.apply_preview import guarded_apply, same_but_status
-from wizard.cluster.backup import ObjectRef
+from wizard.cluster.applying.apply_preview import guarded_apply, same_but_status
+from wizard.cluster.applying.backup import ObjectRef
+from wizard.cluster.core.preflight import POLICY
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.facade import Cluster
-from wizard.cluster.preflight import POLICY
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
 

@@ -189,8 +189,8 @@ def test_a_rollout_failing_on_a_host_found_unfit_before_apply_ends_at_once_namin
 
 def test_only_a_node_with_a_finding_before_apply_skips_the_crash_window() -> None:
     """A driver on a sound host may restart while it compiles: there the crash window still holds."""
-    from wizard.cluster.rollout_cache import PodStatus
-    from wizard.cluster.rollout_verdict import known_failure
+    from wizard.cluster.core.rollout_cache import PodStatus
+    from wizard.cluster.rollouts.rollout_verdict import known_failure
     from wizard.engine.prior_findings import by_node
     from wizard.engine.results import Check, Status
 

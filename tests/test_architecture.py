@@ -2,8 +2,9 @@
 
 The contracts say which way imports go (launcher > CLI | TUI > cluster > registry > demo > retry >
 engine > data), that the engine is pure, that only the gateway imports ``kubernetes``, that the TUI
-reaches the cluster through the facade only, that the demo imports no engine rule, and that no two
-sibling modules import each other.
+reaches the cluster through the facade only, that the cluster room is layered by flow (facade >
+verification > the flows, peers > probes > core > gateway > access > errors), that the demo imports no engine
+rule, and that no two sibling modules import each other.
 """
 
 from __future__ import annotations

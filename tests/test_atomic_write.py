@@ -138,7 +138,7 @@ def test_backup_write_failure_is_one_line_and_nothing_applied(tmp_path: Path) ->
 
     (A folder named like the backup is no obstacle: backups take the next free name, ``b-2.yaml``.)
     """
-    from wizard.cluster.backup import Backup, write_backup
+    from wizard.cluster.applying.backup import Backup, write_backup
     from wizard.cluster.errors import ClusterError
 
     (tmp_path / "b.yaml").mkdir()

@@ -1,7 +1,7 @@
 """The rollout's watch caches (and the gateway's watch under them) when the server throttles a watch, ends it
 at once, holds it silent or answers it with an error page, against the demo cluster over real HTTPS.
 
-A :class:`~wizard.cluster.watchcache.WatchCache` of the nodes lists once and then watches on; the demo
+A :class:`~wizard.cluster.core.watchcache.WatchCache` of the nodes lists once and then watches on; the demo
 answers its watch requests with the faults under test, and the test reads when each watch request
 reached the server. The reconnect policy is cut to a few milliseconds, so any longer wait between two
 watches is one the server asked for.
@@ -22,11 +22,11 @@ from aiohttp import web
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.faults import faults_off
-from wizard.cluster import watchcache
+from wizard.cluster.core import watchcache
+from wizard.cluster.core.rollout_cache import slim_node
+from wizard.cluster.core.watchcache import WatchCache
 from wizard.cluster.gateway import watches
 from wizard.cluster.gateway.watches import _DictWatch, _NotAnEvent
-from wizard.cluster.rollout_cache import slim_node
-from wizard.cluster.watchcache import WatchCache
 from wizard.demo.serve import DemoClusterThread
 from wizard.retry import Policy
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from wizard.cluster.daemonset_fit import Placements, slim_scheduling
-from wizard.cluster.rollout_verdict import DaemonSetStatus, classify
+from wizard.cluster.core.daemonset_fit import Placements, slim_scheduling
+from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus, classify
 from wizard.engine.plan import Plan
 
 DEPLOY = "nvidia.com/gpu.deploy.device-plugin"

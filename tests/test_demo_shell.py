@@ -5,9 +5,9 @@ termination-message rules, the DaemonSet controller's node fitting (affinity by 
 from __future__ import annotations
 
 from tests.helpers.sim import NS, settle, world
-from wizard.cluster.hostprobe import HostRun, host_findmnt
-from wizard.cluster.probeset import daemonset, read_message
-from wizard.cluster.probeset import script as daemonset_script
+from wizard.cluster.probes.hostprobe import HostRun, host_findmnt
+from wizard.cluster.probes.probeset import daemonset, read_message
+from wizard.cluster.probes.probeset import script as daemonset_script
 from wizard.demo.sim import container, nodecmd, nodefs, smi
 from wizard.demo.sim.placement import fits
 from wizard.demo.sim.pod_status import MESSAGE_LIMIT, termination_message

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.sim import NS, cluster_policy, pods_of, settle, world
-from wizard.cluster.probeset import anchor_job, daemonset
+from wizard.cluster.probes.probeset import anchor_job, daemonset
 from wizard.demo.sim import controllers, simutil
 from wizard.engine.nodescript import Step
 

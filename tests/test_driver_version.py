@@ -105,6 +105,6 @@ def test_the_plan_parses_its_version_once_its_field_rule_decides() -> None:
     ],
 )
 def test_a_daemonset_template_runs_the_version_its_tag_starts_with(image: str, version: str, runs: bool) -> None:
-    from wizard.cluster.rollout_verdict import DaemonSetStatus
+    from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus
 
     assert DaemonSetStatus("d", 1, 1, 1, image=image).runs(version) is runs

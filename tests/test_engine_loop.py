@@ -23,12 +23,12 @@ from tests.helpers.cluster import connected, upstream_plan
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.render_cases import node
 from wizard import collector
-from wizard.cluster import apply as applying
-from wizard.cluster import apply_preview
-from wizard.cluster.discovery import node_cache
-from wizard.cluster.rollout_cache import slim_node
-from wizard.cluster.slices import SLICE_S, Slices
-from wizard.cluster.watchcache import WatchCache
+from wizard.cluster.applying import apply as applying
+from wizard.cluster.applying import apply_preview
+from wizard.cluster.core.discovery import node_cache
+from wizard.cluster.core.rollout_cache import slim_node
+from wizard.cluster.core.slices import SLICE_S, Slices
+from wizard.cluster.core.watchcache import WatchCache
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.engine.facts import NodeFacts
 from wizard.registry.client import RegistryClient

@@ -17,7 +17,7 @@ import pytest
 from tests.helpers.cluster import connected, scenario
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
-from wizard.cluster.backup import Backup, read_backup, render_backup
+from wizard.cluster.applying.backup import Backup, read_backup, render_backup
 from wizard.cluster.facade import Cluster, ClusterError
 from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings

@@ -17,8 +17,8 @@ import pytest
 
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
+from wizard.cluster.access.kubeconfig import exec_cluster_info, one_line
 from wizard.cluster.facade import Cluster
-from wizard.cluster.kubeconfig import exec_cluster_info, one_line
 
 
 def plugin(path: Path, body: str) -> Path:

@@ -23,13 +23,13 @@ import pytest
 from tests.helpers.cluster import kubeconfig, scenario
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
+from wizard.cluster.access.transport import ExecOutput
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.facade import Cluster
 from wizard.cluster.gateway import Gateway
 from wizard.cluster.gateway.kube import client
 from wizard.cluster.gateway.tls_resume import RESUMPTIONS
-from wizard.cluster.probe import PROBE_CONTAINER, ProbePod
-from wizard.cluster.transport import ExecOutput
+from wizard.cluster.probes.probe import PROBE_CONTAINER, ProbePod
 from wizard.demo.serve import DemoClusterThread
 
 NS = "gpu-operator"

@@ -127,7 +127,7 @@ def test_discovery_lists_again_when_its_continue_token_expired(
 ) -> None:
     """A list whose first page's revision was compacted away between pages (a real server answers the
     continue token 410 Expired) is read again from its first page, not failed and not half old, half new."""
-    from wizard.cluster import discovery
+    from wizard.cluster.core import discovery
 
     monkeypatch.setattr(discovery, "PAGE_SIZE", 1)  # a page per node: the scenario's few nodes page too
     compacted = 0

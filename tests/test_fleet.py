@@ -167,7 +167,7 @@ def test_a_kubeconfig_is_parsed_once_per_text_and_a_change_is_seen(
     """Every cluster of a fleet run reads the one kubeconfig about seven times: its parse is done once per text
     (it was 80 % of a 10-cluster run's CPU), yet a rewritten file is read anew and no caller's change leaks."""
     from tests.helpers.cluster import kubeconfig
-    from wizard.cluster import kubeconfig as kc
+    from wizard.cluster.access import kubeconfig as kc
 
     parses: list[str] = []
     real = kc.parse_bounded

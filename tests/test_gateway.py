@@ -14,10 +14,10 @@ import pytest
 from tests.helpers.cluster import connected, kubeconfig
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.registry import free_port
+from wizard.cluster.access.transport import ExecResult
 from wizard.cluster.errors import ApiError
 from wizard.cluster.facade import Cluster, ClusterError, kube_contexts
-from wizard.cluster.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
-from wizard.cluster.transport import ExecResult
+from wizard.cluster.probes.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step, StepResult
 
@@ -212,7 +212,7 @@ async def test_exec_streams_lines_and_reports_the_exit_code(demo: DemoClusterThr
 
 async def test_node_pages_read_ahead_and_close_cleanly(demo: DemoClusterThread) -> None:
     """The watch cache's paged list (discovery's): the next page is requested ahead, and cancelled on close."""
-    from wizard.cluster.watchcache import WatchCache
+    from wizard.cluster.core.watchcache import WatchCache
 
     async with connected(demo) as cluster:
         nodes = WatchCache(cluster.gateway, "nodes", page_size=1)

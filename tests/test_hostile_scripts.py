@@ -150,7 +150,7 @@ def test_printable_escapes_every_control_character_visibly() -> None:
 
 
 def test_printed_preflight_hints_are_single_quoted_lines() -> None:
-    from wizard.cluster.preflight import install_hint
+    from wizard.cluster.core.preflight import install_hint
 
     hint = install_hint("v26.7.0\n$(id)")
     assert "\n" not in hint and "v26.7.0\\x0a$(id)" in hint

@@ -19,9 +19,9 @@ from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
-from wizard.cluster.hostprobe import HostRun, host_findmnt, run_on_hosts
-from wizard.cluster.probe import Leftover, probe_pod
-from wizard.cluster.probeset import OWNER_SELECTOR, anchor_job, caps, daemonset, read_message, script
+from wizard.cluster.probes.hostprobe import HostRun, host_findmnt, run_on_hosts
+from wizard.cluster.probes.probe import Leftover, probe_pod
+from wizard.cluster.probes.probeset import OWNER_SELECTOR, anchor_job, caps, daemonset, read_message, script
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
 

@@ -16,10 +16,10 @@ from textual.app import App
 from screens.apply_text import changes, confirmation
 from screens.dialogs import ConfirmDialog
 from tests.snapshots.plugin import screen_text
-from wizard.cluster.apply_preview import ApplyPlan
-from wizard.cluster.backup import Backup, read_backup, write_backup
+from wizard.cluster.applying.apply_preview import ApplyPlan
+from wizard.cluster.applying.backup import Backup, read_backup, write_backup
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.rollout_verdict import classify
+from wizard.cluster.rollouts.rollout_verdict import classify
 from wizard.engine.leftovers import (
     LEFT_WHEN_CRD_OFF,
     LEFT_WHEN_DISABLED,

@@ -20,7 +20,7 @@ from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import on_step
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main
-from wizard.cluster.backup import clean, private
+from wizard.cluster.applying.backup import clean, private
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.answers import load_answers, save_answers
 from wizard.engine.plan import Plan

@@ -200,7 +200,7 @@ def test_a_registry_without_a_host_is_refused() -> None:
 
 def test_a_plan_read_back_from_a_live_policy_keeps_its_registry() -> None:
     """An upgrade starts from the live policy's answers: its operands stay in the private registry."""
-    from wizard.cluster.liveplan import plan_from_live
+    from wizard.cluster.core.liveplan import plan_from_live
 
     mapped, _ = rendered_case(LISTED_RELEASE, "operand-registry")
     assert live_operand_registry(mapped.cluster_policy["spec"], LISTED_RELEASE) == PRIVATE_REGISTRY

@@ -10,7 +10,7 @@ from tests.helpers.cluster import connected, preinstalled_plan, sle_plan, upstre
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.facade import Cluster
-from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.probes.probe import PROBE_LABEL
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check, Status
 

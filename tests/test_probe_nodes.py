@@ -1,4 +1,4 @@
-"""The host probe's node selection (`wizard.cluster.probenodes`): exactly the nodes asked for, in one label
+"""The host probe's node selection (`wizard.cluster.probes.probenodes`): exactly the nodes asked for, in one label
 term where a GPU label describes them (the real DaemonSet controller parses every term for every node on
 each sync: 5,000 one-node terms took it 10 minutes to place the probe's pods), else one term per node.
 
@@ -17,8 +17,8 @@ import pytest
 
 from tests.helpers.cluster import connected, scenario
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cluster.hostprobe import HostRun, run_on_hosts
-from wizard.cluster.probenodes import EXCLUDE_MAX, HOSTNAME, NAMED_MAX, node_terms
+from wizard.cluster.probes.hostprobe import HostRun, run_on_hosts
+from wizard.cluster.probes.probenodes import EXCLUDE_MAX, HOSTNAME, NAMED_MAX, node_terms
 from wizard.demo.sim.placement import fits
 from wizard.engine.facts import LABEL_GPU_PRESENT, PCI_NVIDIA_LABELS
 from wizard.engine.nodescript import Step

@@ -15,7 +15,7 @@ import pytest
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
-from wizard.cluster.probe import ProbePod
+from wizard.cluster.probes.probe import ProbePod
 from wizard.demo.serve import DemoClusterThread
 
 NAMESPACE = "gpu-operator"

@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wizard.cli.main import UsageError, load_nodelist
-from wizard.cluster.backup import read_backup
+from wizard.cluster.access.kubeconfig import check_context, list_contexts
+from wizard.cluster.applying.backup import read_backup
 from wizard.cluster.errors import ClusterError
-from wizard.cluster.kubeconfig import check_context, list_contexts
 from wizard.engine.naming import split_reference
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12))

@@ -23,9 +23,9 @@ from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.helpers.tui import SLE_DIGEST, next_to, on_step, set_field
 from tests.snapshots.plugin import wait_for
 from wizard.cli.main import main
+from wizard.cluster.access.kubeconfig import demo_marker
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.facade import Cluster
-from wizard.cluster.kubeconfig import demo_marker
 from wizard.demo.api import discovery
 from wizard.engine.answers import AnswersError, parse_answers
 from wizard.engine.plan import check_mirror_source, check_mirror_url, parse_registry_mirror

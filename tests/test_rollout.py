@@ -12,9 +12,9 @@ from typing import Any
 
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cluster.rollout import UpgradeClock
-from wizard.cluster.rollout_cache import PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
-from wizard.cluster.watchcache import WatchCache
+from wizard.cluster.core.rollout_cache import PodStatus, slim_node, slim_pod, waiting_pods, without_managed_fields
+from wizard.cluster.core.watchcache import WatchCache
+from wizard.cluster.rollouts.rollout import UpgradeClock
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.cluster.rollout_verdict import FALSE_READY_WAIT, classify
+from wizard.cluster.rollouts.rollout_verdict import FALSE_READY_WAIT, classify
 from wizard.engine.plan import Plan
 
 

@@ -3,7 +3,7 @@
 The real operator wrote ``notReady`` for one pass a second after a ready the follower had confirmed on
 fresh lists (the lane's ``test_precompiled_on_two_kernels[v26.3.3]``: apply printed "rollout: ready",
 the ClusterPolicy read notReady right after). A confirmed ready is said once nothing the follower
-watches has changed for :data:`wizard.cluster.rollout.QUIET_S` (or it held for ``SETTLE_S``).
+watches has changed for :data:`wizard.cluster.rollouts.rollout.QUIET_S` (or it held for ``SETTLE_S``).
 
 On the demo cluster over HTTPS, with its operator held so that only the test writes the policy's status.
 """
@@ -17,8 +17,8 @@ import time
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.operator_held import OperatorHeld, write_status
-from wizard.cluster import rollout
-from wizard.cluster.rollout import RolloutStatus
+from wizard.cluster.rollouts import rollout
+from wizard.cluster.rollouts.rollout import RolloutStatus
 
 
 async def test_a_ready_is_said_only_once_it_holds_through_the_operators_flap(demo_cluster: ClusterFactory) -> None:

@@ -15,11 +15,11 @@ import pytest
 
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
-from wizard.cluster.preflight import POLICY as POLICIES
-from wizard.cluster.rollout import Followed, UpgradeClock, confirm_ready, snapshot
-from wizard.cluster.rollout_cache import slim_node, slim_pod, without_managed_fields
-from wizard.cluster.rollout_verdict import DaemonSetStatus, classify
-from wizard.cluster.watchcache import WatchCache
+from wizard.cluster.core.preflight import POLICY as POLICIES
+from wizard.cluster.core.rollout_cache import slim_node, slim_pod, without_managed_fields
+from wizard.cluster.core.watchcache import WatchCache
+from wizard.cluster.rollouts.rollout import Followed, UpgradeClock, confirm_ready, snapshot
+from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus, classify
 from wizard.engine.plan import Plan
 
 POLICY = {

@@ -15,7 +15,7 @@ import pytest
 
 from wizard.cli.main import main
 from wizard.cli.rollout_progress import OLDEST, RolloutPrinter
-from wizard.cluster.rollout import RolloutStatus, stalled_message
+from wizard.cluster.rollouts.rollout import RolloutStatus, stalled_message
 from wizard.engine.upgradestates import UPGRADE_STATES, duration_text, stuck_nodes, summarize
 
 

@@ -10,8 +10,8 @@ from textual.app import App, ComposeResult
 
 from screens.widgets.rolloutview import RolloutView
 from screens.widgets.rowtable import RowTable
-from wizard.cluster.rollout import RolloutStatus
-from wizard.cluster.rollout_verdict import DaemonSetStatus
+from wizard.cluster.rollouts.rollout import RolloutStatus
+from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus
 
 
 class Holder(App[None]):

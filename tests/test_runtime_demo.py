@@ -13,7 +13,7 @@ from tests.helpers.cluster import by_node, collect, connected, sle_plan, upstrea
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.install import install_and_roll_out
 from tests.helpers.sim import NS, RKE2_TOOLKIT_ENV, SLE_POLICY, cluster_policy, pods_of, settle, waiting_reason, world
-from wizard.cluster.verify import live_paths
+from wizard.cluster.verification.verify import live_paths
 from wizard.demo.rules.runtime_layout import ToolkitHostPaths, layout, runtime_reads_drop_in, toolkit_error
 from wizard.engine.plan import Plan
 from wizard.engine.render import render

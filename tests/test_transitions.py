@@ -18,7 +18,7 @@ import pytest
 from tests.helpers.cluster import by_node, collect, connected, preinstalled_plan, scenario
 from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
 from wizard.cli.main import main
-from wizard.cluster.backup import read_backup
+from wizard.cluster.applying.backup import read_backup
 from wizard.cluster.facade import Cluster
 from wizard.demo.serve import DemoClusterThread
 from wizard.demo.sim.simulation import Simulation

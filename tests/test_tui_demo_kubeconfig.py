@@ -37,7 +37,7 @@ async def test_the_demo_dropdown_shows_the_connected_servers_scenario(
     default sle-micro-precompiled. The demo's kubeconfig marker names its scenario."""
     from textual.widgets import Select
 
-    from wizard.cluster.kubeconfig import demo_scenario
+    from wizard.cluster.access.kubeconfig import demo_scenario
 
     demo = demo_cluster("nouveau-loaded")
     assert demo_scenario(str(demo.kubeconfig_path), "gpu-wizard-demo") == "nouveau-loaded"

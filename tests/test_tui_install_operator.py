@@ -19,7 +19,7 @@ from tests.helpers.fixtures.demo import Kubectl
 from tests.helpers.operator_chart import run_the_printed_command
 from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.cluster.operator_install import install_values_path
+from wizard.cluster.applying.operator_install import install_values_path
 
 RELEASE = "v26.7.0"
 

@@ -14,7 +14,7 @@ from typing import Any
 from screens.widgets.checks import CheckList
 from tests.helpers.tui import connected, demo_app, next_to
 from tests.snapshots.plugin import wait_for
-from wizard.cluster.operator_status import policy_checks
+from wizard.cluster.core.operator_status import policy_checks
 from wizard.engine.plan import Plan
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from screens.dialogs import ConfirmDialog
 from tests.helpers.tui import demo_app, next_to, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.probes.probe import PROBE_LABEL
 
 
 async def test_check_on_nodes_shows_noexec_run_per_node(tui_env: Path) -> None:

@@ -291,7 +291,7 @@ def test_discover_check_hosts_finds_a_preinstalled_driver(capsys: pytest.Capture
 def test_a_new_image_only_in_its_mirror_source_gets_the_copy_command() -> None:
     """The plan names what to run before the upgrade can go: the skopeo copy of each mirrorable new image."""
     from tests.helpers.render_cases import CP, facts, node
-    from wizard.cluster.upgrades import UpgradeReport, mirror_commands, report_lines
+    from wizard.cluster.upgrading.upgrades import UpgradeReport, mirror_commands, report_lines
     from wizard.engine.ownership import Ownership
     from wizard.engine.render import render
     from wizard.registry.client import TagStatus

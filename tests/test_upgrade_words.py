@@ -2,7 +2,7 @@
 never "evicted: none" under the pods an upgrade under way still evicts, never "driver X → X".
 
 ``gpu-wizard upgrade --dry-run`` against the demo cluster over its real HTTPS API (the TUI's Apply step
-shows the same lines, ``wizard.cluster.upgrades.report_lines``).
+shows the same lines, ``wizard.cluster.upgrading.upgrades.report_lines``).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.install import install_and_roll_out
 from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
 from wizard.cli.main import main
-from wizard.cluster.probe import PROBE_LABEL
-from wizard.cluster.verify import policy_checks
+from wizard.cluster.probes.probe import PROBE_LABEL
+from wizard.cluster.verification.verify import policy_checks
 from wizard.demo.api.store import WatchEvent
 from wizard.engine.registry_routes import registry_hosts
 from wizard.engine.render import render

@@ -20,12 +20,12 @@ import pytest
 from tests.helpers.cluster import collect, connected, sle_plan
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.install import install_and_roll_out
+from wizard.cluster.access.transport import exec_target
+from wizard.cluster.core.slices import Slices
 from wizard.cluster.gateway import watches as watches_module
-from wizard.cluster.hostprobe import HostRun, run_on_hosts
-from wizard.cluster.probefollow import _Follower, undecided
-from wizard.cluster.slices import Slices
-from wizard.cluster.transport import exec_target
-from wizard.cluster.verify import Outbox
+from wizard.cluster.probes.hostprobe import HostRun, run_on_hosts
+from wizard.cluster.probes.probefollow import _Follower, undecided
+from wizard.cluster.verification.verify import Outbox
 from wizard.engine.nodescript import Step
 from wizard.engine.results import LogLine, Status
 

@@ -3,7 +3,7 @@
 The real operator wrote ``notReady`` "states not ready: [gpu-feature-discovery]" for one pass, a second
 after a ready the rollout had confirmed, and ready again in the same second; the TUI's Verify read the
 policy in that second and failed an install that was fine (fresh-clone run 3, docs/real-cluster.md).
-A notReady younger than :data:`wizard.cluster.operator_status.SETTLE_S` is read again while the nodes are
+A notReady younger than :data:`wizard.cluster.core.operator_status.SETTLE_S` is read again while the nodes are
 checked and judged before the summary; an older one is judged at once, in its usual place.
 
 On the demo cluster over HTTPS, with its operator held so that only the test writes the policy's status (the
@@ -25,9 +25,9 @@ from tests.helpers.cluster import collect, connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.operator_held import OperatorHeld, policy_status, write_status
 from wizard import requestlog
-from wizard.cluster import proving
+from wizard.cluster.core.operator_status import turned_not_ready
 from wizard.cluster.facade import Cluster
-from wizard.cluster.operator_status import turned_not_ready
+from wizard.cluster.verification import proving
 from wizard.engine.results import Check
 
 NOW = dt.datetime(2026, 12, 2, 19, 34, 9, tzinfo=dt.UTC)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from wizard.cluster.core.preflight import POLICY
 from wizard.cluster.facade import Cluster
-from wizard.cluster.preflight import POLICY
 from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import Scenario
 from wizard.demo.sim.operator_sim import ClusterPolicyController, OperatorInfo

@@ -4,7 +4,7 @@
 Each process runs in its own process group (stopped on `stop()`, at interpreter exit and on SIGTERM/
 SIGINT through `atexit`), logs to `<workdir>/<name>.log`, and binds only 127.0.0.1 ports picked free.
 Three token users: `admin` (system:masters), `wizard` (exactly the permissions gpu-wizard's preflight
-lists, `wizard.cluster.preflight.permissions`, for every mode) and `gpu-operator` (system:masters, as
+lists, `wizard.cluster.core.preflight.permissions`, for every mode) and `gpu-operator` (system:masters, as
 the chart's ClusterRole is a template and the operator creates roles for its operands).
 
 The operator reads its manifests from the hard-coded /opt/gpu-operator: it runs in a private mount

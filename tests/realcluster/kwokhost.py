@@ -1,6 +1,6 @@
 """The lane's hosts: what each node's host tools print, as data, and the kwok stage that answers the host probe with it.
 
-gpu-wizard's host probe (wizard/cluster/probeset.py) runs a list of steps on each GPU node's host from a
+gpu-wizard's host probe (wizard/cluster/probes/probeset.py) runs a list of steps on each GPU node's host from a
 DaemonSet's init container and reads the results from the container's termination message. In the lane
 kwok plays the kubelet, so no step runs anywhere: the `probe-ready` stage *reads* the step commands out of
 the pod's script (each `o=$(… 2>&1)` line, in order, and each step's byte cap from its `head -c N`) and

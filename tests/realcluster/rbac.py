@@ -1,6 +1,6 @@
 """The restricted `wizard` user's RBAC, made from the permissions gpu-wizard itself documents.
 
-`wizard.cluster.preflight.permissions(plan, namespace)` is the list preflight asks the API server about
+`wizard.cluster.core.preflight.permissions(plan, namespace)` is the list preflight asks the API server about
 (and the README's permission table); the union over every mode's plan becomes one ClusterRole (the
 cluster-wide entries) and one Role in the operator namespace (the namespaced ones). Nothing is added
 by hand: when a wizard command needs a verb this list lacks, the real API server answers 403 and the
@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from wizard.cluster.preflight import Permission, permissions
+from wizard.cluster.core.preflight import Permission, permissions
 from wizard.engine.answers import parse_answers
 from wizard.engine.plan import Plan
 

@@ -8,7 +8,7 @@ common reason a first install fails: doctor must name it once, with both GPU nod
 their OS, exit 1, and leave no probe behind. The second run's hosts are clean: no findings, exit 0;
 its DaemonSet selects the GPU nodes by their label, as it does past a few dozen nodes (the real
 DaemonSet controller parses a one-node-per-term template once per node: quadratic, see
-wizard/cluster/probenodes.py), and the real controller must place pods on exactly those nodes.
+wizard/cluster/probes/probenodes.py), and the real controller must place pods on exactly those nodes.
 The findings' judging is tested on the demo (tests/test_doctor*.py); what only the real server shows is
 that the probe's objects, RBAC and cleanup work there and the answers come back through real pods.
 """
@@ -35,8 +35,8 @@ from tests.realcluster.flows import (
     upstream_answers,
     wait_for,
 )
-from wizard.cluster import hostprobe, probenodes, probeset
-from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.probes import hostprobe, probenodes, probeset
+from wizard.cluster.probes.probe import PROBE_LABEL
 
 NODES = [
     node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),

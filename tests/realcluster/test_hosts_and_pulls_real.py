@@ -37,7 +37,7 @@ from tests.realcluster.flows import (
     wait_settled,
 )
 from tests.realcluster.kwokhost import HOST_ANNOTATION, KUBERNETES_MODULES, HostFacts
-from wizard.cluster.probe import PROBE_LABEL
+from wizard.cluster.probes.probe import PROBE_LABEL
 from wizard.engine import releases
 from wizard.engine.operand_images import release_images
 

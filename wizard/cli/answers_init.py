@@ -70,7 +70,7 @@ async def _precompiled_tags(cluster: Cluster, facts: ClusterFacts, given: Newcom
     """The pull registry's driver tags, listed as the TUI lists them once the nodes are known (the same repository,
     :func:`~wizard.engine.defaults.precompiled_repository`, the same bound): Mode's recommendation takes them."""
     from wizard.cli.hostgate import driver_tags
-    from wizard.cluster.liveplan import known_release
+    from wizard.cluster.core.liveplan import known_release
     from wizard.engine.defaults import precompiled_repository
 
     where = precompiled_repository(facts, known_release(given.release), operator_image=given.operator_image)
@@ -81,7 +81,7 @@ async def _host_check(cluster: Cluster, facts: ClusterFacts, given: NewcomerInpu
     """The host check the Nodes step runs on its own once the nodes are known (the same sample of GPU nodes):
     node -> the host driver's version ("" for none), and the nodes found with Secure Boot on, which both steer
     the Mode step's recommendation."""
-    from wizard.cluster.liveplan import known_release
+    from wizard.cluster.core.liveplan import known_release
     from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.hostsample import host_sample
     from wizard.engine.modes import Mode

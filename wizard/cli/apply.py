@@ -95,7 +95,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
 
     Shared by ``apply`` and ``upgrade`` (the flags of :func:`apply_flags`).
     """
-    from wizard.cluster.apply import ApplyInterrupted
+    from wizard.cluster.applying.apply import ApplyInterrupted
     from wizard.engine.operand_images import with_live_registry
     from wizard.engine.ownership import ownership_of
     from wizard.engine.render import advice_text, render
@@ -103,7 +103,7 @@ async def apply_plan(args: argparse.Namespace, cluster: Cluster, plan: Plan) -> 
     install = bool(getattr(args, "install_operator", False))
     preflight = await cluster.preflight(plan, install_operator=install)
     if preflight.operator_missing and not install and _may_offer_install(args):
-        from wizard.cluster.preflight import not_installed
+        from wizard.cluster.core.preflight import not_installed
 
         if await _confirm(f"{not_installed(plan.operator.version)}. Install it (--install-operator)?"):
             args.install_operator = True

@@ -5,7 +5,7 @@ logs, events, GPU node labels, ``nvidia-smi -q``, the diagnosis) plus gpu-wizard
 plan, and the request log of the run before this one (``gpu-wizard/last-run.log``: one line per API
 and registry request, secrets redacted, :mod:`wizard.requestlog`); ``MANIFEST.txt`` lists every file
 with its size and says what was sampled. Never a Secret or
-a credential: see :mod:`wizard.cluster.support`; the kubeconfig is never included. The archive is
+a credential: see :mod:`wizard.cluster.diagnosis.support`; the kubeconfig is never included. The archive is
 written once, complete, with mode 0600 (:func:`wizard.atomic_write.write_private`): a repeat run
 replaces it atomically. Progress goes to stderr. Exit 0 written, 2 bad input or unusable cluster.
 """
@@ -83,8 +83,8 @@ async def cmd_support_bundle(args: argparse.Namespace) -> int:
     target = _target(args.output)
     plan = load_plan(args.answers) if args.answers else None
     from wizard.atomic_write import WriteError, write_private
+    from wizard.cluster.diagnosis.support import BundleFile
     from wizard.cluster.facade import ClusterError
-    from wizard.cluster.support import BundleFile
 
     why = f"from {args.answers}" if plan is not None else ""
     files: dict[str, bytes] = {}

@@ -292,7 +292,7 @@ async def cmd_verify(args: argparse.Namespace) -> int:
 async def cmd_rollback(args: argparse.Namespace) -> int:
     """``gpu-wizard rollback``."""
 
-    from wizard.cluster.backup import read_backup
+    from wizard.cluster.applying.backup import read_backup
 
     backup = read_backup(Path(args.backup))  # a damaged or foreign file is refused before connecting
     async with open_cluster(args) as cluster:

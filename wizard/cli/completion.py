@@ -268,8 +268,8 @@ def list_names(what: str, kubeconfig: str | None) -> list[str]:
     """Context names for a completion (read at TAB, like kubectl); ``[]`` when unreadable (a TAB never errors)."""
     if what == "scenarios":
         return _scenario_names()
+    from wizard.cluster.access.kubeconfig import list_contexts
     from wizard.cluster.errors import ClusterError
-    from wizard.cluster.kubeconfig import list_contexts
 
     try:
         return list_contexts(kubeconfig)[0]

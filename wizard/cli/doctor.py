@@ -277,8 +277,8 @@ SOURCES: list[tuple[str, FindingSource]] = [
 async def doctor_run(cluster: Cluster, plan: Plan | None, answers: str, nodes: list[str]) -> DoctorRun:
     """The target (the answers' plan, else the live ClusterPolicy's, else the mode the nodes and their hosts
     recommend) and the GPU nodes' host states, read once."""
+    from wizard.cluster.core.liveplan import known_release
     from wizard.cluster.errors import ClusterError
-    from wizard.cluster.liveplan import known_release
     from wizard.engine.hostdoctor import DoctorTarget, HostState
     from wizard.engine.modes import Mode
 

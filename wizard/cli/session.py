@@ -90,7 +90,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
     The first interrupt cancels the command once, so its clean-up (probe pods, sessions) still runs. A
     cancellation that races a finishing network call can be lost inside a library; the command then
     runs to its end, but it still reports the interruption instead of a normal exit. A second
-    interrupt stops at once, except while an apply writes to the cluster (:mod:`wizard.cluster.interrupts`):
+    interrupt stops at once, except while an apply writes to the cluster (:mod:`wizard.cluster.applying.interrupts`):
     stopping there would leave it half-changed.
     """
     import asyncio  # here, not at the top: `render --nodes` and `--help` build this parser and never run a loop
@@ -104,7 +104,7 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
         def on_interrupt() -> None:
             nonlocal interrupted
             if interrupted or task is None:
-                from wizard.cluster import interrupts
+                from wizard.cluster.applying import interrupts
 
                 if interrupts.active():
                     sys.stderr.write("gpu-wizard: finishing the apply first, so that no object is left half-changed\n")
@@ -196,7 +196,7 @@ async def open_cluster(args: argparse.Namespace) -> AsyncIterator[Cluster]:
             kubeconfig, context = str(demo.kubeconfig_path), None
         credential = None
         if not args.cluster_demo and not args.cluster_in_cluster:
-            from wizard.cluster.kubeconfig import choose_context, plugin_credential
+            from wizard.cluster.access.kubeconfig import choose_context, plugin_credential
 
             # A broken kubeconfig (a missing plugin, file or user) and a failing exec plugin are told
             # before the cluster code loads (a second of CPU); the plugin runs once, here.

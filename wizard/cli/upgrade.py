@@ -27,7 +27,7 @@ KERNEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,100}", re.ASCII)
 
 if TYPE_CHECKING:
     from wizard.cluster.facade import Cluster
-    from wizard.cluster.upgrades import UpgradeReport
+    from wizard.cluster.upgrading.upgrades import UpgradeReport
     from wizard.engine.facts import ClusterFacts
     from wizard.engine.plan import Plan
     from wizard.registry.images import ImageStatus
@@ -100,8 +100,8 @@ async def cmd_upgrade(args: argparse.Namespace) -> int:
 
     current = load_plan(args.answers) if args.answers else None
     check_policy_flags(args)  # before connecting, and before the cluster code loads (a second of CPU)
-    from wizard.cluster.upgrades import report_lines as upgrade_lines
-    from wizard.cluster.upgrades import status_word
+    from wizard.cluster.upgrading.upgrades import report_lines as upgrade_lines
+    from wizard.cluster.upgrading.upgrades import status_word
     from wizard.engine.answers import plan_errors
     from wizard.engine.upgrade import UpgradePolicyError, upgrade_target
 

@@ -1,8 +1,8 @@
 """The cluster engine's front door: one object per connected cluster, used by the CLI and the TUI.
 
 ``Cluster`` ties the pieces together: :mod:`wizard.cluster.gateway` (the only Kubernetes client user),
-:mod:`wizard.cluster.preflight`, :mod:`wizard.cluster.discovery` (nodes), :mod:`wizard.cluster.apply`,
-:mod:`wizard.cluster.rollout`, and :mod:`wizard.cluster.proving` (the host checks and the verification
+:mod:`wizard.cluster.core.preflight`, :mod:`wizard.cluster.core.discovery` (nodes), :mod:`wizard.cluster.applying.apply`,
+:mod:`wizard.cluster.rollouts.rollout`, and :mod:`wizard.cluster.verification.proving` (the host checks and the verification
 on the nodes). All methods are coroutines or async iterators and bounded by timeouts; errors a user
 can fix come out as :class:`ClusterError` with a ``message`` and a ``hint``.
 
@@ -22,22 +22,14 @@ from types import TracebackType
 from typing import Any
 
 from wizard import collector
-from wizard.cluster import apply as applying
-from wizard.cluster import apply_preview, hostcheck, pathcheck, proving, support, upgrades
-from wizard.cluster import diagnose as diagnosing
-from wizard.cluster import restore as restoring
-from wizard.cluster import rollout as rollouts
-from wizard.cluster.backup import Backup
-from wizard.cluster.connection import open_gateway
-from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway import Gateway
-from wizard.cluster.helm_apply import HelmRun, helm_leftovers, upgrade_through_helm
-from wizard.cluster.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
-from wizard.cluster.hostprobe import CONCURRENCY
-from wizard.cluster.kubeconfig import list_contexts
-from wizard.cluster.live_findings import live_findings
-from wizard.cluster.liveplan import plan_from_live
-from wizard.cluster.operator_install import (
+from wizard.cluster.access.kubeconfig import list_contexts
+from wizard.cluster.applying import apply as applying
+from wizard.cluster.applying import apply_preview
+from wizard.cluster.applying import restore as restoring
+from wizard.cluster.applying.backup import Backup
+from wizard.cluster.applying.helm_apply import HelmRun, helm_leftovers, upgrade_through_helm
+from wizard.cluster.applying.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
+from wizard.cluster.applying.operator_install import (
     InstallRun,
     check_chart,
     helm_binary,
@@ -45,11 +37,23 @@ from wizard.cluster.operator_install import (
     install_values_path,
     write_install,
 )
-from wizard.cluster.preflight import DRIVERS, POLICY, Preflight
-from wizard.cluster.preflight_refs import reference_checks
-from wizard.cluster.probe_cleanup import Found, clean_up_cluster
-from wizard.cluster.registry_routing import cluster_registry_options, routed_client
-from wizard.cluster.session import Session
+from wizard.cluster.connect.connection import open_gateway
+from wizard.cluster.connect.registry_routing import cluster_registry_options, routed_client
+from wizard.cluster.core.liveplan import plan_from_live
+from wizard.cluster.core.preflight import DRIVERS, POLICY, Preflight
+from wizard.cluster.core.preflight_refs import reference_checks
+from wizard.cluster.core.session import Session
+from wizard.cluster.diagnosis import diagnose as diagnosing
+from wizard.cluster.diagnosis import support
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.gateway import Gateway
+from wizard.cluster.hostchecks import hostcheck, pathcheck
+from wizard.cluster.probes.hostprobe import CONCURRENCY
+from wizard.cluster.probes.probe_cleanup import Found, clean_up_cluster
+from wizard.cluster.rollouts import rollout as rollouts
+from wizard.cluster.upgrading import upgrades
+from wizard.cluster.upgrading.live_findings import live_findings
+from wizard.cluster.verification import proving
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.helm_release import HelmRelease
 from wizard.engine.hostdoctor import DoctorTarget, HostState
@@ -217,9 +221,9 @@ class Cluster:
         timeout: float = 10.0,
         credential: dict[str, Any] | None = None,
     ) -> Cluster:
-        """Load credentials like kubectl, then prove the server answers and accepts them (see :mod:`wizard.cluster.connection`).
+        """Load credentials like kubectl, then prove the server answers and accepts them (see :mod:`wizard.cluster.connect.connection`).
 
-        ``credential``: the context's exec plugin already answered (:func:`wizard.cluster.kubeconfig.plugin_credential`)."""
+        ``credential``: the context's exec plugin already answered (:func:`wizard.cluster.access.kubeconfig.plugin_credential`)."""
         gateway, info, marker = await open_gateway(
             kubeconfig=kubeconfig, context=context, in_cluster=in_cluster, timeout=timeout, credential=credential
         )
@@ -373,7 +377,7 @@ class Cluster:
         wait_timeout: float,
         said: Callable[[str], Awaitable[None] | None] | None = None,
     ) -> InstallRun:
-        """Install the operator as a Helm release with the plan's values (see :mod:`wizard.cluster.operator_install`).
+        """Install the operator as a Helm release with the plan's values (see :mod:`wizard.cluster.applying.operator_install`).
 
         ``helm``: the binary to run (:func:`helm_binary`); None: ``said`` hears the command for the person to
         run, and the wizard waits up to ``wait_timeout`` for the operator Deployment."""
@@ -385,7 +389,7 @@ class Cluster:
 
     async def helm_leftovers(self, rendered: Rendered) -> list[Unwanted]:
         """The driver DaemonSets the operator leaves behind once a Helm release carries ``rendered``'s policy (the
-        Helm-owned path's preview; :mod:`wizard.cluster.helm_apply`)."""
+        Helm-owned path's preview; :mod:`wizard.cluster.applying.helm_apply`)."""
         namespace = await self.namespace(rendered.plan)
         left, _ = await helm_leftovers(self.gateway, rendered, namespace)
         return left
@@ -402,7 +406,7 @@ class Cluster:
         allow_unverified_preinstalled: bool = False,
     ) -> HelmRun:
         """Back up, ``helm upgrade`` the owning release with ``change``'s values (``chart``: where helm takes the
-        chart), then delete ``leftovers`` (see :mod:`wizard.cluster.helm_apply`); pre-installed mode first needs
+        chart), then delete ``leftovers`` (see :mod:`wizard.cluster.applying.helm_apply`); pre-installed mode first needs
         nvidia-smi to pass on every GPU host, as a direct apply does."""
         if not rendered.plan.driver_enabled and not allow_unverified_preinstalled:
             await proving.require_host_drivers(self.session, rendered.plan)
@@ -461,7 +465,7 @@ class Cluster:
         """GPU node -> the driver version its host's own ``nvidia-smi`` reports ("" where none answers).
 
         One short-lived privileged probe DaemonSet for all the GPU nodes (the pre-installed check's path,
-        :func:`wizard.cluster.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
+        :func:`wizard.cluster.probes.hostprobe.run_on_hosts`), removed afterwards: the front ends run it only
         when the user asks, since it creates privileged pods.
         """
         return await proving.host_drivers(self.session)
@@ -506,7 +510,7 @@ class Cluster:
         """Before apply: are the toolkit installDir and the driver folder writable and exec on each GPU node?
 
         ``toolkit_install_dir`` defaults to the plan's, else the OS profile's; ``nodes`` to every GPU
-        node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.pathcheck`);
+        node. The host probe runs ``test``/``findmnt`` on every node's host (see :mod:`wizard.cluster.hostchecks.pathcheck`);
         one ``toolkit-dir`` and one ``driver-dir`` check per node as each node finishes, then a summary.
         """
         checks = pathcheck.check_cluster(
@@ -530,7 +534,7 @@ class Cluster:
     ) -> AsyncGenerator[HostState | Check, None]:
         """Before apply: each GPU node's host state (nouveau, Secure Boot, host driver, dkms, headers, space).
 
-        The host probe (:func:`wizard.cluster.hostprobe.run_on_hosts`: one DaemonSet for the run), removed afterwards;
+        The host probe (:func:`wizard.cluster.probes.hostprobe.run_on_hosts`: one DaemonSet for the run), removed afterwards;
         ``nodes`` (names) defaults to every GPU node, and a name that is no GPU node is a ClusterError.
         ``paths_of``: also check that plan's host folders in the same pod (each state's ``path_checks``).
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
@@ -557,7 +561,7 @@ class Cluster:
 
     async def clean_up_probes(self, *, dry_run: bool = False) -> tuple[list[Found], str]:
         """Remove every host probe DaemonSet and pod gpu-wizard left (found by its owner label); see
-        :mod:`wizard.cluster.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
+        :mod:`wizard.cluster.probes.probe_cleanup`. Returns what was found (each with its error, if any) and where it looked."""
         return await clean_up_cluster(self.session, dry_run=dry_run)
 
     # -- proving ---------------------------------------------------------------------------------
@@ -593,7 +597,7 @@ class Cluster:
         Streams one ``diagnosis`` check per representative failing pod (the known failure it shows,
         with the matching log lines and the fix, else its last log lines), one per group of nodes that
         share a state, then a ``diagnosis-summary``. ``nodes``: only these. Reads pods, logs, events
-        and nodes only (see :mod:`wizard.cluster.diagnose`).
+        and nodes only (see :mod:`wizard.cluster.diagnosis.diagnose`).
         """
         return diagnosing.diagnose_cluster(self.session, plan, nodes)
 
@@ -603,6 +607,6 @@ class Cluster:
         """The support bundle's files (``about``: gpu-wizard's own), with progress lines between them.
 
         Reads the operator's objects, pods, logs, events and GPU node labels and runs ``nvidia-smi -q``
-        in sampled driver containers; never a Secret (see :mod:`wizard.cluster.support`).
+        in sampled driver containers; never a Secret (see :mod:`wizard.cluster.diagnosis.support`).
         """
         return support.collect_cluster(self.session, plan, about=about)

@@ -3,7 +3,7 @@
 The catalog (``assets/failures/signatures.yaml``) names, per known failure, the operator issue it
 comes from, regexes on log lines / events / container messages / the upgrade-state label, the cause
 in one sentence and the fix. :func:`match` is pure: the cluster room gathers the evidence
-(:mod:`wizard.cluster.diagnose`), this module only reads it.
+(:mod:`wizard.cluster.diagnosis.diagnose`), this module only reads it.
 
 Log lines are untrusted: every line is cut to :data:`MAX_LINE` characters before any regex sees
 it (a 1 MB line costs no more than a short one), the catalog's patterns are refused at load time

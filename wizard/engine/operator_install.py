@@ -7,7 +7,7 @@ the chart itself, with the values the plan renders (``render.release_values``: d
 paths, runtime, pull secrets written out explicitly), and the operator's first reconcile already renders
 the planned driver. This module is the pure part: where the chart comes from, the values file, the exact
 ``helm`` argv and what the install pulls. Running it (the ``helm`` binary, or the printed commands and a
-wait for the operator) is ``wizard.cluster.operator_install``'s.
+wait for the operator) is ``wizard.cluster.applying.operator_install``'s.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A real cluster pulls from the registries its image names say, unless its contain
 host through a mirror (containerd's hosts.toml, CRI-O's registries.conf). The user says so with
 ``--registry-mirror SOURCE=MIRROR``, the answers file's ``driver.registryMirrors`` or the Driver
 step; the built-in demo cluster says so in the kubeconfig it writes (its marker, read by
-:mod:`wizard.cluster.kubeconfig`): its catalog is served by its API server under ``/v2/<host>/…``,
+:mod:`wizard.cluster.access.kubeconfig`): its catalog is served by its API server under ``/v2/<host>/…``,
 or by a real registry on loopback. :func:`mirror_options` turns such a map into
 :class:`wizard.registry.client.RegistryClient` keyword arguments, the same way for both.
 """

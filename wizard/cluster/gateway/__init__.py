@@ -42,7 +42,7 @@ class Gateway(Reads, Writes, Watches, Execs):
         credential: dict[str, Any] | None = None,
     ) -> Gateway:
         """Load credentials like kubectl does (no request is made yet); ``credential``: the context's exec
-        plugin already answered (see :func:`wizard.cluster.kubeconfig.plugin_credential`)."""
+        plugin already answered (see :func:`wizard.cluster.access.kubeconfig.plugin_credential`)."""
         if in_cluster:
             configuration, chosen = in_cluster_configuration(), "in-cluster"
         else:

@@ -4,7 +4,7 @@
 calls: plain JSON, never thousands of pydantic models) and :meth:`~GatewayBase.call`, through which
 every request goes: bounded by a timeout, retried by the policy of :mod:`wizard.retry` (safe calls on
 5xx and dropped connections, any call on 429, ``Retry-After`` honoured), counted in ``stats``, written
-to the request log (:mod:`wizard.requestlog`), its errors worded for the user (:mod:`wizard.cluster.transport`). The reads, writes, watches and execs
+to the request log (:mod:`wizard.requestlog`), its errors worded for the user (:mod:`wizard.cluster.access.transport`). The reads, writes, watches and execs
 build on it (:mod:`wizard.cluster.gateway`).
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 import aiohttp
 
 from wizard import requestlog
+from wizard.cluster.access.transport import env_proxy, status_error, transport_error
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.kube import client
-from wizard.cluster.transport import env_proxy, status_error, transport_error
 from wizard.engine.results import CallStats
 from wizard.retry import API_CALL, DROPS, Retryable, dropped, retryable_status, retrying
 

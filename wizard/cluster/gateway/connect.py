@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.cluster.errors import ClusterError
-from wizard.cluster.gateway.kube import ConfigException, client, config
-from wizard.cluster.kubeconfig import (
+from wizard.cluster.access.kubeconfig import (
     choose_context,
     context_kubeconfig,
     existing_paths,
     plugin_credential,
     with_credential,
 )
+from wizard.cluster.errors import ClusterError
+from wizard.cluster.gateway.kube import ConfigException, client, config
 
 
 async def load_kubeconfig(

@@ -4,7 +4,7 @@ The websocket is aiohttp's (``ws_connect``), on a session of the gateway's own m
 Kubernetes client's TLS context (CA, client certificate, verification on or off), the cluster's
 ``tls-server-name``, the kubeconfig's proxy (else the environment's, looked up once) by HTTP CONNECT with
 the credentials of its URL, and the credential header from the client's own auth settings (refreshed by
-its hook, as the generated API would). The URL is built here (:func:`wizard.cluster.transport.exec_target`),
+its hook, as the generated API would). The URL is built here (:func:`wizard.cluster.access.transport.exec_target`),
 not by the generated API, whose argument validation and serialisation cost as much client CPU as the rest
 of the request. Every exec is a connection of its own (the exec protocol shares none); the session's
 connector caches the server's addresses and races them (RFC 8305).
@@ -24,10 +24,10 @@ import aiohttp
 import yarl
 
 from wizard import requestlog
+from wizard.cluster.access.transport import EXEC_PROTOCOL, ExecOutput, ExecResult, env_proxy, exec_target, shown_proxy
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway.base import GatewayBase
 from wizard.cluster.gateway.tls_resume import ResumingTLS
-from wizard.cluster.transport import EXEC_PROTOCOL, ExecOutput, ExecResult, env_proxy, exec_target, shown_proxy
 from wizard.retry import DROPS, EXEC, Retryable, retryable_status, retrying
 
 SHOWN_COMMAND = 48

@@ -1,7 +1,7 @@
 """gpu-wizard's probe scripts, answered step by step from the node's facts: read by their shape, never run.
 
 gpu-wizard checks a node's host with one ``sh -c`` script of steps, in one of two generated shapes
-(``wizard.engine.nodescript.script`` for an exec, ``wizard.cluster.probeset.script`` for the probe
+(``wizard.engine.nodescript.script`` for an exec, ``wizard.cluster.probes.probeset.script`` for the probe
 DaemonSet's init container). The demo is no shell: it reads each step's command out of the shape
 and answers it with the node's command table (``run``: :func:`wizard.demo.sim.nodecmd.run_argv`),
 whose answers come from the scenario's host facts. A script of any other shape exits 2 and says so.

@@ -52,7 +52,7 @@ class Pacer:
     milliseconds) would stall every request, exec frame and watch in flight meanwhile, which no real
     cluster does. A tick asks :meth:`due` between pods and, when it is, awaits :meth:`pause`; whatever it
     read before the pause may have changed when it goes on (see the callers). The engine's
-    :class:`wizard.cluster.slices.Slices` does the same for the client; the demo imports no engine code.
+    :class:`wizard.cluster.core.slices.Slices` does the same for the client; the demo imports no engine code.
     """
 
     def __init__(self) -> None:
