@@ -319,13 +319,13 @@ def prior_findings(state: WizardState) -> dict[str, tuple[Check, ...]]:
 
 def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:
     """The host failures whose fix is the mode that refuse ``mode`` as it is (Secure Boot refuses upstream's
-    unsigned build): judged against the plan of the moment with its mode replaced, so Mode can tell each choice."""
+    unsigned build, a loaded host driver a containerized one): judged against the plan of the moment with its mode replaced, so Mode can tell each choice."""
     if not state.host_states:
         return []
     import dataclasses
 
     from wizard.engine.grouping import group_findings
-    from wizard.engine.hostdoctor import MODE_FINDINGS, states_findings
+    from wizard.engine.hostdoctor import REFUSALS, states_findings
     from wizard.engine.modes import Mode
 
     try:
@@ -334,7 +334,7 @@ def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:
         return []
     target = dataclasses.replace(doctor_target(state), mode=chosen)
     groups = group_findings(states_findings(target, state.host_states))
-    return [g for g in groups if g.check in MODE_FINDINGS and g.status.value == "fail"]
+    return [g for g in groups if g.check in REFUSALS and g.status.value == "fail"]
 
 
 def _host_findings(state: WizardState) -> list[Finding]:

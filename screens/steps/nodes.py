@@ -389,7 +389,9 @@ class NodesStep(StepScreen):
         from screens.findings import host_groups
 
         working = sum(1 for version in found.values() if version)
-        recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
+        facts = self.state.facts
+        preinstalled = facts is not None and working and facts.recommend_mode(found).value == "preinstalled"
+        recommended = "; Mode recommends Pre-installed" if preinstalled else ""
         problems = sum(
             1 for g in [*host_groups(self.state), *self._folder_groups()] if g.status.value in ("fail", "warn")
         )
