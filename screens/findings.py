@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from screens.state import WizardState
     from wizard.engine.grouping import FindingGroup
     from wizard.engine.hostdoctor import DoctorTarget
+    from wizard.engine.hostfolders import HostPath
     from wizard.engine.results import Check
 
 
@@ -137,9 +138,64 @@ def _image_findings(state: WizardState) -> list[Finding]:
     return found
 
 
+def answer_folders(state: WizardState) -> list[HostPath]:
+    """The host folders the plan would install into: the valid plan's, else those of the answers given so far with the
+    wizard's defaults for the rest (:func:`wizard.engine.defaults.default_answers`, the one source ``answers init``
+    writes from: the recommended mode, the OS profile's toolkit folder); [] without GPU nodes or with a path the plan
+    refuses (Paths says why)."""
+    from wizard.engine.defaults import default_answers
+    from wizard.engine.hostfolders import folders, plan_folders
+    from wizard.engine.plan import DEFAULT_RELEASE, check_absolute_path
+
+    facts = state.facts
+    if facts is None or not facts.gpu_nodes:
+        return []
+    plan = state.plan()
+    if plan is not None:
+        return plan_folders(plan, facts)
+    release = state.get("operator.version") or getattr(state.preflight, "operator_release", "") or DEFAULT_RELEASE
+    defaults = default_answers(facts, release=str(release), host_drivers=state.host_drivers)
+    mode = str(state.get("mode") or defaults["mode"])
+    toolkit = str(state.get("toolkit.installDir") or defaults["toolkit"]["installDir"])
+    driver = state.get("hostPaths.driverInstallDir")
+    try:
+        for path in (toolkit, *([str(driver)] if driver else [])):
+            check_absolute_path(path)
+    except ValueError:
+        return []
+    return folders(
+        driver_enabled=mode != "preinstalled", toolkit_dir=toolkit, driver_dir=str(driver) if driver else None
+    )
+
+
+def nodes_folder_checks(state: WizardState) -> list[Check] | None:
+    """The Nodes step's host check's answers for the current answers' host folders (it probes the folders of the
+    answers so far and the wizard's defaults with the hosts), or None when it did not check each of them as they are
+    now (another folder typed on Paths, another mode): then Paths probes them itself."""
+    from wizard.engine.hostfolders import covered
+
+    if not state.host_folders or not state.host_states:
+        return None
+    wanted = answer_folders(state)
+    if not wanted or not covered(wanted, state.host_folders):
+        return None
+    names = {folder.check for folder in wanted}
+    return [check for host in state.host_states.values() for check in host.path_checks if check.check in names]
+
+
+def folder_checks(state: WizardState) -> tuple[list[Check] | None, str]:
+    """The checks of the current host folders and the step that found them: Paths' own, or the Nodes step's host
+    check's for the same folders (one finding, said and overridden on Nodes); (None, "") when neither checked them."""
+    if state.path_checks is not None:
+        return state.path_checks, state.path_checks_from or PATHS.name
+    found = nodes_folder_checks(state)
+    return (found, NODES.name) if found is not None else (None, "")
+
+
 def _path_findings(state: WizardState) -> list[Finding]:
     """Failed node-side path checks, one finding per distinct problem (a thousand nodes read as one)."""
-    if state.path_checks is None and state.cluster is not None and state.facts is not None:
+    checks, step = folder_checks(state)
+    if checks is None and state.cluster is not None and state.facts is not None:
         return [
             Finding(
                 "the host paths were not checked on the nodes (noexec or read-only mounts would stop the driver)",
@@ -148,12 +204,12 @@ def _path_findings(state: WizardState) -> list[Finding]:
             )
         ]
     problems: dict[tuple[str, str, str], list[str]] = {}
-    for check in state.path_checks or []:
+    for check in checks or []:
         if check.node and not check.ok:
             message = str(check.message).replace(check.node, "").strip(" :")
             problems.setdefault((check.check, message, check.hint), []).append(check.node)
     return [
-        Finding(f"{name} on {_node_list(nodes)}: {message}", hint, blocking=True, step=PATHS.name)
+        Finding(f"{name} on {_node_list(sorted(nodes))}: {message}", hint, blocking=True, step=step)
         for (name, message, hint), nodes in problems.items()
     ]
 
@@ -257,18 +313,19 @@ def prior_findings(state: WizardState) -> dict[str, tuple[Check, ...]]:
     from wizard.engine.prior_findings import by_node
 
     host = states_findings(doctor_target(state), state.host_states) if state.host_states else []
-    return by_node([*host, *(c for c in state.path_checks or [] if c.node and not c.ok)])
+    folders = folder_checks(state)[0] or []
+    return by_node([*host, *(c for c in folders if c.node and not c.ok)])
 
 
 def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:
     """The host failures whose fix is the mode that refuse ``mode`` as it is (Secure Boot refuses upstream's
-    unsigned build): judged against the plan of the moment with its mode replaced, so Mode can tell each choice."""
+    unsigned build, a loaded host driver a containerized one): judged against the plan of the moment with its mode replaced, so Mode can tell each choice."""
     if not state.host_states:
         return []
     import dataclasses
 
     from wizard.engine.grouping import group_findings
-    from wizard.engine.hostdoctor import MODE_FINDINGS, states_findings
+    from wizard.engine.hostdoctor import REFUSALS, states_findings
     from wizard.engine.modes import Mode
 
     try:
@@ -277,7 +334,7 @@ def mode_refusals(state: WizardState, mode: str) -> list[FindingGroup]:
         return []
     target = dataclasses.replace(doctor_target(state), mode=chosen)
     groups = group_findings(states_findings(target, state.host_states))
-    return [g for g in groups if g.check in MODE_FINDINGS and g.status.value == "fail"]
+    return [g for g in groups if g.check in REFUSALS and g.status.value == "fail"]
 
 
 def _host_findings(state: WizardState) -> list[Finding]:

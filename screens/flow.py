@@ -111,6 +111,7 @@ STEPS: tuple[Step, ...] = (
             Owned("host_states", cluster=True),
             Owned("host_checked", cluster=True),
             Owned("host_rest", cluster=True),
+            Owned("host_folders", cluster=True),
         ),
     ),
     Step(
@@ -133,7 +134,10 @@ STEPS: tuple[Step, ...] = (
     Step(
         steps.PATHS,
         "screens.steps.paths.PathsStep",
-        owns=(Owned("path_checks", (*steps.PATHS.fields, "mode"), cluster=True),),
+        owns=(
+            Owned("path_checks", (*steps.PATHS.fields, "mode"), cluster=True),
+            Owned("path_checks_from", (*steps.PATHS.fields, "mode"), cluster=True),
+        ),
     ),
     Step(
         steps.PREVIEW,

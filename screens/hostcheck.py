@@ -1,8 +1,9 @@
 """The host check before apply, as the TUI runs it: on its own once the nodes are known, bounded by a sample.
 
-The node doctor's host checks (nouveau, Secure Boot, a host driver, dkms, headers, free space) run through the
-host probe (``Cluster.host_states``) on :func:`wizard.engine.hostsample.host_sample`'s nodes: every GPU node up
-to 64, else two per (kernel, OS) group, the rest when the user asks (Nodes' "Check all hosts"). The Nodes step
+The node doctor's host checks (nouveau, Secure Boot, a host driver, dkms, headers, free space) and the noexec or
+read-only check of the driver's and toolkit's folders (those of the answers so far, the wizard's defaults for the
+rest: :func:`screens.findings.answer_folders`) run through the host probe (``Cluster.host_states``) on
+:func:`wizard.engine.hostsample.host_sample`'s nodes: every GPU node up to 64, else two per (kernel, OS) group, the rest when the user asks (Nodes' "Check all hosts"). The Nodes step
 starts it as soon as discovery ends; Preview runs it when Nodes was left before it finished, so no host
 problem waits for the rollout to be found. The states are kept on the :class:`~screens.state.WizardState` and
 judged against the plan of the moment (:func:`screens.findings.host_groups`).
@@ -38,7 +39,7 @@ async def run_host_check(
 
     ``progress(done, total)`` is called as each node finishes. Cancelled (the step was left), nothing is kept.
     """
-    from screens.findings import doctor_target
+    from screens.findings import answer_folders, doctor_target
     from wizard.engine.hostdoctor import HostState
     from wizard.engine.hostsample import host_sample
 
@@ -51,7 +52,8 @@ async def run_host_check(
     states: dict[str, HostState] = {}
     if progress is not None:
         progress(0, len(sample.nodes))
-    async for item in state.connected().host_states(doctor_target(state), list(sample.nodes)):
+    folders = tuple(answer_folders(state))
+    async for item in state.connected().host_states(doctor_target(state), list(sample.nodes), folders=folders):
         if isinstance(item, HostState):
             states[item.node] = item
             if progress is not None:
@@ -60,3 +62,6 @@ async def run_host_check(
     state.host_drivers = {name: s.host_driver for name, s in states.items() if not s.error}
     state.host_checked = sample.describe()
     state.host_rest = sample.rest
+    state.host_folders = folders
+    if state.path_checks_from:  # Paths had taken the last host check's folder answers: this one's replace them
+        state.path_checks, state.path_checks_from = None, ""

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from wizard.engine.answers import FieldError
     from wizard.engine.facts import ClusterFacts, NodeFacts
     from wizard.engine.hostdoctor import HostState
+    from wizard.engine.hostfolders import HostPath
     from wizard.engine.plan import Plan
     from wizard.engine.render import Rendered
     from wizard.engine.results import Check, ClusterInfo, LogLine
@@ -160,6 +161,9 @@ class WizardState:
     """What the last finished host check covered (``all 3 GPU nodes``, ``8 of 5000 GPU nodes (…)``); "" none yet."""
     host_rest: int = 0
     """GPU nodes the last host check left out (a sample above ``wizard.engine.hostsample.AUTO_HOSTS``)."""
+    host_folders: tuple[HostPath, ...] = ()
+    """The host folders the last host check probed with the hosts (each state's ``path_checks``): those of the answers
+    so far with the wizard's defaults for the rest (:func:`screens.findings.answer_folders`)."""
     rendered: Rendered | None = None
     """The current plan rendered with the current facts."""
     images: list[ImageStatus] = field(default_factory=list)
@@ -186,6 +190,9 @@ class WizardState:
     ``prepared`` is this very object (a changed answer or a new Preview makes another)."""
     path_checks: list[Check] | None = None
     """Node-side checks of the host paths (Paths step), None until they ran for the current paths."""
+    path_checks_from: str = ""
+    """The step whose probe gave ``path_checks``: the Nodes step's when Paths took its host check's answer for these
+    very folders (its findings stay the Nodes step's, said and overridden once), else "" (Paths' own)."""
     overrides: dict[str, frozenset[str]] = field(default_factory=dict)
     """Step name -> the blocking findings (their messages) the user chose to go on despite, by the override on
     that step: it covers those findings only, never another step's nor one found later (reset whenever an

@@ -23,7 +23,8 @@ def doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[st
 SCENARIOS = [
     ("nouveau-loaded", "nouveau-loaded", ["gpu-l4-01", "gpu-l4-02"], "update-initramfs -u"),
     ("secure-boot", "secure-boot-unsigned", ["gpu-a100-01", "gpu-a100-02"], "signed"),
-    ("host-driver-present", "host-driver-loaded", ["gpu-h100-01", "gpu-h100-02"], "set mode: preinstalled"),
+    # a host driver loaded on two of three: pre-installed is recommended (issue 35), the third lacks one
+    ("host-driver-present", "no-host-driver", ["gpu-h100-03"], "install the driver on the host"),
     (
         "preinstalled-old-branch",
         "driver-branch-unsupported",

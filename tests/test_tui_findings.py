@@ -22,11 +22,16 @@ NOEXEC = "/run/nvidia/driver (to be created in /run): /run is mounted noexec"
 async def test_noexec_run_blocks_paths_and_travels_to_apply_and_the_report(tui_env: Path) -> None:
     app = demo_app(tui_env, "noexec-run")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.click("#override")  # the noexec /run, found with the hosts (the defaults' folders)
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
-        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the automatic path check")
-        assert "continue anyway" in app.screen.blocker()
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the Nodes step's answer")
+        await pilot.click("#check-paths")  # Paths' own probe of the same folders: its finding, its override
+        await wait_for(pilot, lambda: "continue anyway" in app.screen.blocker(), 30, "the path check")
         await pilot.press("ctrl+n", "ctrl+n", "ctrl+n")
         await pilot.pause()
         assert app.state.step == "paths"

@@ -26,7 +26,8 @@ async def test_nodes_checks_the_hosts_on_its_own_and_holds_next_on_nouveau_and_s
         assert "✗ nouveau-loaded on 1 node (gpu-l40s-1)" in text, text
         assert "✗ secure-boot-unsigned on 1 node (gpu-l40s-3)" in text, text
         assert app.state.host_checked == "all 3 GPU nodes"
-        assert app.screen.blocker() == "1 blocking host problem: fix or tick 'continue anyway'"  # Secure Boot: Mode's
+        # nouveau, and gpu-l40s-2's noexec /run under the defaults' driver folder; Secure Boot is Mode's
+        assert app.screen.blocker() == "2 blocking host problems: fix or tick 'continue anyway'"
         await pilot.press("ctrl+n")
         await pilot.pause(0.3)
         assert on_step(app, "nodes")  # held
@@ -39,10 +40,16 @@ async def test_nodes_checks_the_hosts_on_its_own_and_holds_next_on_nouveau_and_s
 async def test_an_override_on_paths_ticks_nothing_on_preview_and_covers_no_later_finding(tui_env: Path) -> None:
     app = demo_app(tui_env, "noexec-run")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await pilot.click("#override")  # the noexec /run found with the hosts
+        await next_to(pilot, "mode")
+        await next_to(pilot, "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
-        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the automatic path check")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the Nodes step's answer")
+        await pilot.click("#check-paths")  # Paths' own probe: the finding is Paths' now, overridden there
+        await wait_for(pilot, lambda: "continue anyway" in app.screen.blocker(), 30, "the path check")
         await pilot.click("#override")
         await next_to(pilot, "preview")
         await wait_for(pilot, lambda: app.state.prepared is not None, 30, "the dry-run")
@@ -199,4 +206,5 @@ async def test_above_64_gpu_nodes_hosts_and_paths_are_checked_on_a_sample_by_the
         await forward(pilot, "paths")
         await wait_for(pilot, lambda: app.state.path_checks is not None, 60, "the sampled path check")
         assert len({c.node for c in app.state.path_checks if c.node}) == 8
-        assert "checked a sample, 8 of 5000 GPU nodes" in " ".join(screen_text(app).split())
+        # the same folders as the Nodes step's host check probed on its sample: its answer, said as a sample
+        assert "host check, a sample, 8 of 5000 GPU nodes" in " ".join(screen_text(app).split())

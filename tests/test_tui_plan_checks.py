@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from screens.dialogs import ConfirmDialog
-from tests.helpers.tui import demo_app, next_to, set_field, walk_to
+from tests.helpers.tui import demo_app, next_to, past_nodes, set_field, walk_to
 from tests.snapshots.plugin import screen_text, wait_for
 from wizard.cluster.probes.probe import PROBE_LABEL
 
@@ -17,10 +17,10 @@ from wizard.cluster.probes.probe import PROBE_LABEL
 async def test_check_on_nodes_shows_noexec_run_per_node(tui_env: Path) -> None:
     app = demo_app(tui_env, "noexec-run")
     async with app.run_test(size=(100, 40)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await past_nodes(pilot, "mode", "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
-        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the check Paths starts by itself")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the Nodes step's answer")
         await pilot.click("#check-paths")  # and again on request
         await wait_for(pilot, lambda: "path problems on" in screen_text(app), 20, "the path checks")
         text = " ".join(screen_text(app).split())  # long reasons wrap: compare the words

@@ -60,14 +60,14 @@ async def test_nothing_to_mirror_says_why_when_source_and_target_differ(tui_env:
 
 async def test_paths_noexec_fix_scrolls_into_view_at_80x24(tui_env: Path) -> None:
     """Defect 16: Paths' noexec fix and its per-node table were cut at 80×24 and could not be scrolled."""
-    from tests.helpers.tui import next_to, set_field
+    from tests.helpers.tui import next_to, past_nodes, set_field
 
     app = demo_app(tui_env, "noexec-run")
     async with app.run_test(size=(80, 24)) as pilot:
-        await walk_to(pilot, "nodes", "mode", "driver")
+        await past_nodes(pilot, "mode", "driver")
         await set_field(pilot, "driver-version", "580.126.20")
         await next_to(pilot, "paths")
-        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the automatic path check")
+        await wait_for(pilot, lambda: app.state.path_checks is not None, 30, "the Nodes step's answer")
         await pilot.pause(0.3)
         assert "driverInstallDir does not move it" not in " ".join(screen_text(app).split())  # below the fold
         app.screen.query_one("#path-notes-scroll").focus()

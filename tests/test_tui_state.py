@@ -34,13 +34,14 @@ def _type_names() -> dict[str, object]:
     from wizard.cluster.facade import ApplyPlan, ApplyResult, Cluster, ImageStatus, Preflight
     from wizard.engine.facts import NodeFacts
     from wizard.engine.hostdoctor import HostState
+    from wizard.engine.hostfolders import HostPath
     from wizard.engine.render import Rendered
     from wizard.engine.results import LogLine
 
     return {
         "CommentedMap": CommentedMap, "ApplyPlan": ApplyPlan, "ApplyResult": ApplyResult, "Cluster": Cluster,
         "ImageStatus": ImageStatus, "Preflight": Preflight, "NodeFacts": NodeFacts, "HostState": HostState,
-        "Rendered": Rendered, "LogLine": LogLine, "Check": Check, "ClusterInfo": ClusterInfo,
+        "HostPath": HostPath, "Rendered": Rendered, "LogLine": LogLine, "Check": Check, "ClusterInfo": ClusterInfo,
     }  # fmt: skip
 
 

@@ -82,10 +82,15 @@ class ModeStep(FormStep):
             yield Static(self._release_hint(), id="release-note", classes="hint", markup=False)
 
     def _label(self, mode: str, recommended: bool) -> str:
+        from screens.findings import mode_refusals
+
         label = TITLES[mode]
         if recommended:  # the ★ only on a mode this release validates (defect 21): upstream is only suggested
             label += "  · suggested" if mode == "upstream" else f"  ★ {self._star_word(mode)}"
-        if mode == "upstream":
+        refusals = mode_refusals(self.state, mode)
+        if refusals:  # a host finding refuses it as it is (a loaded host driver, Secure Boot): said on the choice
+            label += f"  ✗ refused: {refusals[0].check} on {len({n for g in refusals for n in g.nodes})} node(s)"
+        elif mode == "upstream":
             label += f"  · {UNVALIDATED}"
         return label
 
@@ -100,7 +105,7 @@ class ModeStep(FormStep):
         mode works as-is, and what would ("" while the recommended mode works)."""
         from screens.findings import mode_refusals
 
-        refusals = mode_refusals(self.state, mode)
+        refusals = [g for g in mode_refusals(self.state, mode) if g.check == "secure-boot-unsigned"]
         if not refusals:
             return ""
         nodes = sorted({node for group in refusals for node in group.nodes})
@@ -169,6 +174,9 @@ class ModeStep(FormStep):
         facts = self.state.facts
         if self.state.get("mode") == "preinstalled":
             return self._no_host_driver_warning()
+        loaded = self._host_driver_refusal()
+        if loaded:
+            return loaded
         if facts is None or self.state.get("mode") != "upstream":
             return ""
         immutable = sorted({n.os_id for n in facts.gpu_nodes if n.os_id in IMMUTABLE_OS_IDS})
@@ -177,6 +185,23 @@ class ModeStep(FormStep):
         return (
             f"Upstream on {', '.join(immutable)}: the OS is immutable, the driver container cannot install "
             "kernel headers or build the module there. Use Precompiled."
+        )
+
+    def _host_driver_refusal(self) -> str:
+        """A containerized mode chosen over hosts whose own driver is loaded: refused, with the two ways out."""
+        from screens.findings import mode_refusals
+
+        mode = str(self.state.get("mode") or "")
+        refusals = [g for g in mode_refusals(self.state, mode) if g.check == "host-driver-loaded"]
+        if not refusals:
+            return ""
+        nodes = sorted({node for group in refusals for node in group.nodes})
+        shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+        versions = ", ".join(sorted({self.state.host_drivers.get(n, "") for n in nodes} - {""})) or "a host driver"
+        return (
+            f"{TITLES[mode]} is refused: a host driver ({versions}) is loaded on {shown}, and the driver container "
+            "cannot load its own module beside it. Choose Pre-installed, or unload the host driver there and "
+            "check the hosts again (Preview and apply block until then)"
         )
 
     def _no_host_driver_warning(self) -> str:

@@ -30,9 +30,11 @@ HOST_NOTE = 'Driver "-" = host not checked yet (it starts once the nodes are kno
 #: Host findings shown under the table (each names its nodes, with its fix; the area scrolls); the rest are on
 #: Preview's Warnings tab.
 HOST_LINES = 8
-#: Said under a host finding whose fix is the mode (Secure Boot under upstream): it holds no Next here.
-#: Said when the host check found nothing: it does not check the driver's and toolkit's folders, Paths does.
+#: Said when the host check found nothing and probed no folder (a path the plan refuses): Paths checks them.
 PATHS_LATER = "✓ no host problem found; noexec or read-only driver and toolkit folders are checked on the Paths step"
+#: Said when the host check found nothing, the folders of the answers so far (the defaults) included.
+FOLDERS_FINE = "✓ no host problem; the folders the plan installs into ({folders}) are writable, not noexec (Paths checks any you change)"
+#: Said under a host finding whose fix is the mode (Secure Boot under upstream): it holds no Next here.
 MODE_NEXT = "(choose the mode on the next step: this holds only a mode it refuses)"
 
 #: Seconds between table redraws while watch events arrive.
@@ -346,9 +348,9 @@ class NodesStep(StepScreen):
         from wizard.engine.hostdoctor import MODE_FINDINGS
 
         view = self.query_one("#host-findings", Static)
-        groups = [g for g in host_groups(self.state) if g.status.value != "pass"]
+        groups = [g for g in [*host_groups(self.state), *self._folder_groups()] if g.status.value != "pass"]
         self.query_one("#host-scroll").display = bool(groups) or bool(self.state.host_states)
-        lines = [] if groups or not self.state.host_states else [f"[$text-muted]{PATHS_LATER}[/]"]
+        lines = [] if groups or not self.state.host_states else [f"[$text-muted]{escape(self._all_fine())}[/]"]
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
@@ -360,6 +362,25 @@ class NodesStep(StepScreen):
             lines.append(f"[$text-muted]+ {len(groups) - HOST_LINES} more on Preview's Warnings tab[/]")
         view.update("\n".join(lines))
 
+    def _folder_groups(self) -> list[Any]:
+        """The host check's noexec or read-only folders (of the answers so far, the defaults for the rest), grouped;
+        none once Paths checks other folders (its findings are Paths')."""
+        from screens.findings import folder_checks
+        from wizard.engine.grouping import group_findings
+
+        checks, step = folder_checks(self.state)
+        if checks is None or step != self.STEP:
+            return []
+        return group_findings(c for c in checks if c.node and not c.ok)
+
+    def _all_fine(self) -> str:
+        """The line for a host check that found nothing: which folders it vouches for, if any."""
+        from screens.findings import answer_folders, nodes_folder_checks
+
+        if nodes_folder_checks(self.state) is None:
+            return PATHS_LATER
+        return FOLDERS_FINE.format(folders=", ".join(printable(f.path) for f in answer_folders(self.state)))
+
     def _host_summary(self) -> str:
         """What the last host check found ("" before one ran); one line beside the button, even for 5,000 nodes."""
         found = self.state.host_drivers
@@ -368,8 +389,12 @@ class NodesStep(StepScreen):
         from screens.findings import host_groups
 
         working = sum(1 for version in found.values() if version)
-        recommended = "; Mode recommends Pre-installed" if found and working == len(found) else ""
-        problems = sum(1 for g in host_groups(self.state) if g.status.value in ("fail", "warn"))
+        facts = self.state.facts
+        preinstalled = facts is not None and working and facts.recommend_mode(found).value == "preinstalled"
+        recommended = "; Mode recommends Pre-installed" if preinstalled else ""
+        problems = sum(
+            1 for g in [*host_groups(self.state), *self._folder_groups()] if g.status.value in ("fail", "warn")
+        )
         findings = f"; {problems} finding{'s' if problems != 1 else ''}" if problems else "; no host problem"
         rest = self.state.host_rest
         sampled = f" ({len(found)} of {len(found) + rest})" if rest else ""

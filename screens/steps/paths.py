@@ -2,7 +2,9 @@
 
 The defaults follow the GPU nodes' OS profile (``ClusterFacts.recommend_toolkit_dir``: an immutable
 OS gets ``/run/nvidia/toolkit-install``). Each keystroke is validated by the plan's own path rule;
-"Check on nodes" asks the cluster engine whether each folder exists, is writable and allows exec.
+"Check on nodes" asks the cluster engine whether each folder exists, is writable and allows exec. The Nodes step's
+host check probed the folders of the answers so far (the wizard's defaults) already: while these are the same, its
+answer is shown and kept (:func:`screens.findings.nodes_folder_checks`), not probed again; other folders are.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from screens.widgets.pathresults import PathResults
 from screens.widgets.toggles import Tick
 
 NO_CHECKS = "the engine ran no path checks on these nodes"
+FROM_NODES = "from the Nodes step's host check (the same folders): Check on nodes checks them again"
+FROM_NODES_SAMPLE = "from the Nodes step's host check, a sample"
 
 
 def auto_check(state: Any) -> bool:
@@ -126,6 +130,8 @@ class PathsStep(FormStep):
         self.query_one(AnswerField).input.focus()
         if state.path_checks is not None:  # checked before for these very paths
             self._show_checks(state.path_checks)
+        elif self._take_nodes_checks():
+            pass
         elif state.cluster is not None and (not state.replay or state.replay_until == self.STEP) and auto_check(state):
             plan = state.plan()
             if plan is not None:  # check right away: a noexec /run must not wait for a button press
@@ -151,6 +157,7 @@ class PathsStep(FormStep):
         self.answers_changed()
         self.workers.cancel_group(self, "paths")  # results for the old value would mislead
         self.query_one("#path-checks", PathResults).update(self._idle_text())
+        self._take_nodes_checks()  # back to the folders the Nodes step checked: its answer holds again
         self.sync_override()
 
     @on(Button.Pressed, "#defaults")
@@ -167,6 +174,40 @@ class PathsStep(FormStep):
         self.answers_changed()
         self.workers.cancel_group(self, "paths")
         self.query_one("#path-checks", PathResults).update(self._idle_text())
+        self._take_nodes_checks()
+        self.sync_override()
+        self.refresh_nav()
+
+    def _take_nodes_checks(self) -> bool:
+        """Show and keep the Nodes step's host check's answer when it checked these very folders (no second probe;
+        its findings stay the Nodes step's: said once, overridden there). False when it did not."""
+        from screens.findings import nodes_folder_checks
+        from wizard.engine.results import Check, Status
+        from wizard.engine.steps import NODES
+
+        state = self.state
+        if state.path_checks is not None:
+            return False
+        checks = nodes_folder_checks(state)
+        if checks is None:
+            return False
+        nodes = {c.node for c in checks if c.node}
+        failed = sorted({c.node for c in checks if c.node and not c.ok})
+        shown = ", ".join(failed[:10]) + ("…" if len(failed) > 10 else "")
+        summary = (  # worded as the probe's own summary (wizard.cluster.pathcheck)
+            Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(nodes)} nodes: {shown}")
+            if failed
+            else Check("summary", Status.PASS, f"host paths usable on all {len(nodes)} nodes")
+        )
+        note = (
+            FROM_NODES
+            if not state.host_rest
+            else f"{FROM_NODES_SAMPLE}, {state.host_checked}: Check on nodes checks every one"
+        )
+        state.path_checks = [Check("nodes", Status.SKIP, note), *checks, summary]
+        state.path_checks_from = NODES.name
+        self._show_checks(state.path_checks)
+        return True
 
     @on(Button.Pressed, "#check-paths")
     def _check_pressed(self) -> None:

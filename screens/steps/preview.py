@@ -257,9 +257,10 @@ class PreviewStep(StepScreen):
             async with self.wizard.open_registry(plan) as registry:
                 if registry is not None:
                     state.images = list(await cluster.check_images(rendered, registry))
+        from screens.findings import folder_checks
         from screens.steps.paths import auto_check, auto_nodes
 
-        if state.path_checks is None and auto_check(state):  # Paths was left before its node-side checks finished
+        if folder_checks(state)[0] is None and auto_check(state):  # Paths was left before its node-side checks ended
             self._verdict("[$accent]… checking the host paths on the nodes[/]")
             nodes, _ = auto_nodes(state)
             stream = cluster.check_paths(plan, toolkit_install_dir=state.get("toolkit.installDir"), nodes=nodes)

@@ -46,6 +46,19 @@ async def walk_to(pilot: Any, *steps: str) -> None:
         await next_to(pilot, step)
 
 
+async def past_nodes(pilot: Any, *steps: str) -> None:
+    """Walk to Nodes, wait for its host check (it probes the defaults' folders too: a noexec /run holds Next there),
+    tick its override when something holds Next, then Ctrl+N through ``steps``."""
+    app = pilot.app
+    await walk_to(pilot, "nodes")
+    await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+    await pilot.pause(0.2)
+    if app.screen.blocker():
+        await pilot.click("#override")
+    for step in steps:
+        await next_to(pilot, step)
+
+
 async def next_to(pilot: Any, step: str) -> None:
     """Ctrl+N, then wait until ``step`` is on screen."""
     await pilot.press("ctrl+n")

@@ -57,6 +57,7 @@ from wizard.cluster.verification import proving
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.helm_release import HelmRelease
 from wizard.engine.hostdoctor import DoctorTarget, HostState
+from wizard.engine.hostfolders import HostPath
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.operator_install import ChartSource, OperatorInstall, upgrade_argv
 from wizard.engine.plan import Plan
@@ -529,6 +530,7 @@ class Cluster:
         nodes: list[str] | None = None,
         *,
         paths_of: Plan | None = None,
+        folders: Sequence[HostPath] = (),
         concurrency: int = CONCURRENCY,
         timeout: float = 60.0,
     ) -> AsyncGenerator[HostState | Check, None]:
@@ -536,12 +538,13 @@ class Cluster:
 
         The host probe (:func:`wizard.cluster.probes.hostprobe.run_on_hosts`: one DaemonSet for the run), removed afterwards;
         ``nodes`` (names) defaults to every GPU node, and a name that is no GPU node is a ClusterError.
-        ``paths_of``: also check that plan's host folders in the same pod (each state's ``path_checks``).
+        ``paths_of``: also check that plan's host folders in the same pod (each state's ``path_checks``);
+        ``folders``: those folders instead (:func:`wizard.engine.hostfolders.folders`, before a plan is valid).
         A probe pod that could not be deleted comes as a failed Check naming the command that removes it.
         """
         doctor = target if isinstance(target, DoctorTarget) else DoctorTarget.from_plan(target)
         states = hostcheck.host_states(
-            self.session, doctor, nodes, paths_of=paths_of, concurrency=concurrency, timeout=timeout
+            self.session, doctor, nodes, paths_of=paths_of, folders=folders, concurrency=concurrency, timeout=timeout
         )
         return collector.streamed(states)
 

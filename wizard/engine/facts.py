@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -339,6 +339,20 @@ class ClusterFacts:
                 Mode.PREINSTALLED.value,
                 f"nvidia-smi passed on every GPU node's host (driver {versions}): a host driver already works",
             )
+        working = sorted(n.name for n in gpu if found.get(n.name))
+        if working:  # a containerized driver cannot load its module beside a loaded one: the host's is the way
+            versions = ", ".join(sorted({found[name] for name in working}))
+            lacking = sorted(n.name for n in gpu if n.name in found and not found[n.name])
+            rest = (
+                f"; install the same driver on {_names(lacking)} too, or remove it everywhere for a containerized mode"
+                if lacking
+                else ""
+            )
+            return Recommendation(
+                Mode.PREINSTALLED.value,
+                f"a host driver ({versions}) is loaded on {_names(working)}: the driver container cannot load its "
+                f"own module beside it{rest}",
+            )
         signed = set(secure_boot)
         booting = sorted(n.name for n in gpu if n.name in signed)
         release = operator_release or DEFAULT_RELEASE
@@ -447,3 +461,8 @@ def facts_from_nodelist(nodelist: Mapping[str, Any]) -> ClusterFacts:
             raise NodeFactsError(f"items[{index}]: {errors[0]}")
         found.append(facts)
     return ClusterFacts(found)
+
+
+def _names(nodes: Sequence[str], most: int = 3) -> str:
+    """``a, b, c and 2 more``."""
+    return ", ".join(nodes[:most]) + (f" and {len(nodes) - most} more" if len(nodes) > most else "")

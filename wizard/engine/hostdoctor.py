@@ -32,6 +32,7 @@ from wizard.engine.textsafe import printable
 __all__ = [
     "LATER_FINDINGS",
     "MODE_FINDINGS",
+    "REFUSALS",
     "DoctorTarget",
     "HostState",
     "blocks_apply",
@@ -60,8 +61,14 @@ LATER_FINDINGS = frozenset({"driver-not-at-boot", "driver-branch-unsupported"})
 
 
 #: Host failures whose fix is the choice of mode (Secure Boot refuses upstream's unsigned build: precompiled's
-#: signed images or a signed host driver load): they hold no step before Mode, only a plan whose mode they refuse.
-MODE_FINDINGS = frozenset({"secure-boot-unsigned"})
+#: signed images or a signed host driver load; a loaded host driver refuses a containerized one: pre-installed keeps
+#: it; pre-installed over a host without one: install it, or a containerized mode): they hold no step before Mode,
+#: only a plan whose mode they refuse.
+MODE_FINDINGS = frozenset({"secure-boot-unsigned", "host-driver-loaded", "no-host-driver"})
+
+#: The mode findings that refuse a mode as it is: Mode puts no ★ there and marks it refused. ``no-host-driver`` is
+#: not one: pre-installed recommended over some hosts with a driver names the hosts to install it on (its work to do).
+REFUSALS = frozenset({"secure-boot-unsigned", "host-driver-loaded"})
 
 
 def blocks_apply(check: str, status: Status) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING
 
 from wizard.cluster.errors import ClusterError
@@ -20,6 +20,7 @@ from wizard.cluster.hostchecks import pathcheck
 from wizard.cluster.probes.hostprobe import run_on_hosts
 from wizard.cluster.probes.probe import Leftover, manager_image, probe_registry
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings, host_steps, read_host
+from wizard.engine.hostfolders import HostPath
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check
 from wizard.engine.textsafe import printable
@@ -34,6 +35,7 @@ async def host_states(
     nodes: list[str] | None,
     *,
     paths_of: Plan | None,
+    folders: Sequence[HostPath] = (),
     concurrency: int,
     timeout: float,
 ) -> AsyncGenerator[HostState | Check, None]:
@@ -41,7 +43,8 @@ async def host_states(
     comes as a failed Check, and a node whose host nvidia-smi passed is remembered.
 
     ``paths_of`` (the Paths step's plan): its folders are checked by the same probe, one pod per node for both,
-    and come back in each state's ``path_checks``.
+    and come back in each state's ``path_checks``; ``folders`` names them instead (the TUI's Nodes step: the
+    folders of the wizard's default answers, before the answers make a plan).
     """
     facts = await session.discover()
     gpu = sorted(facts.gpu_nodes, key=lambda n: n.name)
@@ -61,7 +64,7 @@ async def host_states(
     policy = await session.policy()
     registry = probe_registry("", preflight.operator_image, doctor.bundle)
     image = session.probe_image or manager_image(policy, doctor.bundle, registry)
-    paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else []
+    paths = pathcheck.prepare(paths_of, facts, toolkit_install_dir=None, nodes=None)[1] if paths_of else list(folders)
     by_name = {n.name: n for n in gpu}
     host = host_steps(doctor, {n.os_id for n in gpu})
     steps = [*host, *pathcheck.steps_for(paths)]

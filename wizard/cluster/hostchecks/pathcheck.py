@@ -20,63 +20,19 @@ from __future__ import annotations
 import contextlib
 import posixpath
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.probes.hostprobe import host_findmnt, run_on_hosts, truncation_check
 from wizard.cluster.probes.probe import Leftover, manager_image, probe_registry
 from wizard.engine.facts import ClusterFacts
+from wizard.engine.hostfolders import HostPath, plan_folders
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_DRIVER_INSTALL_DIR, IMMUTABLE_TOOLKIT_INSTALL_DIR, Plan, check_absolute_path
 from wizard.engine.results import Check, Status
 
 if TYPE_CHECKING:
     from wizard.cluster.core.session import Session
-
-
-@dataclass(frozen=True)
-class HostPath:
-    """One host folder the plan puts operand files in, and what it must allow."""
-
-    check: str
-    """The check's name: ``toolkit-dir`` or ``driver-dir``."""
-    field: str
-    """The answers field that sets it."""
-    path: str
-    runs: str
-    """What must execute from there (the reason noexec fails)."""
-    must_exist: bool = False
-    """Pre-installed driver root: the host driver is there already, nothing creates it."""
-    writable: bool = True
-    """An operand creates or writes files there."""
-
-
-def host_paths(plan: Plan, toolkit_dir: str) -> list[HostPath]:
-    """The folders to check for ``plan`` (``toolkit_dir``: the installDir the toolkit will get)."""
-    paths = [HostPath("toolkit-dir", "toolkit.installDir", toolkit_dir, "the toolkit's nvidia-container-runtime")]
-    driver_dir = plan.hostPaths.driverInstallDir
-    if plan.driver_enabled:
-        paths.append(
-            HostPath(
-                "driver-dir",
-                "hostPaths.driverInstallDir",
-                driver_dir or DEFAULT_DRIVER_INSTALL_DIR,
-                "the containerized driver's nvidia-smi and libraries",
-            )
-        )
-    elif driver_dir:
-        paths.append(
-            HostPath(
-                "driver-dir",
-                "hostPaths.driverInstallDir",
-                driver_dir,
-                "the host driver's nvidia-smi",
-                must_exist=True,
-                writable=False,
-            )
-        )
-    return paths
 
 
 def lineage(path: str) -> list[str]:
@@ -173,12 +129,12 @@ def prepare(
     unknown = [n for n in targets if n not in known]
     if unknown:
         raise ClusterError(f"no node named {unknown[0]!r} in the cluster", "pick nodes from `gpu-wizard discover`")
-    toolkit_dir = toolkit_install_dir or plan.toolkit.installDir or facts.recommend_toolkit_dir().value
+    folders = plan_folders(plan, facts, toolkit_install_dir)
     try:
-        check_absolute_path(toolkit_dir)
+        check_absolute_path(folders[0].path)  # the toolkit's: an answers file's is checked by the plan already
     except ValueError as exc:
         raise ClusterError(f"toolkit.installDir: {exc}") from None
-    return targets, host_paths(plan, toolkit_dir)
+    return targets, folders
 
 
 async def check_cluster(
