@@ -194,7 +194,7 @@ class PathsStep(FormStep):
         nodes = {c.node for c in checks if c.node}
         failed = sorted({c.node for c in checks if c.node and not c.ok})
         shown = ", ".join(failed[:10]) + ("…" if len(failed) > 10 else "")
-        summary = (  # worded as the probe's own summary (wizard.cluster.pathcheck)
+        summary = (  # worded as the probe's own summary (wizard.cluster.hostchecks.pathcheck)
             Check("summary", Status.FAIL, f"path problems on {len(failed)} of {len(nodes)} nodes: {shown}")
             if failed
             else Check("summary", Status.PASS, f"host paths usable on all {len(nodes)} nodes")

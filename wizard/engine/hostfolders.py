@@ -3,7 +3,7 @@
 The toolkit copies ``nvidia-container-runtime`` into ``toolkit.installDir`` and containerd executes it from there;
 the containerized driver exposes its root at ``/run/nvidia/driver``, from which the validator and the toolkit run
 ``nvidia-smi``. :func:`plan_folders` names those folders for a plan on these nodes; the cluster room's
-:mod:`wizard.cluster.pathcheck` probes them (Paths, ``gpu-wizard apply``'s host gate, ``doctor``), and the TUI's
+:mod:`wizard.cluster.hostchecks.pathcheck` probes them (Paths, ``gpu-wizard apply``'s host gate, ``doctor``), and the TUI's
 Nodes step probes the folders of the wizard's default answers with its host check, so Paths reuses that answer
 when its folders are among them (:func:`covered`) instead of probing the same folders twice.
 """
