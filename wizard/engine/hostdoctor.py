@@ -30,6 +30,7 @@ from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
 
 __all__ = [
+    "ANSWER_FINDINGS",
     "LATER_FINDINGS",
     "MODE_FINDINGS",
     "DoctorTarget",
@@ -62,6 +63,11 @@ LATER_FINDINGS = frozenset({"driver-not-at-boot", "driver-branch-unsupported"})
 #: Host failures whose fix is the choice of mode (Secure Boot refuses upstream's unsigned build: precompiled's
 #: signed images or a signed host driver load): they hold no step before Mode, only a plan whose mode they refuse.
 MODE_FINDINGS = frozenset({"secure-boot-unsigned"})
+
+#: Host failures that no work on the node fixes, only the plan's answers: no package source for upstream's kernel
+#: headers is fixed by a ``driver.repoConfig`` ConfigMap (the Driver step) or a precompiled mode. Like the mode's,
+#: they hold no step before the one where they are fixed, only a plan that still lacks the answer.
+ANSWER_FINDINGS = frozenset({"no-package-source"})
 
 
 def blocks_apply(check: str, status: Status) -> bool:
