@@ -5,11 +5,16 @@ headers-missing: the host check finds ``no-package-source`` (no kernel headers, 
 fix is an answer on a later step (a ``driver.repoConfig`` ConfigMap on Driver), never work on the node, yet Nodes
 held Next and said "Fix it on the node and press Check hosts, or tick 'continue anyway'": a newcomer had to
 "continue anyway" to reach the fix. It holds Preview (and apply) while the plan still lacks the answer.
+
+from-nodelist: the Driver step's offer "Use registry.example.com/mlops · 580.126.09.1" left its note ~10 columns
+beside the button at 80 columns: "holds", "every", "tag" on three lines.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from textual.widgets import Button
 
 from screens.findings import standing
 from tests.helpers.tui import demo_app, next_to, on_step, walk_to
@@ -34,3 +39,15 @@ async def test_no_package_source_does_not_hold_nodes_and_says_where_it_is_fixed(
         assert held and held[0].step == "driver"  # still blocks Preview and apply while repoConfig is unset
         app.state.set("driver.repoConfig.configMapName", "repo-config")
         assert not [f for f in standing(app.state) if "no-package-source" in f.message]
+
+
+async def test_the_registry_offer_keeps_its_note_on_one_line_at_80_columns(tui_env: Path) -> None:
+    app = demo_app(tui_env, "from-nodelist")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        use = app.screen.query_one("#use-found", Button)
+        await wait_for(pilot, lambda: use.display and app.screen.query_one("#found-row").display, 20, "the find")
+        await pilot.pause(0.3)
+        lines = screen_text(app).splitlines()
+        assert any("Use registry.example.com/mlops · 580.126.09.1" in line for line in lines), "\n".join(lines)
+        assert any("holds every tag" in line for line in lines), "\n".join(lines)
