@@ -37,6 +37,9 @@ async def test_no_package_source_does_not_hold_nodes_and_says_where_it_is_fixed(
         assert on_step(app, "driver") and "nodes" not in app.state.overrides
         held = [f for f in standing(app.state) if "no-package-source" in f.message]
         assert held and held[0].step == "driver"  # still blocks Preview and apply while repoConfig is unset
+        await wait_for(pilot, lambda: app.state.precompiled_tags is not None, 30, "the registry's tags")
+        (finding,) = [f for f in standing(app.state) if "no-package-source" in f.message]
+        assert "or push or mirror " in finding.hint and "then use mode: precompiled" in finding.hint, finding.hint
         app.state.set("driver.repoConfig.configMapName", "repo-config")
         assert not [f for f in standing(app.state) if "no-package-source" in f.message]
 

@@ -453,7 +453,16 @@ def _package_source_findings(target: DoctorTarget, state: HostState) -> list[Che
         return (
             [Check("package-source", Status.SKIP, f"package source not checked: {why}", node=state.node)] if why else []
         )
-    return [_finding("no-package-source", Status.FAIL, state, kernel=kernel, where=where, namespace=target.namespace)]
+    values = {"kernel": kernel, "where": where, "namespace": target.namespace}
+    if target.precompiled_missing:  # "use mode: precompiled" cannot work yet: name the tags to push first
+        missing = target.precompiled_missing
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        registry = target.precompiled_from or "the registry the nodes pull from"
+        words = "no-package-source-untagged"
+        return [
+            _finding("no-package-source", Status.FAIL, state, words=words, missing=shown, registry=registry, **values)
+        ]
+    return [_finding("no-package-source", Status.FAIL, state, **values)]
 
 
 def _space_findings(target: DoctorTarget, state: HostState) -> list[Check]:
