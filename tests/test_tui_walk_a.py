@@ -8,6 +8,9 @@ held Next and said "Fix it on the node and press Check hosts, or tick 'continue 
 
 from-nodelist: the Driver step's offer "Use registry.example.com/mlops · 580.126.09.1" left its note ~10 columns
 beside the button at 80 columns: "holds", "every", "tag" on three lines.
+
+airgapped: the Catalog listed 570.195.03 beside 580.126.20, both "(in registry.airgap.local/nvidia)", though
+operator v26.7.0 does not support branch 570: picked, the field warned only afterwards.
 """
 
 from __future__ import annotations
@@ -54,3 +57,15 @@ async def test_the_registry_offer_keeps_its_note_on_one_line_at_80_columns(tui_e
         lines = screen_text(app).splitlines()
         assert any("Use registry.example.com/mlops · 580.126.09.1" in line for line in lines), "\n".join(lines)
         assert any("holds every tag" in line for line in lines), "\n".join(lines)
+
+
+async def test_the_catalog_marks_a_version_whose_branch_the_release_does_not_support(tui_env: Path) -> None:
+    app = demo_app(tui_env, "airgapped")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode", "driver")
+        await wait_for(pilot, lambda: bool(app.state.registry_versions), 30, "the registry's versions")
+        await pilot.click("#catalog")
+        await pilot.pause(0.5)
+        text = screen_text(app)
+        assert "580.126.20  (in registry.airgap.local/nvidia)" in text, text
+        assert "570.195.03  ! branch 570 unsupported by v26.7.0" in text, text
