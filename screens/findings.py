@@ -341,15 +341,21 @@ def _host_findings(state: WizardState) -> list[Finding]:
     """Host problems (nouveau, Secure Boot, a host driver vs the mode…): a failure the rollout would meet blocks;
     a warning, or a failure of later (no boot-time load, an unsupported branch that runs now), does not. A finding
     whose fix is the mode (Secure Boot under upstream) is the Mode step's: it holds no Nodes, only Preview while the
-    chosen mode is one it refuses."""
-    from wizard.engine.hostdoctor import MODE_FINDINGS, blocks_apply
+    chosen mode is one it refuses; one whose fix is an answer (no package source: driver.repoConfig) is the Driver
+    step's, likewise."""
+    from wizard.engine.hostdoctor import ANSWER_FINDINGS, MODE_FINDINGS, blocks_apply
+
+    def step_of(check: str) -> str:
+        if check in MODE_FINDINGS:
+            return MODE.name
+        return DRIVER.name if check in ANSWER_FINDINGS else NODES.name  # repoConfig is set on Driver
 
     return [
         Finding(
             group.summary(),
             group.hint,
             blocking=blocks_apply(group.check, group.status),
-            step=MODE.name if group.check in MODE_FINDINGS else NODES.name,
+            step=step_of(group.check),
         )
         for group in host_groups(state)
         if group.status.value in ("fail", "warn")

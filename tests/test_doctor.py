@@ -202,3 +202,18 @@ def test_doctor_recommends_from_the_pull_registry_and_names_the_tag_secure_boot_
     assert "✗ secure-boot-unsigned on 1 node (gpu-l40s-3)" in out, out
     assert "nvcr.io/nvidia/driver lacks 580-5.15.0-1048-nvidia-ubuntu22.04: push or mirror that tag there" in out
     assert "fix: use mode: precompiled" not in out
+
+
+def test_headers_missing_names_the_precompiled_tag_the_air_gapped_registry_lacks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """headers-missing walked at 80x24 (issue 35): the fix ended "or use mode: precompiled", but the air-gapped
+    registry the nodes pull from holds no precompiled image for their kernel: that way out needs a push first."""
+    code, doc, _ = doctor(capsys, "--demo", "headers-missing")
+    assert code == 1
+    (found,) = [f for f in doc["findings"] if f["status"] == "fail"]
+    assert "or push or mirror " in found["fix"], found["fix"]
+    assert (
+        "-5.15.0-1048-nvidia-ubuntu22.04 to registry.airgap.local/nvidia/driver, then use mode: precompiled"
+        in (found["fix"])
+    )

@@ -19,7 +19,7 @@ from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
-from wizard.cluster.probes.hostprobe import HostRun, host_findmnt, run_on_hosts
+from wizard.cluster.probes.hostprobe import HostRun, host_findmnt, probe_budget, run_on_hosts
 from wizard.cluster.probes.probe import Leftover, probe_pod
 from wizard.cluster.probes.probeset import OWNER_SELECTOR, anchor_job, caps, daemonset, read_message, script
 from wizard.demo.serve import DemoClusterThread
@@ -262,3 +262,12 @@ def test_a_runs_cut_steps_are_named_by_check_even_with_a_colon_in_the_name() -> 
     run = HostRun("gpu-1", truncated=["modules: 96 of 923 bytes", "resolve:archive.ubuntu.com: 3 of 40 bytes"])
     assert run.cut() == {"modules": "96 of 923 bytes", "resolve:archive.ubuntu.com": "3 of 40 bytes"}
     assert HostRun("gpu-1").cut() == {}
+
+
+def test_the_probe_budget_lets_a_default_daemonset_controller_reach_5000_nodes() -> None:
+    """large (5,000 nodes) walked at 80x24 (issue 35): Verify said "no probe result within 130s: no probe pod was
+    created on the node" for 1,500 nodes of a healthy cluster. kube-controller-manager's client sends at most 20
+    requests a second by default (``--kube-api-qps``), one pod create each: the budget must let it create them all."""
+    kcm_default_qps = 20.0
+    for nodes in (1, 64, 5000):
+        assert probe_budget(30.0, nodes) >= 30.0 + nodes / kcm_default_qps

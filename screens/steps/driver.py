@@ -307,11 +307,24 @@ class DriverStep(FormStep):
                 state.set("driver.version", picked)
                 self.answers_changed()
         catalog = self.query_one("#catalog", Select)
-        catalog.set_options([(f"{v}  (in {source})", v) for v in versions])
+        catalog.set_options([(self._upstream_label(v, source), v) for v in versions])
         self._follow_version(str(state.get("driver.version") or ""))
         self.query_one("#catalog-row").display = True
         self.query_one("#driver-version", AnswerField).input.placeholder = f"a full version, like {versions[0]}"
         self._show_branch_notes()
+
+    def _upstream_label(self, version: str, source: str) -> str:
+        """A Catalog row: where the version is, or (said first, as the field would once picked) that the
+        operator release does not support its branch; airgapped listed 570.195.03 beside 580 unmarked."""
+        from wizard.engine.driver_version import branch_of
+        from wizard.engine.hostdoctor import supported_branches
+
+        release = str(self.state.get("operator.version") or "")
+        supported, _ = supported_branches(release) if release else ([], "")
+        branch = branch_of(version)
+        if supported and branch not in supported:
+            return f"{version}  ! branch {branch} unsupported by {release}"
+        return f"{version}  (in {source})"
 
     @work(exclusive=True, group="versions", exit_on_error=False)
     async def list_precompiled_branches(self) -> None:

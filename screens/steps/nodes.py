@@ -36,6 +36,8 @@ PATHS_LATER = "✓ no host problem found; noexec or read-only driver and toolkit
 FOLDERS_FINE = "✓ no host problem; the folders the plan installs into ({folders}) are writable, not noexec (Paths checks any you change)"
 #: Said under a host finding whose fix is the mode (Secure Boot under upstream): it holds no Next here.
 MODE_NEXT = "(choose the mode on the next step: this holds only a mode it refuses)"
+#: Said under a host finding whose fix is an answer of a later step (no package source): no node work clears it.
+ANSWER_NEXT = "(an answer fixes it, not the node: repoConfig on the Driver step; this holds only Preview)"
 
 #: Seconds between table redraws while watch events arrive.
 REDRAW_DELAY = 0.2
@@ -345,7 +347,7 @@ class NodesStep(StepScreen):
     def _show_host_findings(self) -> None:
         """The host check's findings for the current plan: one line per finding with its nodes, never one per node."""
         from screens.findings import host_groups
-        from wizard.engine.hostdoctor import MODE_FINDINGS
+        from wizard.engine.hostdoctor import ANSWER_FINDINGS, MODE_FINDINGS
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in [*host_groups(self.state), *self._folder_groups()] if g.status.value != "pass"]
@@ -356,6 +358,8 @@ class NodesStep(StepScreen):
             lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
             if group.check in MODE_FINDINGS and group.status.value == "fail":  # fixed by the mode: Next stays open
                 lines.append(f"   [{colour}]{MODE_NEXT}[/]")
+            if group.check in ANSWER_FINDINGS and group.status.value == "fail":  # fixed by an answer: Next stays open
+                lines.append(f"   [{colour}]{ANSWER_NEXT}[/]")
             if group.hint and group.status.value in ("fail", "warn"):
                 lines.append(f"   [$text-muted]→ {escape(printable(group.hint))}[/]")
         if len(groups) > HOST_LINES:

@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from screens.host import host_of
@@ -31,6 +32,8 @@ class RegistryOffers(Horizontal):
     DEFAULT_CSS = """
     RegistryOffers { height: auto; display: none; padding-left: 20; }
     RegistryOffers > #found-note { width: 1fr; padding-left: 1; color: $text-muted; }
+    RegistryOffers.stacked { layout: vertical; }
+    RegistryOffers.stacked > #found-note { width: 100%; }
     """
 
     class Chosen(Message):
@@ -87,8 +90,13 @@ class RegistryOffers(Horizontal):
         self.offer = offers[0]
         others = f" (also {', '.join(o.repository for o in offers[1:])})" if offers[1:] else ""
         label = f"Use {offers[0].repository}" + (f" · {offers[0].version}" if offers[0].version else "")
+        note = f"{offers[0].note}{others}"
         self.query_one("#use-found", Button).label = label
-        self.query_one("#found-note", Static).update(f"{offers[0].note}{others}")
+        self.query_one("#found-note", Static).update(note)
+        # beside the button while both fit (the row is indented 20 under the inputs); else the note goes below
+        # it: at 80 columns a label with its version left the note a column of a word a line
+        room = (self.parent.content_size.width if isinstance(self.parent, Widget) else self.app.size.width) - 22
+        self.set_class(len(label) + 3 + len(note) > room, "stacked")
         self.display = True
 
     def withdraw(self) -> None:

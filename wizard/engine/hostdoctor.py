@@ -30,6 +30,7 @@ from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
 
 __all__ = [
+    "ANSWER_FINDINGS",
     "LATER_FINDINGS",
     "MODE_FINDINGS",
     "REFUSALS",
@@ -69,6 +70,11 @@ MODE_FINDINGS = frozenset({"secure-boot-unsigned", "host-driver-loaded", "no-hos
 #: The mode findings that refuse a mode as it is: Mode puts no ★ there and marks it refused. ``no-host-driver`` is
 #: not one: pre-installed recommended over some hosts with a driver names the hosts to install it on (its work to do).
 REFUSALS = frozenset({"secure-boot-unsigned", "host-driver-loaded"})
+
+#: Host failures that no work on the node fixes, only the plan's answers: no package source for upstream's kernel
+#: headers is fixed by a ``driver.repoConfig`` ConfigMap (the Driver step) or a precompiled mode. Like the mode's,
+#: they hold no step before the one where they are fixed, only a plan that still lacks the answer.
+ANSWER_FINDINGS = frozenset({"no-package-source"})
 
 
 def blocks_apply(check: str, status: Status) -> bool:
@@ -454,7 +460,16 @@ def _package_source_findings(target: DoctorTarget, state: HostState) -> list[Che
         return (
             [Check("package-source", Status.SKIP, f"package source not checked: {why}", node=state.node)] if why else []
         )
-    return [_finding("no-package-source", Status.FAIL, state, kernel=kernel, where=where, namespace=target.namespace)]
+    values = {"kernel": kernel, "where": where, "namespace": target.namespace}
+    if target.precompiled_missing:  # "use mode: precompiled" cannot work yet: name the tags to push first
+        missing = target.precompiled_missing
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        registry = target.precompiled_from or "the registry the nodes pull from"
+        words = "no-package-source-untagged"
+        return [
+            _finding("no-package-source", Status.FAIL, state, words=words, missing=shown, registry=registry, **values)
+        ]
+    return [_finding("no-package-source", Status.FAIL, state, **values)]
 
 
 def _space_findings(target: DoctorTarget, state: HostState) -> list[Check]:
