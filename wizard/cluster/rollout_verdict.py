@@ -13,7 +13,7 @@ from typing import Any, Literal
 from wizard.cluster.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.leftovers import Unwanted, stray_message
-from wizard.engine.naming import DIGEST_PREFIX, image_tag, tag_version
+from wizard.engine.naming import DIGEST_PREFIX, image_path, image_tag, tag_version
 from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
@@ -206,11 +206,31 @@ def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[
         return []
     named = {o.reference for o in operand_images(plan, policy.get("spec") or {})}
     names = {_image_name(reference) for reference in named} | {plan.driver.image or "driver"}
+    kept = spec_images(policy.get("spec") or {})  # what the live policy asks for: the operator keeps it
     return [
         p
         for p in pods
-        if p.image and p.image not in named and not _driver_image_of(plan, p.image) and _image_name(p.image) in names
+        if p.image
+        and p.image not in named
+        and p.image not in kept
+        and not _driver_image_of(plan, p.image)
+        and _image_name(p.image) in names
     ]
+
+
+def spec_images(spec: Any, depth: int = 3) -> set[str]:
+    """Every ``repository/image:version`` a ClusterPolicy spec names (its sections and their sub-sections, such as
+    ``driver.manager``): a pod waiting on one of them waits on what the live policy asks for, which the operator
+    never replaces (a chart whose appVersion is not the release names ``gpu-operator:main-latest`` there)."""
+    found: set[str] = set()
+    if not isinstance(spec, dict) or depth <= 0:
+        return found
+    repository, image, version = (str(spec.get(key) or "") for key in ("repository", "image", "version"))
+    if repository and image and version:
+        found.add(image_path(repository, image, version))
+    for value in spec.values():
+        found |= spec_images(value, depth - 1)
+    return found
 
 
 def _image_name(reference: str) -> str:
