@@ -8,7 +8,7 @@ from pathlib import Path
 from textual.widgets import Input
 
 from tests.helpers.tui import demo_app, walk_to
-from tests.snapshots.plugin import wait_for
+from tests.snapshots.plugin import screen_text, wait_for
 
 
 async def test_every_placeholder_on_the_driver_step_fits_its_field(tui_env: Path) -> None:
@@ -27,3 +27,15 @@ async def test_every_placeholder_on_the_driver_step_fits_its_field(tui_env: Path
             and len(field.placeholder) >= field.content_region.width  # a cell for the cursor
         ]
     assert not cut, cut
+
+
+async def test_a_host_finding_that_holds_no_apply_is_no_red_cross_on_nodes(tui_env: Path) -> None:
+    """preinstalled-no-dkms: Nodes showed "✗ driver-not-at-boot …" (read as blocking) while Next went on and Preview,
+    the Apply confirmation and Verify called the same finding a warning ("! …")."""
+    app = demo_app(tui_env, "preinstalled-no-dkms")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: "driver-not-at-boot" in screen_text(app), 60, "the host check's finding")
+        line = next(row for row in screen_text(app).splitlines() if "driver-not-at-boot" in row)
+        assert line.lstrip().startswith("! driver-not-at-boot on 2 nodes"), line
+        assert app.screen.blocker() == ""  # and it holds no step, as before
