@@ -39,3 +39,24 @@ async def test_a_host_finding_that_holds_no_apply_is_no_red_cross_on_nodes(tui_e
         line = next(row for row in screen_text(app).splitlines() if "driver-not-at-boot" in row)
         assert line.lstrip().startswith("! driver-not-at-boot on 2 nodes"), line
         assert app.screen.blocker() == ""  # and it holds no step, as before
+
+
+async def test_a_release_line_the_running_operator_is_not_on_is_refused_on_mode(tui_env: Path) -> None:
+    """preinstalled-old-branch: the Nodes finding's fix "or target an operator release that supports 570" was taken
+    on Mode (v25.10.1, which lists 570) while v26.7.0 kept running: the finding disappeared, Preview said "no
+    warnings" and the apply went through, where ``gpu-wizard apply`` refuses that plan in preflight ("✗ release")."""
+    from textual.widgets import Select, Static
+
+    app = demo_app(tui_env, "preinstalled-old-branch")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes", "mode")
+        mode = app.screen
+        assert mode.blocker() == ""  # the running release, as the defaults have it
+        mode.query_one("#release", Select).value = "v25.10.1"
+        await pilot.pause()
+        said = " ".join(str(mode.query_one("#release-note", Static).content).split())
+        assert said.startswith("✗ the cluster runs GPU Operator v26.7.0, not v25.10.1: apply refuses"), said
+        assert mode.blocker().startswith("operator.version: the cluster runs GPU Operator v26.7.0"), mode.blocker()
+        mode.query_one("#release", Select).value = "v26.7.0"
+        await pilot.pause()
+        assert mode.blocker() == ""
