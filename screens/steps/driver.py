@@ -155,9 +155,10 @@ class DriverStep(FormStep):
                 "Other images from",
                 "driver.operandRegistry",
                 str(state.get("driver.operandRegistry") or ""),
-                placeholder="the chart's (nvcr.io, registry.k8s.io); or a private registry host[/path]",
+                placeholder="the chart's (nvcr.io, registry.k8s.io)",
                 id="operand-registry",
-                hint="toolkit, device plugin, validator, … keep their paths below it; image checks ask it",
+                hint="or a private registry host[/path]: toolkit, device plugin, validator, … keep their paths below "
+                "it; image checks ask it",
             ),
             AnswerField(
                 "Registry mirrors",

@@ -215,6 +215,32 @@ class ModeStep(FormStep):
             "(Preview blocks on it), or choose a containerized mode"
         )
 
+    def field_errors(self) -> dict[str, str]:
+        """The fields' own errors, and a release line the running operator is not on where no Helm release would
+        carry the operator to it: ``apply``'s preflight refuses that plan (the operator keeps running its release),
+        so Mode says it, rather than letting a host finding judged against the other release disappear."""
+        errors = super().field_errors()
+        refused = self._release_refusal()
+        if refused and "operator.version" not in errors:
+            errors = {"operator.version": refused, **errors}
+        return errors
+
+    def _release_refusal(self) -> str:
+        from wizard.engine.releases import Release
+
+        preflight = self.state.preflight
+        detected = self._detected_release()
+        if not detected or (preflight is not None and preflight.helm_release):
+            return ""  # nothing runs (the wizard installs the chosen one), or Helm upgrades it to the chosen one
+        live = Release.parse_or_none(detected)
+        wanted = Release.parse_or_none(str(self.state.get("operator.version") or ""))
+        if live is None or wanted is None or (live.major, live.minor) == (wanted.major, wanted.minor):
+            return ""
+        return (
+            f"the cluster runs GPU Operator {detected}, not {wanted}: apply refuses a {wanted} plan (the operator "
+            f"stays {detected}); keep {detected}, or upgrade the operator itself first"
+        )
+
     def _detected_release(self) -> str:
         preflight = self.state.preflight
         return str(getattr(preflight, "operator_release", "") or "")

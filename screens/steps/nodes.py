@@ -347,7 +347,7 @@ class NodesStep(StepScreen):
     def _show_host_findings(self) -> None:
         """The host check's findings for the current plan: one line per finding with its nodes, never one per node."""
         from screens.findings import host_groups
-        from wizard.engine.hostdoctor import ANSWER_FINDINGS, MODE_FINDINGS
+        from wizard.engine.hostdoctor import ANSWER_FINDINGS, MODE_FINDINGS, blocks_apply
 
         view = self.query_one("#host-findings", Static)
         groups = [g for g in [*host_groups(self.state), *self._folder_groups()] if g.status.value != "pass"]
@@ -355,7 +355,10 @@ class NodesStep(StepScreen):
         lines = [] if groups or not self.state.host_states else [f"[$text-muted]{escape(self._all_fine())}[/]"]
         for group in groups[:HOST_LINES]:
             colour = {"fail": "$error", "warn": "$warning"}.get(group.status.value, "$text-muted")
-            lines.append(f"[{colour}]{group.status.symbol}[/] {escape(group.summary(most=2))}")
+            symbol = group.status.symbol
+            if group.status.value == "fail" and not blocks_apply(group.check, group.status):
+                colour, symbol = "$warning", "!"  # holds no apply: a warning here as on Preview, never a red ✗
+            lines.append(f"[{colour}]{symbol}[/] {escape(group.summary(most=2))}")
             if group.check in MODE_FINDINGS and group.status.value == "fail":  # fixed by the mode: Next stays open
                 lines.append(f"   [{colour}]{MODE_NEXT}[/]")
             if group.check in ANSWER_FINDINGS and group.status.value == "fail":  # fixed by an answer: Next stays open

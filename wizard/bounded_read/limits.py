@@ -83,6 +83,9 @@ REGISTRIES_CONF = Limits(
 )
 """containers-registries.conf(5) (TOML): registries, their mirrors and prefixes."""
 
+CHART_YAML = Limits(kind="a Helm chart's Chart.yaml", max_bytes=64 << 10, max_lines=2000, max_nodes=4096)
+"""A local chart's ``Chart.yaml`` (``--chart``): its name, version and appVersion, a few dozen lines."""
+
 RENDERED_CHART = Limits(
     kind="helm template's output",
     max_bytes=16 << 20,

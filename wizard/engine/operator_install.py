@@ -96,6 +96,25 @@ def upgrade_argv(
     ]
 
 
+def chart_release_mismatch(install: OperatorInstall, app_version: str) -> str:
+    """Why a local chart would not install ``install.release`` ("" when it would, or names no appVersion).
+
+    The chart deploys the operator (and the ClusterPolicy's validator) at its ``appVersion`` where the values name no
+    version, so a chart folder taken from the operator's repository (``appVersion: main-latest``) or from another
+    release runs an operator image the release never published: found before helm runs, not as an ImagePullBackOff
+    after the install."""
+    if not app_version or app_version.lstrip("v") == install.release.lstrip("v"):
+        return ""
+    published = rules(install.release).helmChart
+    chart = operator_values(bundle_of(install.release) or install.release)["operator"]
+    image = image_path(chart["repository"], chart["image"], app_version)
+    return (
+        f"{install.chart.words()} has appVersion {app_version}, not {install.release}: it would run the operator and "
+        f"its validator as {image}; use GPU Operator {install.release}'s published chart (helm pull "
+        f"{published.name} --repo {published.repository} --version {install.release})"
+    )
+
+
 def operator_image(release: str, values: dict[str, Any] | None = None) -> str:
     """The operator's own image the chart deploys (``operator.repository/image:version``, version = release)."""
     bundle = bundle_of(release)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from wizard.atomic_write import write_private
-from wizard.bounded_read import RENDERED_CHART
+from wizard.bounded_read import CHART_YAML, RENDERED_CHART, InputError, load_bounded, parse_bounded
 from wizard.cluster.core.preflight import DRIVERS, find_operator
 from wizard.cluster.gateway import Gateway
 from wizard.engine import chart_check
-from wizard.engine.operator_install import OperatorInstall
+from wizard.engine.operator_install import OperatorInstall, chart_release_mismatch
 from wizard.engine.textsafe import printable
 from wizard.paths import state_dir
 
@@ -50,6 +51,49 @@ class InstallRun:
     through_helm: bool
     """True when the wizard ran helm itself; False: the person runs ``command``."""
     drivers_path: Path | None = None
+
+
+def chart_app_version(reference: str) -> str:
+    """A local chart's ``appVersion`` (a folder's ``Chart.yaml``, or the one at the top of a ``.tgz``); "" for a
+    chart from a repository or an OCI reference (nothing is fetched), or one that names none. InputError (one line,
+    naming the file) when the Chart.yaml cannot be read within its limits."""
+    if reference.startswith("oci://") or "://" in reference:
+        return ""
+    path = Path(reference).expanduser()
+    if path.is_dir():
+        chart = load_bounded(path / "Chart.yaml", CHART_YAML, ("yaml",))
+    elif path.is_file():
+        chart = _packaged_chart(path)
+    else:
+        return ""  # not a local chart (a repository's chart name): helm says what it makes of it
+    version = chart.get("appVersion") if isinstance(chart, dict) else None
+    return printable(str(version)) if version is not None else ""
+
+
+def _packaged_chart(path: Path) -> Any:
+    """The Chart.yaml at the top of a packaged chart (``gpu-operator/Chart.yaml`` in ``gpu-operator-v26.7.0.tgz``)."""
+    try:
+        with tarfile.open(path, mode="r:*") as archive:
+            for member in archive:
+                if member.isfile() and member.name.count("/") == 1 and member.name.endswith("/Chart.yaml"):
+                    if member.size > CHART_YAML.max_bytes:
+                        raise InputError(f"Chart.yaml is larger than {CHART_YAML.max_bytes} bytes", source=str(path))
+                    handle = archive.extractfile(member)
+                    text = handle.read(CHART_YAML.max_bytes + 1).decode("utf-8", "replace") if handle else ""
+                    return parse_bounded(text, CHART_YAML, ("yaml",))
+    except (tarfile.TarError, OSError) as exc:
+        raise InputError(f"cannot read the packaged chart: {exc}", source=str(path)) from None
+    raise InputError("no Chart.yaml at the top of the packaged chart", source=str(path))
+
+
+def chart_problem(install: OperatorInstall) -> str:
+    """Why the install's chart cannot install its release, found before helm runs ("" when none is found)."""
+    if install.chart.repository:  # the release's published chart, fetched by helm: its appVersion is the release
+        return ""
+    try:
+        return chart_release_mismatch(install, chart_app_version(install.chart.reference))
+    except InputError as exc:
+        return f"--chart: {printable(str(exc))}"
 
 
 def helm_binary() -> str | None:
@@ -209,9 +253,12 @@ async def install_operator(
     ``said`` hears the command before the wait (a front end shows it). Returns once the operator
     Deployment exists (or helm failed, or ``wait_timeout`` passed without it).
     """
+    command = install.command(str(values_path), kube)
+    problem = chart_problem(install)  # before anything is written or run
+    if problem:
+        return InstallRun(False, problem, values_path, command, helm is not None)
     drivers_path = write_install(install, values_path)
     argv = install.helm_argv(str(values_path), kube)
-    command = install.command(str(values_path), kube)
     if helm is None:
         if said is not None:
             heard = said(command)

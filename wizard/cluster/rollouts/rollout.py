@@ -49,6 +49,7 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.rollouts.rollout_verdict import (
     FALSE_READY_WAIT,
     HOST_DRIVER_FOUND,
+    UPGRADE_FAILED,
     DaemonSetStatus,
     Phase,
     classify,
@@ -165,7 +166,19 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
     stray = [u for u in judge(plan, followed.daemonsets.items(), policy) if u.pods]
     gpu_nodes = sum(1 for n in nodes if any(n["labels"].get(key) == "true" for key in GPU_LABEL_KEYS))
     phase, message = classify(
-        plan, policy, state, ds_status, pods, upgrade, nvd, operands, hosted, fit, stray, gpu_nodes=gpu_nodes
+        plan,
+        policy,
+        state,
+        ds_status,
+        pods,
+        upgrade,
+        nvd,
+        operands,
+        hosted,
+        fit,
+        stray,
+        gpu_nodes=gpu_nodes,
+        failed_before=frozenset(clock.failed_before or ()),
     )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])
     return RolloutStatus(
@@ -217,8 +230,15 @@ class UpgradeClock:
     def __init__(self) -> None:
         self.states: dict[str, tuple[str, float]] = {}
         self.crashing: dict[tuple[str, str], float] = {}
+        self.failed_before: set[str] | None = None
+        """Nodes ``upgrade-failed`` at the first snapshot and ever since (None before it): an earlier rollout's
+        failure, not this one's; a node that leaves the state and fails again is this rollout's."""
 
     def observe(self, upgrade: dict[str, str], pods: list[PodStatus], now: float) -> None:
+        if self.failed_before is None:
+            self.failed_before = {node for node, state in upgrade.items() if state == UPGRADE_FAILED}
+        else:
+            self.failed_before &= {node for node, state in upgrade.items() if state == UPGRADE_FAILED}
         for node, state in upgrade.items():
             if self.states.get(node, ("", 0.0))[0] != state:
                 self.states[node] = (state, now)

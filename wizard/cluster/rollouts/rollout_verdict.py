@@ -13,7 +13,7 @@ from typing import Any, Literal
 from wizard.cluster.core.rollout_cache import PodStatus
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.leftovers import Unwanted, stray_message
-from wizard.engine.naming import DIGEST_PREFIX, image_tag, tag_version
+from wizard.engine.naming import DIGEST_PREFIX, image_path, image_tag, tag_version
 from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
@@ -30,6 +30,9 @@ FALSE_READY_WAIT = "waiting for the operator's next pass"
 """How a ``ready`` with NoGPUNodes/NFDLabelsMissing over labelled GPU nodes is worded while it is waited out."""
 HOST_DRIVER_FOUND = "no driver pod is wanted"
 """How the failure of a driver rollout onto hosts that already run a driver begins."""
+UPGRADE_FAILED = "upgrade-failed"
+RETRYING = "waiting for the upgrade controller to retry"
+"""How a rollout over nodes already ``upgrade-failed`` when it began is worded while they are retried."""
 
 
 @dataclass(frozen=True)
@@ -71,13 +74,16 @@ def classify(
     fit: Callable[[str], int | None] | None = None,
     stray: list[Unwanted] | None = None,
     gpu_nodes: int = 0,
+    failed_before: frozenset[str] = frozenset(),
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
     ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
     how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait).
     A pod waiting on an image the plan has moved elsewhere is the operator's to replace (:func:`replaced`), not the
-    new rollout's failure."""
+    new rollout's failure. ``failed_before``: nodes already ``upgrade-failed`` when the follower began (an earlier
+    rollout's failure, which this apply may be the fix of): the upgrade controller retries them once their new driver
+    pod is ready, so they are waited on, not taken for this rollout's failure."""
     if policy is None:
         return "waiting", "no ClusterPolicy yet"
     fatal = [p for p in pods if p.reason in FATAL_WAITING]
@@ -88,7 +94,8 @@ def classify(
         return "failed", f"{first.name} on {first.node} ({first.container}): {first.reason}: {first.message}".rstrip(
             ": "
         )
-    failed_nodes = sorted(n for n, s in upgrade.items() if s == "upgrade-failed")
+    failed_nodes = sorted(n for n, s in upgrade.items() if s == UPGRADE_FAILED and n not in failed_before)
+    retried = sorted(n for n, s in upgrade.items() if s == UPGRADE_FAILED and n in failed_before)
     if failed_nodes:
         return "failed", f"driver upgrade failed on {', '.join(failed_nodes)}"
     errors = [
@@ -143,6 +150,9 @@ def classify(
         not_ready = sorted(name for name, s in nvd.items() if s != "ready")
         if not_ready:
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
+    if retried:
+        which = ", ".join(retried[:3]) + (f" and {len(retried) - 3} more" if len(retried) > 3 else "")
+        return "progressing", f"{RETRYING} {which} (upgrade-failed before this rollout began)"
     if stray:
         return "progressing", stray_message(stray[0])
     if state != "ready":
@@ -196,11 +206,31 @@ def replaced(plan: Plan, policy: dict[str, Any], pods: list[PodStatus]) -> list[
         return []
     named = {o.reference for o in operand_images(plan, policy.get("spec") or {})}
     names = {_image_name(reference) for reference in named} | {plan.driver.image or "driver"}
+    kept = spec_images(policy.get("spec") or {})  # what the live policy asks for: the operator keeps it
     return [
         p
         for p in pods
-        if p.image and p.image not in named and not _driver_image_of(plan, p.image) and _image_name(p.image) in names
+        if p.image
+        and p.image not in named
+        and p.image not in kept
+        and not _driver_image_of(plan, p.image)
+        and _image_name(p.image) in names
     ]
+
+
+def spec_images(spec: Any, depth: int = 3) -> set[str]:
+    """Every ``repository/image:version`` a ClusterPolicy spec names (its sections and their sub-sections, such as
+    ``driver.manager``): a pod waiting on one of them waits on what the live policy asks for, which the operator
+    never replaces (a chart whose appVersion is not the release names ``gpu-operator:main-latest`` there)."""
+    found: set[str] = set()
+    if not isinstance(spec, dict) or depth <= 0:
+        return found
+    repository, image, version = (str(spec.get(key) or "") for key in ("repository", "image", "version"))
+    if repository and image and version:
+        found.add(image_path(repository, image, version))
+    for value in spec.values():
+        found |= spec_images(value, depth - 1)
+    return found
 
 
 def _image_name(reference: str) -> str:
