@@ -23,7 +23,7 @@ from wizard.cluster.hostprobe import CONCURRENCY
 from wizard.cluster.liveplan import known_release
 from wizard.cluster.operator_status import SETTLE_S, turned_not_ready
 from wizard.cluster.preflight import DRIVERS, POLICY, active_policy
-from wizard.cluster.probe import manager_image
+from wizard.cluster.probe import manager_image, probe_registry
 from wizard.cluster.rollout_cache import PodStatus, slim_pod, waiting_entries
 from wizard.cluster.rollout_verdict import FATAL_WAITING
 from wizard.cluster.watchcache import WatchCache, stop_followers
@@ -226,6 +226,14 @@ async def _verify_nodes(
     yield verifying.summary(ctx, len(gpu))
 
 
+async def _probe_image(session: Session, plan: Plan, policy: dict[str, Any] | None) -> str:
+    """The probe pods' image, from the registry the cluster pulls from: a ClusterPolicy under the NVIDIADriver CRD
+    keeps no driver manager of its own, and the chart's default at nvcr.io is unreachable behind a private one."""
+    release = plan.operator.version
+    registry = probe_registry(plan.driver.operandRegistry, (await session.known_preflight()).operator_image, release)
+    return manager_image(policy, plan.operator.bundle, registry)
+
+
 async def verify_context(
     session: Session,
     plan: Plan,
@@ -255,7 +263,7 @@ async def verify_context(
         toolkit_dir=toolkit_dir,
         driver_dir=driver_dir,
         drop_in=drop_in,
-        probe_image=session.probe_image or manager_image(policy, plan.operator.bundle),
+        probe_image=session.probe_image or await _probe_image(session, plan, policy),
         timeout=timeout,
         policy=policy,
     )
