@@ -447,6 +447,21 @@ def _package_source_findings(target: DoctorTarget, state: HostState) -> list[Che
         return (
             [Check("package-source", Status.SKIP, f"package source not checked: {why}", node=state.node)] if why else []
         )
+    lacking = [tag for tag in target.precompiled_missing if state.kernel and f"-{state.kernel}-" in tag]
+    if lacking:  # "or use mode: precompiled" is no way out while the pull registry holds no image for this kernel
+        return [
+            _finding(
+                "no-package-source",
+                Status.FAIL,
+                state,
+                words="no-package-source-untagged",
+                kernel=kernel,
+                where=where,
+                namespace=target.namespace,
+                missing=lacking[0],
+                registry=target.precompiled_from or "the registry the nodes pull from",
+            )
+        ]
     return [_finding("no-package-source", Status.FAIL, state, kernel=kernel, where=where, namespace=target.namespace)]
 
 
