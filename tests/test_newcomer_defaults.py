@@ -111,10 +111,13 @@ class Attempt:
     doctor: list[dict[str, Any]] = field(default_factory=list)
 
 
-def attempt(kubeconfig: str, given: Answers, folder: Path, *, install: bool = False) -> Attempt:
+def attempt(
+    kubeconfig: str, given: Answers, folder: Path, *, install: bool = False, override_helm: bool = False
+) -> Attempt:
     """The Driver step's additions, then apply (``--yes``) and verify; on a stop, what ``doctor`` finds with the
     same answers (the Nodes step's host check and the plan's findings). ``install``: ``--install-operator``,
-    with no helm on PATH: the person runs the printed command (the chart, rendered with the wizard's values)."""
+    with no helm on PATH: the person runs the printed command (the chart, rendered with the wizard's values).
+    ``override_helm``: ``--override-helm``, the alternative apply names for a Helm-owned policy."""
     answers, offers = asyncio.run(_complete(kubeconfig, given))
     path = folder / f"answers-{len(list(folder.glob('answers-*')))}.yaml"
     with path.open("w", encoding="utf-8") as stream:
@@ -132,6 +135,8 @@ def attempt(kubeconfig: str, given: Answers, folder: Path, *, install: bool = Fa
         "90",
     )
     person = None
+    if override_helm:
+        apply = (*apply, "--override-helm")
     if install:
         values = folder / "install-values.yaml"
         apply = (*apply, "--install-operator", "--helm-values", str(values))
@@ -203,6 +208,15 @@ def choose_mode(mode: str) -> Callable[[Attempt], Answers]:
     return fix
 
 
+def install_dir(path: str) -> Callable[[Attempt], Answers]:
+    """The Paths step's fix for a read-only /usr/local: the toolkit installed elsewhere."""
+
+    def fix(tried: Attempt) -> Answers:
+        return {**tried.answers, "toolkit": {**tried.answers.get("toolkit", {}), "installDir": path}}
+
+    return fix
+
+
 def crd_on(tried: Attempt) -> Answers:
     return {**tried.answers, "driver": {**tried.answers["driver"], "useNvidiaDriverCRD": True}}
 
@@ -228,6 +242,9 @@ class Expect:
     host_fix: Callable[[Scenario], Scenario] | None = None
     install: bool = False
     """The fix is ``--install-operator`` (the answers kept)."""
+    override_helm: bool = False
+    """The fix is apply's ``--override-helm`` (the answers kept): the printed ``helm upgrade`` needs a chart
+    repository this machine does not reach."""
     then: Expect | None = None
     """The next stop after this fix, if any."""
 
@@ -273,6 +290,20 @@ EXPECTED: dict[str, Expect] = {
     ),
     "noexec-run": Expect("remount /run with exec", host_fix=fixed_hosts(noexec_mounts=[])),
     "headers-missing": Expect("repoConfig", host_fix=fixed_hosts(kernel_headers=True, package_repo=True)),
+    # issue 35's walk, new clusters: a stale host driver and no package source, found before apply, fixed in turn
+    "kubeadm-rhel8-airgap": Expect(
+        "sudo dnf remove",
+        host_fix=fixed_hosts(host_driver=""),
+        then=Expect("driver.repoConfig.configMapName", host_fix=fixed_hosts(package_repo=True)),
+    ),
+    # two Ubuntu releases on one AWS kernel: upstream through the mirror, one NVIDIADriver per OS
+    "eks-ubuntu-mirror": VERIFIED,
+    # the Helm install's toolkit cannot be written on SL Micro's read-only /usr/local
+    "k3s-suse-helm": Expect(
+        "toolkit.installDir",
+        answers_fix=install_dir("/opt/nvidia"),
+        then=Expect("--override-helm", override_helm=True),
+    ),
 }
 SCENARIOS = [name for name in scenario_names() if name != "large"]
 
@@ -301,6 +332,8 @@ def test_accepting_every_default_reaches_a_verified_install(
         assert expect.words in said, f"{scenario}: the stop does not name its fix ({expect.words}):\n{said[-3000:]}"
         if expect.install:
             tried = attempt(kubeconfig, tried.answers, tmp_path, install=True)
+        elif expect.override_helm:
+            tried = attempt(kubeconfig, tried.answers, tmp_path, override_helm=True)
         elif expect.answers_fix is not None:
             tried = attempt(kubeconfig, expect.answers_fix(tried), tmp_path)
         else:  # the same cluster, its hosts fixed as the finding says; the answers given so far are kept

@@ -21,6 +21,20 @@ async def test_the_driver_column_says_who_provides_the_driver(tui_env: Path) -> 
     assert driver_cell(node, {}) == "operator"
 
 
+async def test_the_driver_column_names_the_host_driver_under_a_disabled_operator_driver(tui_env: Path) -> None:
+    """k3s-suse-helm (issue 35's walk): the Helm install runs with driver.enabled=false on hosts with 580.95.05; the
+    label stays ``nvidia.com/gpu.deploy.driver=true`` (the operator's #982), and the column said ``operator``."""
+    app = demo_app(tui_env, "k3s-suse-helm")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await walk_to(pilot, "nodes")
+        await wait_for(pilot, lambda: bool(app.state.host_checked), 60, "the host check")
+        await wait_for(pilot, lambda: "host 580.95" in screen_text(app), 10, "the host driver in the table")
+        rows = [line for line in screen_text(app).splitlines() if "gpu-h100-s" in line]  # at 80 columns: "host 580.95."
+        assert len(rows) == 2 and all(" host 580.95" in row and " operator " not in row for row in rows), rows
+    node = app.state.nodes["gpu-h100-sles"]
+    assert (node.deploy_driver, driver_cell(node, {"gpu-h100-sles": "580.95.05"})) == ("true", "host 580.95.05")
+
+
 async def test_the_clusterpolicy_tab_names_the_policy_the_apply_updates(tui_env: Path) -> None:
     """Defect 13: the tab showed ``name: cluster-policy`` while the apply updated ``gpu-cluster-policy``."""
     from wizard.bundled import asset_text

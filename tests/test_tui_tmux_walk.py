@@ -56,6 +56,8 @@ WALKS = [
     Walk("noexec-run", PATHS_STOP, version="580.126.20"),
     Walk("missing-tuple", PREVIEW_STOP),
     Walk("large", APPLY_STOP, version="580.126.20"),
+    Walk("eks-ubuntu-mirror"),  # upstream 580.126.20 from Artifactory, one NVIDIADriver per Ubuntu release
+    Walk("k3s-suse-helm", PATHS_STOP),  # the Helm install's toolkit folder is read-only on SL Micro
 ]
 DEFAULT = {"ubuntu-upstream"}
 SELECTED = WALKS if os.environ.get("GPU_WIZARD_TMUX_ALL") == "1" else [w for w in WALKS if w.scenario in DEFAULT]
@@ -88,7 +90,8 @@ def walk_to_the_end(tmux: Tmux, walk: Walk) -> str:
             tmux.type(walk.repository)
         time.sleep(1.5)  # the registry is asked after a pause in typing
         next_step(tmux, "5/8 Paths")
-    tmux.wait_for("usable on all", "path problems", "press Check on nodes", timeout=60)
+    # the footer's stop too: under a pre-installed driver the driver-dir note comes first and the summary scrolls
+    tmux.wait_for("usable on all", "path problems", "press Check on nodes", PATHS_STOP, timeout=60)
     if next_step(tmux, "6/8 Preview", stop=PATHS_STOP) == PATHS_STOP:
         return PATHS_STOP
     tmux.wait_for("server dry-run accepted", "server dry-run rejected", timeout=120)

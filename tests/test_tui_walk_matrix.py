@@ -51,7 +51,8 @@ APPLY_WALKS: dict[str, tuple[str, ...]] = {
     "k3s-ubuntu": ("580.126.20", "595.91.07"),
     "mig": (),
     "mixed-os": (),
-    "ubuntu-upstream": ("580", "570"),  # precompiled: the registry holds both branches for its kernel
+    "ubuntu-upstream": ("580", "570"),
+    "eks-ubuntu-mirror": (),  # one NVIDIADriver per Ubuntu release, through the Artifactory mirror  # precompiled: the registry holds both branches for its kernel
 }
 
 

@@ -94,7 +94,7 @@ class DriverStep(FormStep):
                 "Driver version",
                 "driver.version",
                 str(state.get("driver.version") or ""),
-                placeholder="580.126.09.1 or a branch (580)" if not upstream else "a full version, like 580.126.20",
+                placeholder=self._precompiled_placeholder() if not upstream else "a full version, like 580.126.20",
                 hint=self._version_hint(),
             )
             yield Label("Registry", classes="section")
@@ -186,6 +186,16 @@ class DriverStep(FormStep):
         for field in self.query(AnswerField).filter("#operand-registry, #registry-mirrors, #registry-ca"):
             field.show_error(errors.get(field.path, ""))
         self._rest_mounted.set()
+
+    def _precompiled_placeholder(self) -> str:
+        """A precompiled version as the nodes' publisher tags it: SLE Micro's copies carry full versions
+        (``580.126.09.1``); NVIDIA's Ubuntu and RHEL tags a branch (``580-<kernel>-<os>``)."""
+        from wizard.engine.sources import SLE_MICRO_TAG_PREFIXES
+
+        oses = self._tag_oses()
+        if oses and all(tag.startswith(SLE_MICRO_TAG_PREFIXES) for tag in oses):
+            return "580.126.09.1 or a branch (580)"
+        return "a branch, like 580 (tags <branch>-<kernel>-<os>)"
 
     def _tag_oses(self) -> list[str]:
         """The GPU nodes' distinct OS tags, worked out once per release while the step is shown (the nodes

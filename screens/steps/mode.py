@@ -324,6 +324,9 @@ class ModeStep(FormStep):
             if mode == "precompiled":
                 state.set("driver.repoConfig", None)
                 state.set("driver.airgapped", None)
+            if mode == "upstream" and str(state.get("driver.version") or "").isdigit():
+                # a precompiled branch (580) names no upstream image: the Driver step picks a version the registry holds
+                state.set("driver.version", None)
         state.set("mode", mode)
 
     def _show_diagram(self) -> None:

@@ -67,7 +67,10 @@ DEPLOY_WORDS = {"true": "operator", "false": "excluded"}
 
 def driver_cell(node: Any, host_drivers: dict[str, str]) -> str:
     """Who provides the driver: the deploy label in words (``operator``, ``pre-installed``, ``excluded``), else
-    what the host check found (``host 580.126.20``, ``none``)."""
+    what the host check found (``host 580.126.20``, ``none``). A host driver the check found wins over ``true``: with
+    ``driver.enabled=false`` the label stays ``true`` (the operator's issue #982) while the host's driver serves."""
+    if str(node.deploy_driver) == "true" and host_drivers.get(node.name):
+        return f"host {host_drivers[node.name]}"
     if node.deploy_driver:
         return DEPLOY_WORDS.get(str(node.deploy_driver), str(node.deploy_driver))
     if node.name in host_drivers:

@@ -174,7 +174,10 @@ class PathsStep(FormStep):
         self.answers_changed()
         self.workers.cancel_group(self, "paths")
         self.query_one("#path-checks", PathResults).update(self._idle_text())
-        self._take_nodes_checks()
+        if not self._take_nodes_checks():
+            plan = self.state.plan()
+            if self.state.cluster is not None and plan is not None and auto_check(self.state):
+                self.check_paths(plan, sampled=True)  # the fix a failed check names: show at once whether it works
         self.sync_override()
         self.refresh_nav()
 

@@ -34,6 +34,21 @@ COLUMNS = (("toolkit-dir", "toolkit installDir"), ("driver-dir", "driverInstallD
 NODE_WIDTH = 16
 CELL_WIDTH = 28
 SHOWN_NODES = 3
+
+
+def node_label(name: str, width: int = NODE_WIDTH - 1) -> str:
+    """The node's name in the node column: whole when it fits, else its host name (the first DNS label) when that does,
+    else its head and tail around "…". Cutting the end only made EKS's ``ip-10-20-33-120.us-west-2.compute.internal``
+    and ``…-121…`` read the same ``ip-10-20-33-12…``."""
+    if len(name) <= width:
+        return name
+    host = name.split(".", 1)[0]
+    if len(host) <= width:
+        return host
+    head = (width - 1) // 2
+    return f"{name[:head]}…{name[-(width - 1 - head) :]}"
+
+
 #: Seconds between two redraws while checks stream in (at most ten a second, whatever the node count).
 FLUSH_INTERVAL = 0.1
 
@@ -156,7 +171,7 @@ class PathResults(Vertical):
             table.update_cell(check.node, check.check, self._cell(check))
         self._rows.update(new)
         table.add_rows(
-            (node, (printable(node), *(self._cell(cells.get(name)) for name, _ in COLUMNS)))
+            (node, (node_label(printable(node)), *(self._cell(cells.get(name)) for name, _ in COLUMNS)))
             for node, cells in new.items()
         )
         table.display = bool(self._rows)

@@ -74,13 +74,14 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
 async def registry_lacks(
     cluster: Cluster, facts: ClusterFacts, plan: Plan, target: DoctorTarget, states: Mapping[str, HostState]
 ) -> DoctorTarget:
-    """Secure Boot under upstream: the precompiled tags the plan's registry lacks (listed as the TUI lists them),
-    so the fix names them instead of "use mode: precompiled" while that cannot work yet."""
+    """Secure Boot or no package source under upstream: the precompiled tags the plan's registry lacks (listed as the
+    TUI lists them), so the fix names them instead of "use mode: precompiled" while that cannot work yet."""
     import dataclasses
 
     from wizard.engine.naming import image_repository
 
-    if plan.mode.value != "upstream" or not any(s.secure_boot for s in states.values()):
+    precompiled_offered = target.airgapped or any(s.secure_boot or s.package_source is False for s in states.values())
+    if plan.mode.value != "upstream" or not precompiled_offered:
         return target
 
     where = image_repository(plan.driver.repository or plan.driver.source, plan.driver.image)

@@ -461,9 +461,10 @@ def _package_source_findings(target: DoctorTarget, state: HostState) -> list[Che
             [Check("package-source", Status.SKIP, f"package source not checked: {why}", node=state.node)] if why else []
         )
     values = {"kernel": kernel, "where": where, "namespace": target.namespace}
-    if target.precompiled_missing:  # "use mode: precompiled" cannot work yet: name the tags to push first
-        missing = target.precompiled_missing
-        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    # "use mode: precompiled" is no way out while the pull registry lacks this kernel's images: name them to push
+    lacking = [tag for tag in target.precompiled_missing if state.kernel and f"-{state.kernel}-" in tag]
+    if lacking:
+        shown = ", ".join(lacking[:3]) + (f" and {len(lacking) - 3} more" if len(lacking) > 3 else "")
         registry = target.precompiled_from or "the registry the nodes pull from"
         words = "no-package-source-untagged"
         return [

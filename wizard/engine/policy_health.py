@@ -8,6 +8,7 @@ green tick), Verify fails on it after an apply; both through :func:`policy_healt
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -49,5 +50,20 @@ def policy_health(policy: Mapping[str, Any]) -> PolicyHealth:
     errors = [c for c in status.get("conditions") or [] if c.get("type") == "Error" and c.get("status") == "True"]
     detail = (errors[0].get("message") if errors else text) or "no condition message"
     return PolicyHealth(
-        False, f"{name} is {state}: {detail}", "gpu-wizard apply follows the rollout; see the driver pods' events"
+        False, f"{name} is {state}: {detail}", _not_ready_hint(detail, str(status.get("namespace") or ""))
     )
+
+
+#: The operator's OperandNotReady message: "ClusterPolicy is not ready, states not ready: [state-driver …]".
+_STATES_NOT_READY = re.compile(r"states not ready: \[([^\]]*)\]")
+
+
+def _not_ready_hint(detail: str, namespace: str) -> str:
+    """Where to look: the driver pods when the driver state is among those not ready, else the first state that is
+    (a toolkit crash-looping under a pre-installed driver is no driver pod's)."""
+    found = _STATES_NOT_READY.search(detail)
+    states = found.group(1).split() if found else []
+    if not states or "state-driver" in states:
+        return "gpu-wizard apply follows the rollout; see the driver pods' events"
+    where = f" -n {namespace}" if namespace else ""
+    return f"{states[0]} is the first state not ready (not the driver): see its pods' events (kubectl get pods{where})"

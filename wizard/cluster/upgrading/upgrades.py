@@ -149,6 +149,8 @@ def not_running(plan: UpgradePlan, running: Mapping[str, tuple[str, str]]) -> di
     """GPU node -> why it does not run the image its group plans (no driver pod, another image, waiting)."""
     found: dict[str, str] = {}
     for group in plan.groups:
+        if not group.new_image:  # pre-installed: the host's driver serves, no driver pod is planned
+            continue
         for node in group.nodes:
             image, waiting = running.get(node, ("", ""))
             if not image:

@@ -24,7 +24,7 @@ from wizard.cluster.core.rollout_cache import PodStatus, slim_pod, waiting_entri
 from wizard.cluster.core.watchcache import WatchCache, stop_followers
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.probes.hostprobe import CONCURRENCY
-from wizard.cluster.probes.probe import manager_image
+from wizard.cluster.probes.probe import manager_image, probe_registry
 from wizard.cluster.rollouts.rollout_verdict import FATAL_WAITING
 from wizard.cluster.verification import verify as verifying
 from wizard.engine.mirror import operator_choices
@@ -226,6 +226,14 @@ async def _verify_nodes(
     yield verifying.summary(ctx, len(gpu))
 
 
+async def _probe_image(session: Session, plan: Plan, policy: dict[str, Any] | None) -> str:
+    """The probe pods' image, from the registry the cluster pulls from: a ClusterPolicy under the NVIDIADriver CRD
+    keeps no driver manager of its own, and the chart's default at nvcr.io is unreachable behind a private one."""
+    release = plan.operator.version
+    registry = probe_registry(plan.driver.operandRegistry, (await session.known_preflight()).operator_image, release)
+    return manager_image(policy, plan.operator.bundle, registry)
+
+
 async def verify_context(
     session: Session,
     plan: Plan,
@@ -255,7 +263,7 @@ async def verify_context(
         toolkit_dir=toolkit_dir,
         driver_dir=driver_dir,
         drop_in=drop_in,
-        probe_image=session.probe_image or manager_image(policy, plan.operator.bundle),
+        probe_image=session.probe_image or await _probe_image(session, plan, policy),
         timeout=timeout,
         policy=policy,
     )
