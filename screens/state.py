@@ -13,6 +13,7 @@ must not wait for them.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -261,8 +262,15 @@ class WizardState:
         never shown, so they must not reach the plan: a pre-installed run ignores an old driver version)."""
         from screens.flow import STEPS
 
-        skipped = [key for step in STEPS if not step.applies(self) for key in step.fields]
-        return {key: value for key, value in self.answers.items() if key not in skipped}
+        skipped = [step for step in STEPS if not step.applies(self)]
+        dropped = {key for step in skipped for key in step.fields}
+        effective = {key: value for key, value in self.answers.items() if key not in dropped}
+        for step in skipped:  # what the plan takes from a skipped step all the same (its operands' registry)
+            for dotted in step.spec.kept_when_skipped:
+                value = self.get(dotted)
+                if value not in (None, "", [], {}):
+                    set_path(effective, dotted, copy.deepcopy(value))
+        return effective
 
     def validate(self) -> tuple[Plan | None, list[FieldError]]:
         """The plan if the answers are valid, else the field errors (each naming its field)."""

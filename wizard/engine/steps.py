@@ -21,12 +21,21 @@ class StepSpec:
     title: str
     fields: tuple[str, ...] = ()
     """Answers keys (prefixes) the step edits: their errors are the step's, and a skipped step's never reach the plan."""
+    kept_when_skipped: tuple[str, ...] = ()
+    """Keys under ``fields`` that reach the plan even when the step is skipped: where every image but the driver's
+    comes from and how the nodes pull (a pre-installed plan skips Driver, yet its operands come from the cluster's
+    private registry, adopted on Connect, as ``answers init`` writes them)."""
 
 
 CONNECT = StepSpec("connect", "Connect")
 NODES = StepSpec("nodes", "Nodes")
 MODE = StepSpec("mode", "Mode", ("mode", "operator"))
-DRIVER = StepSpec("driver", "Driver & registry", ("driver",))
+DRIVER = StepSpec(
+    "driver",
+    "Driver & registry",
+    ("driver",),
+    ("driver.operandRegistry", "driver.imagePullSecrets", "driver.registryMirrors"),
+)
 PATHS = StepSpec("paths", "Paths", ("toolkit", "hostPaths"))
 PREVIEW = StepSpec("preview", "Preview")
 APPLY = StepSpec("apply", "Apply")
