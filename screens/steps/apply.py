@@ -278,7 +278,7 @@ class ApplyStep(HelmPaths):
         from screens.findings import prior_findings
 
         # the host findings known before apply go with the plan: a pod failing on such a node ends it at once
-        rollout = state.connected().rollout(state.valid_plan(), prior=prior_findings(state))
+        rollout = state.connected().rollout(state.valid_plan(), prior=prior_findings(state), after_change=self._sent)
         async with contextlib.aclosing(rollout) as statuses:
             async for status in statuses:
                 self._rollout = status

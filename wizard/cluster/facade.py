@@ -485,6 +485,7 @@ class Cluster:
         stall_window: float | None = None,
         heartbeat: float | None = None,
         prior: PriorFindings | None = None,
+        after_change: bool = True,
     ) -> AsyncGenerator[RolloutStatus, None]:
         """Rollout snapshots (followed by watches) until ready, failed (e.g. ImagePullBackOff) or cancelled.
 
@@ -492,10 +493,12 @@ class Cluster:
         state grow). Without a ``stall_window``, a plan that sets its upgradePolicy gives one from its timeouts.
         ``prior``: the host findings known before apply, per node (``prior_findings.by_node``); a pod crash-looping
         on such a node fails the rollout at once with that finding and its fix, not after ``crash_window``.
+        ``after_change``: a change was just sent, so a node already ``upgrade-failed`` is an earlier rollout's
+        failure, waited on for the controller's retry; False (following what runs): that failure is the news.
         """
         statuses = rollouts.follow_cluster(
             self.session, plan, interval=interval, timeout=timeout, crash_window=crash_window, stall_window=stall_window,
-            heartbeat=heartbeat, prior=prior,
+            heartbeat=heartbeat, prior=prior, after_change=after_change,
         )  # fmt: skip
         return collector.streamed(statuses)
 

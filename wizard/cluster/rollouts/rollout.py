@@ -227,10 +227,11 @@ def _is_driver_daemonset(daemonset: dict[str, Any]) -> bool:
 class UpgradeClock:
     """When each node entered its upgrade state, and since when each container has been crash-looping."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, after_change: bool = True) -> None:
         self.states: dict[str, tuple[str, float]] = {}
         self.crashing: dict[tuple[str, str], float] = {}
-        self.failed_before: set[str] | None = None
+        # following what runs, with no change sent (the TUI arriving at Apply): an upgrade-failed node is the news
+        self.failed_before: set[str] | None = None if after_change else set()
         """Nodes ``upgrade-failed`` at the first snapshot and ever since (None before it): an earlier rollout's
         failure, not this one's; a node that leaves the state and fails again is this rollout's."""
 
@@ -334,6 +335,7 @@ async def follow(
     heartbeat: float | None = None,
     session: Session | None = None,
     prior: PriorFindings | None = None,
+    after_change: bool = True,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """Yield a snapshot whenever it changes (and at least every ``heartbeat`` seconds, for the clocks
     of time in state), until ready, failed or ``timeout`` seconds.
@@ -363,7 +365,7 @@ async def follow(
         pods=WatchCache(gateway, "pods", changed, namespace=namespace, slim=slim_pod, index=waiting_entries),
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
-    clock = UpgradeClock()
+    clock = UpgradeClock(after_change=after_change)
     ready_since: float | None = None
     false_ready_since = 0.0
     last: tuple[Any, ...] | None = None
@@ -446,6 +448,7 @@ async def follow_cluster(
     stall_window: float | None,
     heartbeat: float | None,
     prior: PriorFindings | None = None,
+    after_change: bool = True,
 ) -> AsyncGenerator[RolloutStatus, None]:
     """:func:`follow` in the plan's operator namespace (see ``Cluster.rollout``); without a ``stall_window``, a
     plan that sets its upgradePolicy gives one from its timeouts."""
@@ -464,6 +467,7 @@ async def follow_cluster(
         heartbeat=heartbeat,
         session=session,
         prior=prior,
+        after_change=after_change,
     )
     async with contextlib.aclosing(statuses):
         async for status in statuses:
