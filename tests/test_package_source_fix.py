@@ -3,7 +3,7 @@ kubeadm-rhel8-airgap).
 
 The lab's registry holds no precompiled image for the RHEL 8.10 kernels, yet the finding ended "…; or use mode:
 precompiled" on every node: a way out that fails with ImagePullBackOff. While the registry lacks the kernel's tag, the
-fix says which tag precompiled would need instead.
+fix names the tag to push or mirror before precompiled can work.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def test_precompiled_is_not_offered_while_the_registry_lacks_the_kernels_tag() -
     fix = _fix(target)
     assert "or use mode: precompiled" not in fix, fix
     assert "driver.repoConfig.configMapName: repo-config" in fix
-    assert f"mode: precompiled needs {missing}, which registry.lab.example/nvidia lacks" in fix
+    assert f"or push or mirror {missing} to registry.lab.example/nvidia, then use mode: precompiled" in fix
 
 
 def test_precompiled_stays_offered_when_the_registry_was_not_listed_or_holds_it() -> None:
@@ -60,4 +60,6 @@ def test_apply_names_the_lacking_tag_instead_of_precompiled(tmp_path: Path, caps
     out = "".join(capsys.readouterr())
     assert code != 0 and "no-package-source on 1 node (gpu-l40s-01)" in out, out
     assert "or use mode: precompiled" not in out, out
-    assert f"mode: precompiled needs 595-{KERNEL}-rhel8, which registry.lab.example/nvidia/driver lacks" in out, out
+    assert (
+        f"or push or mirror 595-{KERNEL}-rhel8 to registry.lab.example/nvidia/driver, then use mode: precompiled" in out
+    ), out

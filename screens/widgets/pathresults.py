@@ -42,7 +42,7 @@ def node_label(name: str, width: int = NODE_WIDTH - 1) -> str:
     and ``…-121…`` read the same ``ip-10-20-33-12…``."""
     if len(name) <= width:
         return name
-    host = name.split(".", 1)[0]
+    host, _, _domain = name.partition(".")  # the first DNS label
     if len(host) <= width:
         return host
     head = (width - 1) // 2

@@ -71,7 +71,7 @@ def chart_app_version(reference: str) -> str:
 
 
 def _packaged_chart(path: Path) -> Any:
-    """The Chart.yaml at the top of a packaged chart (``gpu-operator/Chart.yaml`` in ``gpu-operator-v26.7.0.tgz``)."""
+    """The Chart.yaml at the top of a packaged chart (``gpu-operator/Chart.yaml`` in ``gpu-operator-vX.Y.Z.tgz``)."""
     try:
         with tarfile.open(path, mode="r:*") as archive:
             for member in archive:
