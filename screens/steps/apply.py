@@ -191,9 +191,7 @@ class ApplyStep(HelmPaths):
 
     @on(Button.Pressed, "#apply")
     def _apply_pressed(self) -> None:
-        from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
-        from wizard.engine.image_lists import compact_summary
 
         state = self.state
         if not self._may_send():
@@ -208,16 +206,7 @@ class ApplyStep(HelmPaths):
             )
             self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
             return
-        asked = confirmation(
-            where=where,
-            changes=changes(state.prepared),
-            backup=display_path(self.wizard.backup_dir),
-            warnings=warnings(state),
-            owner=self._owner,
-            evictions=self._evictions(),
-            unread=self.query_one(UpgradePlanView).unread,
-            images=compact_summary(state.rendered) if state.rendered is not None else "",
-        )
+        asked = self._confirmation()
         self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._confirmed)
 
     def _confirmed(self, yes: bool | None) -> None:

@@ -117,14 +117,20 @@ class HelmPaths(StepScreen):
     @on(Button.Pressed, "#helm-run")
     def _helm_run_pressed(self) -> None:
         """The change through the owning release, confirmed first (the same page of risks as an apply's)."""
-        from screens.apply_text import confirmation
         from screens.dialogs import ConfirmDialog
+
+        if self._helm is None or not self._may_send():
+            return
+        asked = self._confirmation(through_helm=True)
+        self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._helm_confirmed)
+
+    def _confirmation(self, *, through_helm: bool = False) -> Any:
+        """The page of risks an apply and a helm upgrade both confirm (:func:`screens.apply_text.confirmation`)."""
+        from screens.apply_text import confirmation
         from wizard.engine.image_lists import compact_summary
 
         state = self.state
-        if self._helm is None or not self._may_send():
-            return
-        asked = confirmation(
+        return confirmation(
             where=self._where(),
             changes=changes(state.prepared),
             backup=display_path(self.wizard.backup_dir),
@@ -133,9 +139,8 @@ class HelmPaths(StepScreen):
             evictions=self._evictions(),
             unread=self.query_one(UpgradePlanView).unread,
             images=compact_summary(state.rendered) if state.rendered is not None else "",
-            through_helm=True,
+            through_helm=through_helm,
         )
-        self.app.push_screen(ConfirmDialog(asked.title, asked.body, yes=asked.yes, no="Cancel"), self._helm_confirmed)
 
     def _helm_confirmed(self, yes: bool | None) -> None:
         if yes:
