@@ -320,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard import requestlog
         from wizard.paths import logs_dir
 
-        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir())
+        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir)  # found on the first request, if any
         try:
             return _run_command(partial(_with_top_level_demo, handler), args)
         finally:
