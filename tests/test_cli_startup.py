@@ -160,3 +160,28 @@ def test_render_loads_the_engine_with_the_cyclic_collector_paused() -> None:
     done = subprocess.run([sys.executable, "-c", GC_PROBE, *words], capture_output=True, text=True, check=True)
     count, enabled = done.stderr.strip().splitlines()[-1].split()
     assert int(count) <= 30 and enabled == "True", done.stderr
+
+
+FREEZE_PROBE = """
+import atexit, gc, os, sys
+atexit.register(lambda: print("frozen", gc.get_freeze_count(), file=sys.stderr))
+sys.stdout = open(os.devnull, "w")
+from wizard.launch import main
+if sys.argv[1] == "argv":
+    main(sys.argv[2:])
+else:
+    sys.argv[1:] = sys.argv[2:]
+    main()
+"""
+
+
+def test_the_render_process_freezes_what_it_built_before_it_exits() -> None:
+    """The exit's collections skip what a render built (gc.freeze); a caller passing argv (a test) is left alone."""
+    example = "assets/examples/sle-micro-precompiled"
+    words = ["render", "--answers", f"{example}.answers.yaml", "--nodes", f"{example}.nodes.json"]
+    frozen = {}
+    for how in ("process", "argv"):
+        done = subprocess.run([sys.executable, "-c", FREEZE_PROBE, how, *words], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        frozen[how] = int(done.stderr.strip().splitlines()[-1].split()[-1])
+    assert frozen["process"] > 10_000 and frozen["argv"] == 0, frozen
