@@ -321,7 +321,7 @@ RUNTIME_CHECK = "runtime-flavour"
 
 
 def runtime_steps() -> list[Step]:
-    """Host steps for :func:`wizard.cluster.hostprobe.run_on_hosts`: which flavour's files the host has."""
+    """Host steps for :func:`wizard.cluster.probes.hostprobe.run_on_hosts`: which flavour's files the host has."""
     from wizard.engine.nodescript import Step
 
     return [Step(RUNTIME_CHECK, ("ls", "-d", *(path for path, _ in HOST_MARKERS)), host=True)]
