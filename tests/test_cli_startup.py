@@ -73,7 +73,6 @@ NOT_FOR_RENDER = (
     "wizard.demo",
     "wizard.web",
     "wizard.engine.hostdoctor",  # the doctor's engine
-    "wizard.engine.nodescript",  # host steps (doctor, host checks)
 )
 """What ``render`` from files must not import: another command's module, another room, a library it does not use."""
 

@@ -30,15 +30,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from wizard.engine.advice import Advice
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.node_grammar import quoted
+from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import AUTO_RUNTIME, Plan
-
-if TYPE_CHECKING:  # the host steps load with the host probe, not with every render
-    from wizard.engine.nodescript import Step, StepResult
 
 CONTAINERD = "containerd"
 CRIO = "cri-o"
@@ -321,9 +318,7 @@ RUNTIME_CHECK = "runtime-flavour"
 
 
 def runtime_steps() -> list[Step]:
-    """Host steps for :func:`wizard.cluster.probes.hostprobe.run_on_hosts`: which flavour's files the host has."""
-    from wizard.engine.nodescript import Step
-
+    """Host steps for :func:`wizard.cluster.hostprobe.run_on_hosts`: which flavour's files the host has."""
     return [Step(RUNTIME_CHECK, ("ls", "-d", *(path for path, _ in HOST_MARKERS)), host=True)]
 
 
