@@ -26,6 +26,7 @@ from wizard import collector
 from wizard.cluster import apply as applying
 from wizard.cluster import apply_preview
 from wizard.cluster.discovery import node_cache
+from wizard.cluster.gateway.writes import MERGE_PATCH
 from wizard.cluster.rollout_cache import slim_node
 from wizard.cluster.slices import SLICE_S, Slices
 from wizard.cluster.watchcache import WatchCache
@@ -184,6 +185,7 @@ async def test_a_rollout_cache_lists_and_watches_in_slices_that_yield(demo_clust
                     cluster.gateway.raw(cluster.gateway.core, "patch_node"),
                     name,
                     {"metadata": {"labels": {"engine-loop": "burst"}}},
+                    _content_type=MERGE_PATCH,
                 )
             deadline = time.monotonic() + 10
             while cache.slices.yields < listed + len(names) and time.monotonic() < deadline:
