@@ -205,14 +205,7 @@ class ApiServer:
             verb = "create" if request.method == "POST" else "get"
         denied = access.is_denied(self.rbac_deny, verb, rtype.plural, rtype.group, target.subresource, target.namespace)
         if denied:
-            raise ApiError(
-                403,
-                f"{rtype.plural}{' ' + json.dumps(target.name) if target.name else ''} is forbidden: User "
-                f'"{access.DEMO_USER}" cannot {verb} resource "{rtype.plural}'
-                f'{"/" + target.subresource if target.subresource else ""}" in API group "{rtype.group}" '
-                + (f'in the namespace "{target.namespace}"' if target.namespace else "at the cluster scope"),
-                details={"name": target.name or "", "group": rtype.group, "kind": rtype.plural},
-            )
+            raise access.forbidden(verb, rtype.plural, target.subresource, rtype.group, target.name, target.namespace)
         if (
             target.subresource == "exec"
             and verb == "get"

@@ -123,14 +123,3 @@ def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> A
 def bad_request(message: str) -> ApiError:
     """400 BadRequest."""
     return ApiError(400, message)
-
-
-def forbidden(user: str, verb: str, resource: str, group: str, name: str, namespace: str | None) -> ApiError:
-    """The RBAC denial text of a real API server (403 Forbidden)."""
-    what = f'{resource} "{name}"' if name else resource
-    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    return ApiError(
-        403,
-        f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{group}" {scope}',
-        details={"name": name, "group": group, "kind": resource},
-    )

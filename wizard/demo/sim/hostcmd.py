@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 
-from wizard.demo.sim.nodefs import host_dirs, host_files, modules
+from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.world import NodeView
 
 Result = tuple[int, str, str]
@@ -129,11 +129,3 @@ def run_host_tool(view: NodeView, cmd: str, args: list[str]) -> Result | None:
     """The tool's result, or None when ``cmd`` is not one of these tools."""
     tool = HOST_TOOLS.get(cmd)
     return tool(view, args) if tool is not None else None
-
-
-def lsmod(view: NodeView) -> str:
-    """``lsmod``: ``/proc/modules`` in columns under a header, the newest module first."""
-    lines = ["Module                  Size  Used by"]
-    for name, size, users in modules(view):
-        lines.append(f"{name:<19} {size:>8}  {len(users)} {','.join(users)}".rstrip())
-    return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
 ``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
-(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``lsmod``, ``touch``, ``chroot DIR
+(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``touch``, ``chroot DIR
 CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
 own ``sh -c`` probe scripts, read step by step
 (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
-from wizard.demo.sim.hostcmd import lsmod, run_host_tool
+from wizard.demo.sim.hostcmd import run_host_tool
 from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import driver_version_of
@@ -236,10 +236,6 @@ def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return 0, "", ""
 
 
-def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    return 0, lsmod(ctx.view), ""
-
-
 #: Commands that look at the node or the container: name -> (context, args, stdin) -> result.
 _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
     "nvidia-smi": lambda ctx, args, stdin: _nvidia_smi(ctx, args),
@@ -251,7 +247,6 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
     "[": lambda ctx, args, stdin: _test(ctx, args),
     "ls": lambda ctx, args, stdin: _ls(ctx, args),
     "chroot": _chroot,
-    "lsmod": _lsmod,
     "touch": _touch,
     "true": lambda ctx, args, stdin: (0, "", ""),
     "sleep": lambda ctx, args, stdin: (0, "", ""),
