@@ -108,6 +108,11 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
     )
 
 
+def cause(reason: str, field: str, message: str) -> dict[str, str]:
+    """One cause of a 422 Invalid (``FieldValueInvalid``, ``FieldValueRequired`` …)."""
+    return {"reason": reason, "message": message, "field": field}
+
+
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> ApiError:
     """``<Kind>.<group> "<name>" is invalid: <field>: <message>`` (422 Invalid)."""
     summary = ", ".join(f"{c['field']}: {c['message']}" for c in causes)

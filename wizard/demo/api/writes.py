@@ -25,7 +25,7 @@ from wizard.demo.api.podspec import pod_spec_causes
 from wizard.demo.api.reads import Target, json_response, parse_body
 from wizard.demo.api.schema import check_object
 from wizard.demo.api.selectors import combined
-from wizard.demo.api.status import ApiError, already_exists, bad_request, conflict, invalid, not_found
+from wizard.demo.api.status import ApiError, already_exists, bad_request, cause, conflict, invalid, not_found
 from wizard.demo.api.store import Store, StoreConflict, StoreNotFound, now_rfc3339
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -80,20 +80,16 @@ def _identity(target: Target, obj: Any, creating: bool) -> dict[str, Any]:
                 rtype.kind,
                 rtype.group,
                 "",
-                [_cause("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
+                [cause("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
             )
         if meta.get("name") and (len(meta["name"]) > 253 or not _NAME_RE.match(meta["name"])):
             raise invalid(
                 rtype.kind,
                 rtype.group,
                 meta["name"],
-                [_cause("FieldValueInvalid", "metadata.name", f'Invalid value: "{meta["name"]}": {_NAME_HELP}')],
+                [cause("FieldValueInvalid", "metadata.name", f'Invalid value: "{meta["name"]}": {_NAME_HELP}')],
             )
     return obj
-
-
-def _cause(reason: str, field: str, message: str) -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
 
 
 def _split_status(target: Target, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +275,7 @@ def _apply(store: Store, request: web.Request, target: Target, old: dict[str, An
             rtype.kind,
             rtype.group,
             target.name or "",
-            [_cause("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")],
+            [cause("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")],
         )
     applied = _identity(target, body, creating=old is None)
     if old is None:
