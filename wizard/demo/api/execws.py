@@ -1,7 +1,7 @@
 """``pods/exec`` over websocket (``v5.channel.k8s.io``/``v4.channel.k8s.io``) and ``pods/log``.
 
-Frames are binary, byte 0 the channel: 0 stdin, 1 stdout, 2 stderr, 3 status (a ``metav1.Status``),
-4 resize, and in v5 255 = close a channel (``[255, 0]`` ends stdin). The command runs in the simulation
+Frames are binary, byte 0 the channel: 1 stdout, 2 stderr, 3 status (a ``metav1.Status``). No stdin: neither
+gpu-wizard nor the README's ``kubectl exec`` sends any, and the simulated commands read none. The command runs in the simulation
 (``sim.exec``); the server only does what the API server and kubelet do around it: find the pod and
 container, refuse what a real cluster refuses, frame the output and report the exit code.
 """
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from wizard.demo.api.faults import Faults
 from wizard.demo.api.status import ApiError, bad_request, not_found
@@ -25,8 +25,6 @@ PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 """Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
 FOLLOW_POLL_S = 0.5
 """How often ``logs -f`` looks for new log lines."""
-STDIN_IDLE_S = 0.3
-"""v4 has no stdin close frame: after this long without stdin data, the input is taken as complete."""
 
 _WAITING_TEXT = {
     "ErrImagePull": "trying and failing to pull image",
@@ -37,7 +35,7 @@ _WAITING_TEXT = {
 class ExecRunner(Protocol):
     """What the exec endpoint needs from the simulation."""
 
-    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> Any: ...
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str]) -> Any: ...
 
     def logs(self, namespace: str, pod: str, container: str) -> str: ...
 
@@ -169,24 +167,6 @@ def _choose_protocol(header: str) -> str | None:
     return next((p for p in PROTOCOLS if p in offered), None)
 
 
-async def _read_stdin(ws: web.WebSocketResponse, v5: bool) -> bytes:
-    data = bytearray()
-    while True:
-        try:
-            msg = await ws.receive(timeout=None if v5 or not data else STDIN_IDLE_S)
-        except TimeoutError:
-            return bytes(data)
-        if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-            return bytes(data)
-        payload = msg.data if msg.type == WSMsgType.BINARY else str(msg.data).encode()
-        if not payload:
-            continue
-        if payload[0] == 0:
-            data += payload[1:]
-        elif payload[0] == 255 and payload[1:2] == b"\x00":
-            return bytes(data)
-
-
 async def serve_exec(
     request: web.Request,
     pod: dict[str, Any],
@@ -214,12 +194,10 @@ async def serve_exec(
         raise bad_request("Upgrade request required (the gpu-wizard demo serves exec over websockets only)")
     ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), autoping=True)
     await ws.prepare(request)
-    v5 = protocol == "v5.channel.k8s.io"
-    stdin = await _read_stdin(ws, v5) if query.get("stdin") in ("true", "1") else b""
     if faults.exec_latency_ms > 0 and faults.take("exec_latency"):
         await asyncio.sleep(faults.exec_latency_ms / 1000)
     try:
-        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)
+        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv))
         stdout, stderr, status = bytes(result.stdout), bytes(result.stderr), _exit_status(int(result.exit_code))
     except Exception as exc:  # a simulation bug must still end the session the way a runtime error does
         log.exception("simulated exec of %s in %s/%s failed", argv, meta["name"], container)

@@ -95,7 +95,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
     return 0, "\n".join(lines) + "\n", ""
 
 
-def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _grep(ctx: Ctx, args: list[str]) -> Result:
     flags: set[str] = set()
     rest: list[str] = []
     limit, it = -1, iter(args)
@@ -112,7 +112,7 @@ def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
     if not rest:
         return 2, "", "Usage: grep [OPTION]... PATTERNS [FILE]...\n"
     pattern = re.compile(rest[0] if "F" not in flags else re.escape(rest[0]), re.I if "i" in flags else 0)
-    sources = [(f, read_file(ctx, f)) for f in rest[1:]] or [("", stdin)]
+    sources = [(f, read_file(ctx, f)) for f in rest[1:]] or [("", "")]  # no stdin: an exec sends none
     out, err, found = [], "", False
     for name, text in sources:
         if text is None:
@@ -187,7 +187,7 @@ def _ls(ctx: Ctx, args: list[str]) -> Result:
     return code, "".join(f"{line}\n" for line in out), err
 
 
-def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _chroot(ctx: Ctx, args: list[str]) -> Result:
     if len(args) < 2:
         return 125, "", "chroot: missing operand\n"
     target, command = args[0], args[1:]
@@ -201,13 +201,13 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
         new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), ctx.files)
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
-    code, out, err = run_argv(new, command, stdin)
+    code, out, err = run_argv(new, command)
     if code == 127 and "command not found" in err:
         return 127, out, f"chroot: failed to run command '{command[0]}': No such file or directory\n"
     return code, out, err
 
 
-def _uname(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _uname(ctx: Ctx, args: list[str]) -> Result:
     spec = ctx.view.spec
     if args and args[0] == "-a":
         return 0, f"Linux {spec.name} {spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
@@ -215,9 +215,7 @@ def _uname(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
 
 
-def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    if not args:
-        return 0, stdin, ""
+def _cat(ctx: Ctx, args: list[str]) -> Result:
     out, err = "", ""
     for path in args:
         text = read_file(ctx, path)
@@ -228,7 +226,7 @@ def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return (1 if err else 0), out, err
 
 
-def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _touch(ctx: Ctx, args: list[str]) -> Result:
     for path in args:
         problem = write_file(ctx, path)
         if problem:
@@ -236,41 +234,41 @@ def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return 0, "", ""
 
 
-#: Commands that look at the node or the container: name -> (context, args, stdin) -> result.
-_NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
-    "nvidia-smi": lambda ctx, args, stdin: _nvidia_smi(ctx, args),
+#: Commands that look at the node or the container: name -> (context, args) -> result (an exec sends no stdin).
+_NODE_COMMANDS: dict[str, Callable[[Ctx, list[str]], Result]] = {
+    "nvidia-smi": _nvidia_smi,
     "uname": _uname,
     "cat": _cat,
     "grep": _grep,
-    "findmnt": lambda ctx, args, stdin: _findmnt(ctx, args),
-    "test": lambda ctx, args, stdin: _test(ctx, args),
-    "[": lambda ctx, args, stdin: _test(ctx, args),
-    "ls": lambda ctx, args, stdin: _ls(ctx, args),
+    "findmnt": _findmnt,
+    "test": _test,
+    "[": _test,
+    "ls": _ls,
     "chroot": _chroot,
     "touch": _touch,
-    "true": lambda ctx, args, stdin: (0, "", ""),
-    "sleep": lambda ctx, args, stdin: (0, "", ""),
-    "false": lambda ctx, args, stdin: (1, "", ""),
+    "true": lambda ctx, args: (0, "", ""),
+    "sleep": lambda ctx, args: (0, "", ""),
+    "false": lambda ctx, args: (1, "", ""),
 }
 
 
-def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
+def run_argv(ctx: Ctx, argv: list[str]) -> Result:
     """Run one command (no shell syntax) in a context: (exit code, stdout, stderr)."""
     if not argv:
         return 0, "", ""
     cmd, args = argv[0].rpartition("/")[2], argv[1:]  # the program's base name, as a PATH lookup finds it
     if cmd in ("sh", "bash", "ash") and args[:1] == ["-c"] and len(args) >= 2:
-        return run_script(ctx, args[1], stdin)
+        return run_script(ctx, args[1])
     node_command = _NODE_COMMANDS.get(cmd)
     if node_command is not None:
-        return node_command(ctx, args, stdin)
+        return node_command(ctx, args)
     host_tool = run_host_tool(ctx.view, cmd, args) if ctx.root == "host" else None
     if host_tool is not None:
         return host_tool
     return 127, "", f"sh: {argv[0]}: command not found\n"
 
 
-def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
+def run_script(ctx: Ctx, script: str) -> Result:
     """Answer one of gpu-wizard's ``sh -c`` probe scripts (see :mod:`wizard.demo.sim.probescript`)."""
 
     def write(path: str, text: str) -> None:
