@@ -56,8 +56,6 @@ def request_verb(method: str, has_name: bool, watch: bool) -> str:
         if watch:
             return "watch"
         return "get" if has_name else "list"
-    if method == "DELETE" and not has_name:
-        return "deletecollection"
     return VERB_BY_METHOD.get(method, method.lower())
 
 

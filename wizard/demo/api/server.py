@@ -259,10 +259,8 @@ class ApiServer:
             return await writes.replace(store, request, target)
         if method == "PATCH" and target.name is not None:
             return await writes.patch(store, request, target)
-        if method == "DELETE":
-            if target.name is not None:
-                return await writes.delete(store, request, target)
-            return await writes.delete_collection(store, request, target)
+        if method == "DELETE" and target.name is not None:  # no deletecollection: kubectl deletes one by one
+            return await writes.delete(store, request, target)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
     def _node_ip(self, name: str) -> str:

@@ -24,7 +24,6 @@ from wizard.demo.api import ssa
 from wizard.demo.api.podspec import pod_spec_causes
 from wizard.demo.api.reads import Target, json_response, parse_body
 from wizard.demo.api.schema import check_object
-from wizard.demo.api.selectors import combined
 from wizard.demo.api.status import ApiError, already_exists, bad_request, cause, conflict, invalid, not_found
 from wizard.demo.api.store import Store, StoreConflict, StoreNotFound, now_rfc3339
 
@@ -343,26 +342,3 @@ async def delete(store: Store, request: web.Request, target: Target) -> web.Resp
     if policy != "Orphan":
         cascade(store, gone, rtype.plural)
     return json_response(gone)
-
-
-async def delete_collection(store: Store, request: web.Request, target: Target) -> web.Response:
-    """DELETE of a collection (with selectors): returns the deleted objects as a list."""
-    matcher = combined(request.query.get("labelSelector"), request.query.get("fieldSelector"))
-    rtype = target.rtype
-    victims = [o for o in store.iter_objects(rtype.plural, target.namespace) if matcher is None or matcher(o)]
-    deleted = []
-    for obj in list(victims):
-        if not _dry_run(request):
-            gone = store.delete(rtype.plural, obj["metadata"]["name"], obj["metadata"].get("namespace"))
-            if gone is not None:
-                cascade(store, gone, rtype.plural)
-                deleted.append(gone)
-        else:
-            deleted.append(obj)
-    body = {
-        "kind": rtype.list_kind,
-        "apiVersion": rtype.api_version,
-        "metadata": {"resourceVersion": str(store.resource_version)},
-        "items": deleted,
-    }
-    return json_response(body)
