@@ -23,8 +23,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 """Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
-FOLLOW_POLL_S = 0.5
-"""How often ``logs -f`` looks for new log lines."""
 
 _WAITING_TEXT = {
     "ErrImagePull": "trying and failing to pull image",
@@ -95,17 +93,11 @@ def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
     return pod
 
 
-async def serve_logs(
-    request: web.Request,
-    pod: dict[str, Any],
-    runner: ExecRunner,
-    lookup: Callable[[str, str, str | None], dict[str, Any] | None],
-    closing: asyncio.Event,
-) -> web.StreamResponse:
-    """``GET .../pods/<name>/log?container=&tailLines=&follow=``: the container's log as text.
+async def serve_logs(request: web.Request, pod: dict[str, Any], runner: ExecRunner) -> web.StreamResponse:
+    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text.
 
-    With ``follow=true`` the response stays open and carries new lines as the simulation writes
-    them, until the container stops, the pod goes away, the client leaves or the server stops.
+    No ``follow``: gpu-wizard reads the last lines (diagnosis, support bundle) and the README follows none;
+    ``kubectl logs -f`` prints the log so far and returns, as for a container that has stopped.
     """
     container = pick_container(pod, request.query.get("container"))
     state = _container_state(pod, container)
@@ -123,31 +115,7 @@ async def serve_logs(
         raise bad_request(
             f'container "{container}" in pod "{name}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
         )
-    text = runner.logs(namespace, name, container)
-    shown = _tail(text, request)
-    if request.query.get("follow") not in ("true", "1"):
-        return web.Response(text=shown, content_type="text/plain")
-    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-    resp.enable_chunked_encoding()
-    await resp.prepare(request)
-    try:
-        await resp.write(shown.encode())
-        while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
-            await asyncio.sleep(FOLLOW_POLL_S)
-            current = lookup("pods", name, namespace)
-            if current is None or (current["metadata"].get("uid") != meta.get("uid")):
-                break
-            latest = runner.logs(namespace, name, container)
-            new = latest[len(text) :] if latest.startswith(text) else latest
-            if new:
-                await resp.write(new.encode())
-            text = latest
-            if "terminated" in (_container_state(current, container) or {}):
-                break
-        await resp.write_eof()
-    except ConnectionResetError:
-        pass  # the client stopped following
-    return resp
+    return web.Response(text=_tail(runner.logs(namespace, name, container), request), content_type="text/plain")
 
 
 def _exit_status(code: int) -> dict[str, Any]:

@@ -235,7 +235,7 @@ class ApiServer:
             pod = execws.find_pod(store.lookup, target.namespace, target.name)
             if target.subresource == "log":
                 assert self.hub is not None
-                return await execws.serve_logs(request, pod, self.runner, store.lookup, self.hub.closing)
+                return await execws.serve_logs(request, pod, self.runner)
             return await execws.serve_exec(request, pod, self.runner, self.faults, self._node_ip)
         if method in ("GET", "HEAD"):
             if target.name is not None:
