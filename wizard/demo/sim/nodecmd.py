@@ -2,7 +2,7 @@
 
 What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
 ``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
-(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``touch``, ``chroot DIR
+(``--task 1``: the host's own mount table), ``test``, ``ls``, ``touch``, ``chroot DIR
 CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
 own ``sh -c`` probe scripts, read step by step
 (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
@@ -133,19 +133,14 @@ def _grep(ctx: Ctx, args: list[str]) -> Result:
 
 
 def _test(ctx: Ctx, args: list[str]) -> Result:
-    if args and args[-1] == "]":
-        args = args[:-1]
-    if len(args) == 1:
-        return (0 if args[0] else 1), "", ""
+    """``test -e|-d|-w PATH``: what gpu-wizard's path checks and the probe's own tests ask."""
     if len(args) != 2:
         return 2, "", "sh: test: unsupported expression\n"
     op, path = args
     exists_file = read_file(ctx, path) is not None
     exists_dir = is_dir(ctx, path)
     host = host_path(ctx, path)
-    if op == "-f":
-        ok = exists_file
-    elif op == "-d":
+    if op == "-d":
         ok = exists_dir
     elif op == "-e":
         ok = exists_file or exists_dir
@@ -153,10 +148,6 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
         ok = (exists_file or exists_dir) and (
             host is None or (ctx.view.mount(host).writable and not bound_read_only(ctx, host))
         )
-    elif op == "-x":
-        ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
-    elif op in ("-n", "-z"):
-        ok = bool(path) == (op == "-n")
     else:
         return 2, "", f"sh: test: {op}: unary operator expected\n"
     return (0 if ok else 1), "", ""
@@ -204,11 +195,7 @@ def _chroot(ctx: Ctx, args: list[str]) -> Result:
 
 
 def _uname(ctx: Ctx, args: list[str]) -> Result:
-    spec = ctx.view.spec
-    if args and args[0] == "-a":
-        return 0, f"Linux {spec.name} {spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
-    value = {"-r": spec.kernel, "-m": "x86_64" if spec.arch == "amd64" else "aarch64", "-s": "Linux"}
-    return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
+    return 0, (ctx.view.spec.kernel if args[:1] == ["-r"] else "Linux") + "\n", ""  # gpu-wizard asks -r
 
 
 def _cat(ctx: Ctx, args: list[str]) -> Result:
@@ -238,7 +225,6 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str]], Result]] = {
     "grep": _grep,
     "findmnt": _findmnt,
     "test": _test,
-    "[": _test,
     "ls": _ls,
     "chroot": _chroot,
     "touch": _touch,
