@@ -22,9 +22,10 @@ class StepSpec:
     fields: tuple[str, ...] = ()
     """Answers keys (prefixes) the step edits: their errors are the step's, and a skipped step's never reach the plan."""
     kept_when_skipped: tuple[str, ...] = ()
-    """Keys under ``fields`` that reach the plan even when the step is skipped: where every image but the driver's
-    comes from and how the nodes pull (a pre-installed plan skips Driver, yet its operands come from the cluster's
-    private registry, adopted on Connect, as ``answers init`` writes them)."""
+    """Keys under ``fields`` that reach the plan even when the step is skipped, because the wizard sets them itself:
+    where every image but the driver's comes from (a pre-installed plan skips Driver, yet its operands come from the
+    cluster's private registry, adopted on Connect, as ``answers init`` writes it). What the person typed on a step
+    they no longer see (a version, pull secrets) stays out."""
 
 
 CONNECT = StepSpec("connect", "Connect")
@@ -34,7 +35,7 @@ DRIVER = StepSpec(
     "driver",
     "Driver & registry",
     ("driver",),
-    ("driver.operandRegistry", "driver.imagePullSecrets", "driver.registryMirrors"),
+    ("driver.operandRegistry",),
 )
 PATHS = StepSpec("paths", "Paths", ("toolkit", "hostPaths"))
 PREVIEW = StepSpec("preview", "Preview")
