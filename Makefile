@@ -63,7 +63,7 @@ REACHABLE ?=
 real-cluster: $(VENV)/.installed-test
 	$(BIN)/python -m tests.realcluster $(if $(RELEASE),--release $(RELEASE)) --nodes $(NODES) $(if $(OPERATOR),--operator $(OPERATOR)) $(if $(REACHABLE),--reachable $(REACHABLE))
 
-## data: regenerate the JSON twins of the bundled operator YAML (read at run time; a test checks they are current)
+## data: regenerate the JSON twins of the bundled operator YAML, advice and catalog (read at run time; a test checks they are current)
 data: $(VENV)/.installed
 	$(BIN)/python -m wizard.bundled
 

@@ -21,6 +21,7 @@ from benchmarks.faultmatrix import REQUEST_TIMEOUT, SLOW_MS, Lab, Reported, Tria
 from wizard.cluster.applying.apply import contains
 from wizard.cluster.applying.backup import ObjectRef, clean
 from wizard.cluster.facade import Cluster
+from wizard.cluster.gateway.writes import MERGE_PATCH
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
@@ -102,7 +103,7 @@ async def op_watch(lab: Lab, trial: Trial) -> str:
             # The change the watch must see, not the operation under test: an idempotent merge patch that
             # may take longer than the matrix's request limit on busy cores (it did, once in 60 under load).
             label = {"metadata": {"labels": {"fault-matrix": value}}}
-            await gateway.call("label", patch, node, label, timeout=10.0)
+            await gateway.call("label", patch, node, label, timeout=10.0, _content_type=MERGE_PATCH)
             kind = await asyncio.wait_for(task, 20)
         finally:
             task.cancel()

@@ -29,6 +29,7 @@ from wizard.cluster.core.discovery import node_cache
 from wizard.cluster.core.rollout_cache import slim_node
 from wizard.cluster.core.slices import SLICE_S, Slices
 from wizard.cluster.core.watchcache import WatchCache
+from wizard.cluster.gateway.writes import MERGE_PATCH
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.engine.facts import NodeFacts
 from wizard.registry.client import RegistryClient
@@ -184,6 +185,7 @@ async def test_a_rollout_cache_lists_and_watches_in_slices_that_yield(demo_clust
                     cluster.gateway.raw(cluster.gateway.core, "patch_node"),
                     name,
                     {"metadata": {"labels": {"engine-loop": "burst"}}},
+                    _content_type=MERGE_PATCH,
                 )
             deadline = time.monotonic() + 10
             while cache.slices.yields < listed + len(names) and time.monotonic() < deadline:

@@ -17,6 +17,7 @@ from tests.helpers.fixtures.registry import free_port
 from wizard.cluster.access.transport import ExecResult
 from wizard.cluster.errors import ApiError
 from wizard.cluster.facade import Cluster, ClusterError, kube_contexts
+from wizard.cluster.gateway.writes import MERGE_PATCH
 from wizard.cluster.probes.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step, StepResult
@@ -150,14 +151,24 @@ async def test_node_watch_follows_changes_and_relists_after_410(demo: DemoCluste
             patch = cluster.gateway.raw(cluster.gateway.core, "patch_node")
             await asyncio.sleep(0.2)
             await cluster.gateway.call(
-                "label", patch, "gpu-h200-01", {"metadata": {"labels": {"team": "a"}}}, safe=False
+                "label",
+                patch,
+                "gpu-h200-01",
+                {"metadata": {"labels": {"team": "a"}}},
+                safe=False,
+                _content_type=MERGE_PATCH,
             )
             assert await asyncio.wait_for(_next_for(events, "gpu-h200-01", "a"), 5) == "MODIFIED"
             demo.faults.watch_expiry_s = 0.3  # the server ends watches with 410 Gone: the engine lists again
             await asyncio.sleep(0.8)
             demo.faults.watch_expiry_s = 0
             await cluster.gateway.call(
-                "label", patch, "gpu-h200-02", {"metadata": {"labels": {"team": "b"}}}, safe=False
+                "label",
+                patch,
+                "gpu-h200-02",
+                {"metadata": {"labels": {"team": "b"}}},
+                safe=False,
+                _content_type=MERGE_PATCH,
             )
             assert await asyncio.wait_for(_next_for(events, "gpu-h200-02", "b"), 5) in ("MODIFIED", "ADDED")
         finally:

@@ -1,7 +1,7 @@
 """Locating the bundled assets (package data ``wizard.assets``) in any kind of install, and reading them.
 
-The operator's CRDs and chart values are read-only data read on every render and every TUI start.
-Their YAML is parsed once at build time (``make data``, i.e. ``python -m wizard.bundled``) into a
+The operator's CRDs and chart values, the advice's wording and the catalog are read-only data read on every
+render (the operator's on every TUI start too). Their YAML is parsed once at build time (``make data``, i.e. ``python -m wizard.bundled``) into a
 JSON file beside each YAML file, and read at run time with ``json.loads`` (about 50× faster than
 ruamel's pure-Python parser). ``tests/test_bundled_data.py`` checks that the JSON is up to date.
 
@@ -31,8 +31,10 @@ OPERATOR_RELEASE_FILE = "release.yaml"
 """The file in ``assets/operator/<release>/`` saying what differs between releases (read through the engine's
 ``wizard.engine.releases`` and the demo's ``wizard.demo.rules.release_data``)."""
 
-GENERATED_FOLDERS = ("operator",)
+GENERATED_FOLDERS = ("operator", "advice")
 """Asset folders whose ``*.yaml`` files have a generated ``*.json`` twin."""
+GENERATED_FILES = ("catalog.yaml",)
+"""Single asset files (at the root of ``assets/``) with a generated ``*.json`` twin."""
 
 
 def assets() -> Traversable:
@@ -78,13 +80,15 @@ def parse_yaml(text: str) -> Any:
 
 def json_twin(data: Any) -> str:
     """The generated JSON text of one YAML asset's data: compact, key order kept (the chart's order is rendered)."""
-    import json  # on first use, as in _load_data: the TUI's first frame reads only the stylesheet
+    import json  # on first use, as in asset_data: the TUI's first frame reads only the stylesheet
 
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-def _load_data(*parts: str) -> Any:
-    """A YAML asset's data, from its generated JSON twin when there is one (cached per assets root)."""
+def asset_data(*parts: str) -> Any:
+    """A YAML asset's plain data, from its generated JSON twin when there is one (cached per assets root; do not
+    mutate), e.g. ``asset_data("advice", "advice.yaml")``: ruamel's pure-Python parse of a small file costs a
+    render a few CPU-ms, ``json.loads`` a few hundredths of one."""
     return _load_data_at(str(assets()), *parts)
 
 
@@ -108,27 +112,27 @@ def operator_bundles() -> list[str]:
 
 def operator_release_data(bundle: str) -> Any:
     """The plain data of one release folder's ``release.yaml``, unchecked: its readers validate it."""
-    return _load_data("operator", bundle, OPERATOR_RELEASE_FILE)
+    return asset_data("operator", bundle, OPERATOR_RELEASE_FILE)
 
 
 def operator_values(bundle: str) -> dict[str, Any]:
     """The chart's ``values.yaml`` of an operator release bundle (a folder of ``assets/operator/``); do not mutate."""
-    data: dict[str, Any] = _load_data("operator", bundle, "gpu-operator-values.yaml")
+    data: dict[str, Any] = asset_data("operator", bundle, "gpu-operator-values.yaml")
     return data
 
 
 def operator_crd(bundle: str, plural: str) -> dict[str, Any]:
     """The real CRD (``clusterpolicies`` or ``nvidiadrivers``) of a release bundle; do not mutate."""
-    data: dict[str, Any] = _load_data("operator", bundle, f"nvidia.com_{plural}.yaml")
+    data: dict[str, Any] = asset_data("operator", bundle, f"nvidia.com_{plural}.yaml")
     return data
 
 
 def generated_files(root: Path) -> dict[Path, str]:
     """Every generated JSON file under an ``assets/`` folder and the text it should have."""
+    sources = [source for folder in GENERATED_FOLDERS for source in sorted((root / folder).rglob("*.yaml"))]
+    sources += [root / name for name in GENERATED_FILES if (root / name).is_file()]
     return {
-        source.with_suffix(".json"): json_twin(parse_yaml(source.read_text(encoding="utf-8")))
-        for folder in GENERATED_FOLDERS
-        for source in sorted((root / folder).rglob("*.yaml"))
+        source.with_suffix(".json"): json_twin(parse_yaml(source.read_text(encoding="utf-8"))) for source in sources
     }
 
 

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import platformdirs
-from platformdirs.unix import Unix
-
 APP_NAME = "gpu-wizard"
 
 
 def config_dir() -> Path:
     """gpu-wizard's config folder (answers saved by the TUI)."""
+    import platformdirs  # on first use (as below): a command that writes no file, like render, never loads it
+
     return platformdirs.user_config_path(APP_NAME)
 
 
 def state_dir() -> Path:
     """gpu-wizard's state folder: backups, reports, the crash log."""
+    import platformdirs
+
     return platformdirs.user_state_path(APP_NAME)
 
 
@@ -39,4 +40,6 @@ def logs_dir() -> Path:
 
 def xdg_config_home() -> Path:
     """``$XDG_CONFIG_HOME`` (default ``~/.config``) on any platform: where other tools' configs are."""
+    from platformdirs.unix import Unix
+
     return Unix().user_config_path

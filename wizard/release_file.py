@@ -19,7 +19,9 @@ _Text = Annotated[str, StringConstraints(max_length=1024)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: each model's validator is built when first used, not at import: the engine validates
+    # ReleaseRules (which holds the others), so the nested models' own validators are never built (issue 38).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class ChartRules(_Model):

@@ -18,6 +18,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
@@ -42,7 +43,7 @@ class _Sinks:
     def __init__(self) -> None:
         self.verbose = False
         self.file: str | None = None
-        self.keep: Path | None = None
+        self.keep: Path | Callable[[], Path] | None = None
         self.opened = False
         self.streams: list[TextIO] = []
         self.kept: TextIO | None = None
@@ -52,8 +53,13 @@ class _Sinks:
 _run = _Sinks()
 
 
-def configure(*, verbose: bool = False, log_file: str | None = None, keep_dir: Path | None = None) -> None:
-    """Say where this run's lines go (opened on the first request); ``log_file`` None reads ``$GPU_WIZARD_LOG``."""
+def configure(
+    *, verbose: bool = False, log_file: str | None = None, keep_dir: Path | Callable[[], Path] | None = None
+) -> None:
+    """Say where this run's lines go (opened on the first request); ``log_file`` None reads ``$GPU_WIZARD_LOG``.
+
+    ``keep_dir`` may be a function (:func:`wizard.paths.logs_dir`): it is called on the first request, so a command
+    that sends none (render from a file) never loads ``platformdirs`` to find the state folder."""
     global _run
     with _LOCK:
         close()
@@ -141,8 +147,9 @@ def _open() -> None:
         except OSError as exc:
             sys.stderr.write(f"gpu-wizard: {ENV}={_run.file}: cannot be written ({exc.strerror}); no request log\n")
     if _run.keep is not None:
+        keep = _run.keep() if callable(_run.keep) else _run.keep
         with contextlib.suppress(OSError):
-            if (_run.keep / LAST_RUN).exists():
-                os.replace(_run.keep / LAST_RUN, _run.keep / PREVIOUS_RUN)
-            _run.kept = _private(_run.keep / LAST_RUN, append=False)
+            if (keep / LAST_RUN).exists():
+                os.replace(keep / LAST_RUN, keep / PREVIOUS_RUN)
+            _run.kept = _private(keep / LAST_RUN, append=False)
             _run.streams.append(_run.kept)

@@ -22,6 +22,7 @@ from wizard.cli.common import (
     check_tui_start,
     command_word,
     load_nodelist,
+    loading_modules,
     subparsers,
     version,
 )
@@ -66,9 +67,11 @@ def _emit_advice(advice: Sequence[Any], stream: TextIO) -> None:
 
 def cmd_render(args: argparse.Namespace) -> int:
     """``gpu-wizard render``: answers + node facts -> manifests on stdout, advice on stderr."""
-    from wizard.engine.answers import load_answers, plan_for_nodes
+    with loading_modules():  # the engine's modules load with the collector paused; a cluster's facts come after
+        from wizard.engine import render as rendering
+        from wizard.engine.answers import load_answers, plan_for_nodes
 
-    plan, _ = load_answers(args.answers, nodes_later=True)  # its mistakes said before the nodes are read
+        plan, _ = load_answers(args.answers, nodes_later=True)  # its mistakes said before the nodes are read
     if args.nodes:
         facts = load_nodelist(args.nodes)
     else:  # no NodeList: read the nodes from the cluster (--kubeconfig/--context/--demo, added by cli_cluster)
@@ -76,8 +79,6 @@ def cmd_render(args: argparse.Namespace) -> int:
 
         facts = render_facts(args)
     plan = plan_for_nodes(plan, facts, args.answers)
-    from wizard.engine import render as rendering
-
     result = rendering.render(plan, facts)
     out: TextIO = sys.stdout
     if args.output == "yaml":
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from wizard import requestlog
         from wizard.paths import logs_dir
 
-        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir())
+        requestlog.configure(verbose=args.verbose, keep_dir=logs_dir)  # found on the first request, if any
         try:
             return _run_command(partial(_with_top_level_demo, handler), args)
         finally:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from wizard.bundled import DEFAULT_DEMO_SCENARIO
 from wizard.cli.common import EXIT_INVALID, UsageError, load_nodelist
-from wizard.cluster.errors import ClusterError
 
 if TYPE_CHECKING:  # the engine (Kubernetes client, pydantic) loads when a command runs, not to parse flags
     from wizard.cluster.facade import Cluster
@@ -136,6 +135,8 @@ def run_interruptibly(coro: Coroutine[Any, Any, T]) -> T:
 
 def command(func: Callable[[argparse.Namespace], Coroutine[Any, Any, int]]) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        from wizard.cluster.errors import ClusterError  # here, not at the top: render's flags need no cluster room
+
         warnings_to_stderr()
         if hasattr(args, "all_contexts"):  # a command that takes several clusters
             from wizard.cli.fleet import contexts_of, run_fleet
@@ -262,6 +263,8 @@ async def facts_for(args: argparse.Namespace) -> ClusterFacts:
 
 def render_facts(args: argparse.Namespace) -> ClusterFacts:
     """For ``gpu-wizard render`` without ``--nodes``: the facts of the cluster (ClusterError -> UsageError)."""
+    from wizard.cluster.errors import ClusterError
+
     try:
         return run_interruptibly(facts_for(args))
     except ClusterError as exc:

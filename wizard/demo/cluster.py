@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from aiohttp import web
 
@@ -31,26 +31,14 @@ from wizard.demo.api.server import ApiServer
 from wizard.demo.api.store import Store, WatchEvent
 from wizard.demo.scenarios.scenario import Scenario
 
+if TYPE_CHECKING:
+    from wizard.demo.sim.simulation import Simulation
+
 log = logging.getLogger(__name__)
 
 
 class DemoStartError(Exception):
     """The demo cluster could not start (port taken, kubeconfig not writable, no certificate)."""
-
-
-class SimulationLike(Protocol):
-    """What the cluster needs from the simulation (``wizard.demo.sim.simulation.Simulation``)."""
-
-    def seed(self) -> None: ...
-
-    async def tick(self) -> bool: ...
-
-    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> Any: ...
-
-    def logs(self, namespace: str, pod: str, container: str) -> str: ...
-
-
-SimulationFactory = Callable[[Scenario, Store], SimulationLike]
 
 
 def _load(scenario: Scenario | str) -> Scenario:
@@ -61,8 +49,8 @@ def _load(scenario: Scenario | str) -> Scenario:
     return load_scenario(scenario)
 
 
-def _default_simulation(scenario: Scenario, store: Store) -> SimulationLike:
-    from wizard.demo.sim.simulation import Simulation
+def _simulation(scenario: Scenario, store: Store) -> Simulation:
+    from wizard.demo.sim.simulation import Simulation  # loaded when a demo starts, not with the CLI
 
     return Simulation(scenario, store)
 
@@ -94,7 +82,7 @@ class DemoCluster:
         token: str | None = None,
         step_delay: float = 0.0,
         kubeconfig_path: str | Path | None = None,
-        simulation: SimulationFactory | None = None,
+        simulation: Callable[[Scenario, Store], Simulation] | None = None,
         tls: bool | None = None,
         pod_start_latency: float = 0.0,
         freeze_settled: bool = False,
@@ -109,15 +97,12 @@ class DemoCluster:
         self.faults = Faults.from_spec(self.scenario.faults)
         if self.scenario.operator.crds:
             register_crds(self.store, self.scenario.operator.release)
-        self.sim = (simulation or _default_simulation)(self.scenario, self.store)
+        self.sim = (simulation or _simulation)(self.scenario, self.store)
         self.sim.seed()
-        kubelet = getattr(self.sim, "kubelet", None)
-        if kubelet is not None:  # after seeding: what ran before the demo started is up at once
-            kubelet.start_latency = pod_start_latency
+        self.sim.kubelet.start_latency = pod_start_latency  # after seeding: what ran before the demo started is up
         self.server = ApiServer(self.store, self.sim, self.token, self.faults, self.scenario.rbac_deny)
-        puller = getattr(self.sim, "puller", None)
-        if puller is not None and not self.scenario.registry.url:
-            self.server.image_catalog = puller.catalog
+        if not self.scenario.registry.url:
+            self.server.image_catalog = self.sim.puller.catalog
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self.tls = True if tls is None else tls
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -245,7 +230,7 @@ class DemoCluster:
     async def _drive(self) -> None:
         """Tick the simulation after writes until it is stable, then wait for the next write (or its clock)."""
         while True:
-            wake = getattr(self.sim, "next_wake", lambda: None)()
+            wake = self.sim.next_wake()
             if wake is None:
                 await self._dirty.wait()
             else:  # a pod's sandbox (or a Job's deadline) is due without any write: tick then
@@ -254,7 +239,7 @@ class DemoCluster:
                     async with asyncio.timeout(wake + 0.01):
                         await self._dirty.wait()
                 if not self._dirty.is_set():
-                    getattr(self.sim, "wake", lambda: None)()
+                    self.sim.wake()
             self._dirty.clear()
             worked = False
             while True:
@@ -271,7 +256,7 @@ class DemoCluster:
             if worked and self.freeze_settled:
                 _freeze_survivors()
             # Stable: no pod is about to start (a far-off Job deadline is a timer, not work in progress).
-            if not self._dirty.is_set() and not getattr(self.sim, "starting", lambda: False)():
+            if not self._dirty.is_set() and not self.sim.starting():
                 self._idle.set()
 
     async def settle(self, timeout: float = 30.0) -> None:

@@ -123,10 +123,6 @@ class DemoClusterThread:
 
 def parser() -> argparse.ArgumentParser:
     """``gpu-wizard demo serve``'s options (its own parser: the CLI hands it the words after ``serve``)."""
-    return _parser()
-
-
-def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-wizard demo serve",
         description="Run a SIMULATED Kubernetes cluster with the NVIDIA GPU Operator for demos and training.",
@@ -232,7 +228,7 @@ def _server_loop() -> Callable[[], asyncio.AbstractEventLoop]:
 
 def main(argv: list[str] | None = None) -> int:
     """``gpu-wizard demo serve``: run the demo cluster in the foreground until Ctrl-C."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     from wizard.demo.scenarios.scenario import ScenarioError
 
     try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from wizard.bundled import asset_text, parse_yaml
+from wizard.bundled import asset_data
 from wizard.engine.branches import branch_checks
 from wizard.engine.defaults import is_public_registry, registry_host
 from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED, consumer_nodes
@@ -56,8 +56,8 @@ _LEVELS: dict[str, Literal["warning", "note"]] = {"warning": "warning", "note": 
 
 @cache
 def _wording() -> dict[str, dict[str, str]]:
-    """``assets/advice/advice.yaml``'s advice: code -> level, message, reason (read once)."""
-    data = parse_yaml(asset_text("advice", "advice.yaml"))["advice"]
+    """``assets/advice/advice.yaml``'s advice: code -> level, message, reason (read once, from its JSON twin)."""
+    data = asset_data("advice", "advice.yaml")["advice"]
     return {str(code): {key: str(entry[key]) for key in ("level", "message", "reason")} for code, entry in data.items()}
 
 

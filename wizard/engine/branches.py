@@ -2,7 +2,7 @@
 
 The branches each release line supports are its ``release.yaml``'s ``driverBranches`` (the GPU Operator
 component matrix, :mod:`wizard.engine.releases`), for every mode: a containerized driver of an unsupported branch is as unsupported
-as a host driver of one (:func:`wizard.engine.hostdoctor.supported_branches`). A supported version to
+as a host driver of one (:func:`wizard.engine.releases.supported_branches`). A supported version to
 suggest comes from the catalog for the nodes' OS in precompiled mode, else from the matrix's list.
 """
 
@@ -12,10 +12,9 @@ from collections.abc import Sequence
 
 from wizard.engine.defaults import catalog_versions
 from wizard.engine.driver_version import DriverVersion, branch_of
-from wizard.engine.hostdoctor import supported_branches
 from wizard.engine.modes import Mode
 from wizard.engine.plan import Plan
-from wizard.engine.releases import rules_of_line
+from wizard.engine.releases import rules_of_line, supported_branches  # not hostdoctor's: render loads no host doctor
 from wizard.engine.results import Check, Status
 
 __all__ = ["branch_checks", "is_downgrade", "supported_versions"]

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
-from wizard.bundled import asset_text
+from wizard.bundled import asset_data
 from wizard.engine.driver_version import DriverVersion, branch_of
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "TupleStatus",
     "branch_of",
     "catalog_entries",
+    "catalog_from_data",
     "driver_versions",
     "parse_catalog",
     "support_request",
@@ -44,7 +45,7 @@ _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 class CatalogEntry(BaseModel):
     """One known tuple; ``tag`` is the precompiled image tag it stands for."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)  # built on first use, not at import
 
     driver: str
     kernel: str
@@ -97,6 +98,11 @@ def parse_catalog(text: str, source: str = "catalog.yaml") -> tuple[CatalogEntry
         data = YAML(typ="safe", pure=True).load(text)
     except YAMLError as exc:
         raise ValueError(f"{source}: not valid YAML: {exc}") from None
+    return catalog_from_data(data, source)
+
+
+def catalog_from_data(data: object, source: str = "catalog.yaml") -> tuple[CatalogEntry, ...]:
+    """Validate a catalog's parsed data (see :func:`parse_catalog`)."""
     if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("entries"), list):
         raise ValueError(f"{source}: expected 'schema: 1' and an 'entries' list")
     entries: list[CatalogEntry] = []
@@ -118,8 +124,8 @@ def parse_catalog(text: str, source: str = "catalog.yaml") -> tuple[CatalogEntry
 
 @cache
 def catalog_entries() -> tuple[CatalogEntry, ...]:
-    """The bundled catalog (``assets/catalog.yaml``), parsed once."""
-    return parse_catalog(asset_text("catalog.yaml"))
+    """The bundled catalog (``assets/catalog.yaml``, read from its JSON twin), parsed once."""
+    return catalog_from_data(asset_data("catalog.yaml"))
 
 
 def tuple_status(version: str, kernel: str, tag_os: str) -> TupleStatus:

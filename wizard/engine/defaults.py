@@ -167,7 +167,7 @@ def upstream_versions(tags: Iterable[str], tag_oses: Sequence[str]) -> list[str]
 def pick_upstream_version(versions: Sequence[str], release: str) -> str:
     """Of the versions the registry holds for every node OS (newest first), the one to preselect: the operator
     release's own default driver when it is there, else the newest of a branch the release supports, else ""."""
-    from wizard.engine.hostdoctor import supported_branches
+    from wizard.engine.releases import supported_branches
 
     supported, default = supported_branches(release)
     if default in versions:

@@ -25,7 +25,8 @@ from wizard.engine.driver_version import branch_of
 from wizard.engine.modes import Mode
 from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import DEFAULT_NAMESPACE, DEFAULT_RELEASE, DEFAULT_TOOLKIT_INSTALL_DIR, Plan
-from wizard.engine.releases import bundle_of, rules_of_line
+from wizard.engine.releases import bundle_of
+from wizard.engine.releases import supported_branches as supported_branches  # re-exported: declared in releases
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable
 
@@ -344,15 +345,6 @@ def _fix(code: str, os_id: str, **values: str) -> tuple[str, str]:
     family = os_family(os_id)
     fix = fixes.get(family) or fixes["other"]
     return str(entry["cause"]).format(**values), str(fix).format(**values)
-
-
-def supported_branches(release: str) -> tuple[list[str], str]:
-    """(driver branches the release line supports, its default driver) from its ``release.yaml``; none for
-    a line gpu-wizard does not know."""
-    rules = rules_of_line(release)
-    if rules is None:
-        return [], ""
-    return list(rules.driverBranches.branches), rules.driverBranches.default
 
 
 def _finding(code: str, status: Status, state: HostState, *, note: str = "", words: str = "", **values: str) -> Check:

@@ -263,7 +263,9 @@ def parse_registry_mirror(text: str) -> tuple[str, str]:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+    # defer_build: a model's validator is built when first used, not at import. A render validates the Plan,
+    # which holds the sections; a section validated alone (RepoConfig) builds its own then (issue 38).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True, defer_build=True)
 
 
 class OperatorSpec(_Section):

@@ -31,6 +31,7 @@ __all__ = [
     "nearest_rules",
     "rules",
     "rules_of_line",
+    "supported_branches",
 ]
 
 _RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?\Z", re.ASCII)
@@ -131,6 +132,15 @@ def rules_of_line(release: str | Release) -> ReleaseRules | None:
     """The rules of a release's line, None for a line gpu-wizard does not know."""
     bundle = bundle_of(release)
     return None if bundle is None else _table().by_bundle[bundle]
+
+
+def supported_branches(release: str | Release) -> tuple[list[str], str]:
+    """(driver branches the release line supports, its default driver) from its ``release.yaml``; none for
+    a line gpu-wizard does not know."""
+    found = rules_of_line(release)
+    if found is None:
+        return [], ""
+    return list(found.driverBranches.branches), found.driverBranches.default
 
 
 def nearest_rules(release: str | Release) -> ReleaseRules:

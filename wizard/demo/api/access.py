@@ -9,6 +9,7 @@ a preflight that asks first and a call that just tries agree.
 from __future__ import annotations
 
 import hmac
+import json
 from typing import Any
 
 from wizard.demo.api.status import ApiError
@@ -55,8 +56,6 @@ def request_verb(method: str, has_name: bool, watch: bool) -> str:
         if watch:
             return "watch"
         return "get" if has_name else "list"
-    if method == "DELETE" and not has_name:
-        return "deletecollection"
     return VERB_BY_METHOD.get(method, method.lower())
 
 
@@ -86,3 +85,17 @@ def review(rules: list[dict[str, str]], body: dict[str, Any]) -> dict[str, Any]:
         "spec": spec,
         "status": status,
     }
+
+
+def forbidden(
+    verb: str, plural: str, subresource: str, group: str, name: str | None, namespace: str | None
+) -> ApiError:
+    """The RBAC denial text of a real API server (403 Forbidden) for the demo's one user."""
+    what = f"{plural} {json.dumps(name)}" if name else plural
+    resource = f"{plural}/{subresource}" if subresource else plural
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    return ApiError(
+        403,
+        f'{what} is forbidden: User "{DEMO_USER}" cannot {verb} resource "{resource}" in API group "{group}" {scope}',
+        details={"name": name or "", "group": group, "kind": plural},
+    )

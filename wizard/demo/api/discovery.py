@@ -125,7 +125,7 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
 
 # -- OpenAPI v3 ----------------------------------------------------------------------------------
 
-_PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json")
+_PATCH_TYPES = ("application/apply-patch+yaml", "application/merge-patch+json")
 _QUERY_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 
 

@@ -1,7 +1,7 @@
 """``pods/exec`` over websocket (``v5.channel.k8s.io``/``v4.channel.k8s.io``) and ``pods/log``.
 
-Frames are binary, byte 0 the channel: 0 stdin, 1 stdout, 2 stderr, 3 status (a ``metav1.Status``),
-4 resize, and in v5 255 = close a channel (``[255, 0]`` ends stdin). The command runs in the simulation
+Frames are binary, byte 0 the channel: 1 stdout, 2 stderr, 3 status (a ``metav1.Status``). No stdin: neither
+gpu-wizard nor the README's ``kubectl exec`` sends any, and the simulated commands read none. The command runs in the simulation
 (``sim.exec``); the server only does what the API server and kubelet do around it: find the pod and
 container, refuse what a real cluster refuses, frame the output and report the exit code.
 """
@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from wizard.demo.api.faults import Faults
 from wizard.demo.api.status import ApiError, bad_request, not_found
@@ -23,10 +23,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 """Served subprotocols, preferred first (kubectl needs v5; its SPDY fallback cannot be served)."""
-FOLLOW_POLL_S = 0.5
-"""How often ``logs -f`` looks for new log lines."""
-STDIN_IDLE_S = 0.3
-"""v4 has no stdin close frame: after this long without stdin data, the input is taken as complete."""
 
 _WAITING_TEXT = {
     "ErrImagePull": "trying and failing to pull image",
@@ -37,7 +33,7 @@ _WAITING_TEXT = {
 class ExecRunner(Protocol):
     """What the exec endpoint needs from the simulation."""
 
-    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> Any: ...
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str]) -> Any: ...
 
     def logs(self, namespace: str, pod: str, container: str) -> str: ...
 
@@ -97,17 +93,11 @@ def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
     return pod
 
 
-async def serve_logs(
-    request: web.Request,
-    pod: dict[str, Any],
-    runner: ExecRunner,
-    lookup: Callable[[str, str, str | None], dict[str, Any] | None],
-    closing: asyncio.Event,
-) -> web.StreamResponse:
-    """``GET .../pods/<name>/log?container=&tailLines=&follow=``: the container's log as text.
+async def serve_logs(request: web.Request, pod: dict[str, Any], runner: ExecRunner) -> web.StreamResponse:
+    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text.
 
-    With ``follow=true`` the response stays open and carries new lines as the simulation writes
-    them, until the container stops, the pod goes away, the client leaves or the server stops.
+    No ``follow``: gpu-wizard reads the last lines (diagnosis, support bundle) and the README follows none;
+    ``kubectl logs -f`` prints the log so far and returns, as for a container that has stopped.
     """
     container = pick_container(pod, request.query.get("container"))
     state = _container_state(pod, container)
@@ -125,31 +115,7 @@ async def serve_logs(
         raise bad_request(
             f'container "{container}" in pod "{name}" is waiting to start: {_WAITING_TEXT.get(reason, reason)}'
         )
-    text = runner.logs(namespace, name, container)
-    shown = _tail(text, request)
-    if request.query.get("follow") not in ("true", "1"):
-        return web.Response(text=shown, content_type="text/plain")
-    resp = web.StreamResponse(headers={"Content-Type": "text/plain"})
-    resp.enable_chunked_encoding()
-    await resp.prepare(request)
-    try:
-        await resp.write(shown.encode())
-        while not closing.is_set() and request.transport is not None and not request.transport.is_closing():
-            await asyncio.sleep(FOLLOW_POLL_S)
-            current = lookup("pods", name, namespace)
-            if current is None or (current["metadata"].get("uid") != meta.get("uid")):
-                break
-            latest = runner.logs(namespace, name, container)
-            new = latest[len(text) :] if latest.startswith(text) else latest
-            if new:
-                await resp.write(new.encode())
-            text = latest
-            if "terminated" in (_container_state(current, container) or {}):
-                break
-        await resp.write_eof()
-    except ConnectionResetError:
-        pass  # the client stopped following
-    return resp
+    return web.Response(text=_tail(runner.logs(namespace, name, container), request), content_type="text/plain")
 
 
 def _exit_status(code: int) -> dict[str, Any]:
@@ -167,24 +133,6 @@ def _exit_status(code: int) -> dict[str, Any]:
 def _choose_protocol(header: str) -> str | None:
     offered = [p.strip() for p in header.split(",") if p.strip()]
     return next((p for p in PROTOCOLS if p in offered), None)
-
-
-async def _read_stdin(ws: web.WebSocketResponse, v5: bool) -> bytes:
-    data = bytearray()
-    while True:
-        try:
-            msg = await ws.receive(timeout=None if v5 or not data else STDIN_IDLE_S)
-        except TimeoutError:
-            return bytes(data)
-        if msg.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-            return bytes(data)
-        payload = msg.data if msg.type == WSMsgType.BINARY else str(msg.data).encode()
-        if not payload:
-            continue
-        if payload[0] == 0:
-            data += payload[1:]
-        elif payload[0] == 255 and payload[1:2] == b"\x00":
-            return bytes(data)
 
 
 async def serve_exec(
@@ -214,12 +162,10 @@ async def serve_exec(
         raise bad_request("Upgrade request required (the gpu-wizard demo serves exec over websockets only)")
     ws = web.WebSocketResponse(protocols=(protocol,) if protocol else (), autoping=True)
     await ws.prepare(request)
-    v5 = protocol == "v5.channel.k8s.io"
-    stdin = await _read_stdin(ws, v5) if query.get("stdin") in ("true", "1") else b""
     if faults.exec_latency_ms > 0 and faults.take("exec_latency"):
         await asyncio.sleep(faults.exec_latency_ms / 1000)
     try:
-        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv), stdin)
+        result = runner.exec(meta.get("namespace", ""), meta["name"], container, list(argv))
         stdout, stderr, status = bytes(result.stdout), bytes(result.stderr), _exit_status(int(result.exit_code))
     except Exception as exc:  # a simulation bug must still end the session the way a runtime error does
         log.exception("simulated exec of %s in %s/%s failed", argv, meta["name"], container)

@@ -12,7 +12,7 @@ from typing import Any
 
 from wizard.demo.api.store import Store
 
-ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+ALL_VERBS = ("create", "delete", "get", "list", "patch", "update", "watch")
 
 
 @dataclass(frozen=True)

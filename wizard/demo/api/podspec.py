@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.demo.api.status import cause
+
 _TEMPLATE_PATHS = {
     "pods": ("spec",),
     "daemonsets": ("spec", "template", "spec"),
@@ -40,7 +42,7 @@ def pod_spec_causes(plural: str, obj: dict[str, Any]) -> list[dict[str, str]]:
             at = f"{where}.nodeSelectorTerms[{t}].matchFields[{f}]"
             if field.get("key") != "metadata.name":
                 causes.append(
-                    _cause(
+                    cause(
                         "FieldValueInvalid",
                         f"{at}.key",
                         f'Invalid value: "{field.get("key")}": not a valid field selector key',
@@ -50,9 +52,5 @@ def pod_spec_causes(plural: str, obj: dict[str, Any]) -> list[dict[str, str]]:
                 message = (
                     "Required value: must be only one value when `operator` is 'In' or 'NotIn' for node field selector"
                 )
-                causes.append(_cause("FieldValueRequired", f"{at}.values", message))
+                causes.append(cause("FieldValueRequired", f"{at}.values", message))
     return causes
-
-
-def _cause(reason: str, field: str, message: str) -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}

@@ -83,21 +83,6 @@ def _expired() -> ApiError:
     )
 
 
-def _created_since(
-    store: Store, resource: str, then: dict[Key, dict[str, Any] | None], after: Key, namespace: str | None
-) -> int:
-    """How many live keys after ``after`` (in ``namespace``, if given) did not exist at the snapshot ``then``:
-    they are among the keys a continue page counts on from, but no page of the list serves them."""
-    return sum(
-        1
-        for key, old in then.items()
-        if old is None
-        and key > after
-        and (namespace is None or key[0] == namespace)
-        and store.lookup(resource, key[1], key[0]) is not None
-    )
-
-
 def get_object(store: Store, request: web.Request, target: Target) -> web.Response:
     """GET of one object (plain JSON from the byte cache, or a one-row Table)."""
     rtype = target.rtype
@@ -165,12 +150,8 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if token and not more:
             store.list_done(rtype.plural, rv)
-        if more:
+        if more:  # no remainingItemCount: neither gpu-wizard nor kubectl reads it
             meta["continue"] = _encode_continue(rv, keys[last_index])
-            if matcher is None:
-                end = bisect.bisect_left(keys, (namespace + "\x00", "")) if namespace is not None else len(keys)
-                created = _created_since(store, rtype.plural, then, keys[last_index], namespace)
-                meta["remainingItemCount"] = end - last_index - 1 - created
         if tables.wants_table(request.headers.get("Accept", "")):
             return json_response(tables.table(rtype, items, meta, query.get("includeObject", "Metadata")))
         encoded = [store.encoded(rtype.plural, obj, (rtype.api_version, rtype.kind)) for obj in items]

@@ -205,14 +205,7 @@ class ApiServer:
             verb = "create" if request.method == "POST" else "get"
         denied = access.is_denied(self.rbac_deny, verb, rtype.plural, rtype.group, target.subresource, target.namespace)
         if denied:
-            raise ApiError(
-                403,
-                f"{rtype.plural}{' ' + json.dumps(target.name) if target.name else ''} is forbidden: User "
-                f'"{access.DEMO_USER}" cannot {verb} resource "{rtype.plural}'
-                f'{"/" + target.subresource if target.subresource else ""}" in API group "{rtype.group}" '
-                + (f'in the namespace "{target.namespace}"' if target.namespace else "at the cluster scope"),
-                details={"name": target.name or "", "group": rtype.group, "kind": rtype.plural},
-            )
+            raise access.forbidden(verb, rtype.plural, target.subresource, rtype.group, target.name, target.namespace)
         if (
             target.subresource == "exec"
             and verb == "get"
@@ -242,7 +235,7 @@ class ApiServer:
             pod = execws.find_pod(store.lookup, target.namespace, target.name)
             if target.subresource == "log":
                 assert self.hub is not None
-                return await execws.serve_logs(request, pod, self.runner, store.lookup, self.hub.closing)
+                return await execws.serve_logs(request, pod, self.runner)
             return await execws.serve_exec(request, pod, self.runner, self.faults, self._node_ip)
         if method in ("GET", "HEAD"):
             if target.name is not None:
@@ -266,10 +259,8 @@ class ApiServer:
             return await writes.replace(store, request, target)
         if method == "PATCH" and target.name is not None:
             return await writes.patch(store, request, target)
-        if method == "DELETE":
-            if target.name is not None:
-                return await writes.delete(store, request, target)
-            return await writes.delete_collection(store, request, target)
+        if method == "DELETE" and target.name is not None:  # no deletecollection: kubectl deletes one by one
+            return await writes.delete(store, request, target)
         raise ApiError(405, "the server does not allow this method on the requested resource")
 
     def _node_ip(self, name: str) -> str:

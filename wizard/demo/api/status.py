@@ -108,6 +108,11 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
     )
 
 
+def cause(reason: str, field: str, message: str) -> dict[str, str]:
+    """One cause of a 422 Invalid (``FieldValueInvalid``, ``FieldValueRequired`` …)."""
+    return {"reason": reason, "message": message, "field": field}
+
+
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> ApiError:
     """``<Kind>.<group> "<name>" is invalid: <field>: <message>`` (422 Invalid)."""
     summary = ", ".join(f"{c['field']}: {c['message']}" for c in causes)
@@ -123,14 +128,3 @@ def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> A
 def bad_request(message: str) -> ApiError:
     """400 BadRequest."""
     return ApiError(400, message)
-
-
-def forbidden(user: str, verb: str, resource: str, group: str, name: str, namespace: str | None) -> ApiError:
-    """The RBAC denial text of a real API server (403 Forbidden)."""
-    what = f'{resource} "{name}"' if name else resource
-    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
-    return ApiError(
-        403,
-        f'{what} is forbidden: User "{user}" cannot {verb} resource "{resource}" in API group "{group}" {scope}',
-        details={"name": name, "group": group, "kind": resource},
-    )

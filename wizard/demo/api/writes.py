@@ -1,9 +1,14 @@
-"""Write paths of the demo API: create, replace, patch (merge, strategic, JSON, server-side apply), delete.
+"""Write paths of the demo API: create, replace, patch (merge patch, server-side apply), delete.
 
 Every write goes through the same admission steps as on a real API server: identity checks (kind,
 name, namespace), the status-subresource split, schema pruning and validation for custom resources
 (``fieldValidation`` Strict/Warn/Ignore), field ownership, ``dryRun=All`` and resourceVersion
 preconditions; deletes cascade to dependents through ``ownerReferences`` like the garbage collector.
+
+A PATCH is a JSON merge patch (RFC 7386: what gpu-wizard sends to label a node, and ``kubectl label`` or
+``kubectl patch --type merge``) or a server-side apply. No strategic merge patch (kubectl sends one only for a
+client-side apply or ``kubectl patch`` of a built-in kind) nor JSON patch (RFC 6902, ``kubectl patch --type
+json``): no command of gpu-wizard, the README or the classroom sends them; the demo answers 415.
 """
 
 from __future__ import annotations
@@ -12,15 +17,14 @@ import copy
 import re
 from typing import Any
 
+import json_merge_patch
 from aiohttp import web
 
-from wizard.demo.api import patch as patches
 from wizard.demo.api import ssa
 from wizard.demo.api.podspec import pod_spec_causes
 from wizard.demo.api.reads import Target, json_response, parse_body
 from wizard.demo.api.schema import check_object
-from wizard.demo.api.selectors import combined
-from wizard.demo.api.status import ApiError, already_exists, bad_request, conflict, invalid, not_found
+from wizard.demo.api.status import ApiError, already_exists, bad_request, cause, conflict, invalid, not_found
 from wizard.demo.api.store import Store, StoreConflict, StoreNotFound, now_rfc3339
 
 _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -75,20 +79,16 @@ def _identity(target: Target, obj: Any, creating: bool) -> dict[str, Any]:
                 rtype.kind,
                 rtype.group,
                 "",
-                [_cause("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
+                [cause("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
             )
         if meta.get("name") and (len(meta["name"]) > 253 or not _NAME_RE.match(meta["name"])):
             raise invalid(
                 rtype.kind,
                 rtype.group,
                 meta["name"],
-                [_cause("FieldValueInvalid", "metadata.name", f'Invalid value: "{meta["name"]}": {_NAME_HELP}')],
+                [cause("FieldValueInvalid", "metadata.name", f'Invalid value: "{meta["name"]}": {_NAME_HELP}')],
             )
     return obj
-
-
-def _cause(reason: str, field: str, message: str) -> dict[str, str]:
-    return {"reason": reason, "message": message, "field": field}
 
 
 def _split_status(target: Target, old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -243,7 +243,7 @@ def _finish_update(
 
 
 async def patch(store: Store, request: web.Request, target: Target) -> web.Response:
-    """PATCH: json-patch, merge-patch, strategic-merge-patch or server-side apply."""
+    """PATCH: merge patch or server-side apply (see the module's docstring)."""
     assert target.name is not None
     rtype = target.rtype
     ctype = request.headers.get("Content-Type", "").split(";")[0].strip()
@@ -253,21 +253,12 @@ async def patch(store: Store, request: web.Request, target: Target) -> web.Respo
         return _apply(store, request, target, old, body)
     if old is None:
         raise not_found(rtype.plural, rtype.group, target.name)
-    if ctype == "application/json-patch+json":
-        new = patches.json_patch(old, body)
-    elif ctype == "application/merge-patch+json":
-        new = patches.merge_patch(old, body)
-    elif ctype == "application/strategic-merge-patch+json":
-        if rtype.is_custom:
-            raise ApiError(
-                415, "strategic merge patch is not supported for custom resources; use merge patch or server-side apply"
-            )
-        new = patches.strategic_merge_patch(old, body)
-    else:
+    if ctype != "application/merge-patch+json":
         raise ApiError(
             415,
-            f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, not {ctype!r}",
+            f"the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/apply-patch+yaml, not {ctype!r}",
         )
+    new = json_merge_patch.merge(copy.deepcopy(old), copy.deepcopy(body))  # RFC 7386, leaving the stored object be
     new = _identity(target, new, creating=False)
     new_rv = new["metadata"].get("resourceVersion")
     if new_rv and new_rv != old["metadata"].get("resourceVersion"):
@@ -283,7 +274,7 @@ def _apply(store: Store, request: web.Request, target: Target, old: dict[str, An
             rtype.kind,
             rtype.group,
             target.name or "",
-            [_cause("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")],
+            [cause("FieldValueRequired", "fieldManager", "Required value: is required for apply patch")],
         )
     applied = _identity(target, body, creating=old is None)
     if old is None:
@@ -351,26 +342,3 @@ async def delete(store: Store, request: web.Request, target: Target) -> web.Resp
     if policy != "Orphan":
         cascade(store, gone, rtype.plural)
     return json_response(gone)
-
-
-async def delete_collection(store: Store, request: web.Request, target: Target) -> web.Response:
-    """DELETE of a collection (with selectors): returns the deleted objects as a list."""
-    matcher = combined(request.query.get("labelSelector"), request.query.get("fieldSelector"))
-    rtype = target.rtype
-    victims = [o for o in store.iter_objects(rtype.plural, target.namespace) if matcher is None or matcher(o)]
-    deleted = []
-    for obj in list(victims):
-        if not _dry_run(request):
-            gone = store.delete(rtype.plural, obj["metadata"]["name"], obj["metadata"].get("namespace"))
-            if gone is not None:
-                cascade(store, gone, rtype.plural)
-                deleted.append(gone)
-        else:
-            deleted.append(obj)
-    body = {
-        "kind": rtype.list_kind,
-        "apiVersion": rtype.api_version,
-        "metadata": {"resourceVersion": str(store.resource_version)},
-        "items": deleted,
-    }
-    return json_response(body)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 
-from wizard.demo.sim.nodefs import host_dirs, host_files, modules
+from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.world import NodeView
 
 Result = tuple[int, str, str]
@@ -81,29 +81,19 @@ def _find(view: NodeView, args: list[str]) -> Result:
 
 
 def _df(view: NodeView, args: list[str]) -> Result:
-    """``df -Pm PATH…`` or ``df -m --output=COLUMNS PATH…`` (GNU's; ``-P`` and ``--output`` exclude each other)."""
+    """``df -m --output=COLUMNS PATH…``, as gpu-wizard's host check runs it (GNU's; no other form is simulated)."""
     paths = [a for a in args if not a.startswith("-")] or ["/"]
     output = next((a.split("=", 1)[1].split(",") for a in args if a.startswith("--output=")), None)
-    if output is not None and "-P" in "".join(a for a in args if a.startswith("-") and not a.startswith("--")):
-        return 1, "", "df: options -P and --output are mutually exclusive\n"
     heads = {"source": "Filesystem", "size": "1M-blocks", "used": "Used", "avail": "Avail", "target": "Mounted on"}
-    if output is not None and not set(output) <= set(heads):
-        return 1, "", f"df: {','.join(output)!r}: not a valid field for the output\n"
-    lines = [
-        " ".join(heads[c] for c in output)
-        if output
-        else "Filesystem     1048576-blocks   Used Available Capacity Mounted on"
-    ]
+    if output is None or not set(output) <= set(heads):
+        return 1, "", f"df: {','.join(output or [])!r}: not a valid field for the output\n"
+    lines = [" ".join(heads[c] for c in output)]
     for path in paths:
         mount = view.mount(path)
         free = view.spec.free_mb.get(mount.target, PLENTY_MB)
         size = max(free * 2, 1024)
-        used = size - free
-        if output is not None:
-            row = {"source": mount.source, "size": size, "used": used, "avail": free, "target": mount.target}
-            lines.append(" ".join(str(row[c]) for c in output))
-        else:
-            lines.append(f"{mount.source:<14} {size:>14} {used:>6} {free:>9} {used * 100 // size:>7}% {mount.target}")
+        row = {"source": mount.source, "size": size, "used": size - free, "avail": free, "target": mount.target}
+        lines.append(" ".join(str(row[c]) for c in output))
     return 0, "\n".join(lines) + "\n", ""
 
 
@@ -129,11 +119,3 @@ def run_host_tool(view: NodeView, cmd: str, args: list[str]) -> Result | None:
     """The tool's result, or None when ``cmd`` is not one of these tools."""
     tool = HOST_TOOLS.get(cmd)
     return tool(view, args) if tool is not None else None
-
-
-def lsmod(view: NodeView) -> str:
-    """``lsmod``: ``/proc/modules`` in columns under a header, the newest module first."""
-    lines = ["Module                  Size  Used by"]
-    for name, size, users in modules(view):
-        lines.append(f"{name:<19} {size:>8}  {len(users)} {','.join(users)}".rstrip())
-    return "\n".join(lines) + "\n"

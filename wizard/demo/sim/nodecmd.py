@@ -2,7 +2,7 @@
 
 What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
 ``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
-(``--task 1``: the host's own mount table), ``test``/``[``, ``ls``, ``lsmod``, ``touch``, ``chroot DIR
+(``--task 1``: the host's own mount table), ``test``, ``ls``, ``touch``, ``chroot DIR
 CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
 own ``sh -c`` probe scripts, read step by step
 (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
-from wizard.demo.sim.hostcmd import lsmod, run_host_tool
+from wizard.demo.sim.hostcmd import run_host_tool
 from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import driver_version_of
@@ -95,7 +95,7 @@ def _findmnt(ctx: Ctx, args: list[str]) -> Result:
     return 0, "\n".join(lines) + "\n", ""
 
 
-def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _grep(ctx: Ctx, args: list[str]) -> Result:
     flags: set[str] = set()
     rest: list[str] = []
     limit, it = -1, iter(args)
@@ -111,8 +111,8 @@ def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
             rest.append(arg)
     if not rest:
         return 2, "", "Usage: grep [OPTION]... PATTERNS [FILE]...\n"
-    pattern = re.compile(rest[0] if "F" not in flags else re.escape(rest[0]), re.I if "i" in flags else 0)
-    sources = [(f, read_file(ctx, f)) for f in rest[1:]] or [("", stdin)]
+    pattern = re.compile(rest[0])  # -E's syntax, near enough to Python's for gpu-wizard's patterns; -o, -m and -n
+    sources = [(f, read_file(ctx, f)) for f in rest[1:]] or [("", "")]  # no stdin: an exec sends none
     out, err, found = [], "", False
     for name, text in sources:
         if text is None:
@@ -122,34 +122,25 @@ def _grep(ctx: Ctx, args: list[str], stdin: str) -> Result:
         for number, line in enumerate(text.splitlines(), 1):
             if matched == limit:  # -m N: stop after N matching lines
                 break
-            if bool(pattern.search(line)) != ("v" in flags):
+            if pattern.search(line):
                 matched += 1
                 found = True
                 prefix = (f"{name}:" if len(sources) > 1 else "") + (f"{number}:" if "n" in flags else "")
                 shown = [m.group(0) for m in pattern.finditer(line) if m.group(0)] if "o" in flags else [line]
                 out += [prefix + part for part in shown]  # -o: each match on a line of its own
-    if "c" in flags:
-        out = [str(len(out))]
-    if "q" in flags:
-        out = []
     code = 0 if found else (2 if err else 1)
     return code, "".join(f"{line}\n" for line in out), err
 
 
 def _test(ctx: Ctx, args: list[str]) -> Result:
-    if args and args[-1] == "]":
-        args = args[:-1]
-    if len(args) == 1:
-        return (0 if args[0] else 1), "", ""
+    """``test -e|-d|-w PATH``: what gpu-wizard's path checks and the probe's own tests ask."""
     if len(args) != 2:
         return 2, "", "sh: test: unsupported expression\n"
     op, path = args
     exists_file = read_file(ctx, path) is not None
     exists_dir = is_dir(ctx, path)
     host = host_path(ctx, path)
-    if op == "-f":
-        ok = exists_file
-    elif op == "-d":
+    if op == "-d":
         ok = exists_dir
     elif op == "-e":
         ok = exists_file or exists_dir
@@ -157,10 +148,6 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
         ok = (exists_file or exists_dir) and (
             host is None or (ctx.view.mount(host).writable and not bound_read_only(ctx, host))
         )
-    elif op == "-x":
-        ok = (exists_file or exists_dir) and (host is None or not ctx.view.mount(host).noexec)
-    elif op in ("-n", "-z"):
-        ok = bool(path) == (op == "-n")
     else:
         return 2, "", f"sh: test: {op}: unary operator expected\n"
     return (0 if ok else 1), "", ""
@@ -187,7 +174,7 @@ def _ls(ctx: Ctx, args: list[str]) -> Result:
     return code, "".join(f"{line}\n" for line in out), err
 
 
-def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _chroot(ctx: Ctx, args: list[str]) -> Result:
     if len(args) < 2:
         return 125, "", "chroot: missing operand\n"
     target, command = args[0], args[1:]
@@ -201,23 +188,17 @@ def _chroot(ctx: Ctx, args: list[str], stdin: str) -> Result:
         new = Ctx(ctx.view, ctx.pod, ctx.container, "driver", {}, frozenset(), ctx.files)
     else:
         return 125, "", f"chroot: cannot change root directory to '{target}': No such file or directory\n"
-    code, out, err = run_argv(new, command, stdin)
+    code, out, err = run_argv(new, command)
     if code == 127 and "command not found" in err:
         return 127, out, f"chroot: failed to run command '{command[0]}': No such file or directory\n"
     return code, out, err
 
 
-def _uname(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    spec = ctx.view.spec
-    if args and args[0] == "-a":
-        return 0, f"Linux {spec.name} {spec.kernel} #1 SMP PREEMPT_DYNAMIC x86_64 GNU/Linux\n", ""
-    value = {"-r": spec.kernel, "-m": "x86_64" if spec.arch == "amd64" else "aarch64", "-s": "Linux"}
-    return 0, value.get(args[0] if args else "-s", "Linux") + "\n", ""
+def _uname(ctx: Ctx, args: list[str]) -> Result:
+    return 0, (ctx.view.spec.kernel if args[:1] == ["-r"] else "Linux") + "\n", ""  # gpu-wizard asks -r
 
 
-def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    if not args:
-        return 0, stdin, ""
+def _cat(ctx: Ctx, args: list[str]) -> Result:
     out, err = "", ""
     for path in args:
         text = read_file(ctx, path)
@@ -228,7 +209,7 @@ def _cat(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return (1 if err else 0), out, err
 
 
-def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
+def _touch(ctx: Ctx, args: list[str]) -> Result:
     for path in args:
         problem = write_file(ctx, path)
         if problem:
@@ -236,46 +217,40 @@ def _touch(ctx: Ctx, args: list[str], stdin: str) -> Result:
     return 0, "", ""
 
 
-def _lsmod(ctx: Ctx, args: list[str], stdin: str) -> Result:
-    return 0, lsmod(ctx.view), ""
-
-
-#: Commands that look at the node or the container: name -> (context, args, stdin) -> result.
-_NODE_COMMANDS: dict[str, Callable[[Ctx, list[str], str], Result]] = {
-    "nvidia-smi": lambda ctx, args, stdin: _nvidia_smi(ctx, args),
+#: Commands that look at the node or the container: name -> (context, args) -> result (an exec sends no stdin).
+_NODE_COMMANDS: dict[str, Callable[[Ctx, list[str]], Result]] = {
+    "nvidia-smi": _nvidia_smi,
     "uname": _uname,
     "cat": _cat,
     "grep": _grep,
-    "findmnt": lambda ctx, args, stdin: _findmnt(ctx, args),
-    "test": lambda ctx, args, stdin: _test(ctx, args),
-    "[": lambda ctx, args, stdin: _test(ctx, args),
-    "ls": lambda ctx, args, stdin: _ls(ctx, args),
+    "findmnt": _findmnt,
+    "test": _test,
+    "ls": _ls,
     "chroot": _chroot,
-    "lsmod": _lsmod,
     "touch": _touch,
-    "true": lambda ctx, args, stdin: (0, "", ""),
-    "sleep": lambda ctx, args, stdin: (0, "", ""),
-    "false": lambda ctx, args, stdin: (1, "", ""),
+    "true": lambda ctx, args: (0, "", ""),
+    "sleep": lambda ctx, args: (0, "", ""),
+    "false": lambda ctx, args: (1, "", ""),
 }
 
 
-def run_argv(ctx: Ctx, argv: list[str], stdin: str = "") -> Result:
+def run_argv(ctx: Ctx, argv: list[str]) -> Result:
     """Run one command (no shell syntax) in a context: (exit code, stdout, stderr)."""
     if not argv:
         return 0, "", ""
     cmd, args = argv[0].rpartition("/")[2], argv[1:]  # the program's base name, as a PATH lookup finds it
     if cmd in ("sh", "bash", "ash") and args[:1] == ["-c"] and len(args) >= 2:
-        return run_script(ctx, args[1], stdin)
+        return run_script(ctx, args[1])
     node_command = _NODE_COMMANDS.get(cmd)
     if node_command is not None:
-        return node_command(ctx, args, stdin)
+        return node_command(ctx, args)
     host_tool = run_host_tool(ctx.view, cmd, args) if ctx.root == "host" else None
     if host_tool is not None:
         return host_tool
     return 127, "", f"sh: {argv[0]}: command not found\n"
 
 
-def run_script(ctx: Ctx, script: str, stdin: str = "") -> Result:
+def run_script(ctx: Ctx, script: str) -> Result:
     """Answer one of gpu-wizard's ``sh -c`` probe scripts (see :mod:`wizard.demo.sim.probescript`)."""
 
     def write(path: str, text: str) -> None:

@@ -316,7 +316,7 @@ class Simulation:
             return None
         return pod, self._views.view(node_obj, self._operands.on(node), read(self.store, "daemonsets"))
 
-    def exec(self, namespace: str, pod: str, container: str, argv: list[str], stdin: bytes = b"") -> ExecResult:
+    def exec(self, namespace: str, pod: str, container: str, argv: list[str]) -> ExecResult:
         """Run ``argv`` in a container of a running pod, as ``kubectl exec`` would on the node."""
         found = self._context(namespace, pod)
         if found is None:
@@ -326,7 +326,7 @@ class Simulation:
             message = f"error: unable to upgrade connection: error dialing backend: dial tcp {view.ip}:10250: connect: connection refused\n"
             return ExecResult(b"", message.encode(), 1)
         ctx = make_ctx(view, obj, container)
-        code, out, err = nodecmd.run_argv(ctx, list(argv), stdin.decode(errors="replace"))
+        code, out, err = nodecmd.run_argv(ctx, list(argv))
         return ExecResult(out.encode(), err.encode(), code)
 
     def _run_command(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[int, str, str]:

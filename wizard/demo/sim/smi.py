@@ -3,7 +3,8 @@
 The default table reproduces the captured fixtures column for column (``../shared/fixtures/
 nvidia-smi``): the classic ``Driver Version:`` / ``CUDA Version:`` header before the 610 branch and
 ``KMD Version:`` / ``CUDA UMD Version:`` from 610 on. Also ``--query-gpu=… --format=csv[,noheader]
-[,nounits]``, ``-L``, ``-q`` (a subset) and ``--version``.
+[,nounits]`` for the fields gpu-wizard reads (the driver version, and what names a GPU) and ``-q`` (a subset, for
+the support bundle); the real tool's other flags and fields are no command of gpu-wizard's nor the README's.
 """
 
 from __future__ import annotations
@@ -194,63 +195,18 @@ def _mig_section(gpus: list[Gpu]) -> list[str]:
     return lines
 
 
-def listing(gpus: list[Gpu]) -> str:
-    """``nvidia-smi -L``: each GPU, then its MIG devices indented under it."""
-    out = []
-    for g in gpus:
-        out.append(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n")
-        for dev, profile in enumerate(g.mig):
-            ident = uuid.uuid5(uuid.NAMESPACE_OID, f"{g.uuid}/mig/{dev}")
-            out.append(f"  MIG {profile:<11} Device {dev:>2}: (UUID: MIG-{ident})\n")
-    return "".join(out)
-
-
-def version_text(version: str) -> str:
-    """``nvidia-smi --version``."""
-    nvml = ".".join(version.split(".")[:2])
-    return (
-        f"NVIDIA-SMI version  : {version}\nNVML version        : {nvml}\n"
-        f"DRIVER version      : {version}\nCUDA Version        : {cuda_of(version)}\n"
-    )
-
-
-def _fields(gpu: Gpu, version: str, count: int, when: dt.datetime) -> dict[str, tuple[str, str]]:
+def _fields(gpu: Gpu, version: str) -> dict[str, tuple[str, str]]:
     """Query field -> (unit, value)."""
     return {
-        "timestamp": ("", when.strftime("%Y/%m/%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"),
         "driver_version": ("", version),
-        "count": ("", str(count)),
         "name": ("", gpu.name),
-        "gpu_name": ("", gpu.name),
-        "serial": ("", gpu.serial),
-        "gpu_serial": ("", gpu.serial),
         "uuid": ("", gpu.uuid),
-        "gpu_uuid": ("", gpu.uuid),
-        "pci.bus_id": ("", gpu.bus_id),
-        "gpu_bus_id": ("", gpu.bus_id),
         "index": ("", str(gpu.index)),
-        "persistence_mode": ("", "Enabled"),
-        "compute_cap": ("", gpu.compute_cap),
-        "vbios_version": ("", "96.00.A5.00.03"),
-        "pstate": ("", "P0"),
         "memory.total": ("MiB", str(gpu.memory_mib)),
-        "memory.used": ("MiB", "0"),
-        "memory.free": ("MiB", str(gpu.memory_mib - 614)),
-        "memory.reserved": ("MiB", "614"),
-        "temperature.gpu": ("", str(28 + gpu.index % 4)),
-        "utilization.gpu": ("%", "0"),
-        "utilization.memory": ("%", "0"),
-        "power.draw": ("W", f"{gpu.power_idle}.71"),
-        "power.limit": ("W", f"{gpu.power_cap}.00"),
-        "mig.mode.current": ("", "Enabled" if gpu.mig else "Disabled"),
-        "mig.mode.pending": ("", "Enabled" if gpu.mig else "Disabled"),
-        "ecc.mode.current": ("", "Enabled"),
-        "compute_mode": ("", "Default"),
-        "clocks.max.graphics": ("MHz", "1980"),
     }
 
 
-def query(spec: str, fmt: str, version: str, gpus: list[Gpu], when: dt.datetime) -> tuple[int, str, str]:
+def query(spec: str, fmt: str, version: str, gpus: list[Gpu]) -> tuple[int, str, str]:
     """``--query-gpu=<spec> --format=<fmt>``: (exit code, stdout, stderr)."""
     names = [f.strip() for f in spec.split(",") if f.strip()]
     opts = {o.strip() for o in fmt.split(",")}
@@ -258,8 +214,8 @@ def query(spec: str, fmt: str, version: str, gpus: list[Gpu], when: dt.datetime)
         return 2, "", f'"{fmt}" is not a valid format. Supported formats are csv\n'
     if not names:
         return 2, "", "Missing query fields.\n"
-    rows = [_fields(g, version, len(gpus), when) for g in gpus]
-    sample = rows[0] if rows else _fields(Gpu(0, "", 0, 0, 0, "", "", "", ""), version, 0, when)
+    rows = [_fields(g, version) for g in gpus]
+    sample = rows[0] if rows else _fields(Gpu(0, "", 0, 0, 0, "", "", "", ""), version)
     for name in names:
         if name not in sample:
             return 2, "", f'Field "{name}" is not a valid field to query.\n\n'
@@ -337,15 +293,9 @@ def run(args: list[str], version: str, gpus: list[Gpu], when: dt.datetime | None
             flags.append(arg)
         i += 1
     if query_spec:
-        return query(query_spec, fmt or "csv", version, gpus, when)
+        return query(query_spec, fmt or "csv", version, gpus)
     if not flags:
         return 0, table(version, gpus, when), ""
-    if flags in (["-L"], ["--list-gpus"]):
-        return 0, listing(gpus), ""
     if flags in (["-q"], ["--query"]):
         return 0, full_query(version, gpus, when), ""
-    if flags in (["--version"], ["-v"]):
-        return 0, version_text(version), ""
-    if flags in (["-h"], ["--help"]):
-        return 0, f"NVIDIA System Management Interface -- v{version}\n\nUsage: nvidia-smi [OPTION1 [ARG1]] ...\n", ""
     return 2, "", "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n\n"

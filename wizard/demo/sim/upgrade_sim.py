@@ -23,6 +23,7 @@ from typing import Any
 from wizard.demo.rules.operator_rules import LABEL_UPGRADE_STATE
 from wizard.demo.sim.operands import COMPONENT_DRIVER
 from wizard.demo.sim.simutil import Writer, controller_uid, labels_of, read, template_hash, thaw
+from wizard.demo.sim.world import pod_ready
 
 UPGRADE_ENABLED_ANNOTATION = "nvidia.com/gpu-driver-upgrade-enabled"
 STEPS = {
@@ -37,14 +38,6 @@ STEPS = {
 }
 IN_PROGRESS = frozenset(STEPS) - {"upgrade-required"}
 _FAILED_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "CrashLoopBackOff", "InvalidImageName"})
-
-
-def pod_ready(pod: dict[str, Any]) -> bool:
-    """The pod's Ready condition is True."""
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def pod_failing(pod: dict[str, Any]) -> bool:
