@@ -167,7 +167,9 @@ your plan's values (the confirmation names release, namespace, chart and images)
 --install` when `helm` is on PATH, else the page shows that command to run and waits for the operator.
 
 **When a Helm release owns the ClusterPolicy**, a direct apply would be reverted by the next `helm upgrade`
-(Helm puts the chart's values back). **Save Helm values** writes the change as the release's values (the
+(Helm puts the chart's values back). With `helm` on PATH, **Run helm upgrade…** upgrades the release with the
+change itself (confirmed first; backup, the leftover driver DaemonSets deleted, the rollout followed; undo with
+`helm rollback`). **Save Helm values** writes the change as the release's values (the
 page shows the exact `helm upgrade … --reuse-values -f FILE`); **Copy helm command** saves them too and hands
 the command to the terminal's clipboard (OSC 52: tmux passes it on only with `set -g set-clipboard on`);
 **Apply directly…** asks first, naming that risk. Until the `helm upgrade` has run, Verify says so rather than
