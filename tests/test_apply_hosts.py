@@ -215,3 +215,24 @@ def test_only_a_node_with_a_finding_before_apply_skips_the_crash_window() -> Non
         "gpu-1: the open-source nouveau driver is loaded (found before apply as nouveau-loaded, overridden): "
         "blacklist it",
     )
+
+
+def test_the_newcomers_own_answers_stop_before_any_write_naming_nouveau_and_secure_boot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], demo_cluster: ClusterFactory
+) -> None:
+    """Issue 35's Done-when: ``answers init`` then ``apply --dry-run`` on mixed-trouble. The defaults choose
+    precompiled (its signed modules load under Secure Boot): nouveau and the noexec /run stop the apply, and Secure
+    Boot is named with its node as what the mode answers, not passed over in silence."""
+    demo = demo_cluster("mixed-trouble", step_delay=0.0)
+    kubeconfig = str(demo.kubeconfig_path)
+    code, out, err = _run(capsys, "answers", "init", "--kubeconfig", kubeconfig)
+    assert code == 0, err
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(out)
+    code, out, err = _run(capsys, "apply", "--answers", str(answers), "--kubeconfig", kubeconfig, "--dry-run")
+    assert code == 1, err
+    assert "✗ nouveau-loaded on 1 node (gpu-l40s-1):" in err and "blacklist nouveau" in err
+    assert "✓ secure-boot on 1 node (gpu-l40s-3): Secure Boot is on: the precompiled driver's modules are signed" in err
+    assert "nothing applied" in err and "kind: ClusterPolicy" not in out
+    policy, leftovers = asyncio.run(_written(kubeconfig))
+    assert policy is None and leftovers == 0

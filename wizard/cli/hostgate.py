@@ -68,7 +68,23 @@ async def host_groups(cluster: Cluster, plan: Plan, *, everything: bool) -> tupl
     target = DoctorTarget.from_plan(plan)
     target = await registry_lacks(cluster, facts, plan, target, states)
     checks += states_findings(target, states)
-    return group_findings(checks), sample.describe(), checks
+    return group_findings([*checks, *secure_boot_notes(plan, states, checks)]), sample.describe(), checks
+
+
+def secure_boot_notes(plan: Plan, states: Mapping[str, HostState], checks: list[Check]) -> list[Check]:
+    """Secure Boot on hosts where the plan's driver loads under it (signed precompiled modules): said as a pass, so
+    the person sees it was found and why it is no problem (it is often why precompiled was recommended)."""
+    from wizard.engine.plan import Mode
+    from wizard.engine.results import Check, Status
+
+    if plan.mode is not Mode.PRECOMPILED:
+        return []
+    flagged = {c.node for c in checks if c.check.startswith("secure-boot")}
+    return [
+        Check("secure-boot", Status.PASS, "Secure Boot is on: the precompiled driver's modules are signed", node=node)
+        for node, state in sorted(states.items())
+        if state.secure_boot and node not in flagged
+    ]
 
 
 async def registry_lacks(
@@ -132,7 +148,7 @@ async def host_gate(
         return True, {}
     groups, checked, checks = await host_groups(cluster, plan, everything=bool(getattr(args, "all_hosts", False)))
     shown = [g for g in groups if g.status.value != "pass"]
-    write_groups(shown, sys.stderr)
+    write_groups([*shown, *(g for g in groups if g.check == "secure-boot" and g.status.value == "pass")], sys.stderr)
     from wizard.engine.hostdoctor import blocks_apply
 
     failed = [g for g in shown if blocks_apply(g.check, g.status)]
