@@ -76,8 +76,11 @@ def changes(prepared: Any) -> list[str]:
         out.append(f"{word} {key}")
     # the driver DaemonSets the operator leaves behind for this plan: the apply deletes them
     out += list(getattr(prepared, "deletions", []) or [])
+    from wizard.engine.exclusion import EXCLUDED
+    from wizard.engine.facts import LABEL_DEPLOY_DRIVER
+
     for node in sorted(getattr(prepared, "node_labels", {}) or {}):  # kept out of the driver rollout
-        out.append(f"label Node/{node} nvidia.com/gpu.deploy.driver=false")
+        out.append(f"label Node/{node} {LABEL_DEPLOY_DRIVER}={EXCLUDED}")
     return out
 
 

@@ -19,7 +19,7 @@ from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.applying.backup import Backup, read_backup, render_backup
 from wizard.cluster.facade import Cluster, ClusterError
-from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.hostdoctor import DoctorTarget, HostState, host_findings
 from wizard.engine.modes import Mode
 from wizard.engine.plan import Plan
@@ -49,7 +49,7 @@ def _geforce_scenario():  # type: ignore[no-untyped-def]
 async def _label(cluster: Cluster, node: str) -> str | None:
     found = await cluster.gateway.read_node(node)
     assert found is not None
-    return (found["metadata"].get("labels") or {}).get(DRIVER_DEPLOY_LABEL)
+    return (found["metadata"].get("labels") or {}).get(LABEL_DEPLOY_DRIVER)
 
 
 async def test_the_licence_finding_offers_the_exclusion_and_the_apply_labels_backs_up_and_rolls_back(
@@ -60,7 +60,7 @@ async def test_the_licence_finding_offers_the_exclusion_and_the_apply_labels_bac
         facts = await cluster.discover()
         advice = {a.code: a for a in render(_plan(), facts).advice}
         assert "driver.excludeNodes: [gpu-l40s-1]" in advice["geforce-licence"].message
-        assert f"{DRIVER_DEPLOY_LABEL}=false" in advice["geforce-licence"].message
+        assert f"{LABEL_DEPLOY_DRIVER}=false" in advice["geforce-licence"].message
 
         rendered = render(_plan("gpu-l40s-1"), facts)
         codes = {a.code for a in rendered.advice}
@@ -69,7 +69,7 @@ async def test_the_licence_finding_offers_the_exclusion_and_the_apply_labels_bac
         prepared = await cluster.prepare_apply(rendered)
         assert prepared.ok, prepared.errors
         assert prepared.node_labels == {"gpu-l40s-1": before}
-        assert "+++ planned/Node/gpu-l40s-1" in prepared.diff and f'+  {DRIVER_DEPLOY_LABEL}: "false"' in prepared.diff
+        assert "+++ planned/Node/gpu-l40s-1" in prepared.diff and f'+  {LABEL_DEPLOY_DRIVER}: "false"' in prepared.diff
 
         result = await cluster.apply(prepared, backup_dir=tmp_path)
         assert result.ok and "labelled nvidia.com/gpu.deploy.driver=false on gpu-l40s-1" in result.message

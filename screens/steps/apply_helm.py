@@ -68,8 +68,9 @@ class HelmPaths(StepScreen):
         prepared = state.prepared  # the preview named the driver DaemonSets the operator leaves behind
         leftovers = prepared.leftovers if prepared is not None else []
         namespace = prepared.namespace if prepared is not None else ""
+        labels = prepared.node_labels if prepared is not None else {}  # the excluded nodes, labelled after it
         self._helm = helm_change(
-            state.rendered, self._owner, live, helm_values_path(context), running, leftovers, namespace
+            state.rendered, self._owner, live, helm_values_path(context), running, leftovers, namespace, labels
         )
         self.query_one("#helm-row").display = True
         steps = "\n".join(f"  {escape(command)}" for command in self._helm.steps())
@@ -275,7 +276,10 @@ class HelmPaths(StepScreen):
             self.notify(copy_text(self.app, command, "The helm command"), title="Run helm", timeout=15)
 
         try:
-            run = await cluster.install_operator(self._install, values, helm=helm, wait_timeout=1800.0, said=said)
+            labels = state.prepared.node_labels if state.prepared is not None else {}  # Preview read them
+            run = await cluster.install_operator(
+                self._install, values, helm=helm, wait_timeout=1800.0, said=said, node_labels=labels
+            )
         finally:
             self.query_one("#apply", Button).disabled = False
         state.applied = ApplyResult(

@@ -246,7 +246,7 @@ class PreviewStep(StepScreen):
         plan = rendered.plan
         installs = bool(getattr(state.preflight, "installs_operator", False))
         if installs:
-            prepared = cluster.preview_install(rendered)
+            prepared = await cluster.preview_install(rendered)
         else:
             from wizard.engine.ownership import ownership_of
 

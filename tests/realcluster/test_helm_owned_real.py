@@ -3,7 +3,9 @@
 The control plane starts without the operator and its CRDs (``OPERATOR=none``); ``gpu-wizard apply
 --install-operator`` installs the real chart through the lane's helm with a precompiled plan on Ubuntu
 22.04, and the real operator (run once the chart's Deployment exists, as its ServiceAccount) creates the
-per-kernel driver DaemonSet. The same nodes are then switched to pre-installed: the ClusterPolicy is
+per-kernel driver DaemonSet. One node is then kept out of the driver rollout through Helm (the release upgraded,
+then the node labelled ``nvidia.com/gpu.deploy.driver=false``, as a direct apply does), and the same nodes are
+switched to pre-installed: the ClusterPolicy is
 Helm-owned, so ``apply`` runs ``helm upgrade`` with the release's values itself. The real operator deletes
 only ``nvidia-driver-daemonset`` when the driver is disabled; the per-kernel one is the wizard's to list, back
 up and delete with the apply, and the rollout is never ready while it has driver pods.
@@ -32,9 +34,12 @@ from tests.realcluster.flows import (
     wait_settled,
     write,
 )
+from wizard.cluster.applying.backup import read_backup
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.naming import precompiled_daemonset_name
 
 BRANCH = "580"
+KEEP_OUT = "  image: driver\n  excludeNodes: [gpu-h100-1]\n"
 LEFT = "left by the operator when the driver is disabled (it deletes only nvidia-driver-daemonset)"
 NODES = [
     node("cp-0", "ubuntu", "22.04", UBUNTU_KERNEL, gpu=False),
@@ -70,11 +75,17 @@ def helm_on_path(helm_binary: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     return bin_dir / "helm"
 
 
-def driver_pods(cluster: RealCluster) -> list[str]:
+def driver_pods(cluster: RealCluster, *, nodes: bool = False) -> list[str]:
+    """The driver pods not being deleted (their nodes with ``nodes``)."""
     pods = cluster.get(
         f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=app.kubernetes.io%2Fcomponent%3Dnvidia-driver"
     )["items"]
-    return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+    key = "nodeName" if nodes else "name"
+    return sorted(
+        str((p["spec"] if nodes else p["metadata"]).get(key))
+        for p in pods
+        if not p["metadata"].get("deletionTimestamp")
+    )
 
 
 def test_helm_owned_precompiled_to_preinstalled_leaves_nothing_behind(
@@ -115,6 +126,22 @@ def test_helm_owned_precompiled_to_preinstalled_leaves_nothing_behind(
     cluster.start_operator_when_installed()
     wait_for("the per-kernel driver DaemonSet", lambda: list(driver_daemonsets(cluster)) == [per_kernel], 180)
     wait_for("a driver pod per GPU node", lambda: len(driver_pods(cluster)) == 2, 120)
+    wait_settled(cluster)
+
+    # one node kept out of the driver rollout, through Helm: the release is upgraded (its values unchanged), then the
+    # node is labelled as after a direct apply, its value before kept in the backup; the DaemonSet leaves it
+    kept_out = write(tmp_path / "kept-out.yaml", precompiled.read_text().replace("  image: driver\n", KEEP_OUT))
+    code, out, err = run(
+        capsys, "apply", "--answers", str(kept_out), *admin, "--chart", chart, "--yes", "--no-registry", "--no-wait",
+        "--backup-dir", str(tmp_path / "kept"), "--helm-values", str(tmp_path / "kept-values.yaml"),
+    )  # fmt: skip
+    assert code == 0, out + err
+    assert f"Node/gpu-h100-1: label {LABEL_DEPLOY_DRIVER} true -> false (kept out of the driver rollout)" in err, err
+    assert "helm upgraded release gpu-operator" in err and f"labelled {LABEL_DEPLOY_DRIVER}=false on gpu-h100-1" in err
+    wait_for("the driver pod to leave gpu-h100-1", lambda: driver_pods(cluster, nodes=True) == ["gpu-h100-0"], 90)
+    assert cluster.get("/api/v1/nodes/gpu-h100-1")["metadata"]["labels"][LABEL_DEPLOY_DRIVER] == "false"
+    [kept_backup] = list((tmp_path / "kept").iterdir())
+    assert read_backup(kept_backup).node_labels == {"gpu-h100-1": "true"}
     wait_settled(cluster)
 
     cluster.set_stages(digests, {}, healthy_host("/usr/local/nvidia", driver_dir=False, smi=smi))  # now on the hosts

@@ -262,10 +262,13 @@ async def _through_helm(
     from wizard.engine.operator_install import chart_source
 
     target = Path(args.helm_values) if args.helm_values else helm_values_path(cluster.info.context)
+    from wizard.engine.exclusion import describe
+
     leftovers = await cluster.helm_leftovers(rendered)
     namespace = await cluster.namespace(rendered.plan)
+    labels = await cluster.exclusion_labels(rendered.plan)
     change = helm_change(
-        rendered, owner, preflight.cluster_policy, target, preflight.operator_release, leftovers, namespace
+        rendered, owner, preflight.cluster_policy, target, preflight.operator_release, leftovers, namespace, labels
     )
     helm = helm_binary()
     sys.stdout.write(change.values_text)
@@ -275,7 +278,7 @@ async def _through_helm(
         if change.drivers_command:
             names = ", ".join(change.driver_names)
             then = f"  then the NVIDIADriver CRs the chart does not deploy ({names}):\n  {change.drivers_command}\n"
-        for deletion, delete in change.deletions:
+        for deletion, delete in (*change.deletions, *change.relabels()):
             then += f"  then {deletion}:\n  {delete}\n"
         sys.stderr.write(
             f"! owner: {owner.why_not_apply()}\n"
@@ -291,6 +294,8 @@ async def _through_helm(
     for leftover in leftovers:
         sys.stderr.write(f"- {leftover.deletion(namespace)}\n")
     sys.stderr.write(images_text(rendered))
+    for line in describe(labels):  # said before the question: the change writes these labels after the upgrade
+        sys.stderr.write(f"{line}\n")
     deletes = f" (and delete {len(leftovers)} leftover DaemonSet(s), listed above)" if leftovers else ""
     question = f"Run helm upgrade of release {owner.release} in context {cluster.info.context}{deletes}?"
     if not args.yes and not await _confirm(question):

@@ -68,20 +68,26 @@ async def install_and_follow(
     """Show what will be installed, confirm, install (helm, or the printed command and a wait), then ``follow``
     the rollout (``apply``'s own follower and confirmation, handed in: apply is the command that calls this)."""
     from wizard.cluster.facade import helm_binary, install_values_path
+    from wizard.engine.exclusion import describe, label_argv
     from wizard.engine.operator_install import operator_install
+    from wizard.engine.textsafe import shell_command
 
     install = operator_install(rendered, chart)
     values_path = Path(args.helm_values) if args.helm_values else install_values_path(cluster.info.context)
+    labels = await cluster.exclusion_labels(rendered.plan)  # written before the install: the first reconcile obeys
     out = sys.stderr if getattr(args, "output", "text") == "json" else sys.stdout
     out.write("".join(f"{line}\n" for line in install.summary()))
     out.write(f"  values: {values_path}\n")
+    out.write("".join(f"  first, {line}\n" for line in describe(labels)))
     helm = helm_binary()
     if args.dry_run:
         from wizard.cluster.facade import write_install
 
         write_install(install, values_path)
+        first = "".join(f"  {shell_command(label_argv(node))}\n" for node in sorted(labels))
         out.write(
-            f"dry run: nothing installed; the command:\n  {install.command(str(values_path), cluster.helm_kube)}\n"
+            f"dry run: nothing installed; the command{'s' if first else ''}:\n{first}"
+            f"  {install.command(str(values_path), cluster.helm_kube)}\n"
         )
         return EXIT_OK
     if not args.yes and not await confirm(
@@ -97,7 +103,9 @@ async def install_and_follow(
         )
         sys.stderr.flush()
 
-    run = await cluster.install_operator(install, values_path, helm=helm, wait_timeout=args.wait_timeout, said=said)
+    run = await cluster.install_operator(
+        install, values_path, helm=helm, wait_timeout=args.wait_timeout, said=said, node_labels=labels
+    )
     if not run.ok:
         sys.stderr.write(f"gpu-wizard: error: {run.message}\n  hint: the command was: {run.command}\n")
         return EXIT_FAILED

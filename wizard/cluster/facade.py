@@ -27,6 +27,7 @@ from wizard.cluster.applying import apply as applying
 from wizard.cluster.applying import apply_preview
 from wizard.cluster.applying import restore as restoring
 from wizard.cluster.applying.backup import Backup
+from wizard.cluster.applying.exclusion_labels import excluded_node_labels
 from wizard.cluster.applying.helm_apply import HelmRun, helm_leftovers, upgrade_through_helm
 from wizard.cluster.applying.helm_values import HelmChange, deployed_release, helm_change, helm_values_path
 from wizard.cluster.applying.operator_install import (
@@ -377,16 +378,35 @@ class Cluster:
         helm: str | None,
         wait_timeout: float,
         said: Callable[[str], Awaitable[None] | None] | None = None,
+        node_labels: Iterable[str] = (),
     ) -> InstallRun:
         """Install the operator as a Helm release with the plan's values (see :mod:`wizard.cluster.applying.operator_install`).
 
         ``helm``: the binary to run (:func:`helm_binary`); None: ``said`` hears the command for the person to
-        run, and the wizard waits up to ``wait_timeout`` for the operator Deployment."""
+        run, and the wizard waits up to ``wait_timeout`` for the operator Deployment. ``node_labels``: the excluded
+        nodes (:meth:`exclusion_labels`, or the install preview's), labelled before the operator starts."""
         run = await install_operator(
-            self.gateway, install, values_path, kube=self.helm_kube, helm=helm, wait_timeout=wait_timeout, said=said
+            self.gateway,
+            install,
+            values_path,
+            kube=self.helm_kube,
+            helm=helm,
+            wait_timeout=wait_timeout,
+            said=said,
+            node_labels=node_labels,
         )
         self.session.forget_preflight()
         return run
+
+    async def exclusion_labels(self, plan: Plan) -> dict[str, str | None]:
+        """The nodes ``driver.excludeNodes`` names that still need ``nvidia.com/gpu.deploy.driver=false``, each with
+        its value now (a Helm install's or upgrade's preview); ClusterError naming the field for a node not in the
+        cluster."""
+        errors: list[str] = []
+        labels = await excluded_node_labels(self.gateway, plan, errors)
+        if errors:
+            raise ClusterError("; ".join(errors), "name nodes the cluster has (gpu-wizard discover lists them)")
+        return labels
 
     async def helm_leftovers(self, rendered: Rendered) -> list[Unwanted]:
         """The driver DaemonSets the operator leaves behind once a Helm release carries ``rendered``'s policy (the
@@ -449,9 +469,10 @@ class Cluster:
                 self.gateway, rendered, force_conflicts=force_conflicts, namespace=namespace
             )
 
-    def preview_install(self, rendered: Rendered) -> ApplyPlan:
-        """What installing the operator with ``rendered``'s values creates (local CRD checks; no server dry-run)."""
-        return apply_preview.install_preview(rendered)
+    async def preview_install(self, rendered: Rendered) -> ApplyPlan:
+        """What installing the operator with ``rendered``'s values creates (local CRD checks; no server dry-run),
+        and the excluded nodes it labels first."""
+        return await apply_preview.install_preview(self.gateway, rendered)
 
     async def apply(
         self, prepared: ApplyPlan, *, backup_dir: str | Path, allow_unverified_preinstalled: bool = False

@@ -15,8 +15,14 @@ from typing import Literal
 from wizard.bundled import asset_data
 from wizard.engine.branches import branch_checks
 from wizard.engine.defaults import is_public_registry, registry_host
-from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED, consumer_nodes
-from wizard.engine.facts import NO_DRIVER_IMAGE_OSES, PRECOMPILED_ARCH, UNKNOWN_OS_TAG, ClusterFacts
+from wizard.engine.exclusion import EXCLUDED, consumer_nodes
+from wizard.engine.facts import (
+    LABEL_DEPLOY_DRIVER,
+    NO_DRIVER_IMAGE_OSES,
+    PRECOMPILED_ARCH,
+    UNKNOWN_OS_TAG,
+    ClusterFacts,
+)
 from wizard.engine.mirror import MirrorItem, NodeImage, first_gpu_node
 from wizard.engine.naming import DIGEST_PREFIX, Release, driver_image, repo_config_dirs
 from wizard.engine.node_grammar import quoted
@@ -450,18 +456,18 @@ def _consumer_gpus(plan: Plan, facts: ClusterFacts) -> list[Advice]:
                 "note",
                 "consumer-excluded",
                 f"{_names(consumer)} ({', '.join(sorted(set(consumer.values())))}) kept out of the driver rollout: the "
-                f"apply labels {'them' if len(consumer) > 1 else 'it'} {DRIVER_DEPLOY_LABEL}={EXCLUDED}. The other "
+                f"apply labels {'them' if len(consumer) > 1 else 'it'} {LABEL_DEPLOY_DRIVER}={EXCLUDED}. The other "
                 "operands there (toolkit, device plugin, validator) use a driver installed on the host: without one "
                 "they wait and the ClusterPolicy stays notReady (to take a node out of the GPU Operator entirely, "
                 "label it nvidia.com/gpu.deploy.operands=false).",
                 licence + " The operator keeps an admin's non-empty deploy label, and its driver DaemonSets select "
-                f"{DRIVER_DEPLOY_LABEL}=true only.",
+                f"{LABEL_DEPLOY_DRIVER}=true only.",
             )
         ]
     keep = sorted({*excluded, *left})
     action = (
         f" Keep {'them' if len(left) > 1 else 'it'} out of the driver rollout: driver.excludeNodes: "
-        f"[{', '.join(keep)}] (the apply labels {DRIVER_DEPLOY_LABEL}={EXCLUDED}; a rollback undoes it)."
+        f"[{', '.join(keep)}] (the apply labels {LABEL_DEPLOY_DRIVER}={EXCLUDED}; a rollback undoes it)."
         if plan.driver_enabled
         else ""
     )

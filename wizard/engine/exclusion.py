@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-DRIVER_DEPLOY_LABEL = "nvidia.com/gpu.deploy.driver"
-"""The operator's per-node switch of the driver operand."""
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER  # the operator's per-node switch of the driver operand
+
 EXCLUDED = "false"
 """The value that keeps the driver operand off a node."""
 
@@ -46,10 +46,15 @@ def label_changes(excluded: Iterable[str], current: Mapping[str, str | None]) ->
 def describe(changes: Mapping[str, str | None]) -> list[str]:
     """One line per node the apply relabels: ``Node/rtx-1: nvidia.com/gpu.deploy.driver true -> false``."""
     return [
-        f"Node/{node}: label {DRIVER_DEPLOY_LABEL} {before if before is not None else '(none)'} -> {EXCLUDED} "
+        f"Node/{node}: label {LABEL_DEPLOY_DRIVER} {before if before is not None else '(none)'} -> {EXCLUDED} "
         "(kept out of the driver rollout)"
         for node, before in sorted(changes.items())
     ]
+
+
+def label_argv(node: str) -> list[str]:
+    """The ``kubectl label`` that keeps ``node`` out of the driver rollout (printed where the wizard does not write)."""
+    return ["kubectl", "label", "node", node, f"{LABEL_DEPLOY_DRIVER}={EXCLUDED}", "--overwrite"]
 
 
 def label_diff(changes: Mapping[str, str | None]) -> str:
@@ -58,6 +63,6 @@ def label_diff(changes: Mapping[str, str | None]) -> str:
     for node, before in sorted(changes.items()):
         out += [f"--- live/Node/{node}\n", f"+++ planned/Node/{node}\n", "@@ metadata.labels @@\n"]
         if before is not None:
-            out.append(f"-  {DRIVER_DEPLOY_LABEL}: {json.dumps(before)}\n")
-        out.append(f"+  {DRIVER_DEPLOY_LABEL}: {json.dumps(EXCLUDED)}\n")
+            out.append(f"-  {LABEL_DEPLOY_DRIVER}: {json.dumps(before)}\n")
+        out.append(f"+  {LABEL_DEPLOY_DRIVER}: {json.dumps(EXCLUDED)}\n")
     return "".join(out)

@@ -32,11 +32,11 @@ from typing import Any, Literal
 
 from wizard.cluster.applying.apply_preview import ApplyPlan, apply_error_text, guarded_apply, same_but_status
 from wizard.cluster.applying.backup import Backup, ObjectRef, clean, write_backup
+from wizard.cluster.applying.exclusion_labels import label_excluded, labelled_words
 from wizard.cluster.applying.interrupts import run_to_end
 from wizard.cluster.applying.restore import read_object, restore
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped, TimedOut
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
-from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, EXCLUDED
 from wizard.retry import APPLY, Retryable, retrying
 
 
@@ -212,25 +212,23 @@ async def _write_phase(
                 message=f"apply failed ({failure}); rolled back, the cluster is unchanged{late}",
             )
         done.append(ref)
-    for node in sorted(prepared.node_labels):  # after the objects: a failed object leaves no node relabelled
+    try:
+        await label_excluded(gateway, prepared.node_labels)  # after the objects: a failed object relabels no node
+    except ClusterError as exc:
+        undo = {r.key for r in done} | {f"Node/{n}" for n in prepared.node_labels}
         try:
-            await gateway.patch_node_labels(node, {DRIVER_DEPLOY_LABEL: EXCLUDED})
-        except ClusterError as exc:
-            undo = {r.key for r in done} | {f"Node/{n}" for n in prepared.node_labels}
-            try:
-                await restore(gateway, backup, only=undo)
-            except ClusterError:
-                raise ClusterError(
-                    f"apply failed (labelling node {node}: {exc.message}) and the rollback could not confirm the "
-                    f"old state; the backup is {path}",
-                    f"run: {rollback_command(path)}",
-                ) from None
-            return ApplyResult(
-                "unchanged",
-                path,
-                [r.key for r in refs],
-                message=f"apply failed (labelling node {node}: {exc.message}); rolled back, the cluster is unchanged",
-            )
+            await restore(gateway, backup, only=undo)
+        except ClusterError:
+            raise ClusterError(
+                f"apply failed ({exc.message}) and the rollback could not confirm the old state; the backup is {path}",
+                f"run: {rollback_command(path)}",
+            ) from None
+        return ApplyResult(
+            "unchanged",
+            path,
+            [r.key for r in refs],
+            message=f"apply failed ({exc.message}); rolled back, the cluster is unchanged",
+        )
     managers = sorted({prepared.managers.get(r.key, FIELD_MANAGER) for r in refs})
     message = f"applied {', '.join(r.key for r in refs)} (field manager {', '.join(managers)})"
     reasons = {u.name: u.reason for u in prepared.leftovers}
@@ -238,7 +236,7 @@ async def _write_phase(
         name = key.rsplit("/", 1)[-1]
         message += f"; deleted DaemonSet {key.removeprefix('DaemonSet/')}, {reasons.get(name, 'left behind')}"
     if prepared.node_labels:
-        message += f"; labelled {DRIVER_DEPLOY_LABEL}={EXCLUDED} on {', '.join(sorted(prepared.node_labels))}"
+        message += f"; {labelled_words(prepared.node_labels)}"
     return ApplyResult("applied", path, [r.key for r in refs], [r.key for r in backup.created], message, deleted)
 
 

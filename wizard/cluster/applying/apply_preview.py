@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.cluster.applying.backup import ObjectRef, clean
+from wizard.cluster.applying.exclusion_labels import excluded_node_labels
 from wizard.cluster.core.leftover_sets import find_left_behind
 from wizard.cluster.core.preflight import POLICY, active_policy
 from wizard.cluster.errors import ApiError
 from wizard.cluster.gateway import FIELD_MANAGER, Gateway
-from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL, label_changes, label_diff
+from wizard.engine.exclusion import label_diff
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.plan import Plan
 from wizard.engine.render import Rendered, crd_errors, owned_paths, to_yaml
@@ -221,7 +222,7 @@ async def prepare_apply(
         dry_run[ref.key] = answer
         only = owned if (ref.kind == "ClusterPolicy" and current is not None) else None
         diffs.append(await asyncio.to_thread(_diff, current, answer, only, ref.key))
-    node_labels = await _excluded_nodes(gateway, plan, errors)
+    node_labels = await excluded_node_labels(gateway, plan, errors)
     diffs.append(label_diff(node_labels))
     driver_spec = (body.get("spec") or {}).get("driver") or {}
     leftovers: list[Unwanted] = []
@@ -248,32 +249,23 @@ async def prepare_apply(
     )
 
 
-async def _excluded_nodes(gateway: Gateway, plan: Plan, errors: list[str]) -> dict[str, str | None]:
-    """The excluded nodes the apply still has to label, each with its label value now; a missing node is an error."""
-    if not plan.driver_enabled:
-        return {}
-    current: dict[str, str | None] = {}
-    for name in plan.driver.excludeNodes:
-        node = await gateway.read_node(name)
-        if node is None:
-            errors.append(f"driver.excludeNodes: node {name} is not in the cluster")
-            continue
-        current[name] = ((node.get("metadata") or {}).get("labels") or {}).get(DRIVER_DEPLOY_LABEL)
-    return label_changes(plan.driver.excludeNodes, current)
-
-
-def install_preview(rendered: Rendered) -> ApplyPlan:
+async def install_preview(gateway: Gateway, rendered: Rendered) -> ApplyPlan:
     """What installing the operator creates, checked locally against the release's CRDs (no server dry-run:
-    the CRDs come with the chart); every object is new, its diff the whole object."""
+    the CRDs come with the chart); every object is new, its diff the whole object. The excluded nodes are read:
+    the install labels them before the operator's first reconcile."""
     objects = rendered.documents()
     keys = [f"{o['kind']}/{o['metadata']['name']}" for o in objects]
+    errors = local_errors(rendered)
+    node_labels = await excluded_node_labels(gateway, rendered.plan, errors)
+    diff = "".join(unified_diff({}, o, key) for o, key in zip(objects, keys, strict=True))
     return ApplyPlan(
         objects=objects,
         live=dict.fromkeys(keys),
-        diff="".join(unified_diff({}, o, key) for o, key in zip(objects, keys, strict=True)),
-        errors=local_errors(rendered),
+        diff=diff + label_diff(node_labels),
+        errors=errors,
         preinstalled=not rendered.plan.driver_enabled,
         plan=rendered.plan,
+        node_labels=node_labels,
     )
 
 

@@ -7,7 +7,8 @@ CRs the chart does not deploy, and then deletes the driver DaemonSets the operat
 plan (:mod:`wizard.engine.leftovers`: the per-kernel ones when the driver is disabled, an NVIDIADriver's
 when the CRD mode goes off), each only as the preview saw it (its uid). The backup, written before
 anything changes, keeps the live policy and those DaemonSets, so ``gpu-wizard rollback`` re-creates them;
-the same deletions a direct apply makes (:mod:`wizard.cluster.applying.apply`).
+the same deletions a direct apply makes (:mod:`wizard.cluster.applying.apply`). Last, the nodes the plan keeps out of the
+driver rollout are labelled, as after a direct apply (:mod:`wizard.cluster.applying.exclusion_labels`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from wizard.cluster.applying.apply import default_backup_name
 from wizard.cluster.applying.backup import Backup, write_backup
+from wizard.cluster.applying.exclusion_labels import label_excluded, labelled_words
 from wizard.cluster.applying.helm_values import HelmChange
 from wizard.cluster.applying.operator_install import run_helm
 from wizard.cluster.core.leftover_sets import find_left_behind
@@ -64,7 +66,8 @@ async def upgrade_through_helm(
     backup_dir: Path,
 ) -> HelmRun:
     """Back up the live policy and the leftovers, run ``helm upgrade`` (``argv``, its first word replaced by
-    ``helm``), apply the extra NVIDIADrivers, then delete the leftovers (uid preconditions)."""
+    ``helm``), apply the extra NVIDIADrivers, delete the leftovers (uid preconditions), then label the excluded
+    nodes (``change.node_labels``; the backup keeps their values before)."""
     command = shell_command(list(argv))
     kept = []
     for leftover in leftovers:  # read again: one gone since is skipped, one re-created is not the one approved
@@ -83,6 +86,7 @@ async def upgrade_through_helm(
         server=gateway.server,
         objects=[*([dict(live_policy)] if live_policy else []), *kept],
         created=[],
+        node_labels=dict(change.node_labels),
     )
     path = await asyncio.to_thread(write_backup, backup_dir, default_backup_name(gateway.context), backup)
     await asyncio.to_thread(change.write)
@@ -111,4 +115,10 @@ async def upgrade_through_helm(
             )
         deleted.append(f"DaemonSet/{namespace}/{meta['name']}")
         message += f"; deleted DaemonSet {namespace}/{meta['name']}, {reasons.get(meta['name'], 'left behind')}"
+    try:  # last, as after a direct apply: a failed upgrade relabels no node
+        labelled = await label_excluded(gateway, (node for node, _ in change.node_labels))
+    except ClusterError as exc:
+        return HelmRun(False, f"helm upgraded the release, but {exc.message}", command, path, deleted)
+    if labelled:
+        message += f"; {labelled_words(labelled)}"
     return HelmRun(True, message, command, path, deleted)

@@ -19,6 +19,7 @@ from typing import Any
 
 from wizard.atomic_write import write_private
 from wizard.cluster.gateway import Gateway
+from wizard.engine.exclusion import describe, label_argv
 from wizard.engine.helm_release import HelmRelease, ReleaseError, decode_release
 from wizard.engine.leftovers import Unwanted
 from wizard.engine.ownership import Ownership, helm_upgrade_command
@@ -44,6 +45,9 @@ class HelmChange:
     deletions: tuple[tuple[str, str], ...] = ()
     """``(delete DaemonSet NS/X, left by the operator when …, kubectl delete …)`` per driver DaemonSet the operator
     leaves behind once the release carries the change (:mod:`wizard.engine.leftovers`): run after the upgrade."""
+    node_labels: tuple[tuple[str, str | None], ...] = ()
+    """``(node, its nvidia.com/gpu.deploy.driver value now)`` per excluded node still to label ``false``
+    (``driver.excludeNodes``; :mod:`wizard.engine.exclusion`): written after the upgrade, as a direct apply does."""
 
     def write(self) -> None:
         """Write the values (and the extra NVIDIADriver CRs) as private files; AtomicWriteError on failure."""
@@ -54,7 +58,13 @@ class HelmChange:
     def steps(self) -> list[str]:
         """The commands to run, in order."""
         drivers = [self.drivers_command] if self.drivers_command else []
-        return [self.command, *drivers, *(command for _, command in self.deletions)]
+        return [self.command, *drivers, *(command for _, command in (*self.deletions, *self.relabels()))]
+
+    def relabels(self) -> tuple[tuple[str, str], ...]:
+        """``(Node/X: label … -> false, kubectl label …)`` per excluded node, to run after the upgrade."""
+        return tuple(
+            (describe({node: before})[0], shell_command(label_argv(node))) for node, before in self.node_labels
+        )
 
 
 def helm_values_path(context: str) -> Path:
@@ -71,11 +81,14 @@ def helm_change(
     running_release: str = "",
     leftovers: Sequence[Unwanted] = (),
     namespace: str = "",
+    node_labels: Mapping[str, str | None] | None = None,
 ) -> HelmChange:
     """The values that carry ``rendered`` into ``owner``'s release with ``--reuse-values`` (over the new chart's
     defaults when ``running_release``, the operator release the cluster runs, is not the plan's), to be saved at
-    ``target``; ``leftovers`` (in ``namespace``): the driver DaemonSets to delete after the upgrade."""
+    ``target``; ``leftovers`` (in ``namespace``): the driver DaemonSets to delete after the upgrade; ``node_labels``:
+    the excluded nodes to label after it (node -> its value now)."""
     plan = rendered.plan
+    labels = tuple(sorted((node_labels or {}).items()))
     deletions = tuple(
         (u.deletion(namespace), shell_command(["kubectl", "delete", "daemonset", "-n", namespace, u.name]))
         for u in leftovers
@@ -94,7 +107,7 @@ def helm_change(
         d for d in rendered.nvidia_drivers if not (crd.get("deployDefaultCR") and d["metadata"]["name"] == "default")
     ]
     if not extra:
-        return HelmChange(owner, target, text, command, deletions=deletions)
+        return HelmChange(owner, target, text, command, deletions=deletions, node_labels=labels)
     # the chart deploys at most CR "default": the others are applied beside the helm upgrade
     drivers = target.with_name(target.stem + "-nvidiadrivers.yaml")
     return HelmChange(
@@ -107,6 +120,7 @@ def helm_change(
         drivers_command=shell_command(["kubectl", "apply", "--server-side", "-f", str(drivers)]),
         driver_names=tuple(str(d["metadata"]["name"]) for d in extra),
         deletions=deletions,
+        node_labels=labels,
     )
 
 

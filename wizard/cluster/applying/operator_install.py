@@ -17,14 +17,16 @@ import os
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wizard.atomic_write import write_private
 from wizard.bounded_read import CHART_YAML, RENDERED_CHART, InputError, load_bounded, parse_bounded
+from wizard.cluster.applying.exclusion_labels import label_excluded, labelled_words
 from wizard.cluster.core.preflight import DRIVERS, find_operator
+from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine import chart_check
 from wizard.engine.operator_install import OperatorInstall, chart_release_mismatch
@@ -247,9 +249,12 @@ async def install_operator(
     helm: str | None,
     wait_timeout: float,
     said: Callable[[str], Awaitable[None] | None] | None = None,
+    node_labels: Iterable[str] = (),
 ) -> InstallRun:
     """Install through ``helm`` (a path), or print nothing and wait for the person to run the command.
 
+    ``node_labels``: the nodes the plan keeps out of the driver rollout, labelled first, so the operator's first
+    reconcile never schedules the driver there (the label is the operator's to honour, not the chart's).
     ``said`` hears the command before the wait (a front end shows it). Returns once the operator
     Deployment exists (or helm failed, or ``wait_timeout`` passed without it).
     """
@@ -258,6 +263,11 @@ async def install_operator(
     if problem:
         return InstallRun(False, problem, values_path, command, helm is not None)
     drivers_path = write_install(install, values_path)
+    try:
+        labelled = labelled_words(await label_excluded(gateway, node_labels))
+    except ClusterError as exc:
+        return InstallRun(False, f"nothing installed: {exc.message}", values_path, command, helm is not None)
+    kept = f" ({labelled}: the label stays until removed)" if labelled else ""
     argv = install.helm_argv(str(values_path), kube)
     if helm is None:
         if said is not None:
@@ -268,13 +278,13 @@ async def install_operator(
         code, output = await run_helm([helm, *argv[1:]])
         if code != 0:
             tail = " | ".join(line.strip() for line in printable(output).splitlines()[-3:] if line.strip())
-            return InstallRun(False, f"helm exited {code}: {tail}", values_path, command, True, drivers_path)
+            return InstallRun(False, f"helm exited {code}: {tail}{kept}", values_path, command, True, drivers_path)
     deployment = await wait_for_operator(gateway, install.namespace, wait_timeout if helm is None else 60.0)
     if deployment is None:
         why = "helm ran but" if helm else f"within {wait_timeout:.0f} s"
         return InstallRun(
             False,
-            f"{why} no GPU Operator Deployment appeared in namespace {install.namespace}",
+            f"{why} no GPU Operator Deployment appeared in namespace {install.namespace}{kept}",
             values_path,
             command,
             helm is not None,
@@ -285,7 +295,8 @@ async def install_operator(
     how = "helm installed" if helm else "found"
     return InstallRun(
         True,
-        f"{how} GPU Operator {install.release} (Helm release {install.name}, namespace {install.namespace})",
+        f"{how} GPU Operator {install.release} (Helm release {install.name}, namespace {install.namespace})"
+        + (f"; {labelled}" if labelled else ""),
         values_path,
         command,
         helm is not None,

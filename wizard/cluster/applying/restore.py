@@ -17,7 +17,7 @@ from typing import Any
 from wizard.cluster.applying.backup import Backup, ObjectRef, clean, read_backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
-from wizard.engine.exclusion import DRIVER_DEPLOY_LABEL
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
@@ -99,12 +99,12 @@ async def _restore_label(gateway: Gateway, node: str, before: str | None) -> str
     """Put a node's driver deploy label back to its value before the apply (remove it when it had none)."""
     if await gateway.read_node(node) is None:
         return f"Node/{node} is gone: its label needs no restoring"
-    await gateway.patch_node_labels(node, {DRIVER_DEPLOY_LABEL: before})
+    await gateway.patch_node_labels(node, {LABEL_DEPLOY_DRIVER: before})
     labels = ((await gateway.read_node(node) or {}).get("metadata") or {}).get("labels") or {}
-    if labels.get(DRIVER_DEPLOY_LABEL) != before and before is not None:
-        raise ClusterError(f"rollback: Node/{node} label {DRIVER_DEPLOY_LABEL} still differs from the backup")
+    if labels.get(LABEL_DEPLOY_DRIVER) != before and before is not None:
+        raise ClusterError(f"rollback: Node/{node} label {LABEL_DEPLOY_DRIVER} still differs from the backup")
     shown = before if before is not None else "(removed)"
-    return f"restored Node/{node} label {DRIVER_DEPLOY_LABEL}={shown}"
+    return f"restored Node/{node} label {LABEL_DEPLOY_DRIVER}={shown}"
 
 
 async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
