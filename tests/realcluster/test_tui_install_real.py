@@ -41,6 +41,13 @@ from tests.realcluster.flows import (
     healthy_paths,
     node,
 )
+from tests.realcluster.tui_install import (
+    all_found,
+    first_driver_daemonsets,
+    node_images,
+    operator_when_installed,
+    policy_mode,
+)
 from tests.snapshots.plugin import screen_text, wait_for
 from wizard.engine.answers import load_answers
 from wizard.engine.plan import DEFAULT_RELEASE
@@ -69,13 +76,6 @@ def day0_cluster(
         if request.session.stash.get(_FAILED, set()):
             cluster.keep_logs(LOGS / "tui-install")
         cluster.stop()
-
-
-def _operator_when_installed(cluster: RealCluster, failures: list[BaseException]) -> None:
-    try:
-        cluster.start_operator_when_installed()
-    except BaseException as exc:  # handed to the test
-        failures.append(exc)
 
 
 async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
@@ -120,11 +120,11 @@ async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
         plan = app.state.plan()
         planned = f"{host}/nvidia/{plan.driver.image}"
         # the newcomer's driver image, copied into the mirror (as `gpu-wizard mirror` would), then Recheck pressed
-        for image in {n.image for n in _node_images(app)}:
+        for image in {n.image for n in node_images(app)}:
             tag = image.rsplit(":", 1)[1]
             digests[f"{planned}:{tag}"] = oci_registry.push_image(f"nvidia/{plan.driver.image}", tag, content=b"x")
         app.screen.query_one("#recheck", Button).press()
-        await wait_for(pilot, lambda: bool(app.state.images) and _all_found(app, host), 90, "the registry check")
+        await wait_for(pilot, lambda: bool(app.state.images) and all_found(app, host), 90, "the registry check")
         app.save_progress("driver")
         answers = app.state.answers_path
         # the folder the Paths step checks: the plan's, else the nodes' OS default (pathcheck.check_targets)
@@ -151,13 +151,13 @@ async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
         text = screen_text(app)
         assert "Install the GPU Operator?" in text and f"Install GPU Operator {DEFAULT_RELEASE}" in text, text
         failures: list[BaseException] = []
-        operator = threading.Thread(target=_operator_when_installed, args=(cluster, failures), daemon=True)
+        operator = threading.Thread(target=operator_when_installed, args=(cluster, failures), daemon=True)
         operator.start()
         await pilot.press("tab", "enter")  # the focus starts on Cancel
         await wait_for(pilot, lambda: app.state.applied is not None, 300, "the install")
         assert app.state.applied.ok, app.state.applied.message
         assert f"helm installed GPU Operator {DEFAULT_RELEASE}" in app.state.applied.message
-        first = await _first_driver_daemonsets(pilot, cluster)
+        first = await first_driver_daemonsets(pilot, cluster)
         operator.join(timeout=120)
         assert not failures, failures
         assert {container(ds, "nvidia-driver-ctr")["image"] for ds in first.values()} <= predicted, first.keys()
@@ -175,13 +175,13 @@ async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
         await back_to(pilot, "driver")
         await set_field(pilot, "driver-version", SECOND_VERSION)
         await wait_for(pilot, lambda: _plans(app, SECOND_VERSION), 30, "the second plan")
-        second = {n.image for n in _node_images(app)}
+        second = {n.image for n in node_images(app)}
         for image in second:
             digests[image] = oci_registry.push_image(
                 f"nvidia/{plan.driver.image}", image.rsplit(":", 1)[1], content=b"y"
             )
         app.screen.query_one("#recheck", Button).press()
-        await wait_for(pilot, lambda: _all_found(app, host) and _checked(app, second), 90, "the second registry check")
+        await wait_for(pilot, lambda: all_found(app, host) and _checked(app, second), 90, "the second registry check")
         cluster.set_stages(digests, {}, healthy_paths(answers, toolkit))
         await next_to(pilot, "paths")
         await wait_for(pilot, lambda: app.state.path_checks is not None, 180, "the host check")
@@ -215,32 +215,3 @@ def _plans(app: WizardApp, version: str) -> bool:
 
 def _checked(app: WizardApp, images: set[str]) -> bool:
     return images <= {s.image for s in app.state.images}
-
-
-def policy_mode(policy: dict[str, Any]) -> str:
-    driver = policy["spec"]["driver"]
-    if driver.get("enabled") is False:
-        return "preinstalled"
-    return "precompiled" if driver.get("usePrecompiled") else "upstream"
-
-
-def _node_images(app: WizardApp) -> list[Any]:
-    from wizard.engine.render import render
-
-    facts = app.state.facts
-    return [n for n in render(app.state.plan(), facts).node_images if n.image]
-
-
-def _all_found(app: WizardApp, host: str) -> bool:
-    return all(s.ok for s in app.state.images if s.image.startswith(host))
-
-
-async def _first_driver_daemonsets(pilot: Any, cluster: RealCluster) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-
-    def seen() -> bool:
-        found.update(driver_daemonsets(cluster))
-        return bool(found)
-
-    await wait_for(pilot, seen, 300, "the operator's first driver DaemonSets")
-    return found
