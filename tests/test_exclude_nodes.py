@@ -99,6 +99,21 @@ def test_no_host_fix_is_offered_for_an_excluded_node() -> None:
     assert target.excluded == {"rtx-1"} and host_findings(target, state) == []
 
 
+def test_an_excluded_node_without_a_host_driver_would_hold_the_policy_not_ready() -> None:
+    """Kept out of the driver rollout, the node still runs the toolkit, device plugin and validator, whose driver
+    validation waits for the operator's driver there: with no working host driver the ClusterPolicy never reads
+    ready. Found before apply, with a fix that works; a host driver (or an unanswered nvidia-smi) says nothing."""
+    target = DoctorTarget.from_plan(_plan("rtx-1"))
+    bare = HostState(node="rtx-1", os_id="ubuntu", kernel="5.15.0-1063-nvidia", host_smi_detail="not installed")
+    [found] = host_findings(target, bare)
+    assert (found.check, found.status.name, found.node) == ("excluded-no-host-driver", "FAIL", "rtx-1")
+    assert "never reads ready" in found.message and "nvidia-smi: not installed" in found.message
+    assert "kubectl label node rtx-1 nvidia.com/gpu.deploy.operands=false" in found.hint
+    assert host_findings(target, dataclasses.replace(bare, host_driver="580.126.20", host_smi_detail="")) == []
+    assert host_findings(target, dataclasses.replace(bare, host_smi_detail="")) == []  # not answered: no claim
+    assert host_findings(target, dataclasses.replace(bare, error="pod never started")) == []
+
+
 def test_a_backup_keeps_the_node_labels_and_refuses_a_forged_one(tmp_path: Path) -> None:
     path = tmp_path / "b.yaml"
     path.write_text(render_backup(Backup("ctx", "https://x", [], node_labels={"rtx-1": "true", "rtx-2": None})))
@@ -164,7 +179,8 @@ def test_the_cli_dry_run_and_the_tui_confirmation_name_the_label_write(
 
 
 async def test_nodes_offers_to_keep_the_geforce_node_out_and_drops_its_host_fix(tui_env: Path, tmp_path: Path) -> None:
-    """Defect 5 in the TUI: the licence finding had no action and nouveau's fix named the GeForce node."""
+    """Defect 5 in the TUI: the licence finding had no action and nouveau's fix named the GeForce node. Kept out, the
+    node (no host driver) gets the finding that its other operands would wait forever instead."""
     from ruamel.yaml import YAML
 
     from tests.helpers.tui import demo_app, walk_to
@@ -191,7 +207,9 @@ async def test_nodes_offers_to_keep_the_geforce_node_out_and_drops_its_host_fix(
         await pilot.pause(0.3)
         assert app.state.get("driver.excludeNodes") == ["gpu-l40s-1"]
         text = screen_text(app)
-        assert "nouveau-loaded" not in text and "secure-boot-unsigned on 1 node (gpu-l40s-3)" in text, text
+        assert "nouveau-loaded" not in text and "2 blocking host problems" in text, text  # and Secure Boot's
+        # kept out, with no host driver: its other operands would wait for one forever (a fix that works is named)
+        assert "excluded-no-host-driver on 1 node (gpu-l40s-1)" in text, text
         await pilot.click("#exclude-consumer")  # untick: the node is in the rollout again, with its fix
         await pilot.pause(0.3)
         assert app.state.get("driver.excludeNodes") == [] and "nouveau-loaded" in screen_text(app)

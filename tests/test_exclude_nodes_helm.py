@@ -9,6 +9,7 @@ the same with the real helm and operator is in tests/realcluster/test_helm_owned
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
@@ -27,8 +28,32 @@ RELEASE = "v26.7.0"
 KEPT_OUT = "gpu-h200-02"
 
 
+def _kept_out_with_its_own_driver(name: str, group: str, node: str, **changes: Any) -> Any:
+    """Scenario ``name`` with ``node`` (of the group ``group``) running its own host driver, which the operands the
+    operator still runs there use (without one they would wait forever: tests/test_exclude_nodes.py)."""
+    loaded = scenario(name, **changes)
+    out = []
+    for spec in loaded.nodes:
+        if spec.name != group:
+            out.append(spec)
+            continue
+        names = [f"{group}-{i:02d}" for i in range(1, spec.count + 1)]
+        assert node in names, names
+        out += [
+            dataclasses.replace(spec, count=1, name=n, host_driver="580.126.20" if n == node else "") for n in names
+        ]
+    loaded.nodes = out
+    return loaded
+
+
 def _label(demo: Any, node: str) -> str | None:
     return (demo.store.get("nodes", node)["metadata"].get("labels") or {}).get(LABEL_DEPLOY_DRIVER)
+
+
+def _no_operator() -> Any:
+    return _kept_out_with_its_own_driver(
+        "sle-micro-precompiled", "gpu-h200", KEPT_OUT, operator=OperatorSpec(installed=False, crds=False)
+    )
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -44,7 +69,7 @@ def test_an_install_labels_the_excluded_node_before_the_operator_starts(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=False)))
+    demo = demo_cluster(_no_operator())
     assert _label(demo, KEPT_OUT) != "false"
     answers = tmp_path / "answers.yaml"
     answers.write_text(
@@ -93,7 +118,7 @@ def _driver_pods(demo: Any) -> list[str]:
 def test_an_install_dry_run_prints_the_label_before_the_helm_command(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    demo = demo_cluster(scenario("sle-micro-precompiled", operator=OperatorSpec(installed=False, crds=False)))
+    demo = demo_cluster(_no_operator())
     answers = tmp_path / "answers.yaml"
     answers.write_text(
         f"version: 1\noperator: {{version: {RELEASE}}}\nmode: precompiled\n"
@@ -114,8 +139,8 @@ def test_an_install_dry_run_prints_the_label_before_the_helm_command(
 def test_a_helm_owned_change_without_helm_prints_the_label_after_the_upgrade(
     demo_cluster: ClusterFactory, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    demo = demo_cluster("existing-install")
     node = "gpu-a100-02"
+    demo = demo_cluster(_kept_out_with_its_own_driver("existing-install", "gpu-a100", node))
     answers = tmp_path / "answers.yaml"
     answers.write_text(
         "version: 1\noperator: {version: v26.3.3}\nmode: upstream\n"
@@ -136,7 +161,7 @@ def test_a_helm_owned_change_without_helm_prints_the_label_after_the_upgrade(
     assert before != "false"  # printed, not done
 
     gone = tmp_path / "gone.yaml"
-    gone.write_text(answers.read_text().replace(node, "gpu-gone"))
+    gone.write_text(answers.read_text().replace(f"[{node}]", f"[{node}, gpu-gone]"))
     code, _, err = _run(capsys, "apply", "--answers", str(gone), *kube, "--yes", "--helm-values", str(tmp_path / "v"))
     assert code != 0
     assert "driver.excludeNodes: node gpu-gone is not in the cluster" in err and "Traceback" not in err, err

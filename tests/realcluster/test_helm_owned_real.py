@@ -130,7 +130,11 @@ def test_helm_owned_precompiled_to_preinstalled_leaves_nothing_behind(
 
     # one node kept out of the driver rollout, through Helm: the release is upgraded (its values unchanged), then the
     # node is labelled as after a direct apply, its value before kept in the backup; the DaemonSet leaves it
+    # (its host runs its own driver, which the operands the operator keeps there use: without one they would wait
+    # for a driver forever, a finding before apply)
     kept_out = write(tmp_path / "kept-out.yaml", precompiled.read_text().replace("  image: driver\n", KEEP_OUT))
+    own = healthy_host("/usr/local/nvidia", smi=smi)
+    cluster.set_stages(digests, {}, {"*": healthy_host("/usr/local/nvidia"), "gpu-h100-1": own})
     code, out, err = run(
         capsys, "apply", "--answers", str(kept_out), *admin, "--chart", chart, "--yes", "--no-registry", "--no-wait",
         "--backup-dir", str(tmp_path / "kept"), "--helm-values", str(tmp_path / "kept-values.yaml"),

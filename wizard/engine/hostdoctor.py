@@ -358,7 +358,7 @@ def _finding(code: str, status: Status, state: HostState, *, note: str = "", wor
 def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
     """The problems (and the checks that could not run, as SKIPPED) one host has for this target."""
     if state.node in target.excluded:
-        return []  # kept out of the driver rollout: nothing there for the driver to meet
+        return _excluded_findings(state)  # kept out of the driver rollout: nothing there for the driver to meet
     if state.error:
         return [Check("host-check", Status.SKIP, f"host not checked: {state.error}", node=state.node)]
     found: list[Check] = []
@@ -381,6 +381,16 @@ def host_findings(target: DoctorTarget, state: HostState) -> list[Check]:
             continue  # a working pre-installed driver already loaded: Secure Boot no longer matters
         found.append(Check(check, Status.SKIP, f"not checked on the host: {why}", node=state.node))
     return found
+
+
+def _excluded_findings(state: HostState) -> list[Check]:
+    """A node kept out of the driver rollout. No driver fix applies there; but the operator's other operands still
+    run on it, and without a working host driver the validator in each waits for the operator's driver there,
+    which never comes: the ClusterPolicy would never read ready (docs/gpu-operator-facts.md §4). An unanswered
+    nvidia-smi claims nothing."""
+    if state.error or state.host_driver or not state.host_smi_detail:
+        return []
+    return [_finding("excluded-no-host-driver", Status.FAIL, state, detail=state.host_smi_detail, node=state.node)]
 
 
 def _secure_boot_finding(target: DoctorTarget, state: HostState) -> Check:
