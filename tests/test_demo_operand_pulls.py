@@ -48,10 +48,8 @@ def _waiting(store: Store) -> dict[str, tuple[str, str]]:
     """``pod/container -> (reason, image)`` of every operand container waiting on its image."""
     out = {}
     for pod in store.list("pods", NS):
-        statuses = [
-            *(pod.get("status", {}).get("initContainerStatuses") or []),
-            *(pod["status"].get("containerStatuses") or []),
-        ]
+        status_of = pod.get("status") or {}  # a pod the DaemonSet controller has just created has none yet
+        statuses = [*(status_of.get("initContainerStatuses") or []), *(status_of.get("containerStatuses") or [])]
         for status in statuses:
             waiting = (status.get("state") or {}).get("waiting") or {}
             if waiting.get("reason") in ("ErrImagePull", "ImagePullBackOff"):
@@ -73,7 +71,10 @@ async def test_an_operand_left_at_nvcr_io_cannot_be_pulled_behind_harbor() -> No
     messages = [
         s["state"]["waiting"]["message"]
         for pod in store.list("pods", NS)
-        for s in [*(pod["status"].get("initContainerStatuses") or []), *(pod["status"].get("containerStatuses") or [])]
+        for s in [
+            *((pod.get("status") or {}).get("initContainerStatuses") or []),
+            *((pod.get("status") or {}).get("containerStatuses") or []),
+        ]
         if (s.get("state") or {}).get("waiting", {}).get("reason") == "ImagePullBackOff"
     ]
     assert messages and all("lookup nvcr.io" in m and "no such host" in m for m in messages), messages
@@ -93,7 +94,10 @@ async def test_every_operand_from_harbor_is_pulled_and_the_policy_is_ready() -> 
     images = {
         s["image"]
         for pod in store.list("pods", NS)
-        for s in [*(pod["status"].get("containerStatuses") or []), *(pod["status"].get("initContainerStatuses") or [])]
+        for s in [
+            *((pod.get("status") or {}).get("containerStatuses") or []),
+            *((pod.get("status") or {}).get("initContainerStatuses") or []),
+        ]
     }
     assert images and all(image.startswith("harbor.corp.example/") for image in images), images
     assert "harbor.corp.example/nvidia/k8s/container-toolkit:v1.20.0" in images

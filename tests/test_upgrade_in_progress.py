@@ -36,7 +36,7 @@ def _states(store: Any) -> dict[str, str]:
 def _driver_waiting(store: Any, node: str) -> str:
     for pod in store.iter_objects("pods"):
         if pod["spec"].get("nodeName") == node and pod["metadata"]["name"].startswith("nvidia-driver-daemonset"):
-            for status in pod["status"].get("containerStatuses") or []:
+            for status in (pod.get("status") or {}).get("containerStatuses") or []:
                 if status["name"] == "nvidia-driver-ctr":
                     return str(((status.get("state") or {}).get("waiting") or {}).get("reason") or "running")
     return ""
