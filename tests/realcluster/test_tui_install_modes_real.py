@@ -12,7 +12,6 @@ path is judged on every release and every mode by the real operator.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,7 @@ from typing import Any
 import pytest
 from textual.widgets import Button, Checkbox, Select
 
-from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
-from tests.helpers.chart_parity import _chart_dir
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.tui import next_to, on_step, set_field
 from tests.realcluster.build import Built
@@ -34,12 +31,15 @@ from tests.realcluster.kwokhost import HostFacts
 from tests.realcluster.tui_install import (
     all_found,
     first_driver_daemonsets,
+    install_offered,
+    installing_app,
     node_images,
     operator_when_installed,
     policy_mode,
 )
 from tests.snapshots.plugin import screen_text, wait_for
 from wizard.engine.answers import load_answers
+from wizard.engine.plan import DEFAULT_RELEASE
 
 CASES = {
     "v25.10.1-precompiled": ("v25.10.1", "precompiled", False),
@@ -78,27 +78,14 @@ async def test_the_tui_installs_each_release_in_a_mode_of_its_own(
     name, cluster = case
     release, mode, crd = CASES[name]
     host = oci_registry.host
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "helm").symlink_to(helm_binary)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    conf = tmp_path / "registries.conf"
-    conf.write_text(f'[[registry]]\nlocation = "{host}"\ninsecure = true\n')
-    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(conf))
     smi = cluster.smi_output.read_text() if mode == "preinstalled" else ""  # the hosts' own driver, or none
     toolkit = "/usr/local/nvidia"
     cluster.set_stages({}, {}, HostFacts(smi=smi, toolkit_dir=toolkit))
     digests: dict[str, str] = {}
 
-    app = WizardApp(
-        kubeconfig=str(cluster.kubeconfig("admin")),  # helm creates the CRDs and ClusterRoles: an admin's job
-        backup_dir=tmp_path / "backups",
-        report_dir=tui_env,
-        chart=str(_chart_dir(release)),
-    )
+    app = installing_app(cluster, release, host, helm_binary, tmp_path, tui_env, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 60, "preflight")
-        await wait_for(pilot, lambda: "with your choices" in screen_text(app), 20, "the install notice")
+        await install_offered(pilot, DEFAULT_RELEASE)  # the default, until Mode picks another
         await next_to(pilot, "nodes")
         await wait_for(pilot, lambda: bool(app.state.host_checked), 120, "the Nodes step's host check")
         await next_to(pilot, "mode")

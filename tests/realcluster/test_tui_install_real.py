@@ -15,7 +15,6 @@ no other driver DaemonSet left. Runs for the default release only: a newcomer in
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,6 @@ from textual.widgets import Button
 
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
-from tests.helpers.chart_parity import _chart_dir
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.tui import back_to, next_to, on_step, set_field
 from tests.realcluster.build import Built
@@ -44,6 +42,8 @@ from tests.realcluster.flows import (
 from tests.realcluster.tui_install import (
     all_found,
     first_driver_daemonsets,
+    install_offered,
+    installing_app,
     node_images,
     operator_when_installed,
     policy_mode,
@@ -87,26 +87,10 @@ async def test_the_tui_installs_the_operator_with_the_newcomers_choices(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cluster, host = day0_cluster, oci_registry.host
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "helm").symlink_to(helm_binary)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    conf = tmp_path / "registries.conf"
-    conf.write_text(f'[[registry]]\nlocation = "{host}"\ninsecure = true\n')
-    monkeypatch.setenv("CONTAINERS_REGISTRIES_CONF", str(conf))
     digests: dict[str, str] = {}
-
-    app = WizardApp(
-        kubeconfig=str(cluster.kubeconfig("admin")),  # helm creates the CRDs and ClusterRoles: an admin's job
-        backup_dir=tmp_path / "backups",
-        report_dir=tui_env,
-        chart=str(_chart_dir(DEFAULT_RELEASE)),
-    )
+    app = installing_app(cluster, DEFAULT_RELEASE, host, helm_binary, tmp_path, tui_env, monkeypatch)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 60, "preflight")
-        said = f"GPU Operator not installed: gpu-wizard will install {DEFAULT_RELEASE} with your choices"
-        await wait_for(pilot, lambda: "with your choices" in screen_text(app), 20, "the install notice")
-        assert said in " ".join(screen_text(app).split()), screen_text(app)
+        await install_offered(pilot, DEFAULT_RELEASE)
         await next_to(pilot, "nodes")
         await wait_for(pilot, lambda: "gpu-h100-1" in screen_text(app), 60, "the node table")
         await next_to(pilot, "mode")
