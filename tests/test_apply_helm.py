@@ -14,16 +14,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from tests.helpers.cli import run_cli as _run
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 
 ANSWERS = "version: 1\noperator: {version: v26.3.3}\nmode: upstream\ndriver: {version: 580.126.20, repository: nvcr.io/nvidia}\n"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_apply_on_a_helm_release_writes_values_and_the_helm_command(

@@ -13,19 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as _run
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.hostsample import AUTO_HOSTS, PER_GROUP, host_sample
 
 UPSTREAM = "version: 1\nmode: upstream\ndriver:\n  version: '580.126.20'\n  repository: nvcr.io/nvidia\n"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 async def _written(kubeconfig: str) -> tuple[object, int]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as _run
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread
@@ -15,12 +16,6 @@ GOOD_NODES = EXAMPLES / "sle-micro-precompiled.nodes.json"
 
 # The answers-file, NodeList, missing-file and flag cases moved to tests/helpers/hostile/cases_answers.py, where
 # tests/test_hostile_catalog.py runs them as real CLI processes (exit code, message, time, memory).
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_nodelist_without_gpu_nodes_is_a_warning_not_a_crash(

@@ -12,17 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.cluster import SLE_TAG, scenario
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.registry import RegistryServer
 from wizard.cli.main import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``gpu-wizard ARGV`` in-process: (exit code, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def answers(path: Path, repository: str, source: str) -> Path:

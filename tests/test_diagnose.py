@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.cluster import collect, connected
 from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.bundled import asset_text
-from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import load_scenario
 from wizard.engine.results import Status
 
@@ -46,12 +46,6 @@ def host_refusals(folder: Path, secure_boot_nodes: int = 1) -> Path:
         + "      580.126.20-ubuntu22.04: sha256:5dc7d887c68354d34b2c75213f027707da5c245f297d1f38465f2c10228ccdc9\n"
     )
     return path
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def diagnosis_block(out: str) -> str:

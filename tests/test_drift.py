@@ -10,17 +10,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 
 ANSWERS = Path(__file__).resolve().parent.parent / "assets" / "examples" / "sle-micro-precompiled.answers.yaml"
 IMAGE = "registry.example.com/mlops/nvidia-driver:580.126.09.1-5.14.21-150500.55.166-default-sle-micro5.5"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.reports import ctrf, junit_cases
-from wizard.cli.main import main
 
 ANSWERS = (
     "version: 1\noperator: {version: v26.3.3}\nmode: upstream\n"
@@ -24,12 +24,6 @@ ANSWERS = (
 )
 SECRET = "sh.helm.release.v1.gpu-operator.v1"
 RELEASE = "Helm release gpu-operator/gpu-operator"
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _record(secret: dict[str, Any]) -> dict[str, Any]:

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as _run
 from tests.helpers.cluster import scenario
 from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.helpers.operator_chart import run_the_printed_command
-from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import OperatorSpec
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 
@@ -54,12 +54,6 @@ def _no_operator() -> Any:
     return _kept_out_with_its_own_driver(
         "sle-micro-precompiled", "gpu-h200", KEPT_OUT, operator=OperatorSpec(installed=False, crds=False)
     )
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_an_install_labels_the_excluded_node_before_the_operator_starts(

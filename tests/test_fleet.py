@@ -12,15 +12,10 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.cluster import fleet_kubeconfig, scenario
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def table(out: str) -> dict[str, list[str]]:

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as _cli
 from tests.helpers.cluster import connected
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 from wizard.cluster.facade import Cluster
 from wizard.cluster.probes.hostprobe import HostRun, host_findmnt, probe_budget, run_on_hosts
 from wizard.cluster.probes.probe import Leftover, probe_pod
@@ -145,12 +145,6 @@ async def test_a_daemonset_that_cannot_be_deleted_is_a_leftover(demo_cluster: Cl
         assert len(left) == 1 and left[0].kind == "daemonset"
         assert left[0].command.startswith(f"kubectl delete daemonset -n {NS} gpu-wizard-probe-")
         await cluster.gateway.delete_daemonset(NS, left[0].name)
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _leave_probes_behind(demo: DemoClusterThread, deadline_s: int = 600) -> tuple[str, str]:

@@ -16,10 +16,10 @@ import pytest
 from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from screens.state import resume_path
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import on_step
 from tests.snapshots.plugin import wait_for
-from wizard.cli.main import main
 from wizard.cluster.applying.backup import clean, private
 from wizard.demo.serve import DemoClusterThread
 from wizard.engine.answers import load_answers, save_answers
@@ -126,13 +126,6 @@ def test_a_save_killed_at_any_moment_leaves_a_whole_file(tmp_path: Path) -> None
 
 
 # -- apply interrupted, rollback --------------------------------------------------------------------------
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``gpu-wizard ARGV`` in-process: (exit code, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _objects(demo: DemoClusterThread) -> dict[str, list[str]]:

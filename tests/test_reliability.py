@@ -17,10 +17,10 @@ import pytest
 from benchmarks.faultmatrix import Cell, Lab, cells, clear_message, run_cell
 from screens.app import WizardApp
 from screens.dialogs import ErrorDialog
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.cli.main import main
 from wizard.demo.serve import DemoClusterThread
 
 SAME_PATH = {"preflight", "prepare"}  # their persistent 500/429/drop take the same gateway path as discover's
@@ -84,13 +84,6 @@ def test_every_operation_meets_both_outcomes() -> None:
 
 
 # -- the CLI under faults -------------------------------------------------------------------------------
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """``gpu-wizard ARGV`` in-process: (exit code, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line_errors(err: str) -> None:

@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 from wizard.demo.scenarios.scenario import load_scenario
 
 SECRET_VALUES = ("hunter2-registry-password", "hf_token_value_123", "aws-secret-value-456")
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def members(path: Path) -> dict[str, bytes]:

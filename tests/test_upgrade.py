@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
-from wizard.cli.main import main
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.mirror import NodeImage
 from wizard.engine.ownership import helm_upgrade_command, ownership_of
@@ -171,12 +171,6 @@ def test_gpu_workloads_by_node() -> None:
     facts = ClusterFacts([_node("gpu-1", True), _node("gpu-2", True), _node("cpu-1", False)])
     assert gpu_requests(pods[0]) == 2 and gpu_requests(pods[1]) == 0
     assert workloads_by_node(pods, facts) == {"gpu-1": ["ml/a"], "gpu-2": ["ml/c"]}
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_upgrade_dry_run_on_a_helm_install_prints_the_plan(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as _cli
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import demo_app, next_to, walk_to
 from tests.snapshots.plugin import wait_for
-from wizard.cli.main import main
 from wizard.demo.cluster import DemoCluster
 from wizard.engine.upgrade import UPGRADE_STATES
 
@@ -69,12 +69,6 @@ def test_seeding_stops_one_node_in_each_state_and_the_demo_goes_on_by_the_clock(
     final = _states(demo.store)
     assert final.pop(FAILED) == "upgrade-failed"  # its cause is still there: it stays failed
     assert set(final.values()) == {"upgrade-done"}, final
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_upgrade_dry_run_says_what_is_under_way_and_a_second_upgrade_changes_nothing(

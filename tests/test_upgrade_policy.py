@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from tests.helpers.cli import run_cli as _cli
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.render_cases import CP, facts, node
-from wizard.cli.main import main
 from wizard.engine.answers import AnswersError, parse_answers, plan_errors
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
@@ -98,12 +98,6 @@ def test_the_estimate_and_the_stall_window_follow_the_policy() -> None:
     )
     assert policy.stall_seconds() == 900 + 360
     assert UpgradePolicy.from_spec({"maxParallelUpgrades": 3, "maxUnavailable": 2}).parallel(10) == 2
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_flags_change_the_policy_and_a_second_apply_changes_nothing(

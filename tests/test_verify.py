@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as _cli
 from tests.helpers.cluster import (
     SLE_TAG,
     by_node,
@@ -26,7 +27,6 @@ from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.helpers.install import install_and_roll_out
 from tests.helpers.pull_secret import PULL_SECRET, add_pull_secret
-from wizard.cli.main import main
 from wizard.cluster.probes.probe import PROBE_LABEL
 from wizard.cluster.verification.verify import policy_checks
 from wizard.demo.api.store import WatchEvent
@@ -233,12 +233,6 @@ async def test_image_check_names_a_missing_tag_and_its_mirror_source(
     assert missing.source is not None and missing.source.digest == source and missing.mirrorable
     assert missing.catalog in ("validated", "published")
     assert present.ok and present.target.digest == source and not present.mirrorable
-
-
-def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_cli_verify_with_a_wrong_registry_password_is_skipped_not_verified(

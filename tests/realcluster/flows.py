@@ -7,12 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.realcluster import recording
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.kwokhost import HostFacts
-from wizard.cli.main import main
 from wizard.engine.operator_names import DRIVER_SELECTOR
 
 DRIVER_LABEL, _, DRIVER_VALUE = DRIVER_SELECTOR.partition("=")
@@ -51,13 +48,6 @@ def node(
             "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
         },
     }
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    """`gpu-wizard ARGV` in-process: (exit code, stdout, stderr)."""
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def as_wizard(cluster: RealCluster) -> list[str]:

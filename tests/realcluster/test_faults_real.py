@@ -29,10 +29,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import operator_releases
 from tests.realcluster.cluster import NAMESPACE, RealCluster
-from tests.realcluster.flows import UBUNTU_KERNEL, as_wizard, healthy_host, node, policy_state, run, wait_for, write
+from tests.realcluster.flows import UBUNTU_KERNEL, as_wizard, healthy_host, node, policy_state, wait_for, write
 from tests.realcluster.rbac import RBAC, wizard_rbac
 from wizard.cluster.facade import Cluster
 

@@ -20,20 +20,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import Built
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.conftest import _FAILED, LOGS, releases
-from tests.realcluster.flows import (
-    UBUNTU_KERNEL,
-    driver_daemonsets,
-    healthy_host,
-    node,
-    run,
-    wait_for,
-    wait_settled,
-    write,
-)
+from tests.realcluster.flows import UBUNTU_KERNEL, driver_daemonsets, healthy_host, node, wait_for, wait_settled, write
 from wizard.cluster.applying.backup import read_backup
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
 from wizard.engine.naming import precompiled_daemonset_name

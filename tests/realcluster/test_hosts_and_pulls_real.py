@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import operator_releases
 from tests.realcluster.cluster import NAMESPACE, RealCluster
@@ -31,7 +32,6 @@ from tests.realcluster.flows import (
     as_wizard,
     healthy_host,
     node,
-    run,
     upstream_answers,
     wait_for,
     wait_settled,

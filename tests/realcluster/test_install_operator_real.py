@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.realcluster.cluster import RealCluster
-from tests.realcluster.flows import container, daemonsets, driver_daemonsets, run, wait_for
+from tests.realcluster.flows import container, daemonsets, driver_daemonsets, wait_for
 from tests.realcluster.kwokhost import HostFacts
 from wizard.cli.main import main
 

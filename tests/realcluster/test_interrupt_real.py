@@ -27,10 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import operator_releases
 from tests.realcluster.cluster import RealCluster
-from tests.realcluster.flows import UBUNTU_KERNEL, UPSTREAM_VERSION, as_wizard, node, run, upstream_answers
+from tests.realcluster.flows import UBUNTU_KERNEL, UPSTREAM_VERSION, as_wizard, node, upstream_answers
 
 ROOT = Path(__file__).resolve().parents[2]
 WEBHOOKS = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"

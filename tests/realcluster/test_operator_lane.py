@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.cluster import NAMESPACE, RealCluster
 from tests.realcluster.flows import (
@@ -27,7 +28,6 @@ from tests.realcluster.flows import (
     node,
     policy_state,
     record_or_check,
-    run,
     upstream_answers,
     wait_for,
     wait_settled,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.cluster import RealCluster
 from tests.realcluster.flows import (
@@ -24,7 +25,6 @@ from tests.realcluster.flows import (
     driver_daemonsets,
     healthy_host,
     node,
-    run,
     upstream_answers,
     wait_for,
     wait_settled,

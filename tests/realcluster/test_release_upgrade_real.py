@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.chart_parity import _chart_dir
+from tests.helpers.cli import run_cli as run
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.realcluster.build import Built
 from tests.realcluster.cluster import NAMESPACE, RealCluster
@@ -32,7 +33,6 @@ from tests.realcluster.flows import (
     driver_daemonsets,
     healthy_host,
     node,
-    run,
     upstream_answers,
     wait_for,
     wait_settled,
