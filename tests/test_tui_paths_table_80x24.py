@@ -32,6 +32,8 @@ async def test_the_noexec_node_s_row_can_be_scrolled_into_view(tui_env: Path) ->
         assert table.region.bottom <= box.bottom, (table.region, box)  # not cut by its box
         table.focus()
         await pilot.press("down")  # the cursor-less table scrolls a row per key
-        await pilot.pause(0.3)
-        shown = [line for line in screen_text(app).splitlines() if "gpu-l40s-2" in line]
-        assert any("noexec /run" in line for line in shown), screen_text(app)
+
+        def shown() -> bool:
+            return any("noexec /run" in line for line in screen_text(app).splitlines() if "gpu-l40s-2" in line)
+
+        await wait_for(pilot, shown, 10, "gpu-l40s-2's noexec row")  # a fixed pause is too short under load
