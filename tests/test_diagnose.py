@@ -169,6 +169,30 @@ async def test_preinstalled_without_a_host_driver_is_explained_from_the_validato
     assert any("No pre-installed driver detected on the host" in line for line in finding["lines"])
 
 
+async def test_a_crash_looping_toolkit_is_the_story_not_the_validator_waiting_for_it(
+    demo_cluster: ClusterFactory,
+) -> None:
+    """k3s-suse-helm: on the SUSE Linux Micro node the toolkit cannot create its installDir on the read-only root and
+    crash-loops; the validator waits in toolkit-validation. The diagnosis reads the toolkit's own log (before: only
+    the validator's, which says nothing of why) and names the fix; the healthy SLES node has nothing to explain."""
+    demo = demo_cluster("k3s-suse-helm")
+    async with connected(demo) as cluster:
+        plan = await cluster.live_plan()
+        for _ in range(100):  # until the toolkit has crashed once
+            found = [c async for c in cluster.diagnose(plan) if c.check == "diagnosis"]
+            if found and found[0].data.get("matched"):
+                break
+            await asyncio.sleep(0.1)
+    [check] = found
+    assert (check.node, check.data["kind"]) == ("gpu-h100-slmicro", "toolkit"), check
+    assert check.data["pod"].startswith("nvidia-container-toolkit-daemonset-"), check.data
+    assert "toolkit-validation" in check.data["validator"], check.data  # the validator's wait, a note
+    finding = check.data["findings"][0]
+    assert finding["id"] == "toolkit-installdir-read-only", check.data["findings"]
+    assert any("mkdir /usr/local/nvidia: read-only file system" in line for line in finding["lines"]), finding
+    assert "/run/nvidia/toolkit-install" in check.hint
+
+
 @pytest.mark.usefixtures("failed_rollout_settle")  # the rollout failed for good
 def test_an_unknown_failure_still_shows_its_last_log_lines(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -619,7 +619,7 @@ class Cluster:
         return collector.streamed(items)
 
     def diagnose(self, plan: Plan, *, nodes: Iterable[str] | None = None) -> AsyncGenerator[Check, None]:
-        """After a failure: why each failing GPU node's driver (or validator) pod is not ready.
+        """After a failure: why each failing GPU node's driver (or toolkit, or validator) pod is not ready.
 
         Streams one ``diagnosis`` check per representative failing pod (the known failure it shows,
         with the matching log lines and the fix, else its last log lines), one per group of nodes that

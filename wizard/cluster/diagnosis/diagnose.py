@@ -1,11 +1,13 @@
-"""Diagnosis after a failure: why a GPU node's driver or validator pod is not ready, in the operator's own words.
+"""Diagnosis after a failure: why a GPU node's driver, toolkit or validator pod is not ready, in the operator's own words.
 
-For every failing GPU node (its driver pod not ready, crash-looping or stuck pulling; or, without a
-driver pod, its validator pod not ready) this gathers what a support engineer reads first: the
-driver pod's ``k8s-driver-manager`` and ``nvidia-driver-ctr`` logs (the previous run too, last
-:data:`TAIL_LINES` lines), the containers' waiting/terminated messages, the pod's events, the
-validator's failing init container log and the node's ``nvidia.com/gpu-driver-upgrade-state``
-label; then matches it against the known failure signatures (:mod:`wizard.engine.failures`).
+For every failing GPU node (its driver pod not ready, crash-looping or stuck pulling; or, without a failing
+driver pod, its container toolkit pod not ready; or else its validator pod not ready) this gathers what a
+support engineer reads first: the driver pod's ``k8s-driver-manager`` and ``nvidia-driver-ctr`` logs (the
+previous run too, last :data:`TAIL_LINES` lines), the toolkit's failing container log, the containers'
+waiting/terminated messages, the pod's events, the validator's failing init container log and the node's
+``nvidia.com/gpu-driver-upgrade-state`` label; then matches it against the known failure signatures
+(:mod:`wizard.engine.failures`). The first failing pod of a node in that order is its story: the validator
+waits for the driver and the toolkit, so its state is a note beside theirs.
 
 Bounded at scale: failing pods are grouped first by what the pod list already tells (owner DaemonSet,
 image, state, the failing container's last exit code and message, the node's kernel), and logs are
@@ -28,7 +30,14 @@ from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.facts import LABEL_UPGRADE_STATE, NodeFacts
 from wizard.engine.failures import Evidence, Finding, last_lines, match
-from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR, MANAGER_CONTAINER, VALIDATOR_SELECTOR
+from wizard.engine.operator_names import (
+    DRIVER_CONTAINER,
+    DRIVER_SELECTOR,
+    MANAGER_CONTAINER,
+    TOOLKIT_CONTAINER,
+    TOOLKIT_SELECTOR,
+    VALIDATOR_SELECTOR,
+)
 from wizard.engine.results import Check, Status
 from wizard.engine.textsafe import printable, shell_command
 
@@ -53,7 +62,7 @@ class FailingPod:
     name: str
     node: str
     kind: str
-    """``driver`` or ``validator``."""
+    """``driver``, ``toolkit`` or ``validator``."""
     owner: str
     image: str
     state: str
@@ -126,8 +135,8 @@ def failing_pod(pod: Mapping[str, Any], kind: str) -> FailingPod | None:
             if last:
                 message = str(last.get("message") or "")[:200]
                 found.exit = f"{last.get('exitCode')} {last.get('reason') or ''} {message}"
-            if kind == "validator":
-                break  # later init containers have not run: their logs say nothing
+            if kind != "driver":
+                break  # later containers have not run (init) or are not the story: their logs say nothing
     found.state = found.state or "not ready"
     return found
 
@@ -245,17 +254,23 @@ async def diagnose(
     """``diagnosis`` checks for the failing GPU nodes (``only``: these), then one ``diagnosis-summary``."""
     drivers = await _failing_pods(gateway, namespace, DRIVER_SELECTOR, "driver", gpu, only)
     with_driver = {p.node for p in drivers}
+    toolkits = [  # the toolkit's own failure only: one still waiting for the driver is the driver's (or host's) story
+        t
+        for t in await _failing_pods(gateway, namespace, TOOLKIT_SELECTOR, "toolkit", gpu, only)
+        if t.node not in with_driver and [name for name, _ in t.containers] == [TOOLKIT_CONTAINER]
+    ]
+    told = with_driver | {t.node for t in toolkits}
     all_validators = await _failing_pods(gateway, namespace, VALIDATOR_SELECTOR, "validator", gpu, only)
-    waiting = {v.node: v for v in all_validators if v.node in with_driver}
-    for pod in drivers:  # its validator waits for the driver: the driver pod is the story, the validator's state a note
+    waiting = {v.node: v for v in all_validators if v.node in told}
+    for pod in drivers + toolkits:  # its validator waits for it: this pod is the story, the validator's state a note
         validator = waiting.get(pod.node)
         if validator is not None:
             where = f" in {validator.containers[0][0]}" if validator.containers else ""
             pod.validator = f"{validator.name}: {validator.state}{where}"
             pod.status_lines.append(Evidence("status", f"validator {validator.name}", f"{validator.state}{where}"))
-    validators = [v for v in all_validators if v.node not in with_driver]
+    validators = [v for v in all_validators if v.node not in told]
     groups: dict[tuple[str, ...], list[FailingPod]] = {}
-    for pod in sorted(drivers + validators, key=lambda p: p.node):
+    for pod in sorted(drivers + toolkits + validators, key=lambda p: p.node):
         groups.setdefault(pod.group, []).append(pod)
     semaphore = asyncio.Semaphore(CONCURRENCY)
 
@@ -274,9 +289,9 @@ async def diagnose(
             yield check
         if len(members) > len(reps):
             yield group_check(members, len(reps))
-    failing = len(drivers) + len(validators)
+    failing = len(drivers) + len(toolkits) + len(validators)
     if not failing:
-        yield Check("diagnosis-summary", Status.PASS, "no failing driver or validator pod on the GPU nodes")
+        yield Check("diagnosis-summary", Status.PASS, "no failing driver, toolkit or validator pod on the GPU nodes")
         return
     read = sum(min(len(m), max(1, representatives)) for m in groups.values())
     yield Check(
