@@ -54,7 +54,7 @@ def write(checks: list[Check], out: TextIO) -> None:
     if not checks:
         return
     out.write(
-        "\ndiagnosis (driver and validator pod logs, events and the upgrade-state label, matched against known failures):\n"
+        "\ndiagnosis (driver, toolkit and validator pod logs, events and the upgrade-state label, matched against known failures):\n"
     )
     for check in checks:
         out.write(check.line() + "\n")

@@ -4,7 +4,7 @@ Findings come from a list of sources (:data:`SOURCES`), each an async generator 
 cluster and the :class:`DoctorRun`: preflight (permissions, CRDs, operator), kernel drift of a running
 precompiled driver, the driver images in the registry (with a plan that names them), the host folders
 (writable, not noexec: the Paths step's check), and the host checks on every GPU node (:meth:`Cluster.host_states`), and,
-once something is installed, the diagnosis of failing driver and validator pods (:meth:`Cluster.diagnose`). The plan judged against is
+once something is installed, the diagnosis of failing driver, toolkit and validator pods (:meth:`Cluster.diagnose`). The plan judged against is
 ``--answers``, else the live ClusterPolicy's, else the mode the nodes recommend. Exit 0: nothing found;
 1: findings (a failure or a warning); 2: bad input or an unusable cluster.
 """
@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         description="Runs preflight, the kernel-drift and driver-image checks, a host check on every GPU node "
         "(nouveau, Secure Boot, host driver, dkms, headers, folders, free space: one short-lived DaemonSet, host / "
         "read-only, removed after), the container runtime flavour and its toolkit settings, and, once something is "
-        "installed, the diagnosis of failing driver and validator pods (logs and events matched against known "
+        "installed, the diagnosis of failing driver, toolkit and validator pods (logs and events matched against known "
         "failures); prints each finding once, with the nodes that have it and the fix for their OS. "
         "Exit 0: nothing found; 1: findings (a failure or a warning); 2: bad input or an unusable cluster; "
         "130: interrupted.",
@@ -251,7 +251,7 @@ async def runtime_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Ch
 
 
 async def diagnosis_findings(cluster: Cluster, run: DoctorRun) -> AsyncIterator[Check]:
-    """After an install: why each failing GPU node's driver or validator pod is not ready (the known
+    """After an install: why each failing GPU node's driver, toolkit or validator pod is not ready (the known
     failure its logs show, with the fix). Nothing installed yet (no plan from a live policy or answers): nothing to explain."""
     if run.plan is None:
         return
