@@ -224,6 +224,17 @@ def branch_advice(plan: Any) -> str:
     )
 
 
+def helm_undo(owner: Any, labelled: Mapping[str, str | None]) -> str:
+    """The undo of a change that went through ``owner``'s Helm release: ``helm rollback`` (the previous revision
+    holds the values before it), then a ``kubectl label`` per node the change kept out of the driver rollout
+    (node -> its label before), which a Helm rollback does not put back."""
+    from wizard.engine.exclusion import restore_argv  # the engine's rules load after the first frame
+    from wizard.engine.textsafe import shell_command
+
+    relabels = [shell_command(restore_argv(node, before)) for node, before in sorted(labelled.items())]
+    return " && ".join([f"helm rollback {owner.release} --namespace {owner.namespace}", *relabels])
+
+
 def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "", step: str = "") -> list[str]:
     """What to do after a failed rollout, from the diagnosis checks (``undo``: the rollback command, "" for none;
     ``branch``: :func:`branch_advice`, said first: no fix on the nodes helps an unsupported branch; ``step``: the

@@ -169,7 +169,7 @@ your plan's values (the confirmation names release, namespace, chart and images)
 **When a Helm release owns the ClusterPolicy**, a direct apply would be reverted by the next `helm upgrade`
 (Helm puts the chart's values back). With `helm` on PATH, **Run helm upgrade…** upgrades the release with the
 change itself (confirmed first; backup, the leftover driver DaemonSets deleted, the rollout followed; undo with
-`helm rollback`). **Save Helm values** writes the change as the release's values (the
+`helm rollback`, then `kubectl label` to give the nodes kept out of the driver rollout their labels back). **Save Helm values** writes the change as the release's values (the
 page shows the exact `helm upgrade … --reuse-values -f FILE`); **Copy helm command** saves them too and hands
 the command to the terminal's clipboard (OSC 52: tmux passes it on only with `set -g set-clipboard on`);
 **Apply directly…** asks first, naming that risk. Until the `helm upgrade` has run, Verify says so rather than

@@ -159,3 +159,17 @@ def test_a_helm_owned_change_without_helm_prints_the_label_after_the_upgrade(
     code, _, err = _run(capsys, "apply", "--answers", str(gone), *kube, "--yes", "--helm-values", str(tmp_path / "v"))
     assert code != 0
     assert "driver.excludeNodes: node gpu-gone is not in the cluster" in err and "Traceback" not in err, err
+
+
+def test_the_undo_of_a_helm_change_puts_the_node_labels_back_too() -> None:
+    """``helm rollback`` restores the values, not the labels the change wrote: the TUI's undo names both."""
+    from screens.apply_text import helm_undo
+    from wizard.engine.ownership import Ownership
+
+    owner = Ownership("helm", "cluster-policy", "gpu-operator", "gpu-ops")
+    assert helm_undo(owner, {}) == "helm rollback gpu-operator --namespace gpu-ops"
+    assert helm_undo(owner, {"rtx-2": "true", "rtx-1": None}) == (
+        "helm rollback gpu-operator --namespace gpu-ops"
+        f" && kubectl label node rtx-1 {LABEL_DEPLOY_DRIVER}-"
+        f" && kubectl label node rtx-2 {LABEL_DEPLOY_DRIVER}=true --overwrite"
+    )

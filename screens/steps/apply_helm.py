@@ -17,7 +17,7 @@ from rich.markup import escape
 from textual import on, work
 from textual.widgets import Button, Checkbox, Label, Static
 
-from screens.apply_text import changes, warnings
+from screens.apply_text import changes, helm_undo, warnings
 from screens.host import SaveProgress
 from screens.state import display_path
 from screens.steps.base import StepScreen
@@ -321,9 +321,10 @@ class HelmPaths(StepScreen):
 
     def _helm_undo(self) -> str:
         """``helm rollback`` of the release the last change went through ("" when it went through no helm upgrade):
-        the release's previous revision holds the values before it (a direct rollback would be reverted)."""
+        the release's previous revision holds the values before it (a direct rollback would be reverted); the nodes
+        the change kept out of the driver rollout get their labels back after it."""
         result = self.state.applied
         if result is None or not result.objects or not result.objects[0].startswith("helm upgrade "):
             return ""
-        owner = self._owner
-        return f"helm rollback {owner.release} --namespace {owner.namespace}"
+        labelled = self.state.applied_for.node_labels if self.state.applied_for is not None else {}
+        return helm_undo(self._owner, labelled)

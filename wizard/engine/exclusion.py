@@ -57,6 +57,15 @@ def label_argv(node: str) -> list[str]:
     return ["kubectl", "label", "node", node, f"{LABEL_DEPLOY_DRIVER}={EXCLUDED}", "--overwrite"]
 
 
+def restore_argv(node: str, before: str | None) -> list[str]:
+    """The ``kubectl label`` that puts ``node``'s label back to ``before`` (removes it when it had none): the undo of
+    :func:`label_argv` where the undo is not the wizard's own rollback (a Helm-owned change's ``helm rollback``
+    restores the values, not the node labels)."""
+    if before is None:
+        return ["kubectl", "label", "node", node, f"{LABEL_DEPLOY_DRIVER}-"]
+    return ["kubectl", "label", "node", node, f"{LABEL_DEPLOY_DRIVER}={before}", "--overwrite"]
+
+
 def label_diff(changes: Mapping[str, str | None]) -> str:
     """The node label writes as a unified-diff fragment, so Preview's and ``apply``'s diff show them."""
     out = []
