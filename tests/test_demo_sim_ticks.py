@@ -38,7 +38,7 @@ async def test_a_probe_daemonsets_lifecycle_steps_its_own_pods_not_the_cluster()
     operand_pods = len(store.list("pods"))
     assert operand_pods >= 3 * len(nodes)
     full, stepped, controller_runs = sim.full_ticks, sim.pods_stepped, sim.changes.daemonset_runs
-    steps = [Step("uname", ("uname", "-r"), host=True), Step("ls", ("ls", "/host/run/nvidia"))]
+    steps = [Step("uname", ("uname", "-r"), host=True), Step("true", ("true",))]
     job = store.create("jobs", anchor_job("gpu-wizard-probe-t", NS, image="busybox:1.36", run_id="t", deadline_s=600))
     body = daemonset(
         "gpu-wizard-probe-t", NS, nodes, steps, image="busybox:1.36", run_id="t", tolerations=[], sleep_s=600, owner=job

@@ -10,17 +10,13 @@ import pytest
 from tests.helpers.chart_parity import case_differences
 from tests.helpers.render_cases import RKE2, SLE_KERNEL, facts, node
 from wizard.engine.answers import dump_answers, example_answers, parse_answers
-from wizard.engine.nodescript import StepResult
 from wizard.engine.plan import Plan
 from wizard.engine.render import owned_paths, render
 from wizard.engine.runtime import (
     DEFAULT_CONTAINERD_DROP_IN,
-    confirmed,
     detect,
     drop_in_path,
-    flavour_from_host,
     runtime_choice,
-    runtime_steps,
 )
 from wizard.engine.textsafe import has_unsafe
 
@@ -173,20 +169,6 @@ def test_drop_in_path_follows_the_operator() -> None:
     )
     assert drop_in_path({"RUNTIME_DROP_IN_CONFIG": "relative.toml"}) == DEFAULT_CONTAINERD_DROP_IN
     assert drop_in_path({"RUNTIME_DROP_IN_CONFIG": "/x\n/y"}) == DEFAULT_CONTAINERD_DROP_IN
-
-
-def test_host_steps_confirm_the_flavour() -> None:
-    [step] = runtime_steps()
-    assert step.host and step.argv[:2] == ("ls", "-d")
-    seen = "ls: cannot access '/var/lib/rancher/k3s': No such file or directory\n/var/lib/rancher/rke2\n"
-    assert flavour_from_host([StepResult(seen, 2)]) == "rke2"
-    assert flavour_from_host([StepResult("/run/containerd/containerd.sock\n", 0)]) == "containerd"
-    assert flavour_from_host([StepResult("  /var/lib/rancher/rke2/evil\n", 2)]) is None
-    assert flavour_from_host([]) is None
-    plain = detect(one())
-    assert confirmed(plain, None) is plain and confirmed(plain, "containerd") is plain
-    found = confirmed(plain, "rke2")
-    assert found.flavour == "rke2" and found.evidence.startswith("the host's RKE2 files")
 
 
 def test_answers_file_round_trips_the_toolkit_env() -> None:

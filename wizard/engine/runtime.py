@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from wizard.engine.advice import Advice
 from wizard.engine.facts import ClusterFacts, NodeFacts
 from wizard.engine.node_grammar import quoted
-from wizard.engine.nodescript import Step, StepResult
 from wizard.engine.plan import AUTO_RUNTIME, Plan
 
 CONTAINERD = "containerd"
@@ -303,38 +302,3 @@ def runtime_advice(choice: RuntimeChoice) -> list[Advice]:
             )
         )
     return out
-
-
-# Host paths that only one flavour has: a host probe confirms what the node facts say.
-HOST_MARKERS: tuple[tuple[str, str], ...] = (
-    ("/var/lib/rancher/rke2", RKE2),
-    ("/var/lib/rancher/k3s", K3S),
-    ("/var/snap/microk8s", MICROK8S),
-    ("/etc/k0s", K0S),
-    ("/run/crio/crio.sock", CRIO),
-    ("/run/containerd/containerd.sock", CONTAINERD),
-)
-RUNTIME_CHECK = "runtime-flavour"
-
-
-def runtime_steps() -> list[Step]:
-    """Host steps for :func:`wizard.cluster.probes.hostprobe.run_on_hosts`: which flavour's files the host has."""
-    return [Step(RUNTIME_CHECK, ("ls", "-d", *(path for path, _ in HOST_MARKERS)), host=True)]
-
-
-def flavour_from_host(results: Sequence[StepResult]) -> str | None:
-    """The flavour whose files the host showed (first of :data:`HOST_MARKERS` found), None when none was."""
-    if not results:
-        return None
-    found = {line.strip() for line in results[0].output.splitlines()}
-    return next((flavour for path, flavour in HOST_MARKERS if path in found), None)
-
-
-def confirmed(detection: RuntimeDetection, host_flavour: str | None) -> RuntimeDetection:
-    """The detection corrected by what the host's files showed (:func:`flavour_from_host`): files outrank labels."""
-    if host_flavour is None or host_flavour == detection.flavour:
-        return detection
-    title = FLAVOUR_TITLES.get(host_flavour, host_flavour)
-    return RuntimeDetection(
-        host_flavour, f"the host's {title} files (the node facts said {detection.evidence})", detection.containerd_major
-    )

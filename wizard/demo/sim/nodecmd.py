@@ -1,11 +1,10 @@
 """The commands a simulated container answers (``kubectl exec``, command pods, gpu-wizard's probe steps).
 
 What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
-``nvidia-smi`` (table, ``--query-gpu``, ``-L``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
-(``--task 1``: the host's own mount table), ``test``, ``ls``, ``touch``, ``chroot DIR
-CMD``, the host tools of :mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's
-own ``sh -c`` probe scripts, read step by step
-(:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
+``nvidia-smi`` (table, ``--query-gpu``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
+(``--task 1``: the host's own mount table), ``test``, ``touch``, ``chroot DIR CMD``, the host tools of
+:mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's own ``sh -c`` probe scripts, read
+step by step (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
 ``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
 hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
 ``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
@@ -20,7 +19,6 @@ from collections.abc import Callable
 from wizard.demo.sim import probescript, smi
 from wizard.demo.sim.container import Ctx, bound_read_only, host_path, is_dir, read_file, write_file
 from wizard.demo.sim.hostcmd import run_host_tool
-from wizard.demo.sim.nodefs import host_dirs, host_files
 from wizard.demo.sim.operands import DRIVER_CTR
 from wizard.demo.sim.world import driver_version_of
 
@@ -153,27 +151,6 @@ def _test(ctx: Ctx, args: list[str]) -> Result:
     return (0 if ok else 1), "", ""
 
 
-def _ls(ctx: Ctx, args: list[str]) -> Result:
-    paths = [a for a in args if not a.startswith("-")] or ["."]
-    out, err, code = [], "", 0
-    for path in paths:
-        if read_file(ctx, path) is not None:
-            out.append(path)
-        elif is_dir(ctx, path):
-            host = host_path(ctx, path)
-            names: set[str] = set()
-            if host is not None:
-                prefix = host.rstrip("/") + "/"
-                for entry in list(host_files(ctx.view)) + sorted(host_dirs(ctx.view)):
-                    if entry.startswith(prefix) and entry != host:
-                        names.add(entry[len(prefix) :].split("/", 1)[0])
-            out.extend(sorted(names))
-        else:
-            err += f"ls: cannot access '{path}': No such file or directory\n"
-            code = 2
-    return code, "".join(f"{line}\n" for line in out), err
-
-
 def _chroot(ctx: Ctx, args: list[str]) -> Result:
     if len(args) < 2:
         return 125, "", "chroot: missing operand\n"
@@ -225,7 +202,6 @@ _NODE_COMMANDS: dict[str, Callable[[Ctx, list[str]], Result]] = {
     "grep": _grep,
     "findmnt": _findmnt,
     "test": _test,
-    "ls": _ls,
     "chroot": _chroot,
     "touch": _touch,
     "true": lambda ctx, args: (0, "", ""),
