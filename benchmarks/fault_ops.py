@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from benchmarks.faultmatrix import REQUEST_TIMEOUT, SLOW_MS, Lab, Reported, Trial, clear_message
+from tests.helpers.demo_thread import DemoClusterThread
 from wizard.cluster.applying.apply import contains
 from wizard.cluster.applying.backup import ObjectRef, clean
 from wizard.cluster.facade import Cluster
 from wizard.cluster.gateway.writes import MERGE_PATCH
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.plan import Plan
 from wizard.engine.render import render
 from wizard.engine.results import Check, Status

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from wizard.demo.serve import DemoClusterThread
+from tests.helpers.demo_thread import DemoClusterThread
 
 Outcome = Literal["survived", "reported", "crashed"]
 

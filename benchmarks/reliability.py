@@ -44,8 +44,8 @@ from benchmarks.faultmatrix import (
     cells,
     run_cell,
 )
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.hostile.runner import MAX_RSS_MB, MAX_SECONDS, CaseResult, collect_cases, problems, run_case
-from wizard.demo.serve import DemoClusterThread
 
 HOSTILE = "hostile"
 HOSTILE_MARKER = "<!-- hostile input: generated from tests/helpers/hostile/cases_*.py -->"

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
 from wizard.cluster.applying.apply_preview import CREATE_MANAGER, FIELD_MANAGER
 from wizard.cluster.applying.backup import clean
 from wizard.cluster.core.preflight import POLICY
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.answers import save_answers
 from wizard.engine.crd_schema import validate_against_crd
 from wizard.engine.plan import Plan

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_cli as _run
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cli.main import main
-from wizard.demo.serve import DemoClusterThread
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "assets" / "examples"
 GOOD_ANSWERS = EXAMPLES / "sle-micro-precompiled.answers.yaml"

@@ -20,6 +20,7 @@ import pytest
 from aiohttp import web
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.faults import faults_off
 from wizard.cluster.core import watchcache
@@ -27,7 +28,6 @@ from wizard.cluster.core.rollout_cache import slim_node
 from wizard.cluster.core.watchcache import WatchCache
 from wizard.cluster.gateway import watches
 from wizard.cluster.gateway.watches import _DictWatch, _NotAnEvent
-from wizard.demo.serve import DemoClusterThread
 from wizard.retry import Policy
 
 pytestmark = pytest.mark.timeout(30)

@@ -21,10 +21,10 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.demo.api.store import Store
 from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
-from wizard.demo.serve import DemoClusterThread
 
 MERGE = "application/merge-patch+json"
 

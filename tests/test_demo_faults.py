@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from wizard.cluster.errors import ApiError, ClusterError, ConnectionDropped
-from wizard.demo.serve import DemoClusterThread
 
 
 async def test_a_budget_makes_a_fault_transient_and_every_injection_is_counted(faults_demo: DemoClusterThread) -> None:

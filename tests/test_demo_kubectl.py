@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory, Kubectl
 from wizard.demo.scenarios.scenario import NodeSpec, RegistrySpec, Scenario
-from wizard.demo.serve import DemoClusterThread
 
 KERNEL = "5.15.0-1048-nvidia"
 DRIVER_DIGEST = "sha256:5dc7d887c68354d34b2c75213f027707da5c245f297d1f38465f2c10228ccdc9"

@@ -21,6 +21,7 @@ import aiohttp
 import pytest
 
 from tests.helpers.cluster import kubeconfig, scenario
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
 from wizard.cluster.access.transport import ExecOutput
@@ -30,7 +31,6 @@ from wizard.cluster.gateway import Gateway
 from wizard.cluster.gateway.kube import client
 from wizard.cluster.gateway.tls_resume import RESUMPTIONS
 from wizard.cluster.probes.probe import PROBE_CONTAINER, ProbePod
-from wizard.demo.serve import DemoClusterThread
 
 NS = "gpu-operator"
 NODE = "gpu-h200-01"

@@ -18,8 +18,8 @@ import pytest
 from aiohttp import web
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from wizard.cluster.facade import Cluster
-from wizard.demo.serve import DemoClusterThread
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cluster import connected, kubeconfig
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.registry import free_port
 from wizard.cluster.access.transport import ExecResult
@@ -19,7 +20,6 @@ from wizard.cluster.errors import ApiError
 from wizard.cluster.facade import Cluster, ClusterError, kube_contexts
 from wizard.cluster.gateway.writes import MERGE_PATCH
 from wizard.cluster.probes.probe import PROBE_CONTAINER, PROBE_LABEL, ProbePod
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step, StepResult
 
 

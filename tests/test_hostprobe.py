@@ -17,12 +17,12 @@ import pytest
 
 from tests.helpers.cli import run_cli as _cli
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard.cluster.facade import Cluster
 from wizard.cluster.probes.hostprobe import HostRun, host_findmnt, probe_budget, run_on_hosts
 from wizard.cluster.probes.probe import Leftover, probe_pod
 from wizard.cluster.probes.probeset import OWNER_SELECTOR, anchor_job, caps, daemonset, read_message, script
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
 
 NS = "gpu-operator"

@@ -17,12 +17,12 @@ import pytest
 from aiohttp import web
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.faults import faults_off
 from wizard.cluster.core import watchcache
 from wizard.cluster.gateway import watches
 from wizard.cluster.probes.hostprobe import HostRun, run_on_hosts
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.nodescript import Step
 from wizard.retry import Policy
 

@@ -17,11 +17,11 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmDialog
 from screens.state import resume_path
 from tests.helpers.cli import run_cli as run
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.tui import on_step
 from tests.snapshots.plugin import wait_for
 from wizard.cluster.applying.backup import clean, private
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.answers import load_answers, save_answers
 from wizard.engine.plan import Plan
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cluster import connected
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from wizard import requestlog
 from wizard.cluster.probes.probe import ProbePod
-from wizard.demo.serve import DemoClusterThread
 
 NAMESPACE = "gpu-operator"
 

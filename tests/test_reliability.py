@@ -18,10 +18,10 @@ from benchmarks.faultmatrix import Cell, Lab, cells, clear_message, run_cell
 from screens.app import WizardApp
 from screens.dialogs import ErrorDialog
 from tests.helpers.cli import run_cli as run
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory
 from tests.helpers.fixtures.registry import RegistryServer
 from tests.snapshots.plugin import screen_text, wait_for
-from wizard.demo.serve import DemoClusterThread
 
 SAME_PATH = {"preflight", "prepare"}  # their persistent 500/429/drop take the same gateway path as discover's
 CELLS = [

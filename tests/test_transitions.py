@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from tests.helpers.cluster import by_node, collect, connected, preinstalled_plan, scenario
+from tests.helpers.demo_thread import DemoClusterThread
 from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
 from wizard.cli.main import main
 from wizard.cluster.applying.backup import read_backup
 from wizard.cluster.facade import Cluster
-from wizard.demo.serve import DemoClusterThread
 from wizard.demo.sim.simulation import Simulation
 from wizard.engine.answers import save_answers
 from wizard.engine.plan import Plan

@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.demo_thread import DemoClusterThread
 from wizard.cluster.facade import Cluster
 from wizard.demo.scenarios.scenario import Scenario, load_scenario
-from wizard.demo.serve import DemoClusterThread
 from wizard.engine.plan import Plan
 from wizard.engine.results import Check, LogLine
 
