@@ -39,13 +39,10 @@ from wizard.demo.sim import operands
 from wizard.demo.sim.gpu_labels import DEPLOY_PREFIX
 from wizard.demo.sim.operands import OperandError
 from wizard.demo.sim.operator_sim import OperatorInfo, ds_ready
+from wizard.demo.sim.placement import matches
 from wizard.demo.sim.simutil import Writer, is_owned_by, labels_of, read, set_condition, thaw
 
 OWNER_LABEL = LABEL_NVIDIADRIVER_OWNER
-
-
-def _matches(labels: dict[str, str], selector: dict[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
 
 
 @dataclass(frozen=True)
@@ -181,7 +178,7 @@ class NVIDIADriverController:
                 defaults.append(cr)
                 continue
             selector = spec.get("nodeSelector") or {}
-            members = [n for n in nodes if _matches(labels_of(n), selector)]
+            members = [n for n in nodes if matches(labels_of(n), selector)]
             clash = sorted(n["metadata"]["name"] for n in members if n["metadata"]["name"] in owner_of)
             if clash:
                 out[cr["metadata"]["name"]] = (
