@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.cluster.core.daemonset_fit import slim_scheduling
+from wizard.engine.operator_names import DRIVER_SELECTOR
+
+_COMPONENT, _, _DRIVER_COMPONENT = DRIVER_SELECTOR.partition("=")
 
 PROBE_PREFIX = "gpu-wizard-probe-"
 STARTING = ("PodInitializing", "ContainerCreating")
@@ -86,8 +89,11 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
             slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
+    slim_meta: dict[str, Any] = {"name": meta.get("name")}
+    if not meta.get("ownerReferences") and (meta.get("labels") or {}).get(_COMPONENT) == _DRIVER_COMPONENT:
+        slim_meta["orphanedDriver"] = True  # a driver pod no DaemonSet owns (wizard.cluster.rollouts.orphans)
     return {
-        "metadata": {"name": meta.get("name")},
+        "metadata": slim_meta,
         "spec": {"nodeName": (pod.get("spec") or {}).get("nodeName")},
         "status": slim_status,
     }

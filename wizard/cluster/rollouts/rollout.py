@@ -46,6 +46,7 @@ from wizard.cluster.core.rollout_cache import PodStatus, slim_node, slim_pod, wa
 from wizard.cluster.core.watchcache import WatchCache, stop_followers
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
+from wizard.cluster.rollouts.orphans import OrphanMarker
 from wizard.cluster.rollouts.rollout_verdict import (
     FALSE_READY_WAIT,
     HOST_DRIVER_FOUND,
@@ -366,6 +367,7 @@ async def follow(
     )
     tasks = [asyncio.create_task(cache.run()) for cache in followed.all()]
     clock = UpgradeClock(after_change=after_change)
+    orphans = OrphanMarker(gateway) if plan.driver.useNvidiaDriverCRD else None
     ready_since: float | None = None
     false_ready_since = 0.0
     last: tuple[Any, ...] | None = None
@@ -385,6 +387,10 @@ async def follow(
                         task.result()  # a cache gave up: raise its error
                 changed.clear()
                 status = snapshot(followed, plan, started, clock)
+                if orphans is not None and not status.done:
+                    await orphans.mark(followed.pods.items(), status.upgrade_states)
+                    if said := orphans.words():
+                        status = replace(status, message=f"{status.message}; {said}")
                 if status.phase == "ready":
                     status, ready_since = await _held_ready(status, followed, plan, started, clock, ready_since)
                 else:
