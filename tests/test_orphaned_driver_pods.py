@@ -66,3 +66,16 @@ async def test_the_marker_waits_its_grace_then_marks_each_node_once(demo_cluster
         await marker.mark(pods, {node: "upgrade-done"})  # marked once: the upgrade controller owns it from there
         labels = (await cluster.gateway.read_node(node) or {})["metadata"]["labels"]
         assert labels[LABEL_UPGRADE_STATE] == "upgrade-done"
+
+
+async def test_a_mark_the_server_refuses_is_said_with_the_command_and_not_retried(demo_cluster: ClusterFactory) -> None:
+    demo = demo_cluster("sle-micro-precompiled", step_delay=0.0)
+    async with connected(demo) as cluster:
+        marker = OrphanMarker(cluster.gateway, grace=0.0)
+        pods = [_pod("nvidia-driver-daemonset-x2", "no-such-node", owned=False)]
+        await marker.mark(pods, {})
+        await marker.mark(pods, {})
+        assert marker.marked == {} and list(marker.refused) == ["no-such-node"]
+        words = marker.words()
+        assert words.startswith("no-such-node keeps a driver pod with no owner") and words.count("kubectl label") == 1
+        assert f"kubectl label node no-such-node {LABEL_UPGRADE_STATE}=upgrade-required --overwrite" in words

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.facts import LABEL_UPGRADE_STATE
 from wizard.engine.leftovers import UPGRADE_REQUIRED, unmarked_orphans
@@ -42,6 +43,8 @@ class OrphanMarker:
         self.seen: dict[str, float] = {}
         self.marked: dict[str, str] = {}
         """Node -> the orphaned pod it was marked for."""
+        self.refused: dict[str, str] = {}
+        """Node -> why the mark could not be written."""
 
     async def mark(self, pods: Iterable[Mapping[str, Any]], upgrade_states: Mapping[str, str]) -> None:
         """Mark the nodes that have waited their grace (the first sight of each starts its clock)."""
@@ -49,16 +52,26 @@ class OrphanMarker:
         waiting = unmarked_orphans(orphaned_driver_pods(pods), upgrade_states)
         self.seen = {node: self.seen.get(node, now) for node in waiting}
         for node, pod in waiting.items():
-            if node not in self.marked and now - self.seen[node] >= self.grace:
-                await self.gateway.patch_node_labels(node, {LABEL_UPGRADE_STATE: UPGRADE_REQUIRED})
+            if node not in self.marked and node not in self.refused and now - self.seen[node] >= self.grace:
+                try:
+                    await self.gateway.patch_node_labels(node, {LABEL_UPGRADE_STATE: UPGRADE_REQUIRED})
+                except ClusterError as exc:  # no patch on nodes (RBAC), the node gone: said, not retried
+                    self.refused[node] = exc.message
+                    continue
                 self.marked[node] = pod
 
     def words(self) -> str:
         """What the follower did, for the rollout's message ("" when nothing)."""
-        if not self.marked:
-            return ""
-        nodes = ", ".join(sorted(self.marked))
-        return (
-            f"marked {nodes} {LABEL_UPGRADE_STATE}={UPGRADE_REQUIRED}: its old driver pod had no owner and the "
-            "operator had not marked it, so its upgrade controller replaces it"
-        )
+        said = []
+        if self.marked:
+            said.append(
+                f"marked {', '.join(sorted(self.marked))} {LABEL_UPGRADE_STATE}={UPGRADE_REQUIRED}: its old driver pod "
+                "had no owner and the operator had not marked it, so its upgrade controller replaces it"
+            )
+        for node, why in sorted(self.refused.items()):
+            said.append(
+                f"{node} keeps a driver pod with no owner that the operator has not marked for replacement, and "
+                f"marking it failed ({why}): kubectl label node {node} {LABEL_UPGRADE_STATE}={UPGRADE_REQUIRED} "
+                "--overwrite"
+            )
+        return "; ".join(said)
