@@ -181,7 +181,7 @@ def stray_pod_hint(daemonset: str, namespace: str) -> str:
 
 UNMARKED_STATES = frozenset({"", "upgrade-done"})
 """The upgrade states in which the operator's node labeller marks a node whose driver pod lost its owner
-(``isDriverUpgradeRequestAllowed``, controllers/nodelabeling_controller.go, v26.7.0)."""
+(``isDriverUpgradeRequestAllowed``, controllers/nodelabeling_controller.go, read in v26.7)."""
 UPGRADE_REQUIRED = "upgrade-required"
 
 
@@ -190,8 +190,8 @@ def unmarked_orphans(orphans: Mapping[str, str], upgrade_states: Mapping[str, st
 
     With ``useNvidiaDriverCRD`` the ClusterPolicy deletes its driver DaemonSets orphaning their pods, and the
     NVIDIADriver's pods cannot start beside them (their anti-affinity). The operator's upgrade library replaces an
-    orphaned pod only on a node marked ``upgrade-required``, which v26.7.0's node labeller does when it reconciles
-    after the pods lost their owner; it reconciles on a driver pod's creation or start, not on that loss, so when
-    the NVIDIADriver's pods are created first the nodes stay ``upgrade-done`` and its pods ``Pending`` for good
-    (seen on the real operator in the lane)."""
+    orphaned pod only on a node marked ``upgrade-required``, which the operator's node labeller (read in v26.7)
+    does when it reconciles after the pods lost their owner; it reconciles on a driver pod's creation or start, not
+    on that loss, so when the NVIDIADriver's pods are created first the nodes stay ``upgrade-done`` and its pods
+    ``Pending`` for good (seen on the real operator in the lane)."""
     return {node: pod for node, pod in sorted(orphans.items()) if upgrade_states.get(node, "") in UNMARKED_STATES}
