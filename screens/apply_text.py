@@ -232,7 +232,8 @@ def helm_undo(owner: Any, labelled: Mapping[str, str | None]) -> str:
     from wizard.engine.textsafe import shell_command
 
     relabels = [shell_command(restore_argv(node, before)) for node, before in sorted(labelled.items())]
-    return " && ".join([f"helm rollback {owner.release} --namespace {owner.namespace}", *relabels])
+    rollback = shell_command(["helm", "rollback", owner.release, "--namespace", owner.namespace])
+    return " && ".join([rollback, *relabels])
 
 
 def failure_advice(diagnosis: Sequence[Any], *, undo: str, branch: str = "", step: str = "") -> list[str]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from wizard.engine import releases
 from wizard.engine.operator_names import COMMON_DRIVER_DAEMONSET, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
+from wizard.engine.upgradestates import UPGRADE_DONE
 
 LABEL_COMPONENT, _, DRIVER_COMPONENT = DRIVER_SELECTOR.partition("=")
 LABEL_PRECOMPILED = "nvidia.com/precompiled"
@@ -179,10 +180,9 @@ def stray_pod_hint(daemonset: str, namespace: str) -> str:
     )
 
 
-UNMARKED_STATES = frozenset({"", "upgrade-done"})
+UNMARKED_STATES = frozenset({"", UPGRADE_DONE})
 """The upgrade states in which the operator's node labeller marks a node whose driver pod lost its owner
 (``isDriverUpgradeRequestAllowed``, controllers/nodelabeling_controller.go, read in v26.7)."""
-UPGRADE_REQUIRED = "upgrade-required"
 
 
 def unmarked_orphans(orphans: Mapping[str, str], upgrade_states: Mapping[str, str]) -> dict[str, str]:

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+UPGRADE_REQUIRED = "upgrade-required"
+"""The state that starts a node's upgrade (the operator's node labeller sets it for a driver pod left without owner)."""
+UPGRADE_DONE = "upgrade-done"
 #: The states in the order a node passes through them (the operator's upgrade controller).
 UPGRADE_STATES = (
-    "upgrade-required",
+    UPGRADE_REQUIRED,
     "cordon-required",
     "wait-for-jobs-required",
     "pod-deletion-required",
@@ -22,11 +25,11 @@ UPGRADE_STATES = (
     "pod-restart-required",
     "validation-required",
     "uncordon-required",
-    "upgrade-done",
+    UPGRADE_DONE,
     "upgrade-failed",
 )
 #: States a node rests in once its upgrade is over: being there for a long time is not being stuck.
-SETTLED_STATES = frozenset({"upgrade-done", "upgrade-failed", ""})
+SETTLED_STATES = frozenset({UPGRADE_DONE, "upgrade-failed", ""})
 _ORDER = {state: index for index, state in enumerate(UPGRADE_STATES)}
 
 

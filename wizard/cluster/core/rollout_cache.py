@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.cluster.core.daemonset_fit import slim_scheduling
-from wizard.engine.operator_names import DRIVER_SELECTOR
-
-_COMPONENT, _, _DRIVER_COMPONENT = DRIVER_SELECTOR.partition("=")
+from wizard.engine.leftovers import DRIVER_COMPONENT, LABEL_COMPONENT
 
 PROBE_PREFIX = "gpu-wizard-probe-"
 STARTING = ("PodInitializing", "ContainerCreating")
@@ -90,7 +88,7 @@ def slim_pod(pod: dict[str, Any]) -> dict[str, Any]:
         if status.get(key):
             slim_status[key] = [_slim_container_status(cs) for cs in status[key]]
     slim_meta: dict[str, Any] = {"name": meta.get("name")}
-    if not meta.get("ownerReferences") and (meta.get("labels") or {}).get(_COMPONENT) == _DRIVER_COMPONENT:
+    if not meta.get("ownerReferences") and (meta.get("labels") or {}).get(LABEL_COMPONENT) == DRIVER_COMPONENT:
         slim_meta["orphanedDriver"] = True  # a driver pod no DaemonSet owns (wizard.cluster.rollouts.orphans)
     return {
         "metadata": slim_meta,

@@ -18,7 +18,9 @@ from typing import Any
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.facts import LABEL_UPGRADE_STATE
-from wizard.engine.leftovers import UPGRADE_REQUIRED, unmarked_orphans
+from wizard.engine.leftovers import unmarked_orphans
+from wizard.engine.textsafe import shell_command
+from wizard.engine.upgradestates import UPGRADE_REQUIRED
 
 GRACE_S = 20.0
 """How long a node with an orphaned driver pod may stay unmarked before the follower marks it (the operator's
@@ -69,9 +71,9 @@ class OrphanMarker:
                 "had no owner and the operator had not marked it, so its upgrade controller replaces it"
             )
         for node, why in sorted(self.refused.items()):
+            command = shell_command(["kubectl", "label", "node", node, f"{LABEL_UPGRADE_STATE}={UPGRADE_REQUIRED}"])
             said.append(
                 f"{node} keeps a driver pod with no owner that the operator has not marked for replacement, and "
-                f"marking it failed ({why}): kubectl label node {node} {LABEL_UPGRADE_STATE}={UPGRADE_REQUIRED} "
-                "--overwrite"
+                f"marking it failed ({why}): {command} --overwrite"
             )
         return "; ".join(said)
