@@ -2,7 +2,8 @@
 control plane per operator release, shared by the lane's tests (run serially: `make test-real`).
 
 Without Go the lane cannot run: under CI=true that is a failure, elsewhere a loud skip. A failing
-test keeps every component's log under `.realcluster-logs/` at the repository root.
+test keeps every component's log under `.realcluster-logs/` at the repository root, and its report ends with the
+cluster's state at the failure (diagnose.py), which CI prints.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 
 from tests.realcluster.build import BuildError, Built, build
 from tests.realcluster.cluster import RealCluster
+from tests.realcluster.diagnose import lane_state
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / ".realcluster-logs"
@@ -80,6 +82,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if report.failed:
         item.session.stash.setdefault(_FAILED, set()).add(item.nodeid)  # type: ignore[arg-type]
+        # CI prints the failure's report, not the lane's logs: the cluster's state goes into the report
+        cluster = next((item.funcargs.get(n) for n in ("real_cluster", "bare_cluster") if n in item.funcargs), None)  # type: ignore[attr-defined]
+        if isinstance(cluster, RealCluster) and hasattr(report.longrepr, "addsection"):
+            report.longrepr.addsection("lane state at the failure", lane_state(cluster))
 
 
 _FAILED = pytest.StashKey[set[str]]()
