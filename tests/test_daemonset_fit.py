@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from wizard.cluster.core.daemonset_fit import Placements, slim_scheduling
-from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus, classify
+from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus, classify, driver_wanted
 from wizard.engine.plan import Plan
 
 DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
@@ -86,3 +86,62 @@ def test_a_driver_daemonset_short_of_its_nodes_is_still_rolling_out() -> None:
         "progressing",
         "driver pods ready: nvidia-driver-daemonset wants 1 of the 3 nodes it belongs on",
     )
+
+
+DRIVER_DEPLOY = "nvidia.com/gpu.deploy.driver"
+OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
+
+
+def _named(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, **_node(labels)}
+
+
+def _driver_pool(os_id: str) -> dict[str, Any]:
+    return _daemonset({DRIVER_DEPLOY: "true", OS_ID: os_id})
+
+
+MIXED_OS = Placements(
+    [
+        _named("gpu-01", {DRIVER_DEPLOY: "true", OS_ID: "ubuntu"}),
+        _named("gpu-03", {DRIVER_DEPLOY: "true", OS_ID: "rhel"}),
+        _named("gpu-04", {DRIVER_DEPLOY: "true", OS_ID: "rhel"}),
+        _named("gpu-09", {DRIVER_DEPLOY: "false", OS_ID: "sles"}),  # kept out of the driver rollout
+        _named("cp-01", {OS_ID: "ubuntu"}),
+    ]
+)
+CRD_PLAN = Plan.model_validate(
+    {
+        "mode": "upstream",
+        "driver": {"version": "580.126.20", "repository": "nvcr.io/nvidia", "useNvidiaDriverCRD": True},
+    }
+)
+
+
+def test_nodes_labelled_for_a_driver_pod_that_no_driver_daemonset_places_are_named() -> None:
+    """The operator makes a driver DaemonSet per OS pool (NVIDIADriver) or per kernel (precompiled), each when it
+    gets to it: until the last one exists, ready would leave a node the operator labelled for a driver without one."""
+    wanted = driver_wanted(CRD_PLAN, [{"spec": {}}])
+    assert MIXED_OS.unplaced([_driver_pool("ubuntu")], wanted) == (2, "gpu-03")
+    assert MIXED_OS.unplaced([_driver_pool("ubuntu"), _driver_pool("rhel")], wanted) is None
+    # a node no NVIDIADriver selects gets no driver: nothing to wait for
+    only_ubuntu = driver_wanted(CRD_PLAN, [{"spec": {"nodeSelector": {OS_ID: "ubuntu"}}}])
+    assert MIXED_OS.unplaced([_driver_pool("ubuntu")], only_ubuntu) is None
+    # a placement the kept labels cannot tell says nothing
+    assert MIXED_OS.unplaced([_daemonset({"kubernetes.io/os": "linux"})], wanted) is None
+
+
+def test_ready_waits_for_the_driver_daemonset_of_every_node_labelled_for_one() -> None:
+    driver = DaemonSetStatus(
+        "nvidia-gpu-driver-ubuntu22.04-6c9f8", 1, 1, 1, "nvcr.io/nvidia/driver:580.126.20-ubuntu22.04"
+    )
+
+    def verdict(unplaced: tuple[int, str] | None) -> tuple[str, str]:
+        return classify(
+            CRD_PLAN, POLICY, "ready", [driver], [], {}, {"default": "ready"}, [], [], None, unplaced=lambda: unplaced
+        )
+
+    assert verdict((2, "gpu-03")) == (
+        "progressing",
+        "waiting for the operator to create a driver DaemonSet for gpu-03 and 1 more node(s)",
+    )
+    assert verdict(None) == ("ready", "ClusterPolicy ready; 1 driver pod ready")

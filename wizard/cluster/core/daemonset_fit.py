@@ -16,7 +16,7 @@ DaemonSet by its counters alone.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 KEPT_PREFIXES = ("nvidia.com/",)
@@ -86,26 +86,57 @@ class Placements:
     a few dozen kinds, so counting the nodes of a DaemonSet reads each kind once (a short loop turn)."""
 
     def __init__(self, nodes: Iterable[dict[str, Any]]) -> None:
-        kinds: Counter[tuple[tuple[tuple[str, str], ...], tuple[tuple[Any, Any, Any], ...]]] = Counter(
-            (
+        kinds: Counter[tuple[tuple[tuple[str, str], ...], tuple[tuple[Any, Any, Any], ...]]] = Counter()
+        first: dict[tuple[Any, ...], str] = {}
+        for n in nodes:
+            kind = (
                 tuple(sorted((n.get("labels") or {}).items())),
                 tuple((t["key"], t["value"], t["effect"]) for t in n.get("taints") or []),
             )
-            for n in nodes
-        )
+            kinds[kind] += 1
+            first.setdefault(kind, str((n.get("metadata") or {}).get("name") or ""))
         self.kinds = [
             ({"labels": dict(labels), "taints": [{"key": k, "value": v, "effect": e} for k, v, e in taints]}, count)
             for (labels, taints), count in kinds.items()
         ]
+        self.labels: list[dict[str, str]] = [dict(labels) for labels, _ in kinds]
+        self.first_names = [first[kind] for kind in kinds]
 
     def nodes_to_run(self, daemonset: dict[str, Any]) -> int | None:
         """How many nodes the DaemonSet's pods belong on; None: unknown from what is kept (node affinity, a
         selector on a label the slim nodes drop)."""
-        pod = (((daemonset.get("spec") or {}).get("template") or {}).get("spec")) or {}
-        if (pod.get("affinity") or {}).get("nodeAffinity"):
+        placement = _placement(daemonset)
+        if placement is None:
             return None
-        selector = {str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()}
-        if not all(kept_label(k) for k in selector):
-            return None
-        tolerations = list(pod.get("tolerations") or [])
-        return sum(count for node, count in self.kinds if _fits(node, selector, tolerations))
+        return sum(count for node, count in self.kinds if _fits(node, *placement))
+
+    def unplaced(
+        self, daemonsets: Iterable[dict[str, Any]], wanted: Callable[[dict[str, str]], bool]
+    ) -> tuple[int, str] | None:
+        """The nodes ``wanted`` picks (by their kept labels) that none of the DaemonSets places a pod on, as (how
+        many, one of their names); None when every one is placed, or when a DaemonSet's placement cannot be known
+        from what is kept (then nothing can be said)."""
+        placements = []
+        for daemonset in daemonsets:
+            placement = _placement(daemonset)
+            if placement is None:
+                return None
+            placements.append(placement)
+        left = [
+            (count, name)
+            for (node, count), labels, name in zip(self.kinds, self.labels, self.first_names, strict=True)
+            if wanted(labels) and not any(_fits(node, *p) for p in placements)
+        ]
+        return (sum(count for count, _ in left), left[0][1]) if left else None
+
+
+def _placement(daemonset: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]] | None:
+    """A DaemonSet's pod template's node selector and tolerations; None when its placement cannot be known from
+    the labels kept (node affinity, a selector on a label the slim nodes drop)."""
+    pod = (((daemonset.get("spec") or {}).get("template") or {}).get("spec")) or {}
+    if (pod.get("affinity") or {}).get("nodeAffinity"):
+        return None
+    selector = {str(k): str(v) for k, v in (pod.get("nodeSelector") or {}).items()}
+    if not all(kept_label(k) for k in selector):
+        return None
+    return selector, list(pod.get("tolerations") or [])

@@ -54,6 +54,7 @@ from wizard.cluster.rollouts.rollout_verdict import (
     DaemonSetStatus,
     Phase,
     classify,
+    driver_wanted,
     known_failure,
 )
 from wizard.engine import steps
@@ -159,6 +160,13 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         grouped = grouped or Placements(nodes)
         return grouped.nodes_to_run(by_name[name])
 
+    def unplaced() -> tuple[int, str] | None:  # asked only once the driver DaemonSets say ready
+        nonlocal grouped
+        grouped = grouped or Placements(nodes)
+        return grouped.unplaced(
+            [d for d in followed.daemonsets.items() if _is_driver_daemonset(d)], driver_wanted(plan, drivers)
+        )
+
     pods: list[PodStatus] = followed.pods.indexed_items()
     operands = [_counters(d) for d in followed.daemonsets.items() if _is_operand(d) and not _is_driver_daemonset(d)]
     nvd = {d["metadata"]["name"]: str((d.get("status") or {}).get("state") or "") for d in drivers}
@@ -179,6 +187,7 @@ def snapshot(followed: Followed, plan: Plan, started: float, clock: UpgradeClock
         fit,
         stray,
         gpu_nodes=gpu_nodes,
+        unplaced=unplaced,
         failed_before=frozenset(clock.failed_before or ()),
     )
     conditions = list(((policy or {}).get("status") or {}).get("conditions") or [])

@@ -75,10 +75,13 @@ def classify(
     stray: list[Unwanted] | None = None,
     gpu_nodes: int = 0,
     failed_before: frozenset[str] = frozenset(),
+    unplaced: Callable[[], tuple[int, str] | None] | None = None,
 ) -> tuple[Phase, str]:
     """The rollout's phase and its one-line reason from what the caches hold (a pure rule: no API call).
 
-    ``stray``: driver DaemonSets the plan does not want that still run pods (never ready over one). ``gpu_nodes``:
+    ``unplaced``: the nodes the operator labelled for a driver pod (and an NVIDIADriver selects) that no driver
+    DaemonSet places one on (never ready while one has no driver). ``stray``: driver DaemonSets the plan does not
+    want that still run pods (never ready over one). ``gpu_nodes``:
     how many nodes carry a GPU label; a NoGPUNodes over such nodes is waited out (the follower bounds the wait).
     A pod waiting on an image the plan has moved elsewhere is the operator's to replace (:func:`replaced`), not the
     new rollout's failure. ``failed_before``: nodes already ``upgrade-failed`` when the follower began (an earlier
@@ -147,6 +150,11 @@ def classify(
         short = _short(daemonsets, fit)
         if short:
             return "progressing", f"driver pods ready: {short}"
+        missing = unplaced() if unplaced else None
+        if missing:  # the operator makes a driver DaemonSet per kernel or OS pool: one may not exist yet
+            count, node = missing
+            more = f" and {count - 1} more node(s)" if count > 1 else ""
+            return "progressing", f"waiting for the operator to create a driver DaemonSet for {node}{more}"
         not_ready = sorted(name for name, s in nvd.items() if s != "ready")
         if not_ready:
             return "progressing", f"NVIDIADriver not ready yet: {', '.join(not_ready)}"
@@ -255,3 +263,19 @@ def _short(daemonsets: list[DaemonSetStatus], fit: Callable[[str], int | None] |
         if nodes is not None and daemonset.desired < nodes:
             return f"{daemonset.name} wants {daemonset.desired} of the {nodes} nodes it belongs on"
     return ""
+
+
+def driver_wanted(plan: Plan, drivers: list[dict[str, Any]]) -> Callable[[dict[str, str]], bool]:
+    """Whether a node's kept labels ask for a driver pod: the operator labelled it ``nvidia.com/gpu.deploy.driver=
+    true`` and, in a plan with NVIDIADriver CRs, one of them selects it (a node no CR selects gets no driver)."""
+    selectors = [dict(((d.get("spec") or {}).get("nodeSelector")) or {}) for d in drivers]
+
+    def wanted(labels: dict[str, str]) -> bool:
+        if labels.get(LABEL_DEPLOY_DRIVER) != "true":
+            return False
+        if not plan.driver.useNvidiaDriverCRD:
+            return True
+        # a selector on a label the slim nodes drop cannot be judged: such a node is not waited for
+        return any(all(labels.get(k) == str(v) for k, v in s.items()) for s in selectors)
+
+    return wanted
