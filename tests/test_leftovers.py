@@ -26,6 +26,7 @@ from wizard.engine.leftovers import (
     LiveDaemonSet,
     Unwanted,
     left_behind,
+    made_again_by,
     stray_pod_hint,
     unwanted,
 )
@@ -209,3 +210,25 @@ async def test_preview_and_the_confirmation_name_the_deletion(tui_env: Path) -> 
             in squeezed
         )
         assert app.screen.query_one(".dialog-body").max_scroll_y == 0
+
+
+PRECOMPILED_LABELS = {"nvidia.com/precompiled": "true", "app.kubernetes.io/component": "nvidia-driver"}
+
+
+@pytest.mark.parametrize(
+    ("driver", "labels", "made"),
+    [
+        ({"usePrecompiled": True}, PRECOMPILED_LABELS, True),
+        ({"usePrecompiled": True, "enabled": True}, PRECOMPILED_LABELS, True),
+        ({"usePrecompiled": True, "enabled": False}, PRECOMPILED_LABELS, False),  # disabled: the operator leaves it
+        ({"usePrecompiled": True, "useNvidiaDriverCRD": True}, PRECOMPILED_LABELS, False),
+        ({}, PRECOMPILED_LABELS, False),  # upstream: the operator deletes precompiled ones
+        ({"usePrecompiled": True}, {"nvidia.com/precompiled": "false"}, False),
+        ({"usePrecompiled": "true"}, PRECOMPILED_LABELS, False),  # not a boolean: not what the operator reads
+    ],
+)
+def test_the_operator_makes_a_saved_precompiled_daemonset_again_under_a_precompiled_policy(
+    driver: dict[str, object], labels: dict[str, str], made: bool
+) -> None:
+    assert made_again_by({"spec": {"driver": driver}}, labels) is made
+    assert made_again_by(None, labels) is False

@@ -21,6 +21,7 @@ from tests.helpers.fixtures.demo import ClusterFactory, PausableSimulation
 from wizard.cli.main import main
 from wizard.cluster.applying.backup import read_backup
 from wizard.cluster.facade import Cluster
+from wizard.cluster.gateway.base import FIELD_MANAGER
 from wizard.demo.sim.simulation import Simulation
 from wizard.engine.answers import save_answers
 from wizard.engine.plan import Plan
@@ -136,11 +137,12 @@ async def test_rollback_recreates_the_deleted_daemonset(demo_cluster: ClusterFac
         assert PER_KERNEL not in _daemonsets(demo)
         sim = demo.cluster.sim
         assert isinstance(sim, PausableSimulation)
-        sim.paused = True  # no operator: what is back is the rollback's doing
-        lines = await cluster.rollback(result.backup_path)
+        sim.paused = True  # no operator: what is back is the rollback's doing, once the operator's grace is over
+        lines = await cluster.rollback(result.backup_path, operator_grace=0.5)
         assert lines == ["restored ClusterPolicy/cluster-policy", f"re-created DaemonSet/{NAMESPACE}/{PER_KERNEL}"]
         back = _daemonsets(demo)[PER_KERNEL]
         assert back["spec"] == before["spec"]
+        assert FIELD_MANAGER in {f["manager"] for f in back["metadata"].get("managedFields") or []}
         owners = [
             {k: v for k, v in r.items() if k != "blockOwnerDeletion"} for r in before["metadata"]["ownerReferences"]
         ]
@@ -148,6 +150,32 @@ async def test_rollback_recreates_the_deleted_daemonset(demo_cluster: ClusterFac
         policy = demo.store.get("clusterpolicies", "cluster-policy")
         assert policy is not None and policy["spec"]["driver"]["enabled"] is not False
         sim.paused = False
+
+
+async def test_rollback_leaves_a_daemonset_the_restored_policy_makes_to_the_operator(
+    demo_cluster: ClusterFactory, tmp_path: Path
+) -> None:
+    """The restored precompiled policy has the operator make the per-kernel DaemonSet again: the rollback waits for
+    it rather than racing the operator (which deletes a precompiled DaemonSet that wants no pod yet and makes its
+    own; on the real v25.10.1 operator that left the policy notReady past three minutes once in a run)."""
+    demo = demo_cluster("ubuntu-upstream")
+    async with connected(demo) as cluster:
+        await _precompiled_then_host_drivers(demo, cluster, tmp_path)
+        prepared = await cluster.prepare_apply(render(preinstalled_plan(), await cluster.discover()))
+        result = await cluster.apply(prepared, backup_dir=tmp_path / "b", allow_unverified_preinstalled=True)
+        assert result.ok
+        demo.settle()
+        assert PER_KERNEL not in _daemonsets(demo)
+        lines = await cluster.rollback(result.backup_path)
+        key = f"DaemonSet/{NAMESPACE}/{PER_KERNEL}"
+        assert lines[0] == "restored ClusterPolicy/cluster-policy"
+        # the demo's operator makes it at once (there already); the real one within seconds (back)
+        assert lines[1:] in (
+            [f"{key} is there already"],
+            [f"{key} is back: the operator made it again for the restored ClusterPolicy"],
+        ), lines
+        managers = {f["manager"] for f in _daemonsets(demo)[PER_KERNEL]["metadata"].get("managedFields") or []}
+        assert FIELD_MANAGER not in managers, managers
 
 
 async def test_a_leftover_is_never_ready_and_verify_names_it(demo_cluster: ClusterFactory, tmp_path: Path) -> None:

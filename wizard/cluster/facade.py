@@ -492,9 +492,12 @@ class Cluster:
         """
         return await proving.host_drivers(self.session)
 
-    async def rollback(self, backup: Backup | str | Path) -> list[str]:
-        """Restore exactly what the backup (or backup file) holds; delete the objects the apply created."""
-        return await restoring.rollback(self.gateway, backup)
+    async def rollback(
+        self, backup: Backup | str | Path, *, operator_grace: float = restoring.OPERATOR_GRACE_S
+    ) -> list[str]:
+        """Restore exactly what the backup (or backup file) holds; delete the objects the apply created.
+        ``operator_grace``: seconds a driver DaemonSet the restored policy makes again is left to the operator."""
+        return await restoring.rollback(self.gateway, backup, operator_grace=operator_grace)
 
     def rollout(
         self,

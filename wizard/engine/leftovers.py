@@ -150,6 +150,23 @@ def _verdict(plan: Plan, daemonset: LiveDaemonSet, crd: bool) -> tuple[str, bool
     return None
 
 
+def made_again_by(policy: Mapping[str, object] | None, labels: Mapping[str, str]) -> bool:
+    """Whether the operator makes a saved driver DaemonSet again by itself once ``policy`` (a saved ClusterPolicy) is
+    back: a precompiled one under a precompiled policy. A rollback that re-creates it first races the operator,
+    which deletes a precompiled DaemonSet that wants no pod yet (``cleanupStalePrecompiledDaemonsets``: the
+    DaemonSet controller has not counted its nodes) and creates its own."""
+    spec = (policy or {}).get("spec")
+    driver = (spec.get("driver") if isinstance(spec, Mapping) else None) or {}
+    if not isinstance(driver, Mapping):
+        return False
+    return (
+        labels.get(LABEL_PRECOMPILED) == "true"
+        and driver.get("enabled") is not False
+        and driver.get("usePrecompiled") is True
+        and not driver.get("useNvidiaDriverCRD")
+    )
+
+
 def _unlabelled(value: str) -> str:
     return f"left by the operator (it deletes only driver DaemonSets labelled {LABEL_PRECOMPILED}={value})"
 

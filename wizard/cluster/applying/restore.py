@@ -4,12 +4,13 @@ Each saved object is replaced at the live resourceVersion (re-read and tried aga
 status updates race the write, as kubectl retries on conflict) and read back to confirm; the objects the
 apply created are deleted; nodes the apply kept out of the driver rollout get their label back. A saved driver
 DaemonSet (one the apply deleted as left behind by the operator) is re-created when absent; one present again (the
-operator's, once the policy asks for it) is left to it. :mod:`wizard.cluster.applying.apply` undoes a failed apply with :func:`restore`.
+operator's, once the policy asks for it) is left to it, and one the restored policy makes again is waited for first. :mod:`wizard.cluster.applying.apply` undoes a failed apply with :func:`restore`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,14 @@ from wizard.cluster.applying.backup import Backup, ObjectRef, clean, read_backup
 from wizard.cluster.errors import ApiError, ClusterError
 from wizard.cluster.gateway import Gateway
 from wizard.engine.facts import LABEL_DEPLOY_DRIVER
+from wizard.engine.leftovers import made_again_by
 
 CONFLICT_ATTEMPTS = 5
 """Tries to restore one object when the operator keeps updating it between our read and our write."""
+OPERATOR_GRACE_S = 60.0
+"""How long a rollback leaves a driver DaemonSet the restored policy makes again to the operator before re-creating it
+from the backup (the real operator makes it within seconds of the policy's write; one that is stopped never does)."""
+OPERATOR_POLL_S = 1.0
 
 
 async def read_object(gateway: Gateway, ref: ObjectRef) -> dict[str, Any] | None:
@@ -49,10 +55,20 @@ async def _restore_one(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any
     raise AssertionError("unreachable")
 
 
-async def _restore_daemonset(gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any]) -> str:
-    """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is."""
+async def _restore_daemonset(
+    gateway: Gateway, ref: ObjectRef, saved: Mapping[str, Any], *, made_again: bool, grace: float
+) -> str:
+    """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is. One
+    the restored policy has the operator make again (``made_again``) is waited for first, up to ``grace`` seconds:
+    re-created beside the operator, it is deleted and made again, and the operator may then report the policy
+    notReady for minutes (its pods' revision is not the DaemonSet's)."""
     if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
         return f"{ref.key} is there already"
+    deadline = time.monotonic() + (grace if made_again else 0)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(OPERATOR_POLL_S)
+        if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
+            return f"{ref.key} is back: the operator made it again for the restored ClusterPolicy"
     body = clean(saved)
     # blockOwnerDeletion would need `update` on the owner's finalizers where OwnerReferencesPermissionEnforcement
     # runs (OpenShift); it only matters to a foreground deletion of the owner
@@ -70,15 +86,26 @@ async def _restore_daemonset(gateway: Gateway, ref: ObjectRef, saved: Mapping[st
     return f"re-created {ref.key}"
 
 
-async def restore(gateway: Gateway, backup: Backup, *, only: set[str] | None = None) -> list[str]:
-    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created."""
+async def restore(
+    gateway: Gateway, backup: Backup, *, only: set[str] | None = None, operator_grace: float = OPERATOR_GRACE_S
+) -> list[str]:
+    """Make the objects match the backup exactly: replace the saved ones, delete those the apply created.
+    ``operator_grace``: how long a driver DaemonSet the restored policy makes again is left to the operator."""
     lines: list[str] = []
-    for saved in backup.objects:
+    policy = next((o for o in backup.objects if o.get("kind") == "ClusterPolicy"), None)
+    # the custom resources first: a driver DaemonSet the restored policy makes again is then the operator's to make
+    for saved in sorted(backup.objects, key=lambda o: ObjectRef.of(o).daemonset):
         ref = ObjectRef.of(saved)
         if only is not None and ref.key not in only:
             continue
         if ref.daemonset:
-            lines.append(await _restore_daemonset(gateway, ref, saved))
+            labels = {str(k): str(v) for k, v in ((saved.get("metadata") or {}).get("labels") or {}).items()}
+            made_again = made_again_by(policy, labels) and (
+                only is None or (policy and ObjectRef.of(policy).key in only)
+            )
+            lines.append(
+                await _restore_daemonset(gateway, ref, saved, made_again=bool(made_again), grace=operator_grace)
+            )
             continue
         lines.append(await _restore_one(gateway, ref, saved))
         if clean(await read_object(gateway, ref) or {}) != clean(saved):
@@ -107,8 +134,10 @@ async def _restore_label(gateway: Gateway, node: str, before: str | None) -> str
     return f"restored Node/{node} label {LABEL_DEPLOY_DRIVER}={shown}"
 
 
-async def rollback(gateway: Gateway, backup: Backup | str | Path) -> list[str]:
+async def rollback(
+    gateway: Gateway, backup: Backup | str | Path, *, operator_grace: float = OPERATOR_GRACE_S
+) -> list[str]:
     """Restore exactly what a backup (or backup file) holds (see :func:`restore`)."""
     if not isinstance(backup, Backup):
         backup = await asyncio.to_thread(read_backup, Path(backup))  # a file read and a YAML parse: off the loop
-    return await restore(gateway, backup)
+    return await restore(gateway, backup, operator_grace=operator_grace)
