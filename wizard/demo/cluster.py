@@ -1,11 +1,4 @@
-"""The demo cluster in a coroutine (:class:`DemoCluster`): store, simulation, API server and kubeconfig.
-
-A demo cluster is the store, the simulated operator/kubelet and the API server on a loopback port,
-plus a kubeconfig (context ``gpu-wizard-demo``) for kubectl and the wizard. The simulation advances
-after every write (and once at start): ``sim.tick()`` repeats, ``step_delay`` seconds apart, until it
-reports nothing changed; :meth:`DemoCluster.settle` waits for that. :mod:`wizard.demo.serve` runs one
-on a thread of its own or in the foreground.
-"""
+"""The demo cluster in a coroutine (:class:`DemoCluster`): store, simulation, API server and kubeconfig."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``gpu-wizard demo serve``: the demo cluster in the foreground until Ctrl-C, with a banner saying how to reach it.
-
-The cluster itself (store, simulation, API server, kubeconfig) is :class:`wizard.demo.cluster.DemoCluster`,
-which runs in a coroutine (the tests' thread harness is ``tests/helpers/demo_thread.py``).
-"""
+"""``gpu-wizard demo serve``: the demo cluster in the foreground until Ctrl-C, with a banner saying how to reach it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Discovery documents of the demo API: ``/version``, ``/api``, ``/apis``, resource lists and OpenAPI v3.
-
-kubectl builds its REST mapping from these; ``kubectl apply`` additionally reads ``/openapi/v3`` to
-learn that the server validates fields itself (a PATCH operation with a ``fieldValidation`` parameter)
-and to explain custom resources.
-"""
+"""Discovery documents of the demo API: ``/version``, ``/api``, ``/apis``, resource lists and OpenAPI v3."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""``pods/exec`` over websocket (``v5.channel.k8s.io``/``v4.channel.k8s.io``) and ``pods/log``.
-
-Frames are binary, byte 0 the channel: 1 stdout, 2 stderr, 3 status (a ``metav1.Status``). No stdin: neither
-gpu-wizard nor the README's ``kubectl exec`` sends any, and the simulated commands read none. The command runs in the simulation
-(``sim.exec``); the server only does what the API server and kubelet do around it: find the pod and
-container, refuse what a real cluster refuses, frame the output and report the exit code.
-"""
+"""``pods/exec`` over websocket (``v5``/``v4.channel.k8s.io``, no stdin) and ``pods/log``."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The resource types the demo API serves: built-in ones plus those the stored CRDs define.
-
-One :class:`ResourceType` per ``group/version/plural`` carries everything discovery, routing, tables and
-validation need. Custom resources come and go with the ``customresourcedefinitions`` in the store,
-exactly as on a real cluster.
-"""
+"""The resource types the demo API serves: built-in ones plus those the stored CRDs define."""
 
 from __future__ import annotations
 

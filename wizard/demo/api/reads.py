@@ -1,8 +1,4 @@
-"""Read paths of the demo API: single GET, paged LIST (plain or Table), and the request/response plumbing they share.
-
-Lists are the hot path of the ``large`` scenario (thousands of nodes): they walk the store's sorted
-keys without copying and splice each object's cached JSON bytes into the response.
-"""
+"""Read paths of the demo API: single GET, paged LIST (plain or Table), and the plumbing they share."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Structural-schema checks for custom resources, as the API server runs them against a CRD's schema.
-
-:func:`check_object` prunes fields the schema does not declare (reporting them, for
-``fieldValidation=Strict|Warn``) and collects validation errors (type, required, enum, pattern) as
-``StatusCause`` dicts with the field path, like ``spec.driver.version: Required value``.
-"""
+"""Structural-schema checks for custom resources, as the API server runs them against a CRD's schema."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The demo cluster's Kubernetes API server: an aiohttp application speaking the Kubernetes REST contract.
-
-It routes ``/api``, ``/apis``, ``/openapi/v3`` and ``/version`` the way kube-apiserver does, checks the
-bearer token and the scenario's RBAC table, injects the configured faults, and hands object requests
-to :mod:`wizard.demo.api.reads`, :mod:`wizard.demo.api.writes`, :mod:`wizard.demo.api.watch` and
-:mod:`wizard.demo.api.execws`. It never imports the ``kubernetes`` client: clients talk to it over HTTP
-exactly as to a real cluster. Only loopback clients are served.
-"""
+"""The demo cluster's Kubernetes API server: an aiohttp application speaking the Kubernetes REST contract."""
 
 from __future__ import annotations
 

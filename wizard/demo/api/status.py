@@ -1,9 +1,4 @@
-"""metav1.Status error bodies with the reasons and codes a real API server uses.
-
-Handlers raise :class:`ApiError`; the server turns it into a JSON ``Status`` with the matching HTTP
-code, so clients (``ApiException.status``, ``kubectl``'s "Error from server (NotFound): ...") see what
-they would see against a real cluster.
-"""
+"""metav1.Status error bodies with the reasons and codes a real API server uses."""
 
 from __future__ import annotations
 

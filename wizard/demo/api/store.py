@@ -1,17 +1,7 @@
 """The demo cluster's object store: what etcd plus the watch cache are to a real API server.
 
-Objects are plain dicts keyed by resource plural and ``(namespace, name)``. Every write bumps one
-global ``resourceVersion`` and records a watch event; a bounded history lets watchers resume from an
-older version and tells them ``Gone`` once that version has been compacted away.
-
-Stored objects are never mutated in place: a write stores a fresh dict, so watch events and the
-HTTP layer can hand out references without copying. The public ``list``/``get`` methods (used by the
-simulation) return deep copies; the HTTP hot path uses :meth:`Store.iter_objects` and
-:meth:`Store.encoded` instead, which serialise each object version once.
-
-The file is long because the store is one consistency rule: objects, their encodings, the owner
-index, the watch history and the paged lists' snapshots all move under one lock with one
-resourceVersion, and a module per part would spread that rule over several.
+Stored objects are never mutated in place (a write stores a fresh dict), so watch events and the HTTP layer
+share references; ``list``/``get`` hand the simulation deep copies.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""Watch streams: newline-delimited JSON events over a chunked response, as ``?watch=true`` returns them.
-
-A watch starts from ``resourceVersion`` (replaying retained history), or with synthetic ADDED events
-for the current objects when none is given; selectors are applied with the API server's transitions
-(an object that stops matching is reported DELETED). The stream ends when ``timeoutSeconds`` runs out,
-the client goes away, the server stops, or the ``watch_expiry_s`` fault sends a 410 ERROR event.
-"""
+"""Watch streams: newline-delimited JSON events over a chunked response, as ``?watch=true`` returns them."""
 
 from __future__ import annotations
 

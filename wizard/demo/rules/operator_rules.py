@@ -1,26 +1,4 @@
-"""The GPU Operator's naming rules per release, written for the simulated operator from the operator's source.
-
-This module is the demo's own reading of ``NVIDIA/gpu-operator`` at each bundled release; what differs
-between releases comes from their ``release.yaml`` (read by the demo's own ``release_data``), the rules
-that apply it are here. It imports nothing from ``wizard.engine`` on purpose, so that the demo can
-disagree with the wizard (``tests/test_demo_operator_rules.py`` runs the operator's own unit-test
-cases against both):
-
-* OS tags: ``internal/state/nodepool.go`` ``getOSTag`` (NVIDIADriver pools) and
-  ``controllers/state_manager.go`` ``getGPUNodeOSInfo`` (ClusterPolicy, first GPU node), which differ
-  per release (release.yaml ``osTag``: v25.10 keeps every VERSION_ID, v26.3 drops the minor for rocky and
-  rhel >= 10 and fails on an unparsable rhel major, v26.7 drops it for rhel, rocky and ol); v25.10's ClusterPolicy
-  path (``kernelFullVersion``) needs the first GPU node's kernel label and takes its OS tag from there;
-* per-kernel precompiled DaemonSets (``transformPrecompiledDriverDaemonset``): named by the sanitised
-  kernel plus NFD ``ID`` + full ``VERSION_ID`` (``getKernelVersionsMap``), never the release's OS tag;
-* NVIDIADriver DaemonSets (``internal/state/driver.go`` ``getDriverAppName``): an FNV-1a 32-bit hash
-  of the CR UID (+ ``-kernel``), spelt with Kubernetes' ``SafeEncodeString`` alphabet, the prefix cut
-  so the name stays within 63 characters;
-* image paths (``internal/image/image.go`` ``ImagePath``, ``resolveDriverTag``,
-  ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``, which also parse the result);
-* ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only), both
-  from release.yaml.
-"""
+"""The GPU Operator's naming rules per release, written for the simulated operator from the operator's source."""
 
 from __future__ import annotations
 

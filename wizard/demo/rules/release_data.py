@@ -1,11 +1,4 @@
-"""What the simulated operator does differently at each bundled release, from the releases' ``release.yaml``.
-
-The file's shape and bounds are the leaf ``wizard.release_file``'s, which the engine reads too; the demo
-imports no engine rule, so it takes from each file only the keys the simulated operator acts on and
-applies the rules in its own code (``operator_rules``, ``sim/``): the two may disagree, and the peer-case
-tests hold both to the operator's unit-test cases. A release line is served by its newest bundled patch,
-a release the demo does not bundle by the newest line not newer than it (the oldest for an older one).
-"""
+"""What the simulated operator does differently at each bundled release, from the releases' ``release.yaml``."""
 
 from __future__ import annotations
 

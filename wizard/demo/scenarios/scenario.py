@@ -1,10 +1,4 @@
-"""Demo-cluster scenarios: the nodes, registry, RBAC and faults of one simulated cluster.
-
-A scenario is a YAML file in ``assets/scenarios/`` (or any path); ``assets/scenarios/README.md``
-documents every field. This module defines the shape and loads it: :func:`load_scenario` reads a
-file by name or path, checks every field strictly (unknown keys, wrong types and impossible values
-raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``nodelist:`` into nodes.
-"""
+"""Demo-cluster scenarios (documented in ``assets/scenarios/README.md``): their shape, strictly checked."""
 
 from __future__ import annotations
 

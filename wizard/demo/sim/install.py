@@ -1,6 +1,4 @@
-"""What a scenario installs before the simulation runs: the GPU Operator's Deployment as Helm installs it,
-the images the operator's registry (or mirror) publishes, and the users' own pods; :func:`install_scenario`
-puts the nodes, namespaces, pods, operator and ClusterPolicy into the store."""
+"""What a scenario installs before the simulation runs: nodes, namespaces, pods, the operator and ClusterPolicy."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The simulated kubelet: moves each pod one step per tick, the way ``kubectl get pods -w`` shows it.
-
-Pending (scheduled) -> ContainerCreating / Init:0/N -> image pull -> Running -> Ready. Pulls go
-through :class:`wizard.demo.sim.pull.Puller`; a missing tag gives ``ErrImagePull`` then
-``ImagePullBackOff`` with containerd's message, a pulled image sets ``imageID`` to the digest. Init
-containers run one at a time; what each operator container does is decided in ``workloads.py``.
-Pods that run a command to completion (``restartPolicy: Never``) get its exit code and output.
-"""
+"""The simulated kubelet: moves each pod one step per tick, the way ``kubectl get pods -w`` shows it."""
 
 from __future__ import annotations
 

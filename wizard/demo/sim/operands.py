@@ -1,12 +1,4 @@
-"""DaemonSets the simulated GPU Operator renders: their names and images, the common skeleton, and the driver's.
-
-Names, labels, container names, selectors and host paths follow the operator's assets
-(``assets/state-driver/0500_daemonset.yaml`` and friends, see the facts doc §2, §7, §8); images come
-from :func:`operand_image`, which applies the operator's ``ImagePath`` rule with the env fallback.
-As in the real manifests, only the driver manager (init) container sees the host's ``/``;
-``nvidia-driver-ctr`` does not, so host checks need a probe pod there as on a real cluster. The
-container toolkit, device plugin and validator DaemonSets are built in :mod:`wizard.demo.sim.runtime_operands`.
-"""
+"""DaemonSets the simulated GPU Operator renders: their names and images, the common skeleton, and the driver's."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
-"""The simulated GPU Operator's ClusterPolicy controller.
+"""The simulated GPU Operator's ClusterPolicy controller (``controllers/clusterpolicy_controller.go``).
 
-Reconciles the oldest ClusterPolicy the way ``controllers/clusterpolicy_controller.go`` does: GPU
-node labels (``addGPUStateLabels``), then the controller's init (the first GPU node's OS, and the
-kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
-container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
-(``operands.py``, ``runtime_operands.py``), then ``status`` with the operator's conditions and
-messages. The driver state cleans up as the operator's ``DaemonSet()`` does, not more: with the driver
-disabled it deletes only ``nvidia-driver-daemonset``, so per-kernel precompiled DaemonSets keep their pods
-(:func:`_deleted_by_operator`). Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
-cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug is reproduced on
-purpose. Names and images follow the demo's own reading of the operator
-(:mod:`wizard.demo.rules.operator_rules`), per release.
+The driver's OS tag comes from the *first* GPU node and is used cluster-wide, which gives mixed-OS clusters
+wrong images (issue #1622); that bug is reproduced on purpose.
 """
 
 from __future__ import annotations

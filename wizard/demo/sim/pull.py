@@ -1,15 +1,4 @@
-"""Image pulls of the simulated kubelet: which references resolve, to which digest, and the errors.
-
-Images on the scenario's catalog hosts resolve against ``registry.catalog`` or, when ``registry.url``
-is set, against a real OCI registry by ``HEAD /v2/<path>/manifests/<tag>`` (so a tag re-pushed after
-a pod pulled shows a different digest than the pod's ``imageID``). Without a real registry, an image
-under an organisation a catalog repository (or an operator image) belongs to (``nvcr.io/nvidia``) is
-pulled through the demo's own registry, so one it does not hold fails to pull (``ErrImagePull``, then
-``ImagePullBackOff``) exactly where the wizard's image check calls it missing; any other image is public
-and pullable unless the scenario is air-gapped (``registry.public: false``): then every image outside the catalog's
-hosts fails as unreachable, the operator's own images at nvcr.io included (NVIDIA publishes them; the nodes cannot
-reach them). Error messages are the ones containerd gives kubelet.
-"""
+"""Image pulls of the simulated kubelet: which references resolve, to which digest, and containerd's errors."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""The demo cluster's simulated world: nodes, the GPU Operator, kubelet and what runs in containers.
-
-The API server (``server.py``) stores objects; :class:`Simulation` seeds the scenario into that store
-and, on every :meth:`Simulation.tick`, runs one step of each controller: the GPU Operator
-(ClusterPolicy, NVIDIADriver, driver upgrades), Kubernetes' DaemonSet/Deployment controllers and
-garbage collector, and the kubelet (pulls, container starts, readiness). :meth:`Simulation.exec`
-and :meth:`Simulation.logs` answer ``kubectl exec`` and ``kubectl logs`` as the node would.
-
-A full tick costs O(cluster). When only objects no operator reads changed since the last one (a Job,
-the wizard's probe DaemonSet and its pods, bare pods: see ``changes.py``), a light tick runs just
-the Job controller, that DaemonSet's controller, the garbage collector for the owners that went and
-the kubelet for the pods that changed: a 5,000-node verification starts and deletes a probe pod per
-node, and each full tick would step ~30,000 pods.
-"""
+"""The demo cluster's simulated world: nodes, the GPU Operator, kubelet and what runs in containers."""
 
 from __future__ import annotations
 

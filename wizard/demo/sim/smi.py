@@ -1,11 +1,4 @@
-"""``nvidia-smi`` output for a simulated node, laid out exactly like the real tool.
-
-The default table reproduces the captured fixtures column for column (``../shared/fixtures/
-nvidia-smi``): the classic ``Driver Version:`` / ``CUDA Version:`` header before the 610 branch and
-``KMD Version:`` / ``CUDA UMD Version:`` from 610 on. Also ``--query-gpu=… --format=csv[,noheader]
-[,nounits]`` for the fields gpu-wizard reads (the driver version, and what names a GPU) and ``-q`` (a subset, for
-the support bundle); the real tool's other flags and fields are no command of gpu-wizard's nor the README's.
-"""
+"""``nvidia-smi`` output for a simulated node, laid out exactly like the real tool (``../shared/fixtures``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""What the operator's containers do on a simulated node: when they finish, wait, or fail, and why.
-
-The kubelet asks :func:`init_outcome` whether a running init container completes, keeps waiting
-or fails, and :func:`main_outcome` whether a running main container becomes ready or crashes. The
-rules follow the real components: ``k8s-driver-manager`` finds a working host driver and marks the
-node ``pre-installed``; ``nvidia-driver-ctr`` crashes on an image built for another OS or kernel;
-validations wait for the driver/toolkit on the node and fail where ``/run`` is ``noexec``.
-"""
+"""What the operator's containers do on a simulated node: when they finish, wait, or fail, and why."""
 
 from __future__ import annotations
 

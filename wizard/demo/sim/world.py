@@ -1,10 +1,4 @@
-"""What each simulated node currently has: host facts plus the operand pods running on it.
-
-A :class:`NodeView` joins a node's scenario spec (host driver, mounts, OS) with the state of the
-operator's pods on it (driver loaded, toolkit installed, validations passed). The kubelet uses it to
-decide when a waiting container may proceed, and the command interpreter to answer ``nvidia-smi``,
-``cat /run/nvidia/validations/driver-ready`` or ``grep BinaryName …`` like the real node would.
-"""
+"""What each simulated node currently has: host facts plus the operand pods running on it."""
 
 from __future__ import annotations
 
