@@ -88,11 +88,7 @@ def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
 
 
 async def serve_logs(request: web.Request, pod: dict[str, Any], runner: ExecRunner) -> web.StreamResponse:
-    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text.
-
-    No ``follow``: gpu-wizard reads the last lines (diagnosis, support bundle) and the README follows none;
-    ``kubectl logs -f`` prints the log so far and returns, as for a container that has stopped.
-    """
+    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text."""
     container = pick_container(pod, request.query.get("container"))
     state = _container_state(pod, container)
     meta = pod["metadata"]

@@ -183,11 +183,7 @@ def apply(
     subresource: str = "",
     split_status: bool = False,
 ) -> dict[str, Any]:
-    """Server-side apply of ``applied`` onto ``live`` (None: create); returns the merged object.
-
-    Raises the 409 conflict error when a field set to a different value is owned by another manager
-    and ``force`` is false; with ``force`` the applier takes those fields over.
-    """
+    """Server-side apply of ``applied`` onto ``live`` (None: create); returns the merged object."""
     scope = "status" if subresource == "status" else ""
     entries = _entries(live)
     mine_id = (manager, "Apply", subresource, "")

@@ -135,9 +135,7 @@ class Store:
     def create(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any]:
         """Store a new object; fills uid, creationTimestamp, resourceVersion, generation=1.
 
-        A missing ``name`` with a ``generateName`` gets a random suffix, as the API server does.
-        Raises StoreConflict if an object with that key exists. ``adopt``: as for :meth:`update` (the
-        simulated DaemonSet controller creates a probe pod per node this way, sharing its template).
+        Raises StoreConflict if the key exists; ``generateName`` and ``adopt`` work as on :meth:`update`.
         """
         new = {**obj, "metadata": dict(obj.get("metadata") or {})} if adopt else clone(obj)
         meta = new.setdefault("metadata", {})
@@ -164,15 +162,9 @@ class Store:
     ) -> dict[str, Any]:
         """Replace an object; bumps resourceVersion, generation+1 when spec changed, MODIFIED event.
 
-        ``expect_rv`` (the API's optimistic concurrency) raises StoreConflict when it is not the
-        stored version. Writing an identical object is a no-op, like on a real API server.
-        Raises StoreNotFound when the object does not exist.
-
-        ``adopt``: the caller hands ``obj`` over and never mutates any part of it again (parts of it
-        may be shared with stored objects, which nobody mutates). It is then stored without a deep
-        copy (only its top level and metadata, which the store fills in, are copied) and the stored
-        object itself is returned, read-only. The simulated kubelet writes every pod's status this
-        way: a deep copy of the whole pod per status step was most of the demo's CPU at 1,000 nodes.
+        Raises StoreConflict on a stale ``expect_rv``, StoreNotFound when it is gone; an identical write is a no-op.
+        ``adopt``: the caller never mutates ``obj`` again, so it is stored without a deep copy and returned
+        read-only (the kubelet writes every pod status so: deep copies were most of the CPU at 1,000 nodes).
         """
         new = {**obj, "metadata": dict(obj.get("metadata") or {})} if adopt else clone(obj)
         meta = new.setdefault("metadata", {})
@@ -215,8 +207,7 @@ class Store:
     ) -> dict[str, Any] | None:
         """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event.
 
-        ``copy=False``: the object returned is the one in the DELETED event, read-only (the garbage
-        collector reads only its uid; a deep copy of every pod it deletes cost more than the delete)."""
+        ``copy=False``: the object returned is the DELETED event's own, read-only."""
         key = (namespace or "", name)
         with self._lock:
             old = self._objects.get(resource, {}).pop(key, None)
@@ -284,12 +275,7 @@ class Store:
             self._sorted_stale.setdefault(resource, set()).add(key)
 
     def keys(self, resource: str) -> builtins.list[Key]:
-        """The sorted keys of a resource: a new list after creates or deletes (one handed out is never changed).
-
-        While a probe DaemonSet creates thousands of pods, every page of a pod list came after a create:
-        sorting 30,000 keys again for each took most of a page's time. The last sorted keys are kept and
-        only the keys created or deleted since are sorted in (the kept ones are one sorted run).
-        """
+        """The sorted keys of a resource: a new list after creates or deletes (one handed out is never changed)."""
         with self._lock:
             keys = self._sorted.get(resource)
             stale = self._sorted_stale.pop(resource, None)
@@ -312,11 +298,7 @@ class Store:
                     yield obj
 
     def encoded(self, resource: str, obj: dict[str, Any], type_meta: tuple[str, str] | None = None) -> bytes:
-        """The compact JSON of a stored object, serialised once per resourceVersion.
-
-        ``type_meta`` (apiVersion, kind) is filled in when the object lacks it, since clients such as
-        kubectl cannot decode an object without its kind.
-        """
+        """The compact JSON of a stored object, serialised once per resourceVersion."""
         key = object_key(obj)
         rv = obj["metadata"].get("resourceVersion", "")
         cache = self._encoded.setdefault(resource, {})
@@ -347,9 +329,8 @@ class Store:
     ) -> tuple[builtins.list[WatchEvent], Callable[[], None]]:
         """Register a listener (called in the writer's thread, under the store lock).
 
-        Returns the retained events newer than ``since`` (empty when None) and an unsubscribe function,
-        atomically so that no event falls between the backlog and the live stream. Raises StoreGone
-        when ``since`` is older than the retained history.
+        Returns, atomically, the retained events newer than ``since`` and an unsubscribe function;
+        raises StoreGone when ``since`` is older than the retained history.
         """
         with self._lock:
             backlog: builtins.list[WatchEvent] = []
@@ -377,10 +358,7 @@ class Store:
         not exist then). A real API server serves every page of a paged list from the first page's
         snapshot (etcd at that revision); this is how the demo does. Raises StoreGone when ``rv`` is older
         than the retained history (a real server's expired continue token).
-
-        The pages of one list ask for the same ``rv`` one after another: what was worked out for one page
-        is kept, and the next folds in only the changes made since (on a busy cluster, a list of 5,000
-        pods in pages scanned the whole history since its first page for every page)."""
+        """
         with self._lock:
             if rv < self._compacted_rv:
                 raise StoreGone(f"too old resource version: {rv} ({self._compacted_rv})")

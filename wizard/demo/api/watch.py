@@ -78,11 +78,7 @@ async def serve_watch(
     expiry_s: float,
     expire: Callable[[], bool] = lambda: True,
 ) -> web.StreamResponse:
-    """Stream watch events of one resource until the timeout, a disconnect or shutdown.
-
-    After ``expiry_s`` (when > 0) the watch ends with 410 Expired if ``expire()`` agrees (a fault
-    budget may be spent), else it carries on as if no expiry had been asked for.
-    """
+    """Stream watch events of one resource until the timeout, a disconnect or shutdown."""
     query = request.query
     rv_text = query.get("resourceVersion", "")
     timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)

@@ -113,10 +113,7 @@ def _validate(
     partial: bool = False,
     mode: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Prune and validate a custom resource; Strict turns unknown fields into a 400.
-
-    ``partial`` (an apply configuration) skips required-field checks: those apply to the merged object.
-    """
+    """Prune and validate a custom resource; Strict turns unknown fields into a 400."""
     rtype = target.rtype
     if rtype.schema is None:
         return obj, []

@@ -192,13 +192,7 @@ class WorkloadSpec(_Block):
 
 @dataclass(config=_CONFIG)
 class UpgradeSpec(_Block):
-    """A driver upgrade already under way when the demo starts (``upgrade-in-progress``).
-
-    Seeding runs the scenario's ClusterPolicy as given, then sets ``driver.version`` to ``to_version``
-    and lets the simulated upgrade controller walk each node listed in ``states`` until it reaches
-    its state (an ``upgrade-failed`` node fails on its own, e.g. its new image cannot be pulled).
-    Once the demo runs, every node goes on from there, ``state_seconds`` per state.
-    """
+    """A driver upgrade already under way when the demo starts (``upgrade-in-progress``)."""
 
     to_version: Str = ""
     states: dict[Str, Str] = field(default_factory=dict)
@@ -292,10 +286,7 @@ def _resolve_path(name_or_path: str) -> Path:
 
 
 def load_scenario(name_or_path: str) -> Scenario:
-    """Load, check and expand a scenario given by bundled name (``sle-micro-precompiled``) or path.
-
-    Raises ScenarioError with a message naming the file and the offending field.
-    """
+    """Load, check and expand a scenario given by bundled name (``sle-micro-precompiled``) or path."""
     path = _resolve_path(name_or_path)
     try:
         data = load_bounded(path, SCENARIO, ("yaml",))

@@ -65,12 +65,7 @@ class Kubelet:
         """Pod uid -> (when the kubelet first saw it bound (monotonic), (namespace, name)), until its sandbox starts."""
 
     def next_start(self) -> float | None:
-        """Seconds until the next waiting sandbox may start (None: none waits).
-
-        A pod waits here until its sandbox starts, it is deleted (:meth:`forget`) or its node is gone
-        (:meth:`forget_pods`), however long the simulation was busy: forgetting pods by their age left
-        probe pods Pending for good when a tick of thousands of pods took longer than that age.
-        """
+        """Seconds until the next waiting sandbox may start (None: none waits)."""
         if not self._bound:
             return None
         return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - time.monotonic())

@@ -140,11 +140,7 @@ def driver_daemonset(
     host_lib_modules: bool = False,
     pod_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete).
-
-    ``repo_config`` is mounted at ``repo_config_dir``; ``host_lib_modules`` adds the SUSE precompiled
-    ``lib-modules`` mount (the caller decides, per release and OS).
-    """
+    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete)."""
     manager = driver.get("manager") or {}
     env = {"KERNEL_MODULE_TYPE": str(driver.get("kernelModuleType") or "auto")}
     if precompiled:

@@ -122,12 +122,7 @@ def precompiled_pod(pod: dict[str, Any]) -> bool:
 
 
 def driver_refusal(pod: dict[str, Any], view: NodeView) -> str:
-    """Why this node's host refuses the driver container, as the real script meets it, or "".
-
-    An upstream driver resolves and installs the kernel's headers first (from the host, the
-    package repositories or the mirror ``driver.repoConfig`` mounts), then the installer refuses a GPU held by nouveau, then the kernel refuses
-    an unsigned module under Secure Boot; precompiled modules need no headers and are signed.
-    """
+    """Why this node's host refuses the driver container, as the real script meets it, or ""."""
     spec = view.spec
     precompiled = precompiled_pod(pod)
     mirror = any(v.get("name") == "repo-config" for v in pod["spec"].get("volumes") or [])  # driver.repoConfig

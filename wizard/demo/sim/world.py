@@ -293,9 +293,6 @@ _VIEW_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS})
 class NodeViews:
     """One node's view at a time (per exec, per pod a light tick steps), built again only when what
     :func:`build_views` reads of it changed: the node, the operand pods on it, the operand DaemonSets.
-
-    The inputs are stored objects, never mutated, so comparing them is mostly comparing identities.
-    A verification of 1,000 nodes built ~9,000 single-node views that were all alike per node.
     """
 
     def __init__(self, specs: dict[str, NodeSpec]) -> None:
