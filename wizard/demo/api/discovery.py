@@ -118,8 +118,6 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
 
-# -- OpenAPI v3 ----------------------------------------------------------------------------------
-
 _PATCH_TYPES = ("application/apply-patch+yaml", "application/merge-patch+json")
 _QUERY_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")
 

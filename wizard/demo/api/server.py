@@ -82,8 +82,6 @@ class ApiServer:
         if self.hub is not None:
             self.hub.closing.set()
 
-    # -- middlewares ------------------------------------------------------------------------------
-
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Serve loopback clients only, and only under a loopback Host name (no DNS rebinding)."""
@@ -116,8 +114,6 @@ class ApiServer:
         if request.path not in _PUBLIC and not (self.image_catalog is not None and request.path.startswith("/v2")):
             access.check_token(request.headers.get("Authorization"), self.token)
         return await handler(request)
-
-    # -- routing ----------------------------------------------------------------------------------
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         """Route one request by path."""

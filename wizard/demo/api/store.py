@@ -117,8 +117,6 @@ class Store:
         self._owned: dict[str, set[tuple[str, Key]]] = {}
         """Owner uid -> (resource, key) of the objects whose ownerReferences name it (the GC's lookup)."""
 
-    # -- reads used by the simulation (deep copies) ---------------------------------------------
-
     def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Deep copies of every object of a resource, optionally in one namespace, in key order."""
         with self._lock:
@@ -129,8 +127,6 @@ class Store:
         with self._lock:
             obj = self._objects.get(resource, {}).get((namespace or "", name))
             return clone(obj) if obj is not None else None
-
-    # -- writes ---------------------------------------------------------------------------------
 
     def create(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any]:
         """Store a new object; fills uid, creationTimestamp, resourceVersion, generation=1.
@@ -249,8 +245,6 @@ class Store:
                     if not self._owned[uid]:
                         del self._owned[uid]
 
-    # -- hot paths for the HTTP layer (no copies: callers must not mutate) ----------------------
-
     @property
     def lock(self) -> threading.RLock:
         """The store's (re-entrant) lock, to read several things consistently."""
@@ -321,8 +315,6 @@ class Store:
         if self._objects.get(resource, {}).get(key) is obj:
             cache[key] = (rv, data, spec, spec_data)
         return data
-
-    # -- watch ----------------------------------------------------------------------------------
 
     def subscribe(
         self, listener: Listener, since: int | None = None

@@ -79,9 +79,6 @@ def bundle_of(release: OperatorRelease | str) -> str:
         ) from None
 
 
-# -- OS tags -----------------------------------------------------------------------------------------
-
-
 def _go_atoi(text: str) -> int:
     """Go's ``strconv.Atoi`` (sign and decimal digits only), with its error text."""
     if not re.fullmatch(r"[+-]?\d+", text):
@@ -155,9 +152,6 @@ def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
     return PolicyOS(os_id, f"{os_id}{suffix}")
 
 
-# -- DaemonSet names ---------------------------------------------------------------------------------
-
-
 def sanitized_kernel(kernel: str) -> str:
     """``getSanitizedKernelVersion``: arch suffixes out, ``_`` to ``.``, one trailing ``.`` off, lower case."""
     text = _KERNEL_ARCH_RE.sub("", kernel).replace("_", ".")
@@ -201,9 +195,6 @@ def nvidiadriver_app_name(driver_type: str, os_tag: str, cr_uid: str, kernel: st
     if len(prefix) + 1 + len(digest) > _DNS_LABEL_MAX:
         prefix = prefix[: _DNS_LABEL_MAX - len(digest) - 1]
     return f"{prefix}-{digest}"
-
-
-# -- image paths -------------------------------------------------------------------------------------
 
 
 def image_path(repository: str, image: str, version: str, env_value: str = "", env_name: str = "") -> str:
@@ -263,9 +254,6 @@ def nvidiadriver_image(
     except ValueError as exc:
         raise RuleError(f"failed to parse driver image path: {exc}") from None
     return path
-
-
-# -- per-release mounts ------------------------------------------------------------------------------
 
 
 def repo_config_dirs(release: OperatorRelease) -> dict[str, str]:

@@ -96,8 +96,6 @@ class Kubelet:
         self._bound.pop(uid, None)
         return True
 
-    # -- which pulls this tick needs -------------------------------------------------------------
-
     def pull_targets(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """Containers of ``pod`` that attempt an image pull on this tick."""
         status = pod.get("status") or {}
@@ -142,8 +140,6 @@ class Kubelet:
         if _always_pull(container):
             return ""
         return self.image_cache.get(node, {}).get(str(container.get("image", "")), "")
-
-    # -- one step ---------------------------------------------------------------------------------
 
     def step(
         self,

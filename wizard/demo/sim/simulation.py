@@ -109,8 +109,6 @@ class Simulation:
             found = self._eligible[key] = placement.eligible_nodes(ds, nodes)
         return found
 
-    # -- seeding ----------------------------------------------------------------------------------
-
     def seed(self) -> None:
         """Put the scenario's nodes, namespaces, operator and existing ClusterPolicy into the store; bring up what
         already ran before the demo started (and an upgrade stopped midway)."""
@@ -142,8 +140,6 @@ class Simulation:
         self.upgrades.hold = dict(states)
         self._seed_rounds()
         self.upgrades.release(state_seconds)
-
-    # -- ticking ----------------------------------------------------------------------------------
 
     async def tick(self) -> bool:
         """One step of operator reconcile and kubelet progress; True while something changed."""
@@ -288,8 +284,6 @@ class Simulation:
         nodes = read(self.store, "nodes")
         views = self._all_views(nodes)
         controllers.node_agents(writer, nodes, views)
-
-    # -- exec and logs ----------------------------------------------------------------------------
 
     def _context(self, namespace: str, pod_name: str) -> tuple[dict[str, Any], NodeView] | None:
         # The stored objects themselves (exec and the node commands only read them): a deep copy of the pod
