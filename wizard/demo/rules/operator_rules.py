@@ -95,21 +95,25 @@ def _rhel_major(version: str) -> int:
     return _go_atoi(head)
 
 
-def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
-    """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
+def _os_version(os_id: str, version: str, release: OperatorRelease, parse_error: str) -> str:
+    """The ``VERSION_ID`` part of an OS tag: the major alone where the release drops the minor, else all of it."""
     head = version.split(".")[0]
     rules = release.rules
-    suffix = version  # nodePool.getOS() before v26.3: ID + VERSION_ID, always
     if os_id in rules.major_only:
-        suffix = head
-    elif os_id in rules.major_only_from:
+        return head
+    if os_id in rules.major_only_from:
         try:
             major = _rhel_major(version)
         except RuleError as exc:
-            raise RuleError(f"failed to parse os version: {exc}") from None
+            raise RuleError(f"{parse_error}: {exc}") from None
         if major >= rules.major_only_from[os_id]:
-            suffix = head
-    return f"{os_id}{suffix}"
+            return head
+    return version
+
+
+def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
+    """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
+    return f"{os_id}{_os_version(os_id, version, release, 'failed to parse os version')}"
 
 
 @dataclass(frozen=True)
@@ -136,17 +140,7 @@ def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
         raise RuleError(f"unable to retrieve OS name from label {LABEL_OS_ID}")
     if version is None:
         raise RuleError(f"unable to retrieve OS version from label {LABEL_OS_VERSION}")
-    head = version.split(".")[0]
-    suffix = version
-    if os_id in rules.major_only:
-        suffix = head
-    elif os_id in rules.major_only_from:
-        try:
-            major = _rhel_major(version)
-        except RuleError as exc:
-            raise RuleError(f"error processing OS major version {version.split('.')[0].strip()}: {exc}") from None
-        if major >= rules.major_only_from[os_id]:
-            suffix = head
+    suffix = _os_version(os_id, version, release, f"error processing OS major version {version.split('.')[0].strip()}")
     if not os_id:
         raise RuleError(f'GPU node OS info is empty: release="", tag="{suffix}"')
     return PolicyOS(os_id, f"{os_id}{suffix}")
