@@ -21,28 +21,18 @@ class ReleaseDataError(ValueError):
 
 @dataclass(frozen=True)
 class ReleaseData:
-    """What the simulated operator does differently at one release."""
+    """What the simulated operator does differently at one release (the keys: ``wizard.release_file.ReleaseRules``)."""
 
     bundle: str
-    """The folder under ``assets/operator/``."""
     major_only: frozenset[str]
-    """``osTag.majorOnly``: IDs whose OS tag keeps only the VERSION_ID major."""
     major_only_from: dict[str, int]
-    """``osTag.majorOnlyFrom``: ID -> first major that keeps only the major (the major parsed as a number)."""
     repo_config_dirs: dict[str, str]
-    """``repoConfigDirs``: RepoConfigPathMap."""
     gpu_node_os_info: bool
-    """``gpuNodeOSInfo``: the ClusterPolicy reads the first GPU node's NFD labels (else kernelFullVersion)."""
     lib_modules_ids: frozenset[str]
-    """``libModulesMountIDs``: IDs whose precompiled ClusterPolicy driver gets host ``/lib/modules``."""
     owner_label: bool
-    """``nvidiaDriverOwnerLabel``: NVIDIADriver pools select on the owner label the operator sets."""
     pool_selects_major: bool
-    """``poolSelectsVersionMajor``: a pool whose tag drops the minor selects on ``VERSION_ID.major``."""
     crd_switch: bool
-    """``nvidiaDriverCRDSwitch``: the NVIDIADriver controller stops while ``useNvidiaDriverCRD`` is false."""
     images: tuple[str, ...] = ()
-    """``images``: every image reference the release's chart names (what NVIDIA's registries publish for it)."""
 
 
 def _key(name: str) -> tuple[int, int, int] | None:
