@@ -45,7 +45,6 @@ def is_denied(
 
 
 def request_verb(method: str, has_name: bool, watch: bool) -> str:
-    """The RBAC verb of an HTTP request."""
     if method in ("GET", "HEAD"):
         if watch:
             return "watch"

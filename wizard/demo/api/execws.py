@@ -80,7 +80,6 @@ def _tail(text: str, request: web.Request) -> str:
 
 
 def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
-    """The stored pod or a 404."""
     pod: dict[str, Any] | None = store_lookup("pods", name, namespace)
     if pod is None:
         raise not_found("pods", "", name)

@@ -116,7 +116,6 @@ class ApiServer:
         return await handler(request)
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        """Route one request by path."""
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         if parts[:1] == ["v2"] and self.image_catalog is not None:

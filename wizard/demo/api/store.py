@@ -247,16 +247,14 @@ class Store:
 
     @property
     def lock(self) -> threading.RLock:
-        """The store's (re-entrant) lock, to read several things consistently."""
+        """The store's lock, to read several things consistently."""
         return self._lock
 
     @property
     def resource_version(self) -> int:
-        """The newest resourceVersion handed out."""
         return self._rv
 
     def resources(self) -> builtins.list[str]:
-        """The resource plurals that have ever held an object."""
         with self._lock:
             return list(self._objects)
 

@@ -229,7 +229,6 @@ def table(
     include: str = "Metadata",
     with_columns: bool = True,
 ) -> Obj:
-    """A ``meta.k8s.io/v1`` Table of ``objects``."""
     columns, row = printer_for(rtype)
     rows = []
     for obj in objects:

@@ -70,7 +70,6 @@ def make_certificate(folder: Path, days: int = 30) -> tuple[Path, Path]:
 
 
 def server_context(cert: Path, key: Path) -> ssl.SSLContext:
-    """The server-side TLS context."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     # One TLS 1.3 session ticket per connection, as a Kubernetes API server (Go's crypto/tls) sends: a

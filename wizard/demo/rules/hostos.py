@@ -97,7 +97,6 @@ class Mount:
 
     @property
     def writable(self) -> bool:
-        """Mounted read-write."""
         return self.options.split(",", 1)[0] == "rw"
 
     @property

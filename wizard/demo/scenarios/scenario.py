@@ -93,7 +93,6 @@ class NodeSpec(_Block):
 
     @property
     def gpu(self) -> bool:
-        """Whether the node carries NVIDIA GPUs."""
         return bool(self.gpu_product) and self.gpu_count > 0
 
     @property

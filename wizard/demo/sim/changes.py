@@ -148,7 +148,6 @@ class Changes:
         return self._owner[1]
 
     def pending(self) -> bool:
-        """Whether a light tick has anything to do."""
         return bool(self.pods or self.daemonsets or self.jobs or self.gone)
 
     def clear(self) -> None:

@@ -109,7 +109,6 @@ def _image_os(ctx: Ctx) -> tuple[str, str]:
 
 
 def read_file(ctx: Ctx, path: str) -> str | None:
-    """File content in this context, or None."""
     host = host_path(ctx, path)
     if host is not None:
         return host_files(ctx.view).get(host)
@@ -123,7 +122,6 @@ def read_file(ctx: Ctx, path: str) -> str | None:
 
 
 def is_dir(ctx: Ctx, path: str) -> bool:
-    """Whether ``path`` is a directory in this context."""
     host = host_path(ctx, path)
     if host is not None:
         return host in host_dirs(ctx.view)

@@ -76,7 +76,6 @@ class Kubelet:
         return [key for seen, key in self._bound.values() if now_ - seen >= self.start_latency]
 
     def forget(self, uid: str) -> None:
-        """A pod was deleted: its sandbox will never start."""
         self._bound.pop(uid, None)
 
     def forget_pods(self, keys: set[tuple[str, str]]) -> None:

@@ -63,7 +63,6 @@ def host_path_volume(name: str, path: str, kind: str = "") -> dict[str, Any]:
 
 
 def env_list(pairs: dict[str, str]) -> list[dict[str, Any]]:
-    """A container's ``env`` from name -> value pairs."""
     return [{"name": k, "value": v} for k, v in pairs.items()]
 
 

@@ -142,7 +142,6 @@ class Writer:
         return stored
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> None:
-        """Delete an object if it exists."""
         if self.store.delete(resource, name, namespace, copy=False) is not None:
             self.changed = True
 

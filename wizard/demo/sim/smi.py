@@ -93,12 +93,10 @@ def _gpus(node: str, product: str, count: int, mig_profile: str, mig_per_gpu: in
 
 
 def gpus_of(spec: NodeSpec) -> list[Gpu]:
-    """The GPUs of a scenario node, MIG devices included."""
     return gpus_for(spec.name, spec.gpu_product, spec.gpu_count, spec.mig_profile, spec.mig_per_gpu)
 
 
 def cuda_of(version: str) -> str:
-    """The CUDA version a driver reports."""
     return CUDA.get(version.split(".", 1)[0], "13.0")
 
 

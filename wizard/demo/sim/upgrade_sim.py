@@ -188,7 +188,6 @@ def _daemon_pod(pod: dict[str, Any]) -> bool:
 
 
 def pods_by_node(store: Any) -> dict[str, list[dict[str, Any]]]:
-    """Every bound pod by its node."""
     out: dict[str, list[dict[str, Any]]] = {}
     for pod in read(store, "pods"):
         node = (pod.get("spec") or {}).get("nodeName")

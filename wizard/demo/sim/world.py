@@ -65,7 +65,6 @@ def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def is_running(cs: dict[str, Any]) -> bool:
-    """The container is running now."""
     return "running" in (cs.get("state") or {})
 
 
@@ -76,7 +75,6 @@ def completed(cs: dict[str, Any]) -> bool:
 
 
 def pod_ready(pod: dict[str, Any] | None) -> bool:
-    """The pod's Ready condition is True."""
     if pod is None:
         return False
     conds = (pod.get("status") or {}).get("conditions") or []
@@ -129,7 +127,6 @@ class NodeView:
 
     @property
     def runtime_layout(self) -> RuntimeLayout:
-        """Where this node's distribution keeps containerd."""
         spec = self.spec
         return layout(spec.runtime_flavour or flavour_of(spec.runtime, spec.kubelet_version), spec.runtime)
 
@@ -317,5 +314,4 @@ class NodeViews:
         return view
 
     def forget(self, node: str) -> None:
-        """The node is gone."""
         self._views.pop(node, None)
