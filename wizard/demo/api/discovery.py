@@ -14,8 +14,7 @@ KUBE_VERSION = {"major": "1", "minor": "33", "patch": "4"}
 
 
 def version_info() -> dict[str, Any]:
-    """``/version``: a v1.33 server whose build strings name the gpu-wizard demo, for people reading
-    ``kubectl version``. No client decides anything from them: the demo is known by its kubeconfig's marker."""
+    """``/version``: a v1.33 server whose build strings name the demo, for people (no client reads them)."""
     git_version = f"v{KUBE_VERSION['major']}.{KUBE_VERSION['minor']}.{KUBE_VERSION['patch']}+gpu-wizard-demo"
     info: dict[str, Any] = {
         "major": KUBE_VERSION["major"],

@@ -344,11 +344,9 @@ class Store:
         return backlog, unsubscribe
 
     def as_of(self, resource: str, rv: int) -> dict[Key, dict[str, Any] | None]:
-        """What changed in ``resource`` after ``rv``: each such key's object as it was at ``rv`` (None: it did
-        not exist then). A real API server serves every page of a paged list from the first page's
-        snapshot (etcd at that revision); this is how the demo does. Raises StoreGone when ``rv`` is older
-        than the retained history (a real server's expired continue token).
-        """
+        """What changed in ``resource`` after ``rv``: each such key's object as it was then (None: absent).
+
+        Every page of a paged list is served from this snapshot; raises StoreGone when ``rv`` is too old."""
         with self._lock:
             if rv < self._compacted_rv:
                 raise StoreGone(f"too old resource version: {rv} ({self._compacted_rv})")

@@ -193,9 +193,9 @@ class Changes:
         self.full = True
 
     async def run_controllers(self, writer: Writer, eligible: Eligible) -> tuple[bool, float | None]:
-        """A light tick's controllers: the Job controller (when a Job changed or one's time came), each
-        touched plain DaemonSet's, the garbage collector for the owners that went away. Returns whether
-        the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
+        """A light tick's Job, plain-DaemonSet and garbage collection controllers for what changed.
+
+        Returns whether the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
         store = writer.store
         jobs_ran, due = self.jobs, None
         if self.jobs:

@@ -78,9 +78,8 @@ def reconcile_daemonset(
 def daemonset_sync(
     writer: Writer, ds: dict[str, Any], owned: list[dict[str, Any]], eligible: frozenset[str]
 ) -> Iterator[None]:
-    """:func:`reconcile_daemonset`, yielding after each pod it creates: a caller on the API server's loop
-    pauses there (a sync of hundreds of pods held it long enough to stall the server). Whatever was written during a pause, the status is
-    written only while the DaemonSet is still the object this sync read (a newer one brings it back)."""
+    """:func:`reconcile_daemonset`, yielding after each pod it creates so that a caller on the server's loop can
+    pause; the status is written only while the DaemonSet is still the object this sync read."""
     store = writer.store
     meta = ds["metadata"]
     namespace = meta.get("namespace", "default")

@@ -205,10 +205,8 @@ class Simulation:
         return keys, requests
 
     async def _light_tick(self) -> bool:
-        """The Job controller, the touched plain DaemonSets' controller, the garbage collector for the owners
-        that went away, then the kubelet for the touched plain pods (their own writes bring them back until
-        they are stable). What this tick writes is sorted again by the listener: a write only a full tick
-        handles makes the next tick a full one."""
+        """:meth:`Changes.run_controllers`, then the kubelet for the touched plain pods; what this tick writes
+        is sorted again by the listener (a write only a full tick handles makes the next tick a full one)."""
         changes = self.changes
         writer = Writer(self.store)
         jobs_ran, due = await changes.run_controllers(writer, self._eligible_nodes)
@@ -260,9 +258,8 @@ class Simulation:
         keys: dict[str, dict[str, PullKey]],
         results: dict[PullKey, PullResult],
     ) -> None:
-        """Step every bound pod, except one already steady: its last step wrote nothing, and neither the pod
-        (the same stored object) nor anything its step reads (its node's view, its volumes, the operator's
-        release) changed since; a pod waiting for an image pull or its sandbox's start is always stepped."""
+        """Step every bound pod but a steady one (its last step wrote nothing and nothing it reads changed since);
+        a pod waiting for an image pull or its sandbox's start is always stepped."""
         configmaps = self._configmaps()
         release = self._release
         for pod in pods:
