@@ -111,10 +111,8 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
         after: Key | None = None
         token = query.get("continue")
         if token:
-            # Every page of one list shows the first page's snapshot, as a real server's do (etcd at the
-            # first page's revision): an object changed since shows as it was then, one created since
-            # not at all, one deleted since still. A client that pages and then watches from the list's
-            # resourceVersion misses nothing that way; served from the live state it would.
+            # Every page shows the first page's snapshot, as a real server's do: a client that pages and
+            # then watches from the list's resourceVersion misses nothing (from the live state it would).
             rv, after = _decode_continue(token)
             try:
                 then = store.as_of(rtype.plural, rv)

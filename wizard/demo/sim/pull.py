@@ -129,11 +129,8 @@ class Puller:
             if repo not in spec.catalog:
                 self._published.add(repo)
             self.catalog.setdefault(repo, {}).setdefault(tag, fake_digest(full))
-        # Without a real registry the demo's own /v2/ answers for the catalog's repositories (the kubeconfig
-        # names it their mirror): under an organisation the catalog speaks for (``nvcr.io/nvidia``, where the
-        # operator's own images are published; ``docker.io/alaudadockerhub``) a tag it does not hold fails
-        # as on a real node, rather than coming from a "public" registry regardless. Other organisations on
-        # the same host (``docker.io/library/busybox``) stay public.
+        # Without a real registry the demo's own /v2/ answers for the catalog's organisations, so a tag it
+        # does not hold fails as on a real node (assets/scenarios/README.md, "registry").
         self.orgs = set() if spec.url else {_org(repo) for repo in self.catalog}
 
     def needs_http(self, reference: str) -> bool:
