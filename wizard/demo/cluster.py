@@ -1,11 +1,4 @@
-"""The demo cluster in a coroutine (:class:`DemoCluster`): store, simulation, API server and kubeconfig.
-
-A demo cluster is the store, the simulated operator/kubelet and the API server on a loopback port,
-plus a kubeconfig (context ``gpu-wizard-demo``) for kubectl and the wizard. The simulation advances
-after every write (and once at start): ``sim.tick()`` repeats, ``step_delay`` seconds apart, until it
-reports nothing changed; :meth:`DemoCluster.settle` waits for that. :mod:`wizard.demo.serve` runs one
-on a thread of its own or in the foreground.
-"""
+"""The demo cluster in a coroutine (:class:`DemoCluster`): store, simulation, API server and kubeconfig."""
 
 from __future__ import annotations
 
@@ -58,22 +51,13 @@ def _simulation(scenario: Scenario, store: Store) -> Simulation:
 def _freeze_survivors() -> None:
     """Take what survived the simulation's last burst of work out of the cyclic collector's sight.
 
-    The store holds the world as JSON-like dicts and lists: no cycles, freed by reference counting when
-    an object is replaced. The collector's full passes still walked all of it, a sixth of a verification's
-    server CPU at 1,000 nodes and growing with the nodes (docs/benchmarks.md, "Costs behind the code"). Only
-    for a process that serves the demo alone: young cycles are collected first, and a cycle still
-    alive now (an open connection) stays uncollected if it dies later, a bounded cost next to that.
-    """
+    Only for a process that serves the demo alone (docs/benchmarks.md, "Costs behind the code")."""
     gc.collect(1)
     gc.freeze()
 
 
 class DemoCluster:
-    """A running demo cluster, as an async context manager.
-
-    ``tls`` (default on) serves https with an ephemeral certificate,
-    which kubectl needs to send the token at all; ``ca_path`` is then that certificate.
-    """
+    """A running demo cluster, as an async context manager."""
 
     def __init__(
         self,
@@ -207,13 +191,7 @@ class DemoCluster:
         return options
 
     def _registry_mirrors(self) -> dict[str, str]:
-        """Where this cluster's kubelet pulls each registry's images from ({}: the simulation has no image catalog).
-
-        A scenario that names a real registry (on loopback) mirrors its catalog hosts there (itself
-        included, so that a plain-http registry is known as one); otherwise
-        this API server answers for every registry the simulated world knows under ``/v2/<host>/…``,
-        sources included: the demo never sends a trainee's checks to a real registry.
-        """
+        """Where this cluster's kubelet pulls each registry's images from ({}: the simulation has no image catalog)."""
         url = self.scenario.registry.url.rstrip("/")
         hosts = set(self.scenario.registry.catalog_hosts())
         if url:

@@ -1,8 +1,4 @@
-"""``gpu-wizard demo serve``: the demo cluster in the foreground until Ctrl-C, with a banner saying how to reach it.
-
-The cluster itself (store, simulation, API server, kubeconfig) is :class:`wizard.demo.cluster.DemoCluster`,
-which runs in a coroutine (the tests' thread harness is ``tests/helpers/demo_thread.py``).
-"""
+"""``gpu-wizard demo serve``: the demo cluster in the foreground until Ctrl-C, with a banner saying how to reach it."""
 
 from __future__ import annotations
 
@@ -112,12 +108,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 def _server_loop() -> Callable[[], asyncio.AbstractEventLoop]:
-    """The standalone server's event loop: uvloop's where it is installed (not on Windows).
-
-    Every exec is a TLS connection of its own, so a verification of 5,000 nodes is 5,000 TLS handshakes
-    and websockets on this one loop, beside the simulation: uvloop's transports and TLS cost about a
-    tenth less of the server's CPU than asyncio's pure-Python TLS. The in-process demo (tests, ``--demo``)
-    keeps asyncio's loop, the one its host process runs."""
+    """The standalone server's event loop: uvloop's where it is installed (not on Windows)."""
     try:
         import uvloop
     except ImportError:

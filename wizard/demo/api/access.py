@@ -1,10 +1,4 @@
-"""Authentication and authorisation of the demo API: one bearer token, and RBAC from the scenario's deny table.
-
-Everything is allowed except what ``scenario.rbac_deny`` lists (``{"verb": "patch", "resource":
-"clusterpolicies", "group": "nvidia.com"}``; ``*`` and a missing key match anything). Denied requests
-get the Forbidden text of a real API server, and ``SelfSubjectAccessReview`` answers the same way, so
-a preflight that asks first and a call that just tries agree.
-"""
+"""Authentication and authorisation of the demo API: one bearer token, RBAC from the scenario's deny table."""
 
 from __future__ import annotations
 
@@ -51,7 +45,6 @@ def is_denied(
 
 
 def request_verb(method: str, has_name: bool, watch: bool) -> str:
-    """The RBAC verb of an HTTP request."""
     if method in ("GET", "HEAD"):
         if watch:
             return "watch"

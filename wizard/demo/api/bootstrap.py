@@ -1,11 +1,4 @@
-"""What a fresh demo cluster needs before it serves: the operator's real CRDs, and a kubeconfig to reach it.
-
-The CRDs come from the operator release bundle the scenario names (``wizard.bundled.operator_crd``),
-stored Established as the API server would report them. The kubeconfig names cluster, user and context
-``gpu-wizard-demo`` and carries the bearer token, so it is written readable by its owner only. Its
-cluster carries the demo's marker (:data:`DEMO_EXTENSION`): the only way a client learns that it talks
-to the simulated cluster, and which registry mirrors its kubelet pulls through.
-"""
+"""What a fresh demo cluster needs before it serves: the operator's real CRDs, and a kubeconfig to reach it."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Discovery documents of the demo API: ``/version``, ``/api``, ``/apis``, resource lists and OpenAPI v3.
-
-kubectl builds its REST mapping from these; ``kubectl apply`` additionally reads ``/openapi/v3`` to
-learn that the server validates fields itself (a PATCH operation with a ``fieldValidation`` parameter)
-and to explain custom resources.
-"""
+"""Discovery documents of the demo API: ``/version``, ``/api``, ``/apis``, resource lists and OpenAPI v3."""
 
 from __future__ import annotations
 
@@ -19,8 +14,7 @@ KUBE_VERSION = {"major": "1", "minor": "33", "patch": "4"}
 
 
 def version_info() -> dict[str, Any]:
-    """``/version``: a v1.33 server whose build strings name the gpu-wizard demo, for people reading
-    ``kubectl version``. No client decides anything from them: the demo is known by its kubeconfig's marker."""
+    """``/version``: a v1.33 server whose build strings name the demo, for people (no client reads them)."""
     git_version = f"v{KUBE_VERSION['major']}.{KUBE_VERSION['minor']}.{KUBE_VERSION['patch']}+gpu-wizard-demo"
     info: dict[str, Any] = {
         "major": KUBE_VERSION["major"],
@@ -122,8 +116,6 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
     group_version = f"{group}/{version}" if group else version
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
 
-
-# -- OpenAPI v3 ----------------------------------------------------------------------------------
 
 _PATCH_TYPES = ("application/apply-patch+yaml", "application/merge-patch+json")
 _QUERY_PARAMS = ("dryRun", "fieldManager", "fieldValidation", "force", "pretty")

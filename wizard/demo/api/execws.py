@@ -1,10 +1,4 @@
-"""``pods/exec`` over websocket (``v5.channel.k8s.io``/``v4.channel.k8s.io``) and ``pods/log``.
-
-Frames are binary, byte 0 the channel: 1 stdout, 2 stderr, 3 status (a ``metav1.Status``). No stdin: neither
-gpu-wizard nor the README's ``kubectl exec`` sends any, and the simulated commands read none. The command runs in the simulation
-(``sim.exec``); the server only does what the API server and kubelet do around it: find the pod and
-container, refuse what a real cluster refuses, frame the output and report the exit code.
-"""
+"""``pods/exec`` over websocket (``v5``/``v4.channel.k8s.io``, no stdin) and ``pods/log``."""
 
 from __future__ import annotations
 
@@ -86,7 +80,6 @@ def _tail(text: str, request: web.Request) -> str:
 
 
 def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
-    """The stored pod or a 404."""
     pod: dict[str, Any] | None = store_lookup("pods", name, namespace)
     if pod is None:
         raise not_found("pods", "", name)
@@ -94,11 +87,7 @@ def find_pod(store_lookup: Any, namespace: str, name: str) -> dict[str, Any]:
 
 
 async def serve_logs(request: web.Request, pod: dict[str, Any], runner: ExecRunner) -> web.StreamResponse:
-    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text.
-
-    No ``follow``: gpu-wizard reads the last lines (diagnosis, support bundle) and the README follows none;
-    ``kubectl logs -f`` prints the log so far and returns, as for a container that has stopped.
-    """
+    """``GET .../pods/<name>/log?container=&tailLines=&previous=``: the container's log as text."""
     container = pick_container(pod, request.query.get("container"))
     state = _container_state(pod, container)
     meta = pod["metadata"]

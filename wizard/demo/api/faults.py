@@ -1,13 +1,4 @@
-"""Injected failures of the demo API: latency, error responses, dropped connections, watch expiry, silent watches,
-exec failures.
-
-:class:`Faults` starts from a scenario's ``FaultSpec`` and stays mutable while the server runs, so a test
-can write ``cluster.faults.error_rate = 1.0`` (optionally ``cluster.faults.only = ["/apis/nvidia.com"]``,
-``methods = ["PATCH"]``) and the next request sees it. ``budget = N`` makes a fault transient: the
-first N injections happen, then requests are served normally. Every injection is counted in
-``injected`` (by kind), so a fault test can say how many faults the client survived. Randomness
-comes from one seeded ``random.Random``: a given seed and request sequence fail the same way every run.
-"""
+"""Injected failures of the demo API (latency, errors, drops, watch expiry, silent watches, exec failures)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The resource types the demo API serves: built-in ones plus those the stored CRDs define.
-
-One :class:`ResourceType` per ``group/version/plural`` carries everything discovery, routing, tables and
-validation need. Custom resources come and go with the ``customresourcedefinitions`` in the store,
-exactly as on a real cluster.
-"""
+"""The resource types the demo API serves: built-in ones plus those the stored CRDs define."""
 
 from __future__ import annotations
 
@@ -35,12 +30,10 @@ class ResourceType:
 
     @property
     def api_version(self) -> str:
-        """``group/version``, or ``v1`` for the core group."""
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
     def list_kind(self) -> str:
-        """The kind of a list of these objects."""
         return f"{self.kind}List"
 
     @property
@@ -50,7 +43,6 @@ class ResourceType:
 
     @property
     def is_custom(self) -> bool:
-        """Whether a CRD defines this type."""
         return self.schema is not None
 
 
@@ -127,7 +119,6 @@ class Registry:
         self._custom: list[ResourceType] = []
 
     def custom(self) -> list[ResourceType]:
-        """The custom resource types of the CRDs now stored."""
         crds = list(self._store.iter_objects("customresourcedefinitions"))
         stamp = tuple(c["metadata"]["resourceVersion"] for c in crds)
         if stamp != self._seen_rv:
@@ -136,7 +127,6 @@ class Registry:
         return self._custom
 
     def all(self) -> list[ResourceType]:
-        """Every served type, built-in first."""
         return [*BUILTINS, *self.custom()]
 
     def find(self, group: str, version: str, plural: str) -> ResourceType | None:

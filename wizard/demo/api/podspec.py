@@ -1,10 +1,7 @@
 """The API server's own validation of pod specs inside built-in objects, where it differs from a schema.
 
-A real kube-apiserver rejects a node affinity whose `matchFields` requirement (the only field is
-`metadata.name`) lists more than one value for `In`/`NotIn`
-(`ValidateNodeFieldSelectorRequirement`, k8s.io/kubernetes pkg/apis/core/validation): a pod or
-template must name each node in a term of its own. The demo once accepted a list, and the wizard's host
-probe relied on it; the real-cluster lane found it (docs/real-cluster.md).
+A real kube-apiserver rejects a ``matchFields`` requirement listing more than one value for ``In``/``NotIn``; the
+demo once accepted it and the wizard's host probe relied on it, until the real-cluster lane found it.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""Decoding the few protobuf request bodies kubectl sends to a built-in API (``application/vnd.kubernetes.protobuf``).
-
-kubectl's typed clients (``kubectl create namespace|configmap|secret``, ``kubectl auth can-i``) send
-protobuf and have no JSON fallback, so the demo reads the Kubernetes envelope (``k8s\\x00`` +
-``runtime.Unknown``) and the messages of those kinds, after ``k8s.io/api``'s ``generated.proto``.
-Responses stay JSON, which these clients accept.
-"""
+"""Decoding the protobuf request bodies kubectl's typed clients send to a built-in API (they have no JSON)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Read paths of the demo API: single GET, paged LIST (plain or Table), and the request/response plumbing they share.
-
-Lists are the hot path of the ``large`` scenario (thousands of nodes): they walk the store's sorted
-keys without copying and splice each object's cached JSON bytes into the response.
-"""
+"""Read paths of the demo API: single GET, paged LIST (plain or Table), and the plumbing they share."""
 
 from __future__ import annotations
 
@@ -115,10 +111,8 @@ def list_objects(store: Store, request: web.Request, target: Target) -> web.Resp
         after: Key | None = None
         token = query.get("continue")
         if token:
-            # Every page of one list shows the first page's snapshot, as a real server's do (etcd at the
-            # first page's revision): an object changed since shows as it was then, one created since
-            # not at all, one deleted since still. A client that pages and then watches from the list's
-            # resourceVersion misses nothing that way; served from the live state it would.
+            # Every page shows the first page's snapshot, as a real server's do: a client that pages and
+            # then watches from the list's resourceVersion misses nothing (from the live state it would).
             rv, after = _decode_continue(token)
             try:
                 then = store.as_of(rtype.plural, rv)

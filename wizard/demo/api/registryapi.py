@@ -1,12 +1,4 @@
-"""The demo cluster's image registry: a read-only OCI distribution API over the scenario's catalog.
-
-A real cluster pulls from real registries; the demo's simulated kubelet resolves tags against the
-scenario catalog. Serving that same catalog over the distribution API (``/v2/``) lets the wizard
-check tags and digests in the demo exactly as it does live — a missing tuple really is missing and
-a pod's ``imageID`` really is compared with the registry's digest. Repositories are namespaced by
-their registry host, the way a pull-through cache is (``/v2/registry.example.com/mlops/nvidia-driver``),
-so one endpoint stands in for every catalog host; the kubeconfig the demo writes names it as their mirror.
-"""
+"""The demo cluster's image registry: a read-only OCI distribution API (``/v2/<host>/<path>``) over the catalog."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""Structural-schema checks for custom resources, as the API server runs them against a CRD's schema.
-
-:func:`check_object` prunes fields the schema does not declare (reporting them, for
-``fieldValidation=Strict|Warn``) and collects validation errors (type, required, enum, pattern) as
-``StatusCause`` dicts with the field path, like ``spec.driver.version: Required value``.
-"""
+"""Structural-schema checks for custom resources, as the API server runs them against a CRD's schema."""
 
 from __future__ import annotations
 
@@ -129,14 +124,7 @@ class _Walker:
 
 
 def check_object(obj: dict[str, Any], schema: dict[str, Any], *, defaults: bool = True) -> SchemaReport:
-    """Prune, default and validate a custom resource against its CRD's ``openAPIV3Schema``.
-
-    ``apiVersion``, ``kind`` and ``metadata`` are the API server's business and pass untouched. Defaults
-    (``default:`` of an absent property whose parent is present) are filled in as a real API server does
-    before validating, so a required field with a default is never missing; an apply configuration is
-    checked without them (``defaults=False``): the server defaults the merged object, and the applier
-    does not own what it did not send.
-    """
+    """Prune, default and validate a custom resource against its CRD's ``openAPIV3Schema``."""
     report = SchemaReport(obj={})
     walker = _Walker(report, defaults)
     props: dict[str, Any] = schema.get("properties") or {}

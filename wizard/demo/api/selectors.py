@@ -1,9 +1,4 @@
-"""Label and field selectors, parsed with the grammar of ``k8s.io/apimachinery`` and matched against dicts.
-
-Label selectors: ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``, ``a notin (x)``, ``a``, ``!a``, joined by
-commas. Field selectors: ``path=value``, ``path==value``, ``path!=value`` on any dotted field
-(``spec.nodeName``, ``metadata.name``, ``status.phase``...), joined by commas.
-"""
+"""Label and field selectors, parsed with the grammar of ``k8s.io/apimachinery`` and matched against dicts."""
 
 from __future__ import annotations
 

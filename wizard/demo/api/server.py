@@ -1,11 +1,4 @@
-"""The demo cluster's Kubernetes API server: an aiohttp application speaking the Kubernetes REST contract.
-
-It routes ``/api``, ``/apis``, ``/openapi/v3`` and ``/version`` the way kube-apiserver does, checks the
-bearer token and the scenario's RBAC table, injects the configured faults, and hands object requests
-to :mod:`wizard.demo.api.reads`, :mod:`wizard.demo.api.writes`, :mod:`wizard.demo.api.watch` and
-:mod:`wizard.demo.api.execws`. It never imports the ``kubernetes`` client: clients talk to it over HTTP
-exactly as to a real cluster. Only loopback clients are served.
-"""
+"""The demo cluster's Kubernetes API server: an aiohttp application speaking the Kubernetes REST contract."""
 
 from __future__ import annotations
 
@@ -89,8 +82,6 @@ class ApiServer:
         if self.hub is not None:
             self.hub.closing.set()
 
-    # -- middlewares ------------------------------------------------------------------------------
-
     @web.middleware
     async def _guard(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """Serve loopback clients only, and only under a loopback Host name (no DNS rebinding)."""
@@ -124,10 +115,7 @@ class ApiServer:
             access.check_token(request.headers.get("Authorization"), self.token)
         return await handler(request)
 
-    # -- routing ----------------------------------------------------------------------------------
-
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        """Route one request by path."""
         path = request.path.rstrip("/") or "/"
         parts = [p for p in path.split("/") if p]
         if parts[:1] == ["v2"] and self.image_catalog is not None:

@@ -1,9 +1,6 @@
 """Field ownership (``metadata.managedFields``) and server-side apply, after structured-merge-diff.
 
-Simplifications against the real implementation: maps are merged granularly, every list is atomic
-(owned as a whole), and ``fieldsV1`` is written without ``.`` self-entries. What matters for users is
-faithful: appliers own what they apply, updates take ownership of what they change, and applying a
-value another manager owns raises the same 409 Conflict text as a real API server, unless ``force``.
+Simplified: maps merge granularly, every list is atomic, and ``fieldsV1`` has no ``.`` self-entries.
 """
 
 from __future__ import annotations
@@ -186,11 +183,7 @@ def apply(
     subresource: str = "",
     split_status: bool = False,
 ) -> dict[str, Any]:
-    """Server-side apply of ``applied`` onto ``live`` (None: create); returns the merged object.
-
-    Raises the 409 conflict error when a field set to a different value is owned by another manager
-    and ``force`` is false; with ``force`` the applier takes those fields over.
-    """
+    """Server-side apply of ``applied`` onto ``live`` (None: create); returns the merged object."""
     scope = "status" if subresource == "status" else ""
     entries = _entries(live)
     mine_id = (manager, "Apply", subresource, "")

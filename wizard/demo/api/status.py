@@ -1,9 +1,4 @@
-"""metav1.Status error bodies with the reasons and codes a real API server uses.
-
-Handlers raise :class:`ApiError`; the server turns it into a JSON ``Status`` with the matching HTTP
-code, so clients (``ApiException.status``, ``kubectl``'s "Error from server (NotFound): ...") see what
-they would see against a real cluster.
-"""
+"""metav1.Status error bodies with the reasons and codes a real API server uses."""
 
 from __future__ import annotations
 
@@ -35,7 +30,6 @@ def status_body(
     reason: str | None = None,
     details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A failure ``Status`` object."""
     body: dict[str, Any] = {
         "kind": "Status",
         "apiVersion": "v1",
@@ -67,7 +61,6 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def response(self) -> web.Response:
-        """The HTTP response carrying this Status."""
         return web.Response(
             status=self.code,
             body=json.dumps(self.body).encode(),
@@ -126,5 +119,4 @@ def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> A
 
 
 def bad_request(message: str) -> ApiError:
-    """400 BadRequest."""
     return ApiError(400, message)

@@ -1,17 +1,7 @@
 """The demo cluster's object store: what etcd plus the watch cache are to a real API server.
 
-Objects are plain dicts keyed by resource plural and ``(namespace, name)``. Every write bumps one
-global ``resourceVersion`` and records a watch event; a bounded history lets watchers resume from an
-older version and tells them ``Gone`` once that version has been compacted away.
-
-Stored objects are never mutated in place: a write stores a fresh dict, so watch events and the
-HTTP layer can hand out references without copying. The public ``list``/``get`` methods (used by the
-simulation) return deep copies; the HTTP hot path uses :meth:`Store.iter_objects` and
-:meth:`Store.encoded` instead, which serialise each object version once.
-
-The file is long because the store is one consistency rule: objects, their encodings, the owner
-index, the watch history and the paged lists' snapshots all move under one lock with one
-resourceVersion, and a module per part would spread that rule over several.
+Stored objects are never mutated in place (a write stores a fresh dict), so watch events and the HTTP layer
+share references; ``list``/``get`` hand the simulation deep copies.
 """
 
 from __future__ import annotations
@@ -127,8 +117,6 @@ class Store:
         self._owned: dict[str, set[tuple[str, Key]]] = {}
         """Owner uid -> (resource, key) of the objects whose ownerReferences name it (the GC's lookup)."""
 
-    # -- reads used by the simulation (deep copies) ---------------------------------------------
-
     def list(self, resource: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Deep copies of every object of a resource, optionally in one namespace, in key order."""
         with self._lock:
@@ -140,14 +128,10 @@ class Store:
             obj = self._objects.get(resource, {}).get((namespace or "", name))
             return clone(obj) if obj is not None else None
 
-    # -- writes ---------------------------------------------------------------------------------
-
     def create(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any]:
         """Store a new object; fills uid, creationTimestamp, resourceVersion, generation=1.
 
-        A missing ``name`` with a ``generateName`` gets a random suffix, as the API server does.
-        Raises StoreConflict if an object with that key exists. ``adopt``: as for :meth:`update` (the
-        simulated DaemonSet controller creates a probe pod per node this way, sharing its template).
+        Raises StoreConflict if the key exists; ``generateName`` and ``adopt`` work as on :meth:`update`.
         """
         new = {**obj, "metadata": dict(obj.get("metadata") or {})} if adopt else clone(obj)
         meta = new.setdefault("metadata", {})
@@ -174,15 +158,9 @@ class Store:
     ) -> dict[str, Any]:
         """Replace an object; bumps resourceVersion, generation+1 when spec changed, MODIFIED event.
 
-        ``expect_rv`` (the API's optimistic concurrency) raises StoreConflict when it is not the
-        stored version. Writing an identical object is a no-op, like on a real API server.
-        Raises StoreNotFound when the object does not exist.
-
-        ``adopt``: the caller hands ``obj`` over and never mutates any part of it again (parts of it
-        may be shared with stored objects, which nobody mutates). It is then stored without a deep
-        copy (only its top level and metadata, which the store fills in, are copied) and the stored
-        object itself is returned, read-only. The simulated kubelet writes every pod's status this
-        way: a deep copy of the whole pod per status step was most of the demo's CPU at 1,000 nodes.
+        Raises StoreConflict on a stale ``expect_rv``, StoreNotFound when it is gone; an identical write is a no-op.
+        ``adopt``: the caller never mutates ``obj`` again, so it is stored without a deep copy and returned
+        read-only (the kubelet writes every pod status so: deep copies were most of the CPU at 1,000 nodes).
         """
         new = {**obj, "metadata": dict(obj.get("metadata") or {})} if adopt else clone(obj)
         meta = new.setdefault("metadata", {})
@@ -225,8 +203,7 @@ class Store:
     ) -> dict[str, Any] | None:
         """Remove an object; returns it (with the deletion's resourceVersion) or None. DELETED event.
 
-        ``copy=False``: the object returned is the one in the DELETED event, read-only (the garbage
-        collector reads only its uid; a deep copy of every pod it deletes cost more than the delete)."""
+        ``copy=False``: the object returned is the DELETED event's own, read-only."""
         key = (namespace or "", name)
         with self._lock:
             old = self._objects.get(resource, {}).pop(key, None)
@@ -268,20 +245,16 @@ class Store:
                     if not self._owned[uid]:
                         del self._owned[uid]
 
-    # -- hot paths for the HTTP layer (no copies: callers must not mutate) ----------------------
-
     @property
     def lock(self) -> threading.RLock:
-        """The store's (re-entrant) lock, to read several things consistently."""
+        """The store's lock, to read several things consistently."""
         return self._lock
 
     @property
     def resource_version(self) -> int:
-        """The newest resourceVersion handed out."""
         return self._rv
 
     def resources(self) -> builtins.list[str]:
-        """The resource plurals that have ever held an object."""
         with self._lock:
             return list(self._objects)
 
@@ -294,12 +267,7 @@ class Store:
             self._sorted_stale.setdefault(resource, set()).add(key)
 
     def keys(self, resource: str) -> builtins.list[Key]:
-        """The sorted keys of a resource: a new list after creates or deletes (one handed out is never changed).
-
-        While a probe DaemonSet creates thousands of pods, every page of a pod list came after a create:
-        sorting 30,000 keys again for each took most of a page's time. The last sorted keys are kept and
-        only the keys created or deleted since are sorted in (the kept ones are one sorted run).
-        """
+        """The sorted keys of a resource: a new list after creates or deletes (one handed out is never changed)."""
         with self._lock:
             keys = self._sorted.get(resource)
             stale = self._sorted_stale.pop(resource, None)
@@ -322,11 +290,7 @@ class Store:
                     yield obj
 
     def encoded(self, resource: str, obj: dict[str, Any], type_meta: tuple[str, str] | None = None) -> bytes:
-        """The compact JSON of a stored object, serialised once per resourceVersion.
-
-        ``type_meta`` (apiVersion, kind) is filled in when the object lacks it, since clients such as
-        kubectl cannot decode an object without its kind.
-        """
+        """The compact JSON of a stored object, serialised once per resourceVersion."""
         key = object_key(obj)
         rv = obj["metadata"].get("resourceVersion", "")
         cache = self._encoded.setdefault(resource, {})
@@ -350,16 +314,13 @@ class Store:
             cache[key] = (rv, data, spec, spec_data)
         return data
 
-    # -- watch ----------------------------------------------------------------------------------
-
     def subscribe(
         self, listener: Listener, since: int | None = None
     ) -> tuple[builtins.list[WatchEvent], Callable[[], None]]:
         """Register a listener (called in the writer's thread, under the store lock).
 
-        Returns the retained events newer than ``since`` (empty when None) and an unsubscribe function,
-        atomically so that no event falls between the backlog and the live stream. Raises StoreGone
-        when ``since`` is older than the retained history.
+        Returns, atomically, the retained events newer than ``since`` and an unsubscribe function;
+        raises StoreGone when ``since`` is older than the retained history.
         """
         with self._lock:
             backlog: builtins.list[WatchEvent] = []
@@ -383,14 +344,9 @@ class Store:
         return backlog, unsubscribe
 
     def as_of(self, resource: str, rv: int) -> dict[Key, dict[str, Any] | None]:
-        """What changed in ``resource`` after ``rv``: each such key's object as it was at ``rv`` (None: it did
-        not exist then). A real API server serves every page of a paged list from the first page's
-        snapshot (etcd at that revision); this is how the demo does. Raises StoreGone when ``rv`` is older
-        than the retained history (a real server's expired continue token).
+        """What changed in ``resource`` after ``rv``: each such key's object as it was then (None: absent).
 
-        The pages of one list ask for the same ``rv`` one after another: what was worked out for one page
-        is kept, and the next folds in only the changes made since (on a busy cluster, a list of 5,000
-        pods in pages scanned the whole history since its first page for every page)."""
+        Every page of a paged list is served from this snapshot; raises StoreGone when ``rv`` is too old."""
         with self._lock:
             if rv < self._compacted_rv:
                 raise StoreGone(f"too old resource version: {rv} ({self._compacted_rv})")

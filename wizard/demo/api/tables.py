@@ -1,11 +1,4 @@
-"""Server-side printing (``meta.k8s.io/v1`` Table), so ``kubectl get`` shows the columns of a real cluster.
-
-kubectl asks for ``application/json;as=Table;v=v1;g=meta.k8s.io``; without it, modern kubectl can only
-print NAME and AGE. Kept for the trainer's README session and the classroom: the column sets and cell
-rules follow the API server's printers for nodes (``kubectl get nodes -o wide``) and pods (``kubectl get
-pods -w`` through a rollout), and a CRD's ``additionalPrinterColumns`` for custom resources (``kubectl get
-clusterpolicy`` shows its STATUS); every other kind prints NAME and AGE (gpu-wizard reads none as a Table).
-"""
+"""Server-side printing (``meta.k8s.io/v1`` Table), so ``kubectl get`` shows a real cluster's columns."""
 
 from __future__ import annotations
 
@@ -236,7 +229,6 @@ def table(
     include: str = "Metadata",
     with_columns: bool = True,
 ) -> Obj:
-    """A ``meta.k8s.io/v1`` Table of ``objects``."""
     columns, row = printer_for(rtype)
     rows = []
     for obj in objects:

@@ -1,10 +1,4 @@
-"""An ephemeral self-signed certificate for the demo API, so kubectl sends its bearer token.
-
-client-go (kubectl) applies a kubeconfig's user credentials only to ``https://`` servers: over plain
-HTTP it sends no token at all, and a server that checks tokens can then never be used. The demo
-therefore serves TLS with a certificate made at start with ``cryptography`` (EC P-256, valid for
-127.0.0.1 and localhost, its own CA) whose PEM goes into the kubeconfig as ``certificate-authority-data``.
-"""
+"""An ephemeral self-signed certificate for the demo API: kubectl sends its bearer token only over HTTPS."""
 
 from __future__ import annotations
 
@@ -76,7 +70,6 @@ def make_certificate(folder: Path, days: int = 30) -> tuple[Path, Path]:
 
 
 def server_context(cert: Path, key: Path) -> ssl.SSLContext:
-    """The server-side TLS context."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
     # One TLS 1.3 session ticket per connection, as a Kubernetes API server (Go's crypto/tls) sends: a

@@ -1,10 +1,4 @@
-"""Watch streams: newline-delimited JSON events over a chunked response, as ``?watch=true`` returns them.
-
-A watch starts from ``resourceVersion`` (replaying retained history), or with synthetic ADDED events
-for the current objects when none is given; selectors are applied with the API server's transitions
-(an object that stops matching is reported DELETED). The stream ends when ``timeoutSeconds`` runs out,
-the client goes away, the server stops, or the ``watch_expiry_s`` fault sends a 410 ERROR event.
-"""
+"""Watch streams: newline-delimited JSON events over a chunked response, as ``?watch=true`` returns them."""
 
 from __future__ import annotations
 
@@ -84,11 +78,7 @@ async def serve_watch(
     expiry_s: float,
     expire: Callable[[], bool] = lambda: True,
 ) -> web.StreamResponse:
-    """Stream watch events of one resource until the timeout, a disconnect or shutdown.
-
-    After ``expiry_s`` (when > 0) the watch ends with 410 Expired if ``expire()`` agrees (a fault
-    budget may be spent), else it carries on as if no expiry had been asked for.
-    """
+    """Stream watch events of one resource until the timeout, a disconnect or shutdown."""
     query = request.query
     rv_text = query.get("resourceVersion", "")
     timeout = float(query.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)

@@ -1,14 +1,6 @@
-"""Write paths of the demo API: create, replace, patch (merge patch, server-side apply), delete.
+"""Write paths of the demo API: create, replace, patch (JSON merge patch, server-side apply), delete.
 
-Every write goes through the same admission steps as on a real API server: identity checks (kind,
-name, namespace), the status-subresource split, schema pruning and validation for custom resources
-(``fieldValidation`` Strict/Warn/Ignore), field ownership, ``dryRun=All`` and resourceVersion
-preconditions; deletes cascade to dependents through ``ownerReferences`` like the garbage collector.
-
-A PATCH is a JSON merge patch (RFC 7386: what gpu-wizard sends to label a node, and ``kubectl label`` or
-``kubectl patch --type merge``) or a server-side apply. No strategic merge patch (kubectl sends one only for a
-client-side apply or ``kubectl patch`` of a built-in kind) nor JSON patch (RFC 6902, ``kubectl patch --type
-json``): no command of gpu-wizard, the README or the classroom sends them; the demo answers 415.
+No strategic merge patch nor JSON patch (415): no command of gpu-wizard, the README or the classroom sends one.
 """
 
 from __future__ import annotations
@@ -121,10 +113,7 @@ def _validate(
     partial: bool = False,
     mode: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Prune and validate a custom resource; Strict turns unknown fields into a 400.
-
-    ``partial`` (an apply configuration) skips required-field checks: those apply to the merged object.
-    """
+    """Prune and validate a custom resource; Strict turns unknown fields into a 400."""
     rtype = target.rtype
     if rtype.schema is None:
         return obj, []

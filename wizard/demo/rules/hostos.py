@@ -1,9 +1,4 @@
-"""What a simulated node's operating system looks like from a shell: os-release and mounts.
-
-``/etc/os-release`` texts follow the real files of each distribution; the mount table models what
-matters to the driver install: an immutable root on SLE Micro / SL Micro (``/usr/local`` read-only),
-``/run`` as tmpfs, and any mount point a scenario marks ``noexec``.
-"""
+"""What a simulated node's operating system looks like from a shell: os-release and mounts."""
 
 from __future__ import annotations
 
@@ -102,7 +97,6 @@ class Mount:
 
     @property
     def writable(self) -> bool:
-        """Mounted read-write."""
         return self.options.split(",", 1)[0] == "rw"
 
     @property

@@ -1,9 +1,4 @@
-"""Image references as the simulated container runtime reads them (the distribution reference grammar).
-
-``registry[:port]/path/name[:tag][@digest]``: the first path component is a registry host when it has a
-``.`` or ``:``, is ``localhost``, or has upper-case letters; otherwise the image is on Docker Hub
-(``docker.io``, single names under ``library/``). A digest wins over a tag, as in containerd.
-"""
+"""Image references as the simulated container runtime reads them (the distribution reference grammar)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Reading a Node object the way the demo's kubelet and NFD would have written it (independent of ``wizard.engine``).
-
-Used where the demo must turn a Node back into a simulated machine: a node added through the API
-(``world.spec_from_node``) and a scenario built from a user's NodeList (``scenario_check``). The
-kernel and OS come from NFD's labels when present, else from ``status.nodeInfo`` (``kernelVersion``;
-``osImage`` is the OS's ``PRETTY_NAME``, read back into ``ID`` / ``VERSION_ID`` here).
-"""
+"""Reading a Node object back into a simulated machine, as the demo's kubelet and NFD wrote it."""
 
 from __future__ import annotations
 

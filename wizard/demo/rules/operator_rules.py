@@ -1,26 +1,4 @@
-"""The GPU Operator's naming rules per release, written for the simulated operator from the operator's source.
-
-This module is the demo's own reading of ``NVIDIA/gpu-operator`` at each bundled release; what differs
-between releases comes from their ``release.yaml`` (read by the demo's own ``release_data``), the rules
-that apply it are here. It imports nothing from ``wizard.engine`` on purpose, so that the demo can
-disagree with the wizard (``tests/test_demo_operator_rules.py`` runs the operator's own unit-test
-cases against both):
-
-* OS tags: ``internal/state/nodepool.go`` ``getOSTag`` (NVIDIADriver pools) and
-  ``controllers/state_manager.go`` ``getGPUNodeOSInfo`` (ClusterPolicy, first GPU node), which differ
-  per release (release.yaml ``osTag``: v25.10 keeps every VERSION_ID, v26.3 drops the minor for rocky and
-  rhel >= 10 and fails on an unparsable rhel major, v26.7 drops it for rhel, rocky and ol); v25.10's ClusterPolicy
-  path (``kernelFullVersion``) needs the first GPU node's kernel label and takes its OS tag from there;
-* per-kernel precompiled DaemonSets (``transformPrecompiledDriverDaemonset``): named by the sanitised
-  kernel plus NFD ``ID`` + full ``VERSION_ID`` (``getKernelVersionsMap``), never the release's OS tag;
-* NVIDIADriver DaemonSets (``internal/state/driver.go`` ``getDriverAppName``): an FNV-1a 32-bit hash
-  of the CR UID (+ ``-kernel``), spelt with Kubernetes' ``SafeEncodeString`` alphabet, the prefix cut
-  so the name stays within 63 characters;
-* image paths (``internal/image/image.go`` ``ImagePath``, ``resolveDriverTag``,
-  ``NVIDIADriverSpec.GetImagePath`` / ``GetPrecompiledImagePath``, which also parse the result);
-* ``RepoConfigPathMap`` per release, and the SUSE ``lib-modules`` mount (v26.3+, ClusterPolicy only), both
-  from release.yaml.
-"""
+"""The GPU Operator's naming rules per release, written for the simulated operator from the operator's source."""
 
 from __future__ import annotations
 
@@ -101,9 +79,6 @@ def bundle_of(release: OperatorRelease | str) -> str:
         ) from None
 
 
-# -- OS tags -----------------------------------------------------------------------------------------
-
-
 def _go_atoi(text: str) -> int:
     """Go's ``strconv.Atoi`` (sign and decimal digits only), with its error text."""
     if not re.fullmatch(r"[+-]?\d+", text):
@@ -120,21 +95,25 @@ def _rhel_major(version: str) -> int:
     return _go_atoi(head)
 
 
-def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
-    """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
+def _os_version(os_id: str, version: str, release: OperatorRelease, parse_error: str) -> str:
+    """The ``VERSION_ID`` part of an OS tag: the major alone where the release drops the minor, else all of it."""
     head = version.split(".")[0]
     rules = release.rules
-    suffix = version  # nodePool.getOS() before v26.3: ID + VERSION_ID, always
     if os_id in rules.major_only:
-        suffix = head
-    elif os_id in rules.major_only_from:
+        return head
+    if os_id in rules.major_only_from:
         try:
             major = _rhel_major(version)
         except RuleError as exc:
-            raise RuleError(f"failed to parse os version: {exc}") from None
+            raise RuleError(f"{parse_error}: {exc}") from None
         if major >= rules.major_only_from[os_id]:
-            suffix = head
-    return f"{os_id}{suffix}"
+            return head
+    return version
+
+
+def pool_os_tag(os_id: str, version: str, release: OperatorRelease) -> str:
+    """``getOSTag`` of the NVIDIADriver node pools; RuleError where the release fails (v26.3, rhel ``A.10``)."""
+    return f"{os_id}{_os_version(os_id, version, release, 'failed to parse os version')}"
 
 
 @dataclass(frozen=True)
@@ -161,23 +140,10 @@ def policy_os(labels: dict[str, str], release: OperatorRelease) -> PolicyOS:
         raise RuleError(f"unable to retrieve OS name from label {LABEL_OS_ID}")
     if version is None:
         raise RuleError(f"unable to retrieve OS version from label {LABEL_OS_VERSION}")
-    head = version.split(".")[0]
-    suffix = version
-    if os_id in rules.major_only:
-        suffix = head
-    elif os_id in rules.major_only_from:
-        try:
-            major = _rhel_major(version)
-        except RuleError as exc:
-            raise RuleError(f"error processing OS major version {version.split('.')[0].strip()}: {exc}") from None
-        if major >= rules.major_only_from[os_id]:
-            suffix = head
+    suffix = _os_version(os_id, version, release, f"error processing OS major version {version.split('.')[0].strip()}")
     if not os_id:
         raise RuleError(f'GPU node OS info is empty: release="", tag="{suffix}"')
     return PolicyOS(os_id, f"{os_id}{suffix}")
-
-
-# -- DaemonSet names ---------------------------------------------------------------------------------
 
 
 def sanitized_kernel(kernel: str) -> str:
@@ -223,9 +189,6 @@ def nvidiadriver_app_name(driver_type: str, os_tag: str, cr_uid: str, kernel: st
     if len(prefix) + 1 + len(digest) > _DNS_LABEL_MAX:
         prefix = prefix[: _DNS_LABEL_MAX - len(digest) - 1]
     return f"{prefix}-{digest}"
-
-
-# -- image paths -------------------------------------------------------------------------------------
 
 
 def image_path(repository: str, image: str, version: str, env_value: str = "", env_name: str = "") -> str:
@@ -285,9 +248,6 @@ def nvidiadriver_image(
     except ValueError as exc:
         raise RuleError(f"failed to parse driver image path: {exc}") from None
     return path
-
-
-# -- per-release mounts ------------------------------------------------------------------------------
 
 
 def repo_config_dirs(release: OperatorRelease) -> dict[str, str]:

@@ -1,11 +1,4 @@
-"""What the simulated operator does differently at each bundled release, from the releases' ``release.yaml``.
-
-The file's shape and bounds are the leaf ``wizard.release_file``'s, which the engine reads too; the demo
-imports no engine rule, so it takes from each file only the keys the simulated operator acts on and
-applies the rules in its own code (``operator_rules``, ``sim/``): the two may disagree, and the peer-case
-tests hold both to the operator's unit-test cases. A release line is served by its newest bundled patch,
-a release the demo does not bundle by the newest line not newer than it (the oldest for an older one).
-"""
+"""What the simulated operator does differently at each bundled release, from the releases' ``release.yaml``."""
 
 from __future__ import annotations
 
@@ -28,28 +21,18 @@ class ReleaseDataError(ValueError):
 
 @dataclass(frozen=True)
 class ReleaseData:
-    """What the simulated operator does differently at one release."""
+    """What the simulated operator does differently at one release (the keys: ``wizard.release_file.ReleaseRules``)."""
 
     bundle: str
-    """The folder under ``assets/operator/``."""
     major_only: frozenset[str]
-    """``osTag.majorOnly``: IDs whose OS tag keeps only the VERSION_ID major."""
     major_only_from: dict[str, int]
-    """``osTag.majorOnlyFrom``: ID -> first major that keeps only the major (the major parsed as a number)."""
     repo_config_dirs: dict[str, str]
-    """``repoConfigDirs``: RepoConfigPathMap."""
     gpu_node_os_info: bool
-    """``gpuNodeOSInfo``: the ClusterPolicy reads the first GPU node's NFD labels (else kernelFullVersion)."""
     lib_modules_ids: frozenset[str]
-    """``libModulesMountIDs``: IDs whose precompiled ClusterPolicy driver gets host ``/lib/modules``."""
     owner_label: bool
-    """``nvidiaDriverOwnerLabel``: NVIDIADriver pools select on the owner label the operator sets."""
     pool_selects_major: bool
-    """``poolSelectsVersionMajor``: a pool whose tag drops the minor selects on ``VERSION_ID.major``."""
     crd_switch: bool
-    """``nvidiaDriverCRDSwitch``: the NVIDIADriver controller stops while ``useNvidiaDriverCRD`` is false."""
     images: tuple[str, ...] = ()
-    """``images``: every image reference the release's chart names (what NVIDIA's registries publish for it)."""
 
 
 def _key(name: str) -> tuple[int, int, int] | None:

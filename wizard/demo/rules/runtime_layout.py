@@ -1,20 +1,6 @@
-"""Where each Kubernetes distribution keeps its containerd, and what the toolkit achieves there (the demo's own rules).
+"""Where each Kubernetes distribution keeps its containerd, and what the toolkit achieves there.
 
-Written from the distributions' documentation and the operator's source, not from gpu-wizard's
-engine (the demo must be able to disagree with it):
-
-* containerd: ``/etc/containerd/config.toml``, socket ``/run/containerd/containerd.sock``; the
-  toolkit adds ``imports`` for its drop-in to the top-level file, which containerd keeps.
-* RKE2 / k3s: containerd listens on ``/run/k3s/containerd/containerd.sock``; the agent regenerates
-  ``/var/lib/rancher/<d>/agent/etc/containerd/config.toml`` at every start (an ``imports`` line the
-  toolkit added is lost) and imports ``config.toml.d/*.toml`` (containerd 1.x) or
-  ``config-v3.toml.d/*.toml`` (2.x) next to it (k3s-io/k3s PR #13680); it also adds an ``nvidia``
-  runtime by itself when ``/usr/local/nvidia/toolkit/nvidia-container-runtime`` exists (docs.rke2.io
-  "GPU Operators").
-* k0s: socket ``/run/k0s/containerd.sock``, its managed ``/etc/k0s/containerd.toml`` imports
-  ``/etc/k0s/containerd.d/*.toml`` (docs.k0sproject.io "Runtime").
-* MicroK8s: socket ``/var/snap/microk8s/common/run/containerd.sock``; ``containerd.toml`` is rendered
-  from ``containerd-template.toml``, so an ``imports`` line the toolkit adds to the template stays.
+Sources: docs.rke2.io "GPU Operators", k3s-io/k3s PR #13680, docs.k0sproject.io "Runtime", MicroK8s' template.
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""Demo-cluster scenarios: the nodes, registry, RBAC and faults of one simulated cluster.
-
-A scenario is a YAML file in ``assets/scenarios/`` (or any path); ``assets/scenarios/README.md``
-documents every field. This module defines the shape and loads it: :func:`load_scenario` reads a
-file by name or path, checks every field strictly (unknown keys, wrong types and impossible values
-raise :class:`ScenarioError` naming the field) and expands ``count:`` and ``nodelist:`` into nodes.
-"""
+"""Demo-cluster scenarios (documented in ``assets/scenarios/README.md``): their shape, strictly checked."""
 
 from __future__ import annotations
 
@@ -68,43 +62,27 @@ class NodeSpec(_Block):
     os_id: Str
     os_version: Str
     os_image: Str
-    """``status.nodeInfo.osImage``; the loader fills the OS's PRETTY_NAME when the file omits it."""
     kernel: Str
     arch: Str = "amd64"
     gpu_product: Str = ""
-    """e.g. ``NVIDIA-H200``; empty for a CPU-only node."""
     gpu_count: Int = 0
-    """Physical GPUs."""
     mig_profile: Str = ""
-    """MIG, ``single`` strategy: every GPU split into ``mig_per_gpu`` devices of this profile (``1g.6gb``)."""
     mig_per_gpu: Int = 0
     host_driver: Str = ""
-    """Version of a working driver installed on the host (pre-installed mode); empty when none."""
     host_driver_broken: Bool = False
-    """A host driver is installed but nvidia-smi fails on it."""
     nfd: Bool = True
-    """NFD labels present (else only status.nodeInfo tells the kernel and OS)."""
     runtime: Str = "containerd://1.7.23"
     noexec_mounts: list[Str] = field(default_factory=list)
-    """Mount points mounted noexec (e.g. ``/run``)."""
     labels: dict[Str, Str] = field(default_factory=dict)
     count: Int = 1
     kubelet_version: Str = "v1.31.4"
     nouveau: Bool = False
-    """The open-source ``nouveau`` module is loaded (``lsmod`` shows it) and holds the GPUs."""
     secure_boot: Bool = False
-    """UEFI Secure Boot is on (``mokutil --sb-state``): only signed kernel modules load."""
     dkms: Bool = True
-    """The host driver (``host_driver``) is registered with dkms and installed for the running kernel (loads at boot)."""
     kernel_headers: Bool = True
-    """Headers for the running kernel are installed (``/lib/modules/<kernel>/build``)."""
     package_repo: Bool = True
-    """The node reaches its distribution's package source (its host name resolves)."""
     free_mb: dict[Str, Int] = field(default_factory=dict)
-    """MiB free per mount point (``df``); a mount not named has plenty."""
     runtime_flavour: Str = ""
-    """``containerd``, ``cri-o``, ``rke2``, ``k3s``, ``k0s`` or ``microk8s``: where the node's containerd lives.
-    Empty: read from ``runtime`` and ``kubelet_version``; set, it fills those two where the file leaves them."""
 
     @model_validator(mode="before")
     @classmethod
@@ -115,7 +93,6 @@ class NodeSpec(_Block):
 
     @property
     def gpu(self) -> bool:
-        """Whether the node carries NVIDIA GPUs."""
         return bool(self.gpu_product) and self.gpu_count > 0
 
     @property
@@ -129,13 +106,9 @@ class RegistrySpec(_Block):
     """Where the simulated kubelet pulls from."""
 
     url: Str = ""
-    """A real OCI registry (``http://127.0.0.1:5055``) standing in for the catalog's hosts; empty: catalog only."""
     catalog: dict[Str, dict[Str, Str]] = field(default_factory=dict)
-    """``{"host/path/image": {"tag": "sha256:…"}}``: published tags and their digests."""
     hosts: list[Str] = field(default_factory=list)
-    """Registry hosts the catalog speaks for; images elsewhere are treated as public and pullable."""
     public: Bool = True
-    """Public registries (any host outside ``hosts``) are reachable; false for an air-gapped cluster."""
 
     def catalog_hosts(self) -> list[str]:
         """The hosts the catalog (or the real registry at ``url``) answers for."""
@@ -157,7 +130,6 @@ class FaultSpec(_Block):
     retry_after_s: Int = 1
     drop_rate: Float = 0.0
     watch_expiry_s: Float = 0.0
-    """Watches older than this many seconds get a 410 Gone; 0 disables."""
     exec_fail_nodes: list[Str] = field(default_factory=list)
     exec_latency_ms: Int = 0
     seed: Int = 0
@@ -168,20 +140,12 @@ class OperatorSpec(_Block):
     """The GPU Operator as installed in the scenario."""
 
     release: Str = field(default_factory=lambda: list(release_lines().values())[-1])
-    """The operator release; the newest bundled one unless the scenario names another."""
     namespace: Str = "gpu-operator"
     installed: Bool = True
-    """Operator Deployment present (it reconciles ClusterPolicy / NVIDIADriver)."""
     crds: Bool = True
-    """The ClusterPolicy and NVIDIADriver CRDs are registered."""
     cluster_policy: dict[Str, Any] | None = None
-    """A ClusterPolicy already running (``existing-install``), as a full object."""
     repository: Str = ""
-    """Where the operator and its default operand images come from (``nvcr.io/nvidia`` when empty);
-    an air-gapped install points this at its mirror."""
     helm_values: dict[str, Any] | None = None
-    """The values the Helm release that installed the operator was given (``helm install --values``): the demo
-    keeps them in Helm's release Secret, named for the ClusterPolicy's ``meta.helm.sh/release-name``."""
 
 
 @dataclass(config=_CONFIG)
@@ -192,25 +156,16 @@ class WorkloadSpec(_Block):
     node: Str
     namespace: Str = "default"
     gpus: Int = 1
-    """``nvidia.com/gpu`` the pod's container asks for (0: a pod that uses no GPU)."""
     image: Str = "nvcr.io/nvidia/cuda:12.8.0-base-ubuntu22.04"
 
 
 @dataclass(config=_CONFIG)
 class UpgradeSpec(_Block):
-    """A driver upgrade already under way when the demo starts (``upgrade-in-progress``).
-
-    Seeding runs the scenario's ClusterPolicy as given, then sets ``driver.version`` to ``to_version``
-    and lets the simulated upgrade controller walk each node listed in ``states`` until it reaches
-    its state (an ``upgrade-failed`` node fails on its own, e.g. its new image cannot be pulled).
-    Once the demo runs, every node goes on from there, ``state_seconds`` per state.
-    """
+    """A driver upgrade already under way when the demo starts (``upgrade-in-progress``)."""
 
     to_version: Str = ""
     states: dict[Str, Str] = field(default_factory=dict)
-    """node name -> the ``nvidia.com/gpu-driver-upgrade-state`` it is in when the demo starts."""
     state_seconds: Float = 0.0
-    """How long a node stays in each upgrade state once the demo runs (a real state takes minutes)."""
 
 
 @dataclass(config=_CONFIG)
@@ -223,14 +178,10 @@ class Scenario(_Block):
     nodes: list[NodeSpec] = field(default_factory=list)
     registry: RegistrySpec = field(default_factory=RegistrySpec)
     rbac_deny: list[dict[Str, Str]] = field(default_factory=list)
-    """Denied permissions: ``{"verb": "patch", "resource": "clusterpolicies", "group": "nvidia.com"}``."""
     faults: FaultSpec = field(default_factory=FaultSpec)
     workloads: list[WorkloadSpec] = field(default_factory=list)
-    """Pods of the cluster's users, already running when the demo starts."""
     nodelist: Str = ""
-    """A ``kubectl get nodes -o json`` file (relative to the scenario file) whose nodes are added."""
     upgrade: UpgradeSpec = field(default_factory=UpgradeSpec)
-    """A driver upgrade frozen mid-way when the demo starts (empty: none)."""
 
     def expanded_nodes(self) -> list[NodeSpec]:
         """Every concrete node: ``count: N`` entries become ``<name>-01`` … ``<name>-N``."""
@@ -298,10 +249,7 @@ def _resolve_path(name_or_path: str) -> Path:
 
 
 def load_scenario(name_or_path: str) -> Scenario:
-    """Load, check and expand a scenario given by bundled name (``sle-micro-precompiled``) or path.
-
-    Raises ScenarioError with a message naming the file and the offending field.
-    """
+    """Load, check and expand a scenario given by bundled name (``sle-micro-precompiled``) or path."""
     path = _resolve_path(name_or_path)
     try:
         data = load_bounded(path, SCENARIO, ("yaml",))

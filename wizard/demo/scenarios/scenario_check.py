@@ -1,9 +1,4 @@
-"""The rules of a scenario file that span its fields, so a typo names its field instead of crashing later.
-
-The fields' own types are pydantic's (:mod:`wizard.demo.scenarios.scenario`); :func:`check_scenario`
-adds the rules that span fields (unique node names, a GPU count with a product, digests that look like digests, a known
-operator release). :func:`nodes_from_nodelist` reads nodes back from ``kubectl get nodes -o json``.
-"""
+"""The rules of a scenario file that span its fields, and nodes read back from a NodeList."""
 
 from __future__ import annotations
 

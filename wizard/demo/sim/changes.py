@@ -1,13 +1,7 @@
 """What a write to the store sets off in the simulation: a full tick, or a light one over what it touched.
 
-A full tick runs every controller and steps every pod on every node: O(cluster), about 6 pods per
-GPU node. Most of what a verification writes concerns objects that only Kubernetes' own controllers
-act on and that the GPU Operator never reads: a Job, a DaemonSet no operator owns (the wizard's host
-probe), the pods of such a DaemonSet, pods without an owner. :class:`Changes` collects those from the
-store's events so that a light tick handles just them — the Job controller, that DaemonSet's controller,
-the garbage collector for the owners that went away, the kubelet for the pods that changed — in
-O(what changed). Any other change (a node, a ClusterPolicy, an operand DaemonSet or pod, a Deployment,
-a ConfigMap, ...) asks for a full tick, which looks at everything.
+Most of a verification's writes (a Job, the wizard's probe DaemonSet and its pods, bare pods) concern nothing
+the operator reads; a light tick handles them in O(what changed) instead of stepping every pod.
 """
 
 from __future__ import annotations
@@ -154,7 +148,6 @@ class Changes:
         return self._owner[1]
 
     def pending(self) -> bool:
-        """Whether a light tick has anything to do."""
         return bool(self.pods or self.daemonsets or self.jobs or self.gone)
 
     def clear(self) -> None:
@@ -200,9 +193,9 @@ class Changes:
         self.full = True
 
     async def run_controllers(self, writer: Writer, eligible: Eligible) -> tuple[bool, float | None]:
-        """A light tick's controllers: the Job controller (when a Job changed or one's time came), each
-        touched plain DaemonSet's, the garbage collector for the owners that went away. Returns whether
-        the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
+        """A light tick's Job, plain-DaemonSet and garbage collection controllers for what changed.
+
+        Returns whether the Jobs were reconciled, and the seconds until a Job's deadline or TTL."""
         store = writer.store
         jobs_ran, due = self.jobs, None
         if self.jobs:

@@ -1,12 +1,4 @@
-"""Where a node command runs: a container of a pod on a node, and the files it sees.
-
-:class:`Ctx` is one container (or, after ``chroot``, the host or the driver root) with its hostPath
-mounts. Paths under the container's host-root mount (``/host``) and its other hostPath mounts resolve to
-the node's files (:mod:`wizard.demo.sim.nodefs`); a ``readOnly`` hostPath mount is a read-only bind, as
-on a real node: writes fail with ``Read-only file system`` (submounts keep their own flags: the bind is
-not recursive). Files a container writes outside its mounts (``/dev/termination-log``) are kept in
-:attr:`Ctx.files`. The commands themselves are :mod:`wizard.demo.sim.nodecmd`'s.
-"""
+"""Where a node command runs: a container of a pod on a node, its hostPath mounts and the files it sees."""
 
 from __future__ import annotations
 
@@ -117,7 +109,6 @@ def _image_os(ctx: Ctx) -> tuple[str, str]:
 
 
 def read_file(ctx: Ctx, path: str) -> str | None:
-    """File content in this context, or None."""
     host = host_path(ctx, path)
     if host is not None:
         return host_files(ctx.view).get(host)
@@ -131,7 +122,6 @@ def read_file(ctx: Ctx, path: str) -> str | None:
 
 
 def is_dir(ctx: Ctx, path: str) -> bool:
-    """Whether ``path`` is a directory in this context."""
     host = host_path(ctx, path)
     if host is not None:
         return host in host_dirs(ctx.view)

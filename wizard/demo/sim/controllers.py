@@ -1,17 +1,4 @@
-"""Kubernetes' own controllers, simulated: DaemonSets, Deployments, Jobs' deadlines and garbage collection.
-
-The DaemonSet controller creates one pod per node the template fits (its nodeSelector, its required
-node affinity, its tolerations against the node's NoSchedule/NoExecute taints, decided by
-:mod:`wizard.demo.sim.placement`; labels ``controller-revision-hash`` and ``pod-template-generation``,
-``spec.nodeName`` set, owner reference to the DaemonSet), deletes pods
-on nodes that stopped matching, replaces outdated pods only for ``RollingUpdate`` (``OnDelete``
-waits for someone to delete them) and writes the DaemonSet status. The Job controller here runs no
-pods (the only Jobs are deadline anchors with ``parallelism: 0``): it sets ``startTime``, fails a Job
-past its ``activeDeadlineSeconds`` (``DeadlineExceeded``) and, as the TTL-after-finished controller,
-deletes a finished Job ``ttlSecondsAfterFinished`` later; the garbage collector then removes what the
-Job owns. Also here: what node agents do
-to their Node (the driver manager's ``pre-installed`` label, the device plugin's ``nvidia.com/gpu``).
-"""
+"""Kubernetes' own controllers, simulated: DaemonSets, Deployments, Jobs' deadlines and garbage collection."""
 
 from __future__ import annotations
 
@@ -91,9 +78,8 @@ def reconcile_daemonset(
 def daemonset_sync(
     writer: Writer, ds: dict[str, Any], owned: list[dict[str, Any]], eligible: frozenset[str]
 ) -> Iterator[None]:
-    """:func:`reconcile_daemonset`, yielding after each pod it creates: a caller on the API server's loop
-    pauses there (a sync of hundreds of pods held it long enough to stall the server). Whatever was written during a pause, the status is
-    written only while the DaemonSet is still the object this sync read (a newer one brings it back)."""
+    """:func:`reconcile_daemonset`, yielding after each pod it creates so that a caller on the server's loop can
+    pause; the status is written only while the DaemonSet is still the object this sync read."""
     store = writer.store
     meta = ds["metadata"]
     namespace = meta.get("namespace", "default")

@@ -1,12 +1,4 @@
-"""Events the simulated kubelet records about a pod, worded like the real kubelet's.
-
-When a container's state changes into a failure the kubelet records a ``Warning`` Event on the pod:
-``Failed`` (``Failed to pull image "…": …`` and ``Error: ErrImagePull``), ``BackOff`` (``Back-off
-pulling image "…"`` and ``Back-off restarting failed container … in pod …``). A repeat of the same
-event bumps its ``count`` and ``lastTimestamp`` instead of adding one, as the real event recorder
-aggregates. ``kubectl describe pod`` and ``kubectl get events --field-selector
-involvedObject.name=<pod>`` read them back.
-"""
+"""Events the simulated kubelet records about a pod, worded and aggregated like the real kubelet's."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The GPU state labels the simulated operator keeps on every node (``addGPUStateLabels``/``removeGPUStateLabels``).
-
-A node where NFD saw an NVIDIA PCI device gets ``nvidia.com/gpu.present=true`` and a
-``nvidia.com/gpu.deploy.<operand>=true`` label per operand (a non-empty value someone set, such as
-``pre-installed``, is kept; ``nvidia.com/gpu.deploy.operands=false`` removes them all); a node that
-lost its GPU gets ``gpu.present=false`` and loses them. The operand DaemonSets select nodes by these.
-"""
+"""The GPU state labels the simulated operator keeps on every node (``addGPUStateLabels``)."""
 
 from __future__ import annotations
 

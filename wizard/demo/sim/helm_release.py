@@ -1,11 +1,4 @@
-"""Helm's record of a release, as ``helm install`` keeps it: a Secret ``sh.helm.release.v1.<name>.v<revision>``.
-
-A scenario installed by Helm (``operator.helm_values``) holds the release Helm would have written, so a client
-that reads what Helm installed (``gpu-wizard drift``) reads it here as on a real cluster. Helm's storage driver
-(helm.sh/helm ``pkg/storage/driver/secrets.go`` and ``util.go``): the release as JSON, gzipped, base64-encoded,
-kept in ``data.release`` (which the API then base64-encodes once more, like any Secret's data); labels ``owner=helm``,
-``name``, ``status``, ``version``; type ``helm.sh/release.v1``.
-"""
+"""Helm's record of a release, as ``helm install`` keeps it: a Secret ``sh.helm.release.v1.<name>.v<revision>``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""Host tools of a simulated node that answer from the scenario's host state (nouveau, Secure Boot, dkms…).
-
-``mokutil``, ``dkms``, ``modinfo``, ``find``, ``df`` and ``getent`` exist on the host only (after
-``chroot /host``); each prints what the real tool prints for the node's state in
-:class:`~wizard.demo.scenarios.scenario.NodeSpec` (``secure_boot``, ``dkms``, ``kernel_headers``,
-``package_repo``, ``free_mb``). Called by :func:`wizard.demo.sim.nodecmd.run_argv`.
-"""
+"""Host tools of a simulated node that answer from the scenario's host state (nouveau, Secure Boot, dkms…)."""
 
 from __future__ import annotations
 

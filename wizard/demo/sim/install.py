@@ -1,6 +1,4 @@
-"""What a scenario installs before the simulation runs: the GPU Operator's Deployment as Helm installs it,
-the images the operator's registry (or mirror) publishes, and the users' own pods; :func:`install_scenario`
-puts the nodes, namespaces, pods, operator and ClusterPolicy into the store."""
+"""What a scenario installs before the simulation runs: nodes, namespaces, pods, the operator and ClusterPolicy."""
 
 from __future__ import annotations
 
@@ -73,11 +71,8 @@ def operator_deployment(scenario: Scenario) -> dict[str, Any]:
 
 
 def published_images(scenario: Scenario) -> list[str]:
-    """The images every release bundle's chart names (release.yaml ``images``, the driver's aside: the scenario's
-    catalog holds those), as NVIDIA's registries and the scenario's mirror hold them. A mirror
-    (``operator.repository``, ``registry.airgap.local/nvidia``) keeps each image's path below its public host, as
-    an air-gap copy does: ``nvcr.io/nvidia/k8s/container-toolkit`` there is ``registry.airgap.local/nvidia/k8s/…``.
-    A cluster whose scenario is air-gapped reaches only the mirror (:mod:`wizard.demo.sim.pull`)."""
+    """The images every bundled chart names but the driver's, at NVIDIA's registries and at the scenario's mirror
+    (``operator.repository``), which keeps each image's path below its public host as an air-gap copy does."""
     refs = []
     mirror = scenario.operator.repository
     registry = mirror.removesuffix("/nvidia") if mirror.endswith("/nvidia") else mirror

@@ -1,11 +1,4 @@
-"""The simulated kubelet: moves each pod one step per tick, the way ``kubectl get pods -w`` shows it.
-
-Pending (scheduled) -> ContainerCreating / Init:0/N -> image pull -> Running -> Ready. Pulls go
-through :class:`wizard.demo.sim.pull.Puller`; a missing tag gives ``ErrImagePull`` then
-``ImagePullBackOff`` with containerd's message, a pulled image sets ``imageID`` to the digest. Init
-containers run one at a time; what each operator container does is decided in ``workloads.py``.
-Pods that run a command to completion (``restartPolicy: Never``) get its exit code and output.
-"""
+"""The simulated kubelet: moves each pod one step per tick, the way ``kubectl get pods -w`` shows it."""
 
 from __future__ import annotations
 
@@ -72,12 +65,7 @@ class Kubelet:
         """Pod uid -> (when the kubelet first saw it bound (monotonic), (namespace, name)), until its sandbox starts."""
 
     def next_start(self) -> float | None:
-        """Seconds until the next waiting sandbox may start (None: none waits).
-
-        A pod waits here until its sandbox starts, it is deleted (:meth:`forget`) or its node is gone
-        (:meth:`forget_pods`), however long the simulation was busy: forgetting pods by their age left
-        probe pods Pending for good when a tick of thousands of pods took longer than that age.
-        """
+        """Seconds until the next waiting sandbox may start (None: none waits)."""
         if not self._bound:
             return None
         return max(0.0, min(seen for seen, _ in self._bound.values()) + self.start_latency - time.monotonic())
@@ -88,7 +76,6 @@ class Kubelet:
         return [key for seen, key in self._bound.values() if now_ - seen >= self.start_latency]
 
     def forget(self, uid: str) -> None:
-        """A pod was deleted: its sandbox will never start."""
         self._bound.pop(uid, None)
 
     def forget_pods(self, keys: set[tuple[str, str]]) -> None:
@@ -107,8 +94,6 @@ class Kubelet:
             return False
         self._bound.pop(uid, None)
         return True
-
-    # -- which pulls this tick needs -------------------------------------------------------------
 
     def pull_targets(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
         """Containers of ``pod`` that attempt an image pull on this tick."""
@@ -154,8 +139,6 @@ class Kubelet:
         if _always_pull(container):
             return ""
         return self.image_cache.get(node, {}).get(str(container.get("image", "")), "")
-
-    # -- one step ---------------------------------------------------------------------------------
 
     def step(
         self,

@@ -1,14 +1,4 @@
-"""The commands a simulated container answers (``kubectl exec``, command pods, gpu-wizard's probe steps).
-
-What gpu-wizard's checks and the support bundle run, and the README's ``kubectl exec … nvidia-smi``:
-``nvidia-smi`` (table, ``--query-gpu``, ``-q``), ``uname``, ``cat``, ``grep``, ``findmnt``
-(``--task 1``: the host's own mount table), ``test``, ``touch``, ``chroot DIR CMD``, the host tools of
-:mod:`wizard.demo.sim.hostcmd`, ``true``/``false``/``sleep`` and gpu-wizard's own ``sh -c`` probe scripts, read
-step by step (:mod:`wizard.demo.sim.probescript`: no shell runs them). Anything else exits 127 with
-``sh: <cmd>: command not found``. Where a command runs and which files it sees (the container, its
-hostPath mounts, read-only binds) is :mod:`wizard.demo.sim.container`'s: through a read-only bind
-``test -w`` fails and ``findmnt`` without ``--task 1`` shows the bound file system ``ro``.
-"""
+"""The commands a simulated container answers (``kubectl exec``, command pods, gpu-wizard's probe steps)."""
 
 from __future__ import annotations
 

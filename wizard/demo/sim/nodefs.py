@@ -1,11 +1,4 @@
-"""The files and directories a simulated node (or container) shows to ``cat``, ``grep``, ``test`` and ``ls``.
-
-Host files follow the node's state: ``/etc/containerd/conf.d/99-nvidia.toml`` appears once the
-toolkit runs there, ``/run/nvidia/validations/*-ready`` once the validator's checks pass,
-``/proc/driver/nvidia/version`` once a driver is loaded. ``/proc/modules`` (what ``lsmod`` prints) lists the
-loaded modules as a real Kubernetes node does, the newest first: the driver container's ``nvidia`` modules, then
-what the kubelet, kube-proxy and the CNI loaded, then what the node loaded at boot (a host driver, ``nouveau``).
-"""
+"""The files and directories a simulated node (or container) shows to ``cat``, ``grep``, ``test`` and ``ls``."""
 
 from __future__ import annotations
 

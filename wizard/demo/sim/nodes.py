@@ -1,8 +1,4 @@
-"""Node objects as ``kubectl get nodes -o json`` shows them, built from a scenario's NodeSpec.
-
-Labels are what kubelet, NFD and GFD set on a real node; ``status.nodeInfo`` is what kubelet reports.
-:func:`wizard.demo.rules.nodeinfo.read_node` reads the scenario's kernel, OS and GPU back from these objects.
-"""
+"""Node objects as ``kubectl get nodes -o json`` shows them, built from a scenario's NodeSpec."""
 
 from __future__ import annotations
 

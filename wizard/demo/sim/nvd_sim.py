@@ -1,17 +1,4 @@
-"""The simulated GPU Operator's NVIDIADriver controller (``controllers/nvidiadriver_controller.go``).
-
-Each NVIDIADriver gets one driver DaemonSet per node pool (``internal/state/nodepool.go``
-``getNodePools``): per OS tag, and per kernel when precompiled; a node without the NFD labels a pool
-needs is skipped, as the operator does. From v26.7 a pool whose OS tag drops the minor version
-selects on ``VERSION_ID.major`` (every rhel 9.x node gets the rhel9 pod); v26.3 still selects the
-first node's full ``VERSION_ID`` (reproduced). Names, labels and images follow
-:mod:`wizard.demo.rules.operator_rules`. Without ``driver.useNvidiaDriverCRD: true`` in the
-ClusterPolicy every NVIDIADriver is ``disabled`` and its DaemonSets are left as they are (the operator
-deletes none of them); a release without that check (``nvidiaDriverCRDSwitch: false``, v25.10) goes on
-reconciling them. Non-default CRs claim the GPU nodes their
-``nodeSelector`` matches; a ``default: true`` CR (v26.7) takes the rest; a node claimed twice is a
-``ConflictingNodeSelector`` error.
-"""
+"""The simulated GPU Operator's NVIDIADriver controller (``controllers/nvidiadriver_controller.go``)."""
 
 from __future__ import annotations
 

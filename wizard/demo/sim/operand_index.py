@@ -1,10 +1,4 @@
-"""The pods each simulated node's view reads (:func:`world.operand_role`), by node, kept current from the store's changes.
-
-Verification execs into every node and starts a probe pod on each; scanning every pod per exec (or
-rebuilding an index after every write) cost seconds of the server's event loop. The simulation's store
-listener adds and removes pods here as they are written; a probe pod's writes leave the index (and the
-node's view) as they are.
-"""
+"""The pods each simulated node's view reads, by node, kept current from the store's changes (exec is hot)."""
 
 from __future__ import annotations
 

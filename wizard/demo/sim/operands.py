@@ -1,12 +1,4 @@
-"""DaemonSets the simulated GPU Operator renders: their names and images, the common skeleton, and the driver's.
-
-Names, labels, container names, selectors and host paths follow the operator's assets
-(``assets/state-driver/0500_daemonset.yaml`` and friends, see the facts doc §2, §7, §8); images come
-from :func:`operand_image`, which applies the operator's ``ImagePath`` rule with the env fallback.
-As in the real manifests, only the driver manager (init) container sees the host's ``/``;
-``nvidia-driver-ctr`` does not, so host checks need a probe pod there as on a real cluster. The
-container toolkit, device plugin and validator DaemonSets are built in :mod:`wizard.demo.sim.runtime_operands`.
-"""
+"""DaemonSets the simulated GPU Operator renders: their names and images, the common skeleton, and the driver's."""
 
 from __future__ import annotations
 
@@ -71,7 +63,6 @@ def host_path_volume(name: str, path: str, kind: str = "") -> dict[str, Any]:
 
 
 def env_list(pairs: dict[str, str]) -> list[dict[str, Any]]:
-    """A container's ``env`` from name -> value pairs."""
     return [{"name": k, "value": v} for k, v in pairs.items()]
 
 
@@ -148,11 +139,7 @@ def driver_daemonset(
     host_lib_modules: bool = False,
     pod_labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete).
-
-    ``repo_config`` is mounted at ``repo_config_dir``; ``host_lib_modules`` adds the SUSE precompiled
-    ``lib-modules`` mount (the caller decides, per release and OS).
-    """
+    """The driver DaemonSet: init ``k8s-driver-manager``, main ``nvidia-driver-ctr`` (OnDelete)."""
     manager = driver.get("manager") or {}
     env = {"KERNEL_MODULE_TYPE": str(driver.get("kernelModuleType") or "auto")}
     if precompiled:

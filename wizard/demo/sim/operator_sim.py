@@ -1,16 +1,7 @@
-"""The simulated GPU Operator's ClusterPolicy controller.
+"""The simulated GPU Operator's ClusterPolicy controller (``controllers/clusterpolicy_controller.go``).
 
-Reconciles the oldest ClusterPolicy the way ``controllers/clusterpolicy_controller.go`` does: GPU
-node labels (``addGPUStateLabels``), then the controller's init (the first GPU node's OS, and the
-kernel -> OS map when precompiled; a failure there applies nothing), then the states driver,
-container toolkit, operator validation and device plugin in order, each rendered to DaemonSets
-(``operands.py``, ``runtime_operands.py``), then ``status`` with the operator's conditions and
-messages. The driver state cleans up as the operator's ``DaemonSet()`` does, not more: with the driver
-disabled it deletes only ``nvidia-driver-daemonset``, so per-kernel precompiled DaemonSets keep their pods
-(:func:`_deleted_by_operator`). Under ClusterPolicy the driver's OS tag comes from the *first* GPU node and is used
-cluster-wide, which gives mixed-OS clusters wrong images (issue #1622); that bug is reproduced on
-purpose. Names and images follow the demo's own reading of the operator
-(:mod:`wizard.demo.rules.operator_rules`), per release.
+The driver's OS tag comes from the *first* GPU node and is used cluster-wide, which gives mixed-OS clusters
+wrong images (issue #1622); that bug is reproduced on purpose.
 """
 
 from __future__ import annotations
@@ -386,30 +377,21 @@ class ClusterPolicyController:
 
 
 def _deleted_by_operator(ds: dict[str, Any], spec: dict[str, Any], has_gpu_nodes: bool) -> bool:
-    """Whether the operator deletes an owned DaemonSet no state renders any more (``controllers/object_controls.go``).
-
-    Driver DaemonSets (``nvidia-driver-daemonset*``): with ``useNvidiaDriverCRD`` all of them
-    (``cleanupAllDriverDaemonSets``); with the driver disabled only the asset's own name (the state-disabled
-    branch of ``DaemonSet()``); with no GPU node none (``DaemonSet()`` returns before its cleanup); enabled and
-    precompiled, those labelled ``nvidia.com/precompiled=false`` and the per-kernel ones no pod is wanted or
-    mis-scheduled for (``cleanupStalePrecompiledDaemonsets``); enabled and not precompiled, those labelled
-    ``nvidia.com/precompiled=true`` (``cleanupUnusedDriverDaemonSets``). Every other operand's DaemonSet goes when
-    its state no longer renders it.
-    """
+    """Whether the operator deletes an owned DaemonSet no state renders any more (``controllers/object_controls.go``)."""
     name = ds["metadata"]["name"]
     if not name.startswith(COMMON_DRIVER_DAEMONSET):
         return True
     driver = spec.get("driver") or {}
-    if driver.get("useNvidiaDriverCRD"):
+    if driver.get("useNvidiaDriverCRD"):  # cleanupAllDriverDaemonSets
         return True
-    if driver.get("enabled", True) is False:
+    if driver.get("enabled", True) is False:  # the state-disabled branch of DaemonSet()
         return bool(name == COMMON_DRIVER_DAEMONSET)
-    if not has_gpu_nodes:
+    if not has_gpu_nodes:  # DaemonSet() returns before its cleanup
         return False
     label = labels_of(ds).get(LABEL_PRECOMPILED)
-    if driver.get("usePrecompiled"):
+    if driver.get("usePrecompiled"):  # cleanupStalePrecompiledDaemonsets
         if label == "false":
             return True
         status = ds.get("status") or {}
         return label == "true" and not status.get("desiredNumberScheduled") and not status.get("numberMisscheduled")
-    return label == "true"
+    return label == "true"  # cleanupUnusedDriverDaemonSets

@@ -1,10 +1,4 @@
-"""Which nodes a pod may run on, as the scheduler and the DaemonSet controller decide.
-
-A pod fits a node when its nodeSelector matches the node's labels, one of its required node affinity's
-terms holds (matchExpressions on labels, matchFields on ``metadata.name``) and it tolerates every
-NoSchedule/NoExecute taint; a DaemonSet's pods get the controller's own tolerations on top
-(:data:`DS_TOLERATIONS`). :mod:`wizard.demo.sim.controllers` places pods with these rules.
-"""
+"""Which nodes a pod may run on, as the scheduler and the DaemonSet controller decide."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""The parts of a pod's status the simulated kubelet writes: container states, IDs, termination messages, conditions.
-
-A container status is ``waiting`` (with the reason ``kubectl get pods`` shows), ``running`` or
-``terminated`` (exit code, reason, a ``containerd://`` ID stable per pod, container and restart);
-a terminated container's message is its termination message file's tail, or its log's on an error
-when its policy says ``FallbackToLogsOnError``, cut as the kubelet cuts it. Pod conditions move
-their transition time only when their status flips.
-"""
+"""The parts of a pod's status the simulated kubelet writes: container states, IDs, messages, conditions."""
 
 from __future__ import annotations
 

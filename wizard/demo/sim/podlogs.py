@@ -1,10 +1,4 @@
-"""Container logs of the simulated operator pods, worded like the real components print them.
-
-``k8s-driver-manager`` (logrus lines, ``driver is pre-installed on host``), the driver container's
-install script, the validator's ``Attempting to validate a pre-installed driver on the host`` /
-``Detected a pre-installed driver on the host`` / ``No pre-installed driver detected on the host``
-lines (facts doc §4), the toolkit installer and the device plugin. Failures end with the reason.
-"""
+"""Container logs of the simulated operator pods, worded like the real components print them."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
 """gpu-wizard's probe scripts, answered step by step from the node's facts: read by their shape, never run.
 
-gpu-wizard checks a node's host with one ``sh -c`` script of steps, in one of two generated shapes
-(``wizard.engine.nodescript.script`` for an exec, ``wizard.cluster.probes.probeset.script`` for the probe
-DaemonSet's init container). The demo is no shell: it reads each step's command out of the shape
-and answers it with the node's command table (``run``: :func:`wizard.demo.sim.nodecmd.run_argv`),
-whose answers come from the scenario's host facts. A script of any other shape exits 2 and says so.
-
-- exec shape: ``CMD 2>&1; echo MARK$?; CMD 2>&1; echo MARK$?…`` — each step's output, then the
-  marker word with the step's exit status on a line of its own;
-- DaemonSet shape: per step the lines ``o=$(CMD 2>&1)``, ``c=$?``, optionally
-  ``o=$(printf %s "$o" | tr -s CHARS)``, ``n=$(… | wc -c)``, ``b=$(… | head -c N | base64 -w 0)`` and
-  the ``printf`` that appends ``[status,bytes,"base64"]`` to the termination log: the demo writes the
-  whole message, ``{"v":1,"r":[…]}``, into the container's file (``written``), cut as ``head -c`` cuts.
-
-What a real ``sh`` does with the same text (quoting, command substitution, the base64 budget under the
-kubelet's 4096 bytes) is the real-cluster lane's and the probeset tests' business, not the demo's.
+What a real ``sh`` does with the same text is the real-cluster lane's and the probeset tests' business.
 """
 
 from __future__ import annotations

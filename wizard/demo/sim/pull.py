@@ -1,15 +1,4 @@
-"""Image pulls of the simulated kubelet: which references resolve, to which digest, and the errors.
-
-Images on the scenario's catalog hosts resolve against ``registry.catalog`` or, when ``registry.url``
-is set, against a real OCI registry by ``HEAD /v2/<path>/manifests/<tag>`` (so a tag re-pushed after
-a pod pulled shows a different digest than the pod's ``imageID``). Without a real registry, an image
-under an organisation a catalog repository (or an operator image) belongs to (``nvcr.io/nvidia``) is
-pulled through the demo's own registry, so one it does not hold fails to pull (``ErrImagePull``, then
-``ImagePullBackOff``) exactly where the wizard's image check calls it missing; any other image is public
-and pullable unless the scenario is air-gapped (``registry.public: false``): then every image outside the catalog's
-hosts fails as unreachable, the operator's own images at nvcr.io included (NVIDIA publishes them; the nodes cannot
-reach them). Error messages are the ones containerd gives kubelet.
-"""
+"""Image pulls of the simulated kubelet: which references resolve, to which digest, and containerd's errors."""
 
 from __future__ import annotations
 
@@ -140,11 +129,8 @@ class Puller:
             if repo not in spec.catalog:
                 self._published.add(repo)
             self.catalog.setdefault(repo, {}).setdefault(tag, fake_digest(full))
-        # Without a real registry the demo's own /v2/ answers for the catalog's repositories (the kubeconfig
-        # names it their mirror): under an organisation the catalog speaks for (``nvcr.io/nvidia``, where the
-        # operator's own images are published; ``docker.io/alaudadockerhub``) a tag it does not hold fails
-        # as on a real node, rather than coming from a "public" registry regardless. Other organisations on
-        # the same host (``docker.io/library/busybox``) stay public.
+        # Without a real registry the demo's own /v2/ answers for the catalog's organisations, so a tag it
+        # does not hold fails as on a real node (assets/scenarios/README.md, "registry").
         self.orgs = set() if spec.url else {_org(repo) for repo in self.catalog}
 
     def needs_http(self, reference: str) -> bool:

@@ -1,11 +1,4 @@
-"""The operand DaemonSets after the driver, as the simulated GPU Operator renders them: toolkit, device plugin, validator.
-
-The container toolkit waits for the driver's validation, then writes the containerd drop-in (host paths
-from its env, as the operator's ``transformForRuntime`` does); the device plugin waits for the
-toolkit's and advertises ``nvidia.com/gpu``; the validator runs the driver, toolkit, cuda and plugin
-validations as init containers. Names, labels and host paths follow the operator's assets (see
-:mod:`wizard.demo.sim.operands`, which holds the names and the DaemonSet skeleton they share).
-"""
+"""The operand DaemonSets after the driver: container toolkit, device plugin, validator."""
 
 from __future__ import annotations
 

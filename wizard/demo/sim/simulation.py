@@ -1,17 +1,4 @@
-"""The demo cluster's simulated world: nodes, the GPU Operator, kubelet and what runs in containers.
-
-The API server (``server.py``) stores objects; :class:`Simulation` seeds the scenario into that store
-and, on every :meth:`Simulation.tick`, runs one step of each controller: the GPU Operator
-(ClusterPolicy, NVIDIADriver, driver upgrades), Kubernetes' DaemonSet/Deployment controllers and
-garbage collector, and the kubelet (pulls, container starts, readiness). :meth:`Simulation.exec`
-and :meth:`Simulation.logs` answer ``kubectl exec`` and ``kubectl logs`` as the node would.
-
-A full tick costs O(cluster). When only objects no operator reads changed since the last one (a Job,
-the wizard's probe DaemonSet and its pods, bare pods: see ``changes.py``), a light tick runs just
-the Job controller, that DaemonSet's controller, the garbage collector for the owners that went and
-the kubelet for the pods that changed: a 5,000-node verification starts and deletes a probe pod per
-node, and each full tick would step ~30,000 pods.
-"""
+"""The demo cluster's simulated world: nodes, the GPU Operator, kubelet and what runs in containers."""
 
 from __future__ import annotations
 
@@ -122,8 +109,6 @@ class Simulation:
             found = self._eligible[key] = placement.eligible_nodes(ds, nodes)
         return found
 
-    # -- seeding ----------------------------------------------------------------------------------
-
     def seed(self) -> None:
         """Put the scenario's nodes, namespaces, operator and existing ClusterPolicy into the store; bring up what
         already ran before the demo started (and an upgrade stopped midway)."""
@@ -155,8 +140,6 @@ class Simulation:
         self.upgrades.hold = dict(states)
         self._seed_rounds()
         self.upgrades.release(state_seconds)
-
-    # -- ticking ----------------------------------------------------------------------------------
 
     async def tick(self) -> bool:
         """One step of operator reconcile and kubelet progress; True while something changed."""
@@ -222,10 +205,8 @@ class Simulation:
         return keys, requests
 
     async def _light_tick(self) -> bool:
-        """The Job controller, the touched plain DaemonSets' controller, the garbage collector for the owners
-        that went away, then the kubelet for the touched plain pods (their own writes bring them back until
-        they are stable). What this tick writes is sorted again by the listener: a write only a full tick
-        handles makes the next tick a full one."""
+        """:meth:`Changes.run_controllers`, then the kubelet for the touched plain pods; what this tick writes
+        is sorted again by the listener (a write only a full tick handles makes the next tick a full one)."""
         changes = self.changes
         writer = Writer(self.store)
         jobs_ran, due = await changes.run_controllers(writer, self._eligible_nodes)
@@ -277,9 +258,8 @@ class Simulation:
         keys: dict[str, dict[str, PullKey]],
         results: dict[PullKey, PullResult],
     ) -> None:
-        """Step every bound pod, except one already steady: its last step wrote nothing, and neither the pod
-        (the same stored object) nor anything its step reads (its node's view, its volumes, the operator's
-        release) changed since; a pod waiting for an image pull or its sandbox's start is always stepped."""
+        """Step every bound pod but a steady one (its last step wrote nothing and nothing it reads changed since);
+        a pod waiting for an image pull or its sandbox's start is always stepped."""
         configmaps = self._configmaps()
         release = self._release
         for pod in pods:
@@ -301,8 +281,6 @@ class Simulation:
         nodes = read(self.store, "nodes")
         views = self._all_views(nodes)
         controllers.node_agents(writer, nodes, views)
-
-    # -- exec and logs ----------------------------------------------------------------------------
 
     def _context(self, namespace: str, pod_name: str) -> tuple[dict[str, Any], NodeView] | None:
         # The stored objects themselves (exec and the node commands only read them): a deep copy of the pod

@@ -45,14 +45,9 @@ TICK_SLICE_S = 0.001
 
 
 class Pacer:
-    """Lets the API server answer during a long tick.
+    """Lets the API server answer during a long tick (they share one event loop; real kubelets never stall it).
 
-    On a real cluster thousands of kubelets run beside the API server and never hold up its requests;
-    here they share one event loop, so a tick that steps 5,000 probe pods in one go (a few hundred
-    milliseconds) would stall every request, exec frame and watch in flight meanwhile, which no real
-    cluster does. A tick asks :meth:`due` between pods and, when it is, awaits :meth:`pause`; whatever it
-    read before the pause may have changed when it goes on (see the callers). The engine's
-    :class:`wizard.cluster.core.slices.Slices` does the same for the client; the demo imports no engine code.
+    A tick asks :meth:`due` between pods and awaits :meth:`pause`; what it read before may have changed after.
     """
 
     def __init__(self) -> None:
@@ -72,12 +67,7 @@ def read(store: Store, resource: str, namespace: str | None = None) -> list[dict
 
 
 def thaw(obj: dict[str, Any]) -> dict[str, Any]:
-    """A private, mutable copy of a stored object.
-
-    A pickle round trip of our own JSON-like data (never bytes from outside): about five times
-    faster than ``copy.deepcopy``, which matters because the kubelet copies every pod's status on
-    every tick, and a probe pod of a 1,000-node verification costs a few ticks.
-    """
+    """A private, mutable copy of a stored object (pickle of our own JSON-like data: ~5× faster than deepcopy)."""
     copied: dict[str, Any] = pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
     return copied
 
@@ -123,9 +113,7 @@ class Writer:
     def update(self, resource: str, obj: dict[str, Any], *, adopt: bool = False) -> dict[str, Any] | None:
         """Replace ``obj`` unless the stored version is identical; None when it vanished or conflicted.
 
-        ``adopt``: ``obj`` is handed over, never mutated afterwards (see :meth:`Store.update`); the
-        stored object is then returned as it is, read-only, instead of a private copy.
-        """
+        ``adopt``: as for :meth:`Store.update`; the stored object is returned read-only."""
         meta = obj.get("metadata") or {}
         current = self.store.lookup(resource, meta.get("name", ""), meta.get("namespace"))
         if current is None:
@@ -154,7 +142,6 @@ class Writer:
         return stored
 
     def delete(self, resource: str, name: str, namespace: str | None = None) -> None:
-        """Delete an object if it exists."""
         if self.store.delete(resource, name, namespace, copy=False) is not None:
             self.changed = True
 

@@ -1,11 +1,4 @@
-"""``nvidia-smi`` output for a simulated node, laid out exactly like the real tool.
-
-The default table reproduces the captured fixtures column for column (``../shared/fixtures/
-nvidia-smi``): the classic ``Driver Version:`` / ``CUDA Version:`` header before the 610 branch and
-``KMD Version:`` / ``CUDA UMD Version:`` from 610 on. Also ``--query-gpu=… --format=csv[,noheader]
-[,nounits]`` for the fields gpu-wizard reads (the driver version, and what names a GPU) and ``-q`` (a subset, for
-the support bundle); the real tool's other flags and fields are no command of gpu-wizard's nor the README's.
-"""
+"""``nvidia-smi`` output for a simulated node, laid out exactly like the real tool (``../shared/fixtures``)."""
 
 from __future__ import annotations
 
@@ -100,12 +93,10 @@ def _gpus(node: str, product: str, count: int, mig_profile: str, mig_per_gpu: in
 
 
 def gpus_of(spec: NodeSpec) -> list[Gpu]:
-    """The GPUs of a scenario node, MIG devices included."""
     return gpus_for(spec.name, spec.gpu_product, spec.gpu_count, spec.mig_profile, spec.mig_per_gpu)
 
 
 def cuda_of(version: str) -> str:
-    """The CUDA version a driver reports."""
     return CUDA.get(version.split(".", 1)[0], "13.0")
 
 

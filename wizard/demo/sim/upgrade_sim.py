@@ -1,19 +1,4 @@
-"""The operator's driver upgrade controller, simulated one state per node per tick.
-
-Driver DaemonSets use ``updateStrategy: OnDelete``: a new driver version only reaches a node when its
-old driver pod is deleted. With ``driver.upgradePolicy.autoUpgrade`` (the chart default) the operator
-walks each outdated node through ``nvidia.com/gpu-driver-upgrade-state``:
-upgrade-required -> cordon-required -> wait-for-jobs-required -> pod-deletion-required ->
-drain-required -> pod-restart-required -> validation-required -> uncordon-required -> upgrade-done
-(``upgrade-failed`` when the new pod cannot start), at most ``maxParallelUpgrades`` nodes at once. Leaving
-``pod-deletion-required`` deletes the node's GPU pods (``podDeletion``), leaving ``drain-required`` drains it
-when ``drain.enable`` (:func:`evict`), as the operator's upgrade library does.
-
-A scenario can start mid-upgrade (``upgrade-in-progress``): while seeding, :attr:`UpgradeController.hold`
-stops each listed node in its state (the parallel limit does not apply: these nodes got there over
-the hours before the demo started); :meth:`UpgradeController.release` then lets them go on, each
-staying ``state_seconds`` in a state, as a real node does for minutes.
-"""
+"""The operator's driver upgrade controller, simulated one state per node per tick."""
 
 from __future__ import annotations
 
@@ -203,7 +188,6 @@ def _daemon_pod(pod: dict[str, Any]) -> bool:
 
 
 def pods_by_node(store: Any) -> dict[str, list[dict[str, Any]]]:
-    """Every bound pod by its node."""
     out: dict[str, list[dict[str, Any]]] = {}
     for pod in read(store, "pods"):
         node = (pod.get("spec") or {}).get("nodeName")

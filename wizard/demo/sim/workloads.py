@@ -1,11 +1,4 @@
-"""What the operator's containers do on a simulated node: when they finish, wait, or fail, and why.
-
-The kubelet asks :func:`init_outcome` whether a running init container completes, keeps waiting
-or fails, and :func:`main_outcome` whether a running main container becomes ready or crashes. The
-rules follow the real components: ``k8s-driver-manager`` finds a working host driver and marks the
-node ``pre-installed``; ``nvidia-driver-ctr`` crashes on an image built for another OS or kernel;
-validations wait for the driver/toolkit on the node and fail where ``/run`` is ``noexec``.
-"""
+"""What the operator's containers do on a simulated node: when they finish, wait, or fail, and why."""
 
 from __future__ import annotations
 
@@ -129,12 +122,7 @@ def precompiled_pod(pod: dict[str, Any]) -> bool:
 
 
 def driver_refusal(pod: dict[str, Any], view: NodeView) -> str:
-    """Why this node's host refuses the driver container, as the real script meets it, or "".
-
-    An upstream driver resolves and installs the kernel's headers first (from the host, the
-    package repositories or the mirror ``driver.repoConfig`` mounts), then the installer refuses a GPU held by nouveau, then the kernel refuses
-    an unsigned module under Secure Boot; precompiled modules need no headers and are signed.
-    """
+    """Why this node's host refuses the driver container, as the real script meets it, or ""."""
     spec = view.spec
     precompiled = precompiled_pod(pod)
     mirror = any(v.get("name") == "repo-config" for v in pod["spec"].get("volumes") or [])  # driver.repoConfig

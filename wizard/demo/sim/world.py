@@ -1,10 +1,4 @@
-"""What each simulated node currently has: host facts plus the operand pods running on it.
-
-A :class:`NodeView` joins a node's scenario spec (host driver, mounts, OS) with the state of the
-operator's pods on it (driver loaded, toolkit installed, validations passed). The kubelet uses it to
-decide when a waiting container may proceed, and the command interpreter to answer ``nvidia-smi``,
-``cat /run/nvidia/validations/driver-ready`` or ``grep BinaryName …`` like the real node would.
-"""
+"""What each simulated node currently has: host facts plus the operand pods running on it."""
 
 from __future__ import annotations
 
@@ -71,7 +65,6 @@ def container_status(pod: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def is_running(cs: dict[str, Any]) -> bool:
-    """The container is running now."""
     return "running" in (cs.get("state") or {})
 
 
@@ -82,7 +75,6 @@ def completed(cs: dict[str, Any]) -> bool:
 
 
 def pod_ready(pod: dict[str, Any] | None) -> bool:
-    """The pod's Ready condition is True."""
     if pod is None:
         return False
     conds = (pod.get("status") or {}).get("conditions") or []
@@ -135,7 +127,6 @@ class NodeView:
 
     @property
     def runtime_layout(self) -> RuntimeLayout:
-        """Where this node's distribution keeps containerd."""
         spec = self.spec
         return layout(spec.runtime_flavour or flavour_of(spec.runtime, spec.kubelet_version), spec.runtime)
 
@@ -299,9 +290,6 @@ _VIEW_APPS = frozenset({TOOLKIT_DS, DEVICE_PLUGIN_DS, VALIDATOR_DS})
 class NodeViews:
     """One node's view at a time (per exec, per pod a light tick steps), built again only when what
     :func:`build_views` reads of it changed: the node, the operand pods on it, the operand DaemonSets.
-
-    The inputs are stored objects, never mutated, so comparing them is mostly comparing identities.
-    A verification of 1,000 nodes built ~9,000 single-node views that were all alike per node.
     """
 
     def __init__(self, specs: dict[str, NodeSpec]) -> None:
@@ -326,5 +314,4 @@ class NodeViews:
         return view
 
     def forget(self, node: str) -> None:
-        """The node is gone."""
         self._views.pop(node, None)
