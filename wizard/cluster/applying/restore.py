@@ -4,7 +4,8 @@ Each saved object is replaced at the live resourceVersion (re-read and tried aga
 status updates race the write, as kubectl retries on conflict) and read back to confirm; the objects the
 apply created are deleted; nodes the apply kept out of the driver rollout get their label back. A saved driver
 DaemonSet (one the apply deleted as left behind by the operator) is re-created when absent; one present again (the
-operator's, once the policy asks for it) is left to it, and one the restored policy makes again is waited for first. :mod:`wizard.cluster.applying.apply` undoes a failed apply with :func:`restore`.
+operator's, once the policy asks for it) is left to it, and one the restored policy makes again is waited for
+first. :mod:`wizard.cluster.applying.apply` undoes a failed apply with :func:`restore`.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ async def _restore_daemonset(
 ) -> str:
     """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is. One
     the restored policy has the operator make again (``made_again``) is waited for first, up to ``grace`` seconds:
-    re-created beside the operator, it is deleted and made again, and the operator may then report the policy
-    notReady for minutes (its pods' revision is not the DaemonSet's)."""
+    re-created beside the operator, it is deleted (it wants no pod yet) and made again, and the policy once stayed
+    notReady for minutes after that (v25.10.1, in the lane)."""
     if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
         return f"{ref.key} is there already"
     deadline = time.monotonic() + (grace if made_again else 0)
