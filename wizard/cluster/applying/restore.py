@@ -62,7 +62,7 @@ async def _restore_daemonset(
     """Re-create a driver DaemonSet the apply deleted; one there again (the operator made it) stays as it is. One
     the restored policy has the operator make again (``made_again``) is waited for first, up to ``grace`` seconds:
     re-created beside the operator, it is deleted (it wants no pod yet) and made again, and the policy once stayed
-    notReady for minutes after that (v25.10.1, in the lane)."""
+    notReady for minutes after that (the oldest release the lane runs)."""
     if await gateway.read_daemonset(ref.namespace, ref.name) is not None:
         return f"{ref.key} is there already"
     deadline = time.monotonic() + (grace if made_again else 0)
