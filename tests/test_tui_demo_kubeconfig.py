@@ -48,3 +48,24 @@ async def test_the_demo_dropdown_shows_the_connected_servers_scenario(
         await pilot.pause(0.2)
         assert app.state.info is not None and app.state.info.demo_scenario == "nouveau-loaded"
         assert app.screen.query_one("#scenario", Select).value == "nouveau-loaded"
+
+
+async def test_the_demo_dropdown_offers_the_scenario_file_the_session_started_with(
+    tmp_path: Path, tui_env: Path
+) -> None:
+    """Started with `--demo FILE`, Connect's Demo dropdown showed the default bundled scenario; it now shows the
+    file as it was given, and "Try the demo cluster" starts that file's demo again."""
+    from textual.widgets import Select
+
+    from wizard.bundled import asset_text
+
+    own = tmp_path / "my-lab.yaml"
+    own.write_text(asset_text("scenarios", "nouveau-loaded.yaml"))
+    app = WizardApp(demo=str(own), report_dir=tui_env)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.state.preflight is not None and on_step(app, "connect"), 30, "preflight")
+        await wait_for(pilot, lambda: bool(app.screen.query("#scenario")), 10, "the Demo dropdown")
+        await pilot.pause(0.2)
+        # the file's scenario is named nouveau-loaded, like a bundled one: the file is what this session runs
+        assert app.state.info is not None and app.state.info.demo_scenario == "nouveau-loaded"
+        assert app.screen.query_one("#scenario", Select).value == str(own)

@@ -156,16 +156,20 @@ class ConnectStep(StepScreen):
         return info.demo_scenario if info is not None and info.demo else ""
 
     def _show_demo_scenario(self) -> None:
-        """The Demo dropdown shows the scenario of the demo server connected to, not the default (defect 15)."""
-        scenario = self._connected_scenario()
+        """The Demo dropdown shows the scenario of the demo server connected to, not the default (defect 15): the one
+        this session started (a scenario file as it was given), else the one the server's kubeconfig marker names."""
+        scenario = self.state.demo or self._connected_scenario()
         for select in self.query("#scenario").results(Select):
             if scenario and select.is_mounted:
                 with contextlib.suppress(InvalidSelectValueError):  # a scenario this install does not ship
                     select.value = scenario
 
     def _show_scenarios(self, names: list[str]) -> None:
-        preferred = self._connected_scenario() or self.state.demo or DEFAULT_DEMO_SCENARIO
-        current = preferred if preferred in names else names[0]
+        own = self.state.demo
+        if own and own not in names:  # a scenario file this session started with: offered as it was given
+            names = [*names, own]
+        candidates = (own, self._connected_scenario(), DEFAULT_DEMO_SCENARIO)  # own: the demo this session runs
+        current = next((name for name in candidates if name and name in names), names[0])
         if self.query("#scenario"):
             self._put_select("", "scenario", names, current, "demo scenario")
             return
