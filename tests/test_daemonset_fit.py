@@ -10,6 +10,7 @@ import pytest
 
 from wizard.cluster.core.daemonset_fit import Placements, slim_scheduling
 from wizard.cluster.rollouts.rollout_verdict import DaemonSetStatus, classify, driver_wanted
+from wizard.engine.facts import LABEL_DEPLOY_DRIVER, LABEL_OS_ID
 from wizard.engine.plan import Plan
 
 DEPLOY = "nvidia.com/gpu.deploy.device-plugin"
@@ -88,8 +89,8 @@ def test_a_driver_daemonset_short_of_its_nodes_is_still_rolling_out() -> None:
     )
 
 
-DRIVER_DEPLOY = "nvidia.com/gpu.deploy.driver"
-OS_ID = "feature.node.kubernetes.io/system-os_release.ID"
+DRIVER_DEPLOY = LABEL_DEPLOY_DRIVER
+OS_ID = LABEL_OS_ID
 
 
 def _named(name: str, labels: dict[str, str]) -> dict[str, Any]:

@@ -21,6 +21,9 @@ from wizard.cluster.applying.backup import Backup, read_backup, write_backup
 from wizard.cluster.errors import ClusterError
 from wizard.cluster.rollouts.rollout_verdict import classify
 from wizard.engine.leftovers import (
+    DRIVER_COMPONENT,
+    LABEL_COMPONENT,
+    LABEL_PRECOMPILED,
     LEFT_WHEN_CRD_OFF,
     LEFT_WHEN_DISABLED,
     LiveDaemonSet,
@@ -212,7 +215,7 @@ async def test_preview_and_the_confirmation_name_the_deletion(tui_env: Path) -> 
         assert app.screen.query_one(".dialog-body").max_scroll_y == 0
 
 
-PRECOMPILED_LABELS = {"nvidia.com/precompiled": "true", "app.kubernetes.io/component": "nvidia-driver"}
+PRECOMPILED_LABELS = {LABEL_PRECOMPILED: "true", LABEL_COMPONENT: DRIVER_COMPONENT}
 
 
 @pytest.mark.parametrize(
@@ -223,7 +226,7 @@ PRECOMPILED_LABELS = {"nvidia.com/precompiled": "true", "app.kubernetes.io/compo
         ({"usePrecompiled": True, "enabled": False}, PRECOMPILED_LABELS, False),  # disabled: the operator leaves it
         ({"usePrecompiled": True, "useNvidiaDriverCRD": True}, PRECOMPILED_LABELS, False),
         ({}, PRECOMPILED_LABELS, False),  # upstream: the operator deletes precompiled ones
-        ({"usePrecompiled": True}, {"nvidia.com/precompiled": "false"}, False),
+        ({"usePrecompiled": True}, {LABEL_PRECOMPILED: "false"}, False),
         ({"usePrecompiled": "true"}, PRECOMPILED_LABELS, False),  # not a boolean: not what the operator reads
     ],
 )

@@ -41,6 +41,7 @@ from screens.widgets.rolloutview import RolloutView
 from screens.widgets.toggles import Tick
 from screens.widgets.upgradeplan import UpgradePlanView
 from wizard.engine.steps import VERIFY
+from wizard.engine.upgradestates import UPGRADE_FAILED
 
 
 class ApplyStep(HelmPaths):
@@ -292,7 +293,7 @@ class ApplyStep(HelmPaths):
         from wizard.cluster.errors import ClusterError
 
         failed = {pod.node for pod in status.pods if pod.reason and pod.node}
-        failed |= {node for node, value in status.upgrade_states.items() if value == "upgrade-failed"}
+        failed |= {node for node, value in status.upgrade_states.items() if value == UPGRADE_FAILED}
         self._advice = ["[$accent]… diagnosing the failing nodes (driver logs, events)[/]"]
         self._show_rollout(status)
         found = []

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.realcluster.cluster import NAMESPACE, RealCluster
+from wizard.engine.facts import LABEL_UPGRADE_STATE
 
-UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 OPERATOR_LOG_LINES = 12
 
 
@@ -91,7 +91,7 @@ def _pods(cluster: RealCluster) -> list[str]:
 
 def _nodes(cluster: RealCluster) -> list[str]:
     return [
-        f"node {n['metadata']['name']}: upgrade state {n['metadata'].get('labels', {}).get(UPGRADE_STATE, '-')!r}"
+        f"node {n['metadata']['name']}: upgrade state {n['metadata'].get('labels', {}).get(LABEL_UPGRADE_STATE, '-')!r}"
         for n in _items(cluster, "/api/v1/nodes")
     ]
 

@@ -19,7 +19,7 @@ from typing import Any
 from wizard.engine.facts import ClusterFacts
 from wizard.engine.mirror import NodeImage
 from wizard.engine.plan import Plan
-from wizard.engine.upgradestates import UPGRADE_STATES
+from wizard.engine.upgradestates import UPGRADE_DONE, UPGRADE_FAILED, UPGRADE_STATES
 
 PERCENT_RE = re.compile(r"^(100|[1-9]?[0-9])%$")
 DEFAULT_NODE_MINUTES = 6.0
@@ -135,7 +135,7 @@ class InProgress:
     @property
     def in_flight(self) -> list[str]:
         return sorted(
-            n for state, nodes in self.nodes.items() if state not in ("upgrade-done", "upgrade-failed") for n in nodes
+            n for state, nodes in self.nodes.items() if state not in (UPGRADE_DONE, UPGRADE_FAILED) for n in nodes
         )
 
     @property
@@ -190,9 +190,7 @@ def upgrade_in_progress(
     order = {state: i for i, state in enumerate(UPGRADE_STATES)}
     nodes = {state: sorted(by_state[state]) for state in sorted(by_state, key=lambda s: order.get(s, len(order)))}
     problems = pod_problems or {}
-    failed = {
-        node: problems.get(node) or "no reason found on its driver pod" for node in nodes.get("upgrade-failed", [])
-    }
+    failed = {node: problems.get(node) or "no reason found on its driver pod" for node in nodes.get(UPGRADE_FAILED, [])}
     waiting = {n for state in BEFORE_EVICTION for n in nodes.get(state, [])}
     evictions = {node: sorted(pods) for node, pods in (workloads or {}).items() if node in waiting and pods}
     return InProgress(nodes, rolling_out, failed, evictions)

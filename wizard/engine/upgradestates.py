@@ -15,6 +15,7 @@ from dataclasses import dataclass
 UPGRADE_REQUIRED = "upgrade-required"
 """The state that starts a node's upgrade (the operator's node labeller sets it for a driver pod left without owner)."""
 UPGRADE_DONE = "upgrade-done"
+UPGRADE_FAILED = "upgrade-failed"
 #: The states in the order a node passes through them (the operator's upgrade controller).
 UPGRADE_STATES = (
     UPGRADE_REQUIRED,
@@ -26,10 +27,10 @@ UPGRADE_STATES = (
     "validation-required",
     "uncordon-required",
     UPGRADE_DONE,
-    "upgrade-failed",
+    UPGRADE_FAILED,
 )
 #: States a node rests in once its upgrade is over: being there for a long time is not being stuck.
-SETTLED_STATES = frozenset({UPGRADE_DONE, "upgrade-failed", ""})
+SETTLED_STATES = frozenset({UPGRADE_DONE, UPGRADE_FAILED, ""})
 _ORDER = {state: index for index, state in enumerate(UPGRADE_STATES)}
 
 

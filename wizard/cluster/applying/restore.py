@@ -94,6 +94,7 @@ async def restore(
     ``operator_grace``: how long a driver DaemonSet the restored policy makes again is left to the operator."""
     lines: list[str] = []
     policy = next((o for o in backup.objects if o.get("kind") == "ClusterPolicy"), None)
+    policy_restored = policy is not None and (only is None or ObjectRef.of(policy).key in only)
     # the custom resources first: a driver DaemonSet the restored policy makes again is then the operator's to make
     for saved in sorted(backup.objects, key=lambda o: ObjectRef.of(o).daemonset):
         ref = ObjectRef.of(saved)
@@ -101,12 +102,8 @@ async def restore(
             continue
         if ref.daemonset:
             labels = {str(k): str(v) for k, v in ((saved.get("metadata") or {}).get("labels") or {}).items()}
-            made_again = made_again_by(policy, labels) and (
-                only is None or (policy and ObjectRef.of(policy).key in only)
-            )
-            lines.append(
-                await _restore_daemonset(gateway, ref, saved, made_again=bool(made_again), grace=operator_grace)
-            )
+            made_again = policy_restored and made_again_by(policy, labels)
+            lines.append(await _restore_daemonset(gateway, ref, saved, made_again=made_again, grace=operator_grace))
             continue
         lines.append(await _restore_one(gateway, ref, saved))
         if clean(await read_object(gateway, ref) or {}) != clean(saved):

@@ -50,7 +50,6 @@ from wizard.cluster.rollouts.orphans import OrphanMarker
 from wizard.cluster.rollouts.rollout_verdict import (
     FALSE_READY_WAIT,
     HOST_DRIVER_FOUND,
-    UPGRADE_FAILED,
     DaemonSetStatus,
     Phase,
     classify,
@@ -63,7 +62,7 @@ from wizard.engine.operator_names import DRIVER_CONTAINER, DRIVER_SELECTOR
 from wizard.engine.plan import Plan
 from wizard.engine.prior_findings import PriorFindings
 from wizard.engine.upgrade import plan_policy
-from wizard.engine.upgradestates import duration_text, stuck_nodes
+from wizard.engine.upgradestates import UPGRADE_FAILED, duration_text, stuck_nodes
 
 if TYPE_CHECKING:
     from wizard.cluster.core.discovery import SessionNode

@@ -18,6 +18,7 @@ from wizard.engine.operand_images import operand_images
 from wizard.engine.plan import Plan
 from wizard.engine.policy_health import FALSE_READY_REASONS, ready_condition
 from wizard.engine.prior_findings import PriorFindings, cause, named
+from wizard.engine.upgradestates import UPGRADE_FAILED
 
 FATAL_WAITING = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError"})
 Phase = Literal["waiting", "progressing", "ready", "failed"]
@@ -30,7 +31,6 @@ FALSE_READY_WAIT = "waiting for the operator's next pass"
 """How a ``ready`` with NoGPUNodes/NFDLabelsMissing over labelled GPU nodes is worded while it is waited out."""
 HOST_DRIVER_FOUND = "no driver pod is wanted"
 """How the failure of a driver rollout onto hosts that already run a driver begins."""
-UPGRADE_FAILED = "upgrade-failed"
 RETRYING = "waiting for the upgrade controller to retry"
 """How a rollout over nodes already ``upgrade-failed`` when it began is worded while they are retried."""
 
